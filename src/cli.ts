@@ -1,0 +1,80 @@
+/**
+ * `tradegate` command line. Each command lives in src/commands/<name>.ts and exports
+ * `run(argv): Promise<number>`; modules load lazily so `--help` and small commands stay fast.
+ */
+
+interface CommandInfo {
+  summary: string;
+  usage: string;
+}
+
+export const COMMANDS: Record<string, CommandInfo> = {
+  serve: {
+    summary: 'run the HTTP/SSE service (add --paper for the embedded paper broker)',
+    usage: 'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--log-level L]',
+  },
+  sim: {
+    summary: 'run the paper broker (Tradovate protocol simulator) standalone',
+    usage: 'tradegate sim [--port P] [--host H] [--seed N]',
+  },
+  users: {
+    summary: 'manage users',
+    usage: 'tradegate users add <name> [--password-stdin] [--data-dir D] | tradegate users list [--data-dir D]',
+  },
+  keys: {
+    summary: 'manage API keys (a key is shown once, at creation)',
+    usage:
+      'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U | keys revoke <id>   [--data-dir D]',
+  },
+  connections: {
+    summary: 'manage broker connections',
+    usage:
+      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo | --tradovate-live) [--name N] [--password-stdin] | connections list --user U',
+  },
+  bench: {
+    summary: 'measure latency and throughput under the rate limit (see README "Performance")',
+    usage: 'tradegate bench [orders|webhooks|sse|reads|actors] [--quick]',
+  },
+};
+
+function help(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return [
+    'tradegate — trading automation over plain HTTP, webhooks and SSE',
+    '',
+    'Usage: tradegate <command> [options]',
+    '',
+    'Commands:',
+    ...lines,
+    '',
+    'Run `tradegate <command> --help` for its options. Settings can also come from the',
+    'environment (see README "Configuration").',
+    '',
+  ].join('\n');
+}
+
+/** Entry point used by bin/tradegate.js; returns the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(help());
+    return name ? 0 : 1;
+  }
+  const info = COMMANDS[name];
+  if (!info) {
+    process.stderr.write(`tradegate: unknown command '${name}'\n\n${help()}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${info.summary}\n\nUsage: ${info.usage}\n`);
+    return 0;
+  }
+  const mod = (await import(`./commands/${name}.js`)) as { run(argv: string[]): Promise<number> };
+  try {
+    return await mod.run(rest);
+  } catch (err) {
+    process.stderr.write(`tradegate ${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The one place that reads process.env. Flags and environment are merged (flags win),
+ * parsed once by zod and frozen; the result is passed down explicitly and into workers
+ * through `workerData`.
+ */
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', ''])]).transform((v) =>
+  typeof v === 'boolean' ? v : v === 'true' || v === '1' || v === 'yes' || v === '',
+);
+
+export const configSchema = z
+  .object({
+    port: port.default(8080),
+    host: z.string().min(1).default('127.0.0.1'),
+    dataDir: z.string().min(1).default('./data'),
+    paper: bool.default(false),
+    /** 0 = pick a free port. */
+    paperPort: port.default(0),
+    baseUrl: z.url().optional(),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    sseHeartbeatMs: positiveInt.default(15_000),
+    rateLimitPerMin: positiveInt.default(120),
+    webhookRateLimitPerMin: positiveInt.default(120),
+    actorThreadsMax: positiveInt.default(64),
+    sseMaxStreamsPerKey: positiveInt.default(5),
+    /** 64 hex chars (32 bytes); when absent a 0600 key file is created in the data dir. */
+    dataKey: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)')
+      .optional(),
+    bodyLimitBytes: positiveInt.default(64 * 1024),
+  })
+  .strict();
+
+export type Config = Readonly<z.output<typeof configSchema>>;
+export type ConfigInput = z.input<typeof configSchema>;
+
+/** Environment variable → config field. */
+const ENV: Record<string, keyof ConfigInput> = {
+  PORT: 'port',
+  HOST: 'host',
+  TRADEGATE_DATA_DIR: 'dataDir',
+  TRADEGATE_PAPER: 'paper',
+  TRADEGATE_PAPER_PORT: 'paperPort',
+  TRADEGATE_BASE_URL: 'baseUrl',
+  LOG_LEVEL: 'logLevel',
+  SSE_HEARTBEAT_MS: 'sseHeartbeatMs',
+  RATE_LIMIT_PER_MIN: 'rateLimitPerMin',
+  WEBHOOK_RATE_LIMIT_PER_MIN: 'webhookRateLimitPerMin',
+  ACTOR_THREADS_MAX: 'actorThreadsMax',
+  SSE_MAX_STREAMS_PER_KEY: 'sseMaxStreamsPerKey',
+  TRADEGATE_DATA_KEY: 'dataKey',
+  BODY_LIMIT_BYTES: 'bodyLimitBytes',
+};
+
+/** Flag name (kebab-case) → config field. */
+const FLAGS: Record<string, keyof ConfigInput> = {
+  port: 'port',
+  host: 'host',
+  'data-dir': 'dataDir',
+  paper: 'paper',
+  'paper-port': 'paperPort',
+  'base-url': 'baseUrl',
+  'log-level': 'logLevel',
+};
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function settingName(field: string): string {
+  const env = Object.entries(ENV).find(([, f]) => f === field)?.[0];
+  const flag = Object.entries(FLAGS).find(([, f]) => f === field)?.[0];
+  return [flag && `--${flag}`, env].filter(Boolean).join(' / ') || field;
+}
+
+/**
+ * Builds the frozen Config from flags (already parsed, kebab-case keys) and an environment.
+ * Throws ConfigError naming the offending setting.
+ */
+export function loadConfig(
+  flags: Record<string, string | boolean | undefined> = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Config {
+  const input: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(ENV)) {
+    const value = env[name];
+    if (value !== undefined && value !== '') input[field] = value;
+  }
+  for (const [name, value] of Object.entries(flags)) {
+    if (value === undefined) continue;
+    const field = FLAGS[name];
+    if (!field) throw new ConfigError(`unknown option --${name}`);
+    input[field] = value;
+  }
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${settingName(String(i.path[0] ?? ''))}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return Object.freeze({ ...parsed.data, dataDir: resolve(parsed.data.dataDir) });
+}
+
+/** Names of the flags `serve` accepts (for parseArgs). */
+export const CONFIG_FLAGS = Object.keys(FLAGS);
+
+/** Environment variable names, for docs and `--help`. */
+export const CONFIG_ENV = Object.keys(ENV);

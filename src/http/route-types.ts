@@ -1,0 +1,102 @@
+/**
+ * The route table contract between the HTTP engine (server, auth, rate limit, idempotency,
+ * validation, OpenAPI) and the route modules (src/http/routes/*). A route is data plus a
+ * handler; the engine runs every cross-cutting step before the handler sees the request,
+ * and `/api-docs` is generated from the same definitions.
+ */
+import type { z } from 'zod';
+import type { Logger } from '../log.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/**
+ * `read` / `trade`: X-API-Key with that scope (or a web session). `none`: public.
+ * `webhook`: the `{token}` path parameter authenticates (webhook receiver only).
+ */
+export type RouteScope = 'read' | 'trade' | 'none' | 'webhook';
+
+export type Scope = 'read' | 'trade';
+
+/** Who is calling, after authentication. */
+export interface AuthContext {
+  userId: string;
+  /** API key id, or `webhook:<tokenId>` for webhook calls, or `session:<id>` for the web app. */
+  principalId: string;
+  scopes: readonly Scope[];
+  kind: 'api-key' | 'webhook' | 'session';
+}
+
+/** Server-Timing collector: `broker;dur=…, total;dur=…`. */
+export interface Timing {
+  /** Adds a metric (ms). */
+  add(name: string, durMs: number): void;
+}
+
+export interface RouteRequest<B = unknown, Q = unknown> {
+  method: HttpMethod;
+  /** Path as received, without query string. */
+  path: string;
+  params: Record<string, string>;
+  query: Q;
+  /** Lower-case header names. */
+  headers: Readonly<Record<string, string>>;
+  /** Validated body (the route's `body` schema output), or undefined when the route has none. */
+  body: B;
+  rawBody: Buffer;
+  ip: string;
+}
+
+export interface RouteContext<B = unknown, Q = unknown> {
+  req: RouteRequest<B, Q>;
+  /** Present for every scope except `none`. */
+  auth: AuthContext;
+  requestId: string;
+  timing: Timing;
+  log: Logger;
+  /** The idempotency key in force for this request (header, or `idempotencyKeyFrom`), if any. */
+  idempotencyKey?: string;
+}
+
+export interface RouteResponse {
+  status: number;
+  /** Serialized as JSON unless it is a string/Buffer with an explicit content-type header. */
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ResponseDoc {
+  status: number;
+  description: string;
+  schema?: z.ZodType;
+}
+
+export interface RouteDef<B = unknown, Q = unknown> {
+  method: HttpMethod;
+  /** Relative to the API prefix, e.g. `/accounts/:id/orders`; served under `/api/v1` and `/v1`. */
+  path: string;
+  scope: RouteScope;
+  /** Operation id and summary for the OpenAPI document. */
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  /** Strict object schema for JSON bodies: unknown fields → 400 VALIDATION_FAILED. */
+  body?: z.ZodType<B>;
+  query?: z.ZodType<Q>;
+  /** Accept text/plain bodies as JSON too (TradingView webhooks). */
+  lenientContentType?: boolean;
+  /** Idempotency-Key honoured (DESIGN §3): replay, in-flight 409, fingerprint 422. */
+  idempotent?: boolean;
+  /**
+   * Where the idempotency key comes from when not the `Idempotency-Key` header (the webhook
+   * payload's `id`). Runs after body validation.
+   */
+  idempotencyKeyFrom?: (req: RouteRequest<B, Q>) => string | undefined;
+  responses: ResponseDoc[];
+  handler(ctx: RouteContext<B, Q>): Promise<RouteResponse>;
+}
+
+/** Helper that keeps the generic types of one route together. */
+export function defineRoute<B = undefined, Q = undefined>(def: RouteDef<B, Q>): RouteDef<B, Q> {
+  return def;
+}

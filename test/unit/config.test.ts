@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults when nothing is set', () => {
+    const c = loadConfig({}, {});
+    expect(c.port).toBe(8080);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.rateLimitPerMin).toBe(120);
+    expect(c.sseHeartbeatMs).toBe(15_000);
+    expect(c.sseMaxStreamsPerKey).toBe(5);
+    expect(c.paper).toBe(false);
+    expect(c.dataDir.endsWith('/data')).toBe(true);
+  });
+
+  it('reads the environment and lets flags win over it', () => {
+    const c = loadConfig({ port: '9001', paper: true }, { PORT: '7000', HOST: '0.0.0.0', RATE_LIMIT_PER_MIN: '60' });
+    expect(c.port).toBe(9001);
+    expect(c.host).toBe('0.0.0.0');
+    expect(c.rateLimitPerMin).toBe(60);
+    expect(c.paper).toBe(true);
+  });
+
+  it('returns a frozen object', () => {
+    const c = loadConfig({}, {});
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('stops start-up with a message naming the bad setting', () => {
+    expect(() => loadConfig({}, { PORT: 'eighty' })).toThrow(ConfigError);
+    expect(() => loadConfig({}, { PORT: 'eighty' })).toThrow(/--port \/ PORT/);
+    expect(() => loadConfig({}, { SSE_HEARTBEAT_MS: '-5' })).toThrow(/SSE_HEARTBEAT_MS/);
+    expect(() => loadConfig({}, { TRADEGATE_DATA_KEY: 'abc' })).toThrow(/TRADEGATE_DATA_KEY: must be 64 hex/);
+    expect(() => loadConfig({}, { LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
+  });
+
+  it('rejects unknown flags', () => {
+    expect(() => loadConfig({ prot: '1' }, {})).toThrow(/unknown option --prot/);
+  });
+});
