@@ -15,7 +15,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
   sim: {
     summary: 'run the paper broker (Tradovate protocol simulator) standalone',
-    usage: 'tradegate sim [--port P] [--host H] [--seed N]',
+    usage: 'tradegate sim [--port P (default 8091)] [--host H] [--seed N] [--demo] [--price-step-ms MS] [--log-level L]',
   },
   users: {
     summary: 'manage users',
@@ -29,7 +29,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   connections: {
     summary: 'manage broker connections',
     usage:
-      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo | --tradovate-live) [--name N] [--password-stdin] | connections list --user U',
+      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo --broker-user NAME | --tradovate-live --broker-user NAME) [--name N] [--password-stdin] [--json] | connections list --user U',
   },
   bench: {
     summary: 'measure latency and throughput under the rate limit (see README "Performance")',

@@ -1,0 +1,142 @@
+/**
+ * `tradegate connections add|list`. Broker passwords come from stdin only (never argv, which
+ * other local users can read in the process list) and are stored sealed.
+ */
+import { randomUUID } from 'node:crypto';
+import type { BrokerCredentials, BrokerKind, Environment } from '../actors/protocol.js';
+import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
+
+const USAGE = [
+  'tradegate connections add --user U [--name N] [--json] [--data-dir D]',
+  '    --paper --paper-url http://HOST:PORT --paper-user NAME [--password-stdin]',
+  '  | --tradovate-demo|--tradovate-live --broker-user NAME [--app-id A] [--app-version V] [--device-id D] [--cid N]',
+  '    (password on the first line of stdin; with --cid, the API secret on the second)',
+  'tradegate connections list --user U [--json] [--data-dir D]',
+].join('\n');
+
+/** Tradovate endpoints (reference/tradovate-protocol.md §1). */
+export const TRADOVATE_URLS = {
+  demo: { restUrl: 'https://demo.tradovateapi.com/v1', wsUrl: 'wss://demo.tradovateapi.com/v1/websocket' },
+  live: { restUrl: 'https://live.tradovateapi.com/v1', wsUrl: 'wss://live.tradovateapi.com/v1/websocket' },
+} as const;
+
+/** REST and WebSocket URLs of a paper broker at `base` (e.g. http://127.0.0.1:8091). */
+export function paperUrls(base: string): { restUrl: string; wsUrl: string } {
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new UsageError(`--paper-url '${base}' is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--paper-url must be http:// or https://');
+  if (url.search || url.hash) throw new UsageError('--paper-url must not carry a query or fragment');
+  const root = `${url.host}${url.pathname.replace(/\/+$/, '')}`;
+  return {
+    restUrl: `${url.protocol}//${root}/v1`,
+    wsUrl: `${url.protocol === 'https:' ? 'wss' : 'ws'}://${root}/v1/websocket`,
+  };
+}
+
+interface AddPlan {
+  broker: BrokerKind;
+  environment: Environment;
+  restUrl: string;
+  wsUrl: string;
+  brokerUser: string;
+}
+
+function planFrom(values: Record<string, string | boolean | undefined>): AddPlan {
+  const kinds = (['paper', 'tradovate-demo', 'tradovate-live'] as const).filter((k) => values[k]);
+  if (kinds.length !== 1) throw new UsageError('choose exactly one of --paper, --tradovate-demo, --tradovate-live');
+  if (kinds[0] === 'paper') {
+    const base = values['paper-url'];
+    const brokerUser = values['paper-user'];
+    if (typeof base !== 'string') throw new UsageError('--paper needs --paper-url (e.g. http://127.0.0.1:8091)');
+    if (typeof brokerUser !== 'string' || !brokerUser) throw new UsageError('--paper needs --paper-user NAME');
+    return { broker: 'paper', environment: 'paper', ...paperUrls(base), brokerUser };
+  }
+  const environment = kinds[0] === 'tradovate-demo' ? 'demo' : 'live';
+  const brokerUser = values['broker-user'];
+  if (typeof brokerUser !== 'string' || !brokerUser) throw new UsageError(`--${kinds[0]} needs --broker-user NAME`);
+  return { broker: 'tradovate', environment, ...TRADOVATE_URLS[environment], brokerUser };
+}
+
+/** Entry point of `tradegate connections`. */
+export function run(argv: string[]): Promise<number> {
+  return runCommand('connections', USAGE, async () => {
+    const { values, positionals } = parseCommand(argv, {
+      user: { type: 'string' },
+      name: { type: 'string' },
+      paper: { type: 'boolean' },
+      'paper-url': { type: 'string' },
+      'paper-user': { type: 'string' },
+      'tradovate-demo': { type: 'boolean' },
+      'tradovate-live': { type: 'boolean' },
+      'broker-user': { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      'app-id': { type: 'string' },
+      'app-version': { type: 'string' },
+      cid: { type: 'string' },
+      'device-id': { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    const [sub, ...args] = positionals;
+    if (args.length > 0) throw new UsageError(`unexpected argument '${args[0]}'`);
+
+    if (sub === 'add') {
+      const plan = planFrom(values);
+      // Tradovate always needs the password; a paper broker may run without one.
+      const needsStdin = plan.broker === 'tradovate' || values['password-stdin'];
+      const lines = needsStdin ? await readStdinLines() : [];
+      const password = lines[0] ?? '';
+      if (needsStdin && !password) throw new UsageError('expected the broker password on the first line of stdin');
+      const credentials: BrokerCredentials = { name: plan.brokerUser, password };
+      if (plan.broker === 'tradovate') {
+        credentials.appId = values['app-id'] ?? 'tradegate';
+        credentials.appVersion = values['app-version'] ?? '1.0';
+        credentials.deviceId = values['device-id'] ?? randomUUID();
+        if (values.cid !== undefined) {
+          const sec = lines[1];
+          if (!sec) throw new UsageError('--cid needs the API secret on the second line of stdin');
+          credentials.cid = values.cid;
+          credentials.sec = sec;
+        }
+      }
+      const name = values.name ?? `${plan.environment}-${plan.brokerUser}`;
+      const { user, record } = await withStore(values['data-dir'], async (store) => {
+        const owner = resolveUser(store, values.user);
+        const rec = await store.connections.create({
+          userId: owner.id,
+          name,
+          broker: plan.broker,
+          environment: plan.environment,
+          restUrl: plan.restUrl,
+          wsUrl: plan.wsUrl,
+          credentials,
+        });
+        return { user: owner, record: rec };
+      });
+      if (values.json) print(JSON.stringify({ ...record, user: user.name }));
+      else {
+        print(`created connection ${record.name} (${record.id}) for user ${user.name}: ${record.broker}/${record.environment} ${record.restUrl}`);
+        if (!password) note('no broker password stored (none given on stdin)');
+      }
+      return 0;
+    }
+
+    if (sub === 'list') {
+      const connections = await withStore(values['data-dir'], async (store) => {
+        const owner = resolveUser(store, values.user);
+        return store.connections.listByUser(owner.id);
+      });
+      if (values.json) print(JSON.stringify(connections));
+      else {
+        const rows = connections.map((c) => [c.id, c.name, c.broker, c.environment, c.restUrl, c.disabled ? 'disabled' : 'enabled']);
+        print(table(['ID', 'NAME', 'BROKER', 'ENV', 'REST URL', 'STATE'], rows));
+      }
+      return 0;
+    }
+
+    throw new UsageError(sub ? `unknown subcommand '${sub}'` : 'missing subcommand');
+  });
+}

@@ -1,0 +1,99 @@
+/**
+ * Shared plumbing of the store-backed CLI commands (users, keys, connections): argument
+ * parsing with clear usage errors, opening the store from `--data-dir`/config, reading
+ * secrets from stdin, resolving users and printing tables.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { loadConfig } from '../config.js';
+import { AppError } from '../domain/problems.js';
+import { openStore, type Store, type User } from '../store/index.js';
+
+/** A mistake in how the command was called: printed with the usage, exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** parseArgs in strict mode, with its errors turned into UsageError; always accepts --data-dir. */
+export function parseCommand<O extends Options>(argv: string[], options: O) {
+  try {
+    return parseArgs({ args: argv, options: { ...options, 'data-dir': { type: 'string' } }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** Opens the store of the configured data dir, runs `fn`, and always closes the store. */
+export async function withStore<T>(dataDirFlag: string | undefined, fn: (store: Store) => Promise<T>): Promise<T> {
+  const config = loadConfig(dataDirFlag === undefined ? {} : { 'data-dir': dataDirFlag });
+  const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey && { dataKey: config.dataKey }) });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Runs a subcommand: usage errors print the usage (exit 2); coded errors print their message (exit 1). */
+export async function runCommand(name: string, usage: string, body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`tradegate ${name}: ${err.message}\n\nUsage: ${usage}\n`);
+      return 2;
+    }
+    if (err instanceof AppError) {
+      process.stderr.write(`tradegate ${name}: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+/** All of stdin as lines (trailing CR removed); for secrets piped in with `--password-stdin`. */
+export async function readStdinLines(): Promise<string[]> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  const lines = text.split('\n').map((l) => l.replace(/\r$/, ''));
+  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+/** The first line of stdin as a password; an empty one is a usage error. */
+export async function readPassword(what = 'password'): Promise<string> {
+  const [first] = await readStdinLines();
+  if (!first) throw new UsageError(`expected the ${what} on the first line of stdin`);
+  return first;
+}
+
+/** A user by name, or by id; NOT_FOUND with a clear message otherwise. */
+export function resolveUser(store: Store, ref: string | undefined): User {
+  if (!ref) throw new UsageError('--user is required');
+  const user = store.users.byName(ref) ?? store.users.byId(ref);
+  if (!user) throw new AppError('NOT_FOUND', `unknown user '${ref}'`);
+  return user;
+}
+
+/** Rows as an aligned text table with a header line. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
+}
+
+/** Writes one line to stdout. */
+export function print(text: string): void {
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+/** Writes one line to stderr (notes that must not mix into machine-readable stdout). */
+export function note(text: string): void {
+  process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+}

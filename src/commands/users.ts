@@ -1,0 +1,41 @@
+/**
+ * `tradegate users add <name> [--password-stdin]` and `tradegate users list [--json]`.
+ * Works while the server runs: LMDB is multi-process.
+ */
+import { parseCommand, print, readPassword, runCommand, table, UsageError, withStore } from './store-command.js';
+
+const USAGE = 'tradegate users add <name> [--password-stdin] [--json] | users list [--json]   [--data-dir D]';
+
+/** Entry point of `tradegate users`. */
+export function run(argv: string[]): Promise<number> {
+  return runCommand('users', USAGE, async () => {
+    const { values, positionals } = parseCommand(argv, {
+      'password-stdin': { type: 'boolean' },
+      json: { type: 'boolean' },
+    });
+    const [sub, ...args] = positionals;
+
+    if (sub === 'add') {
+      const [name, ...extra] = args;
+      if (!name || extra.length > 0) throw new UsageError('users add takes exactly one <name>');
+      // Read the secret before opening the store, so a missing password leaves no half-made user.
+      const password = values['password-stdin'] ? await readPassword() : undefined;
+      const user = await withStore(values['data-dir'], (store) =>
+        store.users.create(password === undefined ? { name } : { name, password }),
+      );
+      if (values.json) print(JSON.stringify(user));
+      else print(`created user ${user.name} (${user.id})${password === undefined ? ', no password (web sign-in disabled)' : ''}`);
+      return 0;
+    }
+
+    if (sub === 'list') {
+      if (args.length > 0) throw new UsageError('users list takes no arguments');
+      const users = await withStore(values['data-dir'], async (store) => store.users.list());
+      if (values.json) print(JSON.stringify(users));
+      else print(table(['NAME', 'ID', 'CREATED'], users.map((u) => [u.name, u.id, u.createdAt])));
+      return 0;
+    }
+
+    throw new UsageError(sub ? `unknown subcommand '${sub}'` : 'missing subcommand');
+  });
+}

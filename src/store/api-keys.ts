@@ -1,0 +1,164 @@
+/**
+ * API keys `tgk_<id>_<secret>`. Only sha256 of the whole key is stored; the key itself is
+ * returned once, at creation. `verify` runs on every request, so it is synchronous: a format
+ * check that never touches LMDB for garbage, one get by id, one constant-time compare.
+ */
+import { AppError } from '../domain/problems.js';
+import type { Scope } from '../http/route-types.js';
+import { byCreation, ownedIds, type StoreContext } from './context.js';
+import { sha256Hex, timingSafeEqual } from './crypto.js';
+import { newToken, parseToken, tokenPrefix } from './secret-token.js';
+
+interface ApiKeyRow {
+  id: string;
+  userId: string;
+  name: string;
+  scopes: Scope[];
+  /** sha256 hex of the whole key. */
+  digest: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** An API key as it may be shown: never the key, never its digest. */
+export interface ApiKeyView {
+  id: string;
+  userId: string;
+  name: string;
+  scopes: Scope[];
+  /** `tgk_<id>`: identifies the key in lists without revealing it. */
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export const API_KEY_SCOPES: readonly Scope[] = ['read', 'trade'];
+
+/** A `lastUsedAt` write at most this often per key: the hot path must not write per request. */
+export const TOUCH_INTERVAL_MS = 60_000;
+
+export interface ApiKeyStore {
+  /** Creates a key; the returned `key` is the only time it exists in clear. */
+  create(input: { userId: string; name: string; scopes: readonly Scope[] }): Promise<{ record: ApiKeyView; key: string }>;
+  /** Strict format check without store access. */
+  parseKey(raw: unknown): { id: string } | null;
+  /** The key's view when it is well-formed, known, matches and is not revoked; otherwise null. */
+  verify(raw: unknown): ApiKeyView | null;
+  /** A user's keys (revoked ones included), oldest first. */
+  listByUser(userId: string): ApiKeyView[];
+  /** The key when `userId` owns it; undefined otherwise (no cross-user lookups). */
+  getForUser(userId: string, id: string): ApiKeyView | undefined;
+  /** Any key by id (CLI and admin use only). */
+  byId(id: string): ApiKeyView | undefined;
+  /** Revokes a key the user owns; false when unknown, not theirs, or already revoked. */
+  revoke(userId: string, id: string): Promise<boolean>;
+  /** Revokes any key by id (CLI); false when unknown or already revoked. */
+  revokeById(id: string): Promise<boolean>;
+  /** Records use; writes at most once per TOUCH_INTERVAL_MS per key and is not awaited. */
+  touch(id: string, now: number): void;
+}
+
+/** The API key store over a shared context. */
+export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
+  const { apiKeys, owners, lastUsed } = ctx.dbs;
+  const lastTouch = new Map<string, number>();
+
+  const row = (id: string): ApiKeyRow | undefined => apiKeys.get(id) as ApiKeyRow | undefined;
+
+  function view(r: ApiKeyRow): ApiKeyView {
+    const used = lastUsed.get(['apiKey', r.id]);
+    return {
+      id: r.id,
+      userId: r.userId,
+      name: r.name,
+      scopes: [...r.scopes],
+      prefix: tokenPrefix('tgk', r.id),
+      createdAt: r.createdAt,
+      lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
+      revokedAt: r.revokedAt,
+    };
+  }
+
+  async function revokeWhere(id: string, owner: string | undefined): Promise<boolean> {
+    const revokedAt = ctx.nowIso();
+    // Read-modify-write inside one write transaction, so a concurrent writer in another
+    // process (server vs CLI) cannot resurrect the key by rewriting an older copy.
+    const done = await ctx.durable(
+      apiKeys.transaction(() => {
+        const r = row(id);
+        if (!r || r.revokedAt || (owner !== undefined && r.userId !== owner)) return false;
+        apiKeys.put(id, { ...r, revokedAt });
+        return true;
+      }),
+    );
+    if (done) lastTouch.delete(id);
+    return done;
+  }
+
+  return {
+    async create({ userId, name, scopes }) {
+      if (name.length < 1 || name.length > 100) throw new AppError('VALIDATION_FAILED', 'key name must be 1..100 characters');
+      const unique = [...new Set(scopes)];
+      if (unique.length === 0 || unique.some((s) => !API_KEY_SCOPES.includes(s))) {
+        throw new AppError('VALIDATION_FAILED', `scopes must be a non-empty subset of ${API_KEY_SCOPES.join(', ')}`);
+      }
+      const { id, token, digest } = newToken('tgk');
+      const rec: ApiKeyRow = { id, userId, name, scopes: unique, digest, createdAt: ctx.nowIso(), revokedAt: null };
+      // A key that was shown to its owner must still exist after a crash: durable before returning.
+      const ok = await ctx.durable(
+        apiKeys.ifNoExists(id, () => {
+          apiKeys.put(id, rec);
+          owners.put(['apiKey', userId, id], true);
+        }),
+      );
+      if (!ok) throw new AppError('CONFLICT', 'key id collision, retry');
+      return { record: view(rec), key: token };
+    },
+
+    parseKey(raw) {
+      return parseToken('tgk', raw);
+    },
+
+    verify(raw) {
+      const parsed = parseToken('tgk', raw);
+      if (!parsed) return null;
+      const r = row(parsed.id);
+      if (!r || !timingSafeEqual(sha256Hex(raw as string), r.digest) || r.revokedAt) return null;
+      return view(r);
+    },
+
+    listByUser(userId) {
+      const rows = ownedIds(ctx, 'apiKey', userId)
+        .map(row)
+        .filter((r): r is ApiKeyRow => r !== undefined && r.userId === userId);
+      return byCreation(rows.map(view));
+    },
+
+    getForUser(userId, id) {
+      const r = row(id);
+      return r && r.userId === userId ? view(r) : undefined;
+    },
+
+    byId(id) {
+      const r = row(id);
+      return r && view(r);
+    },
+
+    revoke(userId, id) {
+      return revokeWhere(id, userId);
+    },
+
+    revokeById(id) {
+      return revokeWhere(id, undefined);
+    },
+
+    touch(id, now) {
+      const last = lastTouch.get(id);
+      if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
+      lastTouch.set(id, now);
+      // Best effort: last-use time is informational and may be lost in a crash.
+      lastUsed.put(['apiKey', id], now).catch((err: unknown) => ctx.logger?.warn({ err, keyId: id }, 'recording key use failed'));
+    },
+  };
+}

@@ -1,0 +1,155 @@
+/**
+ * Broker connections: one login at a broker, owned by a user. Credentials are sealed with
+ * AES-256-GCM (bound to the connection id) and only opened when an actor is started.
+ */
+import type { BrokerCredentials, BrokerKind, Environment } from '../actors/protocol.js';
+import { AppError } from '../domain/problems.js';
+import { byCreation, ownedIds, type StoreContext } from './context.js';
+import { randomBase62 } from './crypto.js';
+
+/** A connection as it may be shown (no credentials). */
+export interface ConnectionRecord {
+  id: string;
+  userId: string;
+  name: string;
+  broker: BrokerKind;
+  environment: Environment;
+  restUrl: string;
+  wsUrl: string;
+  createdAt: string;
+  disabled: boolean;
+}
+
+interface ConnectionRow extends ConnectionRecord {
+  sealedCredentials: Uint8Array;
+}
+
+export interface NewConnection {
+  userId: string;
+  name: string;
+  broker: BrokerKind;
+  environment: Environment;
+  restUrl: string;
+  wsUrl: string;
+  credentials: BrokerCredentials;
+  disabled?: boolean;
+}
+
+export interface ConnectionStore {
+  /** Stores a connection with its credentials sealed; durable before it resolves. */
+  create(input: NewConnection): Promise<ConnectionRecord>;
+  /** A user's connections, oldest first. */
+  listByUser(userId: string): ConnectionRecord[];
+  /** The connection when `userId` owns it. */
+  getForUser(userId: string, id: string): ConnectionRecord | undefined;
+  byId(id: string): ConnectionRecord | undefined;
+  /** Every connection of every user (the supervisor starts an actor for each enabled one). */
+  all(): ConnectionRecord[];
+  /** Opens the sealed credentials; NOT_FOUND for an unknown id. */
+  credentials(id: string): BrokerCredentials;
+  /** Enables or disables a connection; false when unknown. */
+  setDisabled(id: string, disabled: boolean): Promise<boolean>;
+  /** Deletes a connection the user owns; false when unknown or not theirs. */
+  remove(userId: string, id: string): Promise<boolean>;
+}
+
+const aad = (id: string): string => `connection:${id}`;
+
+function view(r: ConnectionRow): ConnectionRecord {
+  return {
+    id: r.id,
+    userId: r.userId,
+    name: r.name,
+    broker: r.broker,
+    environment: r.environment,
+    restUrl: r.restUrl,
+    wsUrl: r.wsUrl,
+    createdAt: r.createdAt,
+    disabled: r.disabled,
+  };
+}
+
+/** The connection store over a shared context. */
+export function createConnectionStore(ctx: StoreContext): ConnectionStore {
+  const { connections, owners } = ctx.dbs;
+  const row = (id: string): ConnectionRow | undefined => connections.get(id) as ConnectionRow | undefined;
+
+  return {
+    async create(input) {
+      if (input.name.length < 1 || input.name.length > 100) throw new AppError('VALIDATION_FAILED', 'connection name must be 1..100 characters');
+      const id = `con_${randomBase62(12)}`;
+      const rec: ConnectionRow = {
+        id,
+        userId: input.userId,
+        name: input.name,
+        broker: input.broker,
+        environment: input.environment,
+        restUrl: input.restUrl,
+        wsUrl: input.wsUrl,
+        createdAt: ctx.nowIso(),
+        disabled: input.disabled ?? false,
+        sealedCredentials: ctx.sealer.seal(JSON.stringify(input.credentials), aad(id)),
+      };
+      const ok = await ctx.durable(
+        connections.ifNoExists(id, () => {
+          connections.put(id, rec);
+          owners.put(['connection', input.userId, id], true);
+        }),
+      );
+      if (!ok) throw new AppError('CONFLICT', 'connection id collision, retry');
+      return view(rec);
+    },
+
+    listByUser(userId) {
+      const rows = ownedIds(ctx, 'connection', userId)
+        .map(row)
+        .filter((r): r is ConnectionRow => r !== undefined && r.userId === userId);
+      return byCreation(rows.map(view));
+    },
+
+    getForUser(userId, id) {
+      const r = row(id);
+      return r && r.userId === userId ? view(r) : undefined;
+    },
+
+    byId(id) {
+      const r = row(id);
+      return r && view(r);
+    },
+
+    all() {
+      const out: ConnectionRecord[] = [];
+      for (const { value } of connections.getRange()) out.push(view(value as ConnectionRow));
+      return byCreation(out);
+    },
+
+    credentials(id) {
+      const r = row(id);
+      if (!r) throw new AppError('NOT_FOUND', 'connection not found');
+      return JSON.parse(ctx.sealer.open(r.sealedCredentials, aad(id))) as BrokerCredentials;
+    },
+
+    async setDisabled(id, disabled) {
+      return ctx.durable(
+        connections.transaction(() => {
+          const r = row(id);
+          if (!r) return false;
+          connections.put(id, { ...r, disabled });
+          return true;
+        }),
+      );
+    },
+
+    async remove(userId, id) {
+      return ctx.durable(
+        connections.transaction(() => {
+          const r = row(id);
+          if (!r || r.userId !== userId) return false;
+          connections.remove(id);
+          owners.remove(['connection', userId, id]);
+          return true;
+        }),
+      );
+    },
+  };
+}

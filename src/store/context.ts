@@ -1,0 +1,60 @@
+/**
+ * What every record module of the store shares: the LMDB environment, its named
+ * databases, the sealer for secrets at rest, the injected clock and the durable-write rule.
+ */
+import type { Database, RootDatabase } from 'lmdb';
+import type { Logger } from '../log.js';
+import type { Sealer } from './crypto.js';
+
+/** The named databases inside the one LMDB environment. */
+export interface Dbs {
+  users: Database;
+  /** user name → user id (uniqueness). */
+  userNames: Database<string, string>;
+  apiKeys: Database;
+  connections: Database;
+  webhookTokens: Database;
+  strategies: Database;
+  /** [kind, userId, id] → true: per-user listings of every owned record kind. */
+  owners: Database<true, [string, string, string]>;
+  /** [kind, id] → ms: last-use times, kept apart so a touch never rewrites (and races) the record. */
+  lastUsed: Database<number, [string, string]>;
+  /** sha256(scope, key) → idempotency record. */
+  idempotency: Database;
+  /** [createdAt, hash] → true: lets the sweeper find expired records without a full scan. */
+  idempotencyByTime: Database<true, [number, string]>;
+  /** [ts, writer, seq] → journal entry. */
+  journal: Database;
+  /** [userId, ts, writer, seq] → true. */
+  journalByUser: Database<true, [string, number, string, number]>;
+}
+
+export type OwnedKind = 'apiKey' | 'connection' | 'webhookToken' | 'strategy';
+
+export interface StoreContext {
+  env: RootDatabase;
+  dbs: Dbs;
+  sealer: Sealer;
+  clock: () => number;
+  logger: Logger | undefined;
+  /** Awaits a write's commit and then the flush to disk (see openStore on overlappingSync). */
+  durable<T>(write: Promise<T>): Promise<T>;
+  /** The clock as an ISO-8601 UTC string. */
+  nowIso(): string;
+}
+
+/** Ids of one user's records of `kind` (index order, not creation order). */
+export function ownedIds(ctx: StoreContext, kind: OwnedKind, userId: string): string[] {
+  const ids: string[] = [];
+  // Ids are ASCII, so '\uffff' bounds them all; a prefix array sorts before its extensions.
+  for (const key of ctx.dbs.owners.getKeys({ start: [kind, userId] as never, end: [kind, userId, '\uffff'] })) {
+    const [k, u, id] = key as [string, string, string];
+    if (k === kind && u === userId) ids.push(id);
+  }
+  return ids;
+}
+
+/** Sorts records oldest first by their ISO `createdAt` (ties by id, so order is stable). */
+export function byCreation<T extends { createdAt: string; id: string }>(records: T[]): T[] {
+  return records.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}

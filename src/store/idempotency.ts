@@ -1,0 +1,102 @@
+/**
+ * Finished idempotent responses, keyed by sha256 of (scope, Idempotency-Key) so raw keys are
+ * never stored. In-flight markers are not kept here: the front thread owns those in memory
+ * (DESIGN §3). Records live 24 h; LMDB has no TTL, so reads ignore expired records and a
+ * sweeper deletes them through a createdAt index.
+ */
+import type { StoreContext } from './context.js';
+import { sha256Hex } from './crypto.js';
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Largest number of expired records one sweep deletes (keeps each write transaction short). */
+const SWEEP_BATCH = 5000;
+
+/** A stored response, replayed byte-for-byte for a retry with the same key and fingerprint. */
+export interface IdempotencyRecord {
+  /** sha256 of method, path and canonical body. */
+  fingerprint: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  /** ms since the epoch, by the store's clock. */
+  createdAt: number;
+}
+
+export interface IdempotencyStore {
+  /** The live record for (scope, key); expired records read as absent. Synchronous. */
+  get(scope: string, key: string): IdempotencyRecord | undefined;
+  /** Stores a finished response; resolves only once it is flushed to disk. */
+  put(scope: string, key: string, rec: Omit<IdempotencyRecord, 'createdAt'> & { createdAt?: number }): Promise<void>;
+  /** Schedules deletion of records expired at `now`; returns how many were found. */
+  sweep(now?: number): number;
+  /** Runs `sweep` every `intervalMs` (timer unref'd); returns the stop function. */
+  startSweeper(intervalMs: number): () => void;
+}
+
+/** The storage key: sha256 over an unambiguous encoding of (scope, key). */
+export function idempotencyHash(scope: string, key: string): string {
+  return sha256Hex(JSON.stringify([scope, key]));
+}
+
+/** The idempotency store over a shared context. */
+export function createIdempotencyStore(ctx: StoreContext): IdempotencyStore {
+  const { idempotency, idempotencyByTime } = ctx.dbs;
+  const expired = (rec: IdempotencyRecord, now: number): boolean => now - rec.createdAt > IDEMPOTENCY_TTL_MS;
+
+  function sweep(now = ctx.clock()): number {
+    const found: [number, string][] = [];
+    for (const key of idempotencyByTime.getKeys({ end: [now - IDEMPOTENCY_TTL_MS, ''], limit: SWEEP_BATCH })) {
+      found.push(key as [number, string]);
+    }
+    if (found.length === 0) return 0;
+    // Deletion re-reads each record inside the write transaction: a retry may have stored a
+    // fresh record under the same hash since the scan, and that one must survive.
+    idempotency
+      .transaction(() => {
+        for (const [createdAt, hash] of found) {
+          idempotencyByTime.remove([createdAt, hash]);
+          const rec = idempotency.get(hash) as IdempotencyRecord | undefined;
+          if (rec && rec.createdAt === createdAt && expired(rec, now)) idempotency.remove(hash);
+        }
+      })
+      .catch((err: unknown) => ctx.logger?.error({ err }, 'idempotency sweep failed'));
+    return found.length;
+  }
+
+  return {
+    get(scope, key) {
+      const rec = idempotency.get(idempotencyHash(scope, key)) as IdempotencyRecord | undefined;
+      return rec && !expired(rec, ctx.clock()) ? rec : undefined;
+    },
+
+    async put(scope, key, rec) {
+      const hash = idempotencyHash(scope, key);
+      const createdAt = rec.createdAt ?? ctx.clock();
+      const stored: IdempotencyRecord = {
+        fingerprint: rec.fingerprint,
+        status: rec.status,
+        headers: { ...rec.headers },
+        body: rec.body,
+        createdAt,
+      };
+      // Both puts land in the same batched transaction (same event turn). The client sees
+      // this response only after the flush, so every response it has seen can be replayed.
+      await ctx.durable(Promise.all([idempotencyByTime.put([createdAt, hash], true), idempotency.put(hash, stored)]));
+    },
+
+    sweep,
+
+    startSweeper(intervalMs) {
+      const timer = setInterval(() => {
+        try {
+          sweep(ctx.clock());
+        } catch (err) {
+          ctx.logger?.error({ err }, 'idempotency sweep failed');
+        }
+      }, intervalMs);
+      timer.unref();
+      return () => clearInterval(timer);
+    },
+  };
+}

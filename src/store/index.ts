@@ -1,0 +1,181 @@
+/**
+ * The store: one LMDB environment (`<dataDir>/tradegate.lmdb`) with a named database per
+ * record kind. LMDB is multi-process: the server keeps it open while CLI commands open it,
+ * write and close; writers are serialized by LMDB's lock, readers take no locks.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database } from 'lmdb';
+import type { Logger } from '../log.js';
+import { createApiKeyStore, type ApiKeyStore } from './api-keys.js';
+import { createConnectionStore, type ConnectionStore } from './connections.js';
+import type { Dbs, StoreContext } from './context.js';
+import { createSealer, loadDataKey, type Sealer } from './crypto.js';
+import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
+import { createJournalStore, type JournalStore } from './journal.js';
+import { createStrategyStore, type StrategyStore } from './strategies.js';
+import { createUserStore, type UserStore } from './users.js';
+import { createWebhookTokenStore, type WebhookTokenStore } from './webhook-tokens.js';
+
+export type { User } from './users.js';
+export type { ApiKeyView } from './api-keys.js';
+export type { ConnectionRecord, NewConnection } from './connections.js';
+export type { WebhookTokenRecord, WebhookTokenPatch } from './webhook-tokens.js';
+export type { StrategyRecord, StrategyFields, StrategyPatch, BracketSpec } from './strategies.js';
+export type { IdempotencyRecord } from './idempotency.js';
+export type { JournalEntry } from './journal.js';
+export { IDEMPOTENCY_TTL_MS } from './idempotency.js';
+
+/** Name of the LMDB environment inside the data dir (a file plus its `-lock` file). */
+export const LMDB_DIR = 'tradegate.lmdb';
+
+/** Options of openStore. */
+export interface StoreOptions {
+  dataDir: string;
+  /** 64 hex chars; without it the key file `<dataDir>/data.key` is used (created 0600). */
+  dataKey?: string;
+  /** ms since the epoch; injected by tests for the 24 h idempotency horizon. */
+  clock?: () => number;
+  logger?: Logger;
+}
+
+/** Every record kind of the service, over one LMDB environment. */
+export interface Store {
+  readonly dataDir: string;
+  readonly users: UserStore;
+  readonly apiKeys: ApiKeyStore;
+  readonly connections: ConnectionStore;
+  readonly webhookTokens: WebhookTokenStore;
+  readonly strategies: StrategyStore;
+  readonly idempotency: IdempotencyStore;
+  readonly journal: JournalStore;
+  /** Resolves once every write issued so far (including un-awaited ones) is on disk. */
+  flushed(): Promise<void>;
+  /** Waits for pending writes, then closes the environment. */
+  close(): Promise<void>;
+}
+
+const KEY_CHECK = 'keyCheck';
+const KEY_CHECK_AAD = 'meta:key-check';
+const KEY_CHECK_TEXT = 'tradegate data key';
+
+/**
+ * The data dir remembers a value sealed with its data key. A different key (the server run
+ * with TRADEGATE_DATA_KEY, a CLI without it, or a lost data.key) would otherwise seal new
+ * secrets that the other side can never open; it is refused at open instead.
+ */
+async function checkDataKey(meta: Database, dataDir: string, dataKey: string | undefined): Promise<Sealer> {
+  const existing = meta.get(KEY_CHECK) as Uint8Array | undefined;
+  const sealer = createSealer(loadDataKey(dataDir, dataKey, { create: existing === undefined }));
+  const verify = (sealed: Uint8Array): Sealer => {
+    let ok = false;
+    try {
+      ok = sealer.open(sealed, KEY_CHECK_AAD) === KEY_CHECK_TEXT;
+    } catch {
+      ok = false;
+    }
+    if (!ok) throw new Error(`the data key does not match the one ${dataDir} was created with (check TRADEGATE_DATA_KEY and data.key)`);
+    return sealer;
+  };
+  if (existing) return verify(existing);
+  const wrote = await meta.ifNoExists(KEY_CHECK, () => {
+    meta.put(KEY_CHECK, sealer.seal(KEY_CHECK_TEXT, KEY_CHECK_AAD));
+  });
+  await meta.flushed;
+  // Another process may have initialised the dir at the same moment: then its check decides.
+  return wrote ? sealer : verify(meta.get(KEY_CHECK) as Uint8Array);
+}
+
+/** Opens (creating if needed) the data dir's LMDB environment. */
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  const clock = opts.clock ?? Date.now;
+  // 0700: the directory holds the data key file; nobody else needs to list or read it.
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+
+  const env = open({
+    path: join(opts.dataDir, LMDB_DIR),
+    maxDbs: 32,
+    // Durability, set explicitly rather than trusting defaults that lmdb-js documents
+    // inconsistently (reference/reliability-anchors.md §7.6):
+    // - noSync / noMetaSync / useWritemap stay off (mapAsync is off by default): every
+    //   commit is fsynced and a crash cannot corrupt the file.
+    // - overlappingSync on: a write promise resolves at commit (visible to every thread and
+    //   process) and the fsync runs outside the writer lock, overlapping the next batch, so
+    //   a burst of orders shares flushes instead of queueing behind each one. The price is
+    //   that a resolved put is committed but not yet durable; writes that must survive a
+    //   crash go through `durable()`, which also awaits `env.flushed`.
+    // - safeRestore off: after a process crash (same boot) LMDB reopens at the last commit,
+    //   which the page cache still holds; after a power loss it falls back to the last
+    //   flushed one, and `durable()` writes are in it.
+    overlappingSync: true,
+    noSync: false,
+    noMetaSync: false,
+    useWritemap: false,
+    // Unused parts of written pages are zeroed, so stray process memory (which may have held
+    // a secret) never lands in the file.
+    noMemInit: false,
+  });
+
+  let sealer: Sealer;
+  try {
+    sealer = await checkDataKey(env.openDB({ name: 'meta' }), opts.dataDir, opts.dataKey);
+  } catch (err) {
+    await env.close();
+    throw err;
+  }
+
+  const named = <V = unknown, K extends import('lmdb').Key = import('lmdb').Key>(name: string): Database<V, K> =>
+    env.openDB<V, K>({ name });
+  const dbs: Dbs = {
+    users: named('users'),
+    userNames: named('userNames'),
+    apiKeys: named('apiKeys'),
+    connections: named('connections'),
+    webhookTokens: named('webhookTokens'),
+    strategies: named('strategies'),
+    owners: named('owners'),
+    lastUsed: named('lastUsed'),
+    idempotency: named('idempotency'),
+    idempotencyByTime: named('idempotencyByTime'),
+    journal: named('journal'),
+    journalByUser: named('journalByUser'),
+  };
+
+  const ctx: StoreContext = {
+    env,
+    dbs,
+    sealer,
+    clock,
+    logger: opts.logger,
+    async durable(write) {
+      const result = await write;
+      await env.flushed;
+      return result;
+    },
+    nowIso: () => new Date(clock()).toISOString(),
+  };
+
+  let closing: Promise<void> | undefined;
+  return {
+    dataDir: opts.dataDir,
+    users: createUserStore(ctx),
+    apiKeys: createApiKeyStore(ctx),
+    connections: createConnectionStore(ctx),
+    webhookTokens: createWebhookTokenStore(ctx),
+    strategies: createStrategyStore(ctx),
+    idempotency: createIdempotencyStore(ctx),
+    journal: createJournalStore(ctx),
+    async flushed() {
+      await env.committed;
+      await env.flushed;
+    },
+    close() {
+      closing ??= (async () => {
+        await env.committed;
+        await env.flushed;
+        await env.close();
+      })();
+      return closing;
+    },
+  };
+}

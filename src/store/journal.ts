@@ -1,0 +1,74 @@
+/**
+ * Append-only journal of trading actions (what was asked, what came of it), for audit and
+ * support. Appends are fire-and-forget: the order path never waits on the journal.
+ */
+import type { StoreContext } from './context.js';
+import { randomBase62 } from './crypto.js';
+
+export interface JournalEntry {
+  /** ms since the epoch. */
+  ts: number;
+  userId: string;
+  accountId: string | null;
+  /** e.g. `place-order`, `cancel-order`, `flatten`, `webhook`. */
+  kind: string;
+  /** The request as received (secrets must already be removed by the caller). */
+  request: unknown;
+  /** Result summary or error data. */
+  outcome: unknown;
+}
+
+export interface JournalStore {
+  /** Queues an entry (not awaited); `ts` defaults to the store clock. */
+  append(entry: Omit<JournalEntry, 'ts'> & { ts?: number }): void;
+  /** Newest first, optionally only one user's entries. */
+  list(opts: { userId?: string; limit: number }): JournalEntry[];
+}
+
+/** The journal over a shared context. */
+export function createJournalStore(ctx: StoreContext): JournalStore {
+  const { journal, journalByUser } = ctx.dbs;
+  // Key = [ts, writer, seq]: ordered by time, unique across processes (each opened store is
+  // its own writer) without a shared counter, and increasing within one writer even if the
+  // wall clock steps back.
+  const writer = randomBase62(8);
+  let seq = 0;
+  let lastTs = 0;
+
+  return {
+    append(entry) {
+      const ts = Math.max(entry.ts ?? ctx.clock(), lastTs);
+      lastTs = ts;
+      seq += 1;
+      const rec: JournalEntry = {
+        ts,
+        userId: entry.userId,
+        accountId: entry.accountId,
+        kind: entry.kind,
+        request: entry.request,
+        outcome: entry.outcome,
+      };
+      const done = Promise.all([journal.put([ts, writer, seq], rec), journalByUser.put([entry.userId, ts, writer, seq], true)]);
+      done.catch((err: unknown) => ctx.logger?.error({ err, kind: entry.kind }, 'journal append failed'));
+    },
+
+    list({ userId, limit }) {
+      const out: JournalEntry[] = [];
+      if (limit <= 0) return out;
+      if (userId === undefined) {
+        for (const { value } of journal.getRange({ reverse: true, limit })) out.push(value as JournalEntry);
+        return out;
+      }
+      // Reverse range: start is the upper bound. Numbers sort before strings, so
+      // [userId, '\uffff'] is above every [userId, ts, ...] key.
+      for (const key of journalByUser.getKeys({ start: [userId, '\uffff'] as never, end: [userId] as never, reverse: true })) {
+        const [u, ts, w, s] = key as [string, number, string, number];
+        if (u !== userId) continue;
+        const rec = journal.get([ts, w, s]) as JournalEntry | undefined;
+        if (rec) out.push(rec);
+        if (out.length >= limit) break;
+      }
+      return out;
+    },
+  };
+}

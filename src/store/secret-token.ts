@@ -1,0 +1,38 @@
+/**
+ * Bearer secrets of the form `<prefix>_<id>_<secret>` (API keys `tgk_`, webhook tokens `whk_`):
+ * `id` (12 base62) is the lookup key, `secret` (32 base62, ~190 bits) the part only the holder
+ * knows. Only sha256 of the whole string is stored to check it.
+ */
+import { randomBase62, sha256Hex } from './crypto.js';
+
+export const TOKEN_ID_LENGTH = 12;
+export const TOKEN_SECRET_LENGTH = 32;
+
+export type TokenPrefix = 'tgk' | 'whk';
+
+const PATTERNS: Record<TokenPrefix, RegExp> = {
+  tgk: /^tgk_([A-Za-z0-9]{12})_[A-Za-z0-9]{32}$/,
+  whk: /^whk_([A-Za-z0-9]{12})_[A-Za-z0-9]{32}$/,
+};
+
+const TOKEN_LENGTH = 3 + 1 + TOKEN_ID_LENGTH + 1 + TOKEN_SECRET_LENGTH;
+
+/** A fresh token and its parts. */
+export function newToken(prefix: TokenPrefix): { id: string; token: string; digest: string } {
+  const id = randomBase62(TOKEN_ID_LENGTH);
+  const token = `${prefix}_${id}_${randomBase62(TOKEN_SECRET_LENGTH)}`;
+  return { id, token, digest: sha256Hex(token) };
+}
+
+/** Strict format check, no I/O: the id of a well-formed token, or null. */
+export function parseToken(prefix: TokenPrefix, raw: unknown): { id: string } | null {
+  // The length test comes first so a megabyte of garbage costs one comparison.
+  if (typeof raw !== 'string' || raw.length !== TOKEN_LENGTH) return null;
+  const m = PATTERNS[prefix].exec(raw);
+  return m ? { id: m[1]! } : null;
+}
+
+/** `tgk_<id>`: what may be shown after creation. */
+export function tokenPrefix(prefix: TokenPrefix, id: string): string {
+  return `${prefix}_${id}`;
+}

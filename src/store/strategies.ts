@@ -1,0 +1,133 @@
+/**
+ * Strategies: named defaults a webhook token may point at; their fields fill what an alert
+ * leaves out. Validation of the fields is the HTTP layer's job (zod); this module stores them.
+ */
+import type { OrderType } from '../actors/protocol.js';
+import { AppError } from '../domain/problems.js';
+import { byCreation, ownedIds, type StoreContext } from './context.js';
+import { randomBase62 } from './crypto.js';
+
+/** A bracket leg as clients write it: an absolute price or a tick offset from the fill. */
+export type BracketSpec = { price: number } | { ticks: number };
+
+export interface StrategyFields {
+  name: string;
+  description: string;
+  symbol?: string;
+  qty?: number;
+  orderType?: OrderType;
+  takeProfit?: BracketSpec;
+  stopLoss?: BracketSpec;
+}
+
+export interface StrategyRecord extends StrategyFields {
+  id: string;
+  userId: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Fields to change; `null` clears an optional field. */
+export type StrategyPatch = {
+  name?: string;
+  description?: string;
+} & { [K in 'symbol' | 'qty' | 'orderType' | 'takeProfit' | 'stopLoss']?: StrategyFields[K] | null };
+
+export interface StrategyStore {
+  create(userId: string, fields: StrategyFields): Promise<StrategyRecord>;
+  /** A user's strategies, oldest first. */
+  listByUser(userId: string): StrategyRecord[];
+  /** The strategy when `userId` owns it. */
+  getForUser(userId: string, id: string): StrategyRecord | undefined;
+  /** Applies a patch to a strategy the user owns; undefined when unknown or not theirs. */
+  update(userId: string, id: string, patch: StrategyPatch): Promise<StrategyRecord | undefined>;
+  /** Deletes a strategy the user owns; false when unknown or not theirs. */
+  remove(userId: string, id: string): Promise<boolean>;
+}
+
+const OPTIONAL = ['symbol', 'qty', 'orderType', 'takeProfit', 'stopLoss'] as const;
+
+function checkName(name: string): void {
+  if (name.length < 1 || name.length > 100) throw new AppError('VALIDATION_FAILED', 'strategy name must be 1..100 characters');
+}
+
+/** Copies only known fields, dropping undefined/null optionals (so records stay clean). */
+function clean(rec: StrategyRecord): StrategyRecord {
+  const out: StrategyRecord = {
+    id: rec.id,
+    userId: rec.userId,
+    name: rec.name,
+    description: rec.description,
+    createdAt: rec.createdAt,
+    updatedAt: rec.updatedAt,
+  };
+  for (const k of OPTIONAL) {
+    const v = rec[k];
+    if (v !== undefined && v !== null) (out as unknown as Record<string, unknown>)[k] = v;
+  }
+  return out;
+}
+
+/** The strategy store over a shared context. */
+export function createStrategyStore(ctx: StoreContext): StrategyStore {
+  const { strategies, owners } = ctx.dbs;
+  const row = (id: string): StrategyRecord | undefined => strategies.get(id) as StrategyRecord | undefined;
+
+  return {
+    async create(userId, fields) {
+      checkName(fields.name);
+      const now = ctx.nowIso();
+      const rec = clean({ ...fields, id: `stg_${randomBase62(12)}`, userId, createdAt: now, updatedAt: now });
+      const ok = await ctx.durable(
+        strategies.ifNoExists(rec.id, () => {
+          strategies.put(rec.id, rec);
+          owners.put(['strategy', userId, rec.id], true);
+        }),
+      );
+      if (!ok) throw new AppError('CONFLICT', 'strategy id collision, retry');
+      return rec;
+    },
+
+    listByUser(userId) {
+      const rows = ownedIds(ctx, 'strategy', userId)
+        .map(row)
+        .filter((r): r is StrategyRecord => r !== undefined && r.userId === userId);
+      return byCreation(rows.map(clean));
+    },
+
+    getForUser(userId, id) {
+      const r = row(id);
+      return r && r.userId === userId ? clean(r) : undefined;
+    },
+
+    async update(userId, id, patch) {
+      if (patch.name !== undefined) checkName(patch.name);
+      const updatedAt = ctx.nowIso();
+      return ctx.durable(
+        strategies.transaction((): StrategyRecord | undefined => {
+          const r = row(id);
+          if (!r || r.userId !== userId) return undefined;
+          const merged = { ...r } as unknown as Record<string, unknown>;
+          for (const [k, v] of Object.entries(patch)) {
+            if (v !== undefined && (k === 'name' || k === 'description' || (OPTIONAL as readonly string[]).includes(k))) merged[k] = v;
+          }
+          const next = clean({ ...(merged as unknown as StrategyRecord), id, userId, createdAt: r.createdAt, updatedAt });
+          strategies.put(id, next);
+          return next;
+        }),
+      );
+    },
+
+    async remove(userId, id) {
+      return ctx.durable(
+        strategies.transaction(() => {
+          const r = row(id);
+          if (!r || r.userId !== userId) return false;
+          strategies.remove(id);
+          owners.remove(['strategy', userId, id]);
+          return true;
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * Users: a unique name and an optional scrypt password hash (for the web app's sign-in).
+ * The hash never leaves this module.
+ */
+import { AppError } from '../domain/problems.js';
+import type { StoreContext } from './context.js';
+import { dummyPasswordHash, hashPassword, randomBase62, verifyPasswordHash } from './crypto.js';
+
+/** A user as the rest of the service sees it. */
+export interface User {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+interface UserRow extends User {
+  passwordHash: string | null;
+}
+
+export const USER_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export interface UserStore {
+  /** Creates a user; CONFLICT when the name is taken, VALIDATION_FAILED when it is malformed. */
+  create(input: { name: string; password?: string }): Promise<User>;
+  byId(id: string): User | undefined;
+  byName(name: string): User | undefined;
+  /** Every user, oldest first. */
+  list(): User[];
+  /** The user when the password matches; null otherwise (also for unknown names and users without a password). */
+  verifyPassword(name: string, password: string): Promise<User | null>;
+  /** Sets or replaces a user's password; NOT_FOUND for an unknown id. */
+  setPassword(userId: string, password: string): Promise<void>;
+}
+
+function view(row: UserRow): User {
+  return { id: row.id, name: row.name, createdAt: row.createdAt };
+}
+
+function checkPassword(password: string): void {
+  if (password.length < 1 || password.length > 1024) throw new AppError('VALIDATION_FAILED', 'password must be 1..1024 characters');
+}
+
+/** The user store over a shared context. */
+export function createUserStore(ctx: StoreContext): UserStore {
+  const { users, userNames } = ctx.dbs;
+  const row = (id: string): UserRow | undefined => users.get(id) as UserRow | undefined;
+
+  return {
+    async create({ name, password }) {
+      if (!USER_NAME_PATTERN.test(name)) {
+        throw new AppError('VALIDATION_FAILED', 'user name must be 1..64 characters of A-Z a-z 0-9 _ . -');
+      }
+      if (password !== undefined) checkPassword(password);
+      const passwordHash = password === undefined ? null : await hashPassword(password);
+      const rec: UserRow = { id: `usr_${randomBase62(12)}`, name, createdAt: ctx.nowIso(), passwordHash };
+      // The name check and both writes run in one write transaction, which LMDB serializes
+      // across processes: two concurrent `users add demo` cannot both succeed.
+      const created = await ctx.durable(
+        users.transaction(() => {
+          if (userNames.get(name) !== undefined) return false;
+          userNames.put(name, rec.id);
+          users.put(rec.id, rec);
+          return true;
+        }),
+      );
+      if (!created) throw new AppError('CONFLICT', `user '${name}' already exists`);
+      return view(rec);
+    },
+
+    byId(id) {
+      const r = row(id);
+      return r && view(r);
+    },
+
+    byName(name) {
+      const id = userNames.get(name);
+      const r = id === undefined ? undefined : row(id);
+      return r && view(r);
+    },
+
+    list() {
+      const out: User[] = [];
+      for (const { value } of users.getRange()) out.push(view(value as UserRow));
+      return out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name < b.name ? -1 : 1));
+    },
+
+    async verifyPassword(name, password) {
+      const id = userNames.get(name);
+      const r = id === undefined ? undefined : row(id);
+      // Unknown users still cost one scrypt, so response time does not reveal which names exist.
+      const ok = await verifyPasswordHash(password, r?.passwordHash ?? (await dummyPasswordHash()));
+      return ok && r?.passwordHash ? view(r) : null;
+    },
+
+    async setPassword(userId, password) {
+      checkPassword(password);
+      const passwordHash = await hashPassword(password);
+      const found = await ctx.durable(
+        users.transaction(() => {
+          const r = row(userId);
+          if (!r) return false;
+          users.put(userId, { ...r, passwordHash });
+          return true;
+        }),
+      );
+      if (!found) throw new AppError('NOT_FOUND', 'user not found');
+    },
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * Webhook tokens `whk_<id>_<secret>`: the capability in a TradingView alert URL, bound to one
+ * account (and optionally a strategy). Checked like API keys (id lookup, sha256 digest,
+ * constant-time compare); also kept sealed with AES-256-GCM so the owner can copy the URL
+ * again from the web app.
+ */
+import { AppError } from '../domain/problems.js';
+import { byCreation, ownedIds, type StoreContext } from './context.js';
+import { sha256Hex, timingSafeEqual } from './crypto.js';
+import { newToken, parseToken, tokenPrefix } from './secret-token.js';
+import { TOUCH_INTERVAL_MS } from './api-keys.js';
+
+/** A webhook token as it may be shown (never the token itself). */
+export interface WebhookTokenRecord {
+  id: string;
+  userId: string;
+  name: string;
+  accountId: string;
+  strategyId: string | null;
+  /** `whk_<id>` */
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+interface WebhookTokenRow {
+  id: string;
+  userId: string;
+  name: string;
+  accountId: string;
+  strategyId: string | null;
+  createdAt: string;
+  digest: string;
+  sealedToken: Uint8Array;
+}
+
+export interface WebhookTokenPatch {
+  name?: string;
+  accountId?: string;
+  /** null unbinds the strategy. */
+  strategyId?: string | null;
+}
+
+export interface WebhookTokenStore {
+  /** Creates a token; `token` is the secret for the URL (also recoverable later with `reveal`). */
+  create(input: { userId: string; name: string; accountId: string; strategyId?: string | null }): Promise<{
+    record: WebhookTokenRecord;
+    token: string;
+  }>;
+  /** Strict format check without store access. */
+  parseToken(raw: unknown): { id: string } | null;
+  /** The token's record when well-formed, known and matching; otherwise null. Synchronous. */
+  verify(raw: unknown): WebhookTokenRecord | null;
+  /** The token in clear for its owner; undefined when unknown or not theirs. */
+  reveal(userId: string, id: string): string | undefined;
+  /** A user's tokens, oldest first. */
+  listByUser(userId: string): WebhookTokenRecord[];
+  getForUser(userId: string, id: string): WebhookTokenRecord | undefined;
+  /** Every token (e.g. to flag tokens bound to inactive accounts). */
+  all(): WebhookTokenRecord[];
+  /** Renames or rebinds a token the user owns; undefined when unknown or not theirs. */
+  update(userId: string, id: string, patch: WebhookTokenPatch): Promise<WebhookTokenRecord | undefined>;
+  /** Deletes a token the user owns; false when unknown or not theirs. */
+  remove(userId: string, id: string): Promise<boolean>;
+  /** Records use; at most once per minute per token, not awaited. */
+  touch(id: string, now: number): void;
+}
+
+const aad = (id: string): string => `webhook-token:${id}`;
+
+function checkName(name: string): void {
+  if (name.length < 1 || name.length > 100) throw new AppError('VALIDATION_FAILED', 'token name must be 1..100 characters');
+}
+
+/** The webhook token store over a shared context. */
+export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
+  const { webhookTokens, owners, lastUsed } = ctx.dbs;
+  const lastTouch = new Map<string, number>();
+  const row = (id: string): WebhookTokenRow | undefined => webhookTokens.get(id) as WebhookTokenRow | undefined;
+
+  function view(r: WebhookTokenRow): WebhookTokenRecord {
+    const used = lastUsed.get(['webhookToken', r.id]);
+    return {
+      id: r.id,
+      userId: r.userId,
+      name: r.name,
+      accountId: r.accountId,
+      strategyId: r.strategyId,
+      prefix: tokenPrefix('whk', r.id),
+      createdAt: r.createdAt,
+      lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
+    };
+  }
+
+  return {
+    async create({ userId, name, accountId, strategyId }) {
+      checkName(name);
+      const { id, token, digest } = newToken('whk');
+      const rec: WebhookTokenRow = {
+        id,
+        userId,
+        name,
+        accountId,
+        strategyId: strategyId ?? null,
+        createdAt: ctx.nowIso(),
+        digest,
+        sealedToken: ctx.sealer.seal(token, aad(id)),
+      };
+      const ok = await ctx.durable(
+        webhookTokens.ifNoExists(id, () => {
+          webhookTokens.put(id, rec);
+          owners.put(['webhookToken', userId, id], true);
+        }),
+      );
+      if (!ok) throw new AppError('CONFLICT', 'token id collision, retry');
+      return { record: view(rec), token };
+    },
+
+    parseToken(raw) {
+      return parseToken('whk', raw);
+    },
+
+    verify(raw) {
+      const parsed = parseToken('whk', raw);
+      if (!parsed) return null;
+      const r = row(parsed.id);
+      if (!r || !timingSafeEqual(sha256Hex(raw as string), r.digest)) return null;
+      return view(r);
+    },
+
+    reveal(userId, id) {
+      const r = row(id);
+      if (!r || r.userId !== userId) return undefined;
+      return ctx.sealer.open(r.sealedToken, aad(id));
+    },
+
+    listByUser(userId) {
+      const rows = ownedIds(ctx, 'webhookToken', userId)
+        .map(row)
+        .filter((r): r is WebhookTokenRow => r !== undefined && r.userId === userId);
+      return byCreation(rows.map(view));
+    },
+
+    getForUser(userId, id) {
+      const r = row(id);
+      return r && r.userId === userId ? view(r) : undefined;
+    },
+
+    all() {
+      const out: WebhookTokenRecord[] = [];
+      for (const { value } of webhookTokens.getRange()) out.push(view(value as WebhookTokenRow));
+      return byCreation(out);
+    },
+
+    async update(userId, id, patch) {
+      if (patch.name !== undefined) checkName(patch.name);
+      const updated = await ctx.durable(
+        webhookTokens.transaction((): WebhookTokenRow | undefined => {
+          const r = row(id);
+          if (!r || r.userId !== userId) return undefined;
+          const next: WebhookTokenRow = {
+            ...r,
+            ...(patch.name !== undefined && { name: patch.name }),
+            ...(patch.accountId !== undefined && { accountId: patch.accountId }),
+            ...(patch.strategyId !== undefined && { strategyId: patch.strategyId }),
+          };
+          webhookTokens.put(id, next);
+          return next;
+        }),
+      );
+      return updated && view(updated);
+    },
+
+    async remove(userId, id) {
+      return ctx.durable(
+        webhookTokens.transaction(() => {
+          const r = row(id);
+          if (!r || r.userId !== userId) return false;
+          webhookTokens.remove(id);
+          owners.remove(['webhookToken', userId, id]);
+          lastUsed.remove(['webhookToken', id]);
+          return true;
+        }),
+      );
+    },
+
+    touch(id, now) {
+      const last = lastTouch.get(id);
+      if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
+      lastTouch.set(id, now);
+      lastUsed.put(['webhookToken', id], now).catch((err: unknown) => ctx.logger?.warn({ err, tokenId: id }, 'recording token use failed'));
+    },
+  };
+}

@@ -1,0 +1,157 @@
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TOUCH_INTERVAL_MS } from '../../../src/store/api-keys.js';
+import { sha256Hex } from '../../../src/store/crypto.js';
+import { tempStore, type TempStore } from './temp-store.js';
+
+let t: TempStore;
+let alice: string;
+let bob: string;
+
+beforeEach(async () => {
+  t = await tempStore();
+  alice = (await t.store.users.create({ name: 'alice' })).id;
+  bob = (await t.store.users.create({ name: 'bob' })).id;
+});
+afterEach(() => t.cleanup());
+
+describe('apiKeys.create', () => {
+  it('returns a tgk_<12>_<32> key once and a view without the key or its digest', async () => {
+    const { record, key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read', 'trade'] });
+    expect(key).toMatch(/^tgk_[A-Za-z0-9]{12}_[A-Za-z0-9]{32}$/);
+    expect(key.slice(4, 16)).toBe(record.id);
+    expect(record).toEqual({
+      id: record.id,
+      userId: alice,
+      name: 'bot',
+      scopes: ['read', 'trade'],
+      prefix: `tgk_${record.id}`,
+      createdAt: new Date(t.now.value).toISOString(),
+      lastUsedAt: null,
+      revokedAt: null,
+    });
+    expect(JSON.stringify(record)).not.toContain(sha256Hex(key));
+  });
+
+  it('rejects empty or unknown scopes and bad names', async () => {
+    await expect(t.store.apiKeys.create({ userId: alice, name: 'x', scopes: [] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(t.store.apiKeys.create({ userId: alice, name: 'x', scopes: ['admin' as 'read'] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(t.store.apiKeys.create({ userId: alice, name: '', scopes: ['read'] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+});
+
+describe('apiKeys.verify', () => {
+  it('accepts a created key and returns its view', async () => {
+    const { record, key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['trade'] });
+    expect(t.store.apiKeys.verify(key)).toEqual(record);
+  });
+
+  it('rejects a key whose id exists but whose secret differs', async () => {
+    const { key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    const last = key.at(-1) === 'A' ? 'B' : 'A';
+    expect(t.store.apiKeys.verify(key.slice(0, -1) + last)).toBeNull();
+  });
+
+  it('rejects a revoked key from the next call on, and revocation survives reopening', async () => {
+    const { record, key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    expect(await t.store.apiKeys.revoke(alice, record.id)).toBe(true);
+    expect(t.store.apiKeys.verify(key)).toBeNull();
+    expect(t.store.apiKeys.getForUser(alice, record.id)?.revokedAt).toBe(new Date(t.now.value).toISOString());
+    expect(await t.store.apiKeys.revoke(alice, record.id)).toBe(false);
+    await t.reopen();
+    expect(t.store.apiKeys.verify(key)).toBeNull();
+  });
+
+  it('rejects malformed keys without touching the store (a closed store would throw)', async () => {
+    const { key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    const wellFormedUnknown = `tgk_${'Z'.repeat(12)}_${'Q'.repeat(32)}`;
+    await t.store.close();
+    // Control: anything that reaches LMDB now throws.
+    expect(() => t.store.apiKeys.verify(wellFormedUnknown)).toThrow();
+    const malformed: unknown[] = [
+      '',
+      'tgk_',
+      key.replace('tgk_', 'tgx_'), // wrong prefix
+      key.replace('tgk_', 'TGK_'),
+      key.slice(0, -1), // secret 31
+      key + 'a', // secret 33
+      `tgk_${key.slice(4, 15)}_${key.slice(17)}a`, // id 11
+      key.slice(0, 20) + '-' + key.slice(21), // bad char
+      key.slice(0, 20) + 'é' + key.slice(21),
+      key.replace(/_/g, '-'),
+      ` ${key}`,
+      `${key}\n`,
+      'tgk_' + 'a'.repeat(1_000_000), // huge
+      undefined,
+      null,
+      42,
+      { key },
+    ];
+    for (const raw of malformed) {
+      expect(t.store.apiKeys.parseKey(raw)).toBeNull();
+      expect(t.store.apiKeys.verify(raw)).toBeNull();
+    }
+  });
+
+  it('never verifies and never throws for arbitrary strings (property)', async () => {
+    await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    const keyish = fc.tuple(fc.string({ maxLength: 14 }), fc.string({ maxLength: 34 })).map(([a, b]) => `tgk_${a}_${b}`);
+    const base62 = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'.split(''));
+    const wellFormed = fc
+      .tuple(fc.string({ unit: base62, minLength: 12, maxLength: 12 }), fc.string({ unit: base62, minLength: 32, maxLength: 32 }))
+      .map(([id, secret]) => `tgk_${id}_${secret}`);
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.string({ unit: 'binary' }), keyish, wellFormed), (raw) => {
+        expect(t.store.apiKeys.verify(raw)).toBeNull();
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('apiKeys ownership', () => {
+  it("never returns another user's key by id", async () => {
+    const { record } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    expect(t.store.apiKeys.getForUser(bob, record.id)).toBeUndefined();
+    expect(t.store.apiKeys.getForUser(alice, record.id)?.id).toBe(record.id);
+    expect(t.store.apiKeys.listByUser(bob)).toEqual([]);
+    expect(await t.store.apiKeys.revoke(bob, record.id)).toBe(false);
+    expect(t.store.apiKeys.getForUser(alice, record.id)?.revokedAt).toBeNull();
+  });
+
+  it('lists only the owner keys, oldest first, including revoked ones', async () => {
+    const a1 = await t.store.apiKeys.create({ userId: alice, name: 'one', scopes: ['read'] });
+    t.now.value += 1000;
+    const a2 = await t.store.apiKeys.create({ userId: alice, name: 'two', scopes: ['trade'] });
+    await t.store.apiKeys.create({ userId: bob, name: 'bobs', scopes: ['read'] });
+    await t.store.apiKeys.revokeById(a1.record.id);
+    const list = t.store.apiKeys.listByUser(alice);
+    expect(list.map((k) => k.name)).toEqual(['one', 'two']);
+    expect(list[0]?.revokedAt).not.toBeNull();
+    expect(list[1]?.id).toBe(a2.record.id);
+    expect(JSON.stringify(list)).not.toContain(a2.key);
+  });
+
+  it('revokeById revokes any key once and reports unknown ids', async () => {
+    const { record } = await t.store.apiKeys.create({ userId: bob, name: 'k', scopes: ['read'] });
+    expect(await t.store.apiKeys.revokeById(record.id)).toBe(true);
+    expect(await t.store.apiKeys.revokeById(record.id)).toBe(false);
+    expect(await t.store.apiKeys.revokeById('nonexistent1')).toBe(false);
+  });
+});
+
+describe('apiKeys.touch', () => {
+  it('records last use at most once a minute per key', async () => {
+    const { record, key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    const t1 = t.now.value + 5000;
+    t.store.apiKeys.touch(record.id, t1);
+    await t.store.flushed();
+    expect(t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1).toISOString());
+    t.store.apiKeys.touch(record.id, t1 + TOUCH_INTERVAL_MS - 1);
+    await t.store.flushed();
+    expect(t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1).toISOString());
+    t.store.apiKeys.touch(record.id, t1 + TOUCH_INTERVAL_MS);
+    await t.store.flushed();
+    expect(t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1 + TOUCH_INTERVAL_MS).toISOString());
+  });
+});

@@ -1,0 +1,38 @@
+/** Test helper: a real store in a fresh temp dir, with a controllable clock. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openStore, type Store } from '../../../src/store/index.js';
+
+export interface TempStore {
+  store: Store;
+  dir: string;
+  /** Current fake time in ms. */
+  now: { value: number };
+  reopen(): Promise<Store>;
+  cleanup(): Promise<void>;
+}
+
+export const T0 = Date.UTC(2026, 0, 5, 14, 30);
+
+/** Opens a store in a new temp dir; `cleanup` closes it and removes the dir. */
+export async function tempStore(opts: { dataKey?: string } = {}): Promise<TempStore> {
+  const dir = mkdtempSync(join(tmpdir(), 'tradegate-store-'));
+  const now = { value: T0 };
+  const open = (): Promise<Store> => openStore({ dataDir: dir, clock: () => now.value, ...opts });
+  const t: TempStore = {
+    store: await open(),
+    dir,
+    now,
+    async reopen() {
+      await t.store.close();
+      t.store = await open();
+      return t.store;
+    },
+    async cleanup() {
+      await t.store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
