@@ -1,0 +1,166 @@
+/**
+ * Authentication and scopes (DESIGN §3): `X-API-Key` for API routes, the `:token` path
+ * parameter for the webhook receiver. Every credential failure looks the same to the caller
+ * (one 401 body, or one 404 for webhook URLs), and failures are limited per client IP.
+ */
+import { AppError } from '../domain/problems.js';
+import type { Logger } from '../log.js';
+import { SlidingLogLimiter } from './rate-limit.js';
+import type { AuthContext, RouteScope, Scope } from './route-types.js';
+
+/** What `store.apiKeys.verify` returns. */
+export interface ApiKeyView {
+  id: string;
+  userId: string;
+  name: string;
+  scopes: readonly string[];
+  prefix?: string;
+  revokedAt?: string | number | null;
+}
+
+/** What `store.webhookTokens.verify` returns. */
+export interface WebhookTokenView {
+  id: string;
+  userId: string;
+  accountId: string;
+  strategyId?: string | null;
+}
+
+/** The slice of the store authentication uses. */
+export interface AuthStore {
+  apiKeys: {
+    verify(raw: string): ApiKeyView | null | undefined;
+    touch?(id: string, now: number): unknown;
+  };
+  webhookTokens: {
+    verify(raw: string): WebhookTokenView | null | undefined;
+    touch?(id: string, now: number): unknown;
+  };
+}
+
+/**
+ * Optional web-app session check (cookie + CSRF), consulted only when no X-API-Key is sent.
+ * Returns the session's context, undefined when there is no valid session (→ 401), or
+ * throws an AppError of its own (e.g. CSRF_REJECTED).
+ */
+export type SessionAuthenticator = (req: { method: string; headers: Readonly<Record<string, string>> }) => AuthContext | undefined;
+
+/** Failed authentications allowed per client IP per minute. */
+export const FAILED_AUTH_PER_MIN = 30;
+
+// Loose on purpose: the exact alphabet and lengths are the key store's business; this only
+// keeps obvious garbage (and megabyte headers) away from the lookup.
+const KEY_SHAPE = /^tgk_[A-Za-z0-9]+_[A-Za-z0-9]+$/;
+const MAX_CREDENTIAL_LENGTH = 256;
+const TOUCH_EVERY_MS = 60_000;
+
+/** Which limiter bucket an authenticated request counts against. */
+export interface Authenticated {
+  auth: AuthContext;
+  /** Rate-limit key: the API key id, or the webhook token id. */
+  rateKey: string;
+  /** `key` (RATE_LIMIT_PER_MIN) or `webhook` (WEBHOOK_RATE_LIMIT_PER_MIN). */
+  bucket: 'key' | 'webhook';
+}
+
+/** Authenticates requests against the store; owns the per-IP failed-auth limiter. */
+export class Authenticator {
+  readonly failures = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
+  private readonly touched = new Map<string, number>();
+
+  constructor(
+    private readonly store: AuthStore,
+    private readonly clock: () => number,
+    private readonly log: Logger,
+    private readonly session?: SessionAuthenticator,
+  ) {}
+
+  /**
+   * Authenticates a request for a route of `scope`. Returns undefined for public routes;
+   * throws AppError UNAUTHENTICATED / INSUFFICIENT_SCOPE / NOT_FOUND (webhook) / RATE_LIMITED.
+   */
+  authenticate(
+    scope: RouteScope,
+    headers: Readonly<Record<string, string>>,
+    params: Record<string, string>,
+    ip: string,
+    method = 'GET',
+  ): Authenticated | undefined {
+    if (scope === 'none') return undefined;
+    const now = this.clock();
+    // Webhooks are exempt from the per-IP failure limit: TradingView sends every user's
+    // alerts from the same four addresses, so one user's stale token URL must not block
+    // everyone's alerts, and a 128-bit token in the path cannot be guessed anyway.
+    if (scope === 'webhook') return this.webhook(params['token'] ?? '', now);
+    const blocked = this.failures.isExhausted(ip, now);
+    if (blocked) {
+      throw new AppError('RATE_LIMITED', 'Too many failed authentication attempts from this address', {}, blocked.retryAfterSeconds);
+    }
+    const raw = headers['x-api-key'];
+    if (raw === undefined && this.session) {
+      const auth = this.session({ method, headers });
+      if (auth) return this.grant(scope, auth, auth.principalId);
+    }
+    return this.apiKey(scope, raw ?? '', ip, now);
+  }
+
+  private grant(scope: Scope, auth: AuthContext, rateKey: string): Authenticated {
+    if (!auth.scopes.includes(scope)) {
+      throw new AppError('INSUFFICIENT_SCOPE', `This credential lacks the '${scope}' scope`, { requiredScope: scope });
+    }
+    return { auth, rateKey, bucket: 'key' };
+  }
+
+  private apiKey(scope: Scope, raw: string, ip: string, now: number): Authenticated {
+    let view: ApiKeyView | null | undefined;
+    if (raw.length > 0 && raw.length <= MAX_CREDENTIAL_LENGTH && KEY_SHAPE.test(raw)) view = this.store.apiKeys.verify(raw);
+    if (!view || view.revokedAt) throw this.fail(ip, now, new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key'));
+    const scopes = view.scopes.filter((s): s is Scope => s === 'read' || s === 'trade');
+    const granted = this.grant(scope, { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' }, view.id);
+    this.touch(view.id, now);
+    return granted;
+  }
+
+  private webhook(raw: string, now: number): Authenticated {
+    let view: WebhookTokenView | null | undefined;
+    if (raw.length > 0 && raw.length <= MAX_CREDENTIAL_LENGTH) view = this.store.webhookTokens.verify(raw);
+    // 404, the same body as an unknown route: a wrong token URL reveals nothing.
+    if (!view) throw new AppError('NOT_FOUND');
+    const touch = this.store.webhookTokens.touch;
+    const tokenId = view.id;
+    if (touch) this.record(`webhook:${tokenId}`, now, () => touch.call(this.store.webhookTokens, tokenId, now));
+    return {
+      auth: { userId: view.userId, principalId: `webhook:${view.id}`, scopes: ['trade'], kind: 'webhook' },
+      rateKey: `webhook:${view.id}`,
+      bucket: 'webhook',
+    };
+  }
+
+  private fail(ip: string, now: number, err: AppError): AppError {
+    this.failures.hit(ip, now);
+    return err;
+  }
+
+  private touch(id: string, now: number): void {
+    const touch = this.store.apiKeys.touch;
+    if (touch) this.record(`key:${id}`, now, () => touch.call(this.store.apiKeys, id, now));
+  }
+
+  /** Records use at most once a minute per credential; never fails the request. */
+  private record(slot: string, now: number, write: () => unknown): void {
+    const last = this.touched.get(slot);
+    if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
+    this.touched.set(slot, now);
+    try {
+      Promise.resolve(write()).catch((err: unknown) => this.log.warn({ err, credential: slot }, 'recording credential use failed'));
+    } catch (err) {
+      this.log.warn({ err, credential: slot }, 'recording credential use failed');
+    }
+  }
+
+  /** Drops idle state (called periodically by the server). */
+  sweep(now: number): void {
+    this.failures.sweep(now);
+    for (const [id, at] of this.touched) if (now - at >= TOUCH_EVERY_MS) this.touched.delete(id);
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Request bodies: bounded reading from uWS, media-type rules, JSON parsing and zod
+ * validation turned into 400 VALIDATION_FAILED with `errors: [{path, message}]`.
+ */
+import type { z } from 'zod';
+import { AppError } from '../domain/problems.js';
+import type { ResponseHandle } from './respond.js';
+
+/** Thrown when the client went away while its body was being read. */
+export class ClientAbortedError extends Error {
+  override name = 'ClientAbortedError';
+}
+
+/** Whether the request announces a body (Content-Length > 0 or chunked). */
+export function hasBody(headers: Readonly<Record<string, string>>): boolean {
+  const length = headers['content-length'];
+  if (length !== undefined && length !== '' && Number(length) > 0) return true;
+  return /chunked/i.test(headers['transfer-encoding'] ?? '');
+}
+
+/**
+ * Reads the body, at most `limit` bytes. Must be called synchronously inside the uWS
+ * callback (onData cannot be registered later). Rejects with PAYLOAD_TOO_LARGE as soon as
+ * the limit is crossed (remaining chunks are dropped, not buffered) and with
+ * ClientAbortedError when the client disconnects.
+ */
+export function readBody(handle: ResponseHandle, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    handle.onAbort(() => {
+      if (!settled) {
+        settled = true;
+        reject(new ClientAbortedError('client aborted while sending the body'));
+      }
+    });
+    handle.res.onData((chunk, isLast) => {
+      if (settled) return;
+      size += chunk.byteLength;
+      if (size > limit) {
+        settled = true;
+        reject(tooLarge(limit));
+        return;
+      }
+      // uWS neuters the ArrayBuffer when this callback returns: copy it.
+      chunks.push(Buffer.from(new Uint8Array(chunk)));
+      if (isLast) {
+        settled = true;
+        resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      }
+    });
+  });
+}
+
+/** The 413 error for a body over `limit` bytes. */
+export function tooLarge(limit: number): AppError {
+  return new AppError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limitBytes: limit });
+}
+
+function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** Whether a Content-Type names JSON (`application/json` or `application/*+json`). */
+export function isJsonMediaType(contentType: string | undefined): boolean {
+  const type = mediaType(contentType);
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+/**
+ * Parses a JSON body. `lenient` (webhooks): `text/plain` or no Content-Type is read as JSON
+ * too, because TradingView sends text/plain when it cannot tell. Empty body → undefined.
+ */
+export function parseJsonBody(raw: Buffer, contentType: string | undefined, lenient: boolean): unknown {
+  if (raw.length === 0) return undefined;
+  const type = mediaType(contentType);
+  const accepted = isJsonMediaType(contentType) || (lenient && (type === 'text/plain' || type === ''));
+  if (!accepted) {
+    throw new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      lenient ? 'Send the body as application/json or text/plain' : 'Send the body as application/json',
+    );
+  }
+  const text = raw.toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : 'invalid JSON';
+    throw new AppError('VALIDATION_FAILED', 'Request body is not valid JSON', {
+      errors: [{ path: '', message: reason }],
+    });
+  }
+}
+
+/** One entry of the `errors` extension. */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** Flattens zod issues; unknown keys become one entry per key (`stopLos: Unknown field`). */
+export function zodIssuesToErrors(issues: readonly z.core.$ZodIssue[], prefix = ''): FieldError[] {
+  const out: FieldError[] = [];
+  for (const issue of issues) {
+    const base = [prefix, ...issue.path.map(String)].filter((p) => p !== '').join('.');
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ path: base ? `${base}.${key}` : key, message: 'Unknown field' });
+    } else {
+      out.push({ path: base, message: issue.message });
+    }
+  }
+  return out;
+}
+
+/** Validates with a zod schema; 400 VALIDATION_FAILED listing every problem. */
+export function validate<T>(schema: z.ZodType<T>, value: unknown, what: 'body' | 'query'): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const errors = zodIssuesToErrors(parsed.error.issues, what === 'query' ? 'query' : '');
+  const first = errors[0];
+  const detail = first ? `${first.path || what}: ${first.message}` : `Invalid ${what}`;
+  throw new AppError('VALIDATION_FAILED', detail, { errors });
+}

@@ -1,0 +1,111 @@
+/**
+ * `GET /connection-health/stream` (DESIGN §8): opens an SSE stream on a uWS response,
+ * writes `retry:` and either the resumed messages (Last-Event-ID inside the ring) or one
+ * `snapshot` per connection the user owns, then hands the stream to the hub.
+ *
+ * Everything from the cap check to `subscribe` runs synchronously in one turn, so no
+ * event can slip between the snapshot and the subscription.
+ */
+import type { ActorGateway, ConnectionStatus } from '../actors/protocol.js';
+import { AppError } from '../domain/problems.js';
+import type { HealthHub, SseSink } from './sse-hub.js';
+import { formatRetry, formatSseEvent, parseLastEventId, statusMessage, type ConnectionStatusMessage } from './sse.js';
+import type { ResponseHandle } from './respond.js';
+import { statusLine } from './respond.js';
+import { defineRoute, type AuthContext } from './route-types.js';
+
+/** The slice of the store the stream reads. */
+export interface StreamStore {
+  connections: {
+    listByUser(userId: string): readonly { id: string; disabled?: boolean }[];
+  };
+}
+
+/** The route-table entry (auth, rate limit and /api-docs treat it like any route). */
+export const HEALTH_STREAM_ROUTE = defineRoute({
+  method: 'GET',
+  path: '/connection-health/stream',
+  scope: 'read',
+  operationId: 'streamConnectionHealth',
+  summary: 'Server-sent events: broker connection health',
+  description:
+    'Send `Accept: text/event-stream`. On open: `retry: 3000`, then one `snapshot` per connection you own, ' +
+    'then a `status` message on every change and a `heartbeat` every SSE_HEARTBEAT_MS. Each message is ' +
+    '`id: <seq>` + `data: <json>`. Reconnect with `Last-Event-ID` to resume; when the id is too old you get ' +
+    'fresh snapshots. At most SSE_MAX_STREAMS_PER_KEY streams per key (429 TOO_MANY_STREAMS beyond). ' +
+    'A client that stops reading is cut once its buffer passes a bound; it resumes with Last-Event-ID.',
+  tags: ['health'],
+  responses: [{ status: 200, description: 'text/event-stream of snapshot, status, heartbeat and bracket-alert messages' }],
+  handler: async () => {
+    throw new Error('the health stream is served by the stream engine, not a route handler');
+  },
+});
+
+export interface HealthStreamDeps {
+  hub: HealthHub;
+  store: StreamStore;
+  gateway: Pick<ActorGateway, 'status'>;
+  maxStreamsPerKey: number;
+  clock: () => number;
+}
+
+/** Opens one stream; throws TOO_MANY_STREAMS before anything is written. */
+export function openHealthStream(
+  deps: HealthStreamDeps,
+  handle: ResponseHandle,
+  auth: AuthContext,
+  headers: Readonly<Record<string, string>>,
+  responseHeaders: Record<string, string>,
+): void {
+  const { hub } = deps;
+  if (hub.streamsOf(auth.principalId) >= deps.maxStreamsPerKey) {
+    throw new AppError('TOO_MANY_STREAMS', `At most ${deps.maxStreamsPerKey} concurrent streams per API key`, {
+      limit: deps.maxStreamsPerKey,
+    });
+  }
+  if (!handle.open) return;
+  const lastId = parseLastEventId(headers['last-event-id']);
+  let frames = lastId !== undefined ? hub.resume(auth.userId, lastId) : undefined;
+  if (!frames) {
+    const id = hub.currentId(auth.userId);
+    frames = deps.store.connections.listByUser(auth.userId).map((c) => formatSseEvent(id, snapshot(deps, c)));
+  }
+
+  const { res } = handle;
+  handle.finished = true;
+  res.cork(() => {
+    res.writeStatus(statusLine(200));
+    for (const [name, value] of Object.entries(responseHeaders)) res.writeHeader(name, value);
+    res.writeHeader('Content-Type', 'text/event-stream');
+    res.writeHeader('Cache-Control', 'no-cache');
+    res.writeHeader('X-Accel-Buffering', 'no');
+  });
+  const sink: SseSink = {
+    write(chunk) {
+      let ok = false;
+      res.cork(() => {
+        ok = res.write(chunk);
+      });
+      return ok;
+    },
+    end() {
+      res.cork(() => res.end());
+    },
+    close() {
+      res.close();
+    },
+  };
+  const sub = hub.subscribe(auth.userId, auth.principalId, sink);
+  handle.onAbort(() => sub.unsubscribe());
+  res.onWritable(() => sub.drain());
+  sub.send(formatRetry() + frames.join(''));
+}
+
+function snapshot(deps: HealthStreamDeps, connection: { id: string; disabled?: boolean }): ConnectionStatusMessage {
+  const known = deps.gateway.status(connection.id);
+  if (known) return statusMessage(known, 'snapshot');
+  const status: ConnectionStatus = connection.disabled ? 'DISABLED' : 'CONNECTING';
+  const msg: ConnectionStatusMessage = { type: 'snapshot', connectionId: connection.id, status, ts: deps.clock() };
+  if (connection.disabled) msg.reason = 'disabled';
+  return msg;
+}

@@ -1,0 +1,170 @@
+/**
+ * Idempotency (DESIGN §3): key validation, request fingerprints over canonical JSON, and the
+ * gate that decides between running the handler, replaying a stored answer, 409 (in flight)
+ * and 422 (same key, another request).
+ *
+ * The in-flight marker lives in memory: the front thread is the only owner of this map, and
+ * `begin` sets the marker before its first `await`, so two concurrent requests with one key
+ * can never both pass. No durable write happens before the handler runs: the deterministic
+ * broker clOrdId (derived by the route from user + key) covers a crash in that window.
+ *
+ * What is stored after the handler answers: every status in 200..499 except 400, 401, 403
+ * and 429 (those are rejections before execution, retryable with the same key). 5xx is
+ * never stored: 503 means nothing reached the broker, and 500/504 leave the outcome unknown,
+ * so the retry with the same key must run again and reconcile by clOrdId instead of
+ * replaying an unknown answer forever.
+ */
+import { createHash } from 'node:crypto';
+import { AppError } from '../domain/problems.js';
+
+/** A stored answer, replayed byte-for-byte. */
+export interface IdempotencyRecord {
+  fingerprint: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+/** The slice of the store the gate uses (`store.idempotency`). */
+export interface IdempotencyStore {
+  get(scope: string, key: string): IdempotencyRecord | undefined | Promise<IdempotencyRecord | undefined>;
+  /** Durable: resolves once the record is committed and flushed. */
+  put(scope: string, key: string, record: IdempotencyRecord): Promise<void>;
+}
+
+/** Records older than this are treated as absent even before the sweeper deletes them. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+const MAX_KEY_LENGTH = 255;
+
+/**
+ * Validates an Idempotency-Key value: 1..255 visible ASCII characters. A Structured-Field
+ * string (`"abc"`, as the IETF draft writes it) is accepted and unquoted.
+ */
+export function parseIdempotencyKey(raw: string): string {
+  let key = raw;
+  if (key.length >= 2 && key.startsWith('"') && key.endsWith('"')) key = key.slice(1, -1);
+  if (key.length === 0 || key.length > MAX_KEY_LENGTH || !/^[\x21-\x7e]+$/.test(key)) {
+    throw new AppError(
+      'INVALID_IDEMPOTENCY_KEY',
+      `Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} visible ASCII characters`,
+    );
+  }
+  return key;
+}
+
+/** JSON with object keys sorted at every depth and no whitespace; `undefined` members dropped. */
+export function canonicalJson(value: unknown): string {
+  if (value === undefined) return 'null';
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : sortKeys(v)));
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(value).sort()) {
+      const v = (value as Record<string, unknown>)[k];
+      if (v !== undefined) out[k] = sortKeys(v);
+    }
+    return out;
+  }
+  return value;
+}
+
+/**
+ * SHA-256 (hex) of method, route template, path parameters and the canonical validated body.
+ * The API prefix is not part of it: `/api/v1/x` and `/v1/x` are the same request.
+ */
+export function requestFingerprint(
+  method: string,
+  routePath: string,
+  params: Record<string, string>,
+  body: unknown,
+): string {
+  return createHash('sha256')
+    .update(canonicalJson({ method, path: routePath, params, body }))
+    .digest('hex');
+}
+
+/** Whether a handler answer with this status is committed for replay (see module comment). */
+export function isStoredStatus(status: number): boolean {
+  return status >= 200 && status < 500 && status !== 400 && status !== 401 && status !== 403 && status !== 429;
+}
+
+export type GateOutcome =
+  | { kind: 'proceed'; ticket: IdempotencyTicket }
+  | { kind: 'replay'; record: IdempotencyRecord }
+  | { kind: 'in-flight' }
+  | { kind: 'mismatch' };
+
+/** Held by the one request allowed to run for (scope, key); finish it exactly once. */
+export interface IdempotencyTicket {
+  /** Stores the answer when its status qualifies (awaited, durable), then frees the key. */
+  commit(answer: { status: number; headers: Record<string, string>; body: string }): Promise<boolean>;
+  /** Frees the key without storing anything (handler crashed, client went away before execution). */
+  release(): void;
+}
+
+/** The state machine in front of idempotent handlers. */
+export class IdempotencyGate {
+  private readonly inFlight = new Set<string>();
+
+  constructor(
+    private readonly store: IdempotencyStore,
+    private readonly clock: () => number = Date.now,
+    private readonly ttlMs = IDEMPOTENCY_TTL_MS,
+  ) {}
+
+  /** Claims (scope, key) for a request with `fingerprint`, or says why it cannot run. */
+  async begin(scope: string, key: string, fingerprint: string): Promise<GateOutcome> {
+    const slot = `${scope}\u0000${key}`;
+    if (this.inFlight.has(slot)) return { kind: 'in-flight' };
+    // Claimed synchronously, before the first await: the single-owner guarantee.
+    this.inFlight.add(slot);
+    let existing: IdempotencyRecord | undefined;
+    try {
+      existing = await this.store.get(scope, key);
+    } catch (err) {
+      this.inFlight.delete(slot);
+      throw err;
+    }
+    if (existing && this.clock() - existing.createdAt < this.ttlMs) {
+      this.inFlight.delete(slot);
+      return existing.fingerprint === fingerprint ? { kind: 'replay', record: existing } : { kind: 'mismatch' };
+    }
+    let done = false;
+    const finish = (): void => {
+      done = true;
+      this.inFlight.delete(slot);
+    };
+    return {
+      kind: 'proceed',
+      ticket: {
+        commit: async (answer) => {
+          if (done) throw new Error('idempotency ticket already finished');
+          if (!isStoredStatus(answer.status)) {
+            finish();
+            return false;
+          }
+          try {
+            await this.store.put(scope, key, { fingerprint, ...answer, createdAt: this.clock() });
+          } finally {
+            finish();
+          }
+          return true;
+        },
+        release: () => {
+          if (!done) finish();
+        },
+      },
+    };
+  }
+
+  /** Number of keys currently in flight. */
+  inFlightCount(): number {
+    return this.inFlight.size;
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * The prose half of /api-docs: conventions, rate limits, idempotency, the error catalogue,
+ * the SSE formats, symbol forms and the webhook payload. Kept as data (sections with
+ * paragraphs, tables and code) so the JSON document and the HTML page show the same text.
+ */
+import type { Config } from '../config.js';
+import { PROBLEMS } from '../domain/problems.js';
+import { listProducts } from '../domain/symbols.js';
+
+/** One section of the guide. */
+export interface GuideSection {
+  id: string;
+  title: string;
+  paragraphs: string[];
+  table?: { head: string[]; rows: string[][]; anchorPrefix?: string };
+  code?: string;
+}
+
+/** A TradingView alert message that places a bracket order through a webhook URL. */
+export const TRADINGVIEW_TEMPLATE = `{
+  "id": "{{strategy.order.id}}-{{timenow}}",
+  "action": "{{strategy.order.action}}",
+  "symbol": "{{ticker}}",
+  "qty": "{{strategy.order.contracts}}",
+  "orderType": "market",
+  "takeProfit": { "ticks": 40 },
+  "stopLoss": { "ticks": 20 },
+  "time": "{{timenow}}"
+}`;
+
+type GuideConfig = Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes'>;
+
+/** The guide for a configuration (limits are quoted as configured). */
+export function buildGuide(config: GuideConfig): GuideSection[] {
+  return [
+    {
+      id: 'conventions',
+      title: 'Conventions',
+      paragraphs: [
+        'Every endpoint is served under both /api/v1/… and /v1/…. Bodies are JSON (UTF-8, Content-Type: application/json) ' +
+          `up to ${config.bodyLimitBytes} bytes; unknown fields are rejected with 400 VALIDATION_FAILED. IDs are strings; ` +
+          'REST times are ISO-8601 UTC; SSE ts is integer milliseconds since the epoch.',
+        'Lists are { "data": [...], "nextCursor": string|null } with ?limit= (1..500, default 100) and ?cursor=.',
+        'Every response carries X-Request-Id (yours, echoed, or generated) and Server-Timing (total;dur=…, plus broker;dur=… on broker calls).',
+        'Processing order: route → authentication → rate limit → body size → validation → idempotency → handler. ' +
+          'A body over the limit is answered 413 as soon as the limit is crossed (the rest is not read) and the connection is closed.',
+      ],
+    },
+    {
+      id: 'authentication',
+      title: 'Authentication and scopes',
+      paragraphs: [
+        'Send X-API-Key: tgk_<id>_<secret>. A missing, malformed, unknown or revoked key gets one and the same 401 UNAUTHENTICATED body. ' +
+          'Scope read covers every GET (including the health stream); trade covers every write. A key without the scope gets 403 ' +
+          'INSUFFICIENT_SCOPE with requiredScope. Objects you do not own answer 404 NOT_FOUND, exactly like unknown ones.',
+        'Failed authentications are limited to 30 per minute per client IP; beyond that every API-key request from that IP gets 429 RATE_LIMITED until the window frees. ' +
+          'Webhook URLs are exempt (TradingView sends every user\'s alerts from the same few addresses; a token cannot be guessed): an unknown token is simply 404.',
+      ],
+    },
+    {
+      id: 'rate-limits',
+      title: 'Rate limits',
+      paragraphs: [
+        `Exactly ${config.rateLimitPerMin} requests per API key in any rolling 60 s (a sliding log, not a token bucket). The window is half-open: ` +
+          'a request exactly 60.000 s after the oldest counted one is allowed. Rejected (429) requests do not count. Idempotent replays count.',
+        `Webhook URLs are limited per token: ${config.webhookRateLimitPerMin} per rolling 60 s.`,
+        `Headers on every keyed response: RateLimit-Policy: "key";q=${config.rateLimitPerMin};w=60, RateLimit: "key";r=<remaining>;t=<seconds until a slot frees>, ` +
+          'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset (epoch second the next slot frees). 429 adds Retry-After (same instant as t).',
+      ],
+    },
+    {
+      id: 'idempotency',
+      title: 'Idempotency',
+      paragraphs: [
+        'POST orders and flatten accept Idempotency-Key (1–255 visible ASCII characters; a quoted structured-field string is unquoted); ' +
+          'a webhook payload\'s "id" plays the same role. Keys are scoped to your user and kept 24 h.',
+        'The request fingerprint is SHA-256 over method, route, path parameters and the canonical JSON of the validated body. ' +
+          'Same key and fingerprint after completion → the first answer, byte for byte, with Idempotent-Replayed: true and no broker call. ' +
+          'Same key while the first request is running → 409 IDEMPOTENCY_KEY_IN_USE with Retry-After: 1. Same key, other request → 422 IDEMPOTENCY_KEY_REUSED.',
+        'Stored: every answer 200–499 except 400, 401, 403 and 429 (those are rejected before anything runs; fix the request and retry with the same key). ' +
+          'Never stored: 5xx. 503 means nothing reached the broker; 500 and 504 BROKER_TIMEOUT leave the outcome unknown, and the retry with the same key ' +
+          'finds the order at the broker by its deterministic clOrdId (returning it) or places it — never a duplicate. ' +
+          'The answer is committed durably before it is sent.',
+      ],
+    },
+    {
+      id: 'errors',
+      title: 'Error catalogue',
+      paragraphs: [
+        'Errors are RFC 9457 problem details (Content-Type: application/problem+json): { "type", "title", "status", "detail", "code", …extensions }. ' +
+          'code is stable; match on it, not on detail.',
+      ],
+      table: {
+        head: ['code', 'status', 'title'],
+        rows: Object.entries(PROBLEMS).map(([code, p]) => [code, String(p.status), p.title]),
+        anchorPrefix: 'problem-',
+      },
+    },
+    {
+      id: 'health-stream',
+      title: 'Health stream (server-sent events)',
+      paragraphs: [
+        'GET /api/v1/connection-health/stream with X-API-Key (scope read) and Accept: text/event-stream. On open: retry: 3000, then one snapshot per connection you own. ' +
+          `Then a status message on every change and a heartbeat every ${config.sseHeartbeatMs} ms. Every message is id: <seq> followed by data: <json>.`,
+        'Statuses: CONNECTING, CONNECTED, RECONNECTING, AUTH_EXPIRED, FAILED, DISABLED; reason names the occurrence ' +
+          '(connect→CONNECTED, disconnect→RECONNECTING, reconnect→CONNECTED, auth-expired→AUTH_EXPIRED, fatal-error→FAILED). ' +
+          'bracket-alert messages report an entry whose protective legs could not be placed.',
+        'Reconnect with Last-Event-ID to receive what you missed; when that id is no longer buffered you get fresh snapshots. ' +
+          `At most ${config.sseMaxStreamsPerKey} concurrent streams per key (429 TOO_MANY_STREAMS). A client that stops reading is disconnected once its buffer passes a bound.`,
+      ],
+      code: [
+        'retry: 3000',
+        '',
+        'id: 1732200000000',
+        'data: {"type":"snapshot","connectionId":"c1","status":"CONNECTED","ts":1732200000000,"reason":"connect"}',
+        '',
+        'id: 1732200000001',
+        'data: {"type":"status","connectionId":"c1","status":"RECONNECTING","ts":1732200004000,"reason":"disconnect"}',
+        '',
+        'id: 1732200000001',
+        'data: {"type":"heartbeat","ts":1732200015000}',
+        '',
+        'id: 1732200000002',
+        'data: {"type":"bracket-alert","connectionId":"c1","accountId":"7","orderId":"42","ts":1732200016000,"detail":"stop loss could not be placed"}',
+      ].join('\n'),
+    },
+    {
+      id: 'symbols',
+      title: 'Symbol forms',
+      paragraphs: [
+        'Symbols resolve locally (no broker round trip); an unknown one is 400 UNKNOWN_SYMBOL before anything is sent. Every order response names the resolved contract. ' +
+          'Front month = the nearest listed contract whose roll date has not passed.',
+      ],
+      table: {
+        head: ['form', 'example', 'result'],
+        rows: [
+          ['<ROOT><month><1-digit year>', 'ESZ6', 'that contract (listed, unexpired)'],
+          ['<ROOT>', 'ES', 'front month'],
+          ['<ROOT>1!', 'ES1!', 'front month'],
+          ['<ROOT>!', 'ES!', 'front month'],
+          ['<EXCHANGE>:<ROOT>1!', 'CME_MINI:ES1!', 'front month (known exchange prefixes only)'],
+          ['<ROOT><month><2-digit year>', 'ESZ26', 'front month (as the spec says for this charting form)'],
+        ],
+      },
+    },
+    {
+      id: 'products',
+      title: 'Products',
+      paragraphs: ['The local product catalogue with tick size, point value, listed months and roll rule.'],
+      table: {
+        head: ['root', 'description', 'exchange', 'tick', 'point value ($)', 'months', 'roll'],
+        rows: listProducts().map((p) => [p.root, p.description, p.exchange, String(p.tickSize), String(p.pointValue), p.months.join(''), p.roll.text]),
+      },
+    },
+    {
+      id: 'webhooks',
+      title: 'Webhooks (TradingView alerts)',
+      paragraphs: [
+        'Create a webhook token (POST /api/v1/webhook-tokens {accountId, name, strategyId?}); the answer holds the URL …/api/v1/webhooks/whk_<id>_<secret>. ' +
+          'Paste it into the alert\'s Webhook URL and the template below into its Message. JSON sent as application/json or text/plain is accepted.',
+        'Fields: action buy|sell|close|flat|flatten|exit (aliases long, short), symbol (alias ticker), qty (aliases quantity, contracts; numeric strings accepted), ' +
+          'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), id (dedupe key, 24 h), time. ' +
+          'Unknown fields are ignored and echoed in warnings. More than one take-profit or stop-loss, trailing stops, breakeven or scale-outs → 400.',
+        'close/flat/flatten/exit cancels every resting order and closes every position of the bound account (with symbol: 409 SYMBOL_MISMATCH when the account holds another symbol; nothing closed). ' +
+          'An account the broker no longer reports → 403 with detail "Account is inactive"; rebinding the token (PATCH) works on the next alert. An unknown token URL → 404.',
+      ],
+      code: TRADINGVIEW_TEMPLATE,
+    },
+  ];
+}

@@ -1,0 +1,237 @@
+/**
+ * The OpenAPI 3.1 document behind `/api-docs` and `/api-docs/openapi.json`, generated from
+ * the route table and the very zod schemas the routes validate with, plus the error
+ * catalogue, the SSE message formats, the symbol forms and the webhook guide (`x-guide`,
+ * rendered by api-docs-page.ts).
+ */
+import { z } from 'zod';
+import type { Config } from '../config.js';
+import { PROBLEMS, problemType } from '../domain/problems.js';
+import { TRADINGVIEW_TEMPLATE, buildGuide, type GuideSection } from './openapi-guide.js';
+import type { RouteDef } from './route-types.js';
+
+type Json = Record<string, unknown>;
+
+export interface OpenApiOptions {
+  config: Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes'>;
+  version?: string;
+}
+
+/** The generated document (plain JSON). */
+export interface OpenApiDocument extends Json {
+  openapi: '3.1.0';
+  paths: Record<string, Record<string, Json>>;
+  'x-guide': GuideSection[];
+}
+
+/** JSON Schema of a zod schema for embedding (no `$schema`); `{}` when not representable. */
+export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
+  try {
+    const out = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Json;
+    delete out['$schema'];
+    return out;
+  } catch {
+    return {};
+  }
+}
+
+const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
+const RATE_HEADERS = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
+
+/** `/accounts/:id` → `/accounts/{id}`. */
+export function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z_][\w]*)/g, '{$1}');
+}
+
+/** Builds the document for a route table. */
+export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], options: OpenApiOptions): OpenApiDocument {
+  const guide = buildGuide(options.config);
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of routes) {
+    const path = openApiPath(route.path);
+    paths[path] ??= {};
+    (paths[path] as Record<string, Json>)[route.method.toLowerCase()] = operation(route);
+  }
+  const root = { servers: [{ url: '/' }] };
+  paths['/healthz'] = { get: { ...root, operationId: 'healthz', summary: 'Liveness', tags: ['service'], security: [], responses: { 200: { description: 'The process is up' } } } };
+  paths['/readyz'] = { get: { ...root, operationId: 'readyz', summary: 'Readiness', tags: ['service'], security: [], responses: { 200: { description: 'Accepting requests' }, 503: problemResponse('Shutting down') } } };
+  paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML' } } } };
+  paths['/api-docs/openapi.json'] = { get: { ...root, operationId: 'openApi', summary: 'This documentation as OpenAPI 3.1 JSON', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document' } } } };
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'tradegate API',
+      version: options.version ?? '1',
+      description: guide.map((s) => `${s.title}: ${s.paragraphs.join(' ')}`).join('\n\n'),
+    },
+    servers: [
+      { url: '/api/v1', description: 'Every endpoint is served under /api/v1 …' },
+      { url: '/v1', description: '… and under /v1' },
+    ],
+    security: [{ ApiKey: [] }],
+    paths,
+    components: {
+      securitySchemes: {
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'tgk_<id>_<secret>; scopes read and/or trade' },
+      },
+      schemas: { Problem: problemSchema(), ...sseSchemas() },
+      headers: componentHeaders(options.config.rateLimitPerMin),
+    },
+    'x-problem-codes': Object.entries(PROBLEMS).map(([code, p]) => ({ code, status: p.status, title: p.title, type: problemType(code as keyof typeof PROBLEMS) })),
+    'x-guide': guide,
+  };
+}
+
+function operation(route: RouteDef<any, any>): Json {
+  const op: Json = {
+    operationId: route.operationId,
+    summary: route.summary,
+    tags: route.tags ?? [],
+  };
+  if (route.description) op['description'] = route.description;
+  const params: Json[] = [...route.path.matchAll(/:([A-Za-z_][\w]*)/g)].map((m) => ({
+    name: m[1],
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+    ...(route.scope === 'webhook' && m[1] === 'token' ? { description: 'The webhook token (whk_<id>_<secret>): it is the credential' } : {}),
+  }));
+  if (route.query) {
+    const q = jsonSchemaOf(route.query, 'input');
+    const props = (q['properties'] ?? {}) as Record<string, Json>;
+    const required = new Set((q['required'] as string[] | undefined) ?? []);
+    for (const [name, schema] of Object.entries(props)) params.push({ name, in: 'query', required: required.has(name), schema });
+  }
+  if (route.idempotent) {
+    params.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description: '1–255 visible ASCII characters; same key + same request within 24 h replays the first answer',
+      schema: { type: 'string', minLength: 1, maxLength: 255 },
+    });
+  }
+  if (params.length) op['parameters'] = params;
+
+  if (route.scope === 'none' || route.scope === 'webhook') op['security'] = [];
+  else op['x-required-scope'] = route.scope;
+
+  if (route.body) {
+    const schema = jsonSchemaOf(route.body, 'input');
+    const content: Json = { 'application/json': { schema } };
+    if (route.scope === 'webhook') (content['application/json'] as Json)['example'] = JSON.parse(TRADINGVIEW_TEMPLATE) as unknown;
+    if (route.lenientContentType) content['text/plain'] = { schema: { type: 'string', description: 'The same JSON, sent as text/plain (TradingView)' } };
+    op['requestBody'] = { required: true, content };
+  }
+
+  const responses: Record<string, Json> = {};
+  const keyed = route.scope === 'read' || route.scope === 'trade';
+  const rateHeaders = keyed || route.scope === 'webhook' ? Object.fromEntries(RATE_HEADERS.map((h) => [h, { $ref: `#/components/headers/${h}` }])) : {};
+  for (const r of route.responses) {
+    const res: Json = { description: r.description };
+    if (r.status >= 400) res['content'] = { 'application/problem+json': { schema: PROBLEM_REF } };
+    else if (r.schema) res['content'] = { 'application/json': { schema: jsonSchemaOf(r.schema, 'output') } };
+    if (route.path === '/connection-health/stream' && r.status === 200) res['content'] = { 'text/event-stream': { schema: { oneOf: SSE_REFS } } };
+    if (route.idempotent && r.status < 300) res['headers'] = { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } };
+    responses[String(r.status)] = res;
+  }
+  const standard: [number, string, boolean][] = [
+    [400, 'VALIDATION_FAILED (errors: [{path, message}]) or INVALID_IDEMPOTENCY_KEY', !!(route.body || route.query || route.idempotent)],
+    [401, 'UNAUTHENTICATED: missing, malformed, unknown or revoked key', keyed],
+    [403, 'INSUFFICIENT_SCOPE (requiredScope)', keyed],
+    [404, route.scope === 'webhook' ? 'NOT_FOUND: unknown token' : 'NOT_FOUND', route.path.includes(':')],
+    [409, 'IDEMPOTENCY_KEY_IN_USE (Retry-After: 1)', !!route.idempotent],
+    [413, 'PAYLOAD_TOO_LARGE', !!route.body],
+    [415, 'UNSUPPORTED_MEDIA_TYPE', !!route.body],
+    [422, 'IDEMPOTENCY_KEY_REUSED', !!route.idempotent],
+    [429, 'RATE_LIMITED (Retry-After)', keyed || route.scope === 'webhook'],
+    [500, 'INTERNAL (requestId)', true],
+  ];
+  for (const [status, description, applies] of standard) {
+    if (applies && !responses[String(status)]) responses[String(status)] = problemResponse(description);
+  }
+  for (const [status, res] of Object.entries(responses)) {
+    if (Object.keys(rateHeaders).length) res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), ...rateHeaders };
+    if (status === '429' || status === '503') res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), 'Retry-After': { $ref: '#/components/headers/Retry-After' } };
+  }
+  op['responses'] = responses;
+  return op;
+}
+
+function problemResponse(description: string): Json {
+  return { description, content: { 'application/problem+json': { schema: PROBLEM_REF } } };
+}
+
+function problemSchema(): Json {
+  return {
+    type: 'object',
+    description: 'RFC 9457 problem details; `code` is stable, see the error catalogue',
+    required: ['type', 'title', 'status', 'detail', 'code'],
+    properties: {
+      type: { type: 'string', description: 'URI reference to the code’s documentation' },
+      title: { type: 'string' },
+      status: { type: 'integer' },
+      detail: { type: 'string' },
+      code: { type: 'string', enum: Object.keys(PROBLEMS) },
+      errors: {
+        type: 'array',
+        description: 'VALIDATION_FAILED: every invalid field',
+        items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } },
+      },
+      requiredScope: { type: 'string', enum: ['read', 'trade'] },
+      requestId: { type: 'string', description: 'INTERNAL: quote it when reporting' },
+    },
+    additionalProperties: true,
+  };
+}
+
+const SSE_REFS = ['SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage'].map((n) => ({ $ref: `#/components/schemas/${n}` }));
+
+function sseSchemas(): Record<string, Json> {
+  const statuses = ['CONNECTING', 'CONNECTED', 'RECONNECTING', 'AUTH_EXPIRED', 'FAILED', 'DISABLED'];
+  const reasons = ['connect', 'disconnect', 'reconnect', 'auth-expired', 'fatal-error', 'disabled'];
+  const connection = (type: string): Json => ({
+    type: 'object',
+    required: ['type', 'connectionId', 'status', 'ts'],
+    properties: {
+      type: { const: type },
+      connectionId: { type: 'string' },
+      status: { type: 'string', enum: statuses },
+      ts: { type: 'integer', description: 'ms since the Unix epoch' },
+      reason: { type: 'string', enum: reasons },
+      detail: { type: 'string' },
+    },
+  });
+  return {
+    SnapshotMessage: connection('snapshot'),
+    StatusMessage: connection('status'),
+    HeartbeatMessage: { type: 'object', required: ['type', 'ts'], properties: { type: { const: 'heartbeat' }, ts: { type: 'integer' } } },
+    BracketAlertMessage: {
+      type: 'object',
+      required: ['type', 'connectionId', 'accountId', 'orderId', 'ts', 'detail'],
+      description: 'An entry filled but its protective legs could not be placed',
+      properties: {
+        type: { const: 'bracket-alert' },
+        connectionId: { type: 'string' },
+        accountId: { type: 'string' },
+        orderId: { type: 'string' },
+        ts: { type: 'integer' },
+        detail: { type: 'string' },
+      },
+    },
+  };
+}
+
+function componentHeaders(limit: number): Record<string, Json> {
+  const h = (description: string, type = 'string'): Json => ({ description, schema: { type } });
+  return {
+    'RateLimit-Policy': h(`"key";q=${limit};w=60 (IETF RateLimit draft); "webhook" for webhook tokens`),
+    RateLimit: h('"key";r=<remaining>;t=<seconds until a slot frees>'),
+    'X-RateLimit-Limit': h('Requests allowed in any rolling 60 s', 'integer'),
+    'X-RateLimit-Remaining': h('Requests left in the current window', 'integer'),
+    'X-RateLimit-Reset': h('Epoch second at which the next slot frees', 'integer'),
+    'Retry-After': h('Seconds to wait before retrying', 'integer'),
+    'Idempotent-Replayed': h('true when this answer is a replay of the first request with this Idempotency-Key'),
+  };
+}

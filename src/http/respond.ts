@@ -1,0 +1,130 @@
+/**
+ * Writing answers to a uWS response under the handler discipline: the abort handler is
+ * registered at construction (before any await), nothing touches `res` after an abort or
+ * after the answer went out, and every write is corked (writes after an await are outside
+ * uWS's own cork).
+ */
+import type { HttpResponse } from 'uWebSockets.js';
+import { AppError, problem, type ProblemBody, type ProblemCode } from '../domain/problems.js';
+
+/** A complete answer before it is written. */
+export interface Reply {
+  status: number;
+  headers: Record<string, string>;
+  /** Already serialized; undefined for an empty body. */
+  body?: string | Buffer;
+}
+
+export const JSON_TYPE = 'application/json';
+export const PROBLEM_TYPE = 'application/problem+json';
+
+const REASONS: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No Content',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/** `201 Created`-style status line for uWS `writeStatus`. */
+export function statusLine(status: number): string {
+  return `${status} ${REASONS[status] ?? 'Status'}`;
+}
+
+/** A JSON answer. */
+export function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): Reply {
+  return { status, headers: { 'Content-Type': JSON_TYPE, ...headers }, body: JSON.stringify(value) };
+}
+
+/** An RFC 9457 answer for a catalogue code. */
+export function problemReply(
+  code: ProblemCode,
+  detail?: string,
+  extensions: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Reply {
+  return problemBodyReply(problem(code, detail, extensions), headers);
+}
+
+/** An RFC 9457 answer from a ready problem body. */
+export function problemBodyReply(body: ProblemBody, headers: Record<string, string> = {}): Reply {
+  return { status: body.status, headers: { 'Content-Type': PROBLEM_TYPE, ...headers }, body: JSON.stringify(body) };
+}
+
+/** An RFC 9457 answer for a thrown AppError, with `Retry-After` when it carries one. */
+export function appErrorReply(err: AppError, headers: Record<string, string> = {}): Reply {
+  const extra: Record<string, string> = {};
+  if (err.retryAfterSeconds !== undefined) extra['Retry-After'] = String(err.retryAfterSeconds);
+  return problemBodyReply(err.toProblem(), { ...extra, ...headers });
+}
+
+/**
+ * Owns one uWS response: tracks abort and completion so the rest of the code can call
+ * `send` from anywhere without breaking the uWS rules.
+ */
+export class ResponseHandle {
+  aborted = false;
+  finished = false;
+  private readonly abortHooks: (() => void)[] = [];
+
+  constructor(readonly res: HttpResponse) {
+    res.onAborted(() => {
+      this.aborted = true;
+      for (const hook of this.abortHooks.splice(0)) hook();
+    });
+  }
+
+  /** Whether the response can still be written. */
+  get open(): boolean {
+    return !this.aborted && !this.finished;
+  }
+
+  /** Runs `hook` if the client goes away before the answer is sent. */
+  onAbort(hook: () => void): void {
+    if (this.aborted) hook();
+    else this.abortHooks.push(hook);
+  }
+
+  /** Writes the whole answer; false when the client is gone or it was already answered. */
+  send(reply: Reply, closeConnection = false): boolean {
+    if (!this.open) return false;
+    this.finished = true;
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(reply.status));
+      for (const [name, value] of Object.entries(reply.headers)) this.res.writeHeader(name, value);
+      if (reply.status === 204 || reply.status === 304) this.res.endWithoutBody(undefined, closeConnection);
+      else if (reply.body === undefined || reply.body.length === 0) this.res.end(undefined, closeConnection);
+      else this.res.end(reply.body, closeConnection);
+    });
+    return true;
+  }
+}
+
+/**
+ * Turns a handler's RouteResponse into a Reply: strings/Buffers with an explicit
+ * Content-Type go out as they are; anything else is JSON (problem+json for problem bodies).
+ */
+export function routeResponseReply(r: { status: number; body?: unknown; headers?: Record<string, string> }): Reply {
+  const headers: Record<string, string> = { ...(r.headers ?? {}) };
+  const hasType = Object.keys(headers).some((h) => h.toLowerCase() === 'content-type');
+  if (r.body === undefined || r.status === 204) return { status: r.status, headers };
+  if ((typeof r.body === 'string' || Buffer.isBuffer(r.body)) && hasType) return { status: r.status, headers, body: r.body };
+  if (!hasType) headers['Content-Type'] = isProblemBody(r.body) ? PROBLEM_TYPE : JSON_TYPE;
+  return { status: r.status, headers, body: JSON.stringify(r.body) };
+}
+
+function isProblemBody(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && 'code' in body && 'status' in body && 'title' in body;
+}

@@ -1,0 +1,232 @@
+/**
+ * Fan-out of health events to SSE subscribers. Built for many subscribers: an event is
+ * serialized once per user (not once per subscriber) and the same string is handed to
+ * every stream of that user; heartbeats are one timer for the whole hub.
+ *
+ * Backpressure: a sink reports whether a write went out without buffering. While a
+ * subscriber is congested its messages queue here, up to `maxBufferedBytes`; past that the
+ * stream is cut (the client reconnects with Last-Event-ID and resumes from the ring), so a
+ * client that stops reading can never grow the server's memory without bound.
+ */
+import type { Logger } from '../log.js';
+import {
+  EventRing,
+  bracketAlertMessage,
+  formatSseEvent,
+  statusMessage,
+  type PublishedMessage,
+} from './sse.js';
+
+/** The transport under one stream (the uWS response, or a fake in tests). */
+export interface SseSink {
+  /** Writes a chunk; false when the transport had to buffer it (backpressure). */
+  write(chunk: string): boolean;
+  /** Ends the stream gracefully. */
+  end(): void;
+  /** Cuts the stream at once. */
+  close(): void;
+}
+
+/** A registered stream. */
+export interface SseSubscription {
+  readonly userId: string;
+  readonly principalId: string;
+  /** Sends a frame (through the backpressure queue). */
+  send(chunk: string): void;
+  /** The transport can take more: flush the queue. Returns true when the queue emptied. */
+  drain(): boolean;
+  /** Removes the stream from the hub (the client went away). */
+  unsubscribe(): void;
+}
+
+/** What serve and the routes use to push events. */
+export interface SseHub {
+  /** Publishes a `status` or `bracket-alert` event to every stream of the user (and the resume ring). */
+  publish(userId: string, event: PublishedMessage): void;
+  /** Number of open streams. */
+  subscriberCount(): number;
+  /** Ends every stream (graceful shutdown). */
+  closeAll(): void;
+}
+
+export interface SseHubOptions {
+  clock?: () => number;
+  heartbeatMs: number;
+  /** Messages kept per user for Last-Event-ID resume. */
+  ringSize?: number;
+  /** Bytes a congested stream may queue before it is cut. */
+  maxBufferedBytes?: number;
+  log?: Logger;
+}
+
+interface Channel {
+  seq: number;
+  ring: EventRing;
+  subscribers: Set<Subscriber>;
+}
+
+class Subscriber implements SseSubscription {
+  private queue: string[] = [];
+  private queued = 0;
+  private congested = false;
+  closed = false;
+
+  constructor(
+    readonly userId: string,
+    readonly principalId: string,
+    private readonly sink: SseSink,
+    private readonly hub: HealthHub,
+  ) {}
+
+  send(chunk: string): void {
+    if (this.closed) return;
+    if (this.congested) {
+      this.queue.push(chunk);
+      this.queued += chunk.length;
+      if (this.queued > this.hub.maxBufferedBytes) this.hub.cut(this);
+      return;
+    }
+    if (!this.sink.write(chunk)) this.congested = true;
+  }
+
+  drain(): boolean {
+    if (this.closed) return true;
+    this.congested = false;
+    while (this.queue.length > 0) {
+      const chunk = this.queue.shift() as string;
+      this.queued -= chunk.length;
+      if (!this.sink.write(chunk)) {
+        this.congested = true;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  unsubscribe(): void {
+    this.closed = true;
+    this.hub.remove(this);
+  }
+
+  end(graceful: boolean): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.queue = [];
+    if (graceful) this.sink.end();
+    else this.sink.close();
+  }
+}
+
+/** The service's SSE hub (one per server). */
+export class HealthHub implements SseHub {
+  readonly maxBufferedBytes: number;
+  private readonly clock: () => number;
+  private readonly ringSize: number;
+  private readonly base: number;
+  private readonly channels = new Map<string, Channel>();
+  private readonly byPrincipal = new Map<string, number>();
+  private count = 0;
+  private readonly timer: NodeJS.Timeout;
+  private readonly log: Logger | undefined;
+
+  constructor(options: SseHubOptions) {
+    this.clock = options.clock ?? Date.now;
+    this.ringSize = options.ringSize ?? 512;
+    this.maxBufferedBytes = options.maxBufferedBytes ?? 256 * 1024;
+    this.log = options.log;
+    // Ids start at the hub's start time, so ids from a previous process (lower) fall below
+    // every ring's floor and get fresh snapshots instead of a wrong resume.
+    this.base = Math.floor(this.clock());
+    this.timer = setInterval(() => this.heartbeat(), options.heartbeatMs);
+    this.timer.unref();
+  }
+
+  /** Current sequence number of a user's stream (the id snapshots and heartbeats carry). */
+  currentId(userId: string): number {
+    return this.channel(userId).seq;
+  }
+
+  /** Frames after `lastId` for resume, or undefined when the ring no longer covers it. */
+  resume(userId: string, lastId: number): string[] | undefined {
+    const ch = this.channel(userId);
+    return ch.ring.since(lastId, ch.seq);
+  }
+
+  /** Open streams of one principal (API key), for the per-key cap. */
+  streamsOf(principalId: string): number {
+    return this.byPrincipal.get(principalId) ?? 0;
+  }
+
+  /** Registers a stream; the caller has already written the opening frames. */
+  subscribe(userId: string, principalId: string, sink: SseSink): SseSubscription {
+    const sub = new Subscriber(userId, principalId, sink, this);
+    this.channel(userId).subscribers.add(sub);
+    this.byPrincipal.set(principalId, this.streamsOf(principalId) + 1);
+    this.count++;
+    return sub;
+  }
+
+  publish(userId: string, event: PublishedMessage): void {
+    const ch = this.channel(userId);
+    ch.seq++;
+    const message = event.type === 'bracket-alert' ? bracketAlertMessage(event) : statusMessage(event, 'status');
+    const frame = formatSseEvent(ch.seq, message);
+    ch.ring.push(ch.seq, frame);
+    for (const sub of ch.subscribers) sub.send(frame);
+  }
+
+  /** Sends one heartbeat to every stream (one serialization per user). */
+  heartbeat(): void {
+    const ts = this.clock();
+    for (const ch of this.channels.values()) {
+      if (ch.subscribers.size === 0) continue;
+      const frame = formatSseEvent(ch.seq, { type: 'heartbeat', ts });
+      for (const sub of ch.subscribers) sub.send(frame);
+    }
+  }
+
+  subscriberCount(): number {
+    return this.count;
+  }
+
+  closeAll(): void {
+    for (const ch of this.channels.values()) {
+      for (const sub of [...ch.subscribers]) {
+        this.remove(sub);
+        sub.end(true);
+      }
+    }
+  }
+
+  /** Stops the heartbeat timer and ends every stream. */
+  shutdown(): void {
+    clearInterval(this.timer);
+    this.closeAll();
+  }
+
+  /** Cuts a slow consumer (its queue passed the bound). */
+  cut(sub: Subscriber): void {
+    this.log?.warn({ userId: sub.userId, principalId: sub.principalId }, 'SSE client too slow; stream cut');
+    this.remove(sub);
+    sub.end(false);
+  }
+
+  /** Forgets a stream; idempotent. */
+  remove(sub: Subscriber): void {
+    const ch = this.channels.get(sub.userId);
+    if (!ch || !ch.subscribers.delete(sub)) return;
+    this.count--;
+    const left = this.streamsOf(sub.principalId) - 1;
+    if (left > 0) this.byPrincipal.set(sub.principalId, left);
+    else this.byPrincipal.delete(sub.principalId);
+  }
+
+  private channel(userId: string): Channel {
+    let ch = this.channels.get(userId);
+    if (!ch) {
+      ch = { seq: this.base, ring: new EventRing(this.ringSize, this.base), subscribers: new Set() };
+      this.channels.set(userId, ch);
+    }
+    return ch;
+  }
+}

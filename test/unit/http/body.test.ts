@@ -1,0 +1,80 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { AppError } from '../../../src/domain/problems.js';
+import { hasBody, isJsonMediaType, parseJsonBody, validate } from '../../../src/http/body.js';
+
+const schema = z.strictObject({ symbol: z.string(), qty: z.number().int().positive(), takeProfit: z.strictObject({ price: z.number() }).optional() });
+
+const codeOf = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+    return undefined;
+  } catch (err) {
+    return err instanceof AppError ? err.code : 'NOT_AN_APP_ERROR';
+  }
+};
+
+describe('media types and JSON parsing', () => {
+  it('recognises JSON media types with parameters and +json suffixes', () => {
+    expect(isJsonMediaType('application/json; charset=utf-8')).toBe(true);
+    expect(isJsonMediaType('Application/JSON')).toBe(true);
+    expect(isJsonMediaType('application/merge-patch+json')).toBe(true);
+    expect(isJsonMediaType('text/plain')).toBe(false);
+    expect(isJsonMediaType(undefined)).toBe(false);
+  });
+
+  it('415 for non-JSON bodies unless lenient, where text/plain and a missing type parse as JSON', () => {
+    const raw = Buffer.from('{"a":1}');
+    expect(codeOf(() => parseJsonBody(raw, 'text/plain', false))).toBe('UNSUPPORTED_MEDIA_TYPE');
+    expect(codeOf(() => parseJsonBody(raw, undefined, false))).toBe('UNSUPPORTED_MEDIA_TYPE');
+    expect(parseJsonBody(raw, 'text/plain; charset=utf-8', true)).toEqual({ a: 1 });
+    expect(parseJsonBody(raw, undefined, true)).toEqual({ a: 1 });
+    expect(codeOf(() => parseJsonBody(raw, 'application/xml', true))).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('400 VALIDATION_FAILED for malformed JSON; empty body is undefined', () => {
+    expect(codeOf(() => parseJsonBody(Buffer.from('{'), 'application/json', false))).toBe('VALIDATION_FAILED');
+    expect(parseJsonBody(Buffer.alloc(0), 'application/json', false)).toBeUndefined();
+  });
+
+  it('hasBody looks at Content-Length and chunked encoding', () => {
+    expect(hasBody({ 'content-length': '3' })).toBe(true);
+    expect(hasBody({ 'content-length': '0' })).toBe(false);
+    expect(hasBody({ 'transfer-encoding': 'chunked' })).toBe(true);
+    expect(hasBody({})).toBe(false);
+  });
+});
+
+describe('validate', () => {
+  it('lists every invalid field by dotted path, unknown fields one per key', () => {
+    try {
+      validate(schema, { symbol: 1, qty: -1, takeProfit: { price: 'x', extra: 1 }, stopLos: 2 }, 'body');
+      expect.unreachable();
+    } catch (err) {
+      const e = err as AppError;
+      expect(e.code).toBe('VALIDATION_FAILED');
+      const paths = (e.extensions['errors'] as { path: string }[]).map((x) => x.path).sort();
+      expect(paths).toEqual(['qty', 'stopLos', 'symbol', 'takeProfit.extra', 'takeProfit.price']);
+    }
+  });
+
+  it('prefixes query errors with query.', () => {
+    const q = z.strictObject({ limit: z.coerce.number().int().max(500) });
+    try {
+      validate(q, { limit: '900' }, 'query');
+      expect.unreachable();
+    } catch (err) {
+      expect((err as AppError).extensions['errors']).toEqual([{ path: 'query.limit', message: expect.any(String) }]);
+    }
+  });
+
+  it('property: arbitrary bytes as a body only ever produce documented 4xx codes or a valid value', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.uint8Array({ maxLength: 200 }).map((a) => Buffer.from(a)), fc.jsonValue().map((v) => Buffer.from(JSON.stringify(v) ?? ''))), fc.constantFrom('application/json', 'text/plain', undefined), fc.boolean(), (raw, type, lenient) => {
+        const code = codeOf(() => validate(schema, parseJsonBody(raw, type, lenient), 'body'));
+        expect([undefined, 'VALIDATION_FAILED', 'UNSUPPORTED_MEDIA_TYPE']).toContain(code);
+      }),
+    );
+  });
+});

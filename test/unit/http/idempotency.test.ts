@@ -1,0 +1,180 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/domain/problems.js';
+import {
+  IDEMPOTENCY_TTL_MS,
+  IdempotencyGate,
+  canonicalJson,
+  isStoredStatus,
+  parseIdempotencyKey,
+  requestFingerprint,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  type IdempotencyTicket,
+} from '../../../src/http/idempotency.js';
+
+/** In-memory stand-in for store.idempotency with exactly its get/put contract. */
+class FakeStore implements IdempotencyStore {
+  readonly records = new Map<string, IdempotencyRecord>();
+  puts = 0;
+  get(scope: string, key: string): IdempotencyRecord | undefined {
+    return this.records.get(`${scope}|${key}`);
+  }
+  async put(scope: string, key: string, rec: IdempotencyRecord): Promise<void> {
+    this.puts++;
+    this.records.set(`${scope}|${key}`, rec);
+  }
+}
+
+describe('parseIdempotencyKey', () => {
+  it('accepts 1..255 visible ASCII characters and unquotes a structured-field string', () => {
+    expect(parseIdempotencyKey('abc-123_XYZ:~!')).toBe('abc-123_XYZ:~!');
+    expect(parseIdempotencyKey('x'.repeat(255))).toHaveLength(255);
+    expect(parseIdempotencyKey('"8e03978e-40d5"')).toBe('8e03978e-40d5');
+  });
+
+  it.each(['', '""', 'x'.repeat(256), 'a b', 'tab\t', 'é', 'line\n', '\u0000'])('rejects %j with INVALID_IDEMPOTENCY_KEY', (raw) => {
+    expect(() => parseIdempotencyKey(raw)).toThrowError(expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }) as unknown as Error);
+  });
+
+  it('property: any string is either rejected with the coded error or returned as visible ASCII', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 24, unit: 'binary' }), fc.string({ minLength: 250, maxLength: 260 })), (raw) => {
+        try {
+          return /^[\x21-\x7e]{1,255}$/.test(parseIdempotencyKey(raw));
+        } catch (err) {
+          return err instanceof AppError && err.code === 'INVALID_IDEMPOTENCY_KEY';
+        }
+      }),
+    );
+  });
+});
+
+describe('canonicalJson and requestFingerprint', () => {
+  it('sorts keys at every depth, drops undefined members, keeps array order', () => {
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: undefined } })).toBe('{"a":{"d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(canonicalJson(undefined)).toBe('null');
+  });
+
+  it('property: key order never changes the fingerprint; values always do', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue(), { maxKeys: 6 }), (obj) => {
+        const reversed = Object.fromEntries(Object.entries(obj).reverse());
+        const fp = requestFingerprint('POST', '/accounts/:id/orders', { id: '7' }, obj);
+        expect(requestFingerprint('POST', '/accounts/:id/orders', { id: '7' }, reversed)).toBe(fp);
+        expect(requestFingerprint('POST', '/accounts/:id/orders', { id: '8' }, obj)).not.toBe(fp);
+        expect(requestFingerprint('POST', '/accounts/:id/orders', { id: '7' }, { ...obj, '\u0001extra': 1 })).not.toBe(fp);
+      }),
+    );
+  });
+});
+
+describe('isStoredStatus', () => {
+  it('stores executed outcomes, never pre-execution rejections or 5xx', () => {
+    for (const s of [200, 201, 204, 404, 409, 422]) expect(isStoredStatus(s)).toBe(true);
+    for (const s of [400, 401, 403, 429, 500, 503, 504]) expect(isStoredStatus(s)).toBe(false);
+  });
+});
+
+describe('IdempotencyGate', () => {
+  const answer = (status: number, body = `{"n":${status}}`) => ({ status, headers: { 'Content-Type': 'application/json' }, body });
+
+  it('replays a committed answer, 422s another fingerprint, and forgets records after 24 h', async () => {
+    const store = new FakeStore();
+    const now = { t: 0 };
+    const gate = new IdempotencyGate(store, () => now.t);
+    const first = await gate.begin('u', 'k', 'fp1');
+    expect(first.kind).toBe('proceed');
+    if (first.kind !== 'proceed') return;
+    expect(await first.ticket.commit(answer(201))).toBe(true);
+    expect(await gate.begin('u', 'k', 'fp1')).toEqual({ kind: 'replay', record: { fingerprint: 'fp1', ...answer(201), createdAt: 0 } });
+    expect(await gate.begin('u', 'k', 'fp2')).toEqual({ kind: 'mismatch' });
+    expect(await gate.begin('other-user', 'k', 'fp2')).toMatchObject({ kind: 'proceed' });
+    now.t = IDEMPOTENCY_TTL_MS;
+    expect(await gate.begin('u', 'k', 'fp2')).toMatchObject({ kind: 'proceed' });
+  });
+
+  it('frees the key after a release or an unstored status, and a ticket finishes only once', async () => {
+    const store = new FakeStore();
+    const gate = new IdempotencyGate(store);
+    const a = await gate.begin('u', 'k', 'fp');
+    if (a.kind !== 'proceed') throw new Error('expected proceed');
+    expect(await gate.begin('u', 'k', 'fp')).toEqual({ kind: 'in-flight' });
+    expect(await a.ticket.commit(answer(504))).toBe(false);
+    await expect(a.ticket.commit(answer(201))).rejects.toThrow();
+    const b = await gate.begin('u', 'k', 'fp');
+    if (b.kind !== 'proceed') throw new Error('expected proceed');
+    b.ticket.release();
+    expect(gate.inFlightCount()).toBe(0);
+    expect(store.puts).toBe(0);
+  });
+
+  it('property: under any interleaving of concurrent begins, exactly one proceeds per key', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), fc.integer({ min: 2, max: 20 }), async (s, n) => {
+        const store = new FakeStore();
+        // Every store read resolves in an order chosen by the scheduler.
+        const scheduledGet = s.scheduleFunction(async (scope: string, key: string) => store.get(scope, key));
+        const gate = new IdempotencyGate({ get: scheduledGet, put: (sc, k, r) => store.put(sc, k, r) });
+        const outcomes = Array.from({ length: n }, () => gate.begin('u', 'k', 'fp'));
+        await s.waitAll();
+        const kinds = (await Promise.all(outcomes)).map((o) => o.kind);
+        expect(kinds.filter((k) => k === 'proceed')).toHaveLength(1);
+        expect(kinds.filter((k) => k === 'in-flight')).toHaveLength(n - 1);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('property: the gate follows the model state machine over random command sequences', async () => {
+    type Cmd =
+      | { op: 'begin'; key: number; fp: number }
+      | { op: 'commit'; slot: number; status: number }
+      | { op: 'release'; slot: number }
+      | { op: 'advance'; ms: number };
+    const cmd: fc.Arbitrary<Cmd> = fc.oneof(
+      fc.record({ op: fc.constant('begin' as const), key: fc.integer({ min: 0, max: 2 }), fp: fc.integer({ min: 0, max: 1 }) }),
+      fc.record({ op: fc.constant('commit' as const), slot: fc.nat(5), status: fc.constantFrom(201, 200, 409, 422, 400, 401, 403, 429, 500, 503, 504) }),
+      fc.record({ op: fc.constant('release' as const), slot: fc.nat(5) }),
+      fc.record({ op: fc.constant('advance' as const), ms: fc.constantFrom(1, 60_000, IDEMPOTENCY_TTL_MS / 2, IDEMPOTENCY_TTL_MS) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(cmd, { maxLength: 60 }), async (cmds) => {
+        const now = { t: 1_000 };
+        const gate = new IdempotencyGate(new FakeStore(), () => now.t);
+        const model = { inFlight: new Set<number>(), stored: new Map<number, { fp: number; status: number; at: number }>() };
+        const tickets: { key: number; fp: number; ticket: IdempotencyTicket; done: boolean }[] = [];
+        for (const c of cmds) {
+          if (c.op === 'advance') now.t += c.ms;
+          else if (c.op === 'begin') {
+            const out = await gate.begin('u', `k${c.key}`, `fp${c.fp}`);
+            const rec = model.stored.get(c.key);
+            const live = rec && now.t - rec.at < IDEMPOTENCY_TTL_MS;
+            if (model.inFlight.has(c.key)) expect(out.kind).toBe('in-flight');
+            else if (live && rec.fp === c.fp) expect(out).toMatchObject({ kind: 'replay', record: { status: rec.status } });
+            else if (live) expect(out.kind).toBe('mismatch');
+            else {
+              expect(out.kind).toBe('proceed');
+              if (out.kind === 'proceed') tickets.push({ key: c.key, fp: c.fp, ticket: out.ticket, done: false });
+              model.inFlight.add(c.key);
+            }
+          } else {
+            const open = tickets.filter((t) => !t.done);
+            const t = open[c.slot % Math.max(1, open.length)];
+            if (!t) continue;
+            t.done = true;
+            model.inFlight.delete(t.key);
+            if (c.op === 'release') t.ticket.release();
+            else {
+              const stored = await t.ticket.commit(answer(c.status));
+              expect(stored).toBe(isStoredStatus(c.status));
+              if (stored) model.stored.set(t.key, { fp: t.fp, status: c.status, at: now.t });
+            }
+          }
+        }
+        expect(gate.inFlightCount()).toBe(model.inFlight.size);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

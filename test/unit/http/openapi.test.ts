@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { configSchema } from '../../../src/config.js';
+import { PROBLEMS } from '../../../src/domain/problems.js';
+import { escapeHtml, renderApiDocsPage } from '../../../src/http/api-docs-page.js';
+import { HEALTH_STREAM_ROUTE } from '../../../src/http/health-stream.js';
+import { TRADINGVIEW_TEMPLATE } from '../../../src/http/openapi-guide.js';
+import { buildOpenApiDocument, openApiPath } from '../../../src/http/openapi.js';
+import { defineRoute, type RouteDef } from '../../../src/http/route-types.js';
+
+const order = z.strictObject({ symbol: z.string().describe('ES1!, ESZ6, …'), qty: z.number().int().positive() });
+const routes: RouteDef<any, any>[] = [
+  defineRoute({
+    method: 'POST', path: '/accounts/:id/orders', scope: 'trade', operationId: 'placeOrder', summary: 'Place an order <now>', tags: ['Orders'],
+    body: order, idempotent: true,
+    responses: [{ status: 201, description: 'Placed', schema: z.object({ orderId: z.string() }) }, { status: 503, description: 'Broker unavailable' }],
+    handler: async () => ({ status: 201 }),
+  }),
+  defineRoute({
+    method: 'GET', path: '/accounts', scope: 'read', operationId: 'listAccounts', summary: 'Accounts', tags: ['Accounts'],
+    query: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(100), cursor: z.string().optional() }),
+    responses: [{ status: 200, description: 'List' }],
+    handler: async () => ({ status: 200 }),
+  }),
+  defineRoute({
+    method: 'POST', path: '/webhooks/:token', scope: 'webhook', operationId: 'receiveWebhook', summary: 'Alert', tags: ['Webhooks'],
+    body: z.looseObject({ action: z.string() }), lenientContentType: true, idempotent: true,
+    responses: [{ status: 200, description: 'Accepted' }],
+    handler: async () => ({ status: 200 }),
+  }),
+  HEALTH_STREAM_ROUTE,
+];
+const config = configSchema.parse({});
+const doc = buildOpenApiDocument(routes, { config });
+
+/** Every `$ref` in the document points at something that exists. */
+function refs(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) node.forEach((n) => refs(n, out));
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && typeof v === 'string') out.push(v);
+      else refs(v, out);
+    }
+  }
+  return out;
+}
+
+describe('buildOpenApiDocument', () => {
+  it('is an OpenAPI 3.1 document with both API prefixes as servers and the X-API-Key scheme', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc['servers']).toEqual([expect.objectContaining({ url: '/api/v1' }), expect.objectContaining({ url: '/v1' })]);
+    expect(doc['components']).toMatchObject({ securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } });
+    expect(openApiPath('/a/:id/b/:orderId')).toBe('/a/{id}/b/{orderId}');
+  });
+
+  it('has one operation per route with path params, query params, the Idempotency-Key header and the zod body schema', () => {
+    const place = doc.paths['/accounts/{id}/orders']!['post']!;
+    expect(place['operationId']).toBe('placeOrder');
+    expect(place['x-required-scope']).toBe('trade');
+    const params = place['parameters'] as { name: string; in: string }[];
+    expect(params.map((p) => `${p.in}:${p.name}`)).toEqual(['path:id', 'header:Idempotency-Key']);
+    expect(place['requestBody']).toMatchObject({
+      content: { 'application/json': { schema: { type: 'object', additionalProperties: false, required: ['symbol', 'qty'], properties: { qty: { type: 'integer' } } } } },
+    });
+    const responses = place['responses'] as Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
+    expect(Object.keys(responses).sort()).toEqual(['201', '400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
+    expect(responses['201']!.content!['application/json']).toMatchObject({ schema: { properties: { orderId: { type: 'string' } } } });
+    expect(responses['409']!.content!['application/problem+json']).toEqual({ schema: { $ref: '#/components/schemas/Problem' } });
+    expect(Object.keys(responses['201']!.headers!)).toEqual(expect.arrayContaining(['Idempotent-Replayed', 'RateLimit', 'RateLimit-Policy']));
+    expect(Object.keys(responses['429']!.headers!)).toContain('Retry-After');
+
+    const list = doc.paths['/accounts']!['get']!;
+    expect((list['parameters'] as { name: string; in: string; required: boolean }[]).map((p) => [p.name, p.in, p.required])).toEqual([
+      ['limit', 'query', false],
+      ['cursor', 'query', false],
+    ]);
+  });
+
+  it('marks webhook and public operations as needing no API key; webhooks also accept text/plain', () => {
+    const hook = doc.paths['/webhooks/{token}']!['post']!;
+    expect(hook['security']).toEqual([]);
+    expect(Object.keys((hook['requestBody'] as { content: object }).content)).toEqual(['application/json', 'text/plain']);
+    expect(doc.paths['/healthz']!['get']!['security']).toEqual([]);
+    expect(doc.paths['/api-docs/openapi.json']).toBeDefined();
+  });
+
+  it('documents the SSE stream formats and the whole error catalogue', () => {
+    const sse = doc.paths['/connection-health/stream']!['get']!;
+    expect((sse['responses'] as Record<string, { content: object }>)['200']!.content).toHaveProperty('text/event-stream');
+    const schemas = (doc['components'] as { schemas: Record<string, { properties?: Record<string, { enum?: string[] }> }> }).schemas;
+    expect(Object.keys(schemas)).toEqual(expect.arrayContaining(['Problem', 'SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage']));
+    expect(schemas['Problem']!.properties!['code']!.enum).toEqual(Object.keys(PROBLEMS));
+    expect(doc['x-problem-codes']).toHaveLength(Object.keys(PROBLEMS).length);
+  });
+
+  it('resolves every $ref', () => {
+    for (const ref of refs(doc)) {
+      const target = ref.replace(/^#\//, '').split('/').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], doc);
+      expect(target, ref).toBeDefined();
+    }
+  });
+
+  it('carries the guide: symbol forms, products, rate limits as configured and a TradingView template that is valid JSON', () => {
+    const ids = doc['x-guide'].map((s) => s.id);
+    expect(ids).toEqual(expect.arrayContaining(['authentication', 'rate-limits', 'idempotency', 'errors', 'health-stream', 'symbols', 'products', 'webhooks']));
+    const symbols = doc['x-guide'].find((s) => s.id === 'symbols')!;
+    expect(symbols.table!.rows.map((r) => r[1])).toEqual(['ESZ6', 'ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', 'ESZ26']);
+    expect(doc['x-guide'].find((s) => s.id === 'products')!.table!.rows.map((r) => r[0])).toEqual(expect.arrayContaining(['ES', 'MNQ', 'CL', '6E']));
+    expect(JSON.stringify(doc['x-guide'])).toContain('q=120;w=60');
+    expect(JSON.parse(TRADINGVIEW_TEMPLATE)).toMatchObject({ action: '{{strategy.order.action}}', symbol: '{{ticker}}' });
+  });
+});
+
+describe('renderApiDocsPage', () => {
+  const html = renderApiDocsPage(doc);
+
+  it('is self-contained: no scripts, stylesheets or fonts from elsewhere', () => {
+    expect(html).not.toMatch(/<script|<link|@import|url\(/i);
+    expect(html).not.toMatch(/(src|href)="https?:/i);
+  });
+
+  it('has an anchor for every problem type URI and every operation, and escapes text', () => {
+    for (const code of Object.keys(PROBLEMS)) expect(html).toContain(`id="problem-${code.toLowerCase().replace(/_/g, '-')}"`);
+    expect(html).toContain('id="op-placeOrder"');
+    expect(html).toContain('Place an order &lt;now&gt;');
+    expect(html).toContain('/api/v1/accounts/{id}/orders');
+    expect(escapeHtml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  });
+});

@@ -1,0 +1,143 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { HealthHub, type SseSink } from '../../../src/http/sse-hub.js';
+
+/** A sink whose backpressure the test controls. */
+class FakeSink implements SseSink {
+  chunks: string[] = [];
+  accepting = true;
+  ended = false;
+  closed = false;
+  write(chunk: string): boolean {
+    this.chunks.push(chunk);
+    return this.accepting;
+  }
+  end(): void {
+    this.ended = true;
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+const hubs: HealthHub[] = [];
+const makeHub = (opts: Partial<ConstructorParameters<typeof HealthHub>[0]> = {}) => {
+  const hub = new HealthHub({ clock: () => 1_000, heartbeatMs: 60_000, ...opts });
+  hubs.push(hub);
+  return hub;
+};
+afterEach(() => {
+  for (const h of hubs.splice(0)) h.shutdown();
+});
+
+const status = (ts: number, detail?: string) => ({ type: 'status' as const, connectionId: 'c1', status: 'CONNECTED' as const, ts, reason: 'connect' as const, ...(detail ? { detail } : {}) });
+
+describe('HealthHub', () => {
+  it('delivers one serialized string to every stream of the user, and nothing to other users', () => {
+    const hub = makeHub();
+    const a = new FakeSink();
+    const b = new FakeSink();
+    const other = new FakeSink();
+    hub.subscribe('u1', 'k1', a);
+    hub.subscribe('u1', 'k2', b);
+    hub.subscribe('u2', 'k3', other);
+    hub.publish('u1', status(5));
+    expect(a.chunks).toEqual(['id: 1001\ndata: {"type":"status","connectionId":"c1","status":"CONNECTED","ts":5,"reason":"connect"}\n\n']);
+    // Same string instance: serialized once per user, not per subscriber.
+    expect(Object.is(a.chunks[0], b.chunks[0])).toBe(true);
+    expect(other.chunks).toEqual([]);
+    expect(hub.subscriberCount()).toBe(3);
+  });
+
+  it('numbers events per user from the hub start and sends heartbeats carrying the current id', () => {
+    const hub = makeHub();
+    const a = new FakeSink();
+    hub.subscribe('u1', 'k1', a);
+    hub.publish('u1', status(5));
+    hub.publish('u1', status(6));
+    hub.heartbeat();
+    expect(a.chunks[2]).toBe('id: 1002\ndata: {"type":"heartbeat","ts":1000}\n\n');
+    expect(hub.currentId('u2')).toBe(1000);
+  });
+
+  it('runs heartbeats on its own timer, every heartbeatMs', () => {
+    vi.useFakeTimers();
+    try {
+      const hub = makeHub({ heartbeatMs: 15_000 });
+      const a = new FakeSink();
+      hub.subscribe('u1', 'k1', a);
+      vi.advanceTimersByTime(14_999);
+      expect(a.chunks).toHaveLength(0);
+      vi.advanceTimersByTime(1);
+      expect(a.chunks).toEqual([expect.stringContaining('"type":"heartbeat"')]);
+      vi.advanceTimersByTime(15_000);
+      expect(a.chunks).toHaveLength(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('resumes from the ring, including events published while nobody listened', () => {
+    const hub = makeHub({ ringSize: 2 });
+    hub.publish('u1', status(1));
+    hub.publish('u1', status(2));
+    hub.publish('u1', status(3));
+    expect(hub.resume('u1', 1002)).toEqual([expect.stringContaining('"ts":3')]);
+    expect(hub.resume('u1', 1000)).toBeUndefined();
+    expect(hub.resume('u1', 999)).toBeUndefined();
+  });
+
+  it('queues while congested, flushes on drain, and cuts a consumer past the byte bound', () => {
+    const hub = makeHub({ maxBufferedBytes: 1000 });
+    const slow = new FakeSink();
+    const sub = hub.subscribe('u1', 'k1', slow);
+    slow.accepting = false;
+    hub.publish('u1', status(1));
+    expect(slow.chunks).toHaveLength(1);
+    hub.publish('u1', status(2));
+    expect(slow.chunks).toHaveLength(1);
+    slow.accepting = true;
+    expect(sub.drain()).toBe(true);
+    expect(slow.chunks).toHaveLength(2);
+    slow.accepting = false;
+    hub.publish('u1', status(3, 'x'.repeat(600)));
+    hub.publish('u1', status(4, 'x'.repeat(600)));
+    expect(slow.closed).toBe(false);
+    hub.publish('u1', status(5, 'x'.repeat(600)));
+    expect(slow.closed).toBe(true);
+    expect(hub.subscriberCount()).toBe(0);
+    expect(hub.streamsOf('k1')).toBe(0);
+    hub.publish('u1', status(6));
+    expect(slow.chunks).toHaveLength(3);
+  });
+
+  it('counts streams per principal and forgets a stream on unsubscribe (idempotent)', () => {
+    const hub = makeHub();
+    const s1 = hub.subscribe('u1', 'k1', new FakeSink());
+    hub.subscribe('u1', 'k1', new FakeSink());
+    expect(hub.streamsOf('k1')).toBe(2);
+    s1.unsubscribe();
+    s1.unsubscribe();
+    expect(hub.streamsOf('k1')).toBe(1);
+    expect(hub.subscriberCount()).toBe(1);
+  });
+
+  it('closeAll ends every stream gracefully', () => {
+    const hub = makeHub();
+    const a = new FakeSink();
+    const b = new FakeSink();
+    hub.subscribe('u1', 'k1', a);
+    hub.subscribe('u2', 'k2', b);
+    hub.closeAll();
+    expect(a.ended && b.ended).toBe(true);
+    expect(hub.subscriberCount()).toBe(0);
+  });
+
+  it('fans one event out to 10,000 subscribers of one user with one serialization', () => {
+    const hub = makeHub();
+    const sinks = Array.from({ length: 10_000 }, () => new FakeSink());
+    sinks.forEach((s, i) => hub.subscribe('u1', `k${i}`, s));
+    hub.publish('u1', status(9));
+    const first = sinks[0]!.chunks[0];
+    expect(sinks.every((s) => s.chunks.length === 1 && Object.is(s.chunks[0], first))).toBe(true);
+  });
+});
