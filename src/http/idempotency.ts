@@ -83,9 +83,11 @@ export function requestFingerprint(
   routePath: string,
   params: Record<string, string>,
   body: unknown,
+  query: unknown = {},
 ): string {
+  // The query is part of the request: `?dryRun=true` under a key must never replay as the real order.
   return createHash('sha256')
-    .update(canonicalJson({ method, path: routePath, params, body }))
+    .update(canonicalJson({ method, path: routePath, params, query, body }))
     .digest('hex');
 }
 

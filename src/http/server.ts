@@ -227,7 +227,7 @@ class Engine {
         const rawKey = header ?? fromBody;
         if (rawKey !== undefined) {
           idempotencyKey = parseIdempotencyKey(rawKey);
-          const fingerprint = requestFingerprint(route.method, route.path, params, body);
+          const fingerprint = requestFingerprint(route.method, route.path, params, body, query);
           const outcome = await this.gate.begin(authd.auth.userId, idempotencyKey, fingerprint);
           if (outcome.kind === 'in-flight') throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in flight', {}, 1);
           if (outcome.kind === 'mismatch') throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for a different request');

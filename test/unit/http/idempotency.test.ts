@@ -67,6 +67,13 @@ describe('canonicalJson and requestFingerprint', () => {
       }),
     );
   });
+
+  it('a different query string is a different request (a dryRun never replays as the real order)', () => {
+    const body = { symbol: 'ES', side: 'buy', qty: 1, type: 'market' };
+    const real = requestFingerprint('POST', '/accounts/:id/orders', { id: '7' }, body, {});
+    const dry = requestFingerprint('POST', '/accounts/:id/orders', { id: '7' }, body, { dryRun: true });
+    expect(dry).not.toBe(real);
+  });
 });
 
 describe('isStoredStatus', () => {
