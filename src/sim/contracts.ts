@@ -1,0 +1,131 @@
+/**
+ * The paper broker's contract universe: products with tick size and point value, and
+ * contracts created on first use from a Tradovate-style name (`ESZ6`). Ids are assigned in
+ * order of first use and never change for the life of the simulator.
+ */
+import { listProducts, monthNumber } from '../domain/products.js';
+import { tickDecimals } from '../domain/ticks.js';
+
+export { isOnTick, roundToTick } from '../domain/ticks.js';
+
+/** What the simulator needs to know about a product root. */
+export interface SimProduct {
+  id: number;
+  name: string;
+  description: string;
+  tickSize: number;
+  pointValue: number;
+  /** Listed month codes, e.g. `HMUZ`. */
+  months: string;
+  /** Where the synthetic price walk starts (before the seeded offset). */
+  basePrice: number;
+}
+
+/** Tradovate `contract` entity. */
+export interface ContractEntity {
+  id: number;
+  name: string;
+  contractMaturityId: number;
+  [field: string]: unknown;
+}
+
+// Sim-only: where each product's synthetic price starts, so P&L numbers look realistic.
+const BASE_PRICES: Readonly<Record<string, number>> = {
+  ES: 5000, MES: 5000, NQ: 18000, MNQ: 18000, YM: 39000, MYM: 39000, RTY: 2000, M2K: 2000, CL: 75, MCL: 75,
+  GC: 2300, MGC: 2300, SI: 28, HG: 4.5, NG: 2.5, ZB: 118, ZN: 110, ZF: 106, ZC: 450, ZS: 1200, '6E': 1.08,
+};
+
+const NAME_PATTERN = /^(.+)([FGHJKMNQUVXZ])(\d)$/;
+
+/** Splits `ESZ6` into root, month (1..12) and year digit; undefined when the shape is wrong. */
+export function parseContractName(name: string): { root: string; month: number; yearDigit: number } | undefined {
+  const m = NAME_PATTERN.exec(name.toUpperCase());
+  if (!m) return undefined;
+  return { root: m[1]!, month: monthNumber(m[2]!)!, yearDigit: Number(m[3]) };
+}
+
+
+/** Product catalogue plus the contracts created so far. */
+export class ContractRegistry {
+  private readonly products = new Map<string, SimProduct>();
+  private readonly productsById = new Map<number, SimProduct>();
+  private readonly byName = new Map<string, ContractEntity>();
+  private readonly byId = new Map<number, ContractEntity>();
+  private readonly rootOf = new Map<number, SimProduct>();
+  private nextContractId = 4_000_001;
+
+  constructor() {
+    listProducts().forEach((p, i) => {
+      const product: SimProduct = {
+        id: 100 + i, name: p.root, description: p.description, tickSize: p.tickSize, pointValue: p.pointValue,
+        months: p.months.join(''), basePrice: BASE_PRICES[p.root] ?? 100,
+      };
+      this.products.set(product.name, product);
+      this.productsById.set(product.id, product);
+    });
+  }
+
+  /** Product by root (`ES`), case-insensitive. */
+  product(root: string): SimProduct | undefined {
+    return this.products.get(root.toUpperCase());
+  }
+
+  /** Product by id. */
+  productById(id: number): SimProduct | undefined {
+    return this.productsById.get(id);
+  }
+
+  /** Finds or creates the contract for a well-formed name of a known root. */
+  find(name: string): ContractEntity | undefined {
+    const upper = name.toUpperCase();
+    const known = this.byName.get(upper);
+    if (known) return known;
+    const parsed = parseContractName(upper);
+    const product = parsed && this.product(parsed.root);
+    // Like Tradovate, a month the product does not list is no contract at all.
+    if (!parsed || !product || !product.months.includes(upper.charAt(upper.length - 2))) return undefined;
+    const id = this.nextContractId++;
+    const contract: ContractEntity = { id, name: upper, contractMaturityId: id + 1_000_000, status: 'DefinitionChecked', providerTickSize: product.tickSize };
+    this.byName.set(upper, contract);
+    this.byId.set(id, contract);
+    this.rootOf.set(id, product);
+    return contract;
+  }
+
+  /** Contract by id, if it was created. */
+  item(id: number): ContractEntity | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The product a contract belongs to. */
+  productOf(contractId: number): SimProduct {
+    const p = this.rootOf.get(contractId);
+    if (!p) throw new Error(`unknown contract ${contractId}`);
+    return p;
+  }
+
+  /** Every contract created so far. */
+  contracts(): ContractEntity[] {
+    return [...this.byId.values()];
+  }
+
+  /** Tradovate `product` entity for a product. */
+  productEntity(p: SimProduct): Record<string, unknown> {
+    return {
+      id: p.id, name: p.name, currencyId: 1, productType: 'Futures', description: p.description, exchangeId: 1,
+      contractGroupId: 1, status: 'Verified', months: p.months, isSecured: false, valuePerPoint: p.pointValue,
+      priceFormatType: 'Decimal', priceFormat: -tickDecimals(p.tickSize), tickSize: p.tickSize, isMicro: p.name.startsWith('M'),
+    };
+  }
+
+  /** Tradovate `contractMaturity` entity for a contract. */
+  maturityEntity(contract: ContractEntity): Record<string, unknown> {
+    const parsed = parseContractName(contract.name)!;
+    const product = this.productOf(contract.id);
+    const year = 2020 + parsed.yearDigit;
+    return {
+      id: contract.contractMaturityId, productId: product.id, expirationMonth: (year - 2000) * 100 + parsed.month,
+      expirationDate: new Date(Date.UTC(year, parsed.month - 1, 15)).toISOString(), isFront: false, archived: false,
+    };
+  }
+}

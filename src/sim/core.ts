@@ -1,0 +1,189 @@
+/**
+ * The paper broker without sockets: engine, auth, injected faults, sync subscribers and the
+ * one dispatch path that REST and WebSocket requests both go through.
+ */
+import { Auth, type AuthSession } from './auth.js';
+import { Engine } from './engine.js';
+import { HANDLERS, ORDER_ENDPOINTS } from './handlers.js';
+import type { EntityType, SimEvent } from './state.js';
+import { ok, WireError, type WireResult } from './wire.js';
+
+/** A receiver of `props` events: a WebSocket session after `user/syncrequest`. */
+export interface EventSink {
+  userId: number;
+  types: ReadonlySet<EntityType>;
+  /** Only these accounts; undefined = every account of the user. */
+  accounts?: ReadonlySet<number>;
+  push(message: string): void;
+}
+
+/** The WebSocket side of a request: lets handlers subscribe the caller to events and quotes. */
+export interface WsClient {
+  readonly userId: number;
+  /** Starts (or replaces) the caller's `props` subscription. */
+  sync(types: ReadonlySet<EntityType>, accounts: ReadonlySet<number> | undefined): void;
+  push(message: string): void;
+}
+
+/** Faults injected through `POST /control/faults`. */
+export interface Faults {
+  latencyMs: number;
+  silent: boolean;
+  rejectAuth: boolean | string;
+  /** Arms one p-ticket of this many seconds for the next request of `pTicketTarget`. */
+  pTicketSeconds?: number;
+  pTicketTarget: 'auth' | 'orders' | 'any';
+  pTicketCaptcha: boolean;
+  rateLimit429: boolean;
+}
+
+/** Default faults: none. */
+export const NO_FAULTS: Faults = { latencyMs: 0, silent: false, rejectAuth: false, pTicketTarget: 'auth', pTicketCaptcha: false, rateLimit429: false };
+
+const BAD_CREDENTIALS = 'Incorrect username or password. Please try again, noting that passwords are case-sensitive.';
+
+/** Options of the core (resolved defaults). */
+export interface CoreOptions {
+  seed: number;
+  clock: () => number;
+  tokenLifetimeMs: number;
+  maxSessionsPerUser: number;
+  requestsPerSecond: number;
+  requestsPerHour: number;
+  retainFinalOrders?: number;
+}
+
+/** Everything the paper broker knows, behind one dispatch function. */
+export class SimCore {
+  readonly engine: Engine;
+  readonly auth: Auth;
+  faults: Faults = { ...NO_FAULTS };
+  private readonly sinks = new Map<number, Set<EventSink>>();
+  private readonly quoteSinks = new Map<number, Set<WsClient>>();
+
+  constructor(readonly opts: CoreOptions) {
+    this.engine = new Engine({ clock: opts.clock, seed: opts.seed, retainFinalOrders: opts.retainFinalOrders });
+    this.auth = new Auth(opts);
+  }
+
+  /** Registers (or re-registers with new filters) a sync subscriber. */
+  subscribe(sink: EventSink): void {
+    let set = this.sinks.get(sink.userId);
+    if (!set) this.sinks.set(sink.userId, (set = new Set()));
+    set.add(sink);
+  }
+
+  /** Removes a subscriber from events and quotes (socket closed). */
+  unsubscribe(sink: EventSink & WsClient): void {
+    this.sinks.get(sink.userId)?.delete(sink);
+    for (const set of this.quoteSinks.values()) set.delete(sink);
+  }
+
+  /** Subscribes a client to quotes of a contract and sends the current one. */
+  subscribeQuote(contractId: number, client: WsClient): void {
+    let set = this.quoteSinks.get(contractId);
+    if (!set) this.quoteSinks.set(contractId, (set = new Set()));
+    set.add(client);
+    client.push(this.quoteMessage(contractId));
+  }
+
+  /** Stops quotes of a contract for a client. */
+  unsubscribeQuote(contractId: number, client: WsClient): void {
+    this.quoteSinks.get(contractId)?.delete(client);
+  }
+
+  /** Sends the contract's current quote to its subscribers (after a price change). */
+  publishQuote(contractId: number): void {
+    const set = this.quoteSinks.get(contractId);
+    if (!set || set.size === 0) return;
+    const message = this.quoteMessage(contractId);
+    for (const client of set) client.push(message);
+  }
+
+  private quoteMessage(contractId: number): string {
+    const price = this.engine.state.prices.last(contractId);
+    // No spread and a nominal size: the paper market has unlimited liquidity at the last price.
+    const entries = { Bid: { price, size: 10 }, Offer: { price, size: 10 }, Trade: { price, size: 1 } };
+    return JSON.stringify({ e: 'md', d: { quotes: [{ timestamp: this.engine.state.timestamp(), contractId, entries }] } });
+  }
+
+  /** Sends the events recorded since the last flush to the matching subscribers. */
+  flushEvents(): void {
+    const events = this.engine.state.takeEvents();
+    for (const ev of events) this.deliver(ev);
+  }
+
+  private deliver(ev: SimEvent): void {
+    const account = this.engine.state.accounts.get(ev.accountId);
+    if (!account) return;
+    // A revoked account is invisible; the only event about it is its own Deleted.
+    if (!account.active && !(ev.entityType === 'account' && ev.eventType === 'Deleted')) return;
+    const sinks = this.sinks.get(account.userId);
+    if (!sinks) return;
+    let message: string | undefined;
+    for (const sink of sinks) {
+      if (!sink.types.has(ev.entityType) || (sink.accounts && !sink.accounts.has(ev.accountId))) continue;
+      message ??= JSON.stringify({ e: 'props', d: { entityType: ev.entityType, eventType: ev.eventType, entity: ev.entity } });
+      sink.push(message);
+    }
+  }
+
+  /** One step of the price walk; resting orders of the contracts that moved are matched. */
+  tickPrices(): void {
+    for (const id of this.engine.state.prices.step()) {
+      this.engine.matchContract(id);
+      this.publishQuote(id);
+    }
+    this.flushEvents();
+  }
+
+  /**
+   * Runs one request. `session` is the caller's auth session (WS: from `authorize`; REST:
+   * from the Bearer token), `token` the raw token for renewal. Events are left for the caller
+   * to flush after it has queued the response, so the response frame precedes its events.
+   */
+  dispatch(endpoint: string, session: AuthSession | undefined, query: URLSearchParams, body: unknown, client?: WsClient): WireResult {
+    if (endpoint === 'auth/accesstokenrequest') return this.accessTokenRequest(body);
+    if (!session || !this.auth.valid(session)) return { s: 401, d: 'Access is denied' };
+    if (this.faults.rateLimit429 || !this.auth.allow(session.userId)) return { s: 429 };
+    const user = this.engine.state.users.get(session.userId)!;
+    if (endpoint === 'auth/renewaccesstoken') return ok(this.auth.renew(session, user));
+    if (ORDER_ENDPOINTS.has(endpoint)) {
+      const penalty = this.penalty(body, 'orders');
+      if (penalty) return ok(penalty);
+    }
+    const handler = HANDLERS.get(endpoint);
+    if (!handler) return { s: 404, d: JSON.stringify(`Not found: ${endpoint}`) };
+    try {
+      return handler({ core: this, userId: session.userId, query, body, client });
+    } catch (err) {
+      if (err instanceof WireError) return { s: err.status, d: err.message };
+      throw err;
+    }
+  }
+
+  private accessTokenRequest(raw: unknown): WireResult {
+    const body = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+    const penalty = this.penalty(body, 'auth');
+    if (penalty) return ok(penalty);
+    const user = typeof body.name === 'string' ? this.engine.state.usersByName.get(body.name) : undefined;
+    if (this.faults.rejectAuth) return ok({ errorText: typeof this.faults.rejectAuth === 'string' ? this.faults.rejectAuth : BAD_CREDENTIALS });
+    if (!user || user.password !== body.password) return ok({ errorText: BAD_CREDENTIALS });
+    return ok(this.auth.login(user));
+  }
+
+  /** A p-ticket answer when one is owed, or undefined to go ahead. */
+  private penalty(body: unknown, target: 'auth' | 'orders'): Record<string, unknown> | undefined {
+    const ticket = body && typeof body === 'object' ? (body as Record<string, unknown>)['p-ticket'] : undefined;
+    if (typeof ticket === 'string') {
+      const again = this.auth.redeemTicket(ticket);
+      if (again) return again;
+      return undefined;
+    }
+    const f = this.faults;
+    if (f.pTicketSeconds === undefined || (f.pTicketTarget !== 'any' && f.pTicketTarget !== target)) return undefined;
+    const seconds = f.pTicketSeconds;
+    this.faults = { ...f, pTicketSeconds: undefined };
+    return this.auth.issueTicket(seconds, f.pTicketCaptcha);
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * The simulator's data: Tradovate entities kept exactly as `<entity>/item` would return them,
+ * one increasing id sequence, and the buffer of `props` events produced by each mutation.
+ * Pure: no I/O, no timers; time comes from an injected clock.
+ */
+import { ContractRegistry } from './contracts.js';
+import { PriceBook } from './prices.js';
+
+/** A Tradovate entity as sent on the wire. */
+export type Entity = { id: number } & Record<string, unknown>;
+
+/** Entity types the simulator produces (names as in `props` events and sync `entityTypes`). */
+export const ENTITY_TYPES = [
+  'account', 'cashBalance', 'position', 'order', 'orderVersion', 'command', 'commandReport',
+  'executionReport', 'fill', 'fillPair', 'orderStrategy', 'orderStrategyLink',
+] as const;
+export type EntityType = (typeof ENTITY_TYPES)[number];
+
+/** Sync snapshot collection name per entity type. */
+export const COLLECTION_OF: Record<EntityType, string> = {
+  account: 'accounts', cashBalance: 'cashBalances', position: 'positions', order: 'orders',
+  orderVersion: 'orderVersions', command: 'commands', commandReport: 'commandReports',
+  executionReport: 'executionReports', fill: 'fills', fillPair: 'fillPairs',
+  orderStrategy: 'orderStrategies', orderStrategyLink: 'orderStrategyLinks',
+};
+
+/** Field naming the parent entity, for `<entity>/deps?masterid=`. */
+export const MASTER_FIELD: Record<EntityType, string> = {
+  account: 'userId', cashBalance: 'accountId', position: 'accountId', order: 'accountId',
+  orderVersion: 'orderId', command: 'orderId', commandReport: 'commandId', executionReport: 'commandId',
+  fill: 'orderId', fillPair: 'positionId', orderStrategy: 'accountId', orderStrategyLink: 'orderStrategyId',
+};
+
+/** One `props` event, tagged with the account it concerns (for subscription filters). */
+export interface SimEvent {
+  entityType: EntityType;
+  eventType: 'Created' | 'Updated' | 'Deleted';
+  entity: Entity;
+  accountId: number;
+}
+
+/** A user of the paper broker. */
+export interface SimUser {
+  id: number;
+  name: string;
+  password: string;
+  accountIds: number[];
+}
+
+/** Account bookkeeping beyond the wire entity. */
+export interface AccountState {
+  entity: Entity;
+  userId: number;
+  active: boolean;
+  maxOrderQty?: number;
+  maxPosition?: number;
+  cashBalanceId: number;
+}
+
+interface Stored {
+  e: Entity;
+  a: number;
+}
+
+/** Entities by type, ids, clock and the event buffer. */
+export class SimState {
+  readonly contracts = new ContractRegistry();
+  readonly prices: PriceBook;
+  readonly users = new Map<number, SimUser>();
+  readonly usersByName = new Map<string, SimUser>();
+  readonly accounts = new Map<number, AccountState>();
+  private readonly tables = new Map<EntityType, Map<number, Stored>>(ENTITY_TYPES.map((t) => [t, new Map()]));
+  private events: SimEvent[] = [];
+  private nextId = 10_000_001;
+  private timeMs = Number.NaN;
+  private isoNow = '';
+  private tradeDateNow: { year: number; month: number; day: number } = { year: 0, month: 0, day: 0 };
+
+  constructor(
+    readonly clock: () => number,
+    random: () => number,
+  ) {
+    this.prices = new PriceBook(this.contracts, random);
+  }
+
+  /** Next id of the single increasing sequence shared by all entity types. */
+  id(): number {
+    return this.nextId++;
+  }
+
+  /** ISO timestamp of now. */
+  timestamp(): string {
+    this.refreshTime();
+    return this.isoNow;
+  }
+
+  /** Tradovate `tradeDate` of now (UTC calendar date); shared object, never mutated. */
+  tradeDate(): { year: number; month: number; day: number } {
+    this.refreshTime();
+    return this.tradeDateNow;
+  }
+
+  // One order writes a dozen timestamps; formatting a Date each time dominated the profile.
+  private refreshTime(): void {
+    const now = this.clock();
+    if (now === this.timeMs) return;
+    this.timeMs = now;
+    const d = new Date(now);
+    this.isoNow = d.toISOString();
+    const day = { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() };
+    const prev = this.tradeDateNow;
+    if (prev.year !== day.year || prev.month !== day.month || prev.day !== day.day) this.tradeDateNow = Object.freeze(day);
+  }
+
+  /** Stores a new entity and records a `Created` event. */
+  create(type: EntityType, entity: Entity, accountId: number): Entity {
+    this.tables.get(type)!.set(entity.id, { e: entity, a: accountId });
+    this.emit(type, 'Created', entity, accountId);
+    return entity;
+  }
+
+  /** Applies `changes` to a stored entity and records an `Updated` event. */
+  update(type: EntityType, entity: Entity, changes: Record<string, unknown>): Entity {
+    Object.assign(entity, changes);
+    const stored = this.tables.get(type)!.get(entity.id);
+    this.emit(type, 'Updated', entity, stored?.a ?? 0);
+    return entity;
+  }
+
+  /** Records an event without storing anything (account Deleted/Created on revoke/restore). */
+  emit(type: EntityType, eventType: SimEvent['eventType'], entity: Entity, accountId: number): void {
+    // A shallow copy freezes the entity as it is now: the same object may change again
+    // before the events are serialised (PendingNew → Working in one call).
+    this.events.push({ entityType: type, eventType, entity: { ...entity }, accountId });
+  }
+
+  /** Returns and clears the events recorded since the last call. */
+  takeEvents(): SimEvent[] {
+    const out = this.events;
+    this.events = [];
+    return out;
+  }
+
+  /** Forgets an entity without an event (archival of old final orders). */
+  remove(type: EntityType, id: number): void {
+    this.tables.get(type)!.delete(id);
+  }
+
+  /** One entity by type and id. */
+  get(type: EntityType, id: number): Entity | undefined {
+    return this.tables.get(type)!.get(id)?.e;
+  }
+
+  /** The account an entity belongs to. */
+  accountOf(type: EntityType, id: number): number | undefined {
+    return this.tables.get(type)!.get(id)?.a;
+  }
+
+  /** Entities of `type` belonging to one of `accountIds`. */
+  list(type: EntityType, accountIds: ReadonlySet<number>): Entity[] {
+    const out: Entity[] = [];
+    for (const s of this.tables.get(type)!.values()) if (accountIds.has(s.a)) out.push(s.e);
+    return out;
+  }
+
+  /** Ids of the accounts a user can see now (revoked accounts excluded). */
+  visibleAccounts(userId: number): Set<number> {
+    const user = this.users.get(userId);
+    const out = new Set<number>();
+    for (const id of user?.accountIds ?? []) if (this.accounts.get(id)?.active) out.add(id);
+    return out;
+  }
+
+  /** Creates a user with no accounts. */
+  addUser(name: string, password: string): SimUser {
+    const user: SimUser = { id: this.id(), name, password, accountIds: [] };
+    this.users.set(user.id, user);
+    this.usersByName.set(name, user);
+    return user;
+  }
+
+  /** Creates an account (plus its cash balance) for a user. */
+  addAccount(userId: number, name: string, balance: number): AccountState {
+    const user = this.users.get(userId);
+    if (!user) throw new Error(`unknown user ${userId}`);
+    const id = this.id();
+    const entity: Entity = {
+      id, name, userId, accountType: 'Customer', active: true, clearingHouseId: 2, riskCategoryId: 2,
+      autoLiqProfileId: 2, marginAccountType: 'Speculator', legalStatus: 'Individual', archived: false,
+      timestamp: this.timestamp(), readonly: false, restricted: false, closed: false,
+    };
+    const cash: Entity = {
+      id: this.id(), accountId: id, timestamp: this.timestamp(), tradeDate: this.tradeDate(), currencyId: 1,
+      amount: balance, realizedPnL: 0, weekRealizedPnL: 0,
+    };
+    const state: AccountState = { entity, userId, active: true, cashBalanceId: cash.id };
+    this.accounts.set(id, state);
+    user.accountIds.push(id);
+    this.create('account', entity, id);
+    this.create('cashBalance', cash, id);
+    return state;
+  }
+}

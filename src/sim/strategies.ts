@@ -1,0 +1,46 @@
+/**
+ * Multibracket order strategies (`orderStrategyTypeId` 2): when the entry has filled, each
+ * bracket becomes a take-profit limit and a stop at signed point offsets from the average
+ * fill price, OCO-paired and announced through `orderStrategyLink`; the strategy finishes
+ * when none of its orders is live any more.
+ */
+import { roundToTick } from './contracts.js';
+import type { Engine, OrderAction, OrderRec } from './engine.js';
+
+/** Creates the bracket legs of a strategy whose entry has just filled completely. */
+export function startBrackets(engine: Engine, entry: OrderRec): void {
+  const s = engine.state;
+  const avg = entry.filledValue / entry.filled;
+  const tick = s.contracts.productOf(entry.contractId).tickSize;
+  const exit: OrderAction = entry.buy ? 'Sell' : 'Buy';
+  const brackets = entry.strategyBrackets ?? [];
+  entry.strategyBrackets = undefined;
+  brackets.forEach((b, i) => {
+    const base = { accountId: entry.accountId, contractId: entry.contractId, action: exit, orderQty: b.qty, timeInForce: 'GTC', isAutomated: true };
+    const links = { strategyId: entry.strategyId };
+    const legs: Array<{ rec: OrderRec; label: string }> = [];
+    if (typeof b.profitTarget === 'number') {
+      legs.push({ rec: engine.create({ ...base, orderType: 'Limit', price: roundToTick(avg + b.profitTarget, tick) }, links), label: `tp${i + 1}` });
+    }
+    if (typeof b.stopLoss === 'number') {
+      legs.push({ rec: engine.create({ ...base, orderType: 'Stop', stopPrice: roundToTick(avg + b.stopLoss, tick) }, links), label: `sl${i + 1}` });
+    }
+    if (legs.length === 2) engine.pair(legs[0]!.rec, legs[1]!.rec);
+    for (const { rec, label } of legs) {
+      s.create('orderStrategyLink', { id: s.id(), orderStrategyId: entry.strategyId, orderId: rec.id, label }, entry.accountId);
+    }
+    for (const { rec } of legs) engine.submit(rec, { riskCheck: false });
+  });
+}
+
+/** Marks the strategy of `rec` finished once none of its orders can still work. */
+export function finishStrategy(engine: Engine, rec: OrderRec): void {
+  if (!rec.strategyId) return;
+  const strategy = engine.state.get('orderStrategy', rec.strategyId);
+  if (!strategy || strategy.status !== 'ActiveStrategy') return;
+  const orders = engine.strategyOrders.get(rec.strategyId) ?? [];
+  if (orders.some((o) => engine.isLive(o) || o.strategyBrackets)) return;
+  const entry = orders[0];
+  const status = entry && entry.filled === 0 && entry.order.ordStatus === 'Canceled' ? 'StoppedByUser' : 'ExecutionFinished';
+  engine.state.update('orderStrategy', strategy, { status, timestamp: engine.state.timestamp() });
+}

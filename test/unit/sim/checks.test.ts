@@ -1,0 +1,39 @@
+/** Pre-trade checks: supported types, tick grid, max order qty, max position (reductions allowed). */
+import { beforeEach, expect, it } from 'vitest';
+import { riskCheck, validateVersion } from '../../../src/sim/checks.js';
+import { Positions } from '../../../src/sim/positions.js';
+import { SimState } from '../../../src/sim/state.js';
+
+let state: SimState;
+let positions: Positions;
+let accountId: number;
+let contractId: number;
+
+beforeEach(() => {
+  state = new SimState(() => 0, () => 0.5);
+  positions = new Positions(state);
+  accountId = state.addAccount(state.addUser('ann', 'pw').id, 'A', 1000).entity.id;
+  contractId = state.contracts.find('CLF7')!.id; // tick 0.01
+});
+
+it('accepts supported types with prices on the tick grid and names the reason otherwise', () => {
+  expect(validateVersion(state, contractId, { id: 1, orderType: 'Limit', price: 75.12 })).toBeUndefined();
+  expect(validateVersion(state, contractId, { id: 1, orderType: 'StopLimit', price: 75.12, stopPrice: 75.125 })?.reason).toBe('InvalidPrice');
+  expect(validateVersion(state, contractId, { id: 1, orderType: 'Limit' })?.reason).toBe('InvalidPrice');
+  expect(validateVersion(state, contractId, { id: 1, orderType: 'TrailingStop', stopPrice: 75 })?.reason).toBe('Unsupported');
+});
+
+it('refuses order qty above the limit and exposure growth past max position, never a reduction', () => {
+  const account = state.accounts.get(accountId)!;
+  const buy = { accountId, contractId, buy: true };
+  const sell = { ...buy, buy: false };
+  expect(riskCheck(state, positions, buy, 50, 50)).toBeUndefined();
+  account.maxOrderQty = 5;
+  account.maxPosition = 5;
+  expect(riskCheck(state, positions, buy, 6, 6)).toMatchObject({ status: 'RiskRejected', reason: 'MaxOrderQtyLimitReached' });
+  positions.apply(accountId, contractId, { id: state.id(), action: 'Buy', qty: 5, price: 75 });
+  expect(riskCheck(state, positions, buy, 1, 1)?.reason).toBe('MaxPosLimitReached');
+  expect(riskCheck(state, positions, sell, 5, 5)).toBeUndefined();
+  account.maxPosition = 3; // already above the new limit: reducing is still allowed
+  expect(riskCheck(state, positions, sell, 1, 1)).toBeUndefined();
+});
