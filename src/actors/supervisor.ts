@@ -1,0 +1,200 @@
+/**
+ * The front side of the actor system (implements ActorGateway). One worker thread per
+ * connection up to `threadsMax`; beyond it, connections share workers by hash of their id.
+ * A crashed worker is restarted with its connections re-added (reconnecting to the broker is
+ * the actor's own job); calls in flight on it fail with BROKER_UNAVAILABLE.
+ */
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { Logger } from '../log.js';
+import { AppError } from '../domain/problems.js';
+import { distPath } from '../paths.js';
+import { ActorClient } from './actor-client.js';
+import type { ActorTuning } from './connection.js';
+import type { WorkerHostData } from './worker-api.js';
+import type { AccountRecord, ActorEvent, ActorGateway, ActorRequest, ConnectionSpec, ResultFor, StatusEvent } from './protocol.js';
+
+/** createSupervisor options; `threadsMax` is ACTOR_THREADS_MAX. */
+export interface SupervisorOptions {
+  threadsMax: number;
+  logger: Logger;
+  workerFile?: string;
+  callTimeoutMs?: number;
+  /** Actor timing knobs (tests shorten backoff and watchdogs). */
+  tuning?: Partial<ActorTuning>;
+  /** Log level inside workers; defaults to the front logger's level. */
+  workerLogLevel?: string;
+}
+
+interface Slot {
+  worker: Worker;
+  client: ActorClient;
+  eventPort: MessagePort;
+  connections: Set<string>;
+  closing: boolean;
+  restarts: number;
+}
+
+/** FNV-1a, enough to spread connection ids over workers. */
+export function hashId(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) {
+    h ^= id.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** Supervisor with the extra introspection tests and bench use. */
+export interface Supervisor extends ActorGateway {
+  /** The worker currently hosting a connection (tests terminate it to simulate a crash). */
+  workerOf(connectionId: string): Worker | undefined;
+  /** Number of live worker threads. */
+  workerCount(): number;
+  /** Memory stats of every worker. */
+  stats(): Promise<{ actors: number; heapUsed: number; rss: number }[]>;
+}
+
+/** Creates the actor supervisor. */
+export function createSupervisor(opts: SupervisorOptions): Supervisor {
+  const workerFile = opts.workerFile ?? distPath('workers/connection-actor.js');
+  const callTimeoutMs = opts.callTimeoutMs ?? 15_000;
+  const log = opts.logger.child({ component: 'supervisor' });
+  const specs = new Map<string, ConnectionSpec>();
+  const placement = new Map<string, Slot>();
+  const slots = new Set<Slot>();
+  const statuses = new Map<string, StatusEvent>();
+  const accounts = new Map<string, AccountRecord[]>();
+  const listeners = new Set<(e: ActorEvent) => void>();
+  let closed = false;
+
+  function publish(event: ActorEvent): void {
+    if (event.type === 'status') statuses.set(event.connectionId, event);
+    if (event.type === 'accounts') accounts.set(event.connectionId, event.accounts);
+    for (const l of [...listeners]) {
+      try {
+        l(event);
+      } catch (err) {
+        log.error({ err }, 'actor event listener threw');
+      }
+    }
+  }
+
+  function spawn(restarts = 0): Slot {
+    const { port1, port2 } = new MessageChannel();
+    const data: WorkerHostData = { eventPort: port2, logLevel: opts.workerLogLevel ?? opts.logger.level, tuning: opts.tuning ?? {} };
+    const worker = new Worker(workerFile, { workerData: data, transferList: [port2] });
+    const slot: Slot = { worker, client: new ActorClient(worker, callTimeoutMs), eventPort: port1, connections: new Set(), closing: false, restarts };
+    port1.on('message', (event: ActorEvent) => {
+      // Events of a connection removed or moved elsewhere are stale.
+      if (placement.get(event.connectionId) !== slot && !(event.type === 'status' && event.status === 'DISABLED')) return;
+      // removeConnection may already have reported DISABLED (the RPC reply can overtake this port).
+      if (event.type === 'status' && event.status === 'DISABLED' && statuses.get(event.connectionId)?.status === 'DISABLED') return;
+      publish(event);
+    });
+    worker.on('exit', (code) => onExit(slot, code));
+    worker.on('error', (err) => log.error({ err }, 'actor worker error'));
+    slots.add(slot);
+    return slot;
+  }
+
+  function onExit(slot: Slot, code: number): void {
+    slots.delete(slot);
+    slot.eventPort.close();
+    if (slot.closing || closed) return;
+    const ids = [...slot.connections].filter((id) => placement.get(id) === slot);
+    log.error({ code, connections: ids.length }, 'actor worker exited; restarting');
+    for (const id of ids) {
+      publish({ type: 'status', connectionId: id, status: 'RECONNECTING', reason: 'disconnect', ts: Date.now(), detail: `actor worker exited (code ${code})` });
+    }
+    if (!ids.length) return;
+    const delay = Math.min(5000, 100 * 2 ** slot.restarts);
+    setTimeout(() => {
+      if (closed) return;
+      const live = ids.filter((id) => specs.has(id) && placement.get(id) === slot);
+      if (!live.length) return;
+      const next = spawn(slot.restarts + 1);
+      for (const id of live) {
+        placement.set(id, next);
+        next.connections.add(id);
+        next.client.add(specs.get(id)!, true).catch((err) => log.error({ err, connectionId: id }, 're-adding actor failed'));
+      }
+      // A worker that stays up for a while has recovered: forget its crash history.
+      setTimeout(() => {
+        if (next.client.alive) next.restarts = 0;
+      }, 30_000).unref();
+    }, delay).unref();
+  }
+
+  function pick(connectionId: string): Slot {
+    const live = [...slots].filter((s) => !s.closing && s.client.alive);
+    if (live.length < opts.threadsMax) return spawn();
+    return live[hashId(connectionId) % live.length]!;
+  }
+
+  return {
+    async addConnection(spec) {
+      if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
+      specs.set(spec.connectionId, spec);
+      let slot = placement.get(spec.connectionId);
+      if (!slot || !slot.client.alive) {
+        slot = pick(spec.connectionId);
+        placement.set(spec.connectionId, slot);
+        slot.connections.add(spec.connectionId);
+      }
+      // Known as CONNECTING until the actor reports; the actor itself emits the event.
+      statuses.set(spec.connectionId, { type: 'status', connectionId: spec.connectionId, status: 'CONNECTING', reason: 'connect', ts: Date.now() });
+      await slot.client.add(spec);
+    },
+
+    async removeConnection(connectionId) {
+      specs.delete(connectionId);
+      const slot = placement.get(connectionId);
+      placement.delete(connectionId);
+      if (slot) {
+        slot.connections.delete(connectionId);
+        await slot.client.remove(connectionId).catch((err) => log.warn({ err, connectionId }, 'actor remove failed'));
+        if (!slot.connections.size) {
+          slot.closing = true;
+          await slot.worker.terminate();
+        }
+      }
+      if (statuses.get(connectionId)?.status !== 'DISABLED') {
+        publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection removed' });
+      }
+    },
+
+    async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: { timeoutMs?: number }): Promise<ResultFor<R>> {
+      if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
+      if (!specs.has(connectionId)) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
+      const slot = placement.get(connectionId);
+      if (!slot || !slot.client.alive) throw new AppError('BROKER_UNAVAILABLE', `actor for ${connectionId} is restarting`);
+      return (await slot.client.request(connectionId, req, ropts?.timeoutMs ?? callTimeoutMs)) as ResultFor<R>;
+    },
+
+    status: (connectionId) => statuses.get(connectionId),
+    accounts: (connectionId) => accounts.get(connectionId) ?? [],
+
+    onEvent(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    workerOf: (connectionId) => placement.get(connectionId)?.worker,
+    workerCount: () => [...slots].filter((s) => s.client.alive).length,
+    stats: () => Promise.all([...slots].filter((s) => s.client.alive).map((s) => s.client.stats())),
+
+    async close() {
+      closed = true;
+      const all = [...slots];
+      for (const s of all) s.closing = true;
+      await Promise.all(
+        all.map(async (s) => {
+          await Promise.race([Promise.all([...s.connections].map((id) => s.client.remove(id, 2000).catch(() => undefined))), new Promise((r) => setTimeout(r, 2500))]);
+          await s.worker.terminate();
+        }),
+      );
+      specs.clear();
+      placement.clear();
+    },
+  };
+}

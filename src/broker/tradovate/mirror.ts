@@ -1,0 +1,230 @@
+/**
+ * The actor's mirror of the user's broker entities: replaced wholesale by a `user/syncrequest`
+ * snapshot, then kept current by `props` events. Events are applied independently of their
+ * order across entity types (a fill may arrive before its order); readers join on demand.
+ */
+
+/** A broker entity as sent by `<entityType>/item` or a props event. */
+export type Entity = Record<string, unknown> & { id: number };
+
+/**
+ * Entity types the actor subscribes to (explicit: without them the broker sends nothing).
+ * Only types the partner docs list for user/syncrequest: contracts are fetched by id instead.
+ */
+export const SYNC_ENTITY_TYPES = [
+  'account',
+  'position',
+  'order',
+  'orderVersion',
+  'command',
+  'commandReport',
+  'executionReport',
+  'fill',
+  'fillPair',
+  'orderStrategy',
+  'orderStrategyLink',
+  'cashBalance',
+] as const;
+
+const PLURALS: Record<string, string> = {
+  accounts: 'account',
+  positions: 'position',
+  orders: 'order',
+  orderVersions: 'orderVersion',
+  commands: 'command',
+  commandReports: 'commandReport',
+  executionReports: 'executionReport',
+  fills: 'fill',
+  fillPairs: 'fillPair',
+  orderStrategies: 'orderStrategy',
+  orderStrategyLinks: 'orderStrategyLink',
+  cashBalances: 'cashBalance',
+  contracts: 'contract',
+  products: 'product',
+};
+
+/** Secondary indexes: entity type → fields to look entities up by. */
+const INDEXED: Record<string, string[]> = {
+  orderVersion: ['orderId'],
+  fill: ['orderId'],
+  command: ['orderId', 'clOrdId'],
+  commandReport: ['commandId'],
+  executionReport: ['orderId'],
+  orderStrategyLink: ['orderStrategyId', 'orderId'],
+  orderStrategy: ['uuid'],
+  order: ['accountId', 'parentId', 'ocoId'],
+  position: ['accountId'],
+};
+
+/** One applied change (`Snapshot` after a full replace). */
+export interface MirrorChange {
+  entityType: string;
+  eventType: 'Created' | 'Updated' | 'Deleted' | 'Snapshot';
+  entity: Entity | null;
+}
+
+type Listener = (change: MirrorChange) => void;
+
+/** Entity store with per-field indexes and change listeners. */
+export class Mirror {
+  private readonly tables = new Map<string, Map<number, Entity>>();
+  private readonly indexes = new Map<string, Map<unknown, Set<number>>>();
+  private readonly listeners = new Set<Listener>();
+
+  private table(type: string): Map<number, Entity> {
+    let t = this.tables.get(type);
+    if (!t) this.tables.set(type, (t = new Map()));
+    return t;
+  }
+
+  private index(type: string, field: string): Map<unknown, Set<number>> {
+    const key = `${type}.${field}`;
+    let ix = this.indexes.get(key);
+    if (!ix) this.indexes.set(key, (ix = new Map()));
+    return ix;
+  }
+
+  private unindex(type: string, e: Entity): void {
+    for (const f of INDEXED[type] ?? []) {
+      const v = e[f];
+      if (v === undefined || v === null) continue;
+      const ix = this.index(type, f);
+      ix.get(v)?.delete(e.id);
+    }
+  }
+
+  private reindex(type: string, e: Entity): void {
+    for (const f of INDEXED[type] ?? []) {
+      const v = e[f];
+      if (v === undefined || v === null) continue;
+      const ix = this.index(type, f);
+      let set = ix.get(v);
+      if (!set) ix.set(v, (set = new Set()));
+      set.add(e.id);
+    }
+  }
+
+  private upsert(type: string, raw: Entity): Entity {
+    const t = this.table(type);
+    const prev = t.get(raw.id);
+    if (prev) this.unindex(type, prev);
+    // Merge rather than replace: some deployments send partial entities on Updated.
+    const next = prev ? { ...prev, ...raw } : { ...raw };
+    t.set(raw.id, next);
+    this.reindex(type, next);
+    return next;
+  }
+
+  /** Replaces everything with a sync snapshot (`d` of the syncrequest answer). */
+  replace(snapshot: Record<string, unknown>): void {
+    this.tables.clear();
+    this.indexes.clear();
+    for (const [key, value] of Object.entries(snapshot)) {
+      const type = PLURALS[key];
+      if (!type || !Array.isArray(value)) continue;
+      for (const e of value) if (isEntity(e)) this.upsert(type, e);
+    }
+    this.emit({ entityType: '*', eventType: 'Snapshot', entity: null });
+  }
+
+  /** Applies one props event; `entity` may be an object or an array of them. */
+  apply(entityType: string, eventType: string, entity: unknown): void {
+    const list = Array.isArray(entity) ? entity : [entity];
+    for (const e of list) {
+      if (!isEntity(e)) continue;
+      if (eventType === 'Deleted') {
+        const t = this.table(entityType);
+        const prev = t.get(e.id);
+        if (prev) {
+          this.unindex(entityType, prev);
+          t.delete(e.id);
+        }
+        this.emit({ entityType, eventType: 'Deleted', entity: prev ?? e });
+      } else {
+        const next = this.upsert(entityType, e);
+        this.emit({ entityType, eventType: eventType === 'Created' ? 'Created' : 'Updated', entity: next });
+      }
+    }
+  }
+
+  /** Adds entities fetched outside the sync stream (e.g. `contract/item`). */
+  put(entityType: string, entity: Entity): void {
+    const next = this.upsert(entityType, entity);
+    this.emit({ entityType, eventType: 'Updated', entity: next });
+  }
+
+  /** Contract ids referenced by orders, positions or fills that the mirror has no contract for. */
+  missingContractIds(): number[] {
+    const missing = new Set<number>();
+    for (const type of ['order', 'position', 'fill']) {
+      for (const e of this.all(type)) {
+        const c = e.contractId;
+        if (typeof c === 'number' && !this.get('contract', c)) missing.add(c);
+      }
+    }
+    return [...missing];
+  }
+
+  get(type: string, id: number): Entity | undefined {
+    return this.tables.get(type)?.get(id);
+  }
+
+  all(type: string): Entity[] {
+    return [...(this.tables.get(type)?.values() ?? [])];
+  }
+
+  /** Entities of `type` whose indexed `field` equals `value`. */
+  by(type: string, field: string, value: unknown): Entity[] {
+    const ids = this.indexes.get(`${type}.${field}`)?.get(value);
+    if (!ids) return [];
+    const t = this.table(type);
+    const out: Entity[] = [];
+    for (const id of ids) {
+      const e = t.get(id);
+      if (e) out.push(e);
+    }
+    return out;
+  }
+
+  /** The newest orderVersion of an order (highest id: a modify's version id is its command id). */
+  latestVersion(orderId: number): Entity | undefined {
+    let best: Entity | undefined;
+    for (const v of this.by('orderVersion', 'orderId', orderId)) if (!best || v.id > best.id) best = v;
+    return best;
+  }
+
+  /** Subscribes to every applied change. */
+  onChange(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(change: MirrorChange): void {
+    for (const l of [...this.listeners]) l(change);
+  }
+
+  /**
+   * Resolves with the first non-undefined value of `probe`, checked now and after every change;
+   * resolves `undefined` at the deadline (callers decide whether that is an error).
+   */
+  waitFor<T>(probe: () => T | undefined, timeoutMs: number): Promise<T | undefined> {
+    const now = probe();
+    if (now !== undefined) return Promise.resolve(now);
+    return new Promise((resolve) => {
+      const done = (v: T | undefined) => {
+        clearTimeout(timer);
+        off();
+        resolve(v);
+      };
+      const off = this.onChange(() => {
+        const v = probe();
+        if (v !== undefined) done(v);
+      });
+      const timer = setTimeout(() => done(undefined), timeoutMs);
+    });
+  }
+}
+
+function isEntity(e: unknown): e is Entity {
+  return !!e && typeof e === 'object' && typeof (e as { id?: unknown }).id === 'number';
+}

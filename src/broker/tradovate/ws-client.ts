@@ -1,0 +1,232 @@
+/**
+ * One authorized Tradovate WebSocket: 4-line requests with ids and deadlines, `[]` heartbeats
+ * every 2.5 s, a silence watchdog, p-ticket resends. It never reconnects by itself: when the
+ * socket dies every pending request is rejected and `onClose` fires once; the actor decides.
+ */
+import WebSocket from 'ws';
+import { AppError } from '../../domain/problems.js';
+import { CLIENT_HEARTBEAT, formatRequest, parseFrame, penaltyOf, type EventMessage } from './frames.js';
+
+/** A non-200 answer from the broker (`d` is usually a message string). */
+export class BrokerStatusError extends Error {
+  override name = 'BrokerStatusError';
+  constructor(
+    readonly status: number,
+    readonly data: unknown,
+  ) {
+    super(`broker answered ${status}: ${typeof data === 'string' ? data : JSON.stringify(data ?? null)}`);
+  }
+}
+
+/** `authorize` was refused: the token is expired or invalid. */
+export class AuthRejectedError extends Error {
+  override name = 'AuthRejectedError';
+}
+
+/** Why a socket ended. */
+export type CloseReason = 'closed' | 'silence' | 'unauthorized' | 'shutdown' | 'error' | 'client';
+
+/** Socket timings. */
+export interface SocketOptions {
+  heartbeatMs?: number;
+  /** No frame at all for this long (the server sends `h` every ~2.5 s) → the socket is dead. */
+  silenceMs?: number;
+  requestTimeoutMs?: number;
+  openTimeoutMs?: number;
+  maxPenaltySeconds?: number;
+}
+
+/** Callbacks of a live socket. */
+export interface SocketHandlers {
+  onEvent(message: EventMessage): void;
+  onClose(reason: CloseReason, detail: string): void;
+}
+
+interface Pending {
+  resolve(data: unknown): void;
+  reject(err: unknown): void;
+  timer: NodeJS.Timeout;
+}
+
+/** One request: query line, body, deadline. */
+export interface RequestOptions {
+  query?: string;
+  body?: unknown;
+  timeoutMs?: number;
+}
+
+/** An authorized broker socket. Create with `TradovateSocket.connect`. */
+export class TradovateSocket {
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private lastFrameAt = Date.now();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly handlers: SocketHandlers,
+    private readonly opts: Required<SocketOptions>,
+  ) {}
+
+  /** Opens the socket, waits for `o` (or a short grace), sends `authorize` and awaits its 200. */
+  static connect(url: string, accessToken: string, handlers: SocketHandlers, options: SocketOptions = {}): Promise<TradovateSocket> {
+    const opts: Required<SocketOptions> = {
+      heartbeatMs: options.heartbeatMs ?? 2500,
+      silenceMs: options.silenceMs ?? 10_000,
+      requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+      openTimeoutMs: options.openTimeoutMs ?? 10_000,
+      maxPenaltySeconds: options.maxPenaltySeconds ?? 120,
+    };
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { handshakeTimeout: opts.openTimeoutMs });
+      let settled = false;
+      let authorizeSent = false;
+      let grace: NodeJS.Timeout | undefined;
+      const fail = (err: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        clearTimeout(grace);
+        ws.removeAllListeners();
+        ws.on('error', () => {});
+        ws.terminate();
+        reject(err);
+      };
+      const deadline = setTimeout(() => fail(new AppError('BROKER_UNAVAILABLE', 'broker socket did not open in time')), opts.openTimeoutMs);
+      const authorize = () => {
+        if (authorizeSent) return;
+        authorizeSent = true;
+        clearTimeout(grace);
+        ws.send(formatRequest('authorize', 0, '', accessToken));
+      };
+      ws.on('open', () => {
+        // Some deployments never send `o`; authorize anyway after a short grace.
+        grace = setTimeout(authorize, 500);
+      });
+      ws.on('error', (err) => fail(new AppError('BROKER_UNAVAILABLE', `broker socket error: ${err.message}`)));
+      ws.on('close', (code) => fail(new AppError('BROKER_UNAVAILABLE', `broker socket closed during connect (${code})`)));
+      ws.on('message', (raw) => {
+        const frame = parseFrame(raw.toString());
+        if (frame.kind === 'open') return authorize();
+        if (frame.kind === 'close') return fail(new AppError('BROKER_UNAVAILABLE', `broker closed: ${frame.reason}`));
+        if (frame.kind !== 'data') return;
+        for (const m of frame.messages) {
+          if (m.kind !== 'response' || m.requestId !== 0) continue;
+          if (m.status === 200) {
+            if (settled) return;
+            settled = true;
+            clearTimeout(deadline);
+            ws.removeAllListeners();
+            const sock = new TradovateSocket(ws, handlers, opts);
+            sock.start();
+            resolve(sock);
+          } else if (m.status === 401) {
+            fail(new AuthRejectedError(typeof m.data === 'string' ? m.data : 'authorize refused'));
+          } else {
+            fail(new AppError('BROKER_UNAVAILABLE', `authorize answered ${m.status}`));
+          }
+          return;
+        }
+      });
+    });
+  }
+
+  private start(): void {
+    this.lastFrameAt = Date.now();
+    this.ws.on('message', (raw) => this.onFrame(raw.toString()));
+    this.ws.on('close', (code, reason) => this.shutdown('closed', `socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`));
+    this.ws.on('error', (err) => this.shutdown('error', err.message));
+    this.heartbeat = setInterval(() => this.sendRaw(CLIENT_HEARTBEAT), this.opts.heartbeatMs);
+    const tick = Math.max(20, Math.min(1000, Math.floor(this.opts.silenceMs / 4)));
+    this.watchdog = setInterval(() => {
+      if (Date.now() - this.lastFrameAt > this.opts.silenceMs) this.shutdown('silence', `no frame for ${this.opts.silenceMs} ms`);
+    }, tick);
+  }
+
+  /** True until the socket has closed for any reason. */
+  get open(): boolean {
+    return !this.closed;
+  }
+
+  private sendRaw(text: string): void {
+    if (!this.closed && this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+  }
+
+  private onFrame(text: string): void {
+    this.lastFrameAt = Date.now();
+    const frame = parseFrame(text);
+    if (frame.kind === 'close') return this.shutdown('closed', `broker closed: ${frame.code ?? ''} ${frame.reason}`.trim());
+    if (frame.kind !== 'data') return;
+    for (const m of frame.messages) {
+      if (m.kind === 'event') {
+        this.handlers.onEvent(m);
+        continue;
+      }
+      const p = this.pending.get(m.requestId);
+      if (!p) continue;
+      this.pending.delete(m.requestId);
+      clearTimeout(p.timer);
+      if (m.status === 200) p.resolve(m.data);
+      else {
+        p.reject(m.status === 429 ? new AppError('BROKER_UNAVAILABLE', 'broker rate limit (429)', {}, 3600) : new BrokerStatusError(m.status, m.data));
+        // A 401 on a live socket means the token died: the session is useless from here on.
+        if (m.status === 401) this.shutdown('unauthorized', typeof m.data === 'string' ? m.data : 'access denied');
+      }
+    }
+  }
+
+  private sendOnce(endpoint: string, opts: RequestOptions): Promise<unknown> {
+    if (this.closed) return Promise.reject(new AppError('BROKER_UNAVAILABLE', 'broker socket is closed'));
+    const id = this.nextId++;
+    const timeoutMs = opts.timeoutMs ?? this.opts.requestTimeoutMs;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new AppError('BROKER_TIMEOUT', `broker did not answer ${endpoint} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      this.sendRaw(formatRequest(endpoint, id, opts.query ?? '', opts.body));
+    });
+  }
+
+  /**
+   * Sends a request and resolves with `d` of its 200 answer. A p-ticket answer (the request
+   * was not executed) is resent once after p-time with the ticket; a captcha one fails.
+   */
+  async request(endpoint: string, opts: RequestOptions = {}): Promise<unknown> {
+    let data = await this.sendOnce(endpoint, opts);
+    const penalty = penaltyOf(data);
+    if (!penalty) return data;
+    if (penalty.captcha || penalty.seconds > this.opts.maxPenaltySeconds) {
+      throw new AppError('BROKER_UNAVAILABLE', 'broker penalty in force', {}, Math.max(1, penalty.seconds || 3600));
+    }
+    await new Promise((r) => setTimeout(r, penalty.seconds * 1000));
+    const body = opts.body && typeof opts.body === 'object' ? { ...(opts.body as object), 'p-ticket': penalty.ticket } : opts.body;
+    data = await this.sendOnce(endpoint, { ...opts, body });
+    if (penaltyOf(data)) throw new AppError('BROKER_UNAVAILABLE', 'broker penalty in force', {}, 60);
+    return data;
+  }
+
+  private shutdown(reason: CloseReason, detail: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    clearInterval(this.watchdog);
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new AppError('BROKER_UNAVAILABLE', `broker connection lost (${reason})`));
+      this.pending.delete(id);
+    }
+    this.ws.removeAllListeners();
+    this.ws.on('error', () => {});
+    this.ws.terminate();
+    this.handlers.onClose(reason, detail);
+  }
+
+  /** Closes the socket; `onClose` fires with reason `client`. */
+  close(): void {
+    this.shutdown('client', 'closed by client');
+  }
+}

@@ -1,0 +1,65 @@
+import { expect, test, vi } from 'vitest';
+import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
+
+test('a snapshot replaces everything that was there before', () => {
+  const m = new Mirror();
+  m.apply('order', 'Created', { id: 1, accountId: 9 });
+  m.replace({ orders: [{ id: 2, accountId: 9 }], accounts: [{ id: 9, name: 'A' }], users: [{ id: 1 }] });
+  expect(m.all('order').map((o) => o.id)).toEqual([2]);
+  expect(m.by('order', 'accountId', 9).map((o) => o.id)).toEqual([2]);
+  expect(m.get('account', 9)?.name).toBe('A');
+});
+
+test('props entity may be an array; Deleted removes and unindexes', () => {
+  const m = new Mirror();
+  m.apply('fill', 'Created', [{ id: 1, orderId: 5, qty: 1 }, { id: 2, orderId: 5, qty: 2 }]);
+  expect(m.by('fill', 'orderId', 5)).toHaveLength(2);
+  m.apply('fill', 'Deleted', { id: 1 });
+  expect(m.by('fill', 'orderId', 5).map((f) => f.id)).toEqual([2]);
+});
+
+test('events apply independently of order: a fill before its order, a partial Updated merges', () => {
+  const m = new Mirror();
+  m.apply('fill', 'Created', { id: 10, orderId: 5, qty: 1 });
+  m.apply('order', 'Updated', { id: 5, ordStatus: 'Filled' });
+  m.apply('order', 'Created', { id: 5, accountId: 3, action: 'Buy' });
+  expect(m.get('order', 5)).toMatchObject({ ordStatus: 'Filled', accountId: 3, action: 'Buy' });
+  expect(m.by('fill', 'orderId', 5)).toHaveLength(1);
+});
+
+test('an index follows a changed field value', () => {
+  const m = new Mirror();
+  m.apply('order', 'Created', { id: 5, parentId: 1 });
+  m.apply('order', 'Updated', { id: 5, parentId: 2 });
+  expect(m.by('order', 'parentId', 1)).toEqual([]);
+  expect(m.by('order', 'parentId', 2).map((o) => o.id)).toEqual([5]);
+});
+
+test('latestVersion is the orderVersion with the highest id (a modify)', () => {
+  const m = new Mirror();
+  m.apply('orderVersion', 'Created', { id: 20, orderId: 5, price: 2 });
+  m.apply('orderVersion', 'Created', { id: 10, orderId: 5, price: 1 });
+  expect(m.latestVersion(5)?.price).toBe(2);
+});
+
+test('waitFor resolves on the change that satisfies it, and with undefined at the deadline', async () => {
+  const m = new Mirror();
+  const p = m.waitFor(() => m.get('order', 1)?.ordStatus === 'Working' || undefined, 1000);
+  m.apply('order', 'Created', { id: 1, ordStatus: 'PendingNew' });
+  m.apply('order', 'Updated', { id: 1, ordStatus: 'Working' });
+  await expect(p).resolves.toBe(true);
+  vi.useFakeTimers();
+  try {
+    const q = m.waitFor(() => undefined, 500);
+    vi.advanceTimersByTime(500);
+    await expect(q).resolves.toBeUndefined();
+  } finally {
+    vi.useRealTimers();
+  }
+});
+
+test('missingContractIds names contracts referenced but not known', () => {
+  const m = new Mirror();
+  m.replace({ contracts: [{ id: 1, name: 'ESZ6' }], orders: [{ id: 5, contractId: 1 }, { id: 6, contractId: 2 }], positions: [{ id: 7, contractId: 3 }] });
+  expect(m.missingContractIds().sort()).toEqual([2, 3]);
+});

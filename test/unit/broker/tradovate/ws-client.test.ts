@@ -1,0 +1,133 @@
+/**
+ * The socket client against a tiny fake Tradovate WebSocket server: authorize, request ids and
+ * deadlines, client heartbeats, the silence watchdog, 401 handling, p-ticket resends.
+ */
+import { afterEach, expect, test } from 'vitest';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { AddressInfo } from 'node:net';
+import { AuthRejectedError, TradovateSocket, type CloseReason } from '../../../../src/broker/tradovate/ws-client.js';
+import { AppError } from '../../../../src/domain/problems.js';
+
+let wss: WebSocketServer | undefined;
+let client: TradovateSocket | undefined;
+
+afterEach(async () => {
+  client?.close();
+  client = undefined;
+  await new Promise<void>((r) => (wss ? wss.close(() => r()) : r()));
+  wss = undefined;
+});
+
+type Handler = (ws: WebSocket, endpoint: string, id: number, body: string) => void;
+
+/** Starts a fake broker: sends `o`, authorizes token "good", hands other requests to `onRequest`. */
+async function fakeBroker(onRequest: Handler, opts: { sendOpen?: boolean; onRaw?: (text: string) => void } = {}): Promise<string> {
+  wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  wss.on('connection', (ws) => {
+    if (opts.sendOpen !== false) ws.send('o');
+    ws.on('message', (raw) => {
+      const text = raw.toString();
+      opts.onRaw?.(text);
+      if (text === '[]') return;
+      const [endpoint = '', id = '', , body = ''] = text.split('\n');
+      if (endpoint === 'authorize') {
+        ws.send(`a[${JSON.stringify({ s: body === 'good' ? 200 : 401, i: Number(id), ...(body === 'good' ? {} : { d: 'Invalid access token' }) })}]`);
+        return;
+      }
+      onRequest(ws, endpoint, Number(id), body);
+    });
+  });
+  await new Promise<void>((r) => wss!.once('listening', () => r()));
+  return `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/v1/websocket`;
+}
+
+function connect(url: string, opts = {}, token = 'good') {
+  const events: unknown[] = [];
+  let closed!: (v: { reason: CloseReason; detail: string }) => void;
+  const closedP = new Promise<{ reason: CloseReason; detail: string }>((r) => (closed = r));
+  const p = TradovateSocket.connect(url, token, { onEvent: (m) => events.push(m), onClose: (reason, detail) => closed({ reason, detail }) }, opts);
+  return { p, events, closedP };
+}
+
+test('requests carry ids and resolve with d; events are delivered separately', async () => {
+  const url = await fakeBroker((ws, endpoint, id, body) => {
+    ws.send(`a[{"e":"props","d":{"entityType":"order","eventType":"Created","entity":{"id":1}}},${JSON.stringify({ s: 200, i: id, d: { echo: endpoint, body: JSON.parse(body) } })}]`);
+  });
+  const c = connect(url);
+  client = await c.p;
+  const [a, b] = await Promise.all([client.request('x/one', { body: { n: 1 } }), client.request('x/two', { body: { n: 2 } })]);
+  expect(a).toEqual({ echo: 'x/one', body: { n: 1 } });
+  expect(b).toEqual({ echo: 'x/two', body: { n: 2 } });
+  expect(c.events).toHaveLength(2);
+});
+
+test('authorize is sent even when the server never sends o', async () => {
+  const url = await fakeBroker(() => {}, { sendOpen: false });
+  client = await connect(url).p;
+  expect(client.open).toBe(true);
+});
+
+test('a refused authorize is AuthRejectedError', async () => {
+  const url = await fakeBroker(() => {});
+  await expect(connect(url, {}, 'expired').p).rejects.toBeInstanceOf(AuthRejectedError);
+});
+
+test('a request past its deadline is BROKER_TIMEOUT; a non-200 answer is a BrokerStatusError', async () => {
+  const url = await fakeBroker((ws, endpoint, id) => {
+    if (endpoint === 'bad') ws.send(`a[${JSON.stringify({ s: 400, i: id, d: 'No usable value for symbol' })}]`);
+  });
+  client = await connect(url).p;
+  await expect(client.request('slow', { timeoutMs: 100 })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+  await expect(client.request('bad')).rejects.toMatchObject({ status: 400, data: 'No usable value for symbol' });
+});
+
+test('the client sends [] heartbeats on its own cadence', async () => {
+  let beats = 0;
+  let seen!: () => void;
+  const threeBeats = new Promise<void>((r) => (seen = r));
+  const url = await fakeBroker(() => {}, { onRaw: (t) => t === '[]' && ++beats === 3 && seen() });
+  client = await connect(url, { heartbeatMs: 30 }).p;
+  await threeBeats;
+  expect(beats).toBe(3);
+});
+
+test('silence trips the watchdog: pending requests fail BROKER_UNAVAILABLE and onClose says silence', async () => {
+  const url = await fakeBroker(() => {});
+  const c = connect(url, { silenceMs: 200, heartbeatMs: 50 });
+  client = await c.p;
+  const pending = client.request('never', { timeoutMs: 5000 });
+  const closed = await c.closedP;
+  expect(closed.reason).toBe('silence');
+  await expect(pending).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+  expect(client.open).toBe(false);
+});
+
+test('a 401 on a live socket closes it as unauthorized', async () => {
+  const url = await fakeBroker((ws, _e, id) => ws.send(`a[${JSON.stringify({ s: 401, i: id, d: 'Access is denied' })}]`));
+  const c = connect(url);
+  client = await c.p;
+  await expect(client.request('order/list')).rejects.toMatchObject({ status: 401 });
+  expect((await c.closedP).reason).toBe('unauthorized');
+});
+
+test('a server drop closes with reason closed and rejects what is pending', async () => {
+  const url = await fakeBroker((ws) => ws.terminate());
+  const c = connect(url);
+  client = await c.p;
+  const err = await client.request('boom').catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(AppError);
+  expect((err as AppError).code).toBe('BROKER_UNAVAILABLE');
+  expect((await c.closedP).reason).toBe('closed');
+});
+
+test('a p-ticket answer is resent once with the ticket after p-time', async () => {
+  const bodies: string[] = [];
+  const url = await fakeBroker((ws, _e, id, body) => {
+    bodies.push(body);
+    const d = bodies.length === 1 ? { 'p-ticket': 'PT', 'p-time': 0, 'p-captcha': false } : { orderId: 9 };
+    ws.send(`a[${JSON.stringify({ s: 200, i: id, d })}]`);
+  });
+  client = await connect(url).p;
+  expect(await client.request('order/placeorder', { body: { a: 1 } })).toEqual({ orderId: 9 });
+  expect(bodies.map((b) => JSON.parse(b))).toEqual([{ a: 1 }, { a: 1, 'p-ticket': 'PT' }]);
+});
