@@ -1,0 +1,149 @@
+/**
+ * `tradegate serve [--paper]` (`npm start` = `serve --paper`): opens the store, optionally
+ * starts the embedded paper broker in a worker, bootstraps the demo on first run, starts
+ * one actor per enabled connection and the HTTP front, then runs until SIGTERM/SIGINT.
+ *
+ * Shutdown order matters: stop accepting and let requests in flight finish (their answers
+ * may still need the actors and the idempotency store), then close streams and actors,
+ * then the paper broker, and flush LMDB last.
+ */
+import { parseArgs } from 'node:util';
+import type { ActorGateway } from '../actors/protocol.js';
+import { createSupervisor } from '../actors/supervisor.js';
+import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
+import { bootstrapDemo, connectionSpecFor, DEMO_CREDENTIALS_FILE, restorePaperLogins, type DemoCredentials, type PaperEndpoints } from '../demo-bootstrap.js';
+import { buildRoutes } from '../http/routes/index.js';
+import { startHttpServer, type HttpServer } from '../http/server.js';
+import { createLogger, type Logger } from '../log.js';
+import { startSimInWorker } from '../sim/worker.js';
+import { openStore, type Store } from '../store/index.js';
+
+const BOOLEAN_FLAGS = new Set(['paper']);
+const SHUTDOWN_GRACE_MS = 10_000;
+const DEMO_ACCOUNTS_WAIT_MS = 10_000;
+
+function parseFlags(argv: string[]): Record<string, string | boolean | undefined> {
+  const options = Object.fromEntries(CONFIG_FLAGS.map((f) => [f, { type: BOOLEAN_FLAGS.has(f) ? ('boolean' as const) : ('string' as const) }]));
+  const { values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+  return values as Record<string, string | boolean | undefined>;
+}
+
+/** Starts an actor for every enabled connection in the store. */
+async function startConnections(store: Store, gateway: ActorGateway, paper: PaperEndpoints | undefined, log: Logger): Promise<void> {
+  for (const record of store.connections.all()) {
+    if (record.disabled) continue;
+    try {
+      await gateway.addConnection(connectionSpecFor(record, store.connections.credentials(record.id), paper));
+    } catch (err) {
+      log.error({ connectionId: record.id, err: err instanceof Error ? err.message : String(err) }, 'connection not started');
+    }
+  }
+}
+
+/** Resolves with the connection's account ids once it reports some, or [] after `ms`. */
+function awaitAccounts(gateway: ActorGateway, connectionId: string, ms: number): Promise<string[]> {
+  const now = gateway.accounts(connectionId);
+  if (now.length) return Promise.resolve(now.map((a) => a.id));
+  return new Promise((resolve) => {
+    const done = (ids: string[]) => {
+      clearTimeout(timer);
+      off();
+      resolve(ids);
+    };
+    const timer = setTimeout(() => done([]), ms);
+    const off = gateway.onEvent((e) => {
+      if (e.type === 'accounts' && e.connectionId === connectionId && e.accounts.length) done(e.accounts.map((a) => a.id));
+    });
+  });
+}
+
+function banner(config: Config, url: string, paperUrl: string | undefined): string {
+  const lines = [`listening ${url}`, `  web app:      ${url}/`, `  API docs:     ${url}/api-docs`];
+  if (config.baseUrl) lines.push(`  public URL:   ${config.baseUrl}`);
+  if (paperUrl) lines.push(`  paper broker: ${paperUrl}`);
+  lines.push(`  data:         ${config.dataDir}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function demoBanner(creds: DemoCredentials, accountIds: string[], url: string, dataDir: string): string {
+  const account = accountIds[0] ?? '<accountId from GET /api/v1/accounts>';
+  return [
+    '',
+    'First run: created user "demo" with a paper connection (two accounts) and an API key.',
+    `  login:     demo / ${creds.login.password}`,
+    `  API key:   ${creds.apiKey}`,
+    `  accounts:  ${accountIds.length ? accountIds.join(', ') : '(still connecting; GET /api/v1/accounts)'}`,
+    `  The key is shown only now; it is also saved (mode 0600) in ${dataDir}/${DEMO_CREDENTIALS_FILE}.`,
+    '  Try:',
+    `    curl -s -X POST ${url}/api/v1/accounts/${account}/orders \\`,
+    `      -H 'X-API-Key: ${creds.apiKey}' -H 'Content-Type: application/json' \\`,
+    `      -d '{"symbol":"ES1!","side":"buy","qty":1,"type":"market"}'`,
+    '',
+  ].join('\n');
+}
+
+/** Waits for SIGTERM or SIGINT. */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (sig: NodeJS.Signals) => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolve(sig);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
+
+/** `tradegate serve`: returns the exit code after a graceful shutdown. */
+export async function run(argv: string[]): Promise<number> {
+  const config = loadConfig(parseFlags(argv));
+  // Listen for signals from the start: a SIGTERM during start-up still ends in an orderly
+  // shutdown (once start-up finishes) instead of the default abrupt exit.
+  const signalled = untilSignal();
+  const logger = createLogger(config.logLevel);
+  const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey ? { dataKey: config.dataKey } : {}), logger });
+  let sim: Awaited<ReturnType<typeof startSimInWorker>> | undefined;
+  let gateway: ActorGateway | undefined;
+  let server: HttpServer | undefined;
+
+  const shutdown = async () => {
+    await server?.close({ graceMs: SHUTDOWN_GRACE_MS });
+    await gateway?.close();
+    await sim?.close();
+    await store.flushed();
+    await store.close();
+  };
+
+  try {
+    let paper: PaperEndpoints | undefined;
+    if (config.paper) {
+      sim = await startSimInWorker({ port: config.paperPort, host: '127.0.0.1', logLevel: config.logLevel });
+      paper = { controlUrl: sim.controlUrl, restUrl: sim.restUrl, wsUrl: sim.wsUrl };
+      await restorePaperLogins(store, config.dataDir, paper, logger);
+    }
+    gateway = createSupervisor({ threadsMax: config.actorThreadsMax, logger });
+    let listenUrl: string | undefined;
+    const routes = buildRoutes({ config, store, gateway, ...(paper ? { paper } : {}), listenUrl: () => listenUrl });
+    server = await startHttpServer({ config, store, gateway, routes, logger });
+    listenUrl = server.url;
+    const publicUrl = (config.baseUrl ?? server.url).replace(/\/+$/, '');
+
+    const demo = paper ? await bootstrapDemo({ store, dataDir: config.dataDir, paper, webUrl: publicUrl }) : null;
+    await startConnections(store, gateway, paper, logger);
+    process.stdout.write(banner(config, server.url, sim?.url));
+    if (demo) {
+      const accountIds = await awaitAccounts(gateway, demo.connectionId, DEMO_ACCOUNTS_WAIT_MS);
+      process.stdout.write(demoBanner(demo, accountIds, publicUrl, config.dataDir));
+    }
+  } catch (err) {
+    await shutdown().catch(() => undefined);
+    throw err;
+  }
+
+  const signal = await signalled;
+  logger.info({ signal }, 'shutting down');
+  await shutdown();
+  process.stdout.write('stopped\n');
+  return 0;
+}

@@ -1,0 +1,144 @@
+/**
+ * What the route modules share: their dependencies, ownership lookups (a user's accounts
+ * are their connections' accounts as the actors report them), list pagination and the
+ * documented error responses.
+ */
+import type { AccountRecord, ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
+import type { Config } from '../../config.js';
+import { AppError, type ProblemCode, PROBLEMS } from '../../domain/problems.js';
+import type { Store } from '../../store/index.js';
+import type { ResponseDoc, RouteContext } from '../route-types.js';
+import type { ListQuery } from '../schemas.js';
+
+/** The embedded paper broker, when `serve --paper` runs one (for POST /connections). */
+export interface PaperBroker {
+  controlUrl: string;
+  restUrl: string;
+  wsUrl: string;
+}
+
+/** Everything the routes need; passed once to buildRoutes. */
+export interface RouteDeps {
+  config: Config;
+  store: Store;
+  gateway: ActorGateway;
+  /** Clock for symbol resolution and alert delays (tests inject one). */
+  now?: () => Date;
+  paper?: PaperBroker;
+  /** The URL the server actually listens on (known only after listen when port is 0). */
+  listenUrl?: () => string | undefined;
+}
+
+/** The base URL clients reach the service at (for webhook URLs): --base-url, else where we listen. */
+export function baseUrl(config: Config, listenUrl?: string): string {
+  if (config.baseUrl) return config.baseUrl.replace(/\/+$/, '');
+  if (listenUrl) return listenUrl.replace(/\/+$/, '');
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
+}
+
+/** A user's account, with the connection that reports it. */
+export interface OwnedAccount {
+  account: AccountRecord;
+  connectionId: string;
+}
+
+/** Every account the user's connections report (inactive ones included). */
+export function userAccounts(deps: RouteDeps, userId: string): OwnedAccount[] {
+  const out: OwnedAccount[] = [];
+  for (const conn of deps.store.connections.listByUser(userId)) {
+    for (const account of deps.gateway.accounts(conn.id)) out.push({ account, connectionId: conn.id });
+  }
+  return out;
+}
+
+/** The caller's account, or 404 NOT_FOUND (same answer for foreign and unknown ids). */
+export function ownedAccount(deps: RouteDeps, userId: string, accountId: string): OwnedAccount {
+  const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
+  if (!found) throw new AppError('NOT_FOUND', 'Not found');
+  return found;
+}
+
+/** Trading needs an account its broker still reports. */
+export function requireActive(owned: OwnedAccount): void {
+  if (!owned.account.active) throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId: owned.account.id });
+}
+
+const JOURNALED = new Set<ActorRequest['type']>(['place-order', 'cancel-order', 'flatten']);
+
+/** What the journal keeps of an actor answer: ids and states, not whole records. */
+function outcomeOf(result: unknown): unknown {
+  const r = result as { order?: { orderId: string; status: string }; cancelledOrderIds?: string[]; positions?: unknown; reconciled?: boolean };
+  if (r.order) return { orderId: r.order.orderId, status: r.order.status, ...(r.reconciled ? { reconciled: true } : {}) };
+  return { cancelledOrderIds: r.cancelledOrderIds, positions: r.positions };
+}
+
+/**
+ * Sends a request to the account's actor, records the broker time for Server-Timing and
+ * journals trading actions with their outcome (fire-and-forget: never on the latency path).
+ */
+export async function callActor<R extends ActorRequest>(
+  deps: RouteDeps,
+  ctx: RouteContext<unknown, unknown>,
+  connectionId: string,
+  req: R,
+  opts?: { timeoutMs?: number },
+): Promise<ResultFor<R>> {
+  const journal = (outcome: unknown) => {
+    if (!JOURNALED.has(req.type)) return;
+    const accountId = 'accountId' in req ? req.accountId : null;
+    deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: req.type, request: { ...req, via: ctx.auth.kind, requestId: ctx.requestId }, outcome });
+  };
+  let result: ResultFor<R>;
+  try {
+    result = await deps.gateway.request(connectionId, req, opts);
+  } catch (err) {
+    journal(err instanceof AppError ? { error: err.code, detail: err.message } : { error: 'INTERNAL' });
+    throw err;
+  }
+  journal(outcomeOf(result));
+  const brokerMs = (result as { brokerMs?: unknown }).brokerMs;
+  if (typeof brokerMs === 'number') ctx.timing.add('broker', brokerMs);
+  return result;
+}
+
+const DEFAULT_LIMIT = 100;
+
+/** Opaque cursor over an offset; a malformed cursor is a 400, never a silent restart. */
+function decodeCursor(cursor: string | undefined): number {
+  if (cursor === undefined || cursor === '') return 0;
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const m = /^o:(\d{1,9})$/.exec(text);
+  if (!m) throw new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
+  return Number(m[1]);
+}
+
+/** One page of `items` as `{ data, nextCursor }` (DESIGN §3 lists). */
+export function paginate<T>(items: readonly T[], query: ListQuery | undefined): { data: T[]; nextCursor: string | null } {
+  const limit = query?.limit ?? DEFAULT_LIMIT;
+  const start = decodeCursor(query?.cursor);
+  const data = items.slice(start, start + limit);
+  const next = start + data.length;
+  return { data, nextCursor: next < items.length ? Buffer.from(`o:${next}`).toString('base64url') : null };
+}
+
+/** Documented error responses for the OpenAPI document. */
+export function errors(...codes: ProblemCode[]): ResponseDoc[] {
+  const byStatus = new Map<number, string[]>();
+  for (const code of codes) {
+    const { status } = PROBLEMS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return [...byStatus].map(([status, list]) => ({ status, description: list.join(', ') }));
+}
+
+/** Errors every authenticated API route can answer. */
+export const AUTH_ERRORS: ProblemCode[] = ['UNAUTHENTICATED', 'INSUFFICIENT_SCOPE', 'RATE_LIMITED'];
+
+/** Errors of routes that talk to a broker. */
+export const BROKER_ERRORS: ProblemCode[] = ['BROKER_UNAVAILABLE', 'BROKER_TIMEOUT'];
+
+/** The clock in force. */
+export function nowOf(deps: RouteDeps): Date {
+  return deps.now ? deps.now() : new Date();
+}

@@ -1,0 +1,71 @@
+/**
+ * Flatten an account (DESIGN §6): cancel every resting order, then close every position.
+ * With a `symbol`, the account must hold that contract (or nothing): otherwise 409
+ * SYMBOL_MISMATCH and nothing is touched. Shared by the API route and the webhook receiver.
+ */
+import { AppError } from '../../domain/problems.js';
+import { resolveSymbol } from '../../domain/symbols.js';
+import { createHash, randomBytes } from 'node:crypto';
+import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
+import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
+import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
+
+/** Prefix for the liquidation orders' clOrdIds, deterministic under an idempotency key. */
+function clOrdIdPrefix(userId: string, key: string | undefined): string {
+  if (key === undefined) return `tg-f-${randomBytes(9).toString('base64url')}`;
+  return `tg-f-${createHash('sha256').update(userId).update('\0').update(key).digest('base64url').slice(0, 24)}`;
+}
+
+/** Runs a flatten on an owned account; resolves the symbol first (UNKNOWN_SYMBOL, no broker traffic). */
+export async function flattenAccount(
+  deps: RouteDeps,
+  ctx: RouteContext<unknown, unknown>,
+  owned: OwnedAccount,
+  symbolInput: string | undefined,
+  opts?: { timeoutMs?: number },
+) {
+  let symbol: string | null = null;
+  if (symbolInput !== undefined) {
+    const resolved = resolveSymbol(symbolInput, nowOf(deps));
+    if (!resolved.ok) throw new AppError('UNKNOWN_SYMBOL', `Unknown symbol '${symbolInput}': ${resolved.reason}`, { symbol: symbolInput });
+    symbol = resolved.contract;
+  }
+  requireActive(owned);
+  const result = await callActor(
+    deps,
+    ctx,
+    owned.connectionId,
+    { type: 'flatten', accountId: owned.account.id, symbol, clOrdIdPrefix: clOrdIdPrefix(ctx.auth.userId, ctx.idempotencyKey) },
+    opts,
+  );
+  return { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions: result.positions };
+}
+
+/** POST /accounts/:id/flatten. */
+export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  return [
+    defineRoute<{ symbol?: string | undefined } | undefined>({
+      method: 'POST',
+      path: '/accounts/:id/flatten',
+      scope: 'trade',
+      operationId: 'flattenAccount',
+      summary: 'Cancel every resting order and close every position',
+      description:
+        'With `symbol`: only allowed when the account holds that contract (or is flat); if it holds a different contract → 409 ' +
+        'SYMBOL_MISMATCH and nothing is closed. Honours Idempotency-Key.',
+      tags: ['accounts'],
+      body: flattenBodySchema,
+      idempotent: true,
+      responses: [
+        { status: 200, description: 'Per-symbol outcomes', schema: flattenResponseSchema },
+        ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'SYMBOL_MISMATCH'),
+        ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', ...BROKER_ERRORS),
+      ],
+      async handler(ctx) {
+        const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+        const body = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, ctx.req.body?.symbol);
+        return { status: 200, body };
+      },
+    }),
+  ];
+}

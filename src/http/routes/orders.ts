@@ -1,0 +1,156 @@
+/**
+ * Orders (DESIGN §4, §6): place (with dryRun), cancel one order, working orders, closed
+ * trade history. Symbols are resolved and prices checked before any broker traffic.
+ */
+import type { PlaceOrderResult } from '../../actors/protocol.js';
+import { AppError } from '../../domain/problems.js';
+import { clOrdIdFor, dryRunBody, planOrder } from '../order-mapping.js';
+import { defineRoute, type RouteDef } from '../route-types.js';
+import {
+  cancelOrderResponseSchema,
+  closedTradeSchema,
+  dryRunResponseSchema,
+  listOf,
+  listQuerySchema,
+  orderRecordSchema,
+  placeOrderBodySchema,
+  placeOrderQuerySchema,
+  placeOrderResponseSchema,
+  type ListQuery,
+  type PlaceOrderBody,
+} from '../schemas.js';
+import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, paginate, requireActive, type RouteDeps } from './common.js';
+
+/** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
+export function placeOrderBody(result: PlaceOrderResult) {
+  const legs = result.legs ?? null;
+  const order = { ...result.order };
+  if (legs) {
+    order.legs = {
+      takeProfit: order.legs.takeProfit ?? legs.takeProfit?.orderId ?? null,
+      stopLoss: order.legs.stopLoss ?? legs.stopLoss?.orderId ?? null,
+    };
+  }
+  return { ...order, legOrders: legs, reconciled: result.reconciled };
+}
+
+/** Order routes. */
+export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  const place = defineRoute<PlaceOrderBody, { dryRun?: 'true' | 'false' | '1' | '0' }>({
+    method: 'POST',
+    path: '/accounts/:id/orders',
+    scope: 'trade',
+    operationId: 'placeOrder',
+    summary: 'Place an order, optionally with a take-profit and a stop-loss',
+    description:
+      'Resolves the symbol (any accepted form) and checks prices against the contract tick before anything reaches the broker. ' +
+      'Send an Idempotency-Key to make retries safe: the same key within 24 h replays the first response and never places a second order. ' +
+      '`?dryRun=true` validates and returns the plan without sending anything.',
+    tags: ['orders'],
+    body: placeOrderBodySchema,
+    query: placeOrderQuerySchema,
+    idempotent: true,
+    responses: [
+      { status: 201, description: 'The order as placed', schema: placeOrderResponseSchema },
+      { status: 200, description: 'dryRun: the plan; nothing was sent', schema: dryRunResponseSchema },
+      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND'),
+      ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', ...BROKER_ERRORS),
+    ],
+    async handler(ctx) {
+      const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+      const plan = planOrder(ctx.req.body, owned.account.id, nowOf(deps));
+      const dryRun = ctx.req.query?.dryRun === 'true' || ctx.req.query?.dryRun === '1';
+      if (dryRun) {
+        // The idempotency fingerprint does not cover the query string: a stored plan would
+        // later replay in place of the real order sent with the same key. A 400 is not stored.
+        if (ctx.idempotencyKey !== undefined) {
+          throw new AppError('VALIDATION_FAILED', 'dryRun: send no Idempotency-Key with a dry run (nothing is placed, nothing to dedupe)', {
+            errors: [{ path: 'dryRun', message: 'cannot be combined with Idempotency-Key' }],
+          });
+        }
+        return { status: 200, body: dryRunBody(plan) };
+      }
+      requireActive(owned);
+      const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
+      const result = await callActor(deps, ctx, owned.connectionId, { ...plan.request, clOrdId });
+      ctx.log.info({ orderId: result.order.orderId, accountId: owned.account.id, symbol: plan.request.symbol }, 'order placed');
+      return { status: 201, body: placeOrderBody(result) };
+    },
+  });
+
+  const cancel = defineRoute({
+    method: 'DELETE',
+    path: '/accounts/:id/orders/:orderId',
+    scope: 'trade',
+    operationId: 'cancelOrder',
+    summary: 'Cancel one order (entry or a bracket leg)',
+    description:
+      'Cancels only the named order. An unfilled entry takes its TP/SL with it (`removedLegIds`); a partly filled entry has its ' +
+      'remainder cancelled and the position stays; cancelling one leg of a filled bracket re-places the surviving leg under a new id ' +
+      '(`replaced`) — re-read working orders afterwards. A final order answers 409 ORDER_NOT_WORKING with its state.',
+    tags: ['orders'],
+    responses: [
+      { status: 200, description: 'Cancelled', schema: cancelOrderResponseSchema },
+      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'ORDER_NOT_WORKING', 'BROKER_REJECTED', ...BROKER_ERRORS),
+    ],
+    async handler(ctx) {
+      const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+      const result = await callActor(deps, ctx, owned.connectionId, {
+        type: 'cancel-order',
+        accountId: owned.account.id,
+        orderId: ctx.req.params.orderId!,
+      });
+      return {
+        status: 200,
+        body: {
+          order: result.order,
+          removedLegIds: result.removedLegIds,
+          replaced: result.replaced,
+          remainderCancelled: result.remainderCancelled,
+        },
+      };
+    },
+  });
+
+  const working = defineRoute<undefined, ListQuery>({
+    method: 'GET',
+    path: '/accounts/:id/working-orders',
+    scope: 'read',
+    operationId: 'listWorkingOrders',
+    summary: 'Orders resting at the broker (unfilled entries, active TP/SL legs)',
+    description: 'Served from the connection’s live mirror of the broker; 503 while the connection is not CONNECTED (never stale data).',
+    tags: ['orders'],
+    query: listQuerySchema,
+    responses: [
+      { status: 200, description: 'Working orders', schema: listOf(orderRecordSchema) },
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', ...BROKER_ERRORS),
+    ],
+    async handler(ctx) {
+      const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+      const orders = await callActor(deps, ctx, owned.connectionId, { type: 'working-orders', accountId: owned.account.id });
+      return { status: 200, body: paginate(orders, ctx.req.query) };
+    },
+  });
+
+  const history = defineRoute<undefined, ListQuery>({
+    method: 'GET',
+    path: '/accounts/:id/orders',
+    scope: 'read',
+    operationId: 'listTradeHistory',
+    summary: 'Closed trade history (legacy path name; not working orders)',
+    description: 'Fills paired FIFO into closed trades, newest last.',
+    tags: ['orders'],
+    query: listQuerySchema,
+    responses: [
+      { status: 200, description: 'Closed trades', schema: listOf(closedTradeSchema) },
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', ...BROKER_ERRORS),
+    ],
+    async handler(ctx) {
+      const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+      const trades = await callActor(deps, ctx, owned.connectionId, { type: 'trade-history', accountId: owned.account.id });
+      return { status: 200, body: paginate(trades, ctx.req.query) };
+    },
+  });
+
+  return [place, cancel, working, history];
+}

@@ -1,0 +1,146 @@
+/**
+ * Strategies: named order defaults (symbol, qty, order type, TP/SL) a webhook token may
+ * point at, so an alert can leave those fields out.
+ */
+import { AppError } from '../../domain/problems.js';
+import { resolveSymbol } from '../../domain/symbols.js';
+import type { StrategyFields, StrategyPatch, StrategyRecord } from '../../store/strategies.js';
+import { defineRoute, type RouteDef } from '../route-types.js';
+import {
+  createStrategyBodySchema,
+  listOf,
+  listQuerySchema,
+  strategySchema,
+  updateStrategyBodySchema,
+  type CreateStrategyBody,
+  type ListQuery,
+  type UpdateStrategyBody,
+} from '../schemas.js';
+import { AUTH_ERRORS, errors, nowOf, paginate, type RouteDeps } from './common.js';
+
+/** The public view of a strategy (absent optionals as null). */
+export function strategyView(s: StrategyRecord) {
+  return {
+    id: s.id,
+    name: s.name,
+    description: s.description || null,
+    symbol: s.symbol ?? null,
+    qty: s.qty ?? null,
+    orderType: s.orderType ?? null,
+    takeProfit: s.takeProfit ?? null,
+    stopLoss: s.stopLoss ?? null,
+    createdAt: s.createdAt ?? null,
+    updatedAt: s.updatedAt ?? null,
+  };
+}
+
+function checkSymbol(deps: RouteDeps, symbol: string | null | undefined): void {
+  if (symbol === null || symbol === undefined) return;
+  const resolved = resolveSymbol(symbol, nowOf(deps));
+  if (!resolved.ok) throw new AppError('UNKNOWN_SYMBOL', `Unknown symbol '${symbol}': ${resolved.reason}`, { symbol });
+}
+
+const notFound = () => new AppError('NOT_FOUND', 'Not found');
+
+/** Strategy CRUD routes. */
+export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  const list = defineRoute<undefined, ListQuery>({
+    method: 'GET',
+    path: '/strategies',
+    scope: 'read',
+    operationId: 'listStrategies',
+    summary: 'Your strategies',
+    tags: ['strategies'],
+    query: listQuerySchema,
+    responses: [{ status: 200, description: 'Strategies', schema: listOf(strategySchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
+    async handler(ctx) {
+      const rows = deps.store.strategies.listByUser(ctx.auth.userId).map(strategyView);
+      return { status: 200, body: paginate(rows, ctx.req.query) };
+    },
+  });
+
+  const create = defineRoute<CreateStrategyBody>({
+    method: 'POST',
+    path: '/strategies',
+    scope: 'trade',
+    operationId: 'createStrategy',
+    summary: 'Create a strategy',
+    tags: ['strategies'],
+    body: createStrategyBodySchema,
+    responses: [
+      { status: 201, description: 'Created', schema: strategySchema },
+      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', ...AUTH_ERRORS),
+    ],
+    async handler(ctx) {
+      const b = ctx.req.body;
+      checkSymbol(deps, b.symbol);
+      const fields: StrategyFields = { name: b.name, description: b.description ?? '' };
+      if (b.symbol) fields.symbol = b.symbol;
+      if (b.qty) fields.qty = b.qty;
+      if (b.orderType) fields.orderType = b.orderType;
+      if (b.takeProfit) fields.takeProfit = b.takeProfit;
+      if (b.stopLoss) fields.stopLoss = b.stopLoss;
+      const record = await deps.store.strategies.create(ctx.auth.userId, fields);
+      return { status: 201, body: strategyView(record) };
+    },
+  });
+
+  const get = defineRoute({
+    method: 'GET',
+    path: '/strategies/:id',
+    scope: 'read',
+    operationId: 'getStrategy',
+    summary: 'One strategy',
+    tags: ['strategies'],
+    responses: [{ status: 200, description: 'The strategy', schema: strategySchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
+    async handler(ctx) {
+      const s = deps.store.strategies.getForUser(ctx.auth.userId, ctx.req.params.id!);
+      if (!s) throw notFound();
+      return { status: 200, body: strategyView(s) };
+    },
+  });
+
+  const update = defineRoute<UpdateStrategyBody>({
+    method: 'PATCH',
+    path: '/strategies/:id',
+    scope: 'trade',
+    operationId: 'updateStrategy',
+    summary: 'Change a strategy (null clears an optional field)',
+    tags: ['strategies'],
+    body: updateStrategyBodySchema,
+    responses: [
+      { status: 200, description: 'Updated', schema: strategySchema },
+      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', ...AUTH_ERRORS, 'NOT_FOUND'),
+    ],
+    async handler(ctx) {
+      const b = ctx.req.body;
+      if (!deps.store.strategies.getForUser(ctx.auth.userId, ctx.req.params.id!)) throw notFound();
+      checkSymbol(deps, b.symbol);
+      const patch: StrategyPatch = {};
+      if (b.name !== undefined) patch.name = b.name;
+      if (b.description !== undefined) patch.description = b.description ?? '';
+      for (const k of ['symbol', 'qty', 'orderType', 'takeProfit', 'stopLoss'] as const) {
+        if (b[k] !== undefined) (patch as Record<string, unknown>)[k] = b[k];
+      }
+      const s = await deps.store.strategies.update(ctx.auth.userId, ctx.req.params.id!, patch);
+      if (!s) throw notFound();
+      return { status: 200, body: strategyView(s) };
+    },
+  });
+
+  const remove = defineRoute({
+    method: 'DELETE',
+    path: '/strategies/:id',
+    scope: 'trade',
+    operationId: 'deleteStrategy',
+    summary: 'Delete a strategy',
+    tags: ['strategies'],
+    responses: [{ status: 204, description: 'Deleted' }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
+    async handler(ctx) {
+      if (!(await deps.store.strategies.remove(ctx.auth.userId, ctx.req.params.id!))) throw notFound();
+      return { status: 204 };
+    },
+  });
+
+  return [list, create, get, update, remove];
+}

@@ -1,0 +1,117 @@
+/**
+ * The webhook receiver (DESIGN §7): POST /webhooks/{token}. The token in the path is the
+ * credential (checked by the engine) and binds the alert to one account. TradingView
+ * gives up after 3 s, so broker calls here carry a shorter deadline.
+ */
+import type { AccountRecord } from '../../actors/protocol.js';
+import { AppError } from '../../domain/problems.js';
+import { clOrdIdFor, planOrder } from '../order-mapping.js';
+import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
+import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
+import { completeOrder, parseWebhookPayload, type StrategyDefaults } from '../webhook-payload.js';
+import { BROKER_ERRORS, callActor, errors, nowOf, type OwnedAccount, type RouteDeps } from './common.js';
+import { flattenAccount } from './flatten.js';
+import { placeOrderBody } from './orders.js';
+
+/** Broker deadline for alerts: well inside TradingView's 3 s. */
+export const WEBHOOK_BROKER_TIMEOUT_MS = 2_500;
+
+/** A TradingView alert message that works with this receiver (shown in /api-docs). */
+export const TRADINGVIEW_TEMPLATE = `{
+  "action": "{{strategy.order.action}}",
+  "symbol": "{{ticker}}",
+  "qty": "{{strategy.order.contracts}}",
+  "orderType": "market",
+  "takeProfit": { "ticks": 40 },
+  "stopLoss": { "ticks": 20 },
+  "id": "{{strategy.order.id}}-{{timenow}}",
+  "time": "{{timenow}}"
+}`;
+
+/**
+ * The token's account as its broker reports it. 403 ACCOUNT_INACTIVE when the broker no
+ * longer reports it; 503 while a connection that might report it has not synced yet
+ * (an unknown state is not an inactive account).
+ */
+export function webhookAccount(deps: RouteDeps, userId: string, accountId: string): OwnedAccount {
+  let unsynced = false;
+  for (const conn of deps.store.connections.listByUser(userId)) {
+    if (conn.disabled) continue;
+    const accounts: AccountRecord[] = deps.gateway.accounts(conn.id);
+    const account = accounts.find((a) => a.id === accountId);
+    if (account) {
+      if (!account.active) break;
+      return { account, connectionId: conn.id };
+    }
+    if (accounts.length === 0 && deps.gateway.status(conn.id)?.status !== 'CONNECTED') unsynced = true;
+  }
+  if (unsynced) throw new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
+  throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
+}
+
+function tokenIdOf(ctx: RouteContext<unknown, unknown>, deps: RouteDeps): string | undefined {
+  if (ctx.auth.principalId.startsWith('webhook:')) return ctx.auth.principalId.slice('webhook:'.length);
+  return deps.store.webhookTokens.parseToken(ctx.req.params.token)?.id;
+}
+
+/** The dedupe key of an alert: its `id` field. */
+function alertId(body: WebhookPayloadBody | undefined): string | undefined {
+  const id = body?.id;
+  if (typeof id === 'number' && Number.isFinite(id)) return String(id);
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
+/** The receiver route. */
+export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  return [
+    defineRoute<WebhookPayloadBody>({
+      method: 'POST',
+      path: '/webhooks/:token',
+      scope: 'webhook',
+      operationId: 'receiveWebhook',
+      summary: 'Receive an alert (the URL is the credential)',
+      description:
+        'JSON sent as application/json or text/plain. `action` buy|sell (aliases long, short) places an order; close|flat|flatten|exit ' +
+        'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). Aliases: ticker → ' +
+        'symbol, quantity/contracts → qty; numeric strings accepted. One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
+        'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED. Unknown fields are ignored and listed ' +
+        'in `warnings`. `id` deduplicates for 24 h. A token whose account the broker no longer reports answers 403 `Account is inactive`.\n\n' +
+        `TradingView alert message:\n\n\`\`\`json\n${TRADINGVIEW_TEMPLATE}\n\`\`\``,
+      tags: ['webhooks'],
+      body: webhookPayloadSchema,
+      lenientContentType: true,
+      idempotent: true,
+      idempotencyKeyFrom: (req) => alertId(req.body),
+      responses: [
+        { status: 201, description: 'Order placed', schema: webhookResponseSchema },
+        { status: 200, description: 'Account flattened', schema: webhookResponseSchema },
+        ...errors('VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED', 'UNKNOWN_SYMBOL', 'UNAUTHENTICATED', 'ACCOUNT_INACTIVE', 'NOT_FOUND'),
+        ...errors('SYMBOL_MISMATCH', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'RATE_LIMITED', ...BROKER_ERRORS),
+      ],
+      async handler(ctx) {
+        const now = nowOf(deps);
+        const tokenId = tokenIdOf(ctx as RouteContext<unknown, unknown>, deps);
+        const token = tokenId === undefined ? undefined : deps.store.webhookTokens.getForUser(ctx.auth.userId, tokenId);
+        if (!token) throw new AppError('NOT_FOUND', 'Not found');
+        const intent = parseWebhookPayload(ctx.req.body, now);
+        const owned = webhookAccount(deps, ctx.auth.userId, token.accountId);
+        const timeout = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
+        const base = { accepted: true as const, accountId: owned.account.id, warnings: intent.warnings, alertDelayMs: intent.alertDelayMs };
+
+        if (intent.kind === 'flatten') {
+          const flatten = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, intent.symbol, timeout);
+          ctx.log.info({ accountId: owned.account.id, tokenId: token.id }, 'webhook flatten');
+          return { status: 200, body: { ...base, action: 'flatten', order: null, flatten } };
+        }
+        const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
+        const defaults: StrategyDefaults | null = strategy ?? null;
+        const input = completeOrder(intent.order, defaults, intent.warnings);
+        const plan = planOrder(input, owned.account.id, now);
+        const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
+        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { ...plan.request, clOrdId }, timeout);
+        ctx.log.info({ accountId: owned.account.id, tokenId: token.id, orderId: result.order.orderId }, 'webhook order');
+        return { status: 201, body: { ...base, action: input.side, order: placeOrderBody(result), flatten: null } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,313 @@
+/**
+ * zod schemas for every request and response body of the API (DESIGN §4). The routes
+ * validate with them and `/api-docs` is generated from them, so the documentation cannot
+ * drift from what the server accepts. API request bodies are strict: an unknown field
+ * (a typo such as `stopLos`) is a 400, never silently ignored.
+ */
+import { z } from 'zod';
+
+const id = z.string().min(1).describe('Identifier (string)');
+const isoTime = z.string().describe('ISO-8601 UTC time');
+const price = z.number().finite().positive();
+
+export const sideSchema = z.enum(['buy', 'sell']);
+export const orderTypeSchema = z.enum(['market', 'limit', 'stop', 'stop_limit']);
+export const timeInForceSchema = z.enum(['day', 'gtc', 'ioc', 'fok']);
+export const orderStatusSchema = z.enum(['pending', 'working', 'partially_filled', 'filled', 'cancelled', 'rejected', 'expired']);
+export const connectionStatusSchema = z.enum(['CONNECTING', 'CONNECTED', 'RECONNECTING', 'AUTH_EXPIRED', 'FAILED', 'DISABLED']);
+
+/** A take-profit or stop-loss: an absolute price, or a tick offset from the entry's fill price. */
+export const bracketLegSchema = z.union([
+  z.strictObject({ price: price.describe('Absolute price; must sit on the contract tick') }),
+  z.strictObject({
+    ticks: z.number().int().positive().max(100_000).describe('Offset in ticks from the average fill price, direction-aware'),
+  }),
+]);
+
+/** POST /accounts/{id}/orders body. */
+export const placeOrderBodySchema = z.strictObject({
+  symbol: z.string().min(1).max(64).describe('Any accepted symbol form: ESZ6, ES, ES1!, ES!, CME_MINI:ES1!, ESZ26'),
+  side: sideSchema,
+  qty: z.number().int().positive().max(10_000),
+  type: orderTypeSchema.optional().describe('Default market'),
+  price: price.nullable().optional().describe('Limit price (limit, stop_limit)'),
+  stopPrice: price.nullable().optional().describe('Stop trigger price (stop, stop_limit)'),
+  timeInForce: timeInForceSchema.optional().describe('Default day'),
+  takeProfit: bracketLegSchema.nullable().optional(),
+  stopLoss: bracketLegSchema.nullable().optional(),
+  clientOrderId: z.string().min(1).max(64).nullable().optional().describe('Your own label, echoed back; not a dedupe key (use Idempotency-Key)'),
+});
+export type PlaceOrderBody = z.output<typeof placeOrderBodySchema>;
+
+const boolQuery = z.enum(['true', 'false', '1', '0']);
+
+/** Query of POST /accounts/{id}/orders. */
+export const placeOrderQuerySchema = z.object({
+  dryRun: boolQuery.optional().describe('true: validate, resolve and compute the plan; send nothing'),
+});
+
+/** `?limit=&cursor=` on every list. */
+export const listQuerySchema = z.object({
+  limit: z.coerce.number().int().min(1).max(500).optional().describe('1..500, default 100'),
+  cursor: z.string().max(200).optional().describe('nextCursor of the previous page'),
+});
+export type ListQuery = z.output<typeof listQuerySchema>;
+
+/** `{ data, nextCursor }` envelope of every list. */
+export function listOf<T extends z.ZodType>(item: T) {
+  return z.object({ data: z.array(item), nextCursor: z.string().nullable() });
+}
+
+export const orderRecordSchema = z.object({
+  orderId: id.describe("The broker's own order id"),
+  accountId: id,
+  symbol: z.string().describe('Resolved contract, e.g. ESZ6'),
+  requestedSymbol: z.string().nullable().describe('What the client sent, e.g. ES1!'),
+  side: sideSchema,
+  type: orderTypeSchema,
+  qty: z.number(),
+  filledQty: z.number(),
+  avgFillPrice: z.number().nullable(),
+  price: z.number().nullable(),
+  stopPrice: z.number().nullable(),
+  timeInForce: timeInForceSchema,
+  status: orderStatusSchema,
+  role: z.enum(['single', 'entry', 'take_profit', 'stop_loss']),
+  bracketId: z.string().nullable(),
+  legs: z.object({ takeProfit: z.string().nullable(), stopLoss: z.string().nullable() }),
+  clientOrderId: z.string().nullable(),
+  rejectReason: z.string().nullable().optional(),
+  createdAt: isoTime,
+  updatedAt: isoTime,
+});
+
+/** 201 of POST /accounts/{id}/orders. */
+export const placeOrderResponseSchema = orderRecordSchema.extend({
+  legOrders: z
+    .object({ takeProfit: orderRecordSchema.nullable(), stopLoss: orderRecordSchema.nullable() })
+    .nullable()
+    .describe('The bracket legs as placed; a relative bracket’s legs are null until the entry fills'),
+  reconciled: z.boolean().describe('true when the order was already at the broker (retry after a timeout or crash)'),
+});
+
+const plannedLegSchema = z
+  .object({
+    kind: z.enum(['absolute', 'relative']),
+    price: z.number().nullable().describe('Absolute price, or the projected price from the entry price when known'),
+    ticks: z.number().nullable(),
+    offsetPoints: z.number().nullable(),
+  })
+  .nullable();
+
+/** 200 of POST /accounts/{id}/orders?dryRun=true. */
+export const dryRunResponseSchema = z.object({
+  dryRun: z.literal(true),
+  accountId: id,
+  symbol: z.string(),
+  requestedSymbol: z.string(),
+  product: z.object({ root: z.string(), tickSize: z.number(), pointValue: z.number() }),
+  side: sideSchema,
+  qty: z.number(),
+  type: orderTypeSchema,
+  price: z.number().nullable(),
+  stopPrice: z.number().nullable(),
+  timeInForce: timeInForceSchema,
+  bracket: z.enum(['none', 'absolute', 'relative', 'mixed']).describe('absolute → placeOSO, relative/mixed → order strategy'),
+  takeProfit: plannedLegSchema,
+  stopLoss: plannedLegSchema,
+  clientOrderId: z.string().nullable(),
+});
+
+/** 200 of DELETE /accounts/{id}/orders/{orderId} (DESIGN §6). */
+export const cancelOrderResponseSchema = z.object({
+  order: orderRecordSchema,
+  removedLegIds: z.array(z.string()).describe('Legs removed with an unfilled entry'),
+  replaced: z
+    .object({ replacedOrderId: z.string(), newOrderId: z.string() })
+    .nullable()
+    .describe('A leg of a filled bracket was cancelled: the surviving leg got a new id'),
+  remainderCancelled: z.boolean().describe('Entry partly filled: the unfilled remainder was cancelled'),
+});
+
+export const accountSchema = z.object({
+  id,
+  name: z.string(),
+  connectionId: id,
+  broker: z.enum(['paper', 'tradovate']),
+  environment: z.enum(['paper', 'demo', 'live']),
+  active: z.boolean(),
+});
+
+export const positionSchema = z.object({
+  accountId: id,
+  symbol: z.string(),
+  netQty: z.number().describe('Signed: positive long, negative short'),
+  avgPrice: z.number(),
+  openedAt: isoTime.nullable(),
+});
+
+export const closedTradeSchema = z.object({
+  id,
+  accountId: id,
+  symbol: z.string(),
+  direction: z.enum(['long', 'short']),
+  qty: z.number(),
+  entryPrice: z.number(),
+  exitPrice: z.number(),
+  openedAt: isoTime,
+  closedAt: isoTime,
+  pnlPoints: z.number(),
+  pnl: z.number(),
+  entryOrderIds: z.array(z.string()),
+  exitOrderIds: z.array(z.string()),
+});
+
+/** POST /accounts/{id}/flatten body; may be empty. */
+export const flattenBodySchema = z
+  .strictObject({
+    symbol: z.string().min(1).max(64).optional().describe('Only when the account holds this contract; otherwise 409 SYMBOL_MISMATCH'),
+  })
+  .optional();
+
+export const flattenResponseSchema = z.object({
+  accountId: id,
+  symbol: z.string().nullable().describe('Resolved contract when a symbol was given'),
+  cancelledOrderIds: z.array(z.string()),
+  positions: z.array(
+    z.object({
+      symbol: z.string(),
+      closedQty: z.number(),
+      status: z.enum(['liquidated', 'failed']),
+      detail: z.string().optional(),
+    }),
+  ),
+});
+
+export const meResponseSchema = z.object({
+  user: z.object({ id, name: z.string() }),
+  key: z
+    .object({ id: z.string(), name: z.string().nullable(), scopes: z.array(z.enum(['read', 'trade'])), prefix: z.string() })
+    .describe('The credential of this request'),
+  rateLimit: z.object({ limit: z.number(), windowSeconds: z.number() }),
+});
+
+export const connectionSchema = z.object({
+  id,
+  name: z.string().nullable(),
+  broker: z.enum(['paper', 'tradovate']),
+  environment: z.enum(['paper', 'demo', 'live']),
+  status: connectionStatusSchema,
+  since: isoTime.nullable().describe('When the connection entered this status'),
+  reason: z.string().nullable(),
+  accountIds: z.array(z.string()),
+});
+
+/** POST /connections body: a paper connection on the embedded paper broker. */
+export const createConnectionBodySchema = z.strictObject({
+  name: z.string().min(1).max(100).optional(),
+  accounts: z
+    .array(z.strictObject({ name: z.string().min(1).max(64) }))
+    .min(1)
+    .max(10)
+    .optional()
+    .describe('Paper accounts to open; default one'),
+});
+
+const strategyFields = {
+  name: z.string().min(1).max(100),
+  description: z.string().max(1000).nullable().optional(),
+  symbol: z.string().min(1).max(64).nullable().optional(),
+  qty: z.number().int().positive().max(10_000).nullable().optional(),
+  orderType: orderTypeSchema.nullable().optional(),
+  takeProfit: bracketLegSchema.nullable().optional(),
+  stopLoss: bracketLegSchema.nullable().optional(),
+};
+
+/** POST /strategies body. */
+export const createStrategyBodySchema = z.strictObject(strategyFields);
+/** PATCH /strategies/{id} body. */
+export const updateStrategyBodySchema = z.strictObject({ ...strategyFields, name: strategyFields.name.optional() });
+export type CreateStrategyBody = z.output<typeof createStrategyBodySchema>;
+export type UpdateStrategyBody = z.output<typeof updateStrategyBodySchema>;
+
+export const strategySchema = z.object({
+  id,
+  name: z.string(),
+  description: z.string().nullable(),
+  symbol: z.string().nullable(),
+  qty: z.number().nullable(),
+  orderType: orderTypeSchema.nullable(),
+  takeProfit: bracketLegSchema.nullable(),
+  stopLoss: bracketLegSchema.nullable(),
+  createdAt: isoTime.nullable(),
+  updatedAt: isoTime.nullable(),
+});
+
+/** POST /webhook-tokens body. */
+export const createWebhookTokenBodySchema = z.strictObject({
+  accountId: id,
+  name: z.string().min(1).max(100),
+  strategyId: id.nullable().optional(),
+});
+/** PATCH /webhook-tokens/{id} body: rebind the account, rename, change the strategy. */
+export const updateWebhookTokenBodySchema = z.strictObject({
+  accountId: id.optional(),
+  name: z.string().min(1).max(100).optional(),
+  strategyId: id.nullable().optional(),
+});
+
+export const webhookTokenSchema = z.object({
+  id,
+  name: z.string(),
+  accountId: id,
+  strategyId: z.string().nullable(),
+  accountActive: z.boolean().describe('false: the broker no longer reports the bound account; alerts get 403 Account is inactive'),
+  createdAt: isoTime.nullable(),
+  lastUsedAt: isoTime.nullable(),
+  url: z.string().optional().describe('The receiving URL (contains the secret token); returned to its owner on create and GET one'),
+});
+export const createdWebhookTokenSchema = webhookTokenSchema.extend({
+  url: z.string().describe('Paste this into the TradingView alert'),
+  token: z.string().describe('whk_<id>_<secret>'),
+});
+
+const scalar = z.union([z.number(), z.string()]);
+// Arrays pass the schema so that two take-profits get WEBHOOK_UNSUPPORTED with a clear message.
+const webhookLeg = z.union([scalar, z.looseObject({ price: scalar.optional(), ticks: scalar.optional() }), z.array(z.unknown())]);
+
+/**
+ * Webhook payload (DESIGN §7) as documented. Deliberately lenient: numeric strings are
+ * accepted and unknown fields are ignored and echoed in `warnings`; the real rules live
+ * in webhook-payload.ts so that unsupported features get WEBHOOK_UNSUPPORTED, not a schema error.
+ */
+export const webhookPayloadSchema = z.looseObject({
+  action: z.string().optional().describe('buy | sell | close | flat | flatten | exit (aliases long → buy, short → sell)'),
+  symbol: z.string().optional().describe('alias ticker; any accepted symbol form, e.g. {{ticker}}'),
+  ticker: z.string().optional(),
+  qty: scalar.optional().describe('aliases quantity, contracts; numeric strings accepted'),
+  quantity: scalar.optional(),
+  contracts: scalar.optional(),
+  orderType: z.string().optional().describe('market | limit | stop | stop_limit (default market)'),
+  price: scalar.optional().describe('Limit price; ignored (with a warning) for market orders'),
+  stopPrice: scalar.optional(),
+  takeProfit: webhookLeg.optional().describe('{price} | {ticks} | a bare number (= price); one only'),
+  stopLoss: webhookLeg.optional().describe('{price} | {ticks} | a bare number (= price); one only'),
+  timeInForce: z.string().optional(),
+  id: scalar.optional().describe('Dedupe key, 24 h, same rules as Idempotency-Key'),
+  time: scalar.optional().describe('Alert time ({{timenow}}), used to report alert-to-order delay'),
+});
+export type WebhookPayloadBody = z.output<typeof webhookPayloadSchema>;
+
+/** 201/200 of POST /webhooks/{token}. */
+export const webhookResponseSchema = z.object({
+  accepted: z.literal(true),
+  action: z.enum(['buy', 'sell', 'flatten']),
+  accountId: id,
+  order: placeOrderResponseSchema.nullable(),
+  flatten: flattenResponseSchema.nullable(),
+  warnings: z.array(z.string()).describe('Ignored fields and adjustments, e.g. price ignored for a market order'),
+  alertDelayMs: z.number().nullable().describe('Now minus the payload `time`, when given'),
+});
+
+/** Path parameter schemas (for the docs). */
+export const accountParamsSchema = z.object({ id });

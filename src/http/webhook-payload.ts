@@ -1,0 +1,276 @@
+/**
+ * Lenient parser for webhook alerts (DESIGN §7). TradingView users paste templates written
+ * for other products, so aliases and numeric strings are accepted and unknown fields are
+ * ignored (and echoed in `warnings`, so a typo is visible in the response). What the spec
+ * excludes — more than one take-profit or stop-loss, trailing stops, breakeven moves,
+ * scale-outs — is refused with WEBHOOK_UNSUPPORTED and a message that says why.
+ */
+import type { OrderType, Side, TimeInForce } from '../actors/protocol.js';
+import { AppError } from '../domain/problems.js';
+import type { LegInput, OrderInput } from './order-mapping.js';
+
+/** The fields an alert may leave to the token's strategy. */
+export interface StrategyDefaults {
+  symbol?: string | null;
+  qty?: number | null;
+  orderType?: OrderType | null;
+  takeProfit?: LegInput | null;
+  stopLoss?: LegInput | null;
+}
+
+interface Common {
+  warnings: string[];
+  /** Dedupe key (payload `id`). */
+  id?: string;
+  /** ms between the payload `time` and now, when `time` parses. */
+  alertDelayMs: number | null;
+}
+
+export type WebhookIntent =
+  | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side } })
+  | (Common & { kind: 'flatten'; symbol?: string });
+
+const FLATTEN_ACTIONS = new Set(['close', 'flat', 'flatten', 'exit']);
+const ACTIONS: Record<string, Side> = { buy: 'buy', long: 'buy', sell: 'sell', short: 'sell' };
+const ORDER_TYPES: Record<string, OrderType> = {
+  market: 'market',
+  mkt: 'market',
+  limit: 'limit',
+  lmt: 'limit',
+  stop: 'stop',
+  stp: 'stop',
+  stop_market: 'stop',
+  stopmarket: 'stop',
+  stop_limit: 'stop_limit',
+  stoplimit: 'stop_limit',
+  stp_lmt: 'stop_limit',
+};
+const TIFS = new Set(['day', 'gtc', 'ioc', 'fok']);
+
+/** Field name → what it is (for aliases) — everything else is unknown and echoed. */
+const ALIASES: Record<string, string> = {
+  action: 'action',
+  side: 'action',
+  symbol: 'symbol',
+  ticker: 'symbol',
+  qty: 'qty',
+  quantity: 'qty',
+  contracts: 'qty',
+  orderType: 'orderType',
+  order_type: 'orderType',
+  price: 'price',
+  limitPrice: 'price',
+  stopPrice: 'stopPrice',
+  takeProfit: 'takeProfit',
+  tp: 'takeProfit',
+  stopLoss: 'stopLoss',
+  sl: 'stopLoss',
+  timeInForce: 'timeInForce',
+  id: 'id',
+  time: 'time',
+};
+
+/** Keys that ask for a feature a webhook cannot do (spec Limits). */
+const UNSUPPORTED_KEYS: Record<string, string> = {
+  trailingStop: 'trailing stops',
+  trailing_stop: 'trailing stops',
+  trailAmount: 'trailing stops',
+  trailPercent: 'trailing stops',
+  trailOffset: 'trailing stops',
+  trail_offset: 'trailing stops',
+  trail: 'trailing stops',
+  trail_stop: 'trailing stops',
+  trail_trigger: 'trailing stops',
+  autoTrail: 'trailing stops',
+  breakeven: 'breakeven moves',
+  breakevenOffset: 'breakeven moves',
+  breakeven_offset: 'breakeven moves',
+  scaleOut: 'scale-outs',
+  scaleOuts: 'scale-outs',
+  scale_out: 'scale-outs',
+  partialExits: 'scale-outs',
+  takeProfits: 'more than one take-profit',
+  stopLosses: 'more than one stop-loss',
+  takeProfit2: 'more than one take-profit',
+  stopLoss2: 'more than one stop-loss',
+  tp2: 'more than one take-profit',
+  sl2: 'more than one stop-loss',
+  advance_tp_sl: 'more than one take-profit',
+  brackets: 'more than one take-profit',
+};
+
+function unsupported(what: string): AppError {
+  return new AppError(
+    'WEBHOOK_UNSUPPORTED',
+    `Webhooks do not support ${what}: a payload carries one entry with at most one take-profit and one stop-loss ({price} or {ticks}).`,
+    { feature: what },
+  );
+}
+
+function invalid(path: string, message: string): AppError {
+  return new AppError('VALIDATION_FAILED', `${path}: ${message}`, { errors: [{ path, message }] });
+}
+
+/** A number, or a numeric string ("2", " 5001.25 "); anything else → undefined. */
+export function toNumber(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value === 'string' && value.trim() !== '' && /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(value.trim())) {
+    return Number(value.trim());
+  }
+  return undefined;
+}
+
+function positivePrice(path: string, value: unknown): number {
+  const n = toNumber(value);
+  if (n === undefined || n <= 0) throw invalid(path, 'must be a positive number (numeric strings accepted)');
+  return n;
+}
+
+function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | null {
+  if (value === null || value === undefined || value === '') return null;
+  const what = path === 'takeProfit' ? 'more than one take-profit' : 'more than one stop-loss';
+  if (Array.isArray(value)) {
+    if (value.length > 1) throw unsupported(what);
+    return parseLeg(path, value[0]);
+  }
+  if (typeof value !== 'object') return { price: positivePrice(path, value) };
+  const leg = value as Record<string, unknown>;
+  for (const key of Object.keys(leg)) {
+    if (UNSUPPORTED_KEYS[key]) throw unsupported(UNSUPPORTED_KEYS[key]);
+  }
+  if (typeof leg.type === 'string' && /trail/i.test(leg.type)) throw unsupported('trailing stops');
+  const priceValue = leg.price ?? (path === 'takeProfit' ? leg.limitPrice : leg.stopPrice);
+  const hasPrice = priceValue !== undefined && priceValue !== null;
+  const hasTicks = leg.ticks !== undefined && leg.ticks !== null;
+  if (hasPrice && hasTicks) throw invalid(path, 'give either price or ticks, not both');
+  if (hasPrice) return { price: positivePrice(`${path}.price`, priceValue) };
+  if (hasTicks) {
+    const ticks = toNumber(leg.ticks);
+    if (ticks === undefined || !Number.isInteger(ticks) || ticks <= 0) throw invalid(`${path}.ticks`, 'must be a positive integer');
+    return { ticks };
+  }
+  throw invalid(path, 'must be {"price": n}, {"ticks": n} or a bare number (= price)');
+}
+
+function parseQty(value: unknown): number {
+  const n = toNumber(value);
+  if (n === undefined || !Number.isInteger(n) || n <= 0) throw invalid('qty', 'must be a positive whole number (numeric strings accepted)');
+  return n;
+}
+
+function parseOrderType(value: unknown): OrderType {
+  const key = String(value).trim().toLowerCase().replace(/[\s-]+/g, '_');
+  if (/trail/.test(key)) throw unsupported('trailing stops');
+  const type = ORDER_TYPES[key];
+  if (!type) throw invalid('orderType', `'${String(value)}' is not one of market, limit, stop, stop_limit`);
+  return type;
+}
+
+function text(value: unknown): string | undefined {
+  if (typeof value === 'string') return value.trim() === '' ? undefined : value.trim();
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return undefined;
+}
+
+/**
+ * Parses an alert body (already JSON-decoded). Throws AppError VALIDATION_FAILED or
+ * WEBHOOK_UNSUPPORTED; never returns partial garbage.
+ */
+export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalid('(body)', 'must be a JSON object');
+  }
+  const raw = body as Record<string, unknown>;
+  const fields: Record<string, unknown> = {};
+  const warnings: string[] = [];
+  for (const [key, value] of Object.entries(raw)) {
+    if (UNSUPPORTED_KEYS[key]) throw unsupported(UNSUPPORTED_KEYS[key]);
+    const canonical = ALIASES[key];
+    if (!canonical) {
+      warnings.push(`unknown field '${key}' ignored`);
+      continue;
+    }
+    if (canonical in fields) {
+      warnings.push(`'${key}' ignored: ${canonical} already given`);
+      continue;
+    }
+    fields[canonical] = value;
+  }
+
+  const actionText = text(fields.action)?.toLowerCase();
+  if (!actionText) throw invalid('action', 'required: buy, sell, close, flat, flatten or exit');
+  if (actionText === 'breakeven') throw unsupported('breakeven moves');
+  const id = text(fields.id);
+  const common: Common = { warnings, alertDelayMs: null, ...(id !== undefined ? { id } : {}) };
+  if (fields.time !== undefined) {
+    const at = typeof fields.time === 'string' ? Date.parse(fields.time) : NaN;
+    if (Number.isNaN(at)) warnings.push(`time '${String(fields.time)}' is not an ISO-8601 time; ignored`);
+    else common.alertDelayMs = Math.max(0, now.getTime() - at);
+  }
+  const symbol = text(fields.symbol);
+
+  if (FLATTEN_ACTIONS.has(actionText)) {
+    for (const key of ['qty', 'orderType', 'price', 'stopPrice', 'takeProfit', 'stopLoss', 'timeInForce']) {
+      if (fields[key] !== undefined) warnings.push(`'${key}' ignored for action ${actionText}`);
+    }
+    return { ...common, kind: 'flatten', ...(symbol !== undefined ? { symbol } : {}) };
+  }
+  const side = ACTIONS[actionText];
+  if (!side) throw invalid('action', `'${actionText}' is not one of buy, sell, long, short, close, flat, flatten, exit`);
+
+  const order: Partial<OrderInput> & { side: Side } = { side };
+  if (symbol !== undefined) order.symbol = symbol;
+  if (fields.qty !== undefined && fields.qty !== '') order.qty = parseQty(fields.qty);
+  if (fields.orderType !== undefined && fields.orderType !== '') order.type = parseOrderType(fields.orderType);
+  if (fields.price !== undefined && fields.price !== '') order.price = positivePrice('price', fields.price);
+  if (fields.stopPrice !== undefined && fields.stopPrice !== '') order.stopPrice = positivePrice('stopPrice', fields.stopPrice);
+  const tp = parseLeg('takeProfit', fields.takeProfit);
+  const sl = parseLeg('stopLoss', fields.stopLoss);
+  if (tp) order.takeProfit = tp;
+  if (sl) order.stopLoss = sl;
+  if (fields.timeInForce !== undefined) {
+    const tif = String(fields.timeInForce).trim().toLowerCase();
+    if (TIFS.has(tif)) order.timeInForce = tif as TimeInForce;
+    else warnings.push(`timeInForce '${String(fields.timeInForce)}' not supported; day used`);
+  }
+  return { ...common, kind: 'order', order };
+}
+
+/**
+ * Completes an alert's order from the token's strategy (the alert wins field by field)
+ * and drops what does not apply: the `{{close}}` price TradingView templates put on
+ * market orders is ignored with a warning rather than refused.
+ */
+export function completeOrder(
+  order: Partial<OrderInput> & { side: Side },
+  strategy: StrategyDefaults | null,
+  warnings: string[],
+): OrderInput {
+  const symbol = order.symbol ?? strategy?.symbol ?? undefined;
+  const qty = order.qty ?? strategy?.qty ?? undefined;
+  if (symbol === undefined) throw invalid('symbol', 'required (or set a symbol on the token’s strategy)');
+  if (qty === undefined) throw invalid('qty', 'required (or set qty on the token’s strategy)');
+  const type = order.type ?? strategy?.orderType ?? 'market';
+  let price = order.price ?? null;
+  let stopPrice = order.stopPrice ?? null;
+  if (price !== null && (type === 'market' || type === 'stop')) {
+    warnings.push(`price ignored for ${type} orders`);
+    price = null;
+  }
+  if (stopPrice !== null && (type === 'market' || type === 'limit')) {
+    warnings.push(`stopPrice ignored for ${type} orders`);
+    stopPrice = null;
+  }
+  return {
+    symbol,
+    side: order.side,
+    qty,
+    type,
+    price,
+    stopPrice,
+    timeInForce: order.timeInForce ?? 'day',
+    takeProfit: order.takeProfit ?? strategy?.takeProfit ?? null,
+    stopLoss: order.stopLoss ?? strategy?.stopLoss ?? null,
+    clientOrderId: null,
+  };
+}

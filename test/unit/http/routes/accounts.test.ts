@@ -1,0 +1,33 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { accountSchema, listOf, positionSchema } from '../../../../src/http/schemas.js';
+import { call, callError, world, type World } from './harness.js';
+
+let w: World;
+beforeEach(async () => {
+  w = await world();
+});
+afterEach(() => w.close());
+
+describe('accounts and positions', () => {
+  it('lists only the caller’s accounts, inactive ones flagged', async () => {
+    const page = listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId })).body);
+    expect(page.data.map((a) => [a.id, a.active])).toEqual([
+      ['101', true],
+      ['102', false],
+    ]);
+    const other = listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.b.userId })).body);
+    expect(other.data.map((a) => a.id)).toEqual(['201']);
+  });
+
+  it('reads one account, 404 for another user’s', async () => {
+    expect(accountSchema.parse((await call(w, 'GET', '/accounts/:id', { userId: w.a.userId, params: { id: '101' } })).body).connectionId).toBe(w.a.connectionId);
+    expect((await callError(w, 'GET', '/accounts/:id', { userId: w.a.userId, params: { id: '201' } })).code).toBe('NOT_FOUND');
+  });
+
+  it('serves positions from the account’s actor', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: -2, avgPrice: 5000.25, openedAt: null }];
+    const page = listOf(positionSchema).parse((await call(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '101' } })).body);
+    expect(page.data[0]!.netQty).toBe(-2);
+    expect(w.gateway.calls[0]).toMatchObject({ connectionId: w.a.connectionId, req: { type: 'positions', accountId: '101' } });
+  });
+});

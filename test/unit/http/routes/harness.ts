@@ -1,0 +1,197 @@
+/**
+ * Route-test harness: a real store in a temp dir, a scripted ActorGateway that records
+ * every request, and a way to call a route's handler with a built context. The engine's
+ * cross-cutting steps (auth, validation, idempotency) have their own tests; here the
+ * body is validated with the route's own schema first, as the engine does.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type {
+  AccountRecord,
+  ActorEvent,
+  ActorGateway,
+  ActorRequest,
+  ConnectionSpec,
+  OrderRecord,
+  ResultMap,
+  StatusEvent,
+} from '../../../../src/actors/protocol.js';
+import { loadConfig } from '../../../../src/config.js';
+import { AppError } from '../../../../src/domain/problems.js';
+import { createLogger } from '../../../../src/log.js';
+import type { RouteContext, RouteDef, RouteResponse, Scope } from '../../../../src/http/route-types.js';
+import { buildRoutes } from '../../../../src/http/routes/index.js';
+import type { RouteDeps } from '../../../../src/http/routes/common.js';
+import { openStore, type Store } from '../../../../src/store/index.js';
+
+/** 2026-11-21: ES front month is ESZ6. */
+export const NOW = new Date('2026-11-21T15:00:00Z');
+
+type Responder = { [K in keyof ResultMap]?: (req: Extract<ActorRequest, { type: K }> | any) => ResultMap[K] | Promise<ResultMap[K]> };
+
+/** A gateway whose accounts and answers the test sets. */
+export class FakeGateway implements ActorGateway {
+  readonly calls: { connectionId: string; req: ActorRequest; timeoutMs?: number }[] = [];
+  readonly added: ConnectionSpec[] = [];
+  readonly accountsOf = new Map<string, AccountRecord[]>();
+  readonly statusOf = new Map<string, StatusEvent>();
+  responder: Responder = {};
+  private listeners = new Set<(e: ActorEvent) => void>();
+
+  async addConnection(spec: ConnectionSpec): Promise<void> {
+    this.added.push(spec);
+  }
+  async removeConnection(): Promise<void> {}
+  async request<R extends ActorRequest>(connectionId: string, req: R, opts?: { timeoutMs?: number }): Promise<ResultMap[R['type']]> {
+    this.calls.push({ connectionId, req, ...(opts?.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) });
+    const fn = this.responder[req.type] as ((r: R) => ResultMap[R['type']]) | undefined;
+    if (!fn) throw new AppError('BROKER_UNAVAILABLE', `no scripted answer for ${req.type}`);
+    return fn(req);
+  }
+  status(connectionId: string): StatusEvent | undefined {
+    return this.statusOf.get(connectionId);
+  }
+  accounts(connectionId: string): AccountRecord[] {
+    return this.accountsOf.get(connectionId) ?? [];
+  }
+  onEvent(listener: (e: ActorEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+  async close(): Promise<void> {}
+}
+
+/** An order record with defaults. */
+export function orderRecord(patch: Partial<OrderRecord> = {}): OrderRecord {
+  return {
+    orderId: '9001',
+    accountId: '101',
+    symbol: 'ESZ6',
+    requestedSymbol: 'ES1!',
+    side: 'buy',
+    type: 'market',
+    qty: 1,
+    filledQty: 0,
+    avgFillPrice: null,
+    price: null,
+    stopPrice: null,
+    timeInForce: 'day',
+    status: 'working',
+    role: 'single',
+    bracketId: null,
+    legs: { takeProfit: null, stopLoss: null },
+    clientOrderId: null,
+    createdAt: NOW.toISOString(),
+    updatedAt: NOW.toISOString(),
+    ...patch,
+  };
+}
+
+export function account(id: string, connectionId: string, active = true): AccountRecord {
+  return { id, name: `ACC${id}`, connectionId, broker: 'paper', environment: 'paper', active };
+}
+
+export interface World {
+  store: Store;
+  gateway: FakeGateway;
+  deps: RouteDeps;
+  routes: RouteDef<any, any>[];
+  /** user A owns connection conA with accounts 101 (active) and 102 (inactive). */
+  a: { userId: string; connectionId: string };
+  /** user B owns connection conB with account 201. */
+  b: { userId: string; connectionId: string };
+  close(): Promise<void>;
+}
+
+/** Two users with one paper connection each, and the route table over them. */
+export async function world(): Promise<World> {
+  const dir = mkdtempSync(join(tmpdir(), 'tg-routes-'));
+  const store = await openStore({ dataDir: dir, clock: () => NOW.getTime() });
+  const gateway = new FakeGateway();
+  const config = loadConfig({ 'data-dir': dir, 'base-url': 'https://trade.example.com' }, {});
+  const mk = async (name: string) => {
+    const user = await store.users.create({ name });
+    const conn = await store.connections.create({
+      userId: user.id,
+      name: 'Paper',
+      broker: 'paper',
+      environment: 'paper',
+      restUrl: 'http://127.0.0.1:1/v1',
+      wsUrl: 'ws://127.0.0.1:1/v1/websocket',
+      credentials: { name, password: 'pw' },
+    });
+    gateway.statusOf.set(conn.id, { type: 'status', connectionId: conn.id, status: 'CONNECTED', reason: 'connect', ts: NOW.getTime() });
+    return { userId: user.id, connectionId: conn.id };
+  };
+  const a = await mk('alice');
+  const b = await mk('bob');
+  gateway.accountsOf.set(a.connectionId, [account('101', a.connectionId), account('102', a.connectionId, false)]);
+  gateway.accountsOf.set(b.connectionId, [account('201', b.connectionId)]);
+  const deps: RouteDeps = { config, store, gateway, now: () => NOW };
+  return {
+    store,
+    gateway,
+    deps,
+    routes: buildRoutes(deps),
+    a,
+    b,
+    async close() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface CallOptions {
+  userId: string;
+  params?: Record<string, string>;
+  body?: unknown;
+  query?: Record<string, string>;
+  scopes?: Scope[];
+  kind?: 'api-key' | 'webhook' | 'session';
+  principalId?: string;
+  idempotencyKey?: string;
+}
+
+export interface CallResult extends RouteResponse {
+  timing: [string, number][];
+}
+
+/** Finds a route by method and path. */
+export function route(w: World, method: string, path: string): RouteDef<any, any> {
+  const r = w.routes.find((x) => x.method === method && x.path === path);
+  if (!r) throw new Error(`no route ${method} ${path}`);
+  return r;
+}
+
+const silent = createLogger('silent');
+
+/** Validates body and query with the route's schemas (as the engine does) and runs the handler. */
+export async function call(w: World, method: string, path: string, opts: CallOptions): Promise<CallResult> {
+  const r = route(w, method, path);
+  const body = r.body ? r.body.parse(opts.body) : undefined;
+  const query = r.query ? r.query.parse(opts.query ?? {}) : (opts.query ?? {});
+  const timing: [string, number][] = [];
+  const ctx: RouteContext<any, any> = {
+    req: { method: r.method, path, params: opts.params ?? {}, query, headers: {}, body, rawBody: Buffer.alloc(0), ip: '127.0.0.1' },
+    auth: { userId: opts.userId, principalId: opts.principalId ?? 'key1', scopes: opts.scopes ?? ['read', 'trade'], kind: opts.kind ?? 'api-key' },
+    requestId: 'req-1',
+    timing: { add: (name, ms) => timing.push([name, ms]) },
+    log: silent,
+  };
+  if (opts.idempotencyKey !== undefined) ctx.idempotencyKey = opts.idempotencyKey;
+  const res = await r.handler(ctx);
+  return { ...res, timing };
+}
+
+/** The AppError a call throws. */
+export async function callError(w: World, method: string, path: string, opts: CallOptions): Promise<AppError> {
+  try {
+    await call(w, method, path, opts);
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error('expected an AppError');
+}

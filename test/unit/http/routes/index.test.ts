@@ -1,0 +1,69 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { world, type World } from './harness.js';
+
+let w: World;
+beforeEach(async () => {
+  w = await world();
+});
+afterEach(() => w.close());
+
+describe('buildRoutes', () => {
+  it('covers every endpoint of DESIGN §4 with the documented scope', () => {
+    const table = Object.fromEntries(w.routes.map((r) => [`${r.method} ${r.path}`, r.scope]));
+    expect(table).toEqual({
+      'POST /accounts/:id/orders': 'trade',
+      'DELETE /accounts/:id/orders/:orderId': 'trade',
+      'GET /accounts/:id/working-orders': 'read',
+      'GET /accounts/:id/orders': 'read',
+      'GET /accounts': 'read',
+      'GET /accounts/:id': 'read',
+      'GET /accounts/:id/positions': 'read',
+      'POST /accounts/:id/flatten': 'trade',
+      'GET /me': 'read',
+      'GET /connections': 'read',
+      'POST /connections': 'trade',
+      'GET /strategies': 'read',
+      'POST /strategies': 'trade',
+      'GET /strategies/:id': 'read',
+      'PATCH /strategies/:id': 'trade',
+      'DELETE /strategies/:id': 'trade',
+      'GET /webhook-tokens': 'read',
+      'POST /webhook-tokens': 'trade',
+      'GET /webhook-tokens/:id': 'read',
+      'PATCH /webhook-tokens/:id': 'trade',
+      'DELETE /webhook-tokens/:id': 'trade',
+      'POST /webhooks/:token': 'webhook',
+    });
+  });
+
+  it('documents a success schema and unique operation ids for every route', () => {
+    const ids = new Set<string>();
+    for (const r of w.routes) {
+      expect(ids.has(r.operationId)).toBe(false);
+      ids.add(r.operationId);
+      const ok = r.responses.filter((d) => d.status < 300);
+      expect(ok.length).toBeGreaterThan(0);
+      for (const d of ok) if (d.status !== 204) expect(d.schema, `${r.operationId} ${d.status}`).toBeDefined();
+    }
+  });
+
+  it('generates JSON Schema from every request and response schema (for /api-docs)', () => {
+    for (const r of w.routes) {
+      for (const s of [r.body, r.query, ...r.responses.map((d) => d.schema)]) {
+        if (s) expect(() => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' })).not.toThrow();
+      }
+    }
+  });
+
+  it('makes every API write body strict except the lenient webhook payload', () => {
+    for (const r of w.routes) {
+      if (!r.body) continue;
+      const probe = r.body.safeParse({ surelyNotAField: 1 });
+      const issues = probe.success ? [] : probe.error.issues;
+      const unknownKey = issues.some((i) => i.code === 'unrecognized_keys');
+      if (r.path === '/webhooks/:token') expect(unknownKey).toBe(false);
+      else expect(unknownKey, r.operationId).toBe(true);
+    }
+  });
+});

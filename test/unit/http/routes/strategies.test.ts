@@ -1,0 +1,44 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { listOf, strategySchema } from '../../../../src/http/schemas.js';
+import { call, callError, route, world, type World } from './harness.js';
+
+let w: World;
+beforeEach(async () => {
+  w = await world();
+});
+afterEach(() => w.close());
+
+describe('strategies', () => {
+  it('creates, reads, patches (null clears) and deletes a strategy', async () => {
+    const created = strategySchema.parse(
+      (await call(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'ORB', symbol: 'MES1!', qty: 2, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } } })).body,
+    );
+    expect(created).toMatchObject({ name: 'ORB', description: null, symbol: 'MES1!', qty: 2, orderType: null, takeProfit: { ticks: 40 } });
+    const got = strategySchema.parse((await call(w, 'GET', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } })).body);
+    expect(got).toEqual(created);
+    const patched = strategySchema.parse(
+      (await call(w, 'PATCH', '/strategies/:id', { userId: w.a.userId, params: { id: created.id }, body: { qty: null, description: 'opening range' } })).body,
+    );
+    expect(patched).toMatchObject({ qty: null, description: 'opening range', symbol: 'MES1!' });
+    expect(listOf(strategySchema).parse((await call(w, 'GET', '/strategies', { userId: w.a.userId })).body).data).toHaveLength(1);
+    expect((await call(w, 'DELETE', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } })).status).toBe(204);
+    expect((await callError(w, 'GET', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } })).code).toBe('NOT_FOUND');
+  });
+
+  it('refuses an unresolvable symbol with UNKNOWN_SYMBOL', async () => {
+    expect((await callError(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'x', symbol: 'NOPE' } })).code).toBe('UNKNOWN_SYMBOL');
+  });
+
+  it('hides other users’ strategies (404 on read, patch and delete)', async () => {
+    const s = await w.store.strategies.create(w.b.userId, { name: 'b', description: '' });
+    for (const [method, body] of [['GET', undefined], ['PATCH', { name: 'mine' }], ['DELETE', undefined]] as const) {
+      expect((await callError(w, method, '/strategies/:id', { userId: w.a.userId, params: { id: s.id }, body })).code).toBe('NOT_FOUND');
+    }
+    expect(w.store.strategies.getForUser(w.b.userId, s.id)?.name).toBe('b');
+  });
+
+  it('rejects unknown fields in strategy bodies', () => {
+    expect(route(w, 'POST', '/strategies').body!.safeParse({ name: 'x', stopLos: { ticks: 1 } }).success).toBe(false);
+    expect(route(w, 'PATCH', '/strategies/:id').body!.safeParse({ nme: 'x' }).success).toBe(false);
+  });
+});

@@ -1,0 +1,73 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createdWebhookTokenSchema, listOf, webhookTokenSchema } from '../../../../src/http/schemas.js';
+import { call, callError, world, type World } from './harness.js';
+
+let w: World;
+beforeEach(async () => {
+  w = await world();
+});
+afterEach(() => w.close());
+
+const create = (body: unknown, userId = w.a.userId) => call(w, 'POST', '/webhook-tokens', { userId, body });
+
+describe('webhook tokens', () => {
+  it('creates a token bound to the user’s account and returns the URL with the token once', async () => {
+    const res = await create({ accountId: '101', name: 'TV long' });
+    expect(res.status).toBe(201);
+    const body = createdWebhookTokenSchema.parse(res.body);
+    expect(body.token).toMatch(/^whk_[A-Za-z0-9]{12}_[A-Za-z0-9]{32}$/);
+    expect(body.url).toBe(`https://trade.example.com/api/v1/webhooks/${body.token}`);
+    expect(body).toMatchObject({ accountId: '101', accountActive: true, strategyId: null });
+    expect(w.store.webhookTokens.verify(body.token)?.accountId).toBe('101');
+  });
+
+  it('refuses to bind another user’s account or an unknown one (same message), or an inactive one', async () => {
+    const foreign = await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '201', name: 'x' } });
+    const unknown = await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '999', name: 'x' } });
+    expect([foreign.code, unknown.code]).toEqual(['VALIDATION_FAILED', 'VALIDATION_FAILED']);
+    expect(foreign.message).toBe(unknown.message);
+    expect((await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '102', name: 'x' } })).code).toBe('ACCOUNT_INACTIVE');
+  });
+
+  it('refuses a strategy the user does not own', async () => {
+    const s = await w.store.strategies.create(w.b.userId, { name: 'b', description: '' });
+    const err = await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'x', strategyId: s.id } });
+    expect(err.extensions.errors).toEqual([expect.objectContaining({ path: 'strategyId' })]);
+  });
+
+  it('lists without secrets, shows the URL to its owner on GET one, 404 to others', async () => {
+    const created = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'a' })).body);
+    const list = listOf(webhookTokenSchema).parse((await call(w, 'GET', '/webhook-tokens', { userId: w.a.userId })).body);
+    expect(list.data).toHaveLength(1);
+    expect(JSON.stringify(list)).not.toContain(created.token);
+    const one = webhookTokenSchema.parse((await call(w, 'GET', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id } })).body);
+    expect(one.url).toBe(created.url);
+    expect((await callError(w, 'GET', '/webhook-tokens/:id', { userId: w.b.userId, params: { id: created.id } })).code).toBe('NOT_FOUND');
+    expect((await call(w, 'GET', '/webhook-tokens', { userId: w.b.userId })).body).toEqual({ data: [], nextCursor: null });
+  });
+
+  it('flags a token whose account became inactive and rebinds it with PATCH', async () => {
+    const created = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'a' })).body);
+    w.gateway.accountsOf.get(w.a.connectionId)![0]!.active = false;
+    w.gateway.accountsOf.get(w.a.connectionId)![1]!.active = true;
+    const flagged = webhookTokenSchema.parse((await call(w, 'GET', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id } })).body);
+    expect(flagged.accountActive).toBe(false);
+    const patched = await call(w, 'PATCH', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id }, body: { accountId: '102' } });
+    expect(webhookTokenSchema.parse(patched.body)).toMatchObject({ accountId: '102', accountActive: true });
+  });
+
+  it('PATCH refuses another user’s account and another user’s token', async () => {
+    const created = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'a' })).body);
+    expect((await callError(w, 'PATCH', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id }, body: { accountId: '201' } })).code).toBe('VALIDATION_FAILED');
+    expect((await callError(w, 'PATCH', '/webhook-tokens/:id', { userId: w.b.userId, params: { id: created.id }, body: { name: 'mine' } })).code).toBe('NOT_FOUND');
+    expect(w.store.webhookTokens.getForUser(w.a.userId, created.id)).toMatchObject({ accountId: '101', name: 'a' });
+  });
+
+  it('DELETE removes the token (its URL stops verifying); a second DELETE is 404', async () => {
+    const created = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'a' })).body);
+    expect((await callError(w, 'DELETE', '/webhook-tokens/:id', { userId: w.b.userId, params: { id: created.id } })).code).toBe('NOT_FOUND');
+    expect((await call(w, 'DELETE', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id } })).status).toBe(204);
+    expect(w.store.webhookTokens.verify(created.token)).toBeNull();
+    expect((await callError(w, 'DELETE', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id } })).code).toBe('NOT_FOUND');
+  });
+});

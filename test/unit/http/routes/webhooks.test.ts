@@ -1,0 +1,144 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FlattenRequest, PlaceOrderRequest } from '../../../../src/actors/protocol.js';
+import { AppError } from '../../../../src/domain/problems.js';
+import { clOrdIdFor } from '../../../../src/http/order-mapping.js';
+import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../../../src/http/routes/webhooks.js';
+import { webhookResponseSchema } from '../../../../src/http/schemas.js';
+import { account, call, orderRecord, world, type World } from './harness.js';
+
+let w: World;
+let tokenId: string;
+beforeEach(async () => {
+  w = await world();
+  const { record } = await w.store.webhookTokens.create({ userId: w.a.userId, name: 'tv', accountId: '101' });
+  tokenId = record.id;
+  w.gateway.responder['place-order'] = (req: PlaceOrderRequest) => ({
+    order: orderRecord({ accountId: req.accountId, symbol: req.symbol, requestedSymbol: req.requestedSymbol, side: req.side, qty: req.qty }),
+    reconciled: false,
+    brokerMs: 4,
+  });
+  w.gateway.responder.flatten = (req: FlattenRequest) => {
+    if (req.symbol === 'NQZ6') throw new AppError('SYMBOL_MISMATCH', 'Account holds ESZ6, not NQZ6');
+    return { cancelledOrderIds: ['1'], positions: [{ symbol: 'ESZ6', closedQty: 2, status: 'liquidated' }], brokerMs: 5 };
+  };
+});
+afterEach(() => w.close());
+
+const alert = (body: unknown, idempotencyKey?: string) =>
+  call(w, 'POST', '/webhooks/:token', {
+    userId: w.a.userId,
+    params: { token: 'whk_x' },
+    body,
+    kind: 'webhook',
+    principalId: `webhook:${tokenId}`,
+    scopes: ['trade'],
+    ...(idempotencyKey ? { idempotencyKey } : {}),
+  });
+const alertError = async (body: unknown) => {
+  try {
+    await alert(body);
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error('expected an AppError');
+};
+
+describe('POST /webhooks/:token orders', () => {
+  it('places a TradingView-style alert (aliases, numeric strings) on the bound account within the webhook deadline', async () => {
+    const res = await alert({ action: 'long', ticker: 'ES1!', contracts: '2', price: '5001.37', takeProfit: 5011.25, stopLoss: { ticks: '20' }, comment: 'x' });
+    expect(res.status).toBe(201);
+    const body = webhookResponseSchema.parse(res.body);
+    expect(body).toMatchObject({ accepted: true, action: 'buy', accountId: '101', order: { symbol: 'ESZ6', requestedSymbol: 'ES1!' } });
+    expect(body.warnings).toEqual(["unknown field 'comment' ignored", 'price ignored for market orders']);
+    const sent = w.gateway.calls[0]!;
+    expect(sent.timeoutMs).toBe(WEBHOOK_BROKER_TIMEOUT_MS);
+    expect(sent.req).toMatchObject({ side: 'buy', qty: 2, orderType: 'market', price: null, takeProfit: { price: 5011.25 }, stopLoss: { offsetPoints: 5 } });
+  });
+
+  it('dedupes by the payload id: the clOrdId comes from (user, id)', async () => {
+    await alert({ action: 'buy', symbol: 'ES', qty: 1, id: 'a-1' }, 'a-1');
+    expect((w.gateway.calls[0]!.req as PlaceOrderRequest).clOrdId).toBe(clOrdIdFor(w.a.userId, 'a-1'));
+    const r = w.routes.find((x) => x.path === '/webhooks/:token')!;
+    expect(r.idempotencyKeyFrom!({ body: { id: 'a-1' } } as never)).toBe('a-1');
+    expect(r.idempotencyKeyFrom!({ body: { id: 12 } } as never)).toBe('12');
+    expect(r.idempotencyKeyFrom!({ body: {} } as never)).toBeUndefined();
+    expect(r.lenientContentType).toBe(true);
+  });
+
+  it('fills missing fields from the token’s strategy', async () => {
+    const strategy = await w.store.strategies.create(w.a.userId, { name: 's', description: '', symbol: 'MNQ1!', qty: 3, stopLoss: { ticks: 40 } });
+    await w.store.webhookTokens.update(w.a.userId, tokenId, { strategyId: strategy.id });
+    await alert({ action: 'sell' });
+    expect(w.gateway.calls[0]!.req).toMatchObject({ symbol: 'MNQZ6', qty: 3, side: 'sell', stopLoss: { offsetPoints: 10 } });
+  });
+
+  it('refuses two take-profits with WEBHOOK_UNSUPPORTED and sends nothing', async () => {
+    const err = await alertError({ action: 'buy', symbol: 'ES', qty: 2, takeProfit: [{ price: 5010 }, { price: 5020 }] });
+    expect(err.code).toBe('WEBHOOK_UNSUPPORTED');
+    expect(w.gateway.calls).toHaveLength(0);
+  });
+
+  it('refuses an unknown symbol before any broker traffic', async () => {
+    expect((await alertError({ action: 'buy', symbol: 'XYZ1!', qty: 1 })).code).toBe('UNKNOWN_SYMBOL');
+    expect(w.gateway.calls).toHaveLength(0);
+  });
+});
+
+describe('POST /webhooks/:token flatten', () => {
+  it.each(['close', 'flat', 'flatten', 'exit'])('%s flattens the whole account without a symbol', async (action) => {
+    const res = await alert({ action });
+    expect(res.status).toBe(200);
+    expect(webhookResponseSchema.parse(res.body)).toMatchObject({ action: 'flatten', flatten: { symbol: null, cancelledOrderIds: ['1'] } });
+    expect(w.gateway.calls[0]!.req).toMatchObject({ type: 'flatten', accountId: '101', symbol: null });
+  });
+
+  it('resolves the symbol of a flatten and passes SYMBOL_MISMATCH (409) through', async () => {
+    await alert({ action: 'close', symbol: 'ES1!' });
+    expect(w.gateway.calls[0]!.req).toMatchObject({ symbol: 'ESZ6' });
+    expect((await alertError({ action: 'exit', symbol: 'NQ' })).code).toBe('SYMBOL_MISMATCH');
+  });
+});
+
+describe('POST /webhooks/:token account state', () => {
+  it('answers 403 Account is inactive when the broker no longer reports the account, and accepts after a rebind', async () => {
+    w.gateway.accountsOf.set(w.a.connectionId, [account('101', w.a.connectionId, false), account('103', w.a.connectionId)]);
+    const err = await alertError({ action: 'buy', symbol: 'ES', qty: 1 });
+    expect(err.code).toBe('ACCOUNT_INACTIVE');
+    expect(err.message).toBe('Account is inactive');
+    expect(w.gateway.calls).toHaveLength(0);
+
+    await call(w, 'PATCH', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: tokenId }, body: { accountId: '103' } });
+    const ok = await alert({ action: 'buy', symbol: 'ES', qty: 1 });
+    expect(ok.status).toBe(201);
+    expect(w.gateway.calls[0]!.req).toMatchObject({ accountId: '103' });
+  });
+
+  it('answers 403 when the account vanished from a connected broker entirely', async () => {
+    w.gateway.accountsOf.set(w.a.connectionId, [account('102', w.a.connectionId)]);
+    expect((await alertError({ action: 'close' })).code).toBe('ACCOUNT_INACTIVE');
+  });
+
+  it('answers 503 (not 403) while the connection has not synced its accounts yet', async () => {
+    w.gateway.accountsOf.set(w.a.connectionId, []);
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'CONNECTING', reason: 'connect', ts: 0 });
+    expect((await alertError({ action: 'close' })).code).toBe('BROKER_UNAVAILABLE');
+  });
+
+  it('answers 404 when the token was deleted between auth and handler', async () => {
+    await w.store.webhookTokens.remove(w.a.userId, tokenId);
+    expect((await alertError({ action: 'close' })).code).toBe('NOT_FOUND');
+  });
+});
+
+describe('webhook error for missing body', () => {
+  it('rejects an empty body at validation', () => {
+    const r = w.routes.find((x) => x.path === '/webhooks/:token')!;
+    expect(r.body!.safeParse(undefined).success).toBe(false);
+    expect(r.body!.safeParse({ action: 'buy', extra: 1 }).success).toBe(true);
+  });
+  it('documents a TradingView template in the route description', () => {
+    const r = w.routes.find((x) => x.path === '/webhooks/:token')!;
+    expect(r.description).toContain('{{strategy.order.action}}');
+  });
+});

@@ -1,0 +1,203 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/domain/problems.js';
+import { completeOrder, parseWebhookPayload, toNumber, type WebhookIntent } from '../../../src/http/webhook-payload.js';
+
+const NOW = new Date('2026-11-21T15:00:00Z');
+
+function failure(fn: () => unknown): AppError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error('expected an AppError');
+}
+
+function orderOf(intent: WebhookIntent) {
+  if (intent.kind !== 'order') throw new Error(`expected an order, got ${intent.kind}`);
+  return intent.order;
+}
+
+describe('parseWebhookPayload actions and aliases', () => {
+  it.each([
+    ['buy', 'buy'],
+    ['long', 'buy'],
+    ['SELL', 'sell'],
+    ['short', 'sell'],
+  ])('action %s places a %s', (action, side) => {
+    expect(orderOf(parseWebhookPayload({ action, symbol: 'ES1!', qty: 1 }, NOW)).side).toBe(side);
+  });
+
+  it('accepts ticker for symbol and quantity/contracts for qty, numeric strings included', () => {
+    expect(orderOf(parseWebhookPayload({ action: 'buy', ticker: 'MNQ1!', quantity: '2' }, NOW))).toMatchObject({ symbol: 'MNQ1!', qty: 2 });
+    expect(orderOf(parseWebhookPayload({ action: 'buy', ticker: 'MNQ1!', contracts: ' 3 ' }, NOW))).toMatchObject({ qty: 3 });
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: '1.0', price: '5001.25', orderType: 'LIMIT' }, NOW))).toMatchObject({
+      qty: 1,
+      price: 5001.25,
+      type: 'limit',
+    });
+  });
+
+  it('warns when an alias repeats a field already given', () => {
+    const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', ticker: 'NQ', qty: 1 }, NOW);
+    expect(orderOf(intent).symbol).toBe('ES');
+    expect(intent.warnings).toContain("'ticker' ignored: symbol already given");
+  });
+
+  it.each(['close', 'flat', 'flatten', 'EXIT'])('action %s flattens, symbol optional', (action) => {
+    expect(parseWebhookPayload({ action }, NOW)).toMatchObject({ kind: 'flatten' });
+    expect(parseWebhookPayload({ action, ticker: 'ES1!' }, NOW)).toMatchObject({ kind: 'flatten', symbol: 'ES1!' });
+  });
+
+  it('flatten ignores order fields with a warning', () => {
+    const intent = parseWebhookPayload({ action: 'close', symbol: 'ES', qty: 2 }, NOW);
+    expect(intent.warnings).toEqual(["'qty' ignored for action close"]);
+  });
+
+  it('refuses a missing or unknown action', () => {
+    expect(failure(() => parseWebhookPayload({ symbol: 'ES', qty: 1 }, NOW)).code).toBe('VALIDATION_FAILED');
+    const err = failure(() => parseWebhookPayload({ action: 'hold', symbol: 'ES', qty: 1 }, NOW));
+    expect(err.code).toBe('VALIDATION_FAILED');
+    expect(err.message).toContain('hold');
+  });
+
+  it('refuses a body that is not a JSON object', () => {
+    for (const body of [null, 'buy ES', 42, [{ action: 'buy' }]]) {
+      expect(failure(() => parseWebhookPayload(body, NOW)).code).toBe('VALIDATION_FAILED');
+    }
+  });
+
+  it.each([['0'], [0], ['-1'], ['1.5'], ['two'], [true]])('refuses qty %j', (qty) => {
+    const err = failure(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty }, NOW));
+    expect(err.code).toBe('VALIDATION_FAILED');
+    expect(err.extensions.errors).toEqual([expect.objectContaining({ path: 'qty' })]);
+  });
+
+  it('echoes unknown fields in warnings and otherwise ignores them', () => {
+    const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, comment: 'x', strategyName: 'y' }, NOW);
+    expect(intent.warnings).toEqual(["unknown field 'comment' ignored", "unknown field 'strategyName' ignored"]);
+  });
+});
+
+describe('parseWebhookPayload brackets', () => {
+  it('takes a bare number or numeric string as a price, and {ticks} as an offset', () => {
+    const o = orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, takeProfit: '5010.5', stopLoss: { ticks: '20' } }, NOW));
+    expect(o.takeProfit).toEqual({ price: 5010.5 });
+    expect(o.stopLoss).toEqual({ ticks: 20 });
+    const p = orderOf(parseWebhookPayload({ action: 'sell', symbol: 'ES', qty: 1, tp: 4990, sl: { price: 5010 } }, NOW));
+    expect(p).toMatchObject({ takeProfit: { price: 4990 }, stopLoss: { price: 5010 } });
+  });
+
+  it('accepts a one-element array as a single leg', () => {
+    const o = orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, takeProfit: [{ ticks: 8 }] }, NOW));
+    expect(o.takeProfit).toEqual({ ticks: 8 });
+  });
+
+  it.each([
+    ['two take-profits', { takeProfit: [{ price: 5010 }, { price: 5020 }] }, 'take-profit'],
+    ['two stop-losses', { stopLoss: [4990, 4980] }, 'stop-loss'],
+    ['takeProfit2', { takeProfit2: 5020 }, 'take-profit'],
+    ['a trailing stop field', { trailAmount: 5 }, 'trailing'],
+    ['a trailing stop-loss type', { stopLoss: { type: 'trailing_stop', ticks: 4 } }, 'trailing'],
+    ['a trailing order type', { orderType: 'trailing_stop' }, 'trailing'],
+    ['breakeven', { breakeven: 10 }, 'breakeven'],
+    ['a scale-out', { scaleOut: [{ qty: 1, price: 5010 }] }, 'scale-out'],
+  ])('refuses %s with WEBHOOK_UNSUPPORTED and a clear message', (_name, extra, word) => {
+    const err = failure(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 2, ...extra }, NOW));
+    expect(err.code).toBe('WEBHOOK_UNSUPPORTED');
+    expect(err.message).toContain(word);
+    expect(err.message).toContain('one take-profit and one stop-loss');
+  });
+
+  it('refuses action breakeven as unsupported', () => {
+    expect(failure(() => parseWebhookPayload({ action: 'breakeven', symbol: 'ES' }, NOW)).code).toBe('WEBHOOK_UNSUPPORTED');
+  });
+
+  it.each([
+    [{ takeProfit: { price: 5010, ticks: 4 } }, 'takeProfit'],
+    [{ takeProfit: { percent: 1 } }, 'takeProfit'],
+    [{ stopLoss: { ticks: 2.5 } }, 'stopLoss.ticks'],
+    [{ stopLoss: 'abc' }, 'stopLoss'],
+    [{ price: '-5' }, 'price'],
+  ])('refuses the malformed leg %j naming %s', (extra, path) => {
+    const err = failure(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, ...extra }, NOW));
+    expect(err.code).toBe('VALIDATION_FAILED');
+    expect(err.extensions.errors).toEqual([expect.objectContaining({ path })]);
+  });
+});
+
+describe('parseWebhookPayload id, time, timeInForce', () => {
+  it('keeps a string or numeric id as the dedupe key', () => {
+    expect(parseWebhookPayload({ action: 'close', id: 'alert-7' }, NOW).id).toBe('alert-7');
+    expect(parseWebhookPayload({ action: 'close', id: 7 }, NOW).id).toBe('7');
+    expect(parseWebhookPayload({ action: 'close' }, NOW).id).toBeUndefined();
+  });
+
+  it('reports the alert-to-order delay from time and warns on an unparseable time', () => {
+    expect(parseWebhookPayload({ action: 'close', time: '2026-11-21T14:59:58Z' }, NOW).alertDelayMs).toBe(2000);
+    const bad = parseWebhookPayload({ action: 'close', time: '{{timenow}}' }, NOW);
+    expect(bad.alertDelayMs).toBeNull();
+    expect(bad.warnings[0]).toContain('not an ISO-8601 time');
+  });
+
+  it('accepts a known timeInForce and warns on others', () => {
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, timeInForce: 'GTC' }, NOW)).timeInForce).toBe('gtc');
+    const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, timeInForce: 'opg' }, NOW);
+    expect(orderOf(intent).timeInForce).toBeUndefined();
+    expect(intent.warnings[0]).toContain('opg');
+  });
+});
+
+describe('completeOrder', () => {
+  it('fills what the alert leaves out from the strategy, the alert winning field by field', () => {
+    const warnings: string[] = [];
+    const input = completeOrder(
+      { side: 'buy', qty: 3 },
+      { symbol: 'MES1!', qty: 1, orderType: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } },
+      warnings,
+    );
+    expect(input).toMatchObject({ symbol: 'MES1!', qty: 3, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(warnings).toEqual([]);
+  });
+
+  it('requires symbol and qty when no strategy gives them', () => {
+    expect(failure(() => completeOrder({ side: 'buy', qty: 1 }, null, [])).extensions.errors).toEqual([expect.objectContaining({ path: 'symbol' })]);
+    expect(failure(() => completeOrder({ side: 'buy', symbol: 'ES' }, null, [])).extensions.errors).toEqual([expect.objectContaining({ path: 'qty' })]);
+  });
+
+  it('drops the {{close}} price of a market alert with a warning instead of refusing it', () => {
+    const warnings: string[] = [];
+    const input = completeOrder({ side: 'sell', symbol: 'ES', qty: 1, price: 5001.37 }, null, warnings);
+    expect(input.price).toBeNull();
+    expect(warnings).toEqual(['price ignored for market orders']);
+  });
+});
+
+describe('toNumber', () => {
+  it('accepts exactly the finite numbers and numeric strings', () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
+        expect(toNumber(n)).toBe(n);
+        expect(toNumber(String(n))).toBe(Number(String(n)));
+      }),
+    );
+    for (const bad of ['', ' ', 'abc', '1,5', '0x10', 'Infinity', null, undefined, {}, [], true, Number.NaN]) expect(toNumber(bad)).toBeUndefined();
+  });
+});
+
+describe('parseWebhookPayload never throws anything but a coded AppError', () => {
+  it('holds for arbitrary JSON objects', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom('action', 'symbol', 'qty', 'takeProfit', 'stopLoss', 'orderType', 'price', 'id', 'time', 'x'), fc.jsonValue()), (body) => {
+        try {
+          parseWebhookPayload(body, NOW);
+        } catch (err) {
+          expect(err).toBeInstanceOf(AppError);
+          expect(['VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED']).toContain((err as AppError).code);
+        }
+      }),
+    );
+  });
+});
