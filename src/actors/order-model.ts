@@ -68,7 +68,8 @@ export class OrderModel {
     const rec = this.known.get(accountId);
     const entity = this.mirror.get('account', Number(accountId));
     if (!rec) throw new AppError('NOT_FOUND', `account ${accountId} is not on this connection`);
-    if (!rec.active || !entity) throw new AppError('ACCOUNT_INACTIVE', `account ${accountId} is inactive`, { accountId });
+    // The spec fixes the detail text: exactly "Account is inactive" (the catalogue title).
+    if (!rec.active || !entity) throw new AppError('ACCOUNT_INACTIVE', undefined, { accountId });
     return entity;
   }
 

@@ -58,7 +58,7 @@ function awaitAccounts(gateway: ActorGateway, connectionId: string, ms: number):
 }
 
 function banner(config: Config, url: string, paperUrl: string | undefined): string {
-  const lines = [`listening ${url}`, `  web app:      ${url}/`, `  API docs:     ${url}/api-docs`];
+  const lines = [`listening ${url}`, `  API docs:     ${url}/api-docs`];
   if (config.baseUrl) lines.push(`  public URL:   ${config.baseUrl}`);
   if (paperUrl) lines.push(`  paper broker: ${paperUrl}`);
   lines.push(`  data:         ${config.dataDir}`);

@@ -69,18 +69,15 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
 }
 
 /**
- * Parses a JSON body. `lenient` (webhooks): `text/plain` or no Content-Type is read as JSON
- * too, because TradingView sends text/plain when it cannot tell. Empty body → undefined.
+ * Parses a JSON body. `lenient` (webhooks): the body is read as JSON whatever Content-Type
+ * it declares, because alert senders label it inconsistently (TradingView sends text/plain when
+ * it cannot tell, curl's default is form-urlencoded); it still has to be valid JSON.
+ * Empty body → undefined.
  */
 export function parseJsonBody(raw: Buffer, contentType: string | undefined, lenient: boolean): unknown {
   if (raw.length === 0) return undefined;
-  const type = mediaType(contentType);
-  const accepted = isJsonMediaType(contentType) || (lenient && (type === 'text/plain' || type === ''));
-  if (!accepted) {
-    throw new AppError(
-      'UNSUPPORTED_MEDIA_TYPE',
-      lenient ? 'Send the body as application/json or text/plain' : 'Send the body as application/json',
-    );
+  if (!lenient && !isJsonMediaType(contentType)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
   }
   const text = raw.toString('utf8');
   try {

@@ -47,7 +47,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'trade',
     operationId: 'createPaperConnection',
     summary: 'Add a paper connection on the embedded paper broker (serve --paper)',
-    description: 'Opens a login with the given accounts at the embedded paper broker and starts its connection. Tradovate connections are added in the web app or with `tradegate connections add`.',
+    description: 'Opens a login with the given accounts at the embedded paper broker and starts its connection. Tradovate connections are added with `tradegate connections add`.',
     tags: ['connections'],
     body: createConnectionBodySchema,
     responses: [

@@ -27,7 +27,7 @@ test('an account the broker flags inactive or closed is inactive; requests on it
   m.replace({ accounts: [{ id: 1, name: 'A', active: false }, { id: 2, name: 'B', closed: true }] });
   model.refreshAccounts();
   expect(model.accounts().every((a) => !a.active)).toBe(true);
-  expect(() => model.account('1')).toThrow(expect.objectContaining({ code: 'ACCOUNT_INACTIVE' }));
+  expect(() => model.account('1')).toThrow(expect.objectContaining({ code: 'ACCOUNT_INACTIVE', message: 'Account is inactive' }));
   expect(() => model.account('9')).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
 });
 

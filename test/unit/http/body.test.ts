@@ -24,13 +24,15 @@ describe('media types and JSON parsing', () => {
     expect(isJsonMediaType(undefined)).toBe(false);
   });
 
-  it('415 for non-JSON bodies unless lenient, where text/plain and a missing type parse as JSON', () => {
+  it('415 for non-JSON bodies unless lenient, where any declared type is parsed as JSON', () => {
     const raw = Buffer.from('{"a":1}');
     expect(codeOf(() => parseJsonBody(raw, 'text/plain', false))).toBe('UNSUPPORTED_MEDIA_TYPE');
     expect(codeOf(() => parseJsonBody(raw, undefined, false))).toBe('UNSUPPORTED_MEDIA_TYPE');
     expect(parseJsonBody(raw, 'text/plain; charset=utf-8', true)).toEqual({ a: 1 });
     expect(parseJsonBody(raw, undefined, true)).toEqual({ a: 1 });
-    expect(codeOf(() => parseJsonBody(raw, 'application/xml', true))).toBe('UNSUPPORTED_MEDIA_TYPE');
+    expect(parseJsonBody(raw, 'application/x-www-form-urlencoded', true)).toEqual({ a: 1 });
+    expect(codeOf(() => parseJsonBody(raw, 'application/x-www-form-urlencoded', false))).toBe('UNSUPPORTED_MEDIA_TYPE');
+    expect(codeOf(() => parseJsonBody(Buffer.from('action=buy'), 'application/x-www-form-urlencoded', true))).toBe('VALIDATION_FAILED');
   });
 
   it('400 VALIDATION_FAILED for malformed JSON; empty body is undefined', () => {
