@@ -21,6 +21,8 @@ import { openStore, type Store } from '../store/index.js';
 const BOOLEAN_FLAGS = new Set(['paper']);
 const SHUTDOWN_GRACE_MS = 10_000;
 const DEMO_ACCOUNTS_WAIT_MS = 10_000;
+/** Expired idempotency records are deleted this often (and once at start-up). */
+const IDEMPOTENCY_SWEEP_MS = 60_000;
 
 function parseFlags(argv: string[]): Record<string, string | boolean | undefined> {
   const options = Object.fromEntries(CONFIG_FLAGS.map((f) => [f, { type: BOOLEAN_FLAGS.has(f) ? ('boolean' as const) : ('string' as const) }]));
@@ -103,6 +105,9 @@ export async function run(argv: string[]): Promise<number> {
   const signalled = untilSignal();
   const logger = createLogger(config.logLevel);
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey ? { dataKey: config.dataKey } : {}), logger });
+  // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.
+  store.idempotency.sweep();
+  const stopSweeper = store.idempotency.startSweeper(IDEMPOTENCY_SWEEP_MS);
   let sim: Awaited<ReturnType<typeof startSimInWorker>> | undefined;
   let gateway: ActorGateway | undefined;
   let server: HttpServer | undefined;
@@ -111,6 +116,7 @@ export async function run(argv: string[]): Promise<number> {
     await server?.close({ graceMs: SHUTDOWN_GRACE_MS });
     await gateway?.close();
     await sim?.close();
+    stopSweeper();
     await store.flushed();
     await store.close();
   };

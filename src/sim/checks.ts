@@ -14,6 +14,12 @@ export interface CheckFailure {
   text: string;
 }
 
+/**
+ * Order quantity limit of an account without its own: real accounts always have one, and
+ * without it one absurd order (1e308 lots) would tie the matching engine up for good.
+ */
+export const SIM_MAX_ORDER_QTY = 10_000;
+
 const SUPPORTED_TYPES = new Set(['Market', 'Limit', 'Stop', 'StopLimit']);
 
 /** Checks an orderVersion: a type the sim supports and prices on the contract's tick grid. */
@@ -39,7 +45,8 @@ export function riskCheck(
 ): CheckFailure | undefined {
   const account = state.accounts.get(order.accountId);
   if (!account) return undefined;
-  if (account.maxOrderQty !== undefined && orderQty > account.maxOrderQty) {
+  const maxOrderQty = account.maxOrderQty ?? SIM_MAX_ORDER_QTY;
+  if (!Number.isSafeInteger(orderQty) || orderQty <= 0 || orderQty > maxOrderQty) {
     return { status: 'RiskRejected', reason: 'MaxOrderQtyLimitReached', text: 'Your maximum order quantity has been met.' };
   }
   if (account.maxPosition !== undefined) {

@@ -22,6 +22,9 @@ export interface ControlDeps {
 
 type Body = Record<string, unknown>;
 
+/** Largest injectable latency: ten minutes is far beyond any client timeout worth testing. */
+const MAX_LATENCY_MS = 600_000;
+
 /** True when a peer address is on the loopback interface (the only peers the control API serves). */
 export function isLoopback(address: string | undefined): boolean {
   if (!address) return false;
@@ -88,8 +91,11 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
     }
     case 'POST /accounts/:id/limits': {
       const account = state.accounts.get(id) ?? bad('unknown account', 404);
-      if ('maxOrderQty' in body) account.maxOrderQty = body.maxOrderQty === null ? undefined : positive(body.maxOrderQty, 'maxOrderQty');
-      if ('maxPosition' in body) account.maxPosition = body.maxPosition === null ? undefined : positive(body.maxPosition, 'maxPosition');
+      // Both values are checked before either is set, so a 400 leaves the limits as they were.
+      const maxOrderQty = 'maxOrderQty' in body ? (body.maxOrderQty === null ? undefined : positive(body.maxOrderQty, 'maxOrderQty')) : account.maxOrderQty;
+      const maxPosition = 'maxPosition' in body ? (body.maxPosition === null ? undefined : positive(body.maxPosition, 'maxPosition')) : account.maxPosition;
+      account.maxOrderQty = maxOrderQty;
+      account.maxPosition = maxPosition;
       return done({ id, maxOrderQty: account.maxOrderQty ?? null, maxPosition: account.maxPosition ?? null });
     }
     case 'GET /prices':
@@ -147,7 +153,12 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
 
 function mergeFaults(current: Faults, body: Body): Faults {
   const next: Faults = { ...current };
-  if (body.latencyMs !== undefined) next.latencyMs = positive(body.latencyMs, 'latencyMs')!;
+  if (body.latencyMs !== undefined) {
+    // Unbounded, a typo like 1e12 would overflow Node's timer range and fire at once instead.
+    const ms = positive(body.latencyMs, 'latencyMs')!;
+    if (ms > MAX_LATENCY_MS) bad(`latencyMs must be at most ${MAX_LATENCY_MS}`);
+    next.latencyMs = ms;
+  }
   if (body.silent !== undefined) next.silent = body.silent === true;
   if (body.rejectAuth !== undefined) next.rejectAuth = typeof body.rejectAuth === 'string' ? body.rejectAuth : body.rejectAuth === true;
   if (body.rateLimit429 !== undefined) next.rateLimit429 = body.rateLimit429 === true;
@@ -181,10 +192,13 @@ function createUser(core: SimCore, body: Body): ControlResult {
   const name = typeof body.name === 'string' && body.name ? body.name : bad('name is required');
   const password = typeof body.password === 'string' && body.password ? body.password : bad('password is required');
   if (state.usersByName.has(name)) bad(`user ${name} exists`, 409);
-  const specs = Array.isArray(body.accounts) ? (body.accounts as Body[]) : [];
+  if (body.accounts !== undefined && !Array.isArray(body.accounts)) bad('accounts must be an array');
+  const specs = (body.accounts ?? []) as Body[];
   const names = specs.map((s) => s?.name);
   if (names.some((n) => typeof n !== 'string' || !n) || new Set(names).size !== names.length) bad('each account needs a unique name');
   for (const a of state.accounts.values()) if (names.includes(a.entity.name as string)) bad(`account ${String(a.entity.name)} exists`, 409);
+  // Every spec is checked before anything is created: a refused request leaves no half-made user.
+  for (const s of specs) positive(s.balance, 'balance');
   const user = state.addUser(name, password);
   const accounts = specs.map((s) => addAccount(core, user.id, s));
   return done({ userId: user.id, name, accounts }, 201);

@@ -10,6 +10,9 @@ import { seededRandom } from './prices.js';
 import { type Entity, type EntityType, SimState } from './state.js';
 import { finishStrategy, startBrackets } from './strategies.js';
 
+/** Upper bound of `fill` events one fill produces. */
+const MAX_FILL_PIECES = 16;
+
 export type OrderAction = 'Buy' | 'Sell';
 export type OrderTypeName = 'Market' | 'Limit' | 'Stop' | 'StopLimit';
 const FINAL = new Set(['Filled', 'Canceled', 'Rejected', 'Expired', 'Completed']);
@@ -215,8 +218,10 @@ export class Engine {
     const amount = Math.min(qty, total - rec.filled);
     let left = amount;
     while (left > 0) {
-      // Larger fills arrive split into pieces of up to 4 lots, as observed on Tradovate demo.
-      const chunk = left <= 3 ? left : Math.min(left, 2 + Math.floor(this.random() * 3));
+      // Larger fills arrive split into pieces of up to 4 lots, as observed on Tradovate demo;
+      // never more than MAX_FILL_PIECES pieces, so a big order costs a bounded number of events.
+      const piece = Math.max(2 + Math.floor(this.random() * 3), Math.ceil(amount / MAX_FILL_PIECES));
+      const chunk = left <= 3 ? left : Math.min(left, piece);
       left -= chunk;
       rec.filled += chunk;
       rec.filledValue += chunk * price;

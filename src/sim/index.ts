@@ -160,6 +160,11 @@ export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
     });
   });
 
+  // Timers start only once listening: a taken port must not leave intervals keeping the process alive.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
+  });
   const heartbeat = setInterval(() => {
     const now = Date.now();
     for (const s of sessions) s.heartbeat(now);
@@ -173,11 +178,6 @@ export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
     }
   };
   const walk = stepMs > 0 ? setInterval(step, stepMs) : undefined;
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
-  });
   const port = (server.address() as AddressInfo).port;
   const host = opts.host && opts.host !== '0.0.0.0' && opts.host !== '::' ? opts.host : '127.0.0.1';
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

@@ -28,11 +28,15 @@ function qtyOf(body: Body, field: string): number {
   return q;
 }
 
+/** Time-in-force values the paper broker implements (Tradovate's GTD is not among them). */
+const TIME_IN_FORCE = ['Day', 'GTC', 'IOC', 'FOK'] as const;
+
 /** The version fields common to orders and bracket legs. */
 function versionFields(b: Body): Pick<OrderSpec, 'orderType' | 'price' | 'stopPrice' | 'timeInForce' | 'clOrdId' | 'text'> {
   return {
     orderType: str(b, 'orderType'), price: optNum(b, 'price'), stopPrice: optNum(b, 'stopPrice'),
-    timeInForce: optStr(b, 'timeInForce') ?? 'Day', clOrdId: optStr(b, 'clOrdId'), text: optStr(b, 'text'),
+    timeInForce: b.timeInForce === undefined || b.timeInForce === null ? 'Day' : oneOf(b, 'timeInForce', TIME_IN_FORCE),
+    clOrdId: optStr(b, 'clOrdId'), text: optStr(b, 'text'),
   };
 }
 
@@ -90,8 +94,9 @@ export function placeOco(engine: Engine, userId: number, raw: unknown): WireResu
   if (!body.other) throw new WireError(400, 'No usable value for other\nDid not find value which can be converted into RestrainedOrderVersion');
   const r = resolveOrder(engine, userId, body);
   if (!('spec' in r)) return r;
+  const otherSpec = legSpec(r.spec, body.other);
   const first = engine.create(r.spec);
-  const other = engine.create(legSpec(r.spec, body.other));
+  const other = engine.create(otherSpec);
   engine.pair(first, other);
   engine.submit(first, { riskCheck: true });
   engine.submit(other, { riskCheck: true });
@@ -168,23 +173,27 @@ export function startOrderStrategy(engine: Engine, userId: number, raw: unknown)
     return invalid;
   }
   const entryVersion = params.entryVersion && typeof params.entryVersion === 'object' ? (params.entryVersion as Body) : undefined;
-  const brackets = Array.isArray(params.brackets) ? (params.brackets as Body[]) : [];
-  if (!entryVersion) return invalid;
+  const brackets = Array.isArray(params.brackets) ? (params.brackets as unknown[]) : [];
+  if (!entryVersion || !brackets.every((b): b is Body => b !== null && typeof b === 'object' && !Array.isArray(b))) return invalid;
   if (brackets.some((b) => b.trailingStop === true || b.autoTrail)) return ok({ errorText: 'Trailing brackets are not supported by the paper broker' });
   const accountId = accountOf(engine, userId, body);
   const contract = engine.state.contracts.find(symbol);
   if (accountId === undefined || !contract) return ok({ errorText: 'Access is denied' });
+  // Every field is read before anything is created, so a 400 leaves no orphan strategy or order.
+  const uuid = optStr(body, 'uuid');
+  const customTag50 = optStr(body, 'customTag50');
+  const entryFields = { orderQty: qtyOf(entryVersion, 'orderQty'), ...versionFields(entryVersion) };
+  const bracketSpecs = brackets.map((b) => ({ qty: qtyOf(b, 'qty'), profitTarget: optNum(b, 'profitTarget'), stopLoss: optNum(b, 'stopLoss') }));
   const s = engine.state;
   const strategy = s.create('orderStrategy', {
     id: s.id(), accountId, timestamp: s.timestamp(), contractId: contract.id, orderStrategyTypeId: 2, action,
-    params: body.params, uuid: optStr(body, 'uuid'), status: 'ActiveStrategy', senderId: s.accounts.get(accountId)?.userId,
-    customTag50: optStr(body, 'customTag50'), archived: false,
+    params: body.params, uuid, status: 'ActiveStrategy', senderId: s.accounts.get(accountId)?.userId,
+    customTag50, archived: false,
   }, accountId);
   const entry = engine.create({
-    accountId, contractId: contract.id, action, orderQty: qtyOf(entryVersion, 'orderQty'), ...versionFields(entryVersion),
-    isAutomated: true, customTag50: optStr(body, 'customTag50'),
+    accountId, contractId: contract.id, action, ...entryFields, isAutomated: true, customTag50,
   }, { strategyId: strategy.id });
-  entry.strategyBrackets = brackets.map((b) => ({ qty: qtyOf(b, 'qty'), profitTarget: optNum(b, 'profitTarget'), stopLoss: optNum(b, 'stopLoss') }));
+  entry.strategyBrackets = bracketSpecs;
   s.create('orderStrategyLink', { id: s.id(), orderStrategyId: strategy.id, orderId: entry.id, label: 'entry' }, accountId);
   engine.submit(entry, { riskCheck: true });
   return ok({ orderStrategy: { ...strategy } });

@@ -4,7 +4,7 @@
  * environment open: the CLI must still work and that process must see its writes.
  */
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -131,6 +131,16 @@ async function startHolder(dataDir = dir): Promise<Holder> {
 }
 afterEach(async () => {
   await Promise.all(holders.splice(0).map((h) => h.kill()));
+});
+
+describe('tradegate --help', () => {
+  it('is the package bin and lists every command with its summary (exit 0)', () => {
+    const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    expect(pkg.bin).toEqual({ tradegate: 'bin/tradegate.js' });
+    const r = spawnSync(process.execPath, [BIN, '--help'], { cwd: PACKAGE_ROOT, encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    for (const command of ['serve', 'sim', 'users', 'keys', 'connections', 'bench']) expect(r.stdout).toMatch(new RegExp(`^  ${command}\\s+\\S`, 'm'));
+  });
 });
 
 describe('tradegate users', () => {

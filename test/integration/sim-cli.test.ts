@@ -3,6 +3,7 @@
  * report its URLs, serve the protocol, and stop cleanly. Needs dist/ (npm test builds it).
  */
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
@@ -30,6 +31,22 @@ it('runs standalone: prints REST, WebSocket and control URLs, creates the --demo
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   child.kill('SIGTERM');
   expect(await exited).toBe(0);
+});
+
+it('exits 1 with the reason when its port is taken, instead of hanging', async () => {
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (blocker.address() as AddressInfo).port;
+    const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin/tradegate.js'), 'sim', '--port', String(port), '--log-level', 'silent'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(err).toMatch(/EADDRINUSE/);
+  } finally {
+    blocker.close();
+  }
 });
 
 it('runs in a worker thread: startSimInWorker serves the protocol and close() ends the thread', async () => {

@@ -31,6 +31,14 @@ describe('POST /control/users and /control/accounts', () => {
     const list = await rest(sim, 'GET', '/account/list', undefined, token);
     expect(list.body.map((a: Msg) => a.name)).toEqual(['EVAL1', 'EVAL2', 'EVAL3']);
   });
+
+  it('refuses a bad account spec before creating anything, so the corrected retry succeeds', async () => {
+    const bad = await ctl(sim, 'POST', '/users', { name: 'cat', password: 'pw', accounts: [{ name: 'C1' }, { name: 'C2', balance: -5 }] });
+    expect(bad).toEqual({ status: 400, body: { error: 'balance must be a non-negative number' } });
+    expect((await ctl(sim, 'POST', '/users', { name: 'cat', password: 'pw', accounts: 'C1' })).status).toBe(400);
+    expect((await ctl(sim, 'GET', '/state')).body.users).toEqual([]);
+    expect((await ctl(sim, 'POST', '/users', { name: 'cat', password: 'pw', accounts: [{ name: 'C1' }, { name: 'C2' }] })).status).toBe(201);
+  });
 });
 
 describe('GET /control/state', () => {
@@ -81,6 +89,9 @@ describe('POST /control/accounts/{id}/limits', () => {
     expect(set.body).toEqual({ id: u.accountIds[0], maxOrderQty: 1, maxPosition: null });
     const cleared = await ctl(sim, 'POST', `/accounts/${u.accountIds[0]}/limits`, { maxOrderQty: null });
     expect(cleared.body.maxOrderQty).toBeNull();
+    const refused = await ctl(sim, 'POST', `/accounts/${u.accountIds[0]}/limits`, { maxOrderQty: 3, maxPosition: 'many' });
+    expect(refused.status).toBe(400);
+    expect((await ctl(sim, 'GET', '/state?user=ann')).body.accounts[0]).toMatchObject({ maxOrderQty: null, maxPosition: null });
   });
 });
 
@@ -132,6 +143,15 @@ describe('POST /control/connections/drop and /connections/shutdown', () => {
     expect(ev.d.reasonCode).toBe('Maintenance');
     await cb.closed;
   });
+
+  it('drops every user’s sockets when no user is named; an unknown user is 404', async () => {
+    const a = await userWithToken(sim, 'ann');
+    const b = await userWithToken(sim, 'bob');
+    const sockets = await Promise.all([RawClient.authorized(sim.wsUrl, a.token), RawClient.authorized(sim.wsUrl, b.token)]);
+    expect((await ctl(sim, 'POST', '/connections/drop', { user: 'nobody' })).status).toBe(404);
+    expect((await ctl(sim, 'POST', '/connections/drop', {})).body).toEqual({ dropped: 2 });
+    expect((await Promise.all(sockets.map((s) => s.closed))).map((c) => c.code)).toEqual([1006, 1006]);
+  });
 });
 
 describe('POST /control/auth/expire', () => {
@@ -141,6 +161,8 @@ describe('POST /control/auth/expire', () => {
     expect((await ctl(sim, 'POST', '/auth/expire', { user: 'ann' })).body).toEqual({ expired: 1 });
     expect((await rest(sim, 'GET', '/account/list', undefined, a.token)).status).toBe(401);
     expect((await rest(sim, 'GET', '/account/list', undefined, b.token)).status).toBe(200);
+    expect((await ctl(sim, 'POST', '/auth/expire', {})).body).toEqual({ expired: 1 });
+    expect((await rest(sim, 'GET', '/account/list', undefined, b.token)).status).toBe(401);
   });
 });
 
@@ -203,6 +225,11 @@ describe('POST /control/faults', () => {
     expect((await c.request('account/list', '', undefined)).s).toBe(200);
     expect(c.messages.some((m) => m.i === 99)).toBe(false);
     c.close();
+  });
+
+  it('refuses a latency beyond ten minutes instead of overflowing the timer', async () => {
+    expect((await ctl(sim, 'POST', '/faults', { latencyMs: 1e12 })).status).toBe(400);
+    expect((await ctl(sim, 'GET', '/faults')).body.latencyMs).toBe(0);
   });
 
   it('latencyMs delays responses and keeps their order', async () => {

@@ -95,6 +95,23 @@ describe('WebSocket framing', () => {
     c.close();
   });
 
+  it('sends h every 2.5 s by default, never faster (the gap is bounded from below only: a slow machine is late, not early)', async () => {
+    const standard = await startSim({ priceStepMs: 0 });
+    try {
+      // Authorized, so the default 5 s authorize timeout cannot close the socket mid-wait.
+      const c = await RawClient.authorized(standard.wsUrl, (await userWithToken(standard, 'ann')).token);
+      const at: number[] = [];
+      c.ws.on('message', (data) => data.toString() === 'h' && at.push(performance.now()));
+      await c.nextFrame((f) => f === 'h', 4000);
+      await c.nextFrame((f) => f === 'h', 4000);
+      expect(at).toHaveLength(2);
+      expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(2400);
+      c.close();
+    } finally {
+      await standard.close();
+    }
+  }, 15_000);
+
   it('answers a bad token on authorize with 401 "Invalid access token"', async () => {
     const c = await RawClient.connect(sim.wsUrl);
     const r = await c.request('authorize', '', 'bogus');

@@ -1,6 +1,6 @@
 /** Pre-trade checks: supported types, tick grid, max order qty, max position (reductions allowed). */
 import { beforeEach, expect, it } from 'vitest';
-import { riskCheck, validateVersion } from '../../../src/sim/checks.js';
+import { riskCheck, SIM_MAX_ORDER_QTY, validateVersion } from '../../../src/sim/checks.js';
 import { Positions } from '../../../src/sim/positions.js';
 import { SimState } from '../../../src/sim/state.js';
 
@@ -21,6 +21,14 @@ it('accepts supported types with prices on the tick grid and names the reason ot
   expect(validateVersion(state, contractId, { id: 1, orderType: 'StopLimit', price: 75.12, stopPrice: 75.125 })?.reason).toBe('InvalidPrice');
   expect(validateVersion(state, contractId, { id: 1, orderType: 'Limit' })?.reason).toBe('InvalidPrice');
   expect(validateVersion(state, contractId, { id: 1, orderType: 'TrailingStop', stopPrice: 75 })?.reason).toBe('Unsupported');
+});
+
+it('refuses absurd quantities even on an account without its own limit', () => {
+  const buy = { accountId, contractId, buy: true };
+  for (const qty of [SIM_MAX_ORDER_QTY + 1, 1e308, 1.5, 0, -1, Number.NaN]) {
+    expect(riskCheck(state, positions, buy, qty, qty)?.reason, String(qty)).toBe('MaxOrderQtyLimitReached');
+  }
+  expect(riskCheck(state, positions, buy, SIM_MAX_ORDER_QTY, SIM_MAX_ORDER_QTY)).toBeUndefined();
 });
 
 it('refuses order qty above the limit and exposure growth past max position, never a reduction', () => {
