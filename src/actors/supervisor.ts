@@ -189,7 +189,13 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       for (const s of all) s.closing = true;
       await Promise.all(
         all.map(async (s) => {
-          await Promise.race([Promise.all([...s.connections].map((id) => s.client.remove(id, 2000).catch(() => undefined))), new Promise((r) => setTimeout(r, 2500))]);
+          // The bound must not outlive the race: a pending timer would hold the process 2.5 s past shutdown.
+          let bound: NodeJS.Timeout | undefined;
+          await Promise.race([
+            Promise.all([...s.connections].map((id) => s.client.remove(id, 2000).catch(() => undefined))),
+            new Promise((r) => (bound = setTimeout(r, 2500))),
+          ]);
+          clearTimeout(bound);
           await s.worker.terminate();
         }),
       );

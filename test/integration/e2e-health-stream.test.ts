@@ -1,9 +1,10 @@
 /**
  * SSE health stream against `serve --paper`: a snapshot per owned connection, then
- * RECONNECTING and CONNECTED when the paper broker drops the connection.
+ * RECONNECTING and CONNECTED when the paper broker drops the connection; while it is down,
+ * reads and orders are 503 BROKER_UNAVAILABLE.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { control, http, startServe, type Served } from './serve-harness.js';
+import { control, eventually, http, startServe, type Served } from './serve-harness.js';
 
 let s: Served;
 beforeAll(async () => {
@@ -68,6 +69,37 @@ describe('GET /api/v1/connection-health/stream', () => {
       ['RECONNECTING', 'disconnect'],
       ['CONNECTED', 'reconnect'],
     ]);
+  });
+
+  it('while the connection is down, reads and orders answer 503 BROKER_UNAVAILABLE (never stale data) until it is back', async () => {
+    const acc = s.accounts[0]!;
+    const api = (method: string, path: string, body?: unknown) => http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}) });
+    const resting = await api('POST', `/api/v1/accounts/${acc}/orders`, { symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4000 });
+    expect(resting.status, resting.text).toBe(201);
+    // A silent broker cannot finish the resync, so the connection stays RECONNECTING until the fault clears.
+    await control(s, '/faults', { silent: true });
+    await control(s, '/connections/drop', {});
+    await eventually(async () => (await api('GET', '/api/v1/connections')).json.data[0].status === 'RECONNECTING', 'RECONNECTING');
+    const ordersBefore = (await http(s.controlUrl, 'GET', '/state')).json.orders.length;
+    for (const [method, path, body] of [
+      ['GET', `/v1/accounts/${acc}/working-orders`],
+      ['GET', `/api/v1/accounts/${acc}/positions`],
+      ['POST', `/api/v1/accounts/${acc}/orders`, { symbol: 'ES', side: 'buy', qty: 1 }],
+      ['DELETE', `/v1/accounts/${acc}/orders/${resting.json.orderId}`],
+      ['POST', `/api/v1/accounts/${acc}/flatten`, {}],
+    ] as const) {
+      const r = await api(method, path, body);
+      expect(r.status, `${method} ${path}: ${r.text}`).toBe(503);
+      expect(r.json).toMatchObject({ code: 'BROKER_UNAVAILABLE', connectionStatus: 'RECONNECTING' });
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    expect((await http(s.controlUrl, 'GET', '/state')).json.orders.length).toBe(ordersBefore);
+    await http(s.controlUrl, 'DELETE', '/faults');
+    const working = await eventually(async () => {
+      const r = await api('GET', `/v1/accounts/${acc}/working-orders`);
+      return r.status === 200 ? (r.json.data as { orderId: string }[]) : undefined;
+    }, 'working orders after the resync');
+    expect(working.map((o) => o.orderId)).toEqual([resting.json.orderId]);
   });
 
   it('requires the read scope', async () => {

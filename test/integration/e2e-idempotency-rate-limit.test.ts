@@ -80,6 +80,18 @@ describe('rate limit', () => {
     }
     const remaining = ok.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
     expect(remaining).toEqual(Array.from({ length: 120 }, (_, i) => i));
+    const nowS = Date.now() / 1000;
+    for (const r of ok) {
+      // The IETF header agrees with the X- trio: r = remaining, t = seconds until the oldest slot frees.
+      const m = /^"key";r=(\d+);t=(\d+)$/.exec(r.headers.get('ratelimit') ?? '');
+      expect(m, r.headers.get('ratelimit') ?? 'no RateLimit header').not.toBeNull();
+      expect(Number(m![1])).toBe(Number(r.headers.get('x-ratelimit-remaining')));
+      expect(Number(m![2])).toBeLessThanOrEqual(60);
+      const reset = Number(r.headers.get('x-ratelimit-reset'));
+      // The oldest counted request was at most `elapsedS` ago: its slot frees 60 s after it.
+      expect(reset).toBeGreaterThanOrEqual(Math.floor(nowS) - elapsedS + 59);
+      expect(reset).toBeLessThanOrEqual(Math.ceil(nowS) + 60);
+    }
     for (const r of limited) {
       expect(r.json.code).toBe('RATE_LIMITED');
       const retryAfter = Number(r.headers.get('retry-after'));
@@ -87,6 +99,31 @@ describe('rate limit', () => {
       expect(retryAfter).toBeGreaterThanOrEqual(60 - elapsedS);
       expect(retryAfter).toBeLessThanOrEqual(60);
       expect(r.headers.get('ratelimit')).toBe(`"key";r=0;t=${retryAfter}`);
+      expect(r.headers.get('x-ratelimit-remaining')).toBe('0');
+      // X-RateLimit-Reset is the epoch second the next slot frees: now + Retry-After (±1 s of rounding).
+      expect(Math.abs(Number(r.headers.get('x-ratelimit-reset')) - (nowS + retryAfter))).toBeLessThanOrEqual(elapsedS + 1);
     }
+  });
+
+  it('webhooks are limited per token, not per key: 120 alerts pass on one token, the next 429, another token is unaffected', async () => {
+    const token = async (name: string) => {
+      const r = await http(s.url, 'POST', '/api/v1/webhook-tokens', { key: s.apiKey, body: { accountId: acc, name } });
+      expect(r.status, r.text).toBe(201);
+      return r.json.url as string;
+    };
+    const [busy, quiet] = [await token('busy'), await token('quiet')];
+    // An alert the receiver refuses (400) after the limiter has counted it: nothing reaches the broker.
+    const alert = (url: string) => http(url, 'POST', '', { raw: '{"action":"hold"}', headers: { 'content-type': 'text/plain' } });
+    const replies = await Promise.all(Array.from({ length: 125 }, () => alert(busy)));
+    expect(replies.filter((r) => r.status === 400)).toHaveLength(120);
+    const limited = replies.filter((r) => r.status === 429);
+    expect(limited).toHaveLength(5);
+    for (const r of limited) {
+      expect(r.json.code).toBe('RATE_LIMITED');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(r.headers.get('ratelimit-policy')).toBe('"webhook";q=120;w=60');
+    }
+    expect((await alert(quiet)).status).toBe(400);
+    expect((await http(s.url, 'GET', '/api/v1/me', { key: s.apiKey })).status).toBe(200);
   });
 });

@@ -5,7 +5,13 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RouteDef } from '../../src/http/route-types.js';
+import type { RouteDeps } from '../../src/http/routes/common.js';
+import { buildRoutes } from '../../src/http/routes/index.js';
 import { http, httpFrom, simState, startServe, type Served } from './serve-harness.js';
+
+// The route table only: building it reads no dependency. The webhook receiver has its own rules (lenient JSON).
+const ROUTES: RouteDef<any, any>[] = buildRoutes({} as RouteDeps).filter((r) => r.scope === 'read' || r.scope === 'trade');
 
 let s: Served;
 let acc: string;
@@ -69,6 +75,47 @@ describe('documented 4xx for broken requests', () => {
   it('unknown routes and wrong methods → 404 / 405 problems', async () => {
     expect((await http(s.url, 'GET', '/api/v1/nope', { key: s.apiKey })).json.code).toBe('NOT_FOUND');
     expect((await http(s.url, 'PUT', ordersPath(), { key: s.apiKey })).status).toBe(405);
+  });
+});
+
+describe('every route that takes a body answers broken bodies with the documented 4xx', () => {
+  /** Each write route of the table with a path to an owned object (fresh fixtures, created once). */
+  async function bodyRoutes(): Promise<[string, string, string][]> {
+    const strategy = (await http(s.url, 'POST', '/api/v1/strategies', { key: s.apiKey, body: { name: 'broken-bodies' } })).json.id as string;
+    const token = (await http(s.url, 'POST', '/api/v1/webhook-tokens', { key: s.apiKey, body: { accountId: acc, name: 'broken-bodies' } })).json.id as string;
+    return ROUTES.filter((r) => r.method === 'POST' || r.method === 'PATCH').map((r) => {
+      const path = `/api/v1${r.path.replace(':id', r.path.startsWith('/strategies') ? strategy : r.path.startsWith('/webhook-tokens') ? token : acc)}`;
+      return [`${r.method} ${r.path}`, r.method, r.path === '/accounts/:id/orders' ? `${path}?dryRun=true` : path];
+    });
+  }
+
+  it('malformed JSON, a non-object, a wrong type, an unknown field → 400 VALIDATION_FAILED; over 64 KiB → 413', async () => {
+    const failures: string[] = [];
+    const routes = await bodyRoutes();
+    expect(routes.map(([name]) => name).sort()).toEqual(
+      ['PATCH /strategies/:id', 'PATCH /webhook-tokens/:id', 'POST /accounts/:id/flatten', 'POST /accounts/:id/orders', 'POST /connections', 'POST /strategies', 'POST /webhook-tokens'].sort(),
+    );
+    const cases: [string, string, number, string][] = [
+      ['malformed JSON', '{"name": ', 400, 'VALIDATION_FAILED'],
+      ['an array', '[]', 400, 'VALIDATION_FAILED'],
+      ['null', 'null', 400, 'VALIDATION_FAILED'],
+      ['a wrong type', '{"name": 5, "symbol": 5, "accountId": 5, "accounts": 5}', 400, 'VALIDATION_FAILED'],
+      ['an unknown field', '{"nmae": "typo"}', 400, 'VALIDATION_FAILED'],
+      ['a body over 64 KiB', JSON.stringify({ name: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE'],
+    ];
+    for (const [name, method, path] of routes) {
+      for (const [what, raw, status, code] of cases) {
+        const r = await http(s.url, method, path, { key: s.apiKey, raw, headers: { 'content-type': 'application/json' } });
+        if (r.status !== status || r.json?.code !== code || !r.headers.get('content-type')?.includes('application/problem+json')) {
+          failures.push(`${name} with ${what}: ${r.status} ${r.text.slice(0, 160)}`);
+        }
+      }
+      if (method === 'POST') {
+        const r = await http(s.url, method, path, { key: s.apiKey, raw: '{}', headers: { 'content-type': 'text/plain' } });
+        if (r.status !== 415 || r.json?.code !== 'UNSUPPORTED_MEDIA_TYPE') failures.push(`${name} as text/plain: ${r.status} ${r.text.slice(0, 160)}`);
+      }
+    }
+    expect(failures).toEqual([]);
   });
 });
 

@@ -41,6 +41,40 @@ describe('placing orders', () => {
     expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(6);
   });
 
+  it('places limit, stop and stop-limit orders, and market/limit/stop with a bracket, in every symbol form', async () => {
+    const forms = ['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ES${ES.slice(2, 3)}${new Date().getUTCFullYear() % 100}`, ES];
+    const absolute = { takeProfit: { price: 5200 }, stopLoss: { price: 4700 } };
+    const relative = { takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
+    const cases: [string, Record<string, unknown>, 'single' | 'entry'][] = [
+      ['limit', { type: 'limit', price: 4900 }, 'single'],
+      ['stop', { type: 'stop', stopPrice: 5100 }, 'single'],
+      ['stop_limit', { type: 'stop_limit', stopPrice: 5100, price: 5101 }, 'single'],
+      ['limit + absolute bracket', { type: 'limit', price: 4900, ...absolute }, 'entry'],
+      ['stop + relative bracket', { type: 'stop', stopPrice: 5100, ...relative }, 'entry'],
+      ['market + relative bracket', { type: 'market', ...relative }, 'entry'],
+      ['market + absolute bracket', { type: 'market', ...absolute }, 'entry'],
+    ];
+    for (const symbol of forms) {
+      for (const [name, fields, role] of cases) {
+        const r = await place({ symbol, side: 'buy', qty: 1, ...fields });
+        expect(r.status, `${symbol} ${name}: ${r.text}`).toBe(201);
+        expect(r.json, `${symbol} ${name}`).toMatchObject({ symbol: ES, requestedSymbol: symbol, type: fields.type, role, status: fields.type === 'market' ? 'filled' : 'working' });
+        if (role === 'entry') expect(r.json.bracketId, `${symbol} ${name}`).toBe(r.json.orderId);
+        if (fields.type === 'market') {
+          // Filled at once: the broker holds both protective legs for the position.
+          expect(r.json.legs.takeProfit && r.json.legs.stopLoss, `${symbol} ${name} legs`).toBeTruthy();
+        } else {
+          expect((await working()).map((o) => o.orderId), `${symbol} ${name}`).toContain(r.json.orderId);
+          const c = await api('DELETE', `/v1/accounts/${acc}/orders/${r.json.orderId}`);
+          expect(c.status, `${symbol} ${name} cancel: ${c.text}`).toBe(200);
+        }
+      }
+    }
+    const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    expect(f.status, f.text).toBe(200);
+    await eventually(async () => (await working()).length === 0 && (await positions()).every((p) => p.netQty === 0), 'flat after the walk');
+  });
+
   it('answers 400 UNKNOWN_SYMBOL and sends nothing to the broker', async () => {
     const before = (await simState(s)).orders.length;
     const r = await place({ symbol: 'XYZ1!', side: 'buy', qty: 1 });
@@ -100,6 +134,9 @@ describe('cancel (DESIGN §6 state table)', () => {
     expect(c.json.remainderCancelled).toBe(true);
     await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === before + 1, 'position of the filled part');
     expect((await working()).map((o) => o.orderId)).not.toContain(r.json.orderId);
+    // The filled lot keeps its protection: both legs rest, sized to the filled quantity.
+    const legs = (await working()).filter((o) => o.bracketId === r.json.orderId);
+    expect(legs.map((o) => [o.role, o.qty]).sort()).toEqual([['stop_loss', 1], ['take_profit', 1]]);
   });
 
   it('filled bracket: cancelling one leg keeps the position and re-places the survivor under a new id', async () => {
@@ -141,6 +178,57 @@ describe('working orders vs history, flatten', () => {
     expect(history.json.data.length).toBeGreaterThan(0);
     expect(history.json.data[0]).toMatchObject({ accountId: acc, symbol: ES });
     expect(history.json.data[0]).toHaveProperty('pnl');
+  });
+});
+
+describe('POST /api/v1/accounts/{id}/flatten with a symbol', () => {
+  async function holdAndRest(): Promise<string> {
+    const held = await place({ symbol: 'ES', side: 'buy', qty: 2, type: 'market' });
+    expect(held.status, held.text).toBe(201);
+    const resting = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4800 });
+    expect(resting.status, resting.text).toBe(201);
+    return resting.json.orderId as string;
+  }
+
+  it.each(['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ESZ${new Date().getUTCFullYear() % 100}`, 'es1!'])(
+    'a matching symbol in the form %s cancels the resting orders and liquidates the position',
+    async (symbol) => {
+      await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+      const resting = await holdAndRest();
+      const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, { symbol });
+      expect(f.status, f.text).toBe(200);
+      expect(f.json).toMatchObject({ accountId: acc, symbol: ES, positions: [{ symbol: ES, closedQty: 2, status: 'liquidated' }] });
+      expect(f.json.cancelledOrderIds).toContain(resting);
+      expect(await working()).toEqual([]);
+      expect((await positions()).filter((p) => p.netQty !== 0)).toEqual([]);
+    },
+  );
+
+  it('a matching symbol flattens the whole account, on all symbols (spec: "Account flat")', async () => {
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    const resting = await holdAndRest();
+    const nq = await place({ symbol: 'NQ', side: 'sell', qty: 1, type: 'market' });
+    expect(nq.status, nq.text).toBe(201);
+    const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, { symbol: 'NQ1!' });
+    expect(f.status, f.text).toBe(200);
+    expect(f.json.cancelledOrderIds).toContain(resting);
+    expect(f.json.positions.map((p: { symbol: string }) => p.symbol).sort()).toEqual([ES, nq.json.symbol].sort());
+    expect(await working()).toEqual([]);
+    expect((await positions()).filter((p) => p.netQty !== 0)).toEqual([]);
+  });
+
+  it('a contract the account does not hold → 409 SYMBOL_MISMATCH naming both, nothing touched', async () => {
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    const resting = await holdAndRest();
+    const ordersBefore = (await simState(s)).orders.length;
+    const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, { symbol: 'NQ1!' });
+    expect(f.status, f.text).toBe(409);
+    expect(f.headers.get('content-type')).toContain('application/problem+json');
+    expect(f.json).toMatchObject({ code: 'SYMBOL_MISMATCH', held: [ES] });
+    expect((await working()).map((o) => o.orderId)).toEqual([resting]);
+    expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(2);
+    expect((await simState(s)).orders.length).toBe(ordersBefore);
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
   });
 });
 

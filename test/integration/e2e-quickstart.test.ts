@@ -107,4 +107,39 @@ describe('quick start', () => {
     expect(r.status, r.text).toBe(201);
     expect(await stop(again)).toBe(true);
   }, 60_000);
+
+  it('tradegate serve --paper exits 0 right after its graceful shutdown (nothing lingers once it says stopped)', async () => {
+    const proc = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin/tradegate.js'), 'serve', '--paper', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    started.push(proc);
+    let out = '';
+    let stoppedAt = 0;
+    proc.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (!stoppedAt && /^stopped$/m.test(out)) stoppedAt = Date.now();
+    });
+    let exitedAt = 0;
+    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => ((exitedAt = Date.now()), resolve(code))));
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`serve printed no data line:\n${out}`)), 45_000);
+      proc.stdout!.on('data', () => {
+        const m = /^listening (\S+)$/m.exec(out);
+        if (m && /^ {2}data: /m.test(out)) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      });
+    });
+    // Its actor is connected (the shutdown then has an actor and a broker session to close).
+    for (let i = 0; i < 200 && (await http(url, 'GET', '/api/v1/accounts', { key })).json?.data?.length !== 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    proc.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    await new Promise<void>((resolve) => (proc.stdout!.readableEnded ? resolve() : proc.stdout!.once('end', () => resolve())));
+    expect(stoppedAt).toBeGreaterThan(0);
+    // A stray timer would hold the process after `stopped` (a 2.5 s one did); orchestrators bound a stop.
+    expect(exitedAt - stoppedAt).toBeLessThan(1500);
+  }, 60_000);
 });

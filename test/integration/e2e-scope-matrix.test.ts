@@ -116,6 +116,40 @@ describe('scope × endpoint matrix', () => {
     expect(failures).toEqual([]);
   }, 60_000);
 
+  it('covers the health stream too: read opens it (also for another user, who sees only their own), trade-only 403, bad keys 401', async () => {
+    const open = async (cred: Cred) => {
+      const ctl = new AbortController();
+      const headers: Record<string, string> = { accept: 'text/event-stream' };
+      if (keys[cred] !== undefined) headers['x-api-key'] = keys[cred]!;
+      const res = await fetch(`${s.url}/api/v1/connection-health/stream`, { headers, signal: ctl.signal });
+      if (res.status !== 200) return { status: res.status, first: await res.text() };
+      // What the stream sends on open (retry, then snapshots) arrives at once; an absence needs a bound.
+      let first = '';
+      const timer = setTimeout(() => ctl.abort(), 500);
+      try {
+        for (const reader = res.body!.getReader(); ; ) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          first += new TextDecoder().decode(value);
+        }
+      } catch {
+        // aborted by the timer
+      } finally {
+        clearTimeout(timer);
+        ctl.abort();
+      }
+      return { status: res.status, first };
+    };
+    const got: Record<string, number> = {};
+    for (const cred of CREDS) got[cred] = (await open(cred)).status;
+    expect(got).toEqual({ none: 401, bad: 401, revoked: 401, read: 200, trade: 403, other: 200 });
+    // Another user's stream opens but names none of the demo user's connections.
+    const demoConnection = (await http(s.url, 'GET', '/api/v1/connections', { key: s.apiKey })).json.data[0].id as string;
+    expect((await open('read')).first).toContain(demoConnection);
+    expect((await open('other')).first).toMatch(/^retry: 3000/);
+    expect((await open('other')).first).not.toContain(demoConnection);
+  });
+
   it('gives one identical 401 body for missing, unknown and revoked keys (no oracle)', async () => {
     const bodies = await Promise.all(
       (['none', 'bad', 'revoked'] as const).map(async (c) => {

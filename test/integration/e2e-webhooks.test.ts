@@ -99,6 +99,12 @@ describe('webhook alerts', () => {
       return r.status === 403 ? r : undefined;
     }, '403 after deactivation');
     expect(refused.json).toMatchObject({ code: 'ACCOUNT_INACTIVE', detail: 'Account is inactive' });
+    // The REST API refuses the same way, a dry run included (it must not promise an order that cannot be placed).
+    for (const path of [`/api/v1/accounts/${acc}/orders`, `/api/v1/accounts/${acc}/orders?dryRun=true`]) {
+      const r = await api('POST', path, { symbol: 'ES', side: 'buy', qty: 1 });
+      expect(r.status, `${path}: ${r.text}`).toBe(403);
+      expect(r.json).toMatchObject({ code: 'ACCOUNT_INACTIVE', detail: 'Account is inactive' });
+    }
     const listed = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json;
     expect(listed.accountActive).toBe(false);
 

@@ -59,10 +59,12 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
       const plan = planOrder(ctx.req.body, owned.account.id, nowOf(deps));
+      // A dry run answers what the real order would meet on our side, inactive account included.
+      requireActive(owned);
       const dryRun = ctx.req.query?.dryRun === 'true' || ctx.req.query?.dryRun === '1';
       if (dryRun) {
-        // The idempotency fingerprint does not cover the query string: a stored plan would
-        // later replay in place of the real order sent with the same key. A 400 is not stored.
+        // A stored plan would hold the key for 24 h, so the real order sent next with that key
+        // would meet 422 (the fingerprint covers the query). A 400 is not stored.
         if (ctx.idempotencyKey !== undefined) {
           throw new AppError('VALIDATION_FAILED', 'dryRun: send no Idempotency-Key with a dry run (nothing is placed, nothing to dedupe)', {
             errors: [{ path: 'dryRun', message: 'cannot be combined with Idempotency-Key' }],
@@ -70,7 +72,6 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         }
         return { status: 200, body: dryRunBody(plan) };
       }
-      requireActive(owned);
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
       const result = await callActor(deps, ctx, owned.connectionId, { ...plan.request, clOrdId });
       ctx.log.info({ orderId: result.order.orderId, accountId: owned.account.id, symbol: plan.request.symbol }, 'order placed');
