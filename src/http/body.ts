@@ -69,6 +69,30 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
 }
 
 /**
+ * Deepest nesting of arrays/objects a body may have. Far above any request shape we accept,
+ * far below what recursive code after parsing (validation, fingerprints, logging) survives:
+ * a 64 KiB body can nest ~32,000 levels, which overflowed the stack (500) before this check.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Whether JSON text nests arrays/objects deeper than `max` (a linear scan, no recursion). */
+export function jsonNestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
  * Parses a JSON body. `lenient` (webhooks): the body is read as JSON whatever Content-Type
  * it declares, because alert senders label it inconsistently (TradingView sends text/plain when
  * it cannot tell, curl's default is form-urlencoded); it still has to be valid JSON.
@@ -80,6 +104,11 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined, leni
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
   }
   const text = raw.toString('utf8');
+  if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new AppError('VALIDATION_FAILED', `Request body nests deeper than ${MAX_JSON_DEPTH} levels`, {
+      errors: [{ path: '', message: `nesting deeper than ${MAX_JSON_DEPTH} levels` }],
+    });
+  }
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

@@ -8,8 +8,10 @@
  * can never both pass. No durable write happens before the handler runs: the deterministic
  * broker clOrdId (derived by the route from user + key) covers a crash in that window.
  *
- * What is stored after the handler answers: every status in 200..499 except 400, 401, 403
- * and 429 (those are rejections before execution, retryable with the same key). 5xx is
+ * What is stored after the handler answers: every status in 200..499 except 400, 401, 403,
+ * 404 and 429 (those are rejections before execution, retryable with the same key; a 404
+ * also answers "your account's connection has not synced yet", and storing it would lose
+ * that order for good once the account appears). 5xx is
  * never stored: 503 means nothing reached the broker, and 500/504 leave the outcome unknown,
  * so the retry with the same key must run again and reconcile by clOrdId instead of
  * replaying an unknown answer forever.
@@ -75,7 +77,7 @@ function sortKeys(value: unknown): unknown {
 }
 
 /**
- * SHA-256 (hex) of method, route template, path parameters and the canonical validated body.
+ * SHA-256 (hex) of method, route template, path parameters, the validated query and the canonical validated body.
  * The API prefix is not part of it: `/api/v1/x` and `/v1/x` are the same request.
  */
 export function requestFingerprint(
@@ -93,7 +95,7 @@ export function requestFingerprint(
 
 /** Whether a handler answer with this status is committed for replay (see module comment). */
 export function isStoredStatus(status: number): boolean {
-  return status >= 200 && status < 500 && status !== 400 && status !== 401 && status !== 403 && status !== 429;
+  return status >= 200 && status < 500 && status !== 400 && status !== 401 && status !== 403 && status !== 404 && status !== 429;
 }
 
 export type GateOutcome =

@@ -63,10 +63,14 @@ export function problemBodyReply(body: ProblemBody, headers: Record<string, stri
   return { status: body.status, headers: { 'Content-Type': PROBLEM_TYPE, ...headers }, body: JSON.stringify(body) };
 }
 
-/** An RFC 9457 answer for a thrown AppError, with `Retry-After` when it carries one. */
+/** Seconds to wait when a 503 does not say: DESIGN §3 promises `Retry-After` on every 503. */
+export const DEFAULT_UNAVAILABLE_RETRY_AFTER_S = 1;
+
+/** An RFC 9457 answer for a thrown AppError, with `Retry-After` when it carries one (and always on a 503). */
 export function appErrorReply(err: AppError, headers: Record<string, string> = {}): Reply {
   const extra: Record<string, string> = {};
-  if (err.retryAfterSeconds !== undefined) extra['Retry-After'] = String(err.retryAfterSeconds);
+  const retryAfter = err.retryAfterSeconds ?? (err.status === 503 ? DEFAULT_UNAVAILABLE_RETRY_AFTER_S : undefined);
+  if (retryAfter !== undefined) extra['Retry-After'] = String(retryAfter);
   return problemBodyReply(err.toProblem(), { ...extra, ...headers });
 }
 

@@ -152,9 +152,14 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
   throw invalid(path, 'must be {"price": n}, {"ticks": n} or a bare number (= price)');
 }
 
+/** Same ceiling as the order API's `qty`. */
+const MAX_ALERT_QTY = 10_000;
+
 function parseQty(value: unknown): number {
   const n = toNumber(value);
-  if (n === undefined || !Number.isInteger(n) || n <= 0) throw invalid('qty', 'must be a positive whole number (numeric strings accepted)');
+  if (n === undefined || !Number.isInteger(n) || n <= 0 || n > MAX_ALERT_QTY) {
+    throw invalid('qty', `must be a whole number from 1 to ${MAX_ALERT_QTY} (numeric strings accepted)`);
+  }
   return n;
 }
 

@@ -131,12 +131,12 @@ export function httpFrom(
   base: string,
   method: string,
   path: string,
-  opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+  opts: { key?: string; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> } = {},
 ): Promise<Reply> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.key !== undefined) headers['x-api-key'] = opts.key;
-  const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-  if (body !== undefined) headers['content-type'] ??= 'application/json';
+  const body = opts.raw ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body));
+  if (opts.raw === undefined && body !== undefined) headers['content-type'] ??= 'application/json';
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${base}${path}`, { method, headers, localAddress, agent: false }, (res) => {
       let text = '';

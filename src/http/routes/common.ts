@@ -52,11 +52,26 @@ export function userAccounts(deps: RouteDeps, userId: string): OwnedAccount[] {
   return out;
 }
 
-/** The caller's account, or 404 NOT_FOUND (same answer for foreign and unknown ids). */
+/**
+ * Whether one of the user's enabled connections has not reported its accounts yet (just
+ * started, or reconnecting after a restart): an account id we cannot find may be one of them.
+ */
+export function hasUnsyncedConnection(deps: RouteDeps, userId: string): boolean {
+  return deps.store.connections
+    .listByUser(userId)
+    .some((conn) => !conn.disabled && deps.gateway.accounts(conn.id).length === 0 && deps.gateway.status(conn.id)?.status !== 'CONNECTED');
+}
+
+/**
+ * The caller's account, or 404 NOT_FOUND (same answer for foreign and unknown ids). While a
+ * connection of the caller has not synced yet the answer is 503 BROKER_UNAVAILABLE instead: a
+ * client must not take "not found" as final for an order it should simply retry.
+ */
 export function ownedAccount(deps: RouteDeps, userId: string, accountId: string): OwnedAccount {
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
-  if (!found) throw new AppError('NOT_FOUND', 'Not found');
-  return found;
+  if (found) return found;
+  if (hasUnsyncedConnection(deps, userId)) throw new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
+  throw new AppError('NOT_FOUND', 'Not found');
 }
 
 /** Trading needs an account its broker still reports. */

@@ -3,13 +3,12 @@
  * credential (checked by the engine) and binds the alert to one account. TradingView
  * gives up after 3 s, so broker calls here carry a shorter deadline.
  */
-import type { AccountRecord } from '../../actors/protocol.js';
 import { AppError } from '../../domain/problems.js';
 import { clOrdIdFor, planOrder } from '../order-mapping.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, type StrategyDefaults } from '../webhook-payload.js';
-import { BROKER_ERRORS, callActor, errors, nowOf, type OwnedAccount, type RouteDeps } from './common.js';
+import { BROKER_ERRORS, callActor, errors, hasUnsyncedConnection, nowOf, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount } from './flatten.js';
 import { placeOrderBody } from './orders.js';
 
@@ -34,18 +33,9 @@ export const TRADINGVIEW_TEMPLATE = `{
  * (an unknown state is not an inactive account).
  */
 export function webhookAccount(deps: RouteDeps, userId: string, accountId: string): OwnedAccount {
-  let unsynced = false;
-  for (const conn of deps.store.connections.listByUser(userId)) {
-    if (conn.disabled) continue;
-    const accounts: AccountRecord[] = deps.gateway.accounts(conn.id);
-    const account = accounts.find((a) => a.id === accountId);
-    if (account) {
-      if (!account.active) break;
-      return { account, connectionId: conn.id };
-    }
-    if (accounts.length === 0 && deps.gateway.status(conn.id)?.status !== 'CONNECTED') unsynced = true;
-  }
-  if (unsynced) throw new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
+  const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
+  if (found?.account.active && !deps.store.connections.byId(found.connectionId)?.disabled) return found;
+  if (!found && hasUnsyncedConnection(deps, userId)) throw new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
   throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
 }
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../../../src/domain/problems.js';
-import { hasBody, isJsonMediaType, parseJsonBody, validate } from '../../../src/http/body.js';
+import { hasBody, isJsonMediaType, jsonNestsDeeperThan, MAX_JSON_DEPTH, parseJsonBody, validate } from '../../../src/http/body.js';
 
 const schema = z.strictObject({ symbol: z.string(), qty: z.number().int().positive(), takeProfit: z.strictObject({ price: z.number() }).optional() });
 
@@ -38,6 +38,21 @@ describe('media types and JSON parsing', () => {
   it('400 VALIDATION_FAILED for malformed JSON; empty body is undefined', () => {
     expect(codeOf(() => parseJsonBody(Buffer.from('{'), 'application/json', false))).toBe('VALIDATION_FAILED');
     expect(parseJsonBody(Buffer.alloc(0), 'application/json', false)).toBeUndefined();
+  });
+
+  it('400 VALIDATION_FAILED for bodies nested deeper than MAX_JSON_DEPTH (deep nesting overflowed the stack later: 500)', () => {
+    const nest = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
+    expect(parseJsonBody(Buffer.from(nest(MAX_JSON_DEPTH)), 'application/json', false)).toBeTypeOf('object');
+    expect(codeOf(() => parseJsonBody(Buffer.from(nest(MAX_JSON_DEPTH + 1)), 'application/json', false))).toBe('VALIDATION_FAILED');
+    expect(codeOf(() => parseJsonBody(Buffer.from(`${'['.repeat(30_000)}${']'.repeat(30_000)}`), 'text/plain', true))).toBe('VALIDATION_FAILED');
+  });
+
+  it('counts only brackets outside strings, escapes included', () => {
+    expect(jsonNestsDeeperThan(JSON.stringify({ s: '[[[[{{{{\\"[[[' }), 2)).toBe(false);
+    const text = String.raw`[[["\\"],[[]]]]`;
+    expect(JSON.parse(text)).toEqual([[['\\'], [[]]]]);
+    expect(jsonNestsDeeperThan(text, 3)).toBe(true);
+    expect(jsonNestsDeeperThan(text, 4)).toBe(false);
   });
 
   it('hasBody looks at Content-Length and chunked encoding', () => {

@@ -40,6 +40,13 @@ describe('parseWebhookPayload actions and aliases', () => {
     });
   });
 
+  it('refuses quantities outside 1..10,000 like the order API', () => {
+    for (const qty of [0, -1, 1.5, 10_001, 1e308, '1e308']) {
+      expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty }, NOW), String(qty)).toThrow(/qty/);
+    }
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 10_000 }, NOW)).qty).toBe(10_000);
+  });
+
   it('warns when an alias repeats a field already given', () => {
     const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', ticker: 'NQ', qty: 1 }, NOW);
     expect(orderOf(intent).symbol).toBe('ES');

@@ -24,6 +24,18 @@ describe('accounts and positions', () => {
     expect((await callError(w, 'GET', '/accounts/:id', { userId: w.a.userId, params: { id: '201' } })).code).toBe('NOT_FOUND');
   });
 
+  it('503 BROKER_UNAVAILABLE, not 404, while a connection of the caller has not reported its accounts yet', async () => {
+    // Just after a start the actor is CONNECTING and knows no accounts: "not found" would make a
+    // client give up an order it should retry.
+    w.gateway.accountsOf.set(w.a.connectionId, []);
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'CONNECTING', reason: 'connect', ts: 0 });
+    const err = await callError(w, 'GET', '/accounts/:id', { userId: w.a.userId, params: { id: '101' } });
+    expect(err.code).toBe('BROKER_UNAVAILABLE');
+    expect(err.retryAfterSeconds).toBe(1);
+    // Another user's connection being unsynced changes nothing for bob: his unknown id stays 404.
+    expect((await callError(w, 'GET', '/accounts/:id', { userId: w.b.userId, params: { id: '101' } })).code).toBe('NOT_FOUND');
+  });
+
   it('serves positions from the account’s actor', async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: -2, avgPrice: 5000.25, openedAt: null }];
     const page = listOf(positionSchema).parse((await call(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '101' } })).body);
