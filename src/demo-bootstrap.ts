@@ -11,9 +11,9 @@
  */
 import { readFileSync, writeFileSync, renameSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import type { BrokerCredentials, ConnectionSpec } from './actors/protocol.js';
 import type { Logger } from './log.js';
+import { randomBase62 } from './store/crypto.js';
 import type { Store } from './store/index.js';
 import type { ConnectionRecord } from './store/connections.js';
 
@@ -29,18 +29,6 @@ export const BUDGETS = {
   paper: { perMinute: 1_000_000, perHour: 60_000_000 },
   tradovate: { perMinute: 80, perHour: 5_000 },
 } as const;
-
-/** Random base62 text (passwords for paper logins and the demo user). */
-export function randomSecret(length = 20): string {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-  const bytes = randomBytes(length * 2);
-  let out = '';
-  for (const b of bytes) {
-    if (b < 248) out += alphabet[b % 62];
-    if (out.length === length) break;
-  }
-  return out.length === length ? out : out + randomSecret(length - out.length);
-}
 
 /** Creates a login with accounts at the paper broker (control API, loopback only). */
 export async function createPaperLogin(
@@ -137,9 +125,9 @@ export async function bootstrapDemo(opts: {
 }): Promise<DemoCredentials | null> {
   const { store, paper } = opts;
   if (store.users.byName(DEMO_USER)) return null;
-  const password = randomSecret(20);
+  const password = randomBase62(20);
   const user = await store.users.create({ name: DEMO_USER, password });
-  const login = { name: `demo-${randomSecret(6).toLowerCase()}`, password: randomSecret(24), accounts: ['DEMO1', 'DEMO2'] };
+  const login = { name: `demo-${randomBase62(6).toLowerCase()}`, password: randomBase62(24), accounts: ['DEMO1', 'DEMO2'] };
   await createPaperLogin(paper.controlUrl, login);
   rememberPaperLogin(opts.dataDir, login.name, login.accounts);
   const connection = await store.connections.create({

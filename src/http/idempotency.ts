@@ -9,25 +9,16 @@
  * broker clOrdId (derived by the route from user + key) covers a crash in that window.
  *
  * What is stored after the handler answers: every status in 200..499 except 400, 401, 403,
- * 404 and 429 (those are rejections before execution, retryable with the same key; a 404
- * also answers "your account's connection has not synced yet", and storing it would lose
- * that order for good once the account appears). 5xx is
- * never stored: 503 means nothing reached the broker, and 500/504 leave the outcome unknown,
+ * 404 and 429 (those are rejections before anything reached the broker, so a retry with the
+ * same key, once the request is fixed, must run rather than replay). 5xx is never stored: 503 means nothing reached the broker, and 500/504 leave the outcome unknown,
  * so the retry with the same key must run again and reconcile by clOrdId instead of
  * replaying an unknown answer forever.
  */
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/problems.js';
+import type { IdempotencyRecord } from '../store/idempotency.js';
 
-/** A stored answer, replayed byte-for-byte. */
-export interface IdempotencyRecord {
-  fingerprint: string;
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-  /** Epoch milliseconds. */
-  createdAt: number;
-}
+export type { IdempotencyRecord } from '../store/idempotency.js';
 
 /** The slice of the store the gate uses (`store.idempotency`). */
 export interface IdempotencyStore {

@@ -3,7 +3,8 @@
  * paper connection. Credentials never appear in a response.
  */
 import { AppError } from '../../domain/problems.js';
-import { connectionSpecFor, createPaperLogin, randomSecret, rememberPaperLogin } from '../../demo-bootstrap.js';
+import { connectionSpecFor, createPaperLogin, rememberPaperLogin } from '../../demo-bootstrap.js';
+import { randomBase62 } from '../../store/crypto.js';
 import type { ConnectionRecord } from '../../store/connections.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { connectionSchema, createConnectionBodySchema, listOf, listQuerySchema, type ListQuery } from '../schemas.js';
@@ -57,7 +58,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       if (!deps.paper) throw new AppError('BROKER_UNAVAILABLE', 'No embedded paper broker: start the service with --paper');
       const accounts = (ctx.req.body?.accounts ?? [{ name: 'PAPER1' }]).map((a) => a.name);
-      const login = { name: `paper-${randomSecret(8).toLowerCase()}`, password: randomSecret(24), accounts };
+      const login = { name: `paper-${randomBase62(8).toLowerCase()}`, password: randomBase62(24), accounts };
       await createPaperLogin(deps.paper.controlUrl, login);
       rememberPaperLogin(deps.config.dataDir, login.name, accounts);
       const record = await deps.store.connections.create({
