@@ -6,7 +6,7 @@
  */
 import type { Entity, Mirror } from '../broker/tradovate/mirror.js';
 import { AppError } from '../domain/problems.js';
-import { contractName, FINAL_STATUSES, toOrderRecord, type OrderNote } from './order-mapping.js';
+import { contractName, FINAL_STATUSES, statusOf, toOrderRecord, type OrderNote } from './order-mapping.js';
 import { pairTrades, type FillInput } from './trades.js';
 import type { AccountRecord, ClosedTrade, ConnectionSpec, OrderRecord, PositionRecord } from './protocol.js';
 
@@ -91,6 +91,9 @@ export class OrderModel {
   workingOrders(accountId: string): OrderRecord[] {
     const out: OrderRecord[] = [];
     for (const o of this.mirror.by('order', 'accountId', Number(accountId))) {
+      // A final broker status is final whatever was filled: skip the account's history cheaply
+      // (it only grows) before building records, which reads versions and fills.
+      if (FINAL_STATUSES.has(statusOf(o.ordStatus, 0))) continue;
       const rec = toOrderRecord(this.mirror, o, this.notes.get(o.id));
       if (!FINAL_STATUSES.has(rec.status)) out.push(rec);
     }
@@ -185,7 +188,8 @@ export class OrderModel {
       if (!best || rank(o) < rank(best) || (rank(o) === rank(best) && o.id < best.id)) best = o;
     }
     if (best) return best;
-    for (const o of this.mirror.by('order', 'accountId', Number(accountId))) if (o.clOrdId === clOrdId) return o;
+    // Indexed: this runs before every new order, and an account's history only grows.
+    for (const o of this.mirror.by('order', 'clOrdId', clOrdId)) if (String(o.accountId) === accountId) return o;
     for (const s of this.mirror.by('orderStrategy', 'uuid', clOrdId)) {
       if (String(s.accountId) !== accountId) continue;
       const ids = this.mirror.by('orderStrategyLink', 'orderStrategyId', s.id).map((l) => Number(l.orderId)).sort((a, b) => a - b);

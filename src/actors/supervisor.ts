@@ -23,6 +23,13 @@ export interface SupervisorOptions {
   tuning?: Partial<ActorTuning>;
   /** Log level inside workers; defaults to the front logger's level. */
   workerLogLevel?: string;
+  /**
+   * Requests one connection may have in flight (default 512). Past it the answer is an
+   * immediate 503 with Retry-After instead of an unbounded queue: under overload clients get a
+   * fast, safe "retry" (nothing was sent) rather than timeouts and a backlog that keeps placing
+   * orders long after they gave up.
+   */
+  maxInFlightPerConnection?: number;
 }
 
 interface Slot {
@@ -58,6 +65,9 @@ export interface Supervisor extends ActorGateway {
 export function createSupervisor(opts: SupervisorOptions): Supervisor {
   const workerFile = opts.workerFile ?? distPath('workers/connection-actor.js');
   const callTimeoutMs = opts.callTimeoutMs ?? 15_000;
+  const maxInFlight = opts.maxInFlightPerConnection ?? 512;
+  /** Requests in flight per connection (the front thread is the only caller). */
+  const inFlight = new Map<string, number>();
   const log = opts.logger.child({ component: 'supervisor' });
   const specs = new Map<string, ConnectionSpec>();
   const placement = new Map<string, Slot>();
@@ -168,7 +178,16 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       if (!specs.has(connectionId)) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
       const slot = placement.get(connectionId);
       if (!slot || !slot.client.alive) throw new AppError('BROKER_UNAVAILABLE', `actor for ${connectionId} is restarting`);
-      return (await slot.client.request(connectionId, req, ropts?.timeoutMs ?? callTimeoutMs)) as ResultFor<R>;
+      const pending = inFlight.get(connectionId) ?? 0;
+      if (pending >= maxInFlight) throw new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is at capacity (${maxInFlight} requests in flight)`, {}, 1);
+      inFlight.set(connectionId, pending + 1);
+      try {
+        return (await slot.client.request(connectionId, req, ropts?.timeoutMs ?? callTimeoutMs)) as ResultFor<R>;
+      } finally {
+        const left = (inFlight.get(connectionId) ?? 1) - 1;
+        if (left > 0) inFlight.set(connectionId, left);
+        else inFlight.delete(connectionId);
+      }
     },
 
     status: (connectionId) => statuses.get(connectionId),

@@ -55,10 +55,13 @@ function nextEvent(s: Supervisor, pred: (e: ActorEvent) => boolean, timeoutMs = 
 
 const isStatus = (id: string, status: string) => (e: ActorEvent) => e.type === 'status' && e.connectionId === id && e.status === status;
 
-async function start(threadsMax = 4): Promise<Supervisor> {
+async function start(threadsMax = 4, maxInFlightPerConnection?: number): Promise<Supervisor> {
   sim = await startSim({ priceStepMs: 0, heartbeatMs: 500 });
   await control('POST', '/prices', { symbol: SYMBOL, price: 5000 });
-  sup = createSupervisor({ threadsMax, logger: quietLogger, callTimeoutMs: 20_000, tuning: TEST_TUNING, workerLogLevel: 'silent' });
+  sup = createSupervisor({
+    threadsMax, logger: quietLogger, callTimeoutMs: 20_000, tuning: TEST_TUNING, workerLogLevel: 'silent',
+    ...(maxInFlightPerConnection ? { maxInFlightPerConnection } : {}),
+  });
   return sup;
 }
 
@@ -107,6 +110,31 @@ test('a killed worker: pending calls reject promptly with BROKER_UNAVAILABLE; it
   expect(((await reconnected) as StatusEvent).reason).toBe('reconnect');
   const working = await s.request(spec.connectionId, { type: 'working-orders', accountId });
   expect(working.map((o) => o.orderId)).toContain(resting.order.orderId);
+});
+
+test('past the in-flight cap a request is refused at once with a retryable 503, and nothing reaches the broker', async () => {
+  const s = await start(4, 2);
+  const { spec, accountId } = await userSpec('sup4');
+  await s.addConnection(spec);
+  await nextEvent(s, isStatus(spec.connectionId, 'CONNECTED'));
+  await control('POST', '/faults', { latencyMs: 1500 });
+  const place = (clOrdId: string) =>
+    s.request(spec.connectionId, {
+      type: 'place-order', accountId, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4960, timeInForce: 'day', clOrdId,
+    });
+  const held = [place('cap1'), place('cap2')];
+  const t0 = Date.now();
+  const refused = await place('cap3').catch((e: unknown) => e);
+  expect(Date.now() - t0).toBeLessThan(1000);
+  expect(refused).toBeInstanceOf(AppError);
+  expect((refused as AppError).code).toBe('BROKER_UNAVAILABLE');
+  expect((refused as AppError).retryAfterSeconds).toBe(1);
+  await Promise.all(held);
+  await control('DELETE', '/faults');
+  const state = await control('GET', '/state?user=sup4');
+  expect(state.orders.filter((o: { clOrdId?: string }) => o.clOrdId === 'cap3')).toEqual([]);
+  // Slots free again once the held calls are answered.
+  expect((await place('cap3')).order.orderId).toBeTruthy();
 });
 
 test('past threadsMax connections share workers; removal reports DISABLED and forgets the connection', async () => {

@@ -52,7 +52,7 @@ const INDEXED: Record<string, string[]> = {
   executionReport: ['orderId'],
   orderStrategyLink: ['orderStrategyId', 'orderId'],
   orderStrategy: ['uuid'],
-  order: ['accountId', 'parentId', 'ocoId'],
+  order: ['accountId', 'parentId', 'ocoId', 'clOrdId'],
   position: ['accountId'],
 };
 
