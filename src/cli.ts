@@ -33,7 +33,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
   bench: {
     summary: 'measure latency and throughput under the rate limit (see README "Performance")',
-    usage: 'tradegate bench [orders|webhooks|sse|reads|actors] [--quick]',
+    usage: 'tradegate bench [orders|webhooks|sse|reads|actors] [--quick] [--keys K] [--out DIR]',
   },
 };
 

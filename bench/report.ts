@@ -1,0 +1,223 @@
+/**
+ * Bench output: `bench/results/<ISO date>.json|.md|.svg`, and `latest.json` rewritten on
+ * every run. The Markdown puts each latency next to the harness floor and the raw broker
+ * round trip, and states every correctness check with its result.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Percentiles } from './hdr.js';
+import type { BenchSummary, Check, PlotSeries, ScenarioOutcome } from './summary.js';
+import { SCENARIOS } from './summary.js';
+import { renderLatencySvg } from './svg-plot.js';
+
+function ms(n: number | undefined): string {
+  if (n === undefined || !Number.isFinite(n)) return '–';
+  if (n >= 100) return n.toFixed(0);
+  if (n >= 10) return n.toFixed(1);
+  return n.toFixed(2);
+}
+
+/** Escapes a Markdown table cell. */
+export function cell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+}
+
+function latencyRow(label: string, p: Percentiles | undefined, note = ''): string {
+  if (!p) return `| ${cell(label)} | – | – | – | – | – | – | ${cell(note)} |`;
+  return `| ${cell(label)} | ${p.count} | ${ms(p.p50)} | ${ms(p.p90)} | ${ms(p.p99)} | ${ms(p.p999)} | ${ms(p.max)} | ${cell(note)} |`;
+}
+
+const LATENCY_HEAD = ['| measure | n | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | note |', '|---|---:|---:|---:|---:|---:|---:|---|'];
+
+function checksBlock(outcome: ScenarioOutcome | undefined): string[] {
+  if (!outcome) return [];
+  const lines: string[] = [];
+  if (outcome.status === 'error') {
+    const [first, ...rest] = (outcome.reason ?? 'unknown error').split('\n');
+    lines.push(`**Did not run:** ${first}`, '');
+    // Process output (a stack, a log tail) stays verbatim in a code block.
+    if (rest.some((l) => l.trim())) lines.push('```', ...rest.map((l) => l.replace(/```/g, "'''")), '```', '');
+  }
+  for (const c of outcome.checks) lines.push(`- ${c.ok ? '✅' : '❌'} ${c.name}: ${c.detail}`);
+  for (const n of outcome.notes ?? []) lines.push(`- ⚠️ ${n}`);
+  return lines.length ? [...lines, ''] : [];
+}
+
+function statusWord(outcome: ScenarioOutcome | undefined): string {
+  if (!outcome) return 'not run';
+  return outcome.status === 'ok' ? 'all checks passed' : outcome.status === 'failed' ? 'CHECK FAILED' : 'did not run';
+}
+
+/** The run as Markdown: machine, one section per scenario, checks. */
+export function renderMarkdown(s: BenchSummary): string {
+  const out: string[] = [];
+  out.push(`# tradegate bench — ${s.startedAt}${s.quick ? ' (quick)' : ''}`, '');
+  out.push(
+    `Machine: ${s.machine.cpus} × ${s.machine.cpuModel}, ${s.machine.memoryMB} MB, Node ${s.machine.node} ` +
+      `(${s.machine.platform}/${s.machine.arch}), open-file limit ${s.machine.fileLimit}. Run took ${(s.durationMs / 1000).toFixed(0)} s.`,
+    '',
+  );
+  out.push(
+    'Latencies are open-loop: arrivals at a fixed rate, each timed from its *intended* send time ' +
+      '(no coordinated omission); percentiles from HdrHistogram. Load generators run in piscina worker threads of ' +
+      'the bench process; the service runs in its own process (`tradegate serve --paper`).',
+    '',
+  );
+  out.push('| scenario | result | time s |', '|---|---|---:|');
+  for (const name of SCENARIOS) {
+    const o = s.scenarios[name];
+    if (o) out.push(`| ${name} | ${statusWord(o)} | ${(o.durationMs / 1000).toFixed(1)} |`);
+  }
+  out.push('');
+
+  const o = s.orders;
+  if (s.scenarios.orders) {
+    out.push('## orders — bracket orders under the per-key rate limit', '');
+    if (o) {
+      out.push(
+        `${o.keys} keys at 120/min each (${o.ratePerSec} req/s offered) for ${(o.durationMs / 1000).toFixed(0)} s, half with ` +
+          `Idempotency-Key; ${o.overLimitKeys} more keys at 10× their limit. Sent ${o.sent}: ${o.accepted} accepted, ` +
+          `${o.rejected429} answered 429; ${ms(o.acceptedPerSec)} accepted orders/s${Object.keys(o.otherOutcomes).length ? `, other: ${JSON.stringify(o.otherOutcomes)}` : ''}.`,
+        '',
+      );
+      out.push(...LATENCY_HEAD);
+      out.push(latencyRow('harness floor (GET /healthz, same generator)', o.harnessFloorMs));
+      out.push(latencyRow('raw broker round trip (WS order/placeorder)', o.brokerRttMs));
+      out.push(latencyRow('raw broker round trip (WS order/placeoso)', o.brokerOsoRttMs));
+      if (o.lowLoad) {
+        const l = o.lowLoad;
+        const note = `${l.keys} keys, ${l.durationMs / 1000} s, outcomes ${JSON.stringify(l.outcomes)}`;
+        out.push(latencyRow(`POST order at ${l.ratePerSec} req/s (201)`, l.e2eMs, note));
+        out.push(latencyRow(`… with Idempotency-Key at ${l.ratePerSec} req/s (201)`, l.idempotent.e2eMs));
+        out.push(latencyRow(`service added latency at ${l.ratePerSec} req/s`, l.addedMs, 'e2e − raw placeoso'));
+        out.push(latencyRow(`… idempotent, at ${l.ratePerSec} req/s`, l.idempotent.addedMs));
+      }
+      out.push(
+        latencyRow(`POST order at ${o.ratePerSec} req/s, accepted (201)`, o.e2eMs,
+          `${ms(o.ratios.e2eOverBrokerP50)}× raw placeoso at p50, ${ms(o.ratios.e2eOverBrokerP99)}× at p99; floor is ${Math.round(o.ratios.floorShareP50 * 100)} % of it at p50`),
+      );
+      out.push(latencyRow(`… with Idempotency-Key at ${o.ratePerSec} req/s (201)`, o.idempotent.e2eMs));
+      out.push(latencyRow(`POST order at ${o.ratePerSec} req/s, every in-limit request`, o.allRequestsMs, 'all outcomes; a timeout counts as its 30 s deadline'));
+      out.push(latencyRow('service added latency (e2e − raw placeoso)', o.addedMs, 'percentile-wise difference'));
+      out.push(latencyRow('added latency, idempotent', o.idempotent.addedMs));
+      out.push(latencyRow('rejected (429)', o.rejected429Ms));
+      out.push('');
+    }
+    out.push(...checksBlock(s.scenarios.orders));
+  }
+
+  const w = s.webhooks;
+  if (s.scenarios.webhooks) {
+    out.push('## webhooks — alert burst', '');
+    if (w) {
+      out.push(
+        `${w.alerts} alerts over ${w.tokens} tokens inside 1 s: ${w.acked} acknowledged, ${w.lost} lost, ${w.duplicates} duplicates at the broker; ` +
+          `all at the broker ${ms(w.allAtBrokerMs)} ms after the first alert (broker polled every 100 ms); ${w.retriedDeduped} retried alerts deduplicated.`,
+        '',
+      );
+      out.push(...LATENCY_HEAD, latencyRow('alert acknowledgement', w.ackMs), '');
+    }
+    out.push(...checksBlock(s.scenarios.webhooks));
+  }
+
+  const e = s.sse;
+  if (s.scenarios.sse) {
+    out.push('## sse — health-stream fan-out', '');
+    if (e) {
+      out.push(
+        `${e.subscribers} subscribers (${e.requested} requested; ${e.cap}). One broker drop → time until each stream sees the ` +
+          `status event. Server RSS ${ms(e.serverRssMB.before)} → ${ms(e.serverRssMB.after)} MB: ${ms(e.rssPerSubscriberKB)} KB per subscriber; ${e.missing} streams missed the event.`,
+        '',
+      );
+      out.push(...LATENCY_HEAD, latencyRow('fan-out (drop → event seen)', e.fanoutMs), '');
+    }
+    out.push(...checksBlock(s.scenarios.sse));
+  }
+
+  const r = s.reads;
+  if (s.scenarios.reads) {
+    out.push('## reads — accounts and working orders', '');
+    if (r) {
+      out.push(
+        `${r.keys} keys, ${r.ratePerSec} req/s offered for ${(r.durationMs / 1000).toFixed(0)} s: ${ms(r.reqPerSec)} req/s completed` +
+          `${Object.keys(r.non2xx).length ? `; non-2xx: ${JSON.stringify(r.non2xx)}` : ''}.`,
+        '',
+      );
+      out.push(...LATENCY_HEAD, latencyRow('all reads', r.latencyMs));
+      for (const [name, p] of Object.entries(r.byEndpoint)) out.push(latencyRow(name, p));
+      out.push('');
+    }
+    out.push(...checksBlock(s.scenarios.reads));
+  }
+
+  const a = s.actors;
+  if (s.scenarios.actors) {
+    out.push('## actors — cost of a connection actor', '');
+    if (a) {
+      out.push(`One actor starts (addConnection → CONNECTED) in ${ms(a.startMs)} ms; a bare actor worker answers its first RPC ${ms(a.workerStartMs)} ms after spawn.`, '');
+      out.push('| connections | RSS growth MB | RSS per actor MB | start ms (all) | start per actor ms |', '|---:|---:|---:|---:|---:|');
+      for (const run of a.runs) {
+        out.push(`| ${run.connections} | ${ms(run.rssDeltaMB)} | ${ms(run.rssPerActorMB)} | ${ms(run.startMs)} | ${ms(run.startPerActorMs)} |`);
+      }
+      out.push('');
+    }
+    out.push(...checksBlock(s.scenarios.actors));
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** File-name-safe ISO timestamp, e.g. 2026-11-21T19-45-00Z. */
+export function fileStamp(iso: string): string {
+  return iso.replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+}
+
+/** Paths of the files a report run wrote. */
+export interface WrittenReport {
+  json: string;
+  markdown: string;
+  svg: string;
+  latest: string;
+  /** SUMMARY.md, written for full runs of every scenario (the committed summary). */
+  summary?: string;
+}
+
+/**
+ * Writes the dated JSON (summary + plotted spectra), Markdown and SVG, and rewrites
+ * latest.json (summary only); with `summaryFile`, also SUMMARY.md and latest.svg.
+ */
+export async function writeReport(
+  dir: string,
+  summary: BenchSummary,
+  series: PlotSeries[],
+  opts: { summaryFile?: boolean } = {},
+): Promise<WrittenReport> {
+  await mkdir(dir, { recursive: true });
+  const stamp = fileStamp(summary.startedAt);
+  const paths: WrittenReport = {
+    json: join(dir, `${stamp}.json`),
+    markdown: join(dir, `${stamp}.md`),
+    svg: join(dir, `${stamp}.svg`),
+    latest: join(dir, 'latest.json'),
+  };
+  const title = `tradegate latency distribution — ${summary.startedAt}${summary.quick ? ' (quick)' : ''}`;
+  await writeFile(paths.json, `${JSON.stringify({ ...summary, spectra: series }, null, 2)}\n`);
+  await writeFile(paths.markdown, renderMarkdown(summary).replace(/\n$/, `\n![latency distribution](${stamp}.svg)\n`));
+  await writeFile(paths.svg, renderLatencySvg(title, series));
+  await writeFile(paths.latest, `${JSON.stringify(summary, null, 2)}\n`);
+  if (opts.summaryFile) {
+    paths.summary = join(dir, 'SUMMARY.md');
+    await writeFile(join(dir, 'latest.svg'), renderLatencySvg(title, series));
+    await writeFile(paths.summary, renderMarkdown(summary).replace(/\n$/, `\n![latency distribution](latest.svg)\n`));
+  }
+  return paths;
+}
+
+/** All checks of all scenarios passed (and none errored). */
+export function allPassed(summary: BenchSummary): boolean {
+  return Object.values(summary.scenarios).every((o) => o && o.status === 'ok');
+}
+
+/** A check helper: `ok` with a detail line. */
+export function check(name: string, ok: boolean, detail: string): Check {
+  return { name, ok, detail };
+}

@@ -1,0 +1,68 @@
+/**
+ * `reads`: K read keys, each at its 120/min limit, alternate GET /api/v1/accounts and
+ * GET /v1/accounts/{id}/working-orders (served from the actor's live mirror of the broker)
+ * on an open-loop schedule. A few resting orders are placed first so the working-orders
+ * list is not empty, and its answer is checked against the broker.
+ */
+import { mergeHistograms } from '../hdr.js';
+import type { HttpRequestSpec } from '../http-load.js';
+import { check } from '../report.js';
+import { lagNote, measured, pick, r2, statusCounts, type ScenarioContext, type ScenarioRun } from '../scenario.js';
+import { Service } from '../service.js';
+import type { ReadsSummary } from '../summary.js';
+import { brokerOrders, createApiKeys, demoAccounts, pinBenchContract, restingBracket, waitForKey } from '../fixtures.js';
+
+const PER_KEY_RATE = 2;
+
+/** Runs the scenario on its own service. */
+export async function runReads(ctx: ScenarioContext): Promise<ScenarioRun<ReadsSummary>> {
+  const keysN = ctx.keys ?? (ctx.quick ? 50 : 500);
+  const durationMs = ctx.quick ? 5_000 : 30_000;
+  const seedOrders = ctx.quick ? 10 : 50;
+  const rate = keysN * PER_KEY_RATE;
+  const service = await Service.start();
+  try {
+    const demo = await service.demo();
+    const [account] = await demoAccounts(service, demo.apiKey);
+    await pinBenchContract(service, demo.apiKey, account!.id);
+    const keys = await createApiKeys(service, keysN, ['read'], 'bench-reads');
+    await waitForKey(service, keys[keys.length - 1]!);
+    for (let i = 0; i < seedOrders; i++) {
+      const res = await service.api('POST', `/api/v1/accounts/${account!.id}/orders`, demo.apiKey, restingBracket(`seed-${i}`));
+      if (res.status !== 201) throw new Error(`seed order answered ${res.status}: ${JSON.stringify(res.body)}`);
+    }
+
+    const working = await service.api<{ data?: unknown[] }>('GET', `/v1/accounts/${account!.id}/working-orders?limit=500`, demo.apiKey);
+    const atBroker = (await brokerOrders(service, [account!.id])).filter((o) => o.ordStatus === 'Working' || o.ordStatus === 'Suspended');
+    const listed = working.body.data?.length ?? -1;
+
+    const requests: HttpRequestSpec[] = keys.map((key, i) =>
+      i % 2 === 0
+        ? { method: 'GET', path: '/api/v1/accounts', tag: 'GET /api/v1/accounts', headers: { 'x-api-key': key } }
+        : { method: 'GET', path: `/v1/accounts/${account!.id}/working-orders`, tag: 'GET /v1/accounts/{id}/working-orders', headers: { 'x-api-key': key } },
+    );
+    ctx.log(`reads: ${keysN} keys at 120/min (${rate}/s) for ${durationMs / 1000} s`);
+    const run = await ctx.pool.http({ kind: 'http', origin: service.origin, ratePerSec: rate, durationMs, uniquePrefix: `${ctx.runId}-r`, requests });
+
+    const ok = mergeHistograms(pick(run, (_, s) => s === '200'));
+    const all = measured('reads (200)', ok);
+    const byEndpoint: Record<string, ReturnType<typeof measured>['p']> = {};
+    for (const tag of new Set(requests.map((r) => r.tag))) {
+      byEndpoint[tag] = measured(tag, mergeHistograms(pick(run, (t, s) => t === tag && s === '200'))).p;
+    }
+    const counts = statusCounts(run);
+    const non2xx: Record<string, number> = {};
+    for (const [s, n] of Object.entries(counts)) if (s !== '200') non2xx[s] = n;
+    const reqPerSec = run.elapsedMs > 0 ? r2((ok.totalCount * 1000) / run.elapsedMs) : 0;
+
+    const checks = [
+      check('every read answered 200', Object.keys(non2xx).length === 0, `${ok.totalCount} of ${run.sent} answered 200${Object.keys(non2xx).length ? `; others ${JSON.stringify(non2xx)}` : ''}`),
+      check('working orders match the broker', listed === atBroker.length,
+        `the service listed ${listed} working orders; the broker holds ${atBroker.length} working/suspended orders on the account`),
+    ];
+    const summary: ReadsSummary = { keys: keysN, ratePerSec: rate, durationMs, reqPerSec, latencyMs: all.p, byEndpoint, non2xx };
+    return { summary, checks, notes: lagNote('reads', run.sendLag), series: [all.series] };
+  } finally {
+    await service.stop();
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * The system under test: a real `tradegate serve --paper` child process with its own temp
+ * data dir and ports, plus the helpers a scenario needs around it (API calls, the paper
+ * broker's control API, API keys in bulk, the server's RSS). One service per scenario, so
+ * scenarios never see each other's orders, keys or connections.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+/** An HTTP answer with its parsed body. */
+export interface ApiAnswer<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** Finds a free TCP port on loopback (bind to 0, read, close). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `probe` every `everyMs` until it returns a value (not undefined) or the deadline passes. */
+export async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      lastError = err;
+    }
+    await sleep(everyMs);
+  }
+  const why = lastError instanceof Error ? `: ${lastError.message}` : '';
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+}
+
+/** Reads a process's resident set size (kB) from /proc; 0 where /proc is unavailable. */
+export async function rssKB(pid: number): Promise<number> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** A running `tradegate serve --paper`. */
+export class Service {
+  private static readonly live = new Set<Service>();
+
+  /** Stops every service still running (the bench was interrupted). */
+  static async stopAll(): Promise<void> {
+    await Promise.all([...Service.live].map((s) => s.stop()));
+  }
+
+  private exited: { code: number | null; signal: string | null } | undefined;
+  private readonly exit: Promise<void>;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly dataDir: string,
+    readonly port: number,
+    readonly paperPort: number,
+    private readonly logFile: string,
+  ) {
+    this.exit = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        this.exited = { code, signal };
+        resolve();
+      }),
+    );
+  }
+
+  /** `http://127.0.0.1:PORT` of the service. */
+  get origin(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The embedded paper broker's addresses. */
+  get paper(): { url: string; restUrl: string; wsUrl: string } {
+    const url = `http://127.0.0.1:${this.paperPort}`;
+    return { url, restUrl: `${url}/v1`, wsUrl: `ws://127.0.0.1:${this.paperPort}/v1/websocket` };
+  }
+
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
+
+  /** Starts the service on fresh ports and a fresh data dir and waits until it is ready. */
+  static async start(opts: { logLevel?: string; startTimeoutMs?: number } = {}): Promise<Service> {
+    const dataDir = await mkdtemp(join(tmpdir(), 'tradegate-bench-'));
+    const port = await freePort();
+    const paperPort = await freePort();
+    const logFile = join(dataDir, 'server.log');
+    const log = createWriteStream(logFile);
+    const args = [
+      join(PACKAGE_ROOT, 'bin', 'tradegate.js'),
+      'serve', '--paper',
+      '--host', '127.0.0.1',
+      '--port', String(port),
+      '--paper-port', String(paperPort),
+      '--data-dir', dataDir,
+      '--log-level', opts.logLevel ?? 'warn',
+    ];
+    const child = spawn(process.execPath, args, { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout!.pipe(log);
+    child.stderr!.pipe(log);
+    const service = new Service(child, dataDir, port, paperPort, logFile);
+    Service.live.add(service);
+    try {
+      await Promise.race([
+        service.exit,
+        waitFor('the service to answer /readyz', opts.startTimeoutMs ?? 30_000, async () => {
+          const res = await fetch(`${service.origin}/readyz`).catch(() => undefined);
+          return res?.status === 200 || service.exited ? true : undefined;
+        }),
+      ]);
+      if (service.exited) throw new Error(`service exited (${JSON.stringify(service.exited)})`);
+    } catch (err) {
+      const tail = await service.logTail();
+      await service.stop();
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\n${tail}`);
+    }
+    return service;
+  }
+
+  /** The last lines of the server's output (for error messages). */
+  async logTail(lines = 20): Promise<string> {
+    const text = await readFile(this.logFile, 'utf8').catch(() => '');
+    return text.trimEnd().split('\n').slice(-lines).join('\n');
+  }
+
+  /** The first-run demo credentials (`data/demo-credentials.json`). */
+  async demo(): Promise<{ apiKey: string; connectionId: string }> {
+    return waitFor('demo-credentials.json', 20_000, async () => {
+      const text = await readFile(join(this.dataDir, 'demo-credentials.json'), 'utf8').catch(() => undefined);
+      return text ? (JSON.parse(text) as { apiKey: string; connectionId: string }) : undefined;
+    });
+  }
+
+  /** Calls the service's API with an API key; rejects after `timeoutMs` (default 15 s) without an answer. */
+  async api<T = unknown>(
+    method: string,
+    path: string,
+    key: string | undefined,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    timeoutMs = 15_000,
+  ): Promise<ApiAnswer<T>> {
+    const h: Record<string, string> = { accept: 'application/json', ...headers };
+    if (key) h['x-api-key'] = key;
+    if (body !== undefined) h['content-type'] = 'application/json';
+    const res = await fetch(`${this.origin}${path}`, {
+      method,
+      headers: h,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T };
+  }
+
+  /** Calls the paper broker's control API (`/control/...`). */
+  async control<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await fetch(`${this.paper.url}/control${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`control ${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
+    return (text ? JSON.parse(text) : null) as T;
+  }
+
+  /** Resident set size of the service process (all its threads), kB. */
+  rssKB(): Promise<number> {
+    return rssKB(this.pid);
+  }
+
+  /** Stops the process (SIGTERM, then SIGKILL after 5 s) and removes the data dir. */
+  async stop(): Promise<void> {
+    Service.live.delete(this);
+    if (!this.exited && this.child.pid) {
+      this.child.kill('SIGTERM');
+      const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+      await this.exit;
+      clearTimeout(timer);
+    }
+    await rm(this.dataDir, { recursive: true, force: true });
+  }
+}

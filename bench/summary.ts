@@ -1,0 +1,154 @@
+/**
+ * The machine-readable result of a bench run: the shape of `bench/results/latest.json`
+ * (issue 6), plus each scenario's correctness checks. Latencies are milliseconds.
+ */
+import type { Percentiles, SpectrumPoint } from './hdr.js';
+
+/** Scenario names, as `tradegate bench <scenario>` takes them. */
+export const SCENARIOS = ['orders', 'webhooks', 'sse', 'reads', 'actors'] as const;
+/** One of SCENARIOS. */
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+/** One correctness check a scenario made while it ran. */
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+/** How a scenario ended: `ok` (ran, all checks passed), `failed` (ran, a check failed), `error` (could not run). */
+export interface ScenarioOutcome {
+  status: 'ok' | 'failed' | 'error';
+  durationMs: number;
+  checks: Check[];
+  /** Why it could not run, for `error`. */
+  reason?: string;
+  /** Measurement caveats the reader must know (e.g. the generator fell behind). */
+  notes?: string[];
+}
+
+/** The machine a run measured. */
+export interface MachineInfo {
+  cpus: number;
+  cpuModel: string;
+  node: string;
+  platform: string;
+  arch: string;
+  memoryMB: number;
+  /** `ulimit -n` of the bench process. */
+  fileLimit: number;
+}
+
+/** `orders` section of latest.json. */
+export interface OrdersSummary {
+  keys: number;
+  overLimitKeys: number;
+  /** Offered rate of the in-limit keys (keys × 2/s). */
+  ratePerSec: number;
+  durationMs: number;
+  sent: number;
+  accepted: number;
+  rejected429: number;
+  /** Accepted (201) answers per second over the run, first arrival to last answer. */
+  acceptedPerSec: number;
+  /** Other outcomes by `status` (e.g. `503`, `error`, `timeout`). */
+  otherOutcomes: Record<string, number>;
+  /** Accepted requests without Idempotency-Key, from intended send time to response. */
+  e2eMs: Percentiles;
+  /** Every in-limit request whatever its outcome (a timeout counts as its deadline): no survivor bias. */
+  allRequestsMs: Percentiles;
+  brokerRttMs: Percentiles;
+  /** `order/placeoso` with the same bracket, the broker call the service actually makes. */
+  brokerOsoRttMs: Percentiles;
+  /** e2e − raw placeoso round trip (the broker call a bracket order makes), percentile by percentile. */
+  addedMs: Percentiles;
+  idempotent: { e2eMs: Percentiles; addedMs: Percentiles };
+  rejected429Ms: Percentiles;
+  harnessFloorMs: Percentiles;
+  /** e2e over the raw placeoso round trip, and the harness floor's share of e2e, at p50 and p99. */
+  ratios: { e2eOverBrokerP50: number; e2eOverBrokerP99: number; floorShareP50: number; floorShareP99: number };
+  /** The generator's own lateness (p99, ms): large values mean the driver, not the service, saturated. */
+  sendLagP99Ms: number;
+  accountedAtBroker: boolean;
+  duplicates: number;
+  /** Full runs with K > 50: the same orders from 50 keys (100/s) first, a load the service can carry. */
+  lowLoad?: {
+    keys: number;
+    ratePerSec: number;
+    durationMs: number;
+    outcomes: Record<string, number>;
+    e2eMs: Percentiles;
+    addedMs: Percentiles;
+    idempotent: { e2eMs: Percentiles; addedMs: Percentiles };
+  };
+}
+
+/** `webhooks` section of latest.json. */
+export interface WebhooksSummary {
+  alerts: number;
+  tokens: number;
+  acked: number;
+  duplicates: number;
+  lost: number;
+  /** From the first alert's intended send time until every acknowledged order is at the broker. */
+  allAtBrokerMs: number;
+  ackMs: Percentiles;
+  /** Retried alerts (same `id`) answered from the dedupe record without a second order. */
+  retriedDeduped: number;
+}
+
+/** `sse` section of latest.json. */
+export interface SseSummary {
+  subscribers: number;
+  requested: number;
+  /** Why `subscribers` is below the default (file limit, quick mode). */
+  cap: string;
+  fanoutMs: Percentiles;
+  missing: number;
+  rssPerSubscriberKB: number;
+  serverRssMB: { before: number; after: number };
+}
+
+/** `reads` section of latest.json. */
+export interface ReadsSummary {
+  keys: number;
+  ratePerSec: number;
+  durationMs: number;
+  reqPerSec: number;
+  latencyMs: Percentiles;
+  byEndpoint: Record<string, Percentiles>;
+  non2xx: Record<string, number>;
+}
+
+/** `actors` section of latest.json. */
+export interface ActorsSummary {
+  /** RSS growth per actor in the largest run. */
+  rssPerActorMB: number;
+  /** One actor alone: addConnection → CONNECTED (worker start, broker auth, sync). */
+  startMs: number;
+  /** Bare actor worker: spawn → first answered RPC (median). */
+  workerStartMs: number;
+  /** Per connection count: total RSS growth and start time. */
+  runs: { connections: number; rssDeltaMB: number; rssPerActorMB: number; startMs: number; startPerActorMs: number }[];
+}
+
+/** The whole of latest.json. */
+export interface BenchSummary {
+  machine: MachineInfo;
+  quick: boolean;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  scenarios: Partial<Record<ScenarioName, ScenarioOutcome>>;
+  orders?: OrdersSummary;
+  webhooks?: WebhooksSummary;
+  sse?: SseSummary;
+  reads?: ReadsSummary;
+  actors?: ActorsSummary;
+}
+
+/** One curve of the latency-distribution plot. */
+export interface PlotSeries {
+  label: string;
+  points: SpectrumPoint[];
+}
