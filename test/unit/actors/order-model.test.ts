@@ -71,3 +71,24 @@ test('findByClOrdId finds a strategy entry by the strategy uuid', () => {
   });
   expect(model.findByClOrdId('1', 'u1')?.id).toBe(52);
 });
+
+test('working orders follow snapshots and props events: final, deleted and other accounts’ orders drop out', () => {
+  const { m, model } = setup();
+  const ids = () => model.workingOrders('1').map((o) => o.orderId);
+  m.replace({
+    contracts: [{ id: 5, name: 'ESZ6' }],
+    orders: [
+      { id: 10, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' },
+      { id: 11, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Filled' },
+      { id: 12, accountId: 1, contractId: 5, action: 'Sell', ordStatus: 'Suspended' },
+      { id: 13, accountId: 2, contractId: 5, action: 'Buy', ordStatus: 'Working' },
+    ],
+  });
+  expect(ids()).toEqual(['10', '12']);
+  m.apply('order', 'Created', { id: 14, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'PendingNew' });
+  m.apply('order', 'Updated', { id: 10, ordStatus: 'Canceled' }); // a partial update, merged
+  m.apply('order', 'Deleted', { id: 12 });
+  expect(ids()).toEqual(['14']);
+  m.replace({ contracts: [{ id: 5, name: 'ESZ6' }], orders: [{ id: 20, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' }] });
+  expect(ids()).toEqual(['20']);
+});
