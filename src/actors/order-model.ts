@@ -15,39 +15,11 @@ export class OrderModel {
   private readonly notes = new Map<number, OrderNote>();
   private readonly known = new Map<string, AccountRecord>();
   private lastAccountsJson = '';
-  /**
-   * Ids of orders whose broker status is not final, by account id. An account's order history
-   * only grows; working-orders reads must cost what is working, not everything ever placed.
-   */
-  private readonly live = new Map<number, Set<number>>();
 
   constructor(
     private readonly mirror: Mirror,
     private readonly spec: ConnectionSpec,
-  ) {
-    this.rebuildLive();
-    mirror.onChange((change) => {
-      if (change.eventType === 'Snapshot') this.rebuildLive();
-      else if (change.entityType === 'order' && change.entity) this.trackLive(change.entity, change.eventType === 'Deleted');
-    });
-  }
-
-  private rebuildLive(): void {
-    this.live.clear();
-    for (const o of this.mirror.all('order')) this.trackLive(o, false);
-  }
-
-  private trackLive(o: Entity, deleted: boolean): void {
-    const account = Number(o.accountId);
-    let ids = this.live.get(account);
-    // A final broker status is final whatever was filled, so no fills are needed to decide.
-    if (deleted || FINAL_STATUSES.has(statusOf(o.ordStatus, 0))) {
-      ids?.delete(o.id);
-      return;
-    }
-    if (!ids) this.live.set(account, (ids = new Set()));
-    ids.add(o.id);
-  }
+  ) {}
 
   /** Merges what tradegate knows about an order it placed. */
   note(orderId: number, note: OrderNote): void {
@@ -118,9 +90,10 @@ export class OrderModel {
   /** Orders resting at the broker: unfilled entries, suspended and working legs. */
   workingOrders(accountId: string): OrderRecord[] {
     const out: OrderRecord[] = [];
-    for (const id of this.live.get(Number(accountId)) ?? []) {
-      const o = this.mirror.get('order', id);
-      if (!o) continue;
+    for (const o of this.mirror.by('order', 'accountId', Number(accountId))) {
+      // A final broker status is final whatever was filled: skip the account's history cheaply
+      // (it only grows) before building records, which reads versions and fills.
+      if (FINAL_STATUSES.has(statusOf(o.ordStatus, 0))) continue;
       const rec = toOrderRecord(this.mirror, o, this.notes.get(o.id));
       if (!FINAL_STATUSES.has(rec.status)) out.push(rec);
     }
