@@ -6,6 +6,7 @@
 import type { Config } from '../config.js';
 import { PROBLEMS } from '../domain/problems.js';
 import { listProducts } from '../domain/symbols.js';
+import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
 
 /** One section of the guide. */
 export interface GuideSection {
@@ -15,18 +16,6 @@ export interface GuideSection {
   table?: { head: string[]; rows: string[][]; anchorPrefix?: string };
   code?: string;
 }
-
-/** A TradingView alert message that places a bracket order through a webhook URL. */
-export const TRADINGVIEW_TEMPLATE = `{
-  "id": "{{strategy.order.id}}-{{timenow}}",
-  "action": "{{strategy.order.action}}",
-  "symbol": "{{ticker}}",
-  "qty": "{{strategy.order.contracts}}",
-  "orderType": "market",
-  "takeProfit": { "ticks": 40 },
-  "stopLoss": { "ticks": 20 },
-  "time": "{{timenow}}"
-}`;
 
 type GuideConfig = Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes'>;
 

@@ -7,7 +7,8 @@
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import { PROBLEMS, problemType } from '../domain/problems.js';
-import { TRADINGVIEW_TEMPLATE, buildGuide, type GuideSection } from './openapi-guide.js';
+import { buildGuide, type GuideSection } from './openapi-guide.js';
+import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
 import type { RouteDef } from './route-types.js';
 
 type Json = Record<string, unknown>;

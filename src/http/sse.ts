@@ -22,14 +22,8 @@ export interface HeartbeatMessage {
   ts: number;
 }
 
-export interface BracketAlertMessage {
-  type: 'bracket-alert';
-  connectionId: string;
-  accountId: string;
-  orderId: string;
-  ts: number;
-  detail: string;
-}
+/** Bracket-integrity alarm, sent as the actor reported it. */
+export type BracketAlertMessage = BracketAlertEvent;
 
 /** Every payload the health stream carries. */
 export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage;

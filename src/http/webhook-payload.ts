@@ -9,6 +9,18 @@ import type { OrderType, Side, TimeInForce } from '../actors/protocol.js';
 import { AppError } from '../domain/problems.js';
 import type { LegInput, OrderInput } from './order-mapping.js';
 
+/** A TradingView alert message that places a bracket order through a webhook URL (shown in /api-docs). */
+export const TRADINGVIEW_TEMPLATE = `{
+  "id": "{{strategy.order.id}}-{{timenow}}",
+  "action": "{{strategy.order.action}}",
+  "symbol": "{{ticker}}",
+  "qty": "{{strategy.order.contracts}}",
+  "orderType": "market",
+  "takeProfit": { "ticks": 40 },
+  "stopLoss": { "ticks": 20 },
+  "time": "{{timenow}}"
+}`;
+
 /** The fields an alert may leave to the token's strategy. */
 export interface StrategyDefaults {
   symbol?: string | null;

@@ -7,6 +7,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+
+/** A seeded PRNG (the paper broker's), so a failing run can be replayed from its seed. */
+export { seededRandom } from '../../src/sim/prices.js';
 import { cliAt, http } from './serve-harness.js';
 
 /** A spawned `tradegate` process with its captured output. */
@@ -152,18 +155,6 @@ export async function awaitConnected(url: string, apiKey: string, ms = 20_000): 
     if (Date.now() > deadline) throw new Error(`connection not CONNECTED within ${ms} ms: ${r?.text}`);
     await new Promise((res) => setTimeout(res, 50));
   }
-}
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed from its seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** One parsed SSE message. */

@@ -7,25 +7,13 @@ import { AppError } from '../../domain/problems.js';
 import { clOrdIdFor, planOrder } from '../order-mapping.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
-import { completeOrder, parseWebhookPayload, type StrategyDefaults } from '../webhook-payload.js';
+import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
 import { BROKER_ERRORS, callActor, errors, hasUnsyncedConnection, nowOf, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount } from './flatten.js';
 import { placeOrderBody } from './orders.js';
 
 /** Broker deadline for alerts: well inside TradingView's 3 s. */
 export const WEBHOOK_BROKER_TIMEOUT_MS = 2_500;
-
-/** A TradingView alert message that works with this receiver (shown in /api-docs). */
-export const TRADINGVIEW_TEMPLATE = `{
-  "action": "{{strategy.order.action}}",
-  "symbol": "{{ticker}}",
-  "qty": "{{strategy.order.contracts}}",
-  "orderType": "market",
-  "takeProfit": { "ticks": 40 },
-  "stopLoss": { "ticks": 20 },
-  "id": "{{strategy.order.id}}-{{timenow}}",
-  "time": "{{timenow}}"
-}`;
 
 /**
  * The token's account as its broker reports it. 403 ACCOUNT_INACTIVE when the broker no

@@ -4,7 +4,7 @@ import { configSchema } from '../../../src/config.js';
 import { PROBLEMS } from '../../../src/domain/problems.js';
 import { escapeHtml, renderApiDocsPage } from '../../../src/http/api-docs-page.js';
 import { HEALTH_STREAM_ROUTE } from '../../../src/http/health-stream.js';
-import { TRADINGVIEW_TEMPLATE } from '../../../src/http/openapi-guide.js';
+import { TRADINGVIEW_TEMPLATE } from '../../../src/http/webhook-payload.js';
 import { buildOpenApiDocument, openApiPath } from '../../../src/http/openapi.js';
 import { defineRoute, type RouteDef } from '../../../src/http/route-types.js';
 
