@@ -5,7 +5,7 @@
  */
 import { AppError } from '../domain/problems.js';
 import type { Scope } from '../http/route-types.js';
-import { byCreation, ownedIds, type StoreContext } from './context.js';
+import { ownedReads, type StoreContext } from './context.js';
 import { sha256Hex, timingSafeEqual } from './crypto.js';
 import { newToken, parseToken, tokenPrefix } from './secret-token.js';
 
@@ -128,22 +128,7 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
       return view(r);
     },
 
-    listByUser(userId) {
-      const rows = ownedIds(ctx, 'apiKey', userId)
-        .map(row)
-        .filter((r): r is ApiKeyRow => r !== undefined && r.userId === userId);
-      return byCreation(rows.map(view));
-    },
-
-    getForUser(userId, id) {
-      const r = row(id);
-      return r && r.userId === userId ? view(r) : undefined;
-    },
-
-    byId(id) {
-      const r = row(id);
-      return r && view(r);
-    },
+    ...ownedReads(ctx, 'apiKey', row, view),
 
     revoke(userId, id) {
       return revokeWhere(id, userId);

@@ -4,7 +4,7 @@
  */
 import type { BrokerCredentials, BrokerKind, Environment } from '../actors/protocol.js';
 import { AppError } from '../domain/problems.js';
-import { byCreation, ownedIds, type StoreContext } from './context.js';
+import { byCreation, ownedReads, type StoreContext } from './context.js';
 import { randomBase62 } from './crypto.js';
 
 /** A connection as it may be shown (no credentials). */
@@ -100,22 +100,7 @@ export function createConnectionStore(ctx: StoreContext): ConnectionStore {
       return view(rec);
     },
 
-    listByUser(userId) {
-      const rows = ownedIds(ctx, 'connection', userId)
-        .map(row)
-        .filter((r): r is ConnectionRow => r !== undefined && r.userId === userId);
-      return byCreation(rows.map(view));
-    },
-
-    getForUser(userId, id) {
-      const r = row(id);
-      return r && r.userId === userId ? view(r) : undefined;
-    },
-
-    byId(id) {
-      const r = row(id);
-      return r && view(r);
-    },
+    ...ownedReads(ctx, 'connection', row, view),
 
     all() {
       const out: ConnectionRecord[] = [];

@@ -58,3 +58,28 @@ export function ownedIds(ctx: StoreContext, kind: OwnedKind, userId: string): st
 export function byCreation<T extends { createdAt: string; id: string }>(records: T[]): T[] {
   return records.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
+
+/** Reads by owner that every user-scoped record kind shares: another user's record never comes back. */
+export function ownedReads<R extends { userId: string }, V extends { createdAt: string; id: string }>(
+  ctx: StoreContext,
+  kind: OwnedKind,
+  row: (id: string) => R | undefined,
+  view: (r: R) => V,
+): { listByUser(userId: string): V[]; getForUser(userId: string, id: string): V | undefined; byId(id: string): V | undefined } {
+  return {
+    listByUser(userId) {
+      const rows = ownedIds(ctx, kind, userId)
+        .map(row)
+        .filter((r): r is R => r !== undefined && r.userId === userId);
+      return byCreation(rows.map(view));
+    },
+    getForUser(userId, id) {
+      const r = row(id);
+      return r && r.userId === userId ? view(r) : undefined;
+    },
+    byId(id) {
+      const r = row(id);
+      return r && view(r);
+    },
+  };
+}

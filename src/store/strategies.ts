@@ -4,7 +4,7 @@
  */
 import type { OrderType } from '../actors/protocol.js';
 import { AppError } from '../domain/problems.js';
-import { byCreation, ownedIds, type StoreContext } from './context.js';
+import { ownedReads, type StoreContext } from './context.js';
 import { randomBase62 } from './crypto.js';
 
 /** A bracket leg as clients write it: an absolute price or a tick offset from the fill. */
@@ -88,17 +88,7 @@ export function createStrategyStore(ctx: StoreContext): StrategyStore {
       return rec;
     },
 
-    listByUser(userId) {
-      const rows = ownedIds(ctx, 'strategy', userId)
-        .map(row)
-        .filter((r): r is StrategyRecord => r !== undefined && r.userId === userId);
-      return byCreation(rows.map(clean));
-    },
-
-    getForUser(userId, id) {
-      const r = row(id);
-      return r && r.userId === userId ? clean(r) : undefined;
-    },
+    ...ownedReads(ctx, 'strategy', row, clean),
 
     async update(userId, id, patch) {
       if (patch.name !== undefined) checkName(patch.name);

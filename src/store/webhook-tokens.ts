@@ -5,7 +5,7 @@
  * again from the web app.
  */
 import { AppError } from '../domain/problems.js';
-import { byCreation, ownedIds, type StoreContext } from './context.js';
+import { byCreation, ownedReads, type StoreContext } from './context.js';
 import { sha256Hex, timingSafeEqual } from './crypto.js';
 import { newToken, parseToken, tokenPrefix } from './secret-token.js';
 import { TOUCH_INTERVAL_MS } from './api-keys.js';
@@ -134,17 +134,7 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
       return ctx.sealer.open(r.sealedToken, aad(id));
     },
 
-    listByUser(userId) {
-      const rows = ownedIds(ctx, 'webhookToken', userId)
-        .map(row)
-        .filter((r): r is WebhookTokenRow => r !== undefined && r.userId === userId);
-      return byCreation(rows.map(view));
-    },
-
-    getForUser(userId, id) {
-      const r = row(id);
-      return r && r.userId === userId ? view(r) : undefined;
-    },
+    ...ownedReads(ctx, 'webhookToken', row, view),
 
     all() {
       const out: WebhookTokenRecord[] = [];
