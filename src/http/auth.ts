@@ -92,10 +92,6 @@ export class Authenticator {
     // alerts from the same four addresses, so one user's stale token URL must not block
     // everyone's alerts, and a 128-bit token in the path cannot be guessed anyway.
     if (scope === 'webhook') return this.webhook(params['token'] ?? '', now);
-    const blocked = this.failures.isExhausted(ip, now);
-    if (blocked) {
-      throw new AppError('RATE_LIMITED', 'Too many failed authentication attempts from this address', {}, blocked.retryAfterSeconds);
-    }
     const raw = headers['x-api-key'];
     if (raw === undefined && this.session) {
       const auth = this.session({ method, headers });
@@ -114,7 +110,13 @@ export class Authenticator {
   private apiKey(scope: Scope, raw: string, ip: string, now: number): Authenticated {
     let view: ApiKeyView | null | undefined;
     if (raw.length > 0 && raw.length <= MAX_CREDENTIAL_LENGTH && KEY_SHAPE.test(raw)) view = this.store.apiKeys.verify(raw);
-    if (!view || view.revokedAt) throw this.fail(ip, now, new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key'));
+    if (!view || view.revokedAt) {
+      // Only failures are limited: a valid key keeps working from an address where someone
+      // else keeps failing (a shared NAT or proxy must not let one client lock out the rest).
+      const blocked = this.failures.isExhausted(ip, now);
+      if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed authentication attempts from this address', {}, blocked.retryAfterSeconds);
+      throw this.fail(ip, now, new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key'));
+    }
     const scopes = view.scopes.filter((s): s is Scope => s === 'read' || s === 'trade');
     const granted = this.grant(scope, { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' }, view.id);
     this.touch(view.id, now);

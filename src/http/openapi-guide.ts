@@ -42,7 +42,7 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
         'Send X-API-Key: tgk_<id>_<secret>. A missing, malformed, unknown or revoked key gets one and the same 401 UNAUTHENTICATED body. ' +
           'Scope read covers every GET (including the health stream); trade covers every write. A key without the scope gets 403 ' +
           'INSUFFICIENT_SCOPE with requiredScope. Objects you do not own answer 404 NOT_FOUND, exactly like unknown ones.',
-        'Failed authentications are limited to 30 per minute per client IP; beyond that every API-key request from that IP gets 429 RATE_LIMITED until the window frees. ' +
+        'Failed authentications are limited to 30 per minute per client IP; beyond that further failed attempts from that IP get 429 RATE_LIMITED until the window frees (valid keys keep working). ' +
           'Webhook URLs are exempt (TradingView sends every user\'s alerts from the same few addresses; a token cannot be guessed): an unknown token is simply 404.',
       ],
     },
