@@ -1,32 +1,23 @@
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TOUCH_INTERVAL_MS } from '../../../src/store/api-keys.js';
 import { sha256Hex } from '../../../src/store/crypto.js';
-import { tempStore, type TempStore } from './temp-store.js';
+import { useTwoUsers } from './temp-store.js';
 
-let t: TempStore;
-let alice: string;
-let bob: string;
-
-beforeEach(async () => {
-  t = await tempStore();
-  alice = (await t.store.users.create({ name: 'alice' })).id;
-  bob = (await t.store.users.create({ name: 'bob' })).id;
-});
-afterEach(() => t.cleanup());
+const world = useTwoUsers();
 
 describe('apiKeys.create', () => {
   it('returns a tgk_<12>_<32> key once and a view without the key or its digest', async () => {
-    const { record, key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read', 'trade'] });
+    const { record, key } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['read', 'trade'] });
     expect(key).toMatch(/^tgk_[A-Za-z0-9]{12}_[A-Za-z0-9]{32}$/);
     expect(key.slice(4, 16)).toBe(record.id);
     expect(record).toEqual({
       id: record.id,
-      userId: alice,
+      userId: world.alice,
       name: 'bot',
       scopes: ['read', 'trade'],
       prefix: `tgk_${record.id}`,
-      createdAt: new Date(t.now.value).toISOString(),
+      createdAt: new Date(world.t.now.value).toISOString(),
       lastUsedAt: null,
       revokedAt: null,
     });
@@ -34,40 +25,40 @@ describe('apiKeys.create', () => {
   });
 
   it('rejects empty or unknown scopes and bad names', async () => {
-    await expect(t.store.apiKeys.create({ userId: alice, name: 'x', scopes: [] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
-    await expect(t.store.apiKeys.create({ userId: alice, name: 'x', scopes: ['admin' as 'read'] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
-    await expect(t.store.apiKeys.create({ userId: alice, name: '', scopes: ['read'] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(world.t.store.apiKeys.create({ userId: world.alice, name: 'x', scopes: [] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(world.t.store.apiKeys.create({ userId: world.alice, name: 'x', scopes: ['admin' as 'read'] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(world.t.store.apiKeys.create({ userId: world.alice, name: '', scopes: ['read'] })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
   });
 });
 
 describe('apiKeys.verify', () => {
   it('accepts a created key and returns its view', async () => {
-    const { record, key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['trade'] });
-    expect(t.store.apiKeys.verify(key)).toEqual(record);
+    const { record, key } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['trade'] });
+    expect(world.t.store.apiKeys.verify(key)).toEqual(record);
   });
 
   it('rejects a key whose id exists but whose secret differs', async () => {
-    const { key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    const { key } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['read'] });
     const last = key.at(-1) === 'A' ? 'B' : 'A';
-    expect(t.store.apiKeys.verify(key.slice(0, -1) + last)).toBeNull();
+    expect(world.t.store.apiKeys.verify(key.slice(0, -1) + last)).toBeNull();
   });
 
   it('rejects a revoked key from the next call on, and revocation survives reopening', async () => {
-    const { record, key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
-    expect(await t.store.apiKeys.revoke(alice, record.id)).toBe(true);
-    expect(t.store.apiKeys.verify(key)).toBeNull();
-    expect(t.store.apiKeys.getForUser(alice, record.id)?.revokedAt).toBe(new Date(t.now.value).toISOString());
-    expect(await t.store.apiKeys.revoke(alice, record.id)).toBe(false);
-    await t.reopen();
-    expect(t.store.apiKeys.verify(key)).toBeNull();
+    const { record, key } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['read'] });
+    expect(await world.t.store.apiKeys.revoke(world.alice, record.id)).toBe(true);
+    expect(world.t.store.apiKeys.verify(key)).toBeNull();
+    expect(world.t.store.apiKeys.getForUser(world.alice, record.id)?.revokedAt).toBe(new Date(world.t.now.value).toISOString());
+    expect(await world.t.store.apiKeys.revoke(world.alice, record.id)).toBe(false);
+    await world.t.reopen();
+    expect(world.t.store.apiKeys.verify(key)).toBeNull();
   });
 
   it('rejects malformed keys without touching the store (a closed store would throw)', async () => {
-    const { key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    const { key } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['read'] });
     const wellFormedUnknown = `tgk_${'Z'.repeat(12)}_${'Q'.repeat(32)}`;
-    await t.store.close();
+    await world.t.store.close();
     // Control: anything that reaches LMDB now throws.
-    expect(() => t.store.apiKeys.verify(wellFormedUnknown)).toThrow();
+    expect(() => world.t.store.apiKeys.verify(wellFormedUnknown)).toThrow();
     const malformed: unknown[] = [
       '',
       'tgk_',
@@ -88,13 +79,13 @@ describe('apiKeys.verify', () => {
       { key },
     ];
     for (const raw of malformed) {
-      expect(t.store.apiKeys.parseKey(raw)).toBeNull();
-      expect(t.store.apiKeys.verify(raw)).toBeNull();
+      expect(world.t.store.apiKeys.parseKey(raw)).toBeNull();
+      expect(world.t.store.apiKeys.verify(raw)).toBeNull();
     }
   });
 
   it('never verifies and never throws for arbitrary strings (property)', async () => {
-    await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
+    await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['read'] });
     const keyish = fc.tuple(fc.string({ maxLength: 14 }), fc.string({ maxLength: 34 })).map(([a, b]) => `tgk_${a}_${b}`);
     const base62 = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'.split(''));
     const wellFormed = fc
@@ -102,7 +93,7 @@ describe('apiKeys.verify', () => {
       .map(([id, secret]) => `tgk_${id}_${secret}`);
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.string({ unit: 'binary' }), keyish, wellFormed), (raw) => {
-        expect(t.store.apiKeys.verify(raw)).toBeNull();
+        expect(world.t.store.apiKeys.verify(raw)).toBeNull();
       }),
       { numRuns: 2000 },
     );
@@ -111,21 +102,21 @@ describe('apiKeys.verify', () => {
 
 describe('apiKeys ownership', () => {
   it("never returns another user's key by id", async () => {
-    const { record } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
-    expect(t.store.apiKeys.getForUser(bob, record.id)).toBeUndefined();
-    expect(t.store.apiKeys.getForUser(alice, record.id)?.id).toBe(record.id);
-    expect(t.store.apiKeys.listByUser(bob)).toEqual([]);
-    expect(await t.store.apiKeys.revoke(bob, record.id)).toBe(false);
-    expect(t.store.apiKeys.getForUser(alice, record.id)?.revokedAt).toBeNull();
+    const { record } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['read'] });
+    expect(world.t.store.apiKeys.getForUser(world.bob, record.id)).toBeUndefined();
+    expect(world.t.store.apiKeys.getForUser(world.alice, record.id)?.id).toBe(record.id);
+    expect(world.t.store.apiKeys.listByUser(world.bob)).toEqual([]);
+    expect(await world.t.store.apiKeys.revoke(world.bob, record.id)).toBe(false);
+    expect(world.t.store.apiKeys.getForUser(world.alice, record.id)?.revokedAt).toBeNull();
   });
 
   it('lists only the owner keys, oldest first, including revoked ones', async () => {
-    const a1 = await t.store.apiKeys.create({ userId: alice, name: 'one', scopes: ['read'] });
-    t.now.value += 1000;
-    const a2 = await t.store.apiKeys.create({ userId: alice, name: 'two', scopes: ['trade'] });
-    await t.store.apiKeys.create({ userId: bob, name: 'bobs', scopes: ['read'] });
-    await t.store.apiKeys.revokeById(a1.record.id);
-    const list = t.store.apiKeys.listByUser(alice);
+    const a1 = await world.t.store.apiKeys.create({ userId: world.alice, name: 'one', scopes: ['read'] });
+    world.t.now.value += 1000;
+    const a2 = await world.t.store.apiKeys.create({ userId: world.alice, name: 'two', scopes: ['trade'] });
+    await world.t.store.apiKeys.create({ userId: world.bob, name: 'bobs', scopes: ['read'] });
+    await world.t.store.apiKeys.revokeById(a1.record.id);
+    const list = world.t.store.apiKeys.listByUser(world.alice);
     expect(list.map((k) => k.name)).toEqual(['one', 'two']);
     expect(list[0]?.revokedAt).not.toBeNull();
     expect(list[1]?.id).toBe(a2.record.id);
@@ -133,25 +124,25 @@ describe('apiKeys ownership', () => {
   });
 
   it('revokeById revokes any key once and reports unknown ids', async () => {
-    const { record } = await t.store.apiKeys.create({ userId: bob, name: 'k', scopes: ['read'] });
-    expect(await t.store.apiKeys.revokeById(record.id)).toBe(true);
-    expect(await t.store.apiKeys.revokeById(record.id)).toBe(false);
-    expect(await t.store.apiKeys.revokeById('nonexistent1')).toBe(false);
+    const { record } = await world.t.store.apiKeys.create({ userId: world.bob, name: 'k', scopes: ['read'] });
+    expect(await world.t.store.apiKeys.revokeById(record.id)).toBe(true);
+    expect(await world.t.store.apiKeys.revokeById(record.id)).toBe(false);
+    expect(await world.t.store.apiKeys.revokeById('nonexistent1')).toBe(false);
   });
 });
 
 describe('apiKeys.touch', () => {
   it('records last use at most once a minute per key', async () => {
-    const { record, key } = await t.store.apiKeys.create({ userId: alice, name: 'bot', scopes: ['read'] });
-    const t1 = t.now.value + 5000;
-    t.store.apiKeys.touch(record.id, t1);
-    await t.store.flushed();
-    expect(t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1).toISOString());
-    t.store.apiKeys.touch(record.id, t1 + TOUCH_INTERVAL_MS - 1);
-    await t.store.flushed();
-    expect(t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1).toISOString());
-    t.store.apiKeys.touch(record.id, t1 + TOUCH_INTERVAL_MS);
-    await t.store.flushed();
-    expect(t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1 + TOUCH_INTERVAL_MS).toISOString());
+    const { record, key } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['read'] });
+    const t1 = world.t.now.value + 5000;
+    world.t.store.apiKeys.touch(record.id, t1);
+    await world.t.store.flushed();
+    expect(world.t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1).toISOString());
+    world.t.store.apiKeys.touch(record.id, t1 + TOUCH_INTERVAL_MS - 1);
+    await world.t.store.flushed();
+    expect(world.t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1).toISOString());
+    world.t.store.apiKeys.touch(record.id, t1 + TOUCH_INTERVAL_MS);
+    await world.t.store.flushed();
+    expect(world.t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1 + TOUCH_INTERVAL_MS).toISOString());
   });
 });

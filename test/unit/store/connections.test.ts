@@ -1,17 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { NewConnection } from '../../../src/store/index.js';
-import { tempStore, type TempStore } from './temp-store.js';
+import { useTwoUsers } from './temp-store.js';
 
-let t: TempStore;
-let alice: string;
-let bob: string;
-
-beforeEach(async () => {
-  t = await tempStore();
-  alice = (await t.store.users.create({ name: 'alice' })).id;
-  bob = (await t.store.users.create({ name: 'bob' })).id;
-});
-afterEach(() => t.cleanup());
+const world = useTwoUsers();
 
 const paper = (userId: string, name = 'paper'): NewConnection => ({
   userId,
@@ -25,33 +16,33 @@ const paper = (userId: string, name = 'paper'): NewConnection => ({
 
 describe('connections', () => {
   it('stores a connection whose credentials only come back through credentials()', async () => {
-    const rec = await t.store.connections.create(paper(alice));
-    expect(rec).toMatchObject({ userId: alice, broker: 'paper', environment: 'paper', disabled: false });
+    const rec = await world.t.store.connections.create(paper(world.alice));
+    expect(rec).toMatchObject({ userId: world.alice, broker: 'paper', environment: 'paper', disabled: false });
     expect(JSON.stringify(rec)).not.toContain('paper-pass-123');
-    expect(JSON.stringify(t.store.connections.all())).not.toContain('paper-pass-123');
-    expect(t.store.connections.credentials(rec.id)).toEqual({ name: 'ptrader', password: 'paper-pass-123' });
-    await t.reopen();
-    expect(t.store.connections.credentials(rec.id).password).toBe('paper-pass-123');
+    expect(JSON.stringify(world.t.store.connections.all())).not.toContain('paper-pass-123');
+    expect(world.t.store.connections.credentials(rec.id)).toEqual({ name: 'ptrader', password: 'paper-pass-123' });
+    await world.t.reopen();
+    expect(world.t.store.connections.credentials(rec.id).password).toBe('paper-pass-123');
   });
 
   it('scopes reads and removal to the owner', async () => {
-    const a = await t.store.connections.create(paper(alice, 'a1'));
-    const b = await t.store.connections.create(paper(bob, 'b1'));
-    expect(t.store.connections.getForUser(bob, a.id)).toBeUndefined();
-    expect(t.store.connections.listByUser(alice).map((c) => c.id)).toEqual([a.id]);
-    expect(t.store.connections.all().map((c) => c.id).sort()).toEqual([a.id, b.id].sort());
-    expect(await t.store.connections.remove(bob, a.id)).toBe(false);
-    expect(await t.store.connections.remove(alice, a.id)).toBe(true);
-    expect(t.store.connections.byId(a.id)).toBeUndefined();
-    expect(t.store.connections.listByUser(alice)).toEqual([]);
-    expect(() => t.store.connections.credentials(a.id)).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+    const a = await world.t.store.connections.create(paper(world.alice, 'a1'));
+    const b = await world.t.store.connections.create(paper(world.bob, 'b1'));
+    expect(world.t.store.connections.getForUser(world.bob, a.id)).toBeUndefined();
+    expect(world.t.store.connections.listByUser(world.alice).map((c) => c.id)).toEqual([a.id]);
+    expect(world.t.store.connections.all().map((c) => c.id).sort()).toEqual([a.id, b.id].sort());
+    expect(await world.t.store.connections.remove(world.bob, a.id)).toBe(false);
+    expect(await world.t.store.connections.remove(world.alice, a.id)).toBe(true);
+    expect(world.t.store.connections.byId(a.id)).toBeUndefined();
+    expect(world.t.store.connections.listByUser(world.alice)).toEqual([]);
+    expect(() => world.t.store.connections.credentials(a.id)).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
   });
 
   it('setDisabled toggles the flag durably', async () => {
-    const a = await t.store.connections.create(paper(alice));
-    expect(await t.store.connections.setDisabled(a.id, true)).toBe(true);
-    await t.reopen();
-    expect(t.store.connections.byId(a.id)?.disabled).toBe(true);
-    expect(await t.store.connections.setDisabled('con_missing', true)).toBe(false);
+    const a = await world.t.store.connections.create(paper(world.alice));
+    expect(await world.t.store.connections.setDisabled(a.id, true)).toBe(true);
+    await world.t.reopen();
+    expect(world.t.store.connections.byId(a.id)?.disabled).toBe(true);
+    expect(await world.t.store.connections.setDisabled('con_missing', true)).toBe(false);
   });
 });

@@ -1,19 +1,11 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tempStore, type TempStore } from './temp-store.js';
+import { describe, expect, it } from 'vitest';
+import { useTwoUsers } from './temp-store.js';
 
-let t: TempStore;
-let alice: string;
-let bob: string;
-beforeEach(async () => {
-  t = await tempStore();
-  alice = (await t.store.users.create({ name: 'alice' })).id;
-  bob = (await t.store.users.create({ name: 'bob' })).id;
-});
-afterEach(() => t.cleanup());
+const world = useTwoUsers();
 
 describe('strategies', () => {
   it('creates, reads and lists per owner', async () => {
-    const s = await t.store.strategies.create(alice, {
+    const s = await world.t.store.strategies.create(world.alice, {
       name: 'ES scalp',
       description: 'two ticks',
       symbol: 'ES1!',
@@ -22,30 +14,30 @@ describe('strategies', () => {
       takeProfit: { ticks: 8 },
       stopLoss: { price: 4990 },
     });
-    expect(s).toMatchObject({ userId: alice, name: 'ES scalp', qty: 2, takeProfit: { ticks: 8 }, stopLoss: { price: 4990 } });
+    expect(s).toMatchObject({ userId: world.alice, name: 'ES scalp', qty: 2, takeProfit: { ticks: 8 }, stopLoss: { price: 4990 } });
     expect(s.createdAt).toBe(s.updatedAt);
-    expect(t.store.strategies.getForUser(alice, s.id)).toEqual(s);
-    expect(t.store.strategies.getForUser(bob, s.id)).toBeUndefined();
-    expect(t.store.strategies.listByUser(bob)).toEqual([]);
-    await t.reopen();
-    expect(t.store.strategies.listByUser(alice)).toEqual([s]);
+    expect(world.t.store.strategies.getForUser(world.alice, s.id)).toEqual(s);
+    expect(world.t.store.strategies.getForUser(world.bob, s.id)).toBeUndefined();
+    expect(world.t.store.strategies.listByUser(world.bob)).toEqual([]);
+    await world.t.reopen();
+    expect(world.t.store.strategies.listByUser(world.alice)).toEqual([s]);
   });
 
   it('update patches fields, clears optionals with null, bumps updatedAt, and is owner-only', async () => {
-    const s = await t.store.strategies.create(alice, { name: 'n', description: '', symbol: 'NQ', qty: 1 });
-    t.now.value += 60_000;
-    expect(await t.store.strategies.update(bob, s.id, { qty: 5 })).toBeUndefined();
-    const u = await t.store.strategies.update(alice, s.id, { qty: 3, symbol: null, description: 'd' });
-    expect(u).toEqual({ ...s, qty: 3, description: 'd', symbol: undefined, updatedAt: new Date(t.now.value).toISOString() });
+    const s = await world.t.store.strategies.create(world.alice, { name: 'n', description: '', symbol: 'NQ', qty: 1 });
+    world.t.now.value += 60_000;
+    expect(await world.t.store.strategies.update(world.bob, s.id, { qty: 5 })).toBeUndefined();
+    const u = await world.t.store.strategies.update(world.alice, s.id, { qty: 3, symbol: null, description: 'd' });
+    expect(u).toEqual({ ...s, qty: 3, description: 'd', symbol: undefined, updatedAt: new Date(world.t.now.value).toISOString() });
     expect(u && 'symbol' in u).toBe(false);
-    expect(t.store.strategies.getForUser(alice, s.id)).toEqual(u);
+    expect(world.t.store.strategies.getForUser(world.alice, s.id)).toEqual(u);
   });
 
   it('remove deletes for the owner only', async () => {
-    const s = await t.store.strategies.create(alice, { name: 'n', description: '' });
-    expect(await t.store.strategies.remove(bob, s.id)).toBe(false);
-    expect(await t.store.strategies.remove(alice, s.id)).toBe(true);
-    expect(t.store.strategies.getForUser(alice, s.id)).toBeUndefined();
-    expect(t.store.strategies.listByUser(alice)).toEqual([]);
+    const s = await world.t.store.strategies.create(world.alice, { name: 'n', description: '' });
+    expect(await world.t.store.strategies.remove(world.bob, s.id)).toBe(false);
+    expect(await world.t.store.strategies.remove(world.alice, s.id)).toBe(true);
+    expect(world.t.store.strategies.getForUser(world.alice, s.id)).toBeUndefined();
+    expect(world.t.store.strategies.listByUser(world.alice)).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 import { openStore, type Store } from '../../../src/store/index.js';
 
 export interface TempStore {
@@ -35,4 +36,26 @@ export async function tempStore(opts: { dataKey?: string } = {}): Promise<TempSt
     },
   };
   return t;
+}
+
+/** The users most store tests need: alice owns things, bob must never see them. */
+export interface TwoUsers {
+  t: TempStore;
+  alice: string;
+  bob: string;
+}
+
+/**
+ * Registers a fresh store with users alice and bob before each test (and its cleanup after);
+ * read the fields inside tests, they change per test.
+ */
+export function useTwoUsers(): TwoUsers {
+  const world = {} as TwoUsers;
+  beforeEach(async () => {
+    world.t = await tempStore();
+    world.alice = (await world.t.store.users.create({ name: 'alice' })).id;
+    world.bob = (await world.t.store.users.create({ name: 'bob' })).id;
+  });
+  afterEach(() => world.t.cleanup());
+  return world;
 }
