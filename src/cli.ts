@@ -15,7 +15,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
   sim: {
     summary: 'run the paper broker (Tradovate protocol simulator) standalone',
-    usage: 'tradegate sim [--port P (default 8091)] [--host H] [--seed N] [--demo] [--price-step-ms MS] [--log-level L]',
+    usage: 'tradegate sim [--port P (default 8091)] [--host H] [--seed N] [--demo] [--price-step-ms MS] [--sessions cme|none] [--daily-loss-limit USD] [--trailing-drawdown USD] [--log-level L]',
   },
   users: {
     summary: 'manage users',

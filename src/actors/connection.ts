@@ -237,6 +237,7 @@ export class BrokerConnection {
   /** Fresh snapshot replacing the whole mirror: nothing from before the gap survives. */
   private async resync(): Promise<void> {
     this.budget.record();
+    this.mirror.expectSnapshot();
     const d = await this.socket!.request('user/syncrequest', { body: syncRequestBody(this.userId, SYNC_ENTITY_TYPES) });
     if (!d || typeof d !== 'object') throw new Error('empty sync snapshot');
     this.mirror.replace(d as Record<string, unknown>);

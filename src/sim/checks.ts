@@ -1,9 +1,10 @@
 /**
- * Pre-trade checks of the paper broker: what the order itself must satisfy (supported type,
- * prices on the tick grid) and the account's risk limits (max order qty, max position).
+ * Pre-trade checks of the paper broker: what the order itself must satisfy (a type the engine
+ * matches, prices on the tick grid) and the account's risk limits (max order qty, max position).
  * A failure names the Tradovate `commandStatus`, `rejectReason` and text to report.
  */
 import { isOnTick } from './contracts.js';
+import { MATCHED_TYPES } from './matching.js';
 import type { Positions } from './positions.js';
 import type { Entity, SimState } from './state.js';
 
@@ -20,19 +21,24 @@ export interface CheckFailure {
  */
 export const SIM_MAX_ORDER_QTY = 10_000;
 
-const SUPPORTED_TYPES = new Set(['Market', 'Limit', 'Stop', 'StopLimit']);
-
-/** Checks an orderVersion: a type the sim supports and prices on the contract's tick grid. */
+/** Checks an orderVersion: a type the sim matches and its prices on the contract's tick grid. */
 export function validateVersion(state: SimState, contractId: number, v: Entity): CheckFailure | undefined {
   const type = v.orderType as string;
-  if (!SUPPORTED_TYPES.has(type)) return { status: 'ExecutionRejected', reason: 'Unsupported', text: `Order type ${type} is not supported by the paper broker` };
+  if (!MATCHED_TYPES.has(type)) return { status: 'ExecutionRejected', reason: 'Unsupported', text: `Order type ${type} is not supported by the paper broker` };
   const tick = state.contracts.productOf(contractId).tickSize;
-  const needsPrice = type === 'Limit' || type === 'StopLimit';
-  const needsStop = type === 'Stop' || type === 'StopLimit';
-  if ((needsPrice && !isOnTick(v.price as number, tick)) || (needsStop && !isOnTick(v.stopPrice as number, tick))) {
-    return { status: 'ExecutionRejected', reason: 'InvalidPrice', text: 'Invalid price increment' };
-  }
-  return undefined;
+  const onTick = (p: unknown) => typeof p === 'number' && isOnTick(p, tick);
+  const distance = (p: unknown) => typeof p === 'number' && p !== 0 && isOnTick(Math.abs(p), tick);
+  const price = v.price;
+  const stop = v.stopPrice;
+  const peg = v.pegDifference;
+  let valid = true;
+  if (type === 'Limit' || type === 'StopLimit' || type === 'TrailingStopLimit') valid &&= onTick(price);
+  if (type === 'Stop' || type === 'StopLimit' || type === 'TrailingStopLimit') valid &&= onTick(stop);
+  if (type === 'MIT') valid &&= onTick(price ?? stop);
+  // A trailing stop needs its distance (pegDifference) or a starting stop to measure it from.
+  if (type === 'TrailingStop') valid &&= peg !== undefined ? distance(peg) && (stop === undefined || onTick(stop)) : onTick(stop);
+  if (type === 'TrailingStopLimit' && peg !== undefined) valid &&= distance(peg);
+  return valid ? undefined : { status: 'ExecutionRejected', reason: 'InvalidPrice', text: 'Invalid price increment' };
 }
 
 /** Account limits for an order of `orderQty` that adds `addedQty` contracts in its direction. */

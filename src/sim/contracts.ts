@@ -3,7 +3,8 @@
  * contracts created on first use from a Tradovate-style name (`ESZ6`). Ids are assigned in
  * order of first use and never change for the life of the simulator.
  */
-import { listProducts, monthNumber } from '../domain/products.js';
+import { getProduct, listProducts, monthNumber } from '../domain/products.js';
+import { contractOf, frontMonth } from '../domain/symbols.js';
 import { tickDecimals } from '../domain/ticks.js';
 
 export { isOnTick, roundToTick } from '../domain/ticks.js';
@@ -45,6 +46,12 @@ export function parseContractName(name: string): { root: string; month: number; 
 }
 
 
+/** Four-digit year of a one-digit contract year: the nearest year at or after now's ending in it. */
+export function contractYear(digit: number, now: number): number {
+  const current = new Date(now).getUTCFullYear();
+  return current + ((digit - (current % 10) + 10) % 10);
+}
+
 /** Product catalogue plus the contracts created so far. */
 export class ContractRegistry {
   private readonly products = new Map<string, SimProduct>();
@@ -68,6 +75,11 @@ export class ContractRegistry {
   /** Product by root (`ES`), case-insensitive. */
   product(root: string): SimProduct | undefined {
     return this.products.get(root.toUpperCase());
+  }
+
+  /** Every product of the catalogue. */
+  allProducts(): SimProduct[] {
+    return [...this.products.values()];
   }
 
   /** Product by id. */
@@ -118,14 +130,55 @@ export class ContractRegistry {
     };
   }
 
-  /** Tradovate `contractMaturity` entity for a contract. */
-  maturityEntity(contract: ContractEntity): Record<string, unknown> {
+  /** Contract by maturity id, if it was created. */
+  byMaturity(maturityId: number): ContractEntity | undefined {
+    return this.byId.get(maturityId - 1_000_000);
+  }
+
+  /**
+   * Tradovate `contractMaturity` entity for a contract at `now`: the year is the nearest one at
+   * or after now's ending in the name's digit, the expiration the product's last trading day,
+   * and `isFront` marks the front month (the nearest contract not yet rolled past).
+   */
+  maturityEntity(contract: ContractEntity, now: number): Record<string, unknown> {
     const parsed = parseContractName(contract.name)!;
     const product = this.productOf(contract.id);
-    const year = 2020 + parsed.yearDigit;
+    const year = contractYear(parsed.yearDigit, now);
+    const dated = contractOf(getProduct(product.name)!, year, parsed.month);
     return {
       id: contract.contractMaturityId, productId: product.id, expirationMonth: (year - 2000) * 100 + parsed.month,
-      expirationDate: new Date(Date.UTC(year, parsed.month - 1, 15)).toISOString(), isFront: false, archived: false,
+      expirationDate: `${dated.expiry}T21:00:00.000Z`, isFront: frontMonth(product.name, new Date(now))?.contract === contract.name,
+      archived: false,
     };
+  }
+
+  /**
+   * `contract/suggest`: contracts whose name starts with `text` — for a root, its listed
+   * contracts from the front month on (created on first use like `find`), shortest roots first.
+   */
+  suggest(text: string, limit: number, now: number): ContractEntity[] {
+    const t = text.trim().toUpperCase();
+    if (!t) return [];
+    const out: ContractEntity[] = [];
+    const roots = [...this.products.keys()].filter((r) => r.startsWith(t) || t.startsWith(r)).sort((a, b) => a.length - b.length || a.localeCompare(b));
+    for (const root of roots) {
+      const front = frontMonth(root, new Date(now));
+      if (!front) continue;
+      const product = getProduct(root)!;
+      let year = front.year;
+      let month = monthNumber(front.monthCode)!;
+      // A root lists at most 12 months a year: four years ahead is enough for any limit ≤ 48.
+      for (let n = 0; n < 48 && out.length < limit; n++) {
+        const name = contractOf(product, year, month).contract;
+        if (product.months.includes(name.charAt(name.length - 2) as never) && name.startsWith(t)) {
+          const k = this.find(name);
+          if (k && !out.includes(k)) out.push(k);
+        }
+        month = month === 12 ? 1 : month + 1;
+        if (month === 1) year++;
+      }
+      if (out.length >= limit) break;
+    }
+    return out;
   }
 }

@@ -5,7 +5,7 @@
  */
 import { isOnTick } from './contracts.js';
 import { NO_FAULTS, type Faults, type SimCore } from './core.js';
-import type { Entity } from './state.js';
+import type { AccountRules, AccountState, Entity } from './state.js';
 import type { WsSession } from './ws-session.js';
 
 /** A control answer: HTTP status and JSON body. */
@@ -56,6 +56,7 @@ function positive(v: unknown, field: string): number | undefined {
 /** Handles one control request; `path` is below `/control`, lower-cased. */
 export function control(deps: ControlDeps, method: string, path: string, query: URLSearchParams, body: Body): ControlResult {
   try {
+    deps.core.advance();
     const r = route(deps, method, path, query, body);
     deps.core.flushEvents();
     return r;
@@ -83,20 +84,30 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
     case 'POST /accounts/:id/reactivate': {
       const account = state.accounts.get(id) ?? bad('unknown account', 404);
       const active = path.endsWith('reactivate');
-      if (account.active !== active) {
-        account.active = active;
-        state.emit('account', active ? 'Created' : 'Deleted', account.entity, id);
-      }
+      if (active && !account.active && activeNamed(core, account.entity.name as string)) bad(`an active account is named ${String(account.entity.name)}`, 409);
+      state.setActive(id, active);
       return done({ id, name: account.entity.name, active });
     }
     case 'POST /accounts/:id/limits': {
       const account = state.accounts.get(id) ?? bad('unknown account', 404);
-      // Both values are checked before either is set, so a 400 leaves the limits as they were.
-      const maxOrderQty = 'maxOrderQty' in body ? (body.maxOrderQty === null ? undefined : positive(body.maxOrderQty, 'maxOrderQty')) : account.maxOrderQty;
-      const maxPosition = 'maxPosition' in body ? (body.maxPosition === null ? undefined : positive(body.maxPosition, 'maxPosition')) : account.maxPosition;
+      // Every value is checked before any is set, so a 400 leaves the limits as they were.
+      const field = (name: 'maxOrderQty' | 'maxPosition' | 'dailyLossLimit' | 'trailingDrawdown', current: number | undefined) =>
+        name in body ? (body[name] === null ? undefined : positive(body[name], name)) : current;
+      const maxOrderQty = field('maxOrderQty', account.maxOrderQty);
+      const maxPosition = field('maxPosition', account.maxPosition);
+      const rules = { dailyLossLimit: field('dailyLossLimit', account.rules.dailyLossLimit), trailingDrawdown: field('trailingDrawdown', account.rules.trailingDrawdown) };
       account.maxOrderQty = maxOrderQty;
       account.maxPosition = maxPosition;
-      return done({ id, maxOrderQty: account.maxOrderQty ?? null, maxPosition: account.maxPosition ?? null });
+      core.rules.setRules(account, rules);
+      return done(limitsOf(account));
+    }
+    case 'POST /accounts/:id/reset': {
+      const account = state.accounts.get(id) ?? bad('unknown account', 404);
+      const name = body.name === undefined ? (account.entity.name as string) : typeof body.name === 'string' && body.name ? body.name : bad('name must be a non-empty string');
+      const balance = positive(body.balance, 'balance');
+      if (activeNamed(core, name, id)) bad(`account ${name} exists`, 409);
+      const fresh = core.rules.reset(account, { name, balance });
+      return done({ ...limitsOf(fresh), name, previousId: id, balance: fresh.initialBalance }, 201);
     }
     case 'GET /prices':
       return done(state.prices.snapshot());
@@ -111,8 +122,7 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
       const tick = state.contracts.productOf(contract.id).tickSize;
       if (typeof price !== 'number' || price <= 0 || !isOnTick(price, tick)) bad(`price must be a positive multiple of ${tick}`);
       state.prices.set(contract.id, price);
-      core.engine.matchContract(contract.id);
-      core.publishQuote(contract.id);
+      core.priceChanged(contract.id);
       return done({ symbol: contract.name, contractId: contract.id, price, walk: false });
     }
     case 'POST /orders/:id/fill':
@@ -178,12 +188,37 @@ function userOf(core: SimCore, ref: unknown) {
   return undefined;
 }
 
+/** True when an active account (other than `except`) has this name: names identify accounts (`accountSpec`). */
+function activeNamed(core: SimCore, name: string, except?: number): boolean {
+  for (const a of core.engine.state.accounts.values()) if (a.active && a.entity.name === name && a.entity.id !== except) return true;
+  return false;
+}
+
+/** Rules of an account spec, on top of the broker's defaults (`null` clears a default). */
+function rulesOf(core: SimCore, spec: Body): AccountRules {
+  const rules: AccountRules = { ...core.rules.defaults };
+  for (const k of ['dailyLossLimit', 'trailingDrawdown'] as const) {
+    if (spec[k] === null) delete rules[k];
+    else if (spec[k] !== undefined) rules[k] = positive(spec[k], k);
+  }
+  return rules;
+}
+
+function limitsOf(a: AccountState) {
+  return {
+    id: a.entity.id, maxOrderQty: a.maxOrderQty ?? null, maxPosition: a.maxPosition ?? null,
+    dailyLossLimit: a.rules.dailyLossLimit ?? null, trailingDrawdown: a.rules.trailingDrawdown ?? null,
+  };
+}
+
 function addAccount(core: SimCore, userId: number, spec: Body): { id: number; name: string } {
   const state = core.engine.state;
   const name = typeof spec.name === 'string' && spec.name ? spec.name : bad('account name is required');
-  for (const a of state.accounts.values()) if (a.entity.name === name) bad(`account ${name} exists`, 409);
+  if (activeNamed(core, name)) bad(`account ${name} exists`, 409);
   const balance = positive(spec.balance, 'balance') ?? 50_000;
+  const rules = rulesOf(core, spec);
   const account = state.addAccount(userId, name, balance);
+  core.rules.setRules(account, rules);
   return { id: account.entity.id, name };
 }
 
@@ -196,9 +231,12 @@ function createUser(core: SimCore, body: Body): ControlResult {
   const specs = (body.accounts ?? []) as Body[];
   const names = specs.map((s) => s?.name);
   if (names.some((n) => typeof n !== 'string' || !n) || new Set(names).size !== names.length) bad('each account needs a unique name');
-  for (const a of state.accounts.values()) if (names.includes(a.entity.name as string)) bad(`account ${String(a.entity.name)} exists`, 409);
+  for (const n of names) if (activeNamed(core, n as string)) bad(`account ${String(n)} exists`, 409);
   // Every spec is checked before anything is created: a refused request leaves no half-made user.
-  for (const s of specs) positive(s.balance, 'balance');
+  for (const s of specs) {
+    positive(s.balance, 'balance');
+    rulesOf(core, s);
+  }
   const user = state.addUser(name, password);
   const accounts = specs.map((s) => addAccount(core, user.id, s));
   return done({ userId: user.id, name, accounts }, 201);
@@ -233,8 +271,8 @@ function dump(core: SimCore, userName?: string): unknown {
     const a = state.accounts.get(id)!;
     const cash = state.get('cashBalance', a.cashBalanceId)!;
     return {
-      id, name: a.entity.name, userId: a.userId, active: a.active, balance: cash.amount, realizedPnL: cash.realizedPnL,
-      maxOrderQty: a.maxOrderQty ?? null, maxPosition: a.maxPosition ?? null,
+      ...limitsOf(a), name: a.entity.name, userId: a.userId, active: a.active, balance: cash.amount, realizedPnL: cash.realizedPnL,
+      equity: core.rules.equity(id), dayStartEquity: a.dayStartEquity, highWater: a.highWater, breach: a.breach ?? null,
     };
   });
   const symbol = (contractId: number) => state.contracts.item(contractId)?.name;
@@ -256,5 +294,6 @@ function dump(core: SimCore, userName?: string): unknown {
   return {
     users: users.map((u) => ({ userId: u.id, name: u.name, accounts: accounts.filter((a) => a.userId === u.id).map((a) => ({ id: a.id, name: a.name, active: a.active })) })),
     accounts, orders, positions, fills, prices: state.prices.snapshot(), faults: core.faults,
+    session: { mode: state.calendar.mode, ...state.session() },
   };
 }

@@ -1,11 +1,15 @@
 /**
- * The paper broker without sockets: engine, auth, injected faults, sync subscribers and the
- * one dispatch path that REST and WebSocket requests both go through.
+ * The paper broker without sockets: engine, auth, injected faults, sync subscribers, market
+ * data, prop-firm rules, trading sessions and the one dispatch path that REST and WebSocket
+ * requests both go through.
  */
 import { Auth, type AuthSession } from './auth.js';
 import { Engine } from './engine.js';
 import { HANDLERS, ORDER_ENDPOINTS } from './handlers.js';
-import type { EntityType, SimEvent } from './state.js';
+import { MarketData } from './md.js';
+import { PropRules } from './prop-rules.js';
+import type { SessionMode } from './sessions.js';
+import type { AccountRules, EntityType, SimEvent } from './state.js';
 import { ok, WireError, type WireResult } from './wire.js';
 
 /** A receiver of `props` events: a WebSocket session after `user/syncrequest`. */
@@ -17,12 +21,14 @@ export interface EventSink {
   push(message: string): void;
 }
 
-/** The WebSocket side of a request: lets handlers subscribe the caller to events and quotes. */
+/** The WebSocket side of a request: lets handlers subscribe the caller to events and market data. */
 export interface WsClient {
   readonly userId: number;
   /** Starts (or replaces) the caller's `props` subscription. */
   sync(types: ReadonlySet<EntityType>, accounts: ReadonlySet<number> | undefined): void;
   push(message: string): void;
+  /** Runs `fn` once the response to the current request has gone out, in a later frame. */
+  later(fn: () => void): void;
 }
 
 /** Faults injected through `POST /control/faults`. */
@@ -51,19 +57,57 @@ export interface CoreOptions {
   requestsPerSecond: number;
   requestsPerHour: number;
   retainFinalOrders?: number;
+  /** Trading sessions, default `none` (always open). */
+  sessions?: SessionMode;
+  /** Rules every account created through the control API starts with. */
+  accountRules?: AccountRules;
+  /** Price walk step in ms (sets the volatility of synthetic chart history); default 250. */
+  priceStepMs?: number;
 }
 
 /** Everything the paper broker knows, behind one dispatch function. */
 export class SimCore {
   readonly engine: Engine;
   readonly auth: Auth;
+  readonly md: MarketData;
+  readonly rules: PropRules;
   faults: Faults = { ...NO_FAULTS };
   private readonly sinks = new Map<number, Set<EventSink>>();
-  private readonly quoteSinks = new Map<number, Set<WsClient>>();
+  private open: boolean;
+  private tradeDateKey: number;
+  private lastClose: number;
 
   constructor(readonly opts: CoreOptions) {
-    this.engine = new Engine({ clock: opts.clock, seed: opts.seed, retainFinalOrders: opts.retainFinalOrders });
+    const sessions = opts.sessions ?? 'none';
+    this.engine = new Engine({ clock: opts.clock, seed: opts.seed, retainFinalOrders: opts.retainFinalOrders, sessions });
     this.auth = new Auth(opts);
+    this.md = new MarketData(this.engine.state, { seed: opts.seed, sessions, stepMs: opts.priceStepMs || 250 });
+    this.rules = new PropRules(this.engine, opts.accountRules);
+    const now = this.engine.state.session();
+    this.open = now.open;
+    this.tradeDateKey = now.tradeDateKey;
+    this.lastClose = now.lastClose;
+  }
+
+  /**
+   * Applies what the passage of time does: at a session close Day orders expire; when the
+   * market opens again resting orders are matched; a new trade date resets the daily loss
+   * baseline. Cheap (the session is cached per hour), so every request and step calls it.
+   */
+  advance(): void {
+    const now = this.engine.state.session();
+    if (now.lastClose !== this.lastClose) {
+      this.lastClose = now.lastClose;
+      if (this.engine.state.calendar.mode === 'cme') this.engine.expireDayOrders();
+    }
+    if (now.tradeDateKey !== this.tradeDateKey) {
+      this.tradeDateKey = now.tradeDateKey;
+      this.rules.newTradeDate();
+    }
+    if (now.open !== this.open) {
+      this.open = now.open;
+      if (now.open) this.engine.matchAll();
+    }
   }
 
   /** Registers (or re-registers with new filters) a sync subscriber. */
@@ -73,42 +117,25 @@ export class SimCore {
     set.add(sink);
   }
 
-  /** Removes a subscriber from events and quotes (socket closed). */
+  /** Removes a subscriber from events and market data (socket closed). */
   unsubscribe(sink: EventSink & WsClient): void {
     this.sinks.get(sink.userId)?.delete(sink);
-    for (const set of this.quoteSinks.values()) set.delete(sink);
+    this.md.drop(sink);
   }
 
-  /** Subscribes a client to quotes of a contract and sends the current one. */
-  subscribeQuote(contractId: number, client: WsClient): void {
-    let set = this.quoteSinks.get(contractId);
-    if (!set) this.quoteSinks.set(contractId, (set = new Set()));
-    set.add(client);
-    client.push(this.quoteMessage(contractId));
+  /** A contract's last price changed: record it, match its resting orders, publish market data, mark its holders for the rules. */
+  priceChanged(contractId: number): void {
+    this.engine.matchContract(contractId);
+    this.md.priceChanged(contractId);
+    this.rules.priceMoved(contractId);
   }
 
-  /** Stops quotes of a contract for a client. */
-  unsubscribeQuote(contractId: number, client: WsClient): void {
-    this.quoteSinks.get(contractId)?.delete(client);
-  }
-
-  /** Sends the contract's current quote to its subscribers (after a price change). */
-  publishQuote(contractId: number): void {
-    const set = this.quoteSinks.get(contractId);
-    if (!set || set.size === 0) return;
-    const message = this.quoteMessage(contractId);
-    for (const client of set) client.push(message);
-  }
-
-  private quoteMessage(contractId: number): string {
-    const price = this.engine.state.prices.last(contractId);
-    // No spread and a nominal size: the paper market has unlimited liquidity at the last price.
-    const entries = { Bid: { price, size: 10 }, Offer: { price, size: 10 }, Trade: { price, size: 1 } };
-    return JSON.stringify({ e: 'md', d: { quotes: [{ timestamp: this.engine.state.timestamp(), contractId, entries }] } });
-  }
-
-  /** Sends the events recorded since the last flush to the matching subscribers. */
+  /**
+   * Applies the prop-firm rules to whatever changed, then sends the events recorded since the
+   * last flush to the matching subscribers.
+   */
   flushEvents(): void {
+    this.rules.enforce();
     const events = this.engine.state.takeEvents();
     for (const ev of events) this.deliver(ev);
   }
@@ -116,8 +143,9 @@ export class SimCore {
   private deliver(ev: SimEvent): void {
     const account = this.engine.state.accounts.get(ev.accountId);
     if (!account) return;
-    // A revoked account is invisible; the only event about it is its own Deleted.
-    if (!account.active && !(ev.entityType === 'account' && ev.eventType === 'Deleted')) return;
+    // A revoked account is invisible; the only event about it is its own Deleted. Visibility is
+    // taken when the event happened: a breach's liquidation precedes the revocation in one flush.
+    if (!ev.visible && !(ev.entityType === 'account' && ev.eventType === 'Deleted')) return;
     const sinks = this.sinks.get(account.userId);
     if (!sinks) return;
     let message: string | undefined;
@@ -128,12 +156,10 @@ export class SimCore {
     }
   }
 
-  /** One step of the price walk; resting orders of the contracts that moved are matched. */
+  /** One step of the price walk (none while the market is closed); resting orders of the contracts that moved are matched. */
   tickPrices(): void {
-    for (const id of this.engine.state.prices.step()) {
-      this.engine.matchContract(id);
-      this.publishQuote(id);
-    }
+    this.advance();
+    if (this.open) for (const id of this.engine.state.prices.step()) this.priceChanged(id);
     this.flushEvents();
   }
 
@@ -143,6 +169,7 @@ export class SimCore {
    * to flush after it has queued the response, so the response frame precedes its events.
    */
   dispatch(endpoint: string, session: AuthSession | undefined, query: URLSearchParams, body: unknown, client?: WsClient): WireResult {
+    this.advance();
     if (endpoint === 'auth/accesstokenrequest') return this.accessTokenRequest(body);
     if (!session || !this.auth.valid(session)) return { s: 401, d: 'Access is denied' };
     if (this.faults.rateLimit429 || !this.auth.allow(session.userId)) return { s: 429 };

@@ -1,60 +1,25 @@
 /**
  * The paper broker's order engine: order lifecycle (new, reject, modify, cancel), matching
  * against the synthetic last price, fills split into several `fill` events, OSO legs that
- * wait `Suspended` for their entry, OCO siblings, multibracket strategies. Pure: every
+ * wait `Suspended` for their entry, OCO siblings, multibracket strategies, trailing stops and
+ * MIT orders, trading sessions (no trading while closed, Day orders expire). Pure: every
  * mutation records `props` events in SimState, which the server takes and sends.
  */
-import { riskCheck, validateVersion } from './checks.js';
+import { riskCheck, validateVersion, type CheckFailure } from './checks.js';
+import { roundToTick } from './contracts.js';
+import { decide, isTrailing } from './matching.js';
+import { OrderBook, type OrderAction, type OrderRec, type OrderSpec } from './order-book.js';
 import { Positions } from './positions.js';
 import { seededRandom } from './prices.js';
+import type { SessionMode } from './sessions.js';
 import { type Entity, type EntityType, SimState } from './state.js';
 import { finishStrategy, startBrackets } from './strategies.js';
 
+export type { OrderAction, OrderRec, OrderSpec } from './order-book.js';
+
 /** Upper bound of `fill` events one fill produces. */
 const MAX_FILL_PIECES = 16;
-
-export type OrderAction = 'Buy' | 'Sell';
-export type OrderTypeName = 'Market' | 'Limit' | 'Stop' | 'StopLimit';
 const FINAL = new Set(['Filled', 'Canceled', 'Rejected', 'Expired', 'Completed']);
-
-/** What an order is made of, already resolved to ids. */
-export interface OrderSpec {
-  accountId: number;
-  contractId: number;
-  action: OrderAction;
-  orderQty: number;
-  orderType: string;
-  price?: number;
-  stopPrice?: number;
-  timeInForce?: string;
-  clOrdId?: string;
-  text?: string;
-  isAutomated?: boolean;
-  admin?: boolean;
-  customTag50?: string;
-}
-
-/** Engine bookkeeping for one order. */
-export interface OrderRec {
-  id: number;
-  accountId: number;
-  contractId: number;
-  buy: boolean;
-  order: Entity;
-  version: Entity;
-  lastCommandId: number;
-  filled: number;
-  filledValue: number;
-  triggered: boolean;
-  siblingId?: number;
-  legIds: number[];
-  parentId?: number;
-  strategyId?: number;
-  /** Entities created for this order, as (type, id) pairs, archived with it. */
-  owned: Array<EntityType | number>;
-  /** Multibracket definition, created when this strategy entry fills completely. */
-  strategyBrackets?: Array<{ qty: number; profitTarget?: number; stopLoss?: number }>;
-}
 
 /** Engine construction options. */
 export interface EngineOptions {
@@ -62,26 +27,32 @@ export interface EngineOptions {
   seed?: number;
   /** Final orders kept (with their commands, versions, reports, fills); older ones are archived. Default 10,000. */
   retainFinalOrders?: number;
+  /** Trading sessions (default `none`: always open). */
+  sessions?: SessionMode;
 }
+
+const SESSION_CLOSED: CheckFailure = { status: 'ExecutionRejected', reason: 'SessionClosed', text: 'Market is closed' };
 
 /** The matching engine and every entity it owns. */
 export class Engine {
   readonly state: SimState;
   readonly positions: Positions;
-  readonly orders = new Map<number, OrderRec>();
+  readonly book: OrderBook;
+  /** Orders by id (final ones until archived). */
+  readonly orders: Map<number, OrderRec>;
   /** Orders of each order strategy, entry first. */
-  readonly strategyOrders = new Map<number, OrderRec[]>();
-  private readonly working = new Map<number, Set<OrderRec>>();
+  readonly strategyOrders: Map<number, OrderRec[]>;
+  /** Accounts with fills since the last `takeFilledAccounts` (their equity moved). */
+  private filledAccounts = new Set<number>();
   private readonly random: () => number;
-  private finalOrders: OrderRec[] = [];
-  private finalHead = 0;
-  private readonly retainFinalOrders: number;
 
   constructor(opts: EngineOptions = {}) {
-    this.retainFinalOrders = opts.retainFinalOrders ?? 10_000;
     this.random = seededRandom((opts.seed ?? 1) ^ 0x5eed);
-    this.state = new SimState(opts.clock ?? Date.now, seededRandom(opts.seed ?? 1));
+    this.state = new SimState(opts.clock ?? Date.now, seededRandom(opts.seed ?? 1), opts.sessions);
     this.positions = new Positions(this.state);
+    this.book = new OrderBook(this.state, opts.retainFinalOrders ?? 10_000);
+    this.orders = this.book.orders;
+    this.strategyOrders = this.book.strategyOrders;
   }
 
   /** True when the order can still fill or be cancelled. */
@@ -103,12 +74,7 @@ export class Engine {
       version: this.versionEntity(id, id, spec), lastCommandId: id, filled: 0, filledValue: 0, triggered: false,
       legIds: [], owned: [], ...links,
     };
-    this.orders.set(id, rec);
-    if (links.strategyId) {
-      const list = this.strategyOrders.get(links.strategyId) ?? [];
-      list.push(rec);
-      this.strategyOrders.set(links.strategyId, list);
-    }
+    this.book.add(rec);
     this.own(rec, 'order', order);
     this.own(rec, 'command', {
       id, orderId: id, timestamp: s.timestamp(), clOrdId: spec.clOrdId, commandType: 'New', commandStatus: 'Pending',
@@ -122,7 +88,9 @@ export class Engine {
   submit(rec: OrderRec, opts: { riskCheck: boolean; suspended?: boolean }): void {
     // An OCO sibling can be cancelled by its partner's immediate fill before it is submitted.
     if (rec.order.ordStatus !== 'PendingNew') return;
-    const problem = validateVersion(this.state, rec.contractId, rec.version) ?? (opts.riskCheck ? riskCheck(this.state, this.positions, rec, rec.version.orderQty as number, rec.version.orderQty as number) : undefined);
+    const problem = validateVersion(this.state, rec.contractId, rec.version)
+      ?? (!rec.order.admin && !this.state.session().open ? SESSION_CLOSED : undefined)
+      ?? (opts.riskCheck ? riskCheck(this.state, this.positions, rec, rec.version.orderQty as number, rec.version.orderQty as number) : undefined);
     if (problem) {
       this.reject(rec, problem.status, problem.reason, problem.text);
       return;
@@ -194,6 +162,7 @@ export class Engine {
     } as OrderSpec);
     this.own(rec, 'orderVersion', version);
     const problem = validateVersion(this.state, rec.contractId, version)
+      ?? (!this.state.session().open ? SESSION_CLOSED : undefined)
       ?? (spec.orderQty <= rec.filled ? { status: 'ExecutionRejected', reason: 'UnknownReason', text: 'Quantity must exceed the filled quantity' } : undefined)
       ?? (rec.parentId || rec.siblingId ? undefined : riskCheck(this.state, this.positions, rec, spec.orderQty, spec.orderQty - (rec.version.orderQty as number)));
     if (problem) {
@@ -204,6 +173,7 @@ export class Engine {
     rec.version = version;
     rec.lastCommandId = commandId;
     rec.triggered = false;
+    rec.trail = undefined;
     this.execReport(rec, { execType: 'Replaced', ordStatus: rec.order.ordStatus });
     this.setStatus(rec, rec.order.ordStatus as string);
     this.updateCommand(commandId, 'Replaced');
@@ -236,46 +206,71 @@ export class Engine {
       });
       this.positions.apply(rec.accountId, rec.contractId, fill);
     }
+    if (amount > 0) this.filledAccounts.add(rec.accountId);
     if (rec.filled === total) this.setStatus(rec, 'Filled');
     if (amount > 0) this.afterFill(rec, amount);
   }
 
   /** Re-evaluates every working order of a contract against its last price. */
   matchContract(contractId: number): void {
-    const set = this.working.get(contractId);
-    if (!set) return;
-    for (const rec of [...set]) if (rec.order.ordStatus === 'Working') this.match(rec, false);
+    for (const rec of this.book.workingOf(contractId)) if (rec.order.ordStatus === 'Working') this.match(rec, false);
+  }
+
+  /** Accounts that had fills since the last call (undefined when none). */
+  takeFilledAccounts(): ReadonlySet<number> | undefined {
+    if (this.filledAccounts.size === 0) return undefined;
+    const out = this.filledAccounts;
+    this.filledAccounts = new Set();
+    return out;
+  }
+
+  /**
+   * Re-evaluates every working order when the market opens again. Orders the opening price has
+   * gapped through fill at that price, as at an opening auction, not at their limit.
+   */
+  matchAll(): void {
+    for (const id of this.book.workingContracts()) {
+      for (const rec of this.book.workingOf(id)) if (rec.order.ordStatus === 'Working') this.match(rec, true);
+    }
   }
 
   /** Working and suspended orders of an account, optionally for one contract. */
   liveOrders(accountId: number, contractId?: number): OrderRec[] {
-    const out: OrderRec[] = [];
-    for (const rec of this.orders.values()) {
-      if (rec.accountId === accountId && this.isLive(rec) && (contractId === undefined || rec.contractId === contractId)) out.push(rec);
-    }
-    return out;
+    return this.book.liveOf(accountId, contractId);
+  }
+
+  /** Session close: every live Day order expires (legs of an unfilled entry are cancelled with it). */
+  expireDayOrders(): void {
+    for (const rec of this.book.allLive()) if (this.isLive(rec) && rec.version.timeInForce === 'Day') this.terminate(rec, 'Expired');
   }
 
   /** Fills a working order if the last price allows it; `arrival` = it has just started working. */
   match(rec: OrderRec, arrival: boolean): void {
     if (rec.order.ordStatus !== 'Working' || !this.state.accounts.get(rec.accountId)?.active) return;
+    // Closed market: nothing trades, except the broker's own liquidations at the last price.
+    if (!rec.order.admin && !this.state.session().open) return;
     const last = this.state.prices.last(rec.contractId);
     const v = rec.version;
     const type = v.orderType as string;
-    let price: number | undefined;
-    if ((type === 'Stop' || type === 'StopLimit') && !rec.triggered) {
-      const stop = v.stopPrice as number;
-      if (rec.buy ? last >= stop : last <= stop) rec.triggered = true;
-      else return this.expireIfImmediate(rec);
-      arrival = true;
-    }
-    if (type === 'Market' || type === 'Stop') price = last;
-    else {
-      const limit = v.price as number;
-      if (rec.buy ? last <= limit : last >= limit) price = arrival ? last : limit;
-    }
-    if (price === undefined) return this.expireIfImmediate(rec);
-    this.fill(rec, (v.orderQty as number) - rec.filled, price);
+    const tick = this.state.contracts.productOf(rec.contractId).tickSize;
+    if (rec.trail === undefined && isTrailing(type)) this.startTrailing(rec, last, tick);
+    const d = decide({
+      buy: rec.buy, orderType: type, price: v.price as number | undefined, stopPrice: v.stopPrice as number | undefined,
+      triggered: rec.triggered, trail: rec.trail,
+    }, last, arrival, tick);
+    rec.triggered = d.triggered;
+    if (d.trailTo) this.state.update('orderVersion', v, d.trailTo);
+    if (d.fillPrice === undefined) return this.expireIfImmediate(rec);
+    this.fill(rec, (v.orderQty as number) - rec.filled, d.fillPrice);
+  }
+
+  /** Fixes a trailing order's distance: `pegDifference`, else how far its stop is from the price now. */
+  private startTrailing(rec: OrderRec, last: number, tick: number): void {
+    const v = rec.version;
+    const peg = v.pegDifference as number | undefined;
+    const stop = v.stopPrice as number | undefined;
+    rec.trail = peg !== undefined ? Math.abs(peg) : Math.abs(last - (stop as number));
+    if (stop === undefined) this.state.update('orderVersion', v, { stopPrice: roundToTick(rec.buy ? last + rec.trail : last - rec.trail, tick) });
   }
 
   private expireIfImmediate(rec: OrderRec): void {
@@ -334,18 +329,15 @@ export class Engine {
   }
 
   private setStatus(rec: OrderRec, status: string): void {
-    const set = this.working.get(rec.contractId) ?? new Set<OrderRec>();
-    this.working.set(rec.contractId, set);
-    if (status === 'Working') set.add(rec);
-    else set.delete(rec);
     this.state.update('order', rec.order, { ordStatus: status });
-    if (FINAL.has(status)) this.retire(rec);
+    this.book.statusChanged(rec, status, FINAL.has(status));
   }
 
   private versionEntity(id: number, orderId: number, spec: Partial<OrderSpec>): Entity {
     const v: Entity = { id, orderId, orderQty: spec.orderQty, orderType: spec.orderType, timeInForce: spec.timeInForce ?? 'Day' };
     if (spec.price !== undefined) v.price = spec.price;
     if (spec.stopPrice !== undefined) v.stopPrice = spec.stopPrice;
+    if (spec.pegDifference !== undefined) v.pegDifference = spec.pegDifference;
     if (spec.text !== undefined) v.text = spec.text;
     return v;
   }
@@ -388,22 +380,6 @@ export class Engine {
   private own(rec: OrderRec, type: EntityType, entity: Entity): Entity {
     rec.owned.push(type, entity.id);
     return this.state.create(type, entity, rec.accountId);
-  }
-
-  /** Keeps at most `retainFinalOrders` final orders; older ones and their entities are archived. */
-  private retire(rec: OrderRec): void {
-    this.finalOrders.push(rec);
-    while (this.finalOrders.length - this.finalHead > this.retainFinalOrders) {
-      const old = this.finalOrders[this.finalHead++]!;
-      // Compact now and then instead of shift(), which is O(n) on every archived order.
-      if (this.finalHead > 4096) {
-        this.finalOrders = this.finalOrders.slice(this.finalHead);
-        this.finalHead = 0;
-      }
-      this.orders.delete(old.id);
-      for (let i = 0; i < old.owned.length; i += 2) this.state.remove(old.owned[i] as EntityType, old.owned[i + 1] as number);
-      old.owned = [];
-    }
   }
 
   private userOf(rec: OrderRec): number {

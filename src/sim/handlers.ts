@@ -4,6 +4,7 @@
  * `user/syncrequest`, cash snapshots and the order endpoints. Keys are lower case.
  */
 import type { SimCore, WsClient } from './core.js';
+import { marketDataHandlers } from './md.js';
 import * as orders from './order-requests.js';
 import { COLLECTION_OF, ENTITY_TYPES, MASTER_FIELD, type Entity, type EntityType } from './state.js';
 import { asBody, num, ok, WireError, type WireResult } from './wire.js';
@@ -79,44 +80,48 @@ function entityHandlers(table: Map<string, Handler>, type: EntityType): void {
   });
 }
 
-/** `user/syncrequest`: the snapshot now, `props` events after (WebSocket only). */
+/**
+ * `user/syncrequest`: the snapshot now, `props` events after (WebSocket only). Without
+ * `entityTypes` — what the public tutorials, the trading-strategy bot and community SDKs send —
+ * it is everything: every entity collection, the contracts, maturities and products in use.
+ * With `entityTypes` (the partner rule) only those are synced; an empty list syncs nothing.
+ */
 function syncRequest(c: HandlerContext): WireResult {
   const body = c.body === undefined ? {} : asBody(c.body);
   const state = c.core.engine.state;
   const visible = state.visibleAccounts(c.userId);
   const wanted = Array.isArray(body.accounts) ? new Set(body.accounts.map(Number)) : undefined;
   const accounts = wanted ? new Set([...visible].filter((a) => wanted.has(a))) : visible;
-  // Partner rule: without entityTypes the default is an empty list, so nothing is synced.
-  const requested = new Set(Array.isArray(body.entityTypes) ? body.entityTypes.map(String) : []);
-  const types = new Set(ENTITY_TYPES.filter((t) => requested.has(t)));
+  const requested = Array.isArray(body.entityTypes) ? new Set(body.entityTypes.map(String)) : undefined;
+  const wants = (type: string) => !requested || requested.has(type);
+  const types = new Set(ENTITY_TYPES.filter(wants));
   const d: Record<string, unknown[]> = {};
   for (const name of SNAPSHOT_COLLECTIONS) d[name] = [];
   d.users = [userEntity(c.core, c.userId)];
   for (const t of types) d[COLLECTION_OF[t]] = state.list(t, accounts);
   const contracts = state.contracts;
-  if (requested.has('contract')) d.contracts = contracts.contracts();
-  if (requested.has('contractMaturity')) d.contractMaturities = contracts.contracts().map((k) => contracts.maturityEntity(k));
-  if (requested.has('product')) {
+  if (wants('contract')) d.contracts = contracts.contracts();
+  if (wants('contractMaturity')) d.contractMaturities = contracts.contracts().map((k) => contracts.maturityEntity(k, state.clock()));
+  if (wants('product')) {
     const ids = new Set(contracts.contracts().map((k) => contracts.productOf(k.id).id));
     d.products = [...ids].map((id) => contracts.productEntity(contracts.productById(id)!));
   }
+  if (wants('currency')) d.currencies = [USD];
+  if (wants('userAccountAutoLiq')) d.userAccountAutoLiqs = [...accounts].flatMap((id) => autoLiqEntity(c.core, id));
   c.client?.sync(types, wanted ? accounts : undefined);
   return ok(d);
 }
 
-/** `md/subscribequote` / `md/unsubscribequote` `{symbol}` (name or contract id), WebSocket only. */
-function quoteSubscription(subscribe: boolean): Handler {
-  return (c) => {
-    const body = asBody(c.body);
-    const contracts = c.core.engine.state.contracts;
-    const symbol = body.symbol;
-    const contract = typeof symbol === 'number' ? contracts.item(symbol) : typeof symbol === 'string' ? contracts.find(symbol) : undefined;
-    if (!contract) throw new WireError(400, `Unknown symbol: ${String(symbol)}`);
-    if (!c.client) throw new WireError(400, 'Quotes are available on the WebSocket only');
-    if (subscribe) c.core.subscribeQuote(contract.id, c.client);
-    else c.core.unsubscribeQuote(contract.id, c.client);
-    return ok();
-  };
+const USD = { id: 1, name: 'USD', symbol: '$' };
+
+/** The account's evaluation rules as Tradovate's `userAccountAutoLiq` (none when it has no rules). */
+function autoLiqEntity(core: SimCore, accountId: number): Entity[] {
+  const rules = core.engine.state.accounts.get(accountId)?.rules;
+  if (!rules || (rules.dailyLossLimit === undefined && rules.trailingDrawdown === undefined)) return [];
+  return [{
+    id: accountId, dailyLossAutoLiq: rules.dailyLossLimit ?? null, trailingMaxDrawdown: rules.trailingDrawdown ?? null,
+    changesLocked: true, doNotUnlock: true,
+  }];
 }
 
 function cashSnapshot(c: HandlerContext): WireResult {
@@ -125,13 +130,7 @@ function cashSnapshot(c: HandlerContext): WireResult {
   const account = state.accounts.get(accountId);
   if (!account || !state.visibleAccounts(c.userId).has(accountId)) return ok({ errorText: 'Access is denied' });
   const cash = state.get('cashBalance', account.cashBalanceId)!;
-  let openPnL = 0;
-  for (const p of state.list('position', new Set([accountId]))) {
-    if (p.netPos === 0) continue;
-    const pointValue = state.contracts.productOf(p.contractId as number).pointValue;
-    openPnL += (state.prices.last(p.contractId as number) - (p.netPrice as number)) * (p.netPos as number) * pointValue;
-  }
-  openPnL = Math.round(openPnL * 100) / 100;
+  const openPnL = Math.round(c.core.engine.positions.openPnL(accountId) * 100) / 100;
   const amount = cash.amount as number;
   return ok({
     totalCashValue: amount, totalPnL: (cash.realizedPnL as number) + openPnL, initialMargin: 0, maintenanceMargin: 0,
@@ -159,11 +158,32 @@ function buildTable(): Map<string, Handler> {
     return k ? ok(k) : notFound();
   });
   t.set('contract/items', (c) => ok(idsParam(c.query, 'ids').map((id) => c.core.engine.state.contracts.item(id)).filter(Boolean)));
+  t.set('contract/suggest', (c) => {
+    const limit = Math.min(Math.max(Math.trunc(Number(c.query.get('l') ?? 10)) || 10, 1), 100);
+    return ok(c.core.engine.state.contracts.suggest(c.query.get('t') ?? '', limit, c.core.engine.state.clock()));
+  });
+  t.set('contract/deps', (c) => {
+    const k = c.core.engine.state.contracts.byMaturity(idParam(c.query, 'masterid'));
+    return ok(k ? [k] : []);
+  });
+  const maturity = (c: HandlerContext, id: number) => {
+    const state = c.core.engine.state;
+    const k = state.contracts.byMaturity(id);
+    return k ? state.contracts.maturityEntity(k, state.clock()) : undefined;
+  };
   t.set('contractmaturity/item', (c) => {
+    const m = maturity(c, idParam(c.query, 'id'));
+    return m ? ok(m) : notFound();
+  });
+  t.set('contractmaturity/items', (c) => ok(idsParam(c.query, 'ids').map((id) => maturity(c, id)).filter(Boolean)));
+  t.set('contractmaturity/deps', (c) => {
+    const productId = idParam(c.query, 'masterid');
+    const state = c.core.engine.state;
+    return ok(state.contracts.contracts().filter((k) => state.contracts.productOf(k.id).id === productId).map((k) => state.contracts.maturityEntity(k, state.clock())));
+  });
+  t.set('product/list', (c) => {
     const contracts = c.core.engine.state.contracts;
-    const id = idParam(c.query, 'id');
-    const k = contracts.contracts().find((x) => x.contractMaturityId === id);
-    return k ? ok(contracts.maturityEntity(k)) : notFound();
+    return ok(contracts.allProducts().map((p) => contracts.productEntity(p)));
   });
   t.set('product/find', (c) => {
     const p = c.core.engine.state.contracts.product(c.query.get('name') ?? '');
@@ -174,8 +194,7 @@ function buildTable(): Map<string, Handler> {
     return p ? ok(c.core.engine.state.contracts.productEntity(p)) : notFound();
   });
   t.set('cashbalance/getcashbalancesnapshot', cashSnapshot);
-  t.set('md/subscribequote', quoteSubscription(true));
-  t.set('md/unsubscribequote', quoteSubscription(false));
+  for (const [endpoint, handler] of marketDataHandlers()) t.set(endpoint, handler);
   t.set('order/placeorder', (c) => orders.placeOrder(c.core.engine, c.userId, c.body));
   t.set('order/placeoso', (c) => orders.placeOso(c.core.engine, c.userId, c.body));
   t.set('order/placeoco', (c) => orders.placeOco(c.core.engine, c.userId, c.body));

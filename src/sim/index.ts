@@ -8,6 +8,9 @@ import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { control, isLoopback } from './control.js';
 import { SimCore } from './core.js';
+import type { SessionMode } from './sessions.js';
+import type { AccountRules } from './state.js';
+import { parseBodyText } from './wire.js';
 import { normaliseEndpoint, WsSession } from './ws-session.js';
 
 /** Options of `startSim`. */
@@ -33,6 +36,10 @@ export interface SimOptions {
   retainFinalOrders?: number;
   /** Price walk step interval, default 250; 0 = prices move only through the control API. */
   priceStepMs?: number;
+  /** Trading sessions: `cme` (Globex hours, maintenance break, Day orders expire at the close) or `none` (default: always open). */
+  sessions?: SessionMode;
+  /** Evaluation rules every account created through the control API starts with. */
+  accountRules?: AccountRules;
   logger?: Logger;
   clock?: () => number;
 }
@@ -89,6 +96,9 @@ export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
     requestsPerSecond: opts.limits?.requestsPerSecond ?? 1_000_000,
     requestsPerHour: opts.limits?.requestsPerHour ?? 1_000_000_000,
     retainFinalOrders: opts.retainFinalOrders,
+    sessions: opts.sessions,
+    accountRules: opts.accountRules,
+    priceStepMs: opts.priceStepMs,
   });
   const timers = { authorizeTimeoutMs: opts.authorizeTimeoutMs ?? 5000, clientTimeoutMs: opts.clientTimeoutMs ?? 15_000 };
   const sessions = new Set<WsSession>();
@@ -97,14 +107,9 @@ export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
   async function rest(req: IncomingMessage, res: ServerResponse, endpoint: string, query: URLSearchParams): Promise<void> {
     const text = await readBody(req);
     if (text === undefined) return send(res, 413, 'Request body too large');
-    let body: unknown;
-    if (text.trim() !== '') {
-      try {
-        body = JSON.parse(text);
-      } catch (err) {
-        return send(res, 400, `Malformed JSON body: ${(err as Error).message}`);
-      }
-    }
+    const parsed = parseBodyText(text);
+    if ('error' in parsed) return send(res, 400, parsed.error);
+    const body = parsed.body;
     const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
     const check = bearer ? core.auth.check(bearer) : undefined;
     const latency = core.faults.latencyMs;
@@ -178,6 +183,15 @@ export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
     }
   };
   const walk = stepMs > 0 ? setInterval(step, stepMs) : undefined;
+  // Session closes and trade-date rolls happen on the clock, also when nothing else is going on.
+  const sessionTimer = setInterval(() => {
+    try {
+      core.advance();
+      core.flushEvents();
+    } catch (err) {
+      log?.error({ err }, 'paper broker session step failed');
+    }
+  }, 1000);
   const port = (server.address() as AddressInfo).port;
   const host = opts.host && opts.host !== '0.0.0.0' && opts.host !== '::' ? opts.host : '127.0.0.1';
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -191,6 +205,7 @@ export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
     async close() {
       clearInterval(heartbeat);
       if (walk) clearInterval(walk);
+      clearInterval(sessionTimer);
       for (const s of [...sessions]) s.terminate();
       wss.close();
       server.closeAllConnections();

@@ -32,9 +32,9 @@ function qtyOf(body: Body, field: string): number {
 const TIME_IN_FORCE = ['Day', 'GTC', 'IOC', 'FOK'] as const;
 
 /** The version fields common to orders and bracket legs. */
-function versionFields(b: Body): Pick<OrderSpec, 'orderType' | 'price' | 'stopPrice' | 'timeInForce' | 'clOrdId' | 'text'> {
+function versionFields(b: Body): Pick<OrderSpec, 'orderType' | 'price' | 'stopPrice' | 'pegDifference' | 'timeInForce' | 'clOrdId' | 'text'> {
   return {
-    orderType: str(b, 'orderType'), price: optNum(b, 'price'), stopPrice: optNum(b, 'stopPrice'),
+    orderType: str(b, 'orderType'), price: optNum(b, 'price'), stopPrice: optNum(b, 'stopPrice'), pegDifference: optNum(b, 'pegDifference'),
     timeInForce: b.timeInForce === undefined || b.timeInForce === null ? 'Day' : oneOf(b, 'timeInForce', TIME_IN_FORCE),
     clOrdId: optStr(b, 'clOrdId'), text: optStr(b, 'text'),
   };
@@ -147,7 +147,8 @@ export function liquidatePositions(engine: Engine, userId: number, raw: unknown)
   return ok({ ok: true });
 }
 
-function liquidate(engine: Engine, accountId: number, contractId: number, admin: boolean, isAutomated: boolean): WireResult {
+/** Cancels an account's orders in a contract, then closes its position there at market → `{orderId}`. */
+export function liquidate(engine: Engine, accountId: number, contractId: number, admin: boolean, isAutomated: boolean): WireResult {
   // Cancelling one OCO leg ends its sibling too, so re-check liveness before each cancel.
   for (const rec of engine.liveOrders(accountId, contractId)) if (engine.isLive(rec)) engine.cancel(rec, { isAutomated });
   const net = engine.positions.netPos(accountId, contractId);
@@ -175,7 +176,7 @@ export function startOrderStrategy(engine: Engine, userId: number, raw: unknown)
   const entryVersion = params.entryVersion && typeof params.entryVersion === 'object' ? (params.entryVersion as Body) : undefined;
   const brackets = Array.isArray(params.brackets) ? (params.brackets as unknown[]) : [];
   if (!entryVersion || !brackets.every((b): b is Body => b !== null && typeof b === 'object' && !Array.isArray(b))) return invalid;
-  if (brackets.some((b) => b.trailingStop === true || b.autoTrail)) return ok({ errorText: 'Trailing brackets are not supported by the paper broker' });
+  if (brackets.some((b) => b.autoTrail)) return ok({ errorText: 'autoTrail brackets are not supported by the paper broker' });
   const accountId = accountOf(engine, userId, body);
   const contract = engine.state.contracts.find(symbol);
   if (accountId === undefined || !contract) return ok({ errorText: 'Access is denied' });
@@ -183,7 +184,9 @@ export function startOrderStrategy(engine: Engine, userId: number, raw: unknown)
   const uuid = optStr(body, 'uuid');
   const customTag50 = optStr(body, 'customTag50');
   const entryFields = { orderQty: qtyOf(entryVersion, 'orderQty'), ...versionFields(entryVersion) };
-  const bracketSpecs = brackets.map((b) => ({ qty: qtyOf(b, 'qty'), profitTarget: optNum(b, 'profitTarget'), stopLoss: optNum(b, 'stopLoss') }));
+  const bracketSpecs = brackets.map((b) => ({
+    qty: qtyOf(b, 'qty'), profitTarget: optNum(b, 'profitTarget'), stopLoss: optNum(b, 'stopLoss'), trailingStop: optBool(b, 'trailingStop') ?? false,
+  }));
   const s = engine.state;
   const strategy = s.create('orderStrategy', {
     id: s.id(), accountId, timestamp: s.timestamp(), contractId: contract.id, orderStrategyTypeId: 2, action,

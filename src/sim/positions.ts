@@ -21,6 +21,9 @@ const cents = (n: number): number => Math.round(n * 100) / 100;
 /** Positions of every account; owns the `position`, `fillPair` and cash P&L events. */
 export class Positions {
   private readonly books = new Map<string, PositionBook>();
+  /** Non-flat books per account, and accounts holding each contract: the rules and liquidation read these, never every book. */
+  private readonly open = new Map<number, Set<PositionBook>>();
+  private readonly holders = new Map<number, Set<number>>();
 
   constructor(private readonly state: SimState) {}
 
@@ -31,11 +34,38 @@ export class Positions {
 
   /** Contracts in which an account holds a non-zero position. */
   openContracts(accountId: number): number[] {
-    const out: number[] = [];
-    for (const b of this.books.values()) {
-      if (b.entity.accountId === accountId && b.entity.netPos !== 0) out.push(b.entity.contractId as number);
+    return [...(this.open.get(accountId) ?? [])].map((b) => b.entity.contractId as number);
+  }
+
+  /** Accounts holding a non-zero position in a contract. */
+  holdersOf(contractId: number): ReadonlySet<number> | undefined {
+    return this.holders.get(contractId);
+  }
+
+  /** Open P&L of an account at the last prices (account currency, unrounded). */
+  openPnL(accountId: number): number {
+    let pnl = 0;
+    for (const b of this.open.get(accountId) ?? []) {
+      const e = b.entity;
+      const contractId = e.contractId as number;
+      pnl += (this.state.prices.last(contractId) - (e.netPrice as number)) * (e.netPos as number) * this.state.contracts.productOf(contractId).pointValue;
     }
-    return out;
+    return pnl;
+  }
+
+  private track(book: PositionBook, accountId: number, contractId: number): void {
+    const flat = book.entity.netPos === 0;
+    let mine = this.open.get(accountId);
+    let holders = this.holders.get(contractId);
+    if (flat) {
+      mine?.delete(book);
+      holders?.delete(accountId);
+      return;
+    }
+    if (!mine) this.open.set(accountId, (mine = new Set()));
+    if (!holders) this.holders.set(contractId, (holders = new Set()));
+    mine.add(book);
+    holders.add(accountId);
   }
 
   /** Position entity by id. */
@@ -98,6 +128,7 @@ export class Positions {
     } else {
       s.update('position', e, changes);
     }
+    this.track(book, accountId, contractId);
     for (const p of pairs) s.create('fillPair', p, accountId);
     if (pairs.length > 0) this.bookPnL(accountId, cents(realized));
   }

@@ -5,6 +5,7 @@
  */
 import { ContractRegistry } from './contracts.js';
 import { PriceBook } from './prices.js';
+import { TradingCalendar, type SessionMode, type SessionState, type TradeDate } from './sessions.js';
 
 /** A Tradovate entity as sent on the wire. */
 export type Entity = { id: number } & Record<string, unknown>;
@@ -37,6 +38,8 @@ export interface SimEvent {
   eventType: 'Created' | 'Updated' | 'Deleted';
   entity: Entity;
   accountId: number;
+  /** Whether the account was visible when the event happened (a breach liquidates, then revokes, in one flush). */
+  visible: boolean;
 }
 
 /** A user of the paper broker. */
@@ -47,6 +50,14 @@ export interface SimUser {
   accountIds: number[];
 }
 
+/** Prop-firm evaluation rules of an account (amounts in account currency). */
+export interface AccountRules {
+  /** Liquidate and revoke once the trade date's P&L (realized + open) reaches −this. */
+  dailyLossLimit?: number;
+  /** Liquidate and revoke once equity falls this far below its highest value. */
+  trailingDrawdown?: number;
+}
+
 /** Account bookkeeping beyond the wire entity. */
 export interface AccountState {
   entity: Entity;
@@ -55,6 +66,15 @@ export interface AccountState {
   maxOrderQty?: number;
   maxPosition?: number;
   cashBalanceId: number;
+  /** Balance the account was created with (a reset starts from it again). */
+  initialBalance: number;
+  rules: AccountRules;
+  /** Equity when the current trade date began. */
+  dayStartEquity: number;
+  /** Highest equity seen while a trailing drawdown is set. */
+  highWater: number;
+  /** Set when a rule liquidated and revoked the account. */
+  breach?: { rule: 'DailyLossLimit' | 'TrailingDrawdown'; at: string; equity: number; limit: number };
 }
 
 interface Stored {
@@ -74,13 +94,20 @@ export class SimState {
   private nextId = 10_000_001;
   private timeMs = Number.NaN;
   private isoNow = '';
-  private tradeDateNow: { year: number; month: number; day: number } = { year: 0, month: 0, day: 0 };
+  readonly calendar: TradingCalendar;
 
   constructor(
     readonly clock: () => number,
     random: () => number,
+    sessions: SessionMode = 'none',
   ) {
     this.prices = new PriceBook(this.contracts, random);
+    this.calendar = new TradingCalendar(sessions);
+  }
+
+  /** Market session now (open or closed, trade date, last close). */
+  session(): SessionState {
+    return this.calendar.at(this.clock());
   }
 
   /** Next id of the single increasing sequence shared by all entity types. */
@@ -94,10 +121,9 @@ export class SimState {
     return this.isoNow;
   }
 
-  /** Tradovate `tradeDate` of now (UTC calendar date); shared object, never mutated. */
-  tradeDate(): { year: number; month: number; day: number } {
-    this.refreshTime();
-    return this.tradeDateNow;
+  /** Tradovate `tradeDate` of now (the CME trade date, rolling at 17:00 CT); shared frozen object. */
+  tradeDate(): TradeDate {
+    return this.session().tradeDate;
   }
 
   // One order writes a dozen timestamps; formatting a Date each time dominated the profile.
@@ -105,11 +131,7 @@ export class SimState {
     const now = this.clock();
     if (now === this.timeMs) return;
     this.timeMs = now;
-    const d = new Date(now);
-    this.isoNow = d.toISOString();
-    const day = { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() };
-    const prev = this.tradeDateNow;
-    if (prev.year !== day.year || prev.month !== day.month || prev.day !== day.day) this.tradeDateNow = Object.freeze(day);
+    this.isoNow = new Date(now).toISOString();
   }
 
   /** Stores a new entity and records a `Created` event. */
@@ -131,7 +153,8 @@ export class SimState {
   emit(type: EntityType, eventType: SimEvent['eventType'], entity: Entity, accountId: number): void {
     // A shallow copy freezes the entity as it is now: the same object may change again
     // before the events are serialised (PendingNew → Working in one call).
-    this.events.push({ entityType: type, eventType, entity: { ...entity }, accountId });
+    const visible = this.accounts.get(accountId)?.active ?? false;
+    this.events.push({ entityType: type, eventType, entity: { ...entity }, accountId, visible });
   }
 
   /** Returns and clears the events recorded since the last call. */
@@ -161,6 +184,18 @@ export class SimState {
     const out: Entity[] = [];
     for (const s of this.tables.get(type)!.values()) if (accountIds.has(s.a)) out.push(s.e);
     return out;
+  }
+
+  /**
+   * Revokes (or restores) an account: it leaves (or re-enters) the user's view and subscribers
+   * get an `account` Deleted (or Created) event. Returns false when nothing changed.
+   */
+  setActive(accountId: number, active: boolean): boolean {
+    const account = this.accounts.get(accountId);
+    if (!account || account.active === active) return false;
+    account.active = active;
+    this.emit('account', active ? 'Created' : 'Deleted', account.entity, accountId);
+    return true;
   }
 
   /** Ids of the accounts a user can see now (revoked accounts excluded). */
@@ -193,7 +228,9 @@ export class SimState {
       id: this.id(), accountId: id, timestamp: this.timestamp(), tradeDate: this.tradeDate(), currencyId: 1,
       amount: balance, realizedPnL: 0, weekRealizedPnL: 0,
     };
-    const state: AccountState = { entity, userId, active: true, cashBalanceId: cash.id };
+    const state: AccountState = {
+      entity, userId, active: true, cashBalanceId: cash.id, initialBalance: balance, rules: {}, dayStartEquity: balance, highWater: balance,
+    };
     this.accounts.set(id, state);
     user.accountIds.push(id);
     this.create('account', entity, id);

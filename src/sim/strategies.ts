@@ -2,10 +2,19 @@
  * Multibracket order strategies (`orderStrategyTypeId` 2): when the entry has filled, each
  * bracket becomes a take-profit limit and a stop at signed point offsets from the average
  * fill price, OCO-paired and announced through `orderStrategyLink`; the strategy finishes
- * when none of its orders is live any more.
+ * when none of its orders is live any more. A bracket with `trailingStop: true` gets a
+ * TrailingStop leg that trails at the stop-loss distance (rounded to the tick, at least one).
  */
 import { roundToTick } from './contracts.js';
 import type { Engine, OrderAction, OrderRec } from './engine.js';
+
+/** One bracket of a multibracket strategy (signed point offsets from the entry's average price). */
+export interface BracketSpec {
+  qty: number;
+  profitTarget?: number;
+  stopLoss?: number;
+  trailingStop?: boolean;
+}
 
 /** Creates the bracket legs of a strategy whose entry has just filled completely. */
 export function startBrackets(engine: Engine, entry: OrderRec): void {
@@ -23,7 +32,11 @@ export function startBrackets(engine: Engine, entry: OrderRec): void {
       legs.push({ rec: engine.create({ ...base, orderType: 'Limit', price: roundToTick(avg + b.profitTarget, tick) }, links), label: `tp${i + 1}` });
     }
     if (typeof b.stopLoss === 'number') {
-      legs.push({ rec: engine.create({ ...base, orderType: 'Stop', stopPrice: roundToTick(avg + b.stopLoss, tick) }, links), label: `sl${i + 1}` });
+      const stopPrice = roundToTick(avg + b.stopLoss, tick);
+      const leg = b.trailingStop
+        ? { ...base, orderType: 'TrailingStop', stopPrice, pegDifference: Math.max(tick, roundToTick(Math.abs(b.stopLoss), tick)) }
+        : { ...base, orderType: 'Stop', stopPrice };
+      legs.push({ rec: engine.create(leg, links), label: `sl${i + 1}` });
     }
     if (legs.length === 2) engine.pair(legs[0]!.rec, legs[1]!.rec);
     for (const { rec, label } of legs) {

@@ -30,6 +30,47 @@ export const accessDenied = (): WireResult => failure('UnknownReason', 'Access i
 
 type Body = Record<string, unknown>;
 
+/**
+ * Reads a request body text: JSON, or nothing. Clients that build frames with template
+ * literals send the text `undefined` (or `null`) for requests without a body; that is no body.
+ */
+export function parseBodyText(text: string): { body: unknown } | { error: string } {
+  const t = text.trim();
+  if (t === '' || t === 'undefined' || t === 'null') return { body: undefined };
+  try {
+    return { body: JSON.parse(t) };
+  } catch (err) {
+    return { error: `Malformed JSON body: ${(err as Error).message}` };
+  }
+}
+
+/** The query line; `undefined`/`null` (template-literal framing of a missing query) is empty. */
+export function parseQueryText(text: string): URLSearchParams {
+  const t = text.trim();
+  return new URLSearchParams(t === 'undefined' || t === 'null' ? '' : t);
+}
+
+/**
+ * The token of an `authorize` body: the raw token (Tradovate's samples), the JSON-quoted
+ * token (`JSON.stringify(token)`) or an object `{token}` / `{accessToken}` (community clients).
+ */
+export function authorizeToken(text: string): string {
+  const t = text.trim();
+  if (!t.startsWith('"') && !t.startsWith('{')) return t;
+  try {
+    const v: unknown = JSON.parse(t);
+    if (typeof v === 'string') return v.trim();
+    if (v && typeof v === 'object') {
+      const o = v as Body;
+      const token = o.token ?? o.accessToken ?? o.mdAccessToken;
+      if (typeof token === 'string') return token.trim();
+    }
+  } catch {
+    // not JSON after all: the raw text is the token
+  }
+  return t;
+}
+
 /** The body as an object; anything else is a 400 like Tradovate's deserializer answers. */
 export function asBody(body: unknown): Body {
   if (body && typeof body === 'object' && !Array.isArray(body)) return body as Body;

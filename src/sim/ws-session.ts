@@ -7,13 +7,21 @@ import type { WebSocket } from 'ws';
 import type { AuthSession } from './auth.js';
 import type { EventSink, SimCore, WsClient } from './core.js';
 import type { EntityType } from './state.js';
-import type { WireResult } from './wire.js';
+import { authorizeToken, parseBodyText, parseQueryText, type WireResult } from './wire.js';
 
 /** Timing knobs of a session. */
 export interface SessionTimers {
   authorizeTimeoutMs: number;
   clientTimeoutMs: number;
 }
+
+/**
+ * Gap between a subscription's answer and its first data. A separate frame is enough for a
+ * browser (each frame is its own task), but a Node `ws` client reads frames that arrive in one
+ * TCP read synchronously, before an awaited answer resumes its caller: a short pause keeps the
+ * data out of that read.
+ */
+export const FIRST_DATA_DELAY_MS = 10;
 
 /** Splits a request into its four lines; missing lines are empty (as Tradovate reads them). */
 export function parseRequest(text: string): { endpoint: string; id: string; query: string; body: string } {
@@ -42,6 +50,7 @@ export class WsSession implements EventSink, WsClient {
   auth?: AuthSession;
   private queue: string[] = [];
   private scheduled = false;
+  private afterResponse: Array<() => void> = [];
   private lastHeard = Date.now();
   private authTimer?: NodeJS.Timeout;
   private closed = false;
@@ -68,6 +77,11 @@ export class WsSession implements EventSink, WsClient {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
+  }
+
+  /** Runs `fn` after the frame now being built has gone out (first data of a subscription). */
+  later(fn: () => void): void {
+    this.afterResponse.push(fn);
   }
 
   /** Starts or replaces this socket's `props` subscription. */
@@ -118,10 +132,19 @@ export class WsSession implements EventSink, WsClient {
 
   private flush(): void {
     this.scheduled = false;
-    if (this.queue.length === 0 || this.closed) return;
-    const frame = `a[${this.queue.join(',')}]`;
-    this.queue = [];
-    if (!this.core.faults.silent) this.ws.send(frame);
+    if (this.closed) return;
+    if (this.queue.length > 0) {
+      const frame = `a[${this.queue.join(',')}]`;
+      this.queue = [];
+      if (!this.core.faults.silent) this.ws.send(frame);
+    }
+    if (this.afterResponse.length === 0) return;
+    const due = this.afterResponse;
+    this.afterResponse = [];
+    setTimeout(() => {
+      if (this.closed) return;
+      for (const fn of due) fn();
+    }, FIRST_DATA_DELAY_MS);
   }
 
   private onMessage(text: string): void {
@@ -142,19 +165,13 @@ export class WsSession implements EventSink, WsClient {
       return;
     }
     const endpoint = normaliseEndpoint(req.endpoint);
-    if (endpoint === 'authorize') return this.authorize(id, req.body.trim());
+    if (endpoint === 'authorize') return this.authorize(id, authorizeToken(req.body));
     if (!this.auth) return this.respond(id, { s: 401, d: 'Access is denied' });
-    let body: unknown;
-    if (req.body.trim() !== '') {
-      try {
-        body = JSON.parse(req.body);
-      } catch (err) {
-        return this.respond(id, { s: 400, d: `Malformed JSON body: ${(err as Error).message}` });
-      }
-    }
+    const parsed = parseBodyText(req.body);
+    if ('error' in parsed) return this.respond(id, { s: 400, d: parsed.error });
     let result: WireResult;
     try {
-      result = this.core.dispatch(endpoint, this.auth, new URLSearchParams(req.query), body, this);
+      result = this.core.dispatch(endpoint, this.auth, parseQueryText(req.query), parsed.body, this);
     } catch (err) {
       // A defect in one handler must not take the whole broker (and every socket) down.
       this.onError(err, endpoint);

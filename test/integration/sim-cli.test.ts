@@ -64,3 +64,30 @@ it('runs in a worker thread: startSimInWorker serves the protocol and close() en
   }
   await expect(fetch(`${sim.controlUrl}/state`)).rejects.toThrow();
 });
+
+it('takes --sessions and the evaluation-rule flags: the demo accounts get the rules, a bad value exits 1', async () => {
+  const child = spawn(process.execPath, [
+    join(PACKAGE_ROOT, 'bin/tradegate.js'), 'sim', '--port', '0', '--demo', '--sessions', 'cme', '--daily-loss-limit', '500', '--trailing-drawdown=2000', '--log-level', 'silent',
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', () => out.includes('Stop with Ctrl-C') && resolve());
+    child.once('exit', (code) => reject(new Error(`exited early (${code}): ${out}`)));
+  });
+  expect(out).toMatch(/sessions\s+CME Globex hours/);
+  expect(out).toMatch(/new accounts: daily loss limit 500, trailing drawdown 2000/);
+  const control = /control\s+(http:\/\/127\.0\.0\.1:\d+\/control)/.exec(out)![1]!;
+  const state = (await (await fetch(`${control}/state`)).json()) as { accounts: Array<{ dailyLossLimit: number; trailingDrawdown: number }>; session: { mode: string } };
+  expect(state.session.mode).toBe('cme');
+  expect(state.accounts.map((a) => [a.dailyLossLimit, a.trailingDrawdown])).toEqual([[500, 2000], [500, 2000]]);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  expect(await exited).toBe(0);
+
+  const bad = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin/tradegate.js'), 'sim', '--sessions', 'weekly'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  bad.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  expect(await new Promise<number | null>((resolve) => bad.once('exit', resolve))).toBe(1);
+  expect(err).toMatch(/--sessions must be cme or none/);
+});

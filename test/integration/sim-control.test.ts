@@ -86,7 +86,7 @@ describe('POST /control/accounts/{id}/limits', () => {
   it('sets and clears max order quantity', async () => {
     const u = await userWithToken(sim, 'ann');
     const set = await ctl(sim, 'POST', `/accounts/${u.accountIds[0]}/limits`, { maxOrderQty: 1 });
-    expect(set.body).toEqual({ id: u.accountIds[0], maxOrderQty: 1, maxPosition: null });
+    expect(set.body).toEqual({ id: u.accountIds[0], maxOrderQty: 1, maxPosition: null, dailyLossLimit: null, trailingDrawdown: null });
     const cleared = await ctl(sim, 'POST', `/accounts/${u.accountIds[0]}/limits`, { maxOrderQty: null });
     expect(cleared.body.maxOrderQty).toBeNull();
     const refused = await ctl(sim, 'POST', `/accounts/${u.accountIds[0]}/limits`, { maxOrderQty: 3, maxPosition: 'many' });

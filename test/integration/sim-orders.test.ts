@@ -52,8 +52,8 @@ describe('sync', () => {
     await other.event('order', (e) => e.id === second.d.orderId && e.ordStatus === 'Working');
     expect(other.messages.filter((m) => m.e === 'props').every((m) => m.d.entityType === 'order' && m.d.entity.accountId === u.accountIds[1])).toBe(true);
     expect(other.events('order').some((e) => e.entity.id === first.d.orderId)).toBe(false);
-    // Tradovate's partner rule: no entityTypes, no data.
-    const empty = await other.request('user/syncrequest', '', { users: [u.userId] });
+    // Tradovate's partner rule: an explicit empty entityTypes list syncs nothing.
+    const empty = await other.request('user/syncrequest', '', { users: [u.userId], entityTypes: [] });
     expect(empty.d.accounts).toEqual([]);
     other.close();
   });

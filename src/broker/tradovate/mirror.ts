@@ -65,11 +65,16 @@ export interface MirrorChange {
 
 type Listener = (change: MirrorChange) => void;
 
+/** Most events kept while a snapshot is awaited; a sync that long overdue fails and is retried anyway. */
+const MAX_JOURNAL = 50_000;
+
 /** Entity store with per-field indexes and change listeners. */
 export class Mirror {
   private readonly tables = new Map<string, Map<number, Entity>>();
   private readonly indexes = new Map<string, Map<unknown, Set<number>>>();
   private readonly listeners = new Set<Listener>();
+  /** Events applied since `expectSnapshot`, replayed over the snapshot when it arrives. */
+  private journal: Array<[string, string, unknown]> | undefined;
 
   private table(type: string): Map<number, Entity> {
     let t = this.tables.get(type);
@@ -115,6 +120,15 @@ export class Mirror {
     return next;
   }
 
+  /**
+   * Marks that a sync request is on its way. A broker may push events before its snapshot
+   * answer; those are kept and applied again over the snapshot, so a snapshot taken before
+   * them cannot undo them (and one taken after them ends in the same state).
+   */
+  expectSnapshot(): void {
+    this.journal = [];
+  }
+
   /** Replaces everything with a sync snapshot (`d` of the syncrequest answer). */
   replace(snapshot: Record<string, unknown>): void {
     this.tables.clear();
@@ -124,11 +138,15 @@ export class Mirror {
       if (!type || !Array.isArray(value)) continue;
       for (const e of value) if (isEntity(e)) this.upsert(type, e);
     }
+    const early = this.journal ?? [];
+    this.journal = undefined;
     this.emit({ entityType: '*', eventType: 'Snapshot', entity: null });
+    for (const [entityType, eventType, entity] of early) this.apply(entityType, eventType, entity);
   }
 
   /** Applies one props event; `entity` may be an object or an array of them. */
   apply(entityType: string, eventType: string, entity: unknown): void {
+    if (this.journal && this.journal.length < MAX_JOURNAL) this.journal.push([entityType, eventType, entity]);
     const list = Array.isArray(entity) ? entity : [entity];
     for (const e of list) {
       if (!isEntity(e)) continue;

@@ -5,7 +5,7 @@
  */
 import WebSocket from 'ws';
 import { AppError } from '../../domain/problems.js';
-import { CLIENT_HEARTBEAT, formatRequest, parseFrame, penaltyOf, type EventMessage } from './frames.js';
+import { CLIENT_HEARTBEAT, formatRequest, parseFrame, penaltyOf, type EventMessage, type ServerMessage } from './frames.js';
 
 /** A non-200 answer from the broker (`d` is usually a message string). */
 export class BrokerStatusError extends Error {
@@ -112,7 +112,7 @@ export class TradovateSocket {
         if (frame.kind === 'open') return authorize();
         if (frame.kind === 'close') return fail(new AppError('BROKER_UNAVAILABLE', `broker closed: ${frame.reason}`));
         if (frame.kind !== 'data') return;
-        for (const m of frame.messages) {
+        for (const [index, m] of frame.messages.entries()) {
           if (m.kind !== 'response' || m.requestId !== 0) continue;
           if (m.status === 200) {
             if (settled) return;
@@ -121,6 +121,8 @@ export class TradovateSocket {
             ws.removeAllListeners();
             const sock = new TradovateSocket(ws, handlers, opts);
             sock.start();
+            // A broker may batch events behind the authorize answer in the same frame.
+            sock.dispatch(frame.messages.slice(index + 1));
             resolve(sock);
           } else if (m.status === 401) {
             fail(new AuthRejectedError(typeof m.data === 'string' ? m.data : 'authorize refused'));
@@ -158,8 +160,17 @@ export class TradovateSocket {
     this.lastFrameAt = Date.now();
     const frame = parseFrame(text);
     if (frame.kind === 'close') return this.shutdown('closed', `broker closed: ${frame.code ?? ''} ${frame.reason}`.trim());
-    if (frame.kind !== 'data') return;
-    for (const m of frame.messages) {
+    if (frame.kind === 'data') this.dispatch(frame.messages);
+  }
+
+  /**
+   * Routes messages in arrival order: events to `onEvent` (whatever their type), answers to
+   * their pending request. An answer may come before or after the events it caused, and data of
+   * a subscription (a quote) may precede its answer: neither depends on the other here.
+   */
+  private dispatch(messages: ServerMessage[]): void {
+    for (const m of messages) {
+      if (this.closed) return;
       if (m.kind === 'event') {
         this.handlers.onEvent(m);
         continue;

@@ -20,7 +20,20 @@ it('accepts supported types with prices on the tick grid and names the reason ot
   expect(validateVersion(state, contractId, { id: 1, orderType: 'Limit', price: 75.12 })).toBeUndefined();
   expect(validateVersion(state, contractId, { id: 1, orderType: 'StopLimit', price: 75.12, stopPrice: 75.125 })?.reason).toBe('InvalidPrice');
   expect(validateVersion(state, contractId, { id: 1, orderType: 'Limit' })?.reason).toBe('InvalidPrice');
-  expect(validateVersion(state, contractId, { id: 1, orderType: 'TrailingStop', stopPrice: 75 })?.reason).toBe('Unsupported');
+  expect(validateVersion(state, contractId, { id: 1, orderType: 'QTS', price: 75 })?.reason).toBe('Unsupported');
+});
+
+it('checks MIT and trailing orders: a touch price, a stop or a non-zero trailing distance on the tick grid', () => {
+  const check = (v: Record<string, unknown>) => validateVersion(state, contractId, { id: 1, ...v })?.reason;
+  expect(check({ orderType: 'MIT', price: 75.12 })).toBeUndefined();
+  expect(check({ orderType: 'MIT' })).toBe('InvalidPrice');
+  expect(check({ orderType: 'TrailingStop', stopPrice: 75 })).toBeUndefined();
+  expect(check({ orderType: 'TrailingStop', pegDifference: -0.5 })).toBeUndefined();
+  expect(check({ orderType: 'TrailingStop', pegDifference: 0 })).toBe('InvalidPrice');
+  expect(check({ orderType: 'TrailingStop', pegDifference: 0.005 })).toBe('InvalidPrice');
+  expect(check({ orderType: 'TrailingStop' })).toBe('InvalidPrice');
+  expect(check({ orderType: 'TrailingStopLimit', stopPrice: 75, price: 74.9 })).toBeUndefined();
+  expect(check({ orderType: 'TrailingStopLimit', stopPrice: 75 })).toBe('InvalidPrice');
 });
 
 it('refuses absurd quantities even on an account without its own limit', () => {

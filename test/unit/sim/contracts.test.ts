@@ -31,5 +31,5 @@ it('describes products the way product/find does (valuePerPoint, tickSize, price
   const r = new ContractRegistry();
   expect(r.productEntity(r.product('ZN')!)).toMatchObject({ name: 'ZN', tickSize: 0.015625, valuePerPoint: 1000, priceFormatType: 'Decimal' });
   const k = r.find('GCZ6')!;
-  expect(r.maturityEntity(k)).toMatchObject({ id: k.contractMaturityId, expirationMonth: 2612, productId: r.product('GC')!.id });
+  expect(r.maturityEntity(k, Date.parse('2026-11-20T15:00:00Z'))).toMatchObject({ id: k.contractMaturityId, expirationMonth: 2612, productId: r.product('GC')!.id });
 });

@@ -55,3 +55,17 @@ test('penaltyOf reads p-tickets and ignores ordinary answers', () => {
   expect(penaltyOf({ orderId: 1 })).toBeNull();
   expect(penaltyOf('text')).toBeNull();
 });
+
+describe('parseFrame tolerance', () => {
+  test('keeps answers with unknown keys, string ids and no d; skips messages it cannot classify', () => {
+    const f = parseFrame('a[{"s":200,"i":"4","extra":1},{"weird":true},{"e":"chart","d":{"charts":[{"id":3,"eoh":true}]}},[]]');
+    expect(f).toEqual({
+      kind: 'data',
+      messages: [
+        { kind: 'response', status: 200, requestId: 4, data: undefined },
+        { kind: 'event', event: 'chart', data: { charts: [{ id: 3, eoh: true }] } },
+      ],
+    });
+    expect(parseFrame('a[]')).toEqual({ kind: 'data', messages: [] });
+  });
+});

@@ -63,3 +63,30 @@ test('missingContractIds names contracts referenced but not known', () => {
   m.replace({ contracts: [{ id: 1, name: 'ESZ6' }], orders: [{ id: 5, contractId: 1 }, { id: 6, contractId: 2 }], positions: [{ id: 7, contractId: 3 }] });
   expect(m.missingContractIds().sort()).toEqual([2, 3]);
 });
+
+test('events that arrive before the sync answer survive it: they are applied again over the snapshot', () => {
+  const m = new Mirror();
+  m.expectSnapshot();
+  // The broker pushed the fill (and the order going Filled) before answering the syncrequest ...
+  m.apply('order', 'Updated', { id: 5, accountId: 9, ordStatus: 'Filled' });
+  m.apply('fill', 'Created', { id: 6, orderId: 5, qty: 1 });
+  // ... and its snapshot was taken before them.
+  m.replace({ orders: [{ id: 5, accountId: 9, ordStatus: 'Working', action: 'Buy' }], fills: [] });
+  expect(m.get('order', 5)).toMatchObject({ ordStatus: 'Filled', action: 'Buy' });
+  expect(m.by('fill', 'orderId', 5)).toHaveLength(1);
+  // After the answer, events are no longer journalled: a later snapshot replaces everything again.
+  m.apply('order', 'Updated', { id: 5, ordStatus: 'Canceled' });
+  m.replace({ orders: [] });
+  expect(m.get('order', 5)).toBeUndefined();
+});
+
+test('keeps entity types and fields it does not know (accountRiskStatus, new fields), and ignores unknown snapshot keys', () => {
+  const m = new Mirror();
+  m.replace({ accounts: [{ id: 1, name: 'A', brandNewField: 3 }], annualReviews: [{ id: 2 }], users: 'not-an-array' });
+  expect(m.get('account', 1)).toMatchObject({ brandNewField: 3 });
+  m.apply('accountRiskStatus', 'Updated', { id: 1, adminAction: 'LockTradingImmediately' });
+  m.apply('order', 'Created', { id: 'not-a-number' });
+  m.apply('order', 'Created', null);
+  expect(m.get('accountRiskStatus', 1)?.adminAction).toBe('LockTradingImmediately');
+  expect(m.all('order')).toEqual([]);
+});

@@ -131,3 +131,35 @@ test('a p-ticket answer is resent once with the ticket after p-time', async () =
   expect(await client.request('order/placeorder', { body: { a: 1 } })).toEqual({ orderId: 9 });
   expect(bodies.map((b) => JSON.parse(b))).toEqual([{ a: 1 }, { a: 1, 'p-ticket': 'PT' }]);
 });
+
+test('tolerates the real broker’s ordering: a quote before the answer, events before and after it, unknown event types and fields', async () => {
+  const url = await fakeBroker((ws, endpoint, id) => {
+    if (endpoint !== 'md/subscribeQuote') return;
+    const quote = { e: 'md', d: { quotes: [{ id: 7, contractId: 7, entries: { Trade: { price: 1 } }, someNewField: true }] } };
+    ws.send(`a[${JSON.stringify(quote)}]`);
+    ws.send(`a[${JSON.stringify({ e: 'clock', d: '2026-11-20T15:00:00Z' })},${JSON.stringify({ s: 200, i: id, d: { mode: 'RealTime', subscriptionId: 7 }, extra: 'x' })}]`);
+    ws.send(`a[${JSON.stringify({ e: 'props', d: { entityType: 'accountRiskStatus', eventType: 'Updated', entity: { id: 3, adminAction: 'Normal' } } })}]`);
+  });
+  const events: string[] = [];
+  let third!: () => void;
+  const threeEvents = new Promise<void>((r) => (third = r));
+  client = await TradovateSocket.connect(url, 'good', { onEvent: (m) => events.push(m.event) === 3 && third(), onClose: () => {} });
+  expect(await client.request('md/subscribeQuote', { body: { symbol: 'ESZ6' } })).toEqual({ mode: 'RealTime', subscriptionId: 7 });
+  await threeEvents;
+  expect(events).toEqual(['md', 'clock', 'props']);
+});
+
+test('delivers events the broker batches behind the authorize answer in the same frame', async () => {
+  wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  wss.on('connection', (ws) => {
+    ws.send('o');
+    ws.on('message', (raw) => {
+      if (!raw.toString().startsWith('authorize')) return;
+      ws.send(`a[{"s":200,"i":0},{"e":"props","d":{"entityType":"account","eventType":"Updated","entity":{"id":1,"active":true}}}]`);
+    });
+  });
+  await new Promise<void>((r) => wss!.once('listening', () => r()));
+  const c = connect(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}/v1/websocket`);
+  client = await c.p;
+  expect(c.events).toEqual([{ kind: 'event', event: 'props', data: { entityType: 'account', eventType: 'Updated', entity: { id: 1, active: true } } }]);
+});
