@@ -127,7 +127,8 @@ export function createNatsIdempotencyStore(
         if (!e || e.operation !== 'PUT') continue;
         const v = e.json<Stored>();
         if (v.state === 'done' && !expired(v)) return { kind: 'done', record: record(v) };
-        if (v.state === 'in-flight' && v.expiresAt > clock()) return { kind: 'in-flight' };
+        // Like the 24 h rule: expired only once strictly past its time.
+        if (v.state === 'in-flight' && v.expiresAt >= clock()) return { kind: 'in-flight' };
         // A marker whose node died, or a record older than 24 h by our clock: take it over,
         // unless another node does so first (then the next round sees its marker).
         try {
