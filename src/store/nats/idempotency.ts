@@ -44,6 +44,7 @@ export type ClaimOutcome = { kind: 'claimed'; claim: IdempotencyClaim } | { kind
 
 /** The store's idempotency interface plus the cluster-wide in-flight marker. */
 export interface NatsIdempotencyStore extends IdempotencyStore {
+  get(scope: string, key: string): Promise<IdempotencyRecord | undefined>;
   /** Claims (scope, key) for one request cluster-wide, or says what holds it. */
   claim(scope: string, key: string, fingerprint: string): Promise<ClaimOutcome>;
 }

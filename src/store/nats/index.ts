@@ -2,7 +2,8 @@
  * The store in cluster mode: the same `Store` the LMDB store implements, over NATS JetStream.
  *
  * - `<prefix>_records` (KV, history 1): users, API keys, webhook tokens, strategies,
- *   connections, last-use times and the data key check, mirrored in memory on every node.
+ *   connections, last-use times and the data key check, mirrored in memory on every node;
+ *   every write is also republished on `<prefix>.records.<key>` (see kv-mirror.ts).
  * - `<prefix>_idempotency` (KV, ttl 24 h): in-flight markers and stored answers.
  * - `<prefix>_journal` (stream, subjects `<prefix>.journal.<user>`): the journal.
  *
@@ -76,12 +77,15 @@ function keyCheckSlot(kv: KV, entry: KvEntry | null): KeyCheckSlot {
 }
 
 /** Opens a KV bucket, creating it with `config` when missing, and checks the settings that matter. */
-async function bucket(kvm: Kvm, name: string, config: { history: number; ttl: number; replicas: number }): Promise<KV> {
-  const kv = await kvm.create(name, { ...config, storage: StorageType.File });
+async function bucket(kvm: Kvm, name: string, config: { history: number; ttl: number; replicas: number; republishTo?: string }): Promise<KV> {
+  const republish = config.republishTo === undefined ? undefined : { src: `$KV.${name}.>`, dest: `${config.republishTo}.>` };
+  const kv = await kvm.create(name, { history: config.history, ttl: config.ttl, replicas: config.replicas, storage: StorageType.File, ...(republish && { republish }) });
   const status = await kv.status();
   // An existing bucket keeps its own settings: a different TTL would silently change how long
-  // idempotency records (or records at all) live, so it is refused rather than used.
+  // idempotency records (or records at all) live, and without republishing the mirrors would
+  // only see writes through their watches; such a bucket is refused rather than used.
   if (status.ttl !== config.ttl) throw new Error(`KV bucket ${name} has ttl ${status.ttl} ms, expected ${config.ttl} ms`);
+  if (republish && status.republish.dest !== republish.dest) throw new Error(`KV bucket ${name} does not republish to ${republish.dest}`);
   return kv;
 }
 
@@ -96,7 +100,8 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   const jsm = await jetstreamManager(opts.nc);
   const kvm = new Kvm(js);
 
-  const records = await bucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas });
+  const republishTo = `${prefix}.records`;
+  const records = await bucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas, republishTo });
   const idempotencyKv = await bucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas });
   const journalStream = `${prefix}_journal`;
   const subjectPrefix = `${prefix}.journal`;
@@ -113,7 +118,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   }
 
   const sealer = await checkDataKey(keyCheckSlot(records, await records.get(KEY_CHECK)), () => loadDataKey(opts.dataDir, opts.dataKey), `the NATS records in ${prefix}_records`);
-  const mirror = new KvMirror(records, `${prefix}_records`, logger);
+  const mirror = new KvMirror(records, `${prefix}_records`, { logger, republish: { nc: opts.nc, subject: republishTo } });
   const pending = new Set<Promise<unknown>>();
   const ctx: NatsStoreContext = {
     mirror,

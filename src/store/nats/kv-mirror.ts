@@ -12,10 +12,18 @@
  *
  * Concurrency: read-modify-write goes through `mutate`, a revision-checked update retried
  * against a fresh read when another writer got there first. Nothing else writes records.
+ *
+ * Two delivery paths, because after a NATS server dies a watch can stay silent for many
+ * seconds (its consumer is recreated only after missed heartbeats, and creating it times out
+ * while placement still picks the dead server): the bucket republishes every write on a core
+ * NATS subject, which fails over with the connection at once; the watch, a JetStream
+ * consumer, brings whatever a core subscription missed, and a periodic check restarts it when
+ * it stops moving. Both apply by revision, so each write counts once whichever path brings it
+ * first.
  */
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { KV, KvEntry, KvWatchEntry } from '@nats-io/kv';
-import type { QueuedIterator } from '@nats-io/nats-core';
+import type { Msg, NatsConnection, QueuedIterator, Subscription } from '@nats-io/nats-core';
 import type { Logger } from '../../log.js';
 
 interface Slot {
@@ -48,18 +56,41 @@ export class KvMirror {
   private readonly slots = new Map<string, Slot>();
   private readonly listeners: ChangeListener[] = [];
   private watcher: QueuedIterator<KvWatchEntry> | undefined;
+  private republished: Subscription | undefined;
   private closed = false;
-  /** Highest revision the watch has delivered (where a restarted watch resumes). */
+  /**
+   * The watch's position: every revision up to this one is applied (the watch delivers in
+   * stream order). Republished writes cannot move it: their `Nats-Last-Sequence` is per key,
+   * so a lost one would not show as a gap. A restarted watch resumes after it.
+   */
   private watched = 0;
+  private stallTimer: NodeJS.Timeout | undefined;
+  private checking = false;
 
   constructor(
     readonly kv: KV,
     readonly bucket: string,
-    private readonly logger: Logger | undefined,
+    private readonly opts: {
+      logger?: Logger;
+      /** Where the bucket republishes its writes (`<subject>.<key>`), with the connection to subscribe on. */
+      republish?: { nc: NatsConnection; subject: string };
+      /** How often the mirror checks that it keeps up (see checkForStalls). */
+      stallCheckMs?: number;
+    } = {},
   ) {}
+
+  private get logger(): Logger | undefined {
+    return this.opts.logger;
+  }
 
   /** Starts following KV; resolves once every value the bucket held at this moment is in memory. */
   start(): Promise<void> {
+    const rp = this.opts.republish;
+    if (rp) this.republished = rp.nc.subscribe(`${rp.subject}.>`, {
+        callback: (err, msg) => {
+          if (!err) this.applyRepublished(rp.subject, msg);
+        },
+      });
     return this.follow();
   }
 
@@ -138,19 +169,34 @@ export class KvMirror {
   /** Stops following KV; later reads throw. */
   close(): void {
     this.closed = true;
+    clearInterval(this.stallTimer);
+    this.republished?.unsubscribe();
     this.watcher?.stop();
   }
 
   private applyEntry(e: KvEntry): void {
+    this.applyJson(e.key, e.operation === 'PUT' ? e.string() : undefined, e.revision);
+  }
+
+  /** A write the bucket republished; `Nats-Sequence` is its revision. */
+  private applyRepublished(subject: string, msg: Msg): void {
+    const h = msg.headers;
+    const revision = Number(h?.get('Nats-Sequence'));
+    if (!h || !Number.isSafeInteger(revision) || !msg.subject.startsWith(`${subject}.`)) return;
+    const op = h.get('KV-Operation');
+    this.applyJson(msg.subject.slice(subject.length + 1), op === 'DEL' || op === 'PURGE' ? undefined : msg.string(), revision);
+  }
+
+  private applyJson(key: string, json: string | undefined, revision: number): void {
     let value: unknown;
     try {
-      value = e.operation === 'PUT' ? e.json() : undefined;
+      value = json === undefined ? undefined : JSON.parse(json);
     } catch (err) {
       // Not ours (every record is JSON): skip it rather than stop following the bucket.
-      this.logger?.error({ err, bucket: this.bucket, key: e.key }, 'KV value is not JSON; ignored');
+      this.logger?.error({ err, bucket: this.bucket, key }, 'KV value is not JSON; ignored');
       return;
     }
-    this.apply(e.key, value, e.revision);
+    this.apply(key, value, revision);
   }
 
   private apply(key: string, value: unknown, revision: number): void {
@@ -168,9 +214,10 @@ export class KvMirror {
   }
 
   /**
-   * Starts (or, after the watch ended unexpectedly, resumes) the watch. The first call waits
-   * until the mirror holds what the bucket held when it began: the watch delivers the last
-   * value of every key in stream order, so having seen the stream's last sequence means done.
+   * Starts (or resumes) the watch. The first call waits until the mirror holds what the bucket
+   * held when it began: the watch delivers the last value of every key in stream order, so
+   * having seen the stream's last sequence means done. A resumed watch starts after the last
+   * revision this mirror saw, so nothing in between is missed.
    */
   private async follow(): Promise<void> {
     const state = (await this.kv.status()).streamInfo.state;
@@ -183,18 +230,58 @@ export class KvMirror {
     void (async () => {
       try {
         for await (const e of watcher) {
-          this.watched = Math.max(this.watched, e.revision);
           this.applyEntry(e);
+          this.watched = Math.max(this.watched, e.revision);
           if (e.revision >= state.last_seq) loaded();
         }
       } catch (err) {
         this.logger?.error({ err, bucket: this.bucket }, 'KV watch failed');
       }
       if (this.closed) return;
-      // The client ended the watch (e.g. its consumer could not be recreated): start another.
+      // The watch ended (its consumer could not be recreated, or the stall check stopped it).
       this.logger?.warn({ bucket: this.bucket, revision: this.watched }, 'KV watch ended; resuming');
-      setTimeout(() => void this.follow().catch((err) => this.logger?.error({ err, bucket: this.bucket }, 'KV watch resume failed')), 250).unref();
+      this.resume(250);
     })();
+    if (this.stallTimer === undefined) this.checkForStalls();
     await ready;
+  }
+
+  /** Starts the watch again after `delayMs`, retrying (up to every 2 s) while NATS cannot serve it. */
+  private resume(delayMs: number): void {
+    setTimeout(() => {
+      if (this.closed) return;
+      this.follow().catch((err: unknown) => {
+        this.logger?.warn({ err, bucket: this.bucket }, 'KV watch resume failed; retrying');
+        this.resume(Math.min(2000, delayMs * 2));
+      });
+    }, delayMs).unref();
+  }
+
+  /**
+   * The mirror checks that its watch keeps up: when the stream holds revisions the watch has
+   * not delivered, and it delivered nothing since the last check, the watch is stopped and
+   * resumed from its position. (While republishing works the mirror is current anyway; the
+   * watch is what makes it complete.)
+   */
+  private checkForStalls(): void {
+    let behindAt: number | undefined;
+    this.stallTimer = setInterval(() => {
+      if (this.closed || this.checking) return;
+      this.checking = true;
+      this.kv
+        .status()
+        .then(({ streamInfo }) => {
+          if (streamInfo.state.last_seq <= this.watched) behindAt = undefined;
+          else if (behindAt === undefined || this.watched > behindAt) behindAt = this.watched;
+          else {
+            this.logger?.warn({ bucket: this.bucket, revision: this.watched, last: streamInfo.state.last_seq }, 'KV watch stalled; restarting it');
+            behindAt = undefined;
+            this.watcher?.stop();
+          }
+        })
+        .catch(() => undefined) // NATS busy (e.g. electing a leader): check again next time
+        .finally(() => (this.checking = false));
+    }, this.opts.stallCheckMs ?? 1000);
+    this.stallTimer.unref();
   }
 }

@@ -50,8 +50,31 @@ function lagging(bucket: KV, lagMs: number): KV {
   });
 }
 
-async function mirror(bucket: KV): Promise<KvMirror> {
-  const m = new KvMirror(bucket, 'test', undefined);
+/** The same bucket, but its first watch goes silent after the initial values: a stuck consumer. */
+function stallingFirstWatch(bucket: KV): { kv: KV; watches: () => number } {
+  let watches = 0;
+  const kv = new Proxy(bucket, {
+    get(target, prop) {
+      if (prop === 'watch') {
+        return async (opts: Parameters<KV['watch']>[0]) => {
+          const last = (await target.status()).streamInfo.state.last_seq;
+          const inner = await target.watch(opts);
+          if (++watches > 1) return inner;
+          const silent = (async function* () {
+            for await (const e of inner) if (e.revision <= last) yield e;
+          })();
+          return Object.assign(silent, { stop: () => inner.stop() });
+        };
+      }
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { kv, watches: () => watches };
+}
+
+async function mirror(bucket: KV, stallCheckMs?: number): Promise<KvMirror> {
+  const m = new KvMirror(bucket, 'test', { stallCheckMs });
   mirrors.push(m);
   await m.start();
   return m;
@@ -135,7 +158,7 @@ describe('KvMirror', () => {
   });
 
   it('tells listeners about every change with the previous value', async () => {
-    const m = new KvMirror(kv, 'test', undefined);
+    const m = new KvMirror(kv, 'test');
     mirrors.push(m);
     const changes: unknown[] = [];
     m.onChange((key, value, previous) => changes.push([key, value, previous]));
@@ -148,6 +171,72 @@ describe('KvMirror', () => {
       ['p', 2, 1],
       ['p', undefined, 2],
     ]);
+  });
+
+  it('replaces a watch that stopped delivering, resuming after the last revision it saw', async () => {
+    await kv.put('before', JSON.stringify(1));
+    const stalling = stallingFirstWatch(kv);
+    const m = await mirror(stalling.kv, 100);
+    expect(m.get('before')).toBe(1);
+    await kv.put('after', JSON.stringify(2));
+    await kv.put('before', JSON.stringify(3));
+    const deadline = Date.now() + 3000;
+    while ((m.get('after') === undefined || m.get('before') !== 3) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(m.get('after')).toBe(2);
+    expect(m.get('before')).toBe(3);
+    expect(stalling.watches()).toBe(2);
+  });
+
+  it('applies writes republished on the core subject while its watch is silent', async () => {
+    const name = `r${randomBase62(10)}`;
+    const rkv = await new Kvm(nc).create(name, { history: 1, republish: { src: `$KV.${name}.>`, dest: `rp.${name}.>` } });
+    try {
+      const stalling = stallingFirstWatch(rkv);
+      const m = new KvMirror(stalling.kv, name, { republish: { nc, subject: `rp.${name}` }, stallCheckMs: 60_000 });
+      mirrors.push(m);
+      await m.start();
+      await rkv.put('a.b', JSON.stringify({ v: 1 }));
+      await rkv.delete('a.b');
+      await rkv.put('c', JSON.stringify('x'));
+      const deadline = Date.now() + 1000;
+      while (m.get('c') === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      expect(m.get('c')).toBe('x');
+      expect(m.get('a.b')).toBeUndefined();
+      expect(stalling.watches()).toBe(1);
+    } finally {
+      await rkv.destroy();
+    }
+  });
+
+  it('a write the core subject lost is brought by the watch, restarted when it stopped moving', async () => {
+    const name = `r${randomBase62(10)}`;
+    const rkv = await new Kvm(nc).create(name, { history: 1, republish: { src: `$KV.${name}.>`, dest: `rp.${name}.>` } });
+    try {
+      // A connection whose subscription drops the republished write of key `lost`.
+      const lossy = new Proxy(nc, {
+        get(target, prop) {
+          if (prop === 'subscribe') {
+            return (subject: string, o: { callback: (err: Error | null, msg: { subject: string }) => void }) =>
+              target.subscribe(subject, { callback: (err, msg) => (msg.subject.endsWith('.lost') ? undefined : o.callback(err, msg)) });
+          }
+          const v = Reflect.get(target, prop, target) as unknown;
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+      const stalling = stallingFirstWatch(rkv);
+      const m = new KvMirror(stalling.kv, name, { republish: { nc: lossy, subject: `rp.${name}` }, stallCheckMs: 100 });
+      mirrors.push(m);
+      await m.start();
+      await rkv.put('lost', JSON.stringify(1));
+      await rkv.put('after', JSON.stringify(2));
+      const deadline = Date.now() + 3000;
+      while (m.get('lost') === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      expect(m.get('after')).toBe(2);
+      expect(m.get('lost')).toBe(1);
+      expect(stalling.watches()).toBe(2);
+    } finally {
+      await rkv.destroy();
+    }
   });
 
   it('ignores a value that is not JSON instead of stopping, and reads throw once closed', async () => {
