@@ -13,7 +13,7 @@
  */
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/nats-core';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../log.js';
 import { loadDataKey } from '../crypto.js';
 import { IDEMPOTENCY_TTL_MS } from '../idempotency.js';

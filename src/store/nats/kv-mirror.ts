@@ -2,7 +2,7 @@
  * An in-memory mirror of one JetStream KV bucket, kept fresh by a watch, so that reads stay
  * synchronous (the hot path verifies keys and tokens without a round trip). Writes go to KV
  * and are applied to the mirror as soon as KV acknowledges them (read-your-writes); writes
- * from other nodes arrive through the watch (tens of microseconds to milliseconds on a LAN).
+ * from other nodes arrive within milliseconds (two paths, below).
  *
  * Ordering: every entry carries its KV revision (the stream sequence). The watch delivers in
  * stream order but may lag behind a local write, so an entry only replaces one with a lower
@@ -23,7 +23,7 @@
  */
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { KV, KvEntry, KvWatchEntry } from '@nats-io/kv';
-import type { Msg, NatsConnection, QueuedIterator, Subscription } from '@nats-io/nats-core';
+import type { Msg, NatsConnection, QueuedIterator, Subscription } from '@nats-io/transport-node';
 import type { Logger } from '../../log.js';
 
 interface Slot {
@@ -91,7 +91,10 @@ export class KvMirror {
           if (!err) this.applyRepublished(rp.subject, msg);
         },
       });
-    return this.follow();
+    return this.follow().catch((err: unknown) => {
+      this.close();
+      throw err;
+    });
   }
 
   /** Registers a listener (e.g. a secondary index; register before `start`); it sees every later change. */
