@@ -86,11 +86,13 @@ export class KvMirror {
   /** Starts following KV; resolves once every value the bucket held at this moment is in memory. */
   start(): Promise<void> {
     const rp = this.opts.republish;
-    if (rp) this.republished = rp.nc.subscribe(`${rp.subject}.>`, {
+    if (rp) {
+      this.republished = rp.nc.subscribe(`${rp.subject}.>`, {
         callback: (err, msg) => {
           if (!err) this.applyRepublished(rp.subject, msg);
         },
       });
+    }
     return this.follow().catch((err: unknown) => {
       this.close();
       throw err;
