@@ -6,10 +6,10 @@
 import { AppError } from '../domain/problems.js';
 import type { Scope } from '../http/route-types.js';
 import { ownedReads, type StoreContext } from './context.js';
-import { sha256Hex, timingSafeEqual } from './crypto.js';
-import { newToken, parseToken, tokenPrefix } from './secret-token.js';
+import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
 
-interface ApiKeyRow {
+/** An API key as stored (both stores). */
+export interface ApiKeyRow {
   id: string;
   userId: string;
   name: string;
@@ -59,26 +59,52 @@ export interface ApiKeyStore {
   touch(id: string, now: number): void;
 }
 
+/** What may be shown of a stored key, with its last use (ms) if any. */
+export function apiKeyView(r: ApiKeyRow, used: number | undefined): ApiKeyView {
+  return {
+    id: r.id,
+    userId: r.userId,
+    name: r.name,
+    scopes: [...r.scopes],
+    prefix: tokenPrefix('tgk', r.id),
+    createdAt: r.createdAt,
+    lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
+    revokedAt: r.revokedAt,
+  };
+}
+
+/** Validates a new key and builds its row; `key` is the secret to show once. */
+export function newApiKeyRow({ userId, name, scopes }: { userId: string; name: string; scopes: readonly Scope[] }, createdAt: string): { row: ApiKeyRow; key: string } {
+  if (name.length < 1 || name.length > 100) throw new AppError('VALIDATION_FAILED', 'key name must be 1..100 characters');
+  const unique = [...new Set(scopes)];
+  if (unique.length === 0 || unique.some((s) => !API_KEY_SCOPES.includes(s))) {
+    throw new AppError('VALIDATION_FAILED', `scopes must be a non-empty subset of ${API_KEY_SCOPES.join(', ')}`);
+  }
+  const { id, token, digest } = newToken('tgk');
+  return { row: { id, userId, name, scopes: unique, digest, createdAt, revokedAt: null }, key: token };
+}
+
+/** Which uses to record: at most one per TOUCH_INTERVAL_MS per id (keys and webhook tokens). */
+export function touchThrottle(): { due(id: string, now: number): boolean; forget(id: string): void } {
+  const lastTouch = new Map<string, number>();
+  return {
+    due(id, now) {
+      const last = lastTouch.get(id);
+      if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return false;
+      lastTouch.set(id, now);
+      return true;
+    },
+    forget: (id) => void lastTouch.delete(id),
+  };
+}
+
 /** The API key store over a shared context. */
 export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
   const { apiKeys, owners, lastUsed } = ctx.dbs;
-  const lastTouch = new Map<string, number>();
+  const touches = touchThrottle();
 
   const row = (id: string): ApiKeyRow | undefined => apiKeys.get(id) as ApiKeyRow | undefined;
-
-  function view(r: ApiKeyRow): ApiKeyView {
-    const used = lastUsed.get(['apiKey', r.id]);
-    return {
-      id: r.id,
-      userId: r.userId,
-      name: r.name,
-      scopes: [...r.scopes],
-      prefix: tokenPrefix('tgk', r.id),
-      createdAt: r.createdAt,
-      lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
-      revokedAt: r.revokedAt,
-    };
-  }
+  const view = (r: ApiKeyRow): ApiKeyView => apiKeyView(r, lastUsed.get(['apiKey', r.id]));
 
   async function revokeWhere(id: string, owner: string | undefined): Promise<boolean> {
     const revokedAt = ctx.nowIso();
@@ -92,19 +118,14 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
         return true;
       }),
     );
-    if (done) lastTouch.delete(id);
+    if (done) touches.forget(id);
     return done;
   }
 
   return {
-    async create({ userId, name, scopes }) {
-      if (name.length < 1 || name.length > 100) throw new AppError('VALIDATION_FAILED', 'key name must be 1..100 characters');
-      const unique = [...new Set(scopes)];
-      if (unique.length === 0 || unique.some((s) => !API_KEY_SCOPES.includes(s))) {
-        throw new AppError('VALIDATION_FAILED', `scopes must be a non-empty subset of ${API_KEY_SCOPES.join(', ')}`);
-      }
-      const { id, token, digest } = newToken('tgk');
-      const rec: ApiKeyRow = { id, userId, name, scopes: unique, digest, createdAt: ctx.nowIso(), revokedAt: null };
+    async create(input) {
+      const { row: rec, key: token } = newApiKeyRow(input, ctx.nowIso());
+      const { id, userId } = rec;
       // A key that was shown to its owner must still exist after a crash: durable before returning.
       const ok = await ctx.durable(
         apiKeys.ifNoExists(id, () => {
@@ -121,11 +142,8 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
     },
 
     verify(raw) {
-      const parsed = parseToken('tgk', raw);
-      if (!parsed) return null;
-      const r = row(parsed.id);
-      if (!r || !timingSafeEqual(sha256Hex(raw as string), r.digest) || r.revokedAt) return null;
-      return view(r);
+      const r = verifiedRow('tgk', raw, row);
+      return r && !r.revokedAt ? view(r) : null;
     },
 
     ...ownedReads(ctx, 'apiKey', row, view),
@@ -139,9 +157,7 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
     },
 
     touch(id, now) {
-      const last = lastTouch.get(id);
-      if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
-      lastTouch.set(id, now);
+      if (!touches.due(id, now)) return;
       // Best effort: last-use time is informational and may be lost in a crash.
       lastUsed.put(['apiKey', id], now).catch((err: unknown) => ctx.logger?.warn({ err, keyId: id }, 'recording key use failed'));
     },

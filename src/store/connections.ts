@@ -5,7 +5,7 @@
 import type { BrokerCredentials, BrokerKind, Environment } from '../actors/protocol.js';
 import { AppError } from '../domain/problems.js';
 import { byCreation, ownedReads, type StoreContext } from './context.js';
-import { randomBase62 } from './crypto.js';
+import { randomBase62, type Sealer } from './crypto.js';
 
 /** A connection as it may be shown (no credentials). */
 export interface ConnectionRecord {
@@ -20,7 +20,8 @@ export interface ConnectionRecord {
   disabled: boolean;
 }
 
-interface ConnectionRow extends ConnectionRecord {
+/** A connection as stored; the NATS store keeps `sealedCredentials` as base64. */
+export interface ConnectionRow extends ConnectionRecord {
   sealedCredentials: Uint8Array;
 }
 
@@ -53,9 +54,11 @@ export interface ConnectionStore {
   remove(userId: string, id: string): Promise<boolean>;
 }
 
-const aad = (id: string): string => `connection:${id}`;
+/** Binds sealed credentials to their connection. */
+export const connectionAad = (id: string): string => `connection:${id}`;
 
-function view(r: ConnectionRow): ConnectionRecord {
+/** What may be shown of a stored connection (never its credentials). */
+export function connectionView(r: ConnectionRecord): ConnectionRecord {
   return {
     id: r.id,
     userId: r.userId,
@@ -69,6 +72,24 @@ function view(r: ConnectionRow): ConnectionRecord {
   };
 }
 
+/** Validates a new connection and builds its row, the credentials sealed under `sealer`. */
+export function newConnectionRow(input: NewConnection, createdAt: string, sealer: Sealer): ConnectionRow {
+  if (input.name.length < 1 || input.name.length > 100) throw new AppError('VALIDATION_FAILED', 'connection name must be 1..100 characters');
+  const id = `con_${randomBase62(12)}`;
+  return {
+    id,
+    userId: input.userId,
+    name: input.name,
+    broker: input.broker,
+    environment: input.environment,
+    restUrl: input.restUrl,
+    wsUrl: input.wsUrl,
+    createdAt,
+    disabled: input.disabled ?? false,
+    sealedCredentials: sealer.seal(JSON.stringify(input.credentials), connectionAad(id)),
+  };
+}
+
 /** The connection store over a shared context. */
 export function createConnectionStore(ctx: StoreContext): ConnectionStore {
   const { connections, owners } = ctx.dbs;
@@ -76,20 +97,8 @@ export function createConnectionStore(ctx: StoreContext): ConnectionStore {
 
   return {
     async create(input) {
-      if (input.name.length < 1 || input.name.length > 100) throw new AppError('VALIDATION_FAILED', 'connection name must be 1..100 characters');
-      const id = `con_${randomBase62(12)}`;
-      const rec: ConnectionRow = {
-        id,
-        userId: input.userId,
-        name: input.name,
-        broker: input.broker,
-        environment: input.environment,
-        restUrl: input.restUrl,
-        wsUrl: input.wsUrl,
-        createdAt: ctx.nowIso(),
-        disabled: input.disabled ?? false,
-        sealedCredentials: ctx.sealer.seal(JSON.stringify(input.credentials), aad(id)),
-      };
+      const rec = newConnectionRow(input, ctx.nowIso(), ctx.sealer);
+      const { id } = rec;
       const ok = await ctx.durable(
         connections.ifNoExists(id, () => {
           connections.put(id, rec);
@@ -97,21 +106,21 @@ export function createConnectionStore(ctx: StoreContext): ConnectionStore {
         }),
       );
       if (!ok) throw new AppError('CONFLICT', 'connection id collision, retry');
-      return view(rec);
+      return connectionView(rec);
     },
 
-    ...ownedReads(ctx, 'connection', row, view),
+    ...ownedReads(ctx, 'connection', row, connectionView),
 
     all() {
       const out: ConnectionRecord[] = [];
-      for (const { value } of connections.getRange()) out.push(view(value as ConnectionRow));
+      for (const { value } of connections.getRange()) out.push(connectionView(value as ConnectionRow));
       return byCreation(out);
     },
 
     credentials(id) {
       const r = row(id);
       if (!r) throw new AppError('NOT_FOUND', 'connection not found');
-      return JSON.parse(ctx.sealer.open(r.sealedCredentials, aad(id))) as BrokerCredentials;
+      return JSON.parse(ctx.sealer.open(r.sealedCredentials, connectionAad(id))) as BrokerCredentials;
     },
 
     async setDisabled(id, disabled) {

@@ -59,18 +59,32 @@ export function byCreation<T extends { createdAt: string; id: string }>(records:
   return records.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
+/** The reads every user-scoped record kind offers. */
+export interface OwnedReads<V> {
+  listByUser(userId: string): V[];
+  getForUser(userId: string, id: string): V | undefined;
+  byId(id: string): V | undefined;
+}
+
 /** Reads by owner that every user-scoped record kind shares: another user's record never comes back. */
 export function ownedReads<R extends { userId: string }, V extends { createdAt: string; id: string }>(
   ctx: StoreContext,
   kind: OwnedKind,
   row: (id: string) => R | undefined,
   view: (r: R) => V,
-): { listByUser(userId: string): V[]; getForUser(userId: string, id: string): V | undefined; byId(id: string): V | undefined } {
+): OwnedReads<V> {
+  return ownedReadsOver((userId) => ownedIds(ctx, kind, userId), row, view);
+}
+
+/** ownedReads over any index of ids by owner (the NATS store keeps its own in memory). */
+export function ownedReadsOver<R extends { userId: string }, V extends { createdAt: string; id: string }>(
+  idsOf: (userId: string) => Iterable<string>,
+  row: (id: string) => R | undefined,
+  view: (r: R) => V,
+): OwnedReads<V> {
   return {
     listByUser(userId) {
-      const rows = ownedIds(ctx, kind, userId)
-        .map(row)
-        .filter((r): r is R => r !== undefined && r.userId === userId);
+      const rows = [...idsOf(userId)].map(row).filter((r): r is R => r !== undefined && r.userId === userId);
       return byCreation(rows.map(view));
     },
     getForUser(userId, id) {

@@ -24,8 +24,11 @@ export interface IdempotencyRecord {
 }
 
 export interface IdempotencyStore {
-  /** The live record for (scope, key); expired records read as absent. Synchronous. */
-  get(scope: string, key: string): IdempotencyRecord | undefined;
+  /**
+   * The live record for (scope, key); expired records read as absent. LMDB answers
+   * synchronously; the cluster store asks KV (records are not mirrored in memory).
+   */
+  get(scope: string, key: string): IdempotencyRecord | undefined | Promise<IdempotencyRecord | undefined>;
   /** Stores a finished response; resolves only once it is flushed to disk. */
   put(scope: string, key: string, rec: Omit<IdempotencyRecord, 'createdAt'> & { createdAt?: number }): Promise<void>;
   /** Schedules deletion of records expired at `now`; returns how many were found. */

@@ -10,7 +10,8 @@ import type { Logger } from '../log.js';
 import { createApiKeyStore, type ApiKeyStore } from './api-keys.js';
 import { createConnectionStore, type ConnectionStore } from './connections.js';
 import type { Dbs, StoreContext } from './context.js';
-import { createSealer, loadDataKey, type Sealer } from './crypto.js';
+import { loadDataKey, type Sealer } from './crypto.js';
+import { checkDataKey, type KeyCheckSlot } from './key-check.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createJournalStore, type JournalStore } from './journal.js';
 import { createStrategyStore, type StrategyStore } from './strategies.js';
@@ -56,34 +57,19 @@ export interface Store {
 }
 
 const KEY_CHECK = 'keyCheck';
-const KEY_CHECK_AAD = 'meta:key-check';
-const KEY_CHECK_TEXT = 'tradegate data key';
 
-/**
- * The data dir remembers a value sealed with its data key. A different key (the server run
- * with TRADEGATE_DATA_KEY, a CLI without it, or a lost data.key) would otherwise seal new
- * secrets that the other side can never open; it is refused at open instead.
- */
-async function checkDataKey(meta: Database, dataDir: string, dataKey: string | undefined): Promise<Sealer> {
-  const existing = meta.get(KEY_CHECK) as Uint8Array | undefined;
-  const sealer = createSealer(loadDataKey(dataDir, dataKey, { create: existing === undefined }));
-  const verify = (sealed: Uint8Array): Sealer => {
-    let ok = false;
-    try {
-      ok = sealer.open(sealed, KEY_CHECK_AAD) === KEY_CHECK_TEXT;
-    } catch {
-      ok = false;
-    }
-    if (!ok) throw new Error(`the data key does not match the one ${dataDir} was created with (check TRADEGATE_DATA_KEY and data.key)`);
-    return sealer;
+/** The LMDB side of the key check: one record in the `meta` database. */
+function keyCheckSlot(meta: Database): KeyCheckSlot {
+  return {
+    read: () => meta.get(KEY_CHECK) as Uint8Array | undefined,
+    async writeOnce(sealed) {
+      const wrote = await meta.ifNoExists(KEY_CHECK, () => {
+        meta.put(KEY_CHECK, sealed);
+      });
+      await meta.flushed;
+      return wrote;
+    },
   };
-  if (existing) return verify(existing);
-  const wrote = await meta.ifNoExists(KEY_CHECK, () => {
-    meta.put(KEY_CHECK, sealer.seal(KEY_CHECK_TEXT, KEY_CHECK_AAD));
-  });
-  await meta.flushed;
-  // Another process may have initialised the dir at the same moment: then its check decides.
-  return wrote ? sealer : verify(meta.get(KEY_CHECK) as Uint8Array);
 }
 
 /** Opens (creating if needed) the data dir's LMDB environment. */
@@ -118,7 +104,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
 
   let sealer: Sealer;
   try {
-    sealer = await checkDataKey(env.openDB({ name: 'meta' }), opts.dataDir, opts.dataKey);
+    sealer = await checkDataKey(keyCheckSlot(env.openDB({ name: 'meta' })), (create) => loadDataKey(opts.dataDir, opts.dataKey, { create }), opts.dataDir);
   } catch (err) {
     await env.close();
     throw err;

@@ -21,8 +21,8 @@ export interface JournalEntry {
 export interface JournalStore {
   /** Queues an entry (not awaited); `ts` defaults to the store clock. */
   append(entry: Omit<JournalEntry, 'ts'> & { ts?: number }): void;
-  /** Newest first, optionally only one user's entries. */
-  list(opts: { userId?: string; limit: number }): JournalEntry[];
+  /** Newest first, optionally only one user's entries (async: the cluster journal is a JetStream stream). */
+  list(opts: { userId?: string; limit: number }): Promise<JournalEntry[]>;
 }
 
 /** The journal over a shared context. */
@@ -52,7 +52,7 @@ export function createJournalStore(ctx: StoreContext): JournalStore {
       done.catch((err: unknown) => ctx.logger?.error({ err, kind: entry.kind }, 'journal append failed'));
     },
 
-    list({ userId, limit }) {
+    async list({ userId, limit }) {
       const out: JournalEntry[] = [];
       if (limit <= 0) return out;
       if (userId === undefined) {

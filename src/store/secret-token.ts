@@ -3,7 +3,7 @@
  * `id` (12 base62) is the lookup key, `secret` (32 base62, ~190 bits) the part only the holder
  * knows. Only sha256 of the whole string is stored to check it.
  */
-import { randomBase62, sha256Hex } from './crypto.js';
+import { randomBase62, sha256Hex, timingSafeEqual } from './crypto.js';
 
 export const TOKEN_ID_LENGTH = 12;
 export const TOKEN_SECRET_LENGTH = 32;
@@ -35,4 +35,15 @@ export function parseToken(prefix: TokenPrefix, raw: unknown): { id: string } | 
 /** `tgk_<id>`: what may be shown after creation. */
 export function tokenPrefix(prefix: TokenPrefix, id: string): string {
   return `${prefix}_${id}`;
+}
+
+/**
+ * The stored row a raw token authenticates: well-formed, known (`row` looks its id up) and
+ * matching in constant time; otherwise undefined. Malformed input never reaches `row`.
+ */
+export function verifiedRow<R extends { digest: string }>(prefix: TokenPrefix, raw: unknown, row: (id: string) => R | undefined): R | undefined {
+  const parsed = parseToken(prefix, raw);
+  if (!parsed) return undefined;
+  const r = row(parsed.id);
+  return r && timingSafeEqual(sha256Hex(raw as string), r.digest) ? r : undefined;
 }

@@ -47,12 +47,13 @@ export interface StrategyStore {
 
 const OPTIONAL = ['symbol', 'qty', 'orderType', 'takeProfit', 'stopLoss'] as const;
 
-function checkName(name: string): void {
+/** VALIDATION_FAILED unless the name has 1..100 characters. */
+export function checkName(name: string): void {
   if (name.length < 1 || name.length > 100) throw new AppError('VALIDATION_FAILED', 'strategy name must be 1..100 characters');
 }
 
 /** Copies only known fields, dropping undefined/null optionals (so records stay clean). */
-function clean(rec: StrategyRecord): StrategyRecord {
+export function clean(rec: StrategyRecord): StrategyRecord {
   const out: StrategyRecord = {
     id: rec.id,
     userId: rec.userId,
@@ -68,6 +69,21 @@ function clean(rec: StrategyRecord): StrategyRecord {
   return out;
 }
 
+/** Validates a new strategy and builds its record. */
+export function newStrategy(userId: string, fields: StrategyFields, now: string): StrategyRecord {
+  checkName(fields.name);
+  return clean({ ...fields, id: `stg_${randomBase62(12)}`, userId, createdAt: now, updatedAt: now });
+}
+
+/** `r` with `patch` applied (null clears an optional field; unknown fields are ignored). */
+export function patchedStrategy(r: StrategyRecord, patch: StrategyPatch, updatedAt: string): StrategyRecord {
+  const merged = { ...r } as unknown as Record<string, unknown>;
+  for (const [k, v] of Object.entries(patch)) {
+    if (v !== undefined && (k === 'name' || k === 'description' || (OPTIONAL as readonly string[]).includes(k))) merged[k] = v;
+  }
+  return clean({ ...(merged as unknown as StrategyRecord), id: r.id, userId: r.userId, createdAt: r.createdAt, updatedAt });
+}
+
 /** The strategy store over a shared context. */
 export function createStrategyStore(ctx: StoreContext): StrategyStore {
   const { strategies, owners } = ctx.dbs;
@@ -75,9 +91,7 @@ export function createStrategyStore(ctx: StoreContext): StrategyStore {
 
   return {
     async create(userId, fields) {
-      checkName(fields.name);
-      const now = ctx.nowIso();
-      const rec = clean({ ...fields, id: `stg_${randomBase62(12)}`, userId, createdAt: now, updatedAt: now });
+      const rec = newStrategy(userId, fields, ctx.nowIso());
       const ok = await ctx.durable(
         strategies.ifNoExists(rec.id, () => {
           strategies.put(rec.id, rec);
@@ -97,11 +111,7 @@ export function createStrategyStore(ctx: StoreContext): StrategyStore {
         strategies.transaction((): StrategyRecord | undefined => {
           const r = row(id);
           if (!r || r.userId !== userId) return undefined;
-          const merged = { ...r } as unknown as Record<string, unknown>;
-          for (const [k, v] of Object.entries(patch)) {
-            if (v !== undefined && (k === 'name' || k === 'description' || (OPTIONAL as readonly string[]).includes(k))) merged[k] = v;
-          }
-          const next = clean({ ...(merged as unknown as StrategyRecord), id, userId, createdAt: r.createdAt, updatedAt });
+          const next = patchedStrategy(r, patch, updatedAt);
           strategies.put(id, next);
           return next;
         }),

@@ -13,7 +13,8 @@ export interface User {
   createdAt: string;
 }
 
-interface UserRow extends User {
+/** A user as stored (both stores). */
+export interface UserRow extends User {
   passwordHash: string | null;
 }
 
@@ -32,12 +33,36 @@ export interface UserStore {
   setPassword(userId: string, password: string): Promise<void>;
 }
 
-function view(row: UserRow): User {
+/** What may be shown of a stored user. */
+export function userView(row: UserRow): User {
   return { id: row.id, name: row.name, createdAt: row.createdAt };
 }
 
-function checkPassword(password: string): void {
+/** VALIDATION_FAILED unless the password has 1..1024 characters. */
+export function checkPassword(password: string): void {
   if (password.length < 1 || password.length > 1024) throw new AppError('VALIDATION_FAILED', 'password must be 1..1024 characters');
+}
+
+/** Validates a new user and builds its row (hashing the password, off the event loop). */
+export async function newUserRow({ name, password }: { name: string; password?: string }, createdAt: string): Promise<UserRow> {
+  if (!USER_NAME_PATTERN.test(name)) {
+    throw new AppError('VALIDATION_FAILED', 'user name must be 1..64 characters of A-Z a-z 0-9 _ . -');
+  }
+  if (password !== undefined) checkPassword(password);
+  const passwordHash = password === undefined ? null : await hashPassword(password);
+  return { id: `usr_${randomBase62(12)}`, name, createdAt, passwordHash };
+}
+
+/** Users oldest first (ties by name). */
+export function sortUsers(users: User[]): User[] {
+  return users.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name < b.name ? -1 : 1));
+}
+
+/** The user when `row` exists, has a password and it matches. */
+export async function passwordMatches(row: UserRow | undefined, password: string): Promise<User | null> {
+  // Unknown users still cost one scrypt, so response time does not reveal which names exist.
+  const ok = await verifyPasswordHash(password, row?.passwordHash ?? (await dummyPasswordHash()));
+  return ok && row?.passwordHash ? userView(row) : null;
 }
 
 /** The user store over a shared context. */
@@ -46,13 +71,9 @@ export function createUserStore(ctx: StoreContext): UserStore {
   const row = (id: string): UserRow | undefined => users.get(id) as UserRow | undefined;
 
   return {
-    async create({ name, password }) {
-      if (!USER_NAME_PATTERN.test(name)) {
-        throw new AppError('VALIDATION_FAILED', 'user name must be 1..64 characters of A-Z a-z 0-9 _ . -');
-      }
-      if (password !== undefined) checkPassword(password);
-      const passwordHash = password === undefined ? null : await hashPassword(password);
-      const rec: UserRow = { id: `usr_${randomBase62(12)}`, name, createdAt: ctx.nowIso(), passwordHash };
+    async create(input) {
+      const rec = await newUserRow(input, ctx.nowIso());
+      const { name } = rec;
       // The name check and both writes run in one write transaction, which LMDB serializes
       // across processes: two concurrent `users add demo` cannot both succeed.
       const created = await ctx.durable(
@@ -64,32 +85,29 @@ export function createUserStore(ctx: StoreContext): UserStore {
         }),
       );
       if (!created) throw new AppError('CONFLICT', `user '${name}' already exists`);
-      return view(rec);
+      return userView(rec);
     },
 
     byId(id) {
       const r = row(id);
-      return r && view(r);
+      return r && userView(r);
     },
 
     byName(name) {
       const id = userNames.get(name);
       const r = id === undefined ? undefined : row(id);
-      return r && view(r);
+      return r && userView(r);
     },
 
     list() {
       const out: User[] = [];
-      for (const { value } of users.getRange()) out.push(view(value as UserRow));
-      return out.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.name < b.name ? -1 : 1));
+      for (const { value } of users.getRange()) out.push(userView(value as UserRow));
+      return sortUsers(out);
     },
 
     async verifyPassword(name, password) {
       const id = userNames.get(name);
-      const r = id === undefined ? undefined : row(id);
-      // Unknown users still cost one scrypt, so response time does not reveal which names exist.
-      const ok = await verifyPasswordHash(password, r?.passwordHash ?? (await dummyPasswordHash()));
-      return ok && r?.passwordHash ? view(r) : null;
+      return passwordMatches(id === undefined ? undefined : row(id), password);
     },
 
     async setPassword(userId, password) {

@@ -6,9 +6,9 @@
  */
 import { AppError } from '../domain/problems.js';
 import { byCreation, ownedReads, type StoreContext } from './context.js';
-import { sha256Hex, timingSafeEqual } from './crypto.js';
-import { newToken, parseToken, tokenPrefix } from './secret-token.js';
-import { TOUCH_INTERVAL_MS } from './api-keys.js';
+import type { Sealer } from './crypto.js';
+import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
+import { touchThrottle } from './api-keys.js';
 
 /** A webhook token as it may be shown (never the token itself). */
 export interface WebhookTokenRecord {
@@ -23,7 +23,8 @@ export interface WebhookTokenRecord {
   lastUsedAt: string | null;
 }
 
-interface WebhookTokenRow {
+/** A webhook token as stored; the NATS store keeps `sealedToken` as base64. */
+export interface WebhookTokenRow {
   id: string;
   userId: string;
   name: string;
@@ -66,46 +67,64 @@ export interface WebhookTokenStore {
   touch(id: string, now: number): void;
 }
 
-const aad = (id: string): string => `webhook-token:${id}`;
+/** Binds a sealed token to its record. */
+export const webhookTokenAad = (id: string): string => `webhook-token:${id}`;
 
-function checkName(name: string): void {
+/** VALIDATION_FAILED unless the name has 1..100 characters. */
+export function checkTokenName(name: string): void {
   if (name.length < 1 || name.length > 100) throw new AppError('VALIDATION_FAILED', 'token name must be 1..100 characters');
+}
+
+/** What may be shown of a stored token, with its last use (ms) if any. */
+export function webhookTokenView(r: Omit<WebhookTokenRow, 'sealedToken'>, used: number | undefined): WebhookTokenRecord {
+  return {
+    id: r.id,
+    userId: r.userId,
+    name: r.name,
+    accountId: r.accountId,
+    strategyId: r.strategyId,
+    prefix: tokenPrefix('whk', r.id),
+    createdAt: r.createdAt,
+    lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
+  };
+}
+
+/** Validates a new token and builds its row, the token sealed under `seal`; `token` is the secret. */
+export function newWebhookTokenRow(
+  { userId, name, accountId, strategyId }: { userId: string; name: string; accountId: string; strategyId?: string | null },
+  createdAt: string,
+  sealer: Sealer,
+): { row: WebhookTokenRow; token: string } {
+  checkTokenName(name);
+  const { id, token, digest } = newToken('whk');
+  return {
+    row: { id, userId, name, accountId, strategyId: strategyId ?? null, createdAt, digest, sealedToken: sealer.seal(token, webhookTokenAad(id)) },
+    token,
+  };
+}
+
+/** `row` with `patch` applied (the caller has checked the name). */
+export function patchedToken<R extends Omit<WebhookTokenRow, 'sealedToken'>>(r: R, patch: WebhookTokenPatch): R {
+  return {
+    ...r,
+    ...(patch.name !== undefined && { name: patch.name }),
+    ...(patch.accountId !== undefined && { accountId: patch.accountId }),
+    ...(patch.strategyId !== undefined && { strategyId: patch.strategyId }),
+  };
 }
 
 /** The webhook token store over a shared context. */
 export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
   const { webhookTokens, owners, lastUsed } = ctx.dbs;
-  const lastTouch = new Map<string, number>();
+  const touches = touchThrottle();
   const row = (id: string): WebhookTokenRow | undefined => webhookTokens.get(id) as WebhookTokenRow | undefined;
 
-  function view(r: WebhookTokenRow): WebhookTokenRecord {
-    const used = lastUsed.get(['webhookToken', r.id]);
-    return {
-      id: r.id,
-      userId: r.userId,
-      name: r.name,
-      accountId: r.accountId,
-      strategyId: r.strategyId,
-      prefix: tokenPrefix('whk', r.id),
-      createdAt: r.createdAt,
-      lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
-    };
-  }
+  const view = (r: WebhookTokenRow): WebhookTokenRecord => webhookTokenView(r, lastUsed.get(['webhookToken', r.id]));
 
   return {
-    async create({ userId, name, accountId, strategyId }) {
-      checkName(name);
-      const { id, token, digest } = newToken('whk');
-      const rec: WebhookTokenRow = {
-        id,
-        userId,
-        name,
-        accountId,
-        strategyId: strategyId ?? null,
-        createdAt: ctx.nowIso(),
-        digest,
-        sealedToken: ctx.sealer.seal(token, aad(id)),
-      };
+    async create(input) {
+      const { row: rec, token } = newWebhookTokenRow(input, ctx.nowIso(), ctx.sealer);
+      const { id, userId } = rec;
       const ok = await ctx.durable(
         webhookTokens.ifNoExists(id, () => {
           webhookTokens.put(id, rec);
@@ -121,17 +140,14 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
     },
 
     verify(raw) {
-      const parsed = parseToken('whk', raw);
-      if (!parsed) return null;
-      const r = row(parsed.id);
-      if (!r || !timingSafeEqual(sha256Hex(raw as string), r.digest)) return null;
-      return view(r);
+      const r = verifiedRow('whk', raw, row);
+      return r ? view(r) : null;
     },
 
     reveal(userId, id) {
       const r = row(id);
       if (!r || r.userId !== userId) return undefined;
-      return ctx.sealer.open(r.sealedToken, aad(id));
+      return ctx.sealer.open(r.sealedToken, webhookTokenAad(id));
     },
 
     ...ownedReads(ctx, 'webhookToken', row, view),
@@ -143,17 +159,12 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
     },
 
     async update(userId, id, patch) {
-      if (patch.name !== undefined) checkName(patch.name);
+      if (patch.name !== undefined) checkTokenName(patch.name);
       const updated = await ctx.durable(
         webhookTokens.transaction((): WebhookTokenRow | undefined => {
           const r = row(id);
           if (!r || r.userId !== userId) return undefined;
-          const next: WebhookTokenRow = {
-            ...r,
-            ...(patch.name !== undefined && { name: patch.name }),
-            ...(patch.accountId !== undefined && { accountId: patch.accountId }),
-            ...(patch.strategyId !== undefined && { strategyId: patch.strategyId }),
-          };
+          const next = patchedToken(r, patch);
           webhookTokens.put(id, next);
           return next;
         }),
@@ -175,9 +186,7 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
     },
 
     touch(id, now) {
-      const last = lastTouch.get(id);
-      if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
-      lastTouch.set(id, now);
+      if (!touches.due(id, now)) return;
       lastUsed.put(['webhookToken', id], now).catch((err: unknown) => ctx.logger?.warn({ err, tokenId: id }, 'recording token use failed'));
     },
   };

@@ -24,7 +24,9 @@ const SOURCES = [
   'src/commands/keys.ts',
   'src/commands/connections.ts',
   'src/commands/store-command.ts',
-  ...readdirSync(join(PACKAGE_ROOT, 'src', 'store')).map((f) => `src/store/${f}`),
+  ...readdirSync(join(PACKAGE_ROOT, 'src', 'store'))
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => `src/store/${f}`),
 ];
 
 function distIsStale(): boolean {

@@ -44,8 +44,8 @@ it('sweeps expired idempotency records at start-up and keeps live ones', async (
   // Read with the old clock: a record still in the file would read as live, so absence means deleted.
   const check = await openStore({ dataDir: dir, clock: () => past });
   try {
-    expect(check.idempotency.get('user:u', 'expired-key')).toBeUndefined();
-    expect(check.idempotency.get('user:u', 'live-key')?.status).toBe(201);
+    expect(await check.idempotency.get('user:u', 'expired-key')).toBeUndefined();
+    expect((await check.idempotency.get('user:u', 'live-key'))?.status).toBe(201);
   } finally {
     await check.close();
   }

@@ -1,25 +1,14 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LMDB_DIR, openStore } from '../../../src/store/index.js';
-import { tempStore, type TempStore } from './temp-store.js';
+import { allFiles, tempStore, type TempStore } from './temp-store.js';
 
 let t: TempStore;
 beforeEach(async () => {
   t = await tempStore();
 });
 afterEach(() => t.cleanup());
-
-/** Every file under dir, recursively, as bytes. */
-function allFiles(dir: string): { path: string; bytes: Buffer }[] {
-  const out: { path: string; bytes: Buffer }[] = [];
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) out.push(...allFiles(path));
-    else out.push({ path, bytes: readFileSync(path) });
-  }
-  return out;
-}
 
 describe('openStore', () => {
   it('keeps one LMDB environment and a 0600 key file in the data dir', () => {
@@ -53,8 +42,8 @@ describe('openStore', () => {
     expect(s.webhookTokens.verify(token)).toEqual(tok);
     expect(s.webhookTokens.reveal(user.id, tok.id)).toBe(token);
     expect(s.strategies.getForUser(user.id, strat.id)).toEqual(strat);
-    expect(s.idempotency.get('user:' + user.id, 'idem')?.body).toBe('b');
-    expect(s.journal.list({ limit: 5 })).toHaveLength(1);
+    expect((await s.idempotency.get('user:' + user.id, 'idem'))?.body).toBe('b');
+    expect(await s.journal.list({ limit: 5 })).toHaveLength(1);
   });
 
   it('writes no API key, webhook token, broker password or user password in plain text to any file', async () => {

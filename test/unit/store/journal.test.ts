@@ -14,10 +14,10 @@ describe('journal', () => {
       t.store.journal.append({ userId: i % 2 ? 'u2' : 'u1', accountId: '7', kind: 'place-order', request: { i }, outcome: { ok: true } });
     }
     await t.reopen();
-    expect(t.store.journal.list({ limit: 10 }).map((e) => (e.request as { i: number }).i)).toEqual([4, 3, 2, 1, 0]);
-    expect(t.store.journal.list({ userId: 'u1', limit: 10 }).map((e) => (e.request as { i: number }).i)).toEqual([4, 2, 0]);
-    expect(t.store.journal.list({ userId: 'u2', limit: 1 }).map((e) => e.ts)).toEqual([T0 + 3]);
-    expect(t.store.journal.list({ userId: 'u3', limit: 10 })).toEqual([]);
+    expect((await t.store.journal.list({ limit: 10 })).map((e) => (e.request as { i: number }).i)).toEqual([4, 3, 2, 1, 0]);
+    expect((await t.store.journal.list({ userId: 'u1', limit: 10 })).map((e) => (e.request as { i: number }).i)).toEqual([4, 2, 0]);
+    expect((await t.store.journal.list({ userId: 'u2', limit: 1 })).map((e) => e.ts)).toEqual([T0 + 3]);
+    expect(await t.store.journal.list({ userId: 'u3', limit: 10 })).toEqual([]);
   });
 
   it('keeps order and every entry when the clock stands still or steps back', async () => {
@@ -26,6 +26,6 @@ describe('journal', () => {
     t.now.value = T0 - 5000;
     t.store.journal.append({ userId: 'u', accountId: null, kind: 'c', request: null, outcome: null });
     await t.store.flushed();
-    expect(t.store.journal.list({ userId: 'u', limit: 10 }).map((e) => e.kind)).toEqual(['c', 'b', 'a']);
+    expect((await t.store.journal.list({ userId: 'u', limit: 10 })).map((e) => e.kind)).toEqual(['c', 'b', 'a']);
   });
 });

@@ -46,7 +46,7 @@ describe('POST /accounts/:id/orders', () => {
     };
     await place({ symbol: 'ES', side: 'buy', qty: 1 }).catch(() => undefined);
     await w.store.flushed();
-    const entries = w.store.journal.list({ userId: w.a.userId, limit: 10 });
+    const entries = await w.store.journal.list({ userId: w.a.userId, limit: 10 });
     expect(entries.map((e) => [e.kind, e.accountId, e.outcome])).toEqual([
       ['place-order', '101', { error: 'BROKER_REJECTED', detail: 'MaxPosLimitReached' }],
       ['place-order', '101', { orderId: '9001', status: 'working' }],

@@ -1,0 +1,149 @@
+/**
+ * Idempotency on NATS KV (DESIGN §15): one bucket whose `ttl` (stream max_age) is 24 h, so
+ * the server itself drops records a day after their last write. nats-server 2.9 has no
+ * per-message TTL: a `Nats-TTL` header is accepted and silently ignored there, so no lifetime
+ * may depend on one. Keys are sha256 of (scope, key), never the raw key.
+ *
+ * Across nodes the in-flight marker is the record itself: `claim` is a KV create, which
+ * exactly one caller wins; `commit` turns the marker into the stored answer with a
+ * revision-checked update, so an answer is only stored by the claim that still holds the key.
+ * A marker carries an expiry: when its node dies mid-request the key is taken over (also
+ * revision-checked) once the marker has expired, and the retry reconciles by clOrdId.
+ * Records are not mirrored in memory (a day of responses is too much for every node); each
+ * `get` or `claim` is one KV round trip.
+ */
+import type { KV } from '@nats-io/kv';
+import { randomBase62 } from '../crypto.js';
+import { IDEMPOTENCY_TTL_MS, idempotencyHash, type IdempotencyRecord, type IdempotencyStore } from '../idempotency.js';
+import type { Logger } from '../../log.js';
+import { isWrongRevision } from './kv-mirror.js';
+
+/**
+ * How long an in-flight marker protects its key: longer than any request may run (the actor
+ * call timeout is 15 s), short enough that a dead node's keys free up soon after.
+ */
+export const IN_FLIGHT_LEASE_MS = 30_000;
+
+type Stored = ({ state: 'in-flight'; holder: string; expiresAt: number } | ({ state: 'done' } & Omit<IdempotencyRecord, 'fingerprint'>)) & {
+  fingerprint: string;
+};
+
+/** The answer to store when a claimed request finished. */
+export type IdempotentAnswer = Pick<IdempotencyRecord, 'status' | 'headers' | 'body'>;
+
+/** Held by the one request (cluster-wide) allowed to run for a key; finish it exactly once. */
+export interface IdempotencyClaim {
+  /** Stores the answer in place of the marker; false when the marker was taken over meanwhile (nothing stored). */
+  commit(answer: IdempotentAnswer): Promise<boolean>;
+  /** Frees the key without storing anything. */
+  release(): Promise<void>;
+}
+
+/** What `claim` found. The gate decides replay vs 422 by comparing fingerprints of a `done` record. */
+export type ClaimOutcome = { kind: 'claimed'; claim: IdempotencyClaim } | { kind: 'done'; record: IdempotencyRecord } | { kind: 'in-flight' };
+
+/** The store's idempotency interface plus the cluster-wide in-flight marker. */
+export interface NatsIdempotencyStore extends IdempotencyStore {
+  get(scope: string, key: string): Promise<IdempotencyRecord | undefined>;
+  /** Claims (scope, key) for one request cluster-wide, or says what holds it. */
+  claim(scope: string, key: string, fingerprint: string): Promise<ClaimOutcome>;
+}
+
+const CLAIM_ATTEMPTS = 10;
+
+/** Idempotency over a KV bucket created with a 24 h `ttl`. */
+export function createNatsIdempotencyStore(
+  kv: KV,
+  opts: { clock: () => number; logger: Logger | undefined; leaseMs?: number },
+): NatsIdempotencyStore {
+  const { clock, logger } = opts;
+  const leaseMs = opts.leaseMs ?? IN_FLIGHT_LEASE_MS;
+  /** Names this store instance in its markers (diagnostics only). */
+  const holder = randomBase62(8);
+  const expired = (rec: { createdAt: number }): boolean => clock() - rec.createdAt > IDEMPOTENCY_TTL_MS;
+  const record = ({ fingerprint, status, headers, body, createdAt }: Stored & { state: 'done' }): IdempotencyRecord => ({
+    fingerprint,
+    status,
+    headers,
+    body,
+    createdAt,
+  });
+  const doneValue = (fingerprint: string, answer: IdempotentAnswer, createdAt: number): string =>
+    JSON.stringify({ state: 'done', fingerprint, status: answer.status, headers: { ...answer.headers }, body: answer.body, createdAt } satisfies Stored);
+
+  function claimed(hash: string, revision: number, fingerprint: string): ClaimOutcome {
+    let finished = false;
+    const finish = (): void => {
+      if (finished) throw new Error('idempotency claim already finished');
+      finished = true;
+    };
+    return {
+      kind: 'claimed',
+      claim: {
+        async commit(answer) {
+          finish();
+          try {
+            await kv.update(hash, doneValue(fingerprint, answer, clock()), revision);
+            return true;
+          } catch (err) {
+            if (!isWrongRevision(err)) throw err;
+            logger?.warn({ key: hash }, 'idempotency marker was taken over before the answer was stored');
+            return false;
+          }
+        },
+        async release() {
+          finish();
+          // Revision-checked: never deletes a marker or record that another claim wrote since.
+          await kv.delete(hash, { previousSeq: revision }).catch((err: unknown) => {
+            if (!isWrongRevision(err)) logger?.warn({ err, key: hash }, 'releasing an idempotency key failed');
+          });
+        },
+      },
+    };
+  }
+
+  return {
+    async get(scope, key) {
+      const e = await kv.get(idempotencyHash(scope, key));
+      if (!e || e.operation !== 'PUT') return undefined;
+      const v = e.json<Stored>();
+      return v.state === 'done' && !expired(v) ? record(v) : undefined;
+    },
+
+    async put(scope, key, rec) {
+      await kv.put(idempotencyHash(scope, key), doneValue(rec.fingerprint, rec, rec.createdAt ?? clock()));
+    },
+
+    async claim(scope, key, fingerprint) {
+      const hash = idempotencyHash(scope, key);
+      const marker = (): string => JSON.stringify({ state: 'in-flight', fingerprint, holder, expiresAt: clock() + leaseMs } satisfies Stored);
+      for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+        try {
+          return claimed(hash, await kv.create(hash, marker()), fingerprint);
+        } catch (err) {
+          if (!isWrongRevision(err)) throw err;
+        }
+        const e = await kv.get(hash);
+        // Released or expired between our create and this read: create again.
+        if (!e || e.operation !== 'PUT') continue;
+        const v = e.json<Stored>();
+        if (v.state === 'done' && !expired(v)) return { kind: 'done', record: record(v) };
+        // Like the 24 h rule: expired only once strictly past its time.
+        if (v.state === 'in-flight' && v.expiresAt >= clock()) return { kind: 'in-flight' };
+        // A marker whose node died, or a record older than 24 h by our clock: take it over,
+        // unless another node does so first (then the next round sees its marker).
+        try {
+          return claimed(hash, await kv.update(hash, marker(), e.revision), fingerprint);
+        } catch (err) {
+          if (!isWrongRevision(err)) throw err;
+        }
+      }
+      // Ten rounds of losing races: someone is working on this key right now.
+      return { kind: 'in-flight' };
+    },
+
+    // The bucket's max_age expires records server-side; reads ignore older ones by the clock.
+    sweep: () => 0,
+    startSweeper: () => () => undefined,
+  };
+}

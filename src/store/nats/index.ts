@@ -1,0 +1,165 @@
+/**
+ * The store in cluster mode: the same `Store` the LMDB store implements, over NATS JetStream.
+ *
+ * - `<prefix>_records` (KV, history 1): users, API keys, webhook tokens, strategies,
+ *   connections, last-use times and the data key check, mirrored in memory on every node;
+ *   every write is also republished on `<prefix>.records.<key>` (see kv-mirror.ts).
+ * - `<prefix>_idempotency` (KV, ttl 24 h): in-flight markers and stored answers.
+ * - `<prefix>_journal` (stream, subjects `<prefix>.journal.<user>`): the journal.
+ *
+ * The data key must be the same on every node (secrets are sealed by whichever node wrote
+ * them); it is given explicitly (TRADEGATE_DATA_KEY), never generated per node, and checked
+ * against the value the first node sealed into the records bucket.
+ */
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from '../../log.js';
+import { loadDataKey } from '../crypto.js';
+import { IDEMPOTENCY_TTL_MS } from '../idempotency.js';
+import type { Store } from '../index.js';
+import { checkDataKey, type KeyCheckSlot } from '../key-check.js';
+import { createNatsIdempotencyStore, type NatsIdempotencyStore } from './idempotency.js';
+import { createNatsJournal } from './journal.js';
+import { isWrongRevision, KvMirror } from './kv-mirror.js';
+import {
+  createNatsApiKeyStore,
+  createNatsConnectionStore,
+  createNatsStrategyStore,
+  createNatsUserStore,
+  createNatsWebhookTokenStore,
+} from './records.js';
+import { fromBase64, toBase64, type NatsStoreContext } from './tables.js';
+
+/** Options of openNatsStore. */
+export interface NatsStoreOptions {
+  /** An open connection; the store does not close it. */
+  nc: NatsConnection;
+  /** 64 hex chars, the same on every node. */
+  dataKey: string;
+  /** Names the buckets and the stream (default `tradegate`): one cluster per prefix. */
+  prefix?: string;
+  /** JetStream replicas of buckets and stream when they are created (1, or 3 on a 3-server NATS cluster). */
+  replicas?: number;
+  /** Local directory of this node (logs, nothing shared); reported as `dataDir`. */
+  dataDir: string;
+  clock?: () => number;
+  logger?: Logger;
+  /** In-flight marker lifetime (tests shorten it). */
+  inFlightLeaseMs?: number;
+}
+
+/** The cluster store: `Store` with the cluster-wide idempotency claim. */
+export interface NatsStore extends Store {
+  readonly idempotency: NatsIdempotencyStore;
+}
+
+const PREFIX = /^[A-Za-z0-9_-]{1,32}$/;
+const KEY_CHECK = 'meta.keyCheck';
+
+/** The KV side of the key check: one key in the records bucket, written with KV create. */
+function keyCheckSlot(kv: KV, entry: KvEntry | null): KeyCheckSlot {
+  const decode = (e: KvEntry | null): Uint8Array | undefined => (e?.operation === 'PUT' ? fromBase64(e.json<string>()) : undefined);
+  let current = decode(entry);
+  return {
+    read: () => current,
+    async writeOnce(sealed) {
+      try {
+        await kv.create(KEY_CHECK, JSON.stringify(toBase64(sealed)));
+        return true;
+      } catch (err) {
+        if (!isWrongRevision(err)) throw err;
+        current = decode(await kv.get(KEY_CHECK));
+        return false;
+      }
+    },
+  };
+}
+
+/** Opens a KV bucket, creating it with `config` when missing, and checks the settings that matter. */
+async function bucket(kvm: Kvm, name: string, config: { history: number; ttl: number; replicas: number; republishTo?: string }): Promise<KV> {
+  const republish = config.republishTo === undefined ? undefined : { src: `$KV.${name}.>`, dest: `${config.republishTo}.>` };
+  const kv = await kvm.create(name, { history: config.history, ttl: config.ttl, replicas: config.replicas, storage: StorageType.File, ...(republish && { republish }) });
+  const status = await kv.status();
+  // An existing bucket keeps its own settings: a different TTL would silently change how long
+  // idempotency records (or records at all) live, and without republishing the mirrors would
+  // only see writes through their watches; such a bucket is refused rather than used.
+  if (status.ttl !== config.ttl) throw new Error(`KV bucket ${name} has ttl ${status.ttl} ms, expected ${config.ttl} ms`);
+  if (republish && status.republish.dest !== republish.dest) throw new Error(`KV bucket ${name} does not republish to ${republish.dest}`);
+  return kv;
+}
+
+/** Opens (creating where needed) the cluster store over an open NATS connection. */
+export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> {
+  const prefix = opts.prefix ?? 'tradegate';
+  if (!PREFIX.test(prefix)) throw new Error('NATS prefix must be 1..32 characters of A-Z a-z 0-9 _ -');
+  const replicas = opts.replicas ?? 1;
+  const clock = opts.clock ?? Date.now;
+  const logger = opts.logger?.child({ component: 'nats-store' });
+  const js = jetstream(opts.nc);
+  const jsm = await jetstreamManager(opts.nc);
+  const kvm = new Kvm(js);
+
+  const republishTo = `${prefix}.records`;
+  const records = await bucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas, republishTo });
+  const idempotencyKv = await bucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas });
+  const journalStream = `${prefix}_journal`;
+  const subjectPrefix = `${prefix}.journal`;
+  try {
+    await jsm.streams.info(journalStream);
+  } catch {
+    await jsm.streams.add({
+      name: journalStream,
+      subjects: [`${subjectPrefix}.>`],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      num_replicas: replicas,
+    });
+  }
+
+  const sealer = await checkDataKey(keyCheckSlot(records, await records.get(KEY_CHECK)), () => loadDataKey(opts.dataDir, opts.dataKey), `the NATS records in ${prefix}_records`);
+  const mirror = new KvMirror(records, `${prefix}_records`, { logger, republish: { nc: opts.nc, subject: republishTo } });
+  const pending = new Set<Promise<unknown>>();
+  const ctx: NatsStoreContext = {
+    mirror,
+    sealer,
+    clock,
+    nowIso: () => new Date(clock()).toISOString(),
+    logger,
+    track(write, what) {
+      const p = write.catch((err: unknown) => logger?.warn({ err }, `${what} failed`));
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    },
+  };
+  // Indexes subscribe to the mirror before it loads, so they see every record.
+  const users = createNatsUserStore(ctx);
+  const apiKeys = createNatsApiKeyStore(ctx);
+  const connections = createNatsConnectionStore(ctx);
+  const webhookTokens = createNatsWebhookTokenStore(ctx);
+  const strategies = createNatsStrategyStore(ctx);
+  await mirror.start();
+
+  const flushed = async (): Promise<void> => {
+    while (pending.size > 0) await Promise.all([...pending]);
+  };
+  let closing: Promise<void> | undefined;
+  return {
+    dataDir: opts.dataDir,
+    users,
+    apiKeys,
+    connections,
+    webhookTokens,
+    strategies,
+    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs }),
+    journal: createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track }),
+    flushed,
+    close() {
+      closing ??= (async () => {
+        await flushed();
+        mirror.close();
+      })();
+      return closing;
+    },
+  };
+}

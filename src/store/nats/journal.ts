@@ -1,0 +1,67 @@
+/**
+ * The journal in cluster mode: a JetStream stream, one subject per user
+ * (`<prefix>.journal.<user>`), so every node appends to one ordered, replicated log. Appends
+ * are fire-and-forget like on LMDB (the order path never waits); `list` reads the stream,
+ * which is an audit read, not a hot path: a user's entries are found by the server's subject
+ * filter and read front to back (nats-server 2.9 cannot read a subject backwards).
+ */
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { JournalEntry, JournalStore } from '../journal.js';
+import { isKeyToken } from './tables.js';
+
+/** How long one read of the stream may wait for the messages it was told exist. */
+const READ_TIMEOUT_MS = 5000;
+
+/** The journal over `stream`, whose subjects are `<subjectPrefix>.<user>`. */
+export function createNatsJournal(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  opts: { stream: string; subjectPrefix: string; clock: () => number; track: (write: Promise<unknown>, what: string) => void },
+): JournalStore {
+  // User ids are `usr_<base62>`; anything else is hex-encoded so it stays one subject token.
+  const subjectOf = (userId: string): string =>
+    `${opts.subjectPrefix}.${isKeyToken(userId) ? userId : `x${Buffer.from(userId, 'utf8').toString('hex')}`}`;
+  let lastTs = 0;
+
+  /** Reads `count` messages (of `subject`, or of the stream from `startSeq`). */
+  async function read(count: number, filter: { subject: string } | { startSeq: number }): Promise<JournalEntry[]> {
+    const consumer = await js.consumers.get(
+      opts.stream,
+      'subject' in filter ? { filter_subjects: filter.subject } : { opt_start_seq: filter.startSeq },
+    );
+    const out: JournalEntry[] = [];
+    while (out.length < count) {
+      const batch = await consumer.fetch({ max_messages: count - out.length, expires: READ_TIMEOUT_MS });
+      let got = 0;
+      for await (const m of batch) {
+        out.push(m.json<JournalEntry>());
+        got++;
+      }
+      if (got === 0) break;
+    }
+    return out;
+  }
+
+  return {
+    append(entry) {
+      // Like the LMDB journal: a clock stepping back never reorders one writer's entries.
+      const ts = Math.max(entry.ts ?? opts.clock(), lastTs);
+      lastTs = ts;
+      const rec: JournalEntry = { ts, userId: entry.userId, accountId: entry.accountId, kind: entry.kind, request: entry.request, outcome: entry.outcome };
+      opts.track(js.publish(subjectOf(entry.userId), JSON.stringify(rec)), `journal append (${entry.kind})`);
+    },
+
+    async list({ userId, limit }) {
+      if (limit <= 0) return [];
+      if (userId === undefined) {
+        const { state } = await jsm.streams.info(opts.stream);
+        const count = Math.min(limit, state.messages);
+        return count === 0 ? [] : (await read(count, { startSeq: state.last_seq - count + 1 })).reverse();
+      }
+      const subject = subjectOf(userId);
+      const { state } = await jsm.streams.info(opts.stream, { subjects_filter: subject });
+      const count = state.subjects?.[subject] ?? 0;
+      return count === 0 ? [] : (await read(count, { subject })).slice(-limit).reverse();
+    },
+  };
+}

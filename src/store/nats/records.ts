@@ -1,0 +1,191 @@
+/**
+ * The shared records on NATS KV, behind the same interfaces as the LMDB store: validation,
+ * rows and views come from the LMDB modules (one definition of each rule); only where rows
+ * live differs. Reads are synchronous from the mirror; writes are KV creates and
+ * revision-checked updates (see kv-mirror.ts).
+ */
+import type { BrokerCredentials } from '../../actors/protocol.js';
+import { AppError } from '../../domain/problems.js';
+import { apiKeyView, newApiKeyRow, touchThrottle, type ApiKeyRow, type ApiKeyStore } from '../api-keys.js';
+import { connectionAad, connectionView, newConnectionRow, type ConnectionRow, type ConnectionStore } from '../connections.js';
+import { byCreation, ownedReadsOver } from '../context.js';
+import { hashPassword } from '../crypto.js';
+import { parseToken, verifiedRow } from '../secret-token.js';
+import { checkName, clean, newStrategy, patchedStrategy, type StrategyRecord, type StrategyStore } from '../strategies.js';
+import { USER_NAME_PATTERN, checkPassword, newUserRow, passwordMatches, sortUsers, userView, type UserRow, type UserStore } from '../users.js';
+import {
+  checkTokenName,
+  newWebhookTokenRow,
+  patchedToken,
+  webhookTokenAad,
+  webhookTokenView,
+  type WebhookTokenRow,
+  type WebhookTokenStore,
+} from '../webhook-tokens.js';
+import { fromBase64, LastUsed, OwnedTable, toBase64, type NatsStoreContext } from './tables.js';
+
+/**
+ * Users live under `user.<hex of name>`: the name is the key, so KV create makes it unique
+ * across nodes in one write (names are immutable). Ids are found through an in-memory index.
+ */
+export function createNatsUserStore(ctx: NatsStoreContext): UserStore {
+  const { mirror } = ctx;
+  const keyOf = (name: string): string => `user.${Buffer.from(name, 'utf8').toString('hex')}`;
+  const keyById = new Map<string, string>();
+  mirror.onChange((key, value) => {
+    const row = value as UserRow | undefined;
+    if (key.startsWith('user.') && row) keyById.set(row.id, key);
+  });
+  const byId = (id: string): UserRow | undefined => {
+    const key = keyById.get(id);
+    return key === undefined ? undefined : mirror.get<UserRow>(key);
+  };
+  const byName = (name: string): UserRow | undefined => (USER_NAME_PATTERN.test(name) ? mirror.get<UserRow>(keyOf(name)) : undefined);
+
+  return {
+    async create(input) {
+      const rec = await newUserRow(input, ctx.nowIso());
+      if (!(await mirror.create(keyOf(rec.name), rec))) throw new AppError('CONFLICT', `user '${rec.name}' already exists`);
+      return userView(rec);
+    },
+    byId(id) {
+      const r = byId(id);
+      return r && userView(r);
+    },
+    byName(name) {
+      const r = byName(name);
+      return r && userView(r);
+    },
+    list: () => sortUsers(mirror.values<UserRow>('user.').map(userView)),
+    verifyPassword: (name, password) => passwordMatches(byName(name), password),
+    async setPassword(userId, password) {
+      checkPassword(password);
+      const passwordHash = await hashPassword(password);
+      const key = keyById.get(userId);
+      const found =
+        key !== undefined &&
+        (await mirror.mutate(key, (r) => (r ? { next: { ...(r as UserRow), passwordHash }, result: true } : { next: undefined, result: false })));
+      if (!found) throw new AppError('NOT_FOUND', 'user not found');
+    },
+  };
+}
+
+/** API keys under `apiKey.<id>`; revocation is a revision-checked update every node's mirror sees. */
+export function createNatsApiKeyStore(ctx: NatsStoreContext): ApiKeyStore {
+  const table = new OwnedTable<ApiKeyRow>(ctx.mirror, 'apiKey');
+  const used = new LastUsed(ctx, 'apiKey');
+  const touches = touchThrottle();
+  const view = (r: ApiKeyRow) => apiKeyView(r, used.of(r.id));
+
+  async function revokeWhere(id: string, owner: string | undefined): Promise<boolean> {
+    const revokedAt = ctx.nowIso();
+    const done = await table.update(id, owner, (r) => (r.revokedAt ? undefined : { ...r, revokedAt }));
+    if (done) touches.forget(id);
+    return done !== undefined;
+  }
+
+  return {
+    async create(input) {
+      const { row, key } = newApiKeyRow(input, ctx.nowIso());
+      await table.create(row);
+      return { record: view(row), key };
+    },
+    parseKey: (raw) => parseToken('tgk', raw),
+    verify(raw) {
+      const r = verifiedRow('tgk', raw, table.row);
+      return r && !r.revokedAt ? view(r) : null;
+    },
+    ...ownedReadsOver(table.idsOf, table.row, view),
+    revoke: (userId, id) => revokeWhere(id, userId),
+    revokeById: (id) => revokeWhere(id, undefined),
+    touch(id, now) {
+      if (touches.due(id, now)) used.record(id, now);
+    },
+  };
+}
+
+type StoredConnection = Omit<ConnectionRow, 'sealedCredentials'> & { sealedCredentials: string };
+
+/** Broker connections under `connection.<id>`, credentials sealed (base64 in JSON). */
+export function createNatsConnectionStore(ctx: NatsStoreContext): ConnectionStore {
+  const table = new OwnedTable<StoredConnection>(ctx.mirror, 'connection');
+  return {
+    async create(input) {
+      const row = newConnectionRow(input, ctx.nowIso(), ctx.sealer);
+      await table.create({ ...row, sealedCredentials: toBase64(row.sealedCredentials) });
+      return connectionView(row);
+    },
+    ...ownedReadsOver(table.idsOf, table.row, connectionView),
+    all: () => byCreation(table.all().map(connectionView)),
+    credentials(id) {
+      const r = table.row(id);
+      if (!r) throw new AppError('NOT_FOUND', 'connection not found');
+      return JSON.parse(ctx.sealer.open(fromBase64(r.sealedCredentials), connectionAad(id))) as BrokerCredentials;
+    },
+    async setDisabled(id, disabled) {
+      return (await table.update(id, undefined, (r) => ({ ...r, disabled }))) !== undefined;
+    },
+    remove: (userId, id) => table.remove(userId, id),
+  };
+}
+
+type StoredToken = Omit<WebhookTokenRow, 'sealedToken'> & { sealedToken: string };
+
+/** Webhook tokens under `webhookToken.<id>`, the token sealed (base64 in JSON) for `reveal`. */
+export function createNatsWebhookTokenStore(ctx: NatsStoreContext): WebhookTokenStore {
+  const table = new OwnedTable<StoredToken>(ctx.mirror, 'webhookToken');
+  const used = new LastUsed(ctx, 'webhookToken');
+  const touches = touchThrottle();
+  const view = (r: StoredToken) => webhookTokenView(r, used.of(r.id));
+  return {
+    async create(input) {
+      const { row, token } = newWebhookTokenRow(input, ctx.nowIso(), ctx.sealer);
+      const stored: StoredToken = { ...row, sealedToken: toBase64(row.sealedToken) };
+      await table.create(stored);
+      return { record: view(stored), token };
+    },
+    parseToken: (raw) => parseToken('whk', raw),
+    verify(raw) {
+      const r = verifiedRow('whk', raw, table.row);
+      return r ? view(r) : null;
+    },
+    reveal(userId, id) {
+      const r = table.row(id);
+      return r && r.userId === userId ? ctx.sealer.open(fromBase64(r.sealedToken), webhookTokenAad(id)) : undefined;
+    },
+    ...ownedReadsOver(table.idsOf, table.row, view),
+    all: () => byCreation(table.all().map(view)),
+    async update(userId, id, patch) {
+      if (patch.name !== undefined) checkTokenName(patch.name);
+      const next = await table.update(id, userId, (r) => patchedToken(r, patch));
+      return next && view(next);
+    },
+    async remove(userId, id) {
+      const removed = await table.remove(userId, id);
+      if (removed) used.forget(id);
+      return removed;
+    },
+    touch(id, now) {
+      if (touches.due(id, now)) used.record(id, now);
+    },
+  };
+}
+
+/** Strategies under `strategy.<id>`. */
+export function createNatsStrategyStore(ctx: NatsStoreContext): StrategyStore {
+  const table = new OwnedTable<StrategyRecord>(ctx.mirror, 'strategy');
+  return {
+    async create(userId, fields) {
+      const rec = newStrategy(userId, fields, ctx.nowIso());
+      await table.create(rec);
+      return rec;
+    },
+    ...ownedReadsOver(table.idsOf, table.row, clean),
+    update(userId, id, patch) {
+      if (patch.name !== undefined) checkName(patch.name);
+      const updatedAt = ctx.nowIso();
+      return table.update(id, userId, (r) => patchedStrategy(r, patch, updatedAt));
+    },
+    remove: (userId, id) => table.remove(userId, id),
+  };
+}
