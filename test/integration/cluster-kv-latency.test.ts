@@ -102,6 +102,17 @@ async function requestRoundTrips(a: NatsConnection, b: NatsConnection, n: number
     },
   });
   await a.flush();
+  // Interest crosses cluster routes asynchronously: until it reaches b's server, b gets
+  // "no responders". Wait for it (bounded) before measuring.
+  for (let tries = 0; ; tries++) {
+    try {
+      await b.request('rtt.owner', 'x', { timeout: 1000 });
+      break;
+    } catch (err) {
+      if (tries >= 100) throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t = performance.now();
