@@ -15,8 +15,8 @@ import { createLogger } from '../src/log.js';
 import { distPath } from '../src/paths.js';
 import { nodeEndpoint } from '../src/actors/comlink-node.js';
 import { createSupervisor } from '../src/actors/supervisor.js';
-import type { WorkerHostApi, WorkerHostData } from '../src/actors/worker-api.js';
-import type { ConnectionSpec } from '../src/actors/protocol.js';
+import type { WorkerHostApi, WorkerHostData } from '../src/actors/protocol.js';
+import type { ConnectionSpec } from '../src/domain/connections.js';
 
 /** One measured connection count. */
 export interface ActorMeasurement {

@@ -11,7 +11,7 @@
  */
 import { readFileSync, writeFileSync, renameSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BrokerCredentials, ConnectionSpec } from './actors/protocol.js';
+import type { BrokerCredentials, ConnectionSpec } from './domain/connections.js';
 import type { Logger } from './log.js';
 import { randomBase62 } from './store/crypto.js';
 import type { Store } from './store/index.js';

@@ -9,8 +9,9 @@ import { nodeEndpoint } from '../src/actors/comlink-node.js';
 import { createLogger } from '../src/log.js';
 import { AppError, toErrorData } from '../src/domain/problems.js';
 import { ConnectionActor } from '../src/actors/connection-actor.js';
-import type { WorkerHostApi, WorkerHostData } from '../src/actors/worker-api.js';
-import type { ActorEvent, ActorRequest, ConnectionSpec, Result } from '../src/actors/protocol.js';
+import type { WorkerHostApi, WorkerHostData } from '../src/actors/protocol.js';
+import type { ActorEvent, ActorRequest, Result } from '../src/actors/protocol.js';
+import type { ConnectionSpec } from '../src/domain/connections.js';
 import type { LevelWithSilent } from 'pino';
 
 const data = workerData as WorkerHostData;

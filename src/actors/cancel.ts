@@ -10,7 +10,8 @@ import { AppError } from '../domain/problems.js';
 import { checkAnswer, isFinal, since, type ActorContext } from './context.js';
 import { linkageOf } from './order-mapping.js';
 import { ORDER_TYPE_TO_BROKER, TIF_TO_BROKER, actionOf } from '../broker/tradovate/requests.js';
-import type { CancelOrderRequest, CancelOrderResult, OrderRecord } from './protocol.js';
+import type { CancelOrderRequest, CancelOrderResult } from './protocol.js';
+import type { OrderRecord } from '../domain/orders.js';
 
 interface Bracket {
   entryId: number;

@@ -6,13 +6,15 @@
 import type { Logger } from '../log.js';
 import { AppError, toErrorData } from '../domain/problems.js';
 import { contractRoot } from '../domain/symbols.js';
-import { BrokerConnection, DEFAULT_TUNING, type ActorTuning } from './connection.js';
+import { BrokerConnection } from './connection.js';
+import { CONNECTION_TUNING, type ConnectionTuning } from '../tuning.js';
 import { OrderModel } from './order-model.js';
 import { placeOrder } from './place.js';
 import { cancelOrder } from './cancel.js';
 import { flatten } from './flatten.js';
 import type { ActorContext } from './context.js';
-import type { ActorEvent, ActorRequest, ConnectionSpec, Result, ResultMap, StatusEvent } from './protocol.js';
+import type { ActorEvent, ActorRequest, Result, ResultMap } from './protocol.js';
+import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import { BracketWatch } from './bracket-watch.js';
 
 /** A connection actor. `start()` connects; `handle()` never throws (errors come back as data). */
@@ -26,9 +28,9 @@ export class ConnectionActor {
     readonly spec: ConnectionSpec,
     emit: (event: ActorEvent) => void,
     logger: Logger,
-    tuning: Partial<ActorTuning> = {},
+    tuning: Partial<ConnectionTuning> = {},
   ) {
-    const t = { ...DEFAULT_TUNING, ...tuning };
+    const t = { ...CONNECTION_TUNING, ...tuning };
     const log = logger.child({ connectionId: spec.connectionId });
     this.conn = new BrokerConnection(spec, t, log, (e: StatusEvent) => emit(e));
     this.model = new OrderModel(this.conn.mirror, spec);

@@ -12,32 +12,8 @@ import { AuthRejectedError, BrokerStatusError, TradovateSocket, type CloseReason
 import { Mirror, SYNC_ENTITY_TYPES, type Entity } from '../broker/tradovate/mirror.js';
 import { syncRequestBody } from '../broker/tradovate/requests.js';
 import { BrokerBudget, type RequestClass } from './budget.js';
-import type { ConnectionSpec, ConnectionStatus, StatusEvent, StatusReason } from './protocol.js';
-
-/** Timing knobs; defaults follow the broker's documented behaviour. Tests shorten them. */
-export interface ActorTuning {
-  heartbeatMs: number;
-  silenceMs: number;
-  backoffBaseMs: number;
-  backoffMaxMs: number;
-  /** Consecutive refused `authorize`s with fresh tokens before giving up (FAILED). */
-  maxAuthRejections: number;
-  /** How long place/cancel wait for the broker's events after its answer. */
-  settleMs: number;
-  /** `account/list` poll period; 0 disables (props events alone then drive accounts). */
-  accountPollMs: number;
-}
-
-/** Production timings. */
-export const DEFAULT_TUNING: ActorTuning = {
-  heartbeatMs: 2500,
-  silenceMs: 10_000,
-  backoffBaseMs: 500,
-  backoffMaxMs: 30_000,
-  maxAuthRejections: 3,
-  settleMs: 5000,
-  accountPollMs: 60_000,
-};
+import type { ConnectionTuning } from '../tuning.js';
+import type { ConnectionSpec, ConnectionStatus, StatusEvent, StatusReason } from '../domain/connections.js';
 
 /** Capped exponential backoff with jitter in [50%, 100%] of the step. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
@@ -68,7 +44,7 @@ export class BrokerConnection {
 
   constructor(
     readonly spec: ConnectionSpec,
-    private readonly tuning: ActorTuning,
+    private readonly tuning: ConnectionTuning,
     private readonly logger: Logger,
     private readonly onStatus: (event: StatusEvent) => void,
   ) {

@@ -9,7 +9,8 @@ import { AppError } from '../domain/problems.js';
 import type { BrokerConnection } from './connection.js';
 import type { OrderModel } from './order-model.js';
 import { FINAL_STATUSES, fillsOf, statusOf } from './order-mapping.js';
-import type { ActorEvent, OrderStatus, PlaceOrderResult } from './protocol.js';
+import type { ActorEvent, PlaceOrderResult } from './protocol.js';
+import type { OrderStatus } from '../domain/orders.js';
 
 /** Everything an order operation needs from its actor. */
 export interface ActorContext {

@@ -4,7 +4,7 @@
  * mirror: nothing here talks to the broker.
  */
 import type { Entity, Mirror } from '../broker/tradovate/mirror.js';
-import type { OrderRecord, OrderRole, OrderStatus, OrderType, TimeInForce } from './protocol.js';
+import type { OrderRecord, OrderRole, OrderStatus, OrderType, TimeInForce } from '../domain/orders.js';
 
 /** What tradegate remembers about orders it placed (the broker has no field for these). */
 export interface OrderNote {

@@ -8,23 +8,17 @@ import { AppError } from '../domain/problems.js';
 import { placeOrderBody, placeOsoBody, startStrategyBody } from '../broker/tradovate/requests.js';
 import { checkAnswer, since, type ActorContext } from './context.js';
 import { linkageOf, rejectReasonOf } from './order-mapping.js';
-import type { BracketLeg, OrderRecord, PlaceOrderRequest, PlaceOrderResult } from './protocol.js';
+import { referencePrice, type BracketLeg, type OrderRecord } from '../domain/orders.js';
+import type { PlaceOrderRequest, PlaceOrderResult } from './protocol.js';
 
 function isAbsolute(leg: BracketLeg | null | undefined): leg is { price: number } {
   return !!leg && 'price' in leg;
 }
 
-/** Entry reference price for converting an absolute leg into an offset, when the order has one. */
-function referencePrice(req: PlaceOrderRequest): number | null {
-  if (req.orderType === 'limit' || req.orderType === 'stop_limit') return req.price ?? null;
-  if (req.orderType === 'stop') return req.stopPrice ?? null;
-  return null;
-}
-
 function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): number | null {
   if (!leg) return null;
   if ('offsetPoints' in leg) return Math.abs(leg.offsetPoints);
-  const ref = referencePrice(req);
+  const ref = referencePrice(req.orderType, req.price, req.stopPrice);
   if (ref === null) throw new AppError('VALIDATION_FAILED', 'a bracket mixing a price and an offset needs an entry price');
   return Math.abs(leg.price - ref);
 }
@@ -109,7 +103,6 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     if (order.role === 'entry') result.legs = legsResult(ctx, order);
     return result;
   }
-  if (!Number.isInteger(req.qty) || req.qty <= 0) throw new AppError('VALIDATION_FAILED', 'qty must be a positive integer');
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
   const ref = { id: account.id, name: String(account.name ?? account.id) };

@@ -9,9 +9,11 @@ import type { Logger } from '../log.js';
 import { AppError } from '../domain/problems.js';
 import { distPath } from '../paths.js';
 import { ActorClient } from './actor-client.js';
-import type { ActorTuning } from './connection.js';
-import type { WorkerHostData } from './worker-api.js';
-import type { AccountRecord, ActorEvent, ActorGateway, ActorRequest, ConnectionSpec, ResultFor, StatusEvent } from './protocol.js';
+import type { ConnectionTuning } from '../tuning.js';
+import type { WorkerHostData } from './protocol.js';
+import type { AccountRecord } from '../domain/orders.js';
+import type { ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
+import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 
 /** createSupervisor options; `threadsMax` is ACTOR_THREADS_MAX. */
 export interface SupervisorOptions {
@@ -20,7 +22,7 @@ export interface SupervisorOptions {
   workerFile?: string;
   callTimeoutMs?: number;
   /** Actor timing knobs (tests shorten backoff and watchdogs). */
-  tuning?: Partial<ActorTuning>;
+  tuning?: Partial<ConnectionTuning>;
   /** Log level inside workers; defaults to the front logger's level. */
   workerLogLevel?: string;
   /**

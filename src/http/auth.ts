@@ -6,7 +6,8 @@
 import { AppError } from '../domain/problems.js';
 import type { Logger } from '../log.js';
 import { SlidingLogLimiter } from './rate-limit.js';
-import type { AuthContext, RouteScope, Scope } from './route-types.js';
+import type { AuthContext, RouteScope } from './route-types.js';
+import type { Scope } from '../domain/connections.js';
 
 /** What `store.apiKeys.verify` returns. */
 export interface ApiKeyView {

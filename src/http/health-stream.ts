@@ -6,7 +6,8 @@
  * Everything from the cap check to `subscribe` runs synchronously in one turn, so no
  * event can slip between the snapshot and the subscription.
  */
-import type { ActorGateway, ConnectionStatus } from '../actors/protocol.js';
+import type { ActorGateway } from '../actors/protocol.js';
+import type { ConnectionStatus } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
 import type { HealthHub, SseSink } from './sse-hub.js';
 import { formatRetry, formatSseEvent, parseLastEventId, statusMessage, type ConnectionStatusMessage } from './sse.js';

@@ -5,6 +5,7 @@
  * and `/api-docs` is generated from the same definitions.
  */
 import type { z } from 'zod';
+import type { Scope } from '../domain/connections.js';
 import type { Logger } from '../log.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -14,8 +15,6 @@ export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
  * `webhook`: the `{token}` path parameter authenticates (webhook receiver only).
  */
 export type RouteScope = 'read' | 'trade' | 'none' | 'webhook';
-
-export type Scope = 'read' | 'trade';
 
 /** Who is calling, after authentication. */
 export interface AuthContext {

@@ -5,10 +5,12 @@
  * (a typo such as `stopLos`) is a 400, never silently ignored.
  */
 import { z } from 'zod';
+import { MAX_ORDER_QTY } from '../domain/orders.js';
 
 const id = z.string().min(1).describe('Identifier (string)');
 const isoTime = z.string().describe('ISO-8601 UTC time');
 const price = z.number().finite().positive();
+const qty = z.number().int().positive().max(MAX_ORDER_QTY);
 
 export const sideSchema = z.enum(['buy', 'sell']);
 export const orderTypeSchema = z.enum(['market', 'limit', 'stop', 'stop_limit']);
@@ -28,7 +30,7 @@ export const bracketLegSchema = z.union([
 export const placeOrderBodySchema = z.strictObject({
   symbol: z.string().min(1).max(64).describe('Any accepted symbol form: ESZ6, ES, ES1!, ES!, CME_MINI:ES1!, ESZ26'),
   side: sideSchema,
-  qty: z.number().int().positive().max(10_000),
+  qty,
   type: orderTypeSchema.optional().describe('Default market'),
   price: price.nullable().optional().describe('Limit price (limit, stop_limit)'),
   stopPrice: price.nullable().optional().describe('Stop trigger price (stop, stop_limit)'),
@@ -217,7 +219,7 @@ const strategyFields = {
   name: z.string().min(1).max(100),
   description: z.string().max(1000).nullable().optional(),
   symbol: z.string().min(1).max(64).nullable().optional(),
-  qty: z.number().int().positive().max(10_000).nullable().optional(),
+  qty: qty.nullable().optional(),
   orderType: orderTypeSchema.nullable().optional(),
   takeProfit: bracketLegSchema.nullable().optional(),
   stopLoss: bracketLegSchema.nullable().optional(),

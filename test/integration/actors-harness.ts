@@ -5,15 +5,16 @@
 import { startSim, type SimHandle, type SimOptions } from '../../src/sim/index.js';
 import { createLogger } from '../../src/log.js';
 import { ConnectionActor } from '../../src/actors/connection-actor.js';
-import type { ActorTuning } from '../../src/actors/connection.js';
+import type { ConnectionTuning } from '../../src/tuning.js';
 import { fromErrorData, type AppError } from '../../src/domain/problems.js';
-import type { ActorEvent, ActorRequest, ConnectionSpec, ConnectionStatus, ResultFor, StatusEvent } from '../../src/actors/protocol.js';
+import type { ActorEvent, ActorRequest, ResultFor } from '../../src/actors/protocol.js';
+import type { ConnectionSpec, ConnectionStatus, StatusEvent } from '../../src/domain/connections.js';
 
 export const SYMBOL = 'ESZ6';
 export const quietLogger = createLogger('silent');
 
 /** Fast timings for tests: short backoff, frequent polls. */
-export const TEST_TUNING: Partial<ActorTuning> = { backoffBaseMs: 100, backoffMaxMs: 1000, settleMs: 3000, accountPollMs: 0 };
+export const TEST_TUNING: Partial<ConnectionTuning> = { backoffBaseMs: 100, backoffMaxMs: 1000, settleMs: 3000, accountPollMs: 0 };
 
 export interface Harness {
   sim: SimHandle;
@@ -34,7 +35,7 @@ let counter = 0;
 /** Starts a sim and a user; `makeActor: false` leaves connecting to the test. */
 export async function startHarness(
   opts: {
-    tuning?: Partial<ActorTuning>;
+    tuning?: Partial<ConnectionTuning>;
     accounts?: string[];
     password?: string;
     restUrl?: (sim: SimHandle) => string;

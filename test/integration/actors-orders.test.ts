@@ -6,7 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { startHarness, SYMBOL, type Harness } from './actors-harness.js';
-import type { OrderRecord, PlaceOrderRequest } from '../../src/actors/protocol.js';
+import type { OrderRecord } from '../../src/domain/orders.js';
+import type { PlaceOrderRequest } from '../../src/actors/protocol.js';
 
 let h: Harness;
 let account: string;

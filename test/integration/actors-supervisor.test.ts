@@ -9,7 +9,8 @@ import { startSim, type SimHandle } from '../../src/sim/index.js';
 import { createSupervisor, type Supervisor } from '../../src/actors/supervisor.js';
 import { AppError } from '../../src/domain/problems.js';
 import { quietLogger, SYMBOL, TEST_TUNING } from './actors-harness.js';
-import type { ActorEvent, ConnectionSpec, StatusEvent } from '../../src/actors/protocol.js';
+import type { ActorEvent } from '../../src/actors/protocol.js';
+import type { ConnectionSpec, StatusEvent } from '../../src/domain/connections.js';
 
 let sim: SimHandle | undefined;
 let sup: Supervisor | undefined;

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../src/domain/symbols.js';
-import { clOrdIdFor } from '../../src/http/order-mapping.js';
+import { clOrdIdFor } from '../../src/domain/order-plan.js';
 import { openHealthStream, type HealthEvent, type HealthStream } from './reliability-harness.js';
 import { control, http, simState, startServe, type Served } from './serve-harness.js';
 

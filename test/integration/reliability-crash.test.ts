@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../src/domain/symbols.js';
-import { clOrdIdFor } from '../../src/http/order-mapping.js';
+import { clOrdIdFor } from '../../src/domain/order-plan.js';
 import {
   awaitConnected,
   secretsIn,

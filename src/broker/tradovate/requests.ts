@@ -3,7 +3,7 @@
  * actor sends them. Every order carries `isAutomated: true` (exchange policy for algorithmic
  * orders) and the request's `clOrdId`.
  */
-import type { OrderType, PlaceOrderRequest, Side, TimeInForce } from '../../actors/protocol.js';
+import type { NewOrder, OrderType, Side, TimeInForce } from '../../domain/orders.js';
 
 /** Service order type → broker orderType. */
 export const ORDER_TYPE_TO_BROKER: Record<OrderType, string> = {
@@ -40,7 +40,7 @@ function priceFields(type: OrderType, price?: number | null, stopPrice?: number 
 }
 
 /** `order/placeorder` body for a single order (no brackets). */
-export function placeOrderBody(req: PlaceOrderRequest, account: AccountRef): Record<string, unknown> {
+export function placeOrderBody(req: NewOrder, account: AccountRef): Record<string, unknown> {
   return {
     accountSpec: account.name,
     accountId: account.id,
@@ -60,7 +60,7 @@ export function placeOrderBody(req: PlaceOrderRequest, account: AccountRef): Rec
  * `order/placeoso` body for an absolute bracket: bracket1 the take-profit (Limit), bracket2 the
  * stop-loss (Stop); with only one leg it goes in bracket1.
  */
-export function placeOsoBody(req: PlaceOrderRequest, account: AccountRef, tp: number | null, sl: number | null): Record<string, unknown> {
+export function placeOsoBody(req: NewOrder, account: AccountRef, tp: number | null, sl: number | null): Record<string, unknown> {
   const exit = exitActionOf(req.side);
   const tif = TIF_TO_BROKER[req.timeInForce === 'ioc' || req.timeInForce === 'fok' ? 'gtc' : req.timeInForce];
   const legs: Record<string, unknown>[] = [];
@@ -79,7 +79,7 @@ export function placeOsoBody(req: PlaceOrderRequest, account: AccountRef, tp: nu
  * below (−); a sell's the other way round. `params` must be a JSON string.
  */
 export function startStrategyBody(
-  req: PlaceOrderRequest,
+  req: NewOrder,
   account: AccountRef,
   tpPoints: number | null,
   slPoints: number | null,

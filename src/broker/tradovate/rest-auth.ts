@@ -3,7 +3,7 @@
  * business failures with HTTP 200 bodies (`errorText`, p-tickets), so every answer is classified
  * here into one discriminated result; the actor decides what each outcome does to its status.
  */
-import type { BrokerCredentials } from '../../actors/protocol.js';
+import type { BrokerCredentials } from '../../domain/connections.js';
 import { penaltyOf } from './frames.js';
 
 /** A usable access token and when it dies. */

@@ -3,7 +3,8 @@
  * are their connections' accounts as the actors report them), list pagination and the
  * documented error responses.
  */
-import type { AccountRecord, ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
+import type { AccountRecord } from '../../domain/orders.js';
+import type { ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
 import type { Config } from '../../config.js';
 import { AppError, type ProblemCode, PROBLEMS } from '../../domain/problems.js';
 import type { Store } from '../../store/index.js';

@@ -4,7 +4,7 @@
  * gives up after 3 s, so broker calls here carry a shorter deadline.
  */
 import { AppError } from '../../domain/problems.js';
-import { clOrdIdFor, planOrder } from '../order-mapping.js';
+import { clOrdIdFor, planOrder } from '../../domain/order-plan.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
@@ -86,7 +86,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const input = completeOrder(intent.order, defaults, intent.warnings);
         const plan = planOrder(input, owned.account.id, now);
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { ...plan.request, clOrdId }, timeout);
+        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId }, timeout);
         ctx.log.info({ accountId: owned.account.id, tokenId: token.id, orderId: result.order.orderId }, 'webhook order');
         return { status: 201, body: { ...base, action: input.side, order: placeOrderBody(result), flatten: null } };
       },

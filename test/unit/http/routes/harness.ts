@@ -7,20 +7,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type {
-  AccountRecord,
-  ActorEvent,
-  ActorGateway,
-  ActorRequest,
-  ConnectionSpec,
-  OrderRecord,
-  ResultMap,
-  StatusEvent,
-} from '../../../../src/actors/protocol.js';
+import type { AccountRecord, OrderRecord } from '../../../../src/domain/orders.js';
+import type { ActorEvent, ActorGateway, ActorRequest, ResultMap } from '../../../../src/actors/protocol.js';
+import type { ConnectionSpec, StatusEvent } from '../../../../src/domain/connections.js';
 import { loadConfig } from '../../../../src/config.js';
 import { AppError } from '../../../../src/domain/problems.js';
 import { createLogger } from '../../../../src/log.js';
-import type { RouteContext, RouteDef, RouteResponse, Scope } from '../../../../src/http/route-types.js';
+import type { RouteContext, RouteDef, RouteResponse } from '../../../../src/http/route-types.js';
+import type { Scope } from '../../../../src/domain/connections.js';
 import { buildRoutes } from '../../../../src/http/routes/index.js';
 import type { RouteDeps } from '../../../../src/http/routes/common.js';
 import { openStore, type Store } from '../../../../src/store/index.js';

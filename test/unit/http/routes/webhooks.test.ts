@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FlattenRequest, PlaceOrderRequest } from '../../../../src/actors/protocol.js';
 import { AppError } from '../../../../src/domain/problems.js';
-import { clOrdIdFor } from '../../../../src/http/order-mapping.js';
+import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../../../src/http/routes/webhooks.js';
 import { webhookResponseSchema } from '../../../../src/http/schemas.js';
 import { account, call, orderRecord, world, type World } from './harness.js';

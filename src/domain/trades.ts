@@ -1,9 +1,10 @@
 /**
  * Closed trades from fills, FIFO-paired per account and contract: each exit fill closes the
  * oldest open lots first. A fill that crosses through zero closes the open side and opens
- * the rest on the other side. Pure.
+ * the rest on the other side. Pure. The one pairing of the service (the actor's trade
+ * history); the paper broker applies the same FIFO rule fill by fill (sim/positions.ts).
  */
-import type { ClosedTrade } from './protocol.js';
+import type { ClosedTrade } from './orders.js';
 
 /** One fill, already resolved to account and contract name. */
 export interface FillInput {

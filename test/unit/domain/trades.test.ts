@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import fc from 'fast-check';
-import { pairTrades, type FillInput } from '../../../src/actors/trades.js';
+import { pairTrades, type FillInput } from '../../../src/domain/trades.js';
 
 let n = 0;
 const f = (side: 'buy' | 'sell', qty: number, price: number, symbol = 'ESZ6'): FillInput => ({

@@ -1,18 +1,16 @@
 /**
- * Turns an order request (API body, or a webhook alert after lenient parsing) into the
- * actor's PlaceOrderRequest: resolves the symbol, checks prices against the contract tick,
- * checks that the bracket sits on the right side of the entry, converts tick offsets to
- * points and derives the broker clOrdId. Pure: no I/O, the clock is a parameter, so every
- * rule is unit-tested. Everything here runs before any broker traffic (spec Rule 2).
+ * Turns an order request (API body, or a webhook alert after lenient parsing) into a
+ * NewOrder for the broker side: resolves the symbol, checks prices against the contract
+ * tick, checks that the bracket sits on the right side of the entry, converts tick offsets to
+ * points, and derives the broker clOrdIds from idempotency keys. Pure: no I/O, the clock is a
+ * parameter, so every rule is unit-tested. Everything here runs before any broker traffic
+ * (spec Rule 2).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { BracketLeg, OrderType, PlaceOrderRequest, Side, TimeInForce } from '../actors/protocol.js';
-import { AppError } from '../domain/problems.js';
-import { resolveSymbol } from '../domain/symbols.js';
-import { isOnTick, roundToTick, ticksToPoints } from '../domain/ticks.js';
-
-/** A bracket leg as clients send it. */
-export type LegInput = { price: number } | { ticks: number };
+import { isOrderQty, MAX_ORDER_QTY, referencePrice, type BracketLeg, type LegInput, type NewOrder, type OrderType, type Side, type TimeInForce } from './orders.js';
+import { AppError } from './problems.js';
+import { resolveSymbol } from './symbols.js';
+import { isOnTick, roundToTick, ticksToPoints } from './ticks.js';
 
 /** The order fields, whatever the source (API body, webhook + strategy). */
 export interface OrderInput {
@@ -36,9 +34,9 @@ export interface PlannedLeg {
   offsetPoints: number | null;
 }
 
-/** Everything decided before the broker is called; `request` lacks only the clOrdId. */
+/** Everything decided before the broker is called; `order` lacks only the clOrdId. */
 export interface OrderPlan {
-  request: Omit<PlaceOrderRequest, 'clOrdId'>;
+  order: Omit<NewOrder, 'clOrdId'>;
   product: { root: string; tickSize: number; pointValue: number };
   bracket: 'none' | 'absolute' | 'relative' | 'mixed';
   takeProfit: PlannedLeg | null;
@@ -58,13 +56,6 @@ function validationFailed(errors: FieldError[]): AppError {
 /** Rounds away binary noise (5000 + 5 must be exactly 5005). */
 function clean(n: number, tickSize: number): number {
   return roundToTick(n, tickSize);
-}
-
-/** The price an entry is expected to fill at, when the order names one. */
-function referencePrice(type: OrderType, price: number | null, stopPrice: number | null): number | null {
-  if (type === 'limit' || type === 'stop_limit') return price;
-  if (type === 'stop') return stopPrice;
-  return null;
 }
 
 function checkPriceFields(type: OrderType, price: number | null, stopPrice: number | null, errors: FieldError[]): void {
@@ -126,7 +117,7 @@ export function planOrder(input: OrderInput, accountId: string, now: Date): Orde
   const stopPrice = input.stopPrice ?? null;
   const errors: FieldError[] = [];
 
-  if (!Number.isInteger(input.qty) || input.qty <= 0) errors.push({ path: 'qty', message: 'must be a positive integer' });
+  if (!isOrderQty(input.qty)) errors.push({ path: 'qty', message: `must be a whole number from 1 to ${MAX_ORDER_QTY}` });
   checkPriceFields(type, price, stopPrice, errors);
   const offTick = (path: string, value: number | null) => {
     if (value !== null && !isOnTick(value, tickSize)) {
@@ -153,8 +144,7 @@ export function planOrder(input: OrderInput, accountId: string, now: Date): Orde
   const kinds = new Set([takeProfit?.kind, stopLoss?.kind].filter(Boolean));
   const bracket = kinds.size === 0 ? 'none' : kinds.size === 2 ? 'mixed' : takeProfit?.kind ?? stopLoss?.kind ?? 'none';
   return {
-    request: {
-      type: 'place-order',
+    order: {
       accountId,
       symbol: resolved.contract,
       requestedSymbol: input.symbol,
@@ -175,6 +165,11 @@ export function planOrder(input: OrderInput, accountId: string, now: Date): Orde
   };
 }
 
+/** sha256(user, key) in base64url: the same key of the same user always names the same broker order. */
+function keyDigest(userId: string, idempotencyKey: string): string {
+  return createHash('sha256').update(userId).update('\0').update(idempotencyKey).digest('base64url');
+}
+
 /**
  * The broker clOrdId: deterministic from (user, idempotency key) so that a retry after a
  * crash or a timeout finds the first attempt at the broker; random without a key.
@@ -182,13 +177,18 @@ export function planOrder(input: OrderInput, accountId: string, now: Date): Orde
  */
 export function clOrdIdFor(userId: string, idempotencyKey?: string): string {
   if (idempotencyKey === undefined) return `tg-r-${randomBytes(16).toString('base64url')}`;
-  const digest = createHash('sha256').update(userId).update('\0').update(idempotencyKey).digest('base64url');
-  return `tg-k-${digest.slice(0, 40)}`;
+  return `tg-k-${keyDigest(userId, idempotencyKey).slice(0, 40)}`;
+}
+
+/** Prefix for a flatten's cancel clOrdIds, deterministic under an idempotency key like clOrdIdFor. */
+export function flattenClOrdIdPrefix(userId: string, idempotencyKey?: string): string {
+  if (idempotencyKey === undefined) return `tg-f-${randomBytes(9).toString('base64url')}`;
+  return `tg-f-${keyDigest(userId, idempotencyKey).slice(0, 24)}`;
 }
 
 /** The `?dryRun=true` response body: the plan, nothing sent. */
 export function dryRunBody(plan: OrderPlan) {
-  const r = plan.request;
+  const r = plan.order;
   return {
     dryRun: true as const,
     accountId: r.accountId,

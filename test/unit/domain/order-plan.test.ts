@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
-import { clOrdIdFor, dryRunBody, planOrder, type OrderInput } from '../../../src/http/order-mapping.js';
+import { clOrdIdFor, dryRunBody, flattenClOrdIdPrefix, planOrder, type OrderInput } from '../../../src/domain/order-plan.js';
 import { dryRunResponseSchema } from '../../../src/http/schemas.js';
 
 // 2026-11-21: ES front month is Dec 2026 (roll 2026-12-10).
@@ -27,8 +27,8 @@ function paths(err: AppError): string[] {
 describe('planOrder symbol resolution', () => {
   it.each(['ESZ6', 'ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', 'ESZ26', ' es1! '])('resolves %s to the front month and keeps what was sent', (symbol) => {
     const plan = planOrder(order({ symbol }), '42', NOW);
-    expect(plan.request.symbol).toBe('ESZ6');
-    expect(plan.request.requestedSymbol).toBe(symbol);
+    expect(plan.order.symbol).toBe('ESZ6');
+    expect(plan.order.requestedSymbol).toBe(symbol);
     expect(plan.product).toMatchObject({ root: 'ES', tickSize: 0.25, pointValue: 50 });
   });
 
@@ -48,8 +48,7 @@ describe('planOrder symbol resolution', () => {
 describe('planOrder request mapping', () => {
   it('maps a plain market order with defaults (day, no bracket)', () => {
     const plan = planOrder(order({ qty: 3, side: 'sell' }), '42', NOW);
-    expect(plan.request).toEqual({
-      type: 'place-order',
+    expect(plan.order).toEqual({
       accountId: '42',
       symbol: 'ESZ6',
       requestedSymbol: 'ES',
@@ -69,15 +68,15 @@ describe('planOrder request mapping', () => {
   it('maps an absolute bracket to prices (placeOSO)', () => {
     const plan = planOrder(order({ type: 'limit', price: 5000, takeProfit: { price: 5010 }, stopLoss: { price: 4995.5 } }), '42', NOW);
     expect(plan.bracket).toBe('absolute');
-    expect(plan.request.takeProfit).toEqual({ price: 5010 });
-    expect(plan.request.stopLoss).toEqual({ price: 4995.5 });
+    expect(plan.order.takeProfit).toEqual({ price: 5010 });
+    expect(plan.order.stopLoss).toEqual({ price: 4995.5 });
   });
 
   it('maps tick offsets to unsigned points and projects them from a limit price, direction-aware', () => {
     const buy = planOrder(order({ type: 'limit', price: 5001.25, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } }), '42', NOW);
     expect(buy.bracket).toBe('relative');
-    expect(buy.request.takeProfit).toEqual({ offsetPoints: 10 });
-    expect(buy.request.stopLoss).toEqual({ offsetPoints: 5 });
+    expect(buy.order.takeProfit).toEqual({ offsetPoints: 10 });
+    expect(buy.order.stopLoss).toEqual({ offsetPoints: 5 });
     expect(buy.takeProfit?.price).toBe(5011.25);
     expect(buy.stopLoss?.price).toBe(4996.25);
 
@@ -100,8 +99,8 @@ describe('planOrder request mapping', () => {
 
   it('uses the contract tick of other products (CL 0.01)', () => {
     const plan = planOrder(order({ symbol: 'CL1!', type: 'limit', price: 71.23, stopLoss: { ticks: 15 } }), '42', NOW);
-    expect(plan.request.symbol).toMatch(/^CL[FGHJKMNQUVXZ]\d$/);
-    expect(plan.request.stopLoss).toEqual({ offsetPoints: 0.15 });
+    expect(plan.order.symbol).toMatch(/^CL[FGHJKMNQUVXZ]\d$/);
+    expect(plan.order.stopLoss).toEqual({ offsetPoints: 0.15 });
     expect(plan.stopLoss?.price).toBe(71.08);
   });
 });
@@ -174,6 +173,22 @@ describe('clOrdIdFor', () => {
 
   it('is random without a key', () => {
     expect(clOrdIdFor('usr_1')).not.toBe(clOrdIdFor('usr_1'));
+  });
+});
+
+describe('flattenClOrdIdPrefix', () => {
+  it('is deterministic per (user, key) and leaves room for the per-order suffix within 64 chars', () => {
+    const a = flattenClOrdIdPrefix('usr_1', 'k-1');
+    expect(flattenClOrdIdPrefix('usr_1', 'k-1')).toBe(a);
+    expect(flattenClOrdIdPrefix('usr_2', 'k-1')).not.toBe(a);
+    expect(flattenClOrdIdPrefix('usr_1', 'k-2')).not.toBe(a);
+    expect(a).toMatch(/^tg-f-[\w-]{24}$/);
+    // One digest of (user, key) behind both ids: a flatten retried with its key tags the same orders.
+    expect(a.slice(5)).toBe(clOrdIdFor('usr_1', 'k-1').slice(5, 29));
+  });
+
+  it('is random without a key', () => {
+    expect(flattenClOrdIdPrefix('usr_1')).not.toBe(flattenClOrdIdPrefix('usr_1'));
   });
 });
 
