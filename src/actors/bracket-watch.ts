@@ -5,7 +5,7 @@
  * failed after its entry filled, and reports each once as a BracketAlertEvent.
  */
 import type { Mirror, MirrorChange } from '../broker/tradovate/mirror.js';
-import { fillsOf, linkageOf } from './order-mapping.js';
+import { fillsOf, linkageOf } from '../broker/tradovate/order-records.js';
 import type { BracketAlertEvent } from './protocol.js';
 
 /** Remembers what was reported so each exposure raises one alert. */

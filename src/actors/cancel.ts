@@ -7,9 +7,9 @@
  * - a final order → 409 ORDER_NOT_WORKING carrying the order; an unknown id → 404.
  */
 import { AppError } from '../domain/problems.js';
-import { checkAnswer, isFinal, since, type ActorContext } from './context.js';
-import { linkageOf } from './order-mapping.js';
-import { ORDER_TYPE_TO_BROKER, TIF_TO_BROKER, actionOf } from '../broker/tradovate/requests.js';
+import { since, type ActorContext } from './context.js';
+import { isFinal, linkageOf } from '../broker/tradovate/order-records.js';
+import { cancelOrderBody, checkAnswer, replaceLegBody } from '../broker/tradovate/requests.js';
 import type { CancelOrderRequest, CancelOrderResult } from './protocol.js';
 import type { OrderRecord } from '../domain/orders.js';
 
@@ -43,7 +43,7 @@ function num(id: string | null): number | null {
 /** Sends cancelorder and waits for the order to become final. */
 async function cancelAndWait(ctx: ActorContext, orderId: number): Promise<OrderRecord> {
   try {
-    checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', { orderId, isAutomated: true }, { kind: 'order' }));
+    checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', cancelOrderBody(orderId), { kind: 'order' }));
   } catch (err) {
     // The order may have become final between our check and the broker's: report that state.
     const rec = ctx.model.record(orderId);
@@ -66,19 +66,7 @@ function notWorking(order: OrderRecord): AppError {
 /** Re-places a surviving bracket leg as a standalone order with the same side, type, price and open qty. */
 async function replaceLeg(ctx: ActorContext, old: OrderRecord, entryId: number, role: 'take_profit' | 'stop_loss'): Promise<number> {
   const account = ctx.model.account(old.accountId);
-  const body: Record<string, unknown> = {
-    accountSpec: String(account.name ?? account.id),
-    accountId: account.id,
-    clOrdId: `rp-${old.orderId}`,
-    action: actionOf(old.side),
-    symbol: old.symbol,
-    orderQty: old.qty - old.filledQty,
-    orderType: ORDER_TYPE_TO_BROKER[old.type],
-    timeInForce: TIF_TO_BROKER[old.timeInForce],
-    isAutomated: true,
-  };
-  if (old.price !== null) body.price = old.price;
-  if (old.stopPrice !== null) body.stopPrice = old.stopPrice;
+  const body = replaceLegBody(old, { id: account.id, name: String(account.name ?? account.id) });
   const d = checkAnswer('placeorder', await ctx.conn.send('order/placeorder', body, { kind: 'order' }));
   const newId = Number(d.orderId);
   if (!newId) throw new AppError('BROKER_REJECTED', 'broker returned no order id for the re-placed leg', { brokerReason: 'no orderId' });

@@ -6,7 +6,7 @@
 import type { Logger } from '../log.js';
 import { AppError, toErrorData } from '../domain/problems.js';
 import { contractRoot } from '../domain/symbols.js';
-import { BrokerConnection } from './connection.js';
+import { BrokerConnection } from '../broker/tradovate/connection.js';
 import { CONNECTION_TUNING, type ConnectionTuning } from '../tuning.js';
 import { OrderModel } from './order-model.js';
 import { placeOrder } from './place.js';

@@ -4,8 +4,9 @@
  * with SYMBOL_MISMATCH and touch nothing.
  */
 import { AppError } from '../domain/problems.js';
-import { checkAnswer, isFinal, since, type ActorContext } from './context.js';
-import { contractName } from './order-mapping.js';
+import { since, type ActorContext } from './context.js';
+import { contractName, isFinal } from '../broker/tradovate/order-records.js';
+import { cancelOrderBody, checkAnswer, liquidatePositionBody } from '../broker/tradovate/requests.js';
 import type { FlattenRequest, FlattenResult } from './protocol.js';
 
 /** Flattens one account. */
@@ -31,10 +32,8 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
       continue;
     }
     try {
-      const body: Record<string, unknown> = { orderId: id, isAutomated: true };
-      // Tags the cancel for tracing at the broker (liquidateposition has no clOrdId field).
-      if (req.clOrdIdPrefix) body.clOrdId = `${req.clOrdIdPrefix}-x${id}`.slice(0, 64);
-      checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', body, { kind: 'order' }));
+      const tag = req.clOrdIdPrefix ? `${req.clOrdIdPrefix}-x${id}` : undefined;
+      checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', cancelOrderBody(id, tag), { kind: 'order' }));
       cancelled.push(o.orderId);
     } catch (err) {
       if (!isFinal(ctx.mirror, id)) throw err;
@@ -50,7 +49,7 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
     try {
       checkAnswer(
         'liquidateposition',
-        await ctx.conn.send('order/liquidateposition', { accountId: account.id, contractId: p.contractId, admin: false, isAutomated: true }, { kind: 'order' }),
+        await ctx.conn.send('order/liquidateposition', liquidatePositionBody(account.id, p.contractId), { kind: 'order' }),
       );
       outcomes.push({ symbol, closedQty, status: 'liquidated' });
     } catch (err) {

@@ -6,9 +6,9 @@
  */
 import type { Entity, Mirror } from '../broker/tradovate/mirror.js';
 import { AppError } from '../domain/problems.js';
-import { contractName, FINAL_STATUSES, statusOf, toOrderRecord, type OrderNote } from './order-mapping.js';
+import { contractName, statusOf, toOrderRecord, type OrderNote } from '../broker/tradovate/order-records.js';
 import { pairTrades, type FillInput } from '../domain/trades.js';
-import type { AccountRecord, ClosedTrade, OrderRecord, PositionRecord } from '../domain/orders.js';
+import { FINAL_STATUSES, type AccountRecord, type ClosedTrade, type OrderRecord, type PositionRecord } from '../domain/orders.js';
 import type { ConnectionSpec } from '../domain/connections.js';
 
 /** The order model over one connection's mirror. */

@@ -5,9 +5,9 @@
  * already has it (a retry after a timeout or a crash), that order is the answer.
  */
 import { AppError } from '../domain/problems.js';
-import { placeOrderBody, placeOsoBody, startStrategyBody } from '../broker/tradovate/requests.js';
-import { checkAnswer, since, type ActorContext } from './context.js';
-import { linkageOf, rejectReasonOf } from './order-mapping.js';
+import { checkAnswer, placeOrderBody, placeOsoBody, startStrategyBody } from '../broker/tradovate/requests.js';
+import { since, type ActorContext } from './context.js';
+import { linkageOf, rejectReasonOf } from '../broker/tradovate/order-records.js';
 import { referencePrice, type BracketLeg, type OrderRecord } from '../domain/orders.js';
 import type { PlaceOrderRequest, PlaceOrderResult } from './protocol.js';
 

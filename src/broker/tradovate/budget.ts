@@ -5,7 +5,7 @@
  * (1 s buckets for the minute, 1 min buckets for the hour) so paper budgets of millions per
  * hour cost constant memory.
  */
-import { AppError } from '../domain/problems.js';
+import { AppError } from '../../domain/problems.js';
 
 /** Orders and cancels outrank reads. */
 export type RequestClass = 'order' | 'read';

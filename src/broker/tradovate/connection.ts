@@ -5,15 +5,15 @@
  * go AUTH_EXPIRED and re-authenticate; on bad credentials or a captcha go FAILED and stop
  * (a retry would only extend the broker's lockout). Renews the token before it expires.
  */
-import type { Logger } from '../log.js';
-import { AppError } from '../domain/problems.js';
-import { renewAccessToken, renewDelayMs, requestAccessToken, type AccessToken } from '../broker/tradovate/rest-auth.js';
-import { AuthRejectedError, BrokerStatusError, TradovateSocket, type CloseReason } from '../broker/tradovate/ws-client.js';
-import { Mirror, SYNC_ENTITY_TYPES, type Entity } from '../broker/tradovate/mirror.js';
-import { syncRequestBody } from '../broker/tradovate/requests.js';
+import type { Logger } from '../../log.js';
+import { AppError } from '../../domain/problems.js';
+import { renewAccessToken, renewDelayMs, requestAccessToken, type AccessToken } from './rest-auth.js';
+import { AuthRejectedError, BrokerStatusError, TradovateSocket, type CloseReason } from './ws-client.js';
+import { Mirror, SYNC_ENTITY_TYPES, type Entity } from './mirror.js';
+import { syncRequestBody } from './requests.js';
 import { BrokerBudget, type RequestClass } from './budget.js';
-import type { ConnectionTuning } from '../tuning.js';
-import type { ConnectionSpec, ConnectionStatus, StatusEvent, StatusReason } from '../domain/connections.js';
+import { BROKER_TIMEOUTS, TOKEN_RENEWAL, type ConnectionTuning } from '../../tuning.js';
+import type { ConnectionSpec, ConnectionStatus, StatusEvent, StatusReason } from '../../domain/connections.js';
 
 /** Capped exponential backoff with jitter in [50%, 100%] of the step. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
@@ -124,7 +124,7 @@ export class BrokerConnection {
 
   private async authenticate(): Promise<Outcome | null> {
     this.budget.record();
-    const outcome = await requestAccessToken(this.spec.restUrl, this.spec.credentials, { timeoutMs: this.spec.requestTimeoutMs ?? 10_000 });
+    const outcome = await requestAccessToken(this.spec.restUrl, this.spec.credentials, { timeoutMs: this.spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs });
     if (outcome.kind === 'token') {
       this.token = outcome.token;
       this.scheduleRenew();
@@ -167,7 +167,7 @@ export class BrokerConnection {
           },
           onClose: (reason, detail) => closed({ reason, detail }),
         },
-        { heartbeatMs: this.tuning.heartbeatMs, silenceMs: this.tuning.silenceMs, requestTimeoutMs: this.spec.requestTimeoutMs ?? 10_000 },
+        { heartbeatMs: this.tuning.heartbeatMs, silenceMs: this.tuning.silenceMs, requestTimeoutMs: this.spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs },
       );
     } catch (err) {
       if (err instanceof AuthRejectedError) return this.authExpired(err.message);
@@ -271,7 +271,7 @@ export class BrokerConnection {
       // The next (re)connect authenticates from scratch; the open socket keeps its session.
       this.token = null;
     } else {
-      this.renewTimer = setTimeout(() => void this.renew(), 15_000);
+      this.renewTimer = setTimeout(() => void this.renew(), TOKEN_RENEWAL.retryMs);
       this.renewTimer.unref();
     }
   }

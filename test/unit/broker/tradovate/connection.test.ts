@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { backoffMs } from '../../../src/actors/connection.js';
+import { backoffMs } from '../../../../src/broker/tradovate/connection.js';
 
 test('backoff doubles per attempt up to the cap, with jitter between 50% and 100% of the step', () => {
   expect(backoffMs(0, 500, 30_000, () => 1)).toBe(500);

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
-import { BrokerBudget } from '../../../src/actors/budget.js';
-import { AppError } from '../../../src/domain/problems.js';
+import { BrokerBudget } from '../../../../src/broker/tradovate/budget.js';
+import { AppError } from '../../../../src/domain/problems.js';
 
 function budget(perMinute: number, perHour: number) {
   let now = 1_000_000;

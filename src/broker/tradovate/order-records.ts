@@ -1,10 +1,11 @@
 /**
- * Maps broker entities (order + latest orderVersion + fills + executionReports + strategy
- * links) to the service's OrderRecord, including bracket roles and linkage. Pure over the
- * mirror: nothing here talks to the broker.
+ * Broker entities → the service's records: an order (with its latest orderVersion, fills,
+ * executionReports and strategy links) becomes an OrderRecord with bracket role and
+ * linkage. Pure over the mirror: nothing here talks to the broker. (The opposite direction,
+ * records → request bodies, is requests.ts.)
  */
-import type { Entity, Mirror } from '../broker/tradovate/mirror.js';
-import type { OrderRecord, OrderRole, OrderStatus, OrderType, TimeInForce } from '../domain/orders.js';
+import { FINAL_STATUSES, type OrderRecord, type OrderRole, type OrderStatus, type OrderType, type TimeInForce } from '../../domain/orders.js';
+import type { Entity, Mirror } from './mirror.js';
 
 /** What tradegate remembers about orders it placed (the broker has no field for these). */
 export interface OrderNote {
@@ -20,9 +21,6 @@ export interface OrderNote {
 
 const TYPE_FROM_BROKER: Record<string, OrderType> = { Market: 'market', Limit: 'limit', Stop: 'stop', StopLimit: 'stop_limit' };
 const TIF_FROM_BROKER: Record<string, TimeInForce> = { Day: 'day', GTC: 'gtc', IOC: 'ioc', FOK: 'fok', GTD: 'gtc' };
-
-/** Final broker states: nothing more will happen to the order. */
-export const FINAL_STATUSES: ReadonlySet<OrderStatus> = new Set(['filled', 'cancelled', 'rejected', 'expired']);
 
 /** Maps a broker ordStatus (+ filled qty) to the service status. */
 export function statusOf(ordStatus: unknown, filledQty: number): OrderStatus {
@@ -65,6 +63,17 @@ export function fillsOf(mirror: Mirror, orderId: number): { qty: number; avg: nu
   }
   if (best) return { qty: Number(best.cumQty), avg: best.avgPx == null ? null : Number(best.avgPx), lastAt: (best.timestamp as string) ?? null };
   return { qty: 0, avg: null, lastAt: null };
+}
+
+/** The service status of a mirrored order. */
+export function orderStatus(mirror: Mirror, order: Entity): OrderStatus {
+  return statusOf(order.ordStatus, fillsOf(mirror, order.id).qty);
+}
+
+/** True once the order can no longer change (filled, cancelled, rejected, expired). */
+export function isFinal(mirror: Mirror, orderId: number): boolean {
+  const o = mirror.get('order', orderId);
+  return !!o && FINAL_STATUSES.has(orderStatus(mirror, o));
 }
 
 /** Contract name for a contract id, when the mirror knows it. */

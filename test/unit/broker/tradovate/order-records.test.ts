@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
-import { Mirror } from '../../../src/broker/tradovate/mirror.js';
-import { fillsOf, linkageOf, rejectReasonOf, statusOf, toOrderRecord } from '../../../src/actors/order-mapping.js';
+import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
+import { fillsOf, isFinal, linkageOf, orderStatus, rejectReasonOf, statusOf, toOrderRecord } from '../../../../src/broker/tradovate/order-records.js';
 
 function mirror(): Mirror {
   const m = new Mirror();
@@ -18,6 +18,17 @@ test('broker statuses map to service statuses; a partly filled Working order is 
   expect(statusOf('Canceled', 1)).toBe('cancelled');
   expect(statusOf('Rejected', 0)).toBe('rejected');
   expect(statusOf('Expired', 0)).toBe('expired');
+});
+
+test('an order is final once filled, cancelled, rejected or expired; unknown orders are not final', () => {
+  const m = mirror();
+  m.apply('order', 'Created', [{ id: 1, ordStatus: 'Working' }, { id: 2, ordStatus: 'Canceled' }, { id: 3, ordStatus: 'Filled' }]);
+  m.apply('fill', 'Created', { id: 30, orderId: 1, qty: 1, price: 100 });
+  expect(orderStatus(m, m.get('order', 1)!)).toBe('partially_filled');
+  expect(isFinal(m, 1)).toBe(false);
+  expect(isFinal(m, 2)).toBe(true);
+  expect(isFinal(m, 3)).toBe(true);
+  expect(isFinal(m, 99)).toBe(false);
 });
 
 test('filled qty sums split fills with a weighted average; cumQty is a fallback, not added', () => {
