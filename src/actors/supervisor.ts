@@ -15,6 +15,9 @@ import type { AccountRecord } from '../domain/orders.js';
 import type { ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 
+/** The compiled worker-host entry every actor thread runs. */
+export const ACTOR_HOST_FILE = 'workers/connection-actor/host.js';
+
 /** createSupervisor options; `threadsMax` is ACTOR_THREADS_MAX. */
 export interface SupervisorOptions {
   threadsMax: number;
@@ -65,7 +68,7 @@ export interface Supervisor extends ActorGateway {
 
 /** Creates the actor supervisor. */
 export function createSupervisor(opts: SupervisorOptions): Supervisor {
-  const workerFile = opts.workerFile ?? distPath('workers/connection-actor.js');
+  const workerFile = opts.workerFile ?? distPath(ACTOR_HOST_FILE);
   const callTimeoutMs = opts.callTimeoutMs ?? 15_000;
   const maxInFlight = opts.maxInFlightPerConnection ?? 512;
   /** Requests in flight per connection (the front thread is the only caller). */

@@ -4,7 +4,7 @@
  */
 import { startSim, type SimHandle, type SimOptions } from '../../src/sim/index.js';
 import { createLogger } from '../../src/log.js';
-import { ConnectionActor } from '../../src/actors/connection-actor.js';
+import { ConnectionActor } from '../../workers/connection-actor/actor.js';
 import type { ConnectionTuning } from '../../src/tuning.js';
 import { fromErrorData, type AppError } from '../../src/domain/problems.js';
 import type { ActorEvent, ActorRequest, ResultFor } from '../../src/actors/protocol.js';

@@ -3,15 +3,18 @@
  * connection and its mirror, the order model, how long to wait for the broker's events after
  * its answer, and the place attempts in flight.
  */
-import type { Logger } from '../log.js';
-import type { Mirror } from '../broker/tradovate/mirror.js';
-import type { BrokerConnection } from '../broker/tradovate/connection.js';
+import type { Logger } from '../../src/log.js';
+import type { Mirror } from '../../src/broker/tradovate/mirror.js';
+import type { BrokerConnection } from '../../src/broker/tradovate/connection.js';
 import type { OrderModel } from './order-model.js';
-import type { ActorEvent, PlaceOrderResult } from './protocol.js';
+import type { ActorEvent, PlaceOrderResult } from '../../src/actors/protocol.js';
+
+/** What the order operations use of the broker connection (tests stand in for it). */
+export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract'>;
 
 /** Everything an order operation needs from its actor. */
 export interface ActorContext {
-  conn: BrokerConnection;
+  conn: BrokerLink;
   mirror: Mirror;
   model: OrderModel;
   /** How long to wait for broker events that follow an answer. */

@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
-import { Mirror } from '../../../src/broker/tradovate/mirror.js';
-import { OrderModel } from '../../../src/actors/order-model.js';
-import type { ConnectionSpec } from '../../../src/domain/connections.js';
+import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
+import { OrderModel } from '../../../../workers/connection-actor/order-model.js';
+import type { ConnectionSpec } from '../../../../src/domain/connections.js';
 
 const spec = { connectionId: 'c1', broker: 'tradovate', environment: 'demo' } as ConnectionSpec;
 

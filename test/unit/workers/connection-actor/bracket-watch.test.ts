@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
-import { Mirror } from '../../../src/broker/tradovate/mirror.js';
-import { BracketWatch } from '../../../src/actors/bracket-watch.js';
-import type { BracketAlertEvent } from '../../../src/actors/protocol.js';
+import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
+import { BracketWatch } from '../../../../workers/connection-actor/bracket-watch.js';
+import type { BracketAlertEvent } from '../../../../src/actors/protocol.js';
 
 function oso(entryFilled: boolean) {
   const m = new Mirror();

@@ -1,20 +1,20 @@
 /**
  * One connection actor: owns a broker connection (socket, token, mirror) and its order model,
  * and answers the front's requests as plain `Result` data. Lives inside a worker thread; the
- * worker host (workers/connection-actor.ts) may carry several of them.
+ * worker host (host.ts) may carry several of them.
  */
-import type { Logger } from '../log.js';
-import { AppError, toErrorData } from '../domain/problems.js';
-import { contractRoot } from '../domain/symbols.js';
-import { BrokerConnection } from '../broker/tradovate/connection.js';
-import { CONNECTION_TUNING, type ConnectionTuning } from '../tuning.js';
+import type { Logger } from '../../src/log.js';
+import { AppError, toErrorData } from '../../src/domain/problems.js';
+import { contractRoot } from '../../src/domain/symbols.js';
+import { BrokerConnection } from '../../src/broker/tradovate/connection.js';
+import { CONNECTION_TUNING, type ConnectionTuning } from '../../src/tuning.js';
 import { OrderModel } from './order-model.js';
 import { placeOrder } from './place.js';
 import { cancelOrder } from './cancel.js';
 import { flatten } from './flatten.js';
 import type { ActorContext } from './context.js';
-import type { ActorEvent, ActorRequest, Result, ResultMap } from './protocol.js';
-import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
+import type { ActorEvent, ActorRequest, Result, ResultMap } from '../../src/actors/protocol.js';
+import type { ConnectionSpec, StatusEvent } from '../../src/domain/connections.js';
 import { BracketWatch } from './bracket-watch.js';
 
 /** A connection actor. `start()` connects; `handle()` never throws (errors come back as data). */

@@ -6,12 +6,12 @@
  *   down with it, so the survivor is re-placed under a new id with the same price and qty;
  * - a final order → 409 ORDER_NOT_WORKING carrying the order; an unknown id → 404.
  */
-import { AppError } from '../domain/problems.js';
+import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
-import { isFinal, linkageOf } from '../broker/tradovate/order-records.js';
-import { cancelOrderBody, checkAnswer, replaceLegBody } from '../broker/tradovate/requests.js';
-import type { CancelOrderRequest, CancelOrderResult } from './protocol.js';
-import type { OrderRecord } from '../domain/orders.js';
+import { isFinal, linkageOf } from '../../src/broker/tradovate/order-records.js';
+import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
+import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
+import type { OrderRecord } from '../../src/domain/orders.js';
 
 interface Bracket {
   entryId: number;

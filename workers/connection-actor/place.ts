@@ -4,12 +4,12 @@
  * startorderstrategy` (signed point offsets). The clOrdId is looked up first: if the broker
  * already has it (a retry after a timeout or a crash), that order is the answer.
  */
-import { AppError } from '../domain/problems.js';
-import { checkAnswer, placeOrderBody, placeOsoBody, startStrategyBody } from '../broker/tradovate/requests.js';
+import { AppError } from '../../src/domain/problems.js';
+import { checkAnswer, placeOrderBody, placeOsoBody, startStrategyBody } from '../../src/broker/tradovate/requests.js';
 import { since, type ActorContext } from './context.js';
-import { linkageOf, rejectReasonOf } from '../broker/tradovate/order-records.js';
-import { referencePrice, type BracketLeg, type OrderRecord } from '../domain/orders.js';
-import type { PlaceOrderRequest, PlaceOrderResult } from './protocol.js';
+import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
+import { referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
+import type { PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
 
 function isAbsolute(leg: BracketLeg | null | undefined): leg is { price: number } {
   return !!leg && 'price' in leg;

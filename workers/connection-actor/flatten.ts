@@ -3,11 +3,11 @@
  * symbols. With a symbol: if the account holds positions and none is in that contract, refuse
  * with SYMBOL_MISMATCH and touch nothing.
  */
-import { AppError } from '../domain/problems.js';
+import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
-import { contractName, isFinal } from '../broker/tradovate/order-records.js';
-import { cancelOrderBody, checkAnswer, liquidatePositionBody } from '../broker/tradovate/requests.js';
-import type { FlattenRequest, FlattenResult } from './protocol.js';
+import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
+import { cancelOrderBody, checkAnswer, liquidatePositionBody } from '../../src/broker/tradovate/requests.js';
+import type { FlattenRequest, FlattenResult } from '../../src/actors/protocol.js';
 
 /** Flattens one account. */
 export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<FlattenResult> {

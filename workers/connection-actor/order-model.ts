@@ -4,12 +4,12 @@
  * trades, and lookup by clOrdId. Reads the mirror; remembers only what the broker cannot
  * (requested symbol, client order id, re-placed legs).
  */
-import type { Entity, Mirror } from '../broker/tradovate/mirror.js';
-import { AppError } from '../domain/problems.js';
-import { contractName, statusOf, toOrderRecord, type OrderNote } from '../broker/tradovate/order-records.js';
-import { pairTrades, type FillInput } from '../domain/trades.js';
-import { FINAL_STATUSES, type AccountRecord, type ClosedTrade, type OrderRecord, type PositionRecord } from '../domain/orders.js';
-import type { ConnectionSpec } from '../domain/connections.js';
+import type { Entity, Mirror } from '../../src/broker/tradovate/mirror.js';
+import { AppError } from '../../src/domain/problems.js';
+import { contractName, statusOf, toOrderRecord, type OrderNote } from '../../src/broker/tradovate/order-records.js';
+import { pairTrades, type FillInput } from '../../src/domain/trades.js';
+import { FINAL_STATUSES, type AccountRecord, type ClosedTrade, type OrderRecord, type PositionRecord } from '../../src/domain/orders.js';
+import type { ConnectionSpec } from '../../src/domain/connections.js';
 
 /** The order model over one connection's mirror. */
 export class OrderModel {

@@ -5,13 +5,12 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import * as Comlink from 'comlink';
-import { nodeEndpoint } from '../src/actors/comlink-node.js';
-import { createLogger } from '../src/log.js';
-import { AppError, toErrorData } from '../src/domain/problems.js';
-import { ConnectionActor } from '../src/actors/connection-actor.js';
-import type { WorkerHostApi, WorkerHostData } from '../src/actors/protocol.js';
-import type { ActorEvent, ActorRequest, Result } from '../src/actors/protocol.js';
-import type { ConnectionSpec } from '../src/domain/connections.js';
+import { nodeEndpoint } from '../../src/actors/comlink-node.js';
+import { createLogger } from '../../src/log.js';
+import { AppError, toErrorData } from '../../src/domain/problems.js';
+import { ConnectionActor } from './actor.js';
+import type { ActorEvent, ActorRequest, Result, WorkerHostApi, WorkerHostData } from '../../src/actors/protocol.js';
+import type { ConnectionSpec } from '../../src/domain/connections.js';
 import type { LevelWithSilent } from 'pino';
 
 const data = workerData as WorkerHostData;

@@ -4,9 +4,9 @@
  * without filling (rejected or expired) while its entry holds a fill, and for a strategy that
  * failed after its entry filled, and reports each once as a BracketAlertEvent.
  */
-import type { Mirror, MirrorChange } from '../broker/tradovate/mirror.js';
-import { fillsOf, linkageOf } from '../broker/tradovate/order-records.js';
-import type { BracketAlertEvent } from './protocol.js';
+import type { Mirror, MirrorChange } from '../../src/broker/tradovate/mirror.js';
+import { fillsOf, linkageOf } from '../../src/broker/tradovate/order-records.js';
+import type { BracketAlertEvent } from '../../src/actors/protocol.js';
 
 /** Remembers what was reported so each exposure raises one alert. */
 export class BracketWatch {
