@@ -131,7 +131,7 @@ export type ActorEvent = StatusEvent | AccountsEvent | BracketAlertEvent;
 export interface ActorGateway {
   /** Starts (or restarts) the actor for a connection. */
   addConnection(spec: ConnectionSpec): Promise<void>;
-  /** Stops the actor; its status becomes DISABLED. */
+  /** Stops the actor; announces DISABLED once (nothing for an unknown connection). */
   removeConnection(connectionId: string): Promise<void>;
   /**
    * Sends a request to the connection's actor. Resolves with the value or throws an

@@ -57,7 +57,7 @@ export class ConnectionActor {
     this.conn.start(resume);
   }
 
-  /** Stops the actor; its last status event is DISABLED. */
+  /** Stops the actor silently (the supervisor announces DISABLED). */
   stop(): Promise<void> {
     return this.conn.stop();
   }

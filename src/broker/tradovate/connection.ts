@@ -79,7 +79,10 @@ export class BrokerConnection {
     await this.runner;
   }
 
-  /** Stops for good: closes the socket, status DISABLED. */
+  /**
+   * Stops for good: closes the socket and reports nothing more. The status becomes DISABLED;
+   * announcing it is the owner's job (the supervisor does, once, for a removed connection).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.renewTimer);
@@ -87,11 +90,11 @@ export class BrokerConnection {
     this.sleeper?.wake();
     this.socket?.close();
     await this.runner;
-    this.setStatus('DISABLED', 'disabled', 'connection removed');
+    this.statusValue = 'DISABLED';
   }
 
   private setStatus(status: ConnectionStatus, reason: StatusReason, detail?: string): void {
-    if (this.statusValue === 'DISABLED') return;
+    if (this.stopped) return;
     this.statusValue = status;
     const event: StatusEvent = { type: 'status', connectionId: this.spec.connectionId, status, reason, ts: Date.now() };
     if (detail) event.detail = detail;
