@@ -23,6 +23,15 @@ export interface AuthContext {
   principalId: string;
   scopes: readonly Scope[];
   kind: 'api-key' | 'webhook' | 'session';
+  /** For `webhook` calls: the token that authenticated the request, as verified (its bound account and strategy). */
+  webhook?: WebhookPrincipal;
+}
+
+/** A verified webhook token: the alert goes to its account, with its strategy's defaults. */
+export interface WebhookPrincipal {
+  tokenId: string;
+  accountId: string;
+  strategyId: string | null;
 }
 
 /** Server-Timing collector: `broker;dur=…, total;dur=…`. */

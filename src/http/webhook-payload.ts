@@ -59,8 +59,14 @@ const ORDER_TYPES: Record<string, OrderType> = {
 };
 const TIFS = new Set(['day', 'gtc', 'ioc', 'fok']);
 
-/** Field name → what it is (for aliases) — everything else is unknown and echoed. */
-const ALIASES: Record<string, string> = {
+/** The fields an alert can carry, each under its own name or an alias. */
+export type WebhookField = 'action' | 'symbol' | 'qty' | 'orderType' | 'price' | 'stopPrice' | 'takeProfit' | 'stopLoss' | 'timeInForce' | 'id' | 'time';
+
+/**
+ * Name sent → the field it means; everything else is unknown and echoed. The one alias list:
+ * the payload's zod schema (schemas.ts) is built from it too.
+ */
+export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = {
   action: 'action',
   side: 'action',
   symbol: 'symbol',
@@ -197,7 +203,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   const warnings: string[] = [];
   for (const [key, value] of Object.entries(raw)) {
     if (UNSUPPORTED_KEYS[key]) throw unsupported(UNSUPPORTED_KEYS[key]);
-    const canonical = ALIASES[key];
+    const canonical = WEBHOOK_FIELD_ALIASES[key];
     if (!canonical) {
       warnings.push(`unknown field '${key}' ignored`);
       continue;

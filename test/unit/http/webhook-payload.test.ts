@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
-import { completeOrder, parseWebhookPayload, toNumber, type WebhookIntent } from '../../../src/http/webhook-payload.js';
+import { webhookPayloadSchema } from '../../../src/http/schemas.js';
+import { completeOrder, parseWebhookPayload, toNumber, WEBHOOK_FIELD_ALIASES, type WebhookIntent } from '../../../src/http/webhook-payload.js';
 
 const NOW = new Date('2026-11-21T15:00:00Z');
 
@@ -85,6 +86,18 @@ describe('parseWebhookPayload actions and aliases', () => {
   it('echoes unknown fields in warnings and otherwise ignores them', () => {
     const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, comment: 'x', strategyName: 'y' }, NOW);
     expect(intent.warnings).toEqual(["unknown field 'comment' ignored", "unknown field 'strategyName' ignored"]);
+  });
+});
+
+describe('the payload schema', () => {
+  it('documents exactly the names the parser accepts, aliases saying what they stand for', () => {
+    expect(Object.keys(webhookPayloadSchema.shape).sort()).toEqual(Object.keys(WEBHOOK_FIELD_ALIASES).sort());
+    expect(webhookPayloadSchema.shape.ticker!.description).toBe('alias of symbol');
+    expect(webhookPayloadSchema.shape.qty!.description).toMatch(/^aliases quantity, contracts;/);
+  });
+
+  it('stays lenient: numeric strings and unknown fields pass to the parser', () => {
+    expect(webhookPayloadSchema.safeParse({ action: 'buy', contracts: '2', comment: { any: 1 } }).success).toBe(true);
   });
 });
 

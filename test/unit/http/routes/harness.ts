@@ -13,7 +13,7 @@ import type { ConnectionSpec, StatusEvent } from '../../../../src/domain/connect
 import { loadConfig } from '../../../../src/config.js';
 import { AppError } from '../../../../src/domain/problems.js';
 import { createLogger } from '../../../../src/log.js';
-import type { RouteContext, RouteDef, RouteResponse } from '../../../../src/http/route-types.js';
+import type { RouteContext, RouteDef, RouteResponse, WebhookPrincipal } from '../../../../src/http/route-types.js';
 import type { Scope } from '../../../../src/domain/connections.js';
 import { buildRoutes } from '../../../../src/http/routes/index.js';
 import type { RouteDeps } from '../../../../src/http/routes/common.js';
@@ -145,6 +145,7 @@ export interface CallOptions {
   scopes?: Scope[];
   kind?: 'api-key' | 'webhook' | 'session';
   principalId?: string;
+  webhook?: WebhookPrincipal;
   idempotencyKey?: string;
 }
 
@@ -169,7 +170,13 @@ export async function call(w: World, method: string, path: string, opts: CallOpt
   const timing: [string, number][] = [];
   const ctx: RouteContext<any, any> = {
     req: { method: r.method, path, params: opts.params ?? {}, query, headers: {}, body, rawBody: Buffer.alloc(0), ip: '127.0.0.1' },
-    auth: { userId: opts.userId, principalId: opts.principalId ?? 'key1', scopes: opts.scopes ?? ['read', 'trade'], kind: opts.kind ?? 'api-key' },
+    auth: {
+      userId: opts.userId,
+      principalId: opts.principalId ?? 'key1',
+      scopes: opts.scopes ?? ['read', 'trade'],
+      kind: opts.kind ?? 'api-key',
+      ...(opts.webhook ? { webhook: opts.webhook } : {}),
+    },
     requestId: 'req-1',
     timing: { add: (name, ms) => timing.push([name, ms]) },
     log: silent,
