@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE } from '../../../src/commands/demo.js';
 import type { PaperBroker } from '../../../src/http/routes/common.js';
-import { tempStore, type TempStore } from '../store/temp-store.js';
+import { tempStore, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
 let opened: { name: string; accounts: string[] }[];

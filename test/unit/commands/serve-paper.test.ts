@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { rememberPaperLogin, startEmbeddedPaper, type EmbeddedPaper } from '../../../src/commands/serve-paper.js';
 import { createLogger } from '../../../src/log.js';
-import { tempStore, type TempStore } from '../store/temp-store.js';
+import { tempStore, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
 let paper: EmbeddedPaper | undefined;

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildRoutes } from '../../../../src/http/routes/index.js';
 import { connectionSchema, listOf } from '../../../../src/http/schemas.js';
 import { createLogger } from '../../../../src/log.js';
-import { call, callError, world, type World } from './harness.js';
+import { call, callError, world, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {

@@ -5,7 +5,7 @@ import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../../../src/tuning.js';
 import { webhookResponseSchema } from '../../../../src/http/schemas.js';
 import type { WebhookPrincipal } from '../../../../src/http/route-types.js';
-import { account, call, orderRecord, world, type World } from './harness.js';
+import { account, call, orderRecord, world, type World } from '../../../support/routes.js';
 
 let w: World;
 let tokenId: string;
