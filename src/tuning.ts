@@ -78,6 +78,9 @@ export const SUPERVISOR = Object.freeze({
   closeBoundMs: 2500,
 });
 
+/** An idempotent answer replays for this long (DESIGN §3); older records read as absent until swept. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
 /** Broker deadline for webhook alerts: well inside TradingView's 3 s. */
 export const WEBHOOK_BROKER_TIMEOUT_MS = 2_500;
 

@@ -94,7 +94,7 @@ class Engine {
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly deps: HttpServerDeps) {
+  constructor(deps: HttpServerDeps) {
     const { config, store, logger } = deps;
     this.clock = deps.clock ?? Date.now;
     const routes = [...deps.routes, HEALTH_STREAM_ROUTE];

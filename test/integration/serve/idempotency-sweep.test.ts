@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../../src/paths.js';
-import { IDEMPOTENCY_TTL_MS, openStore } from '../../../src/store/index.js';
+import { IDEMPOTENCY_TTL_MS } from '../../../src/tuning.js';
+import { openStore } from '../../../src/store/index.js';
 
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ActorEvent } from '../../../src/actors/protocol.js';
 import { createSupervisor, hashId, type Supervisor } from '../../../src/actors/supervisor.js';
 import type { ConnectionSpec, StatusEvent } from '../../../src/domain/connections.js';
-import { AppError } from '../../../src/domain/problems.js';
 import { createLogger } from '../../../src/log.js';
 import { distPath } from '../../../src/paths.js';
+import { rejected } from '../../support/errors.js';
 
 /** Worker threads run the scripted host (test/support/fake-actor-host.ts), compiled. */
 const HOST = distPath('test/support/fake-actor-host.js');
@@ -42,16 +42,6 @@ function next(s: Supervisor, match: (e: ActorEvent) => boolean): Promise<ActorEv
 }
 const status = (id: string, s: StatusEvent['status']) => (e: ActorEvent) => e.type === 'status' && e.connectionId === id && e.status === s;
 
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected a coded error');
-}
-
 describe('supervisor', () => {
   it('hashId spreads connection ids deterministically', () => {
     expect(hashId('con_abc')).toBe(hashId('con_abc'));
@@ -69,18 +59,18 @@ describe('supervisor', () => {
     await next(s, (e) => e.type === 'accounts');
     expect(s.accounts('c1').map((a) => a.id)).toEqual(['acc-c1']);
     expect(await s.request('c1', { type: 'accounts' })).toEqual([]);
-    const coded = await failure(s.request('c1', { type: 'find-by-clordid', accountId: 'a', clOrdId: 'x' }));
+    const coded = await rejected(s.request('c1', { type: 'find-by-clordid', accountId: 'a', clOrdId: 'x' }));
     expect(coded).toMatchObject({ code: 'NOT_FOUND', message: 'no order x' });
-    expect((await failure(s.request('nope', { type: 'accounts' }))).code).toBe('NOT_FOUND');
+    expect((await rejected(s.request('nope', { type: 'accounts' }))).code).toBe('NOT_FOUND');
   });
 
   it('caps requests in flight per connection with an immediate 503 and Retry-After 1; a deadline frees the slot', async () => {
     const s = start({ maxInFlightPerConnection: 2, callTimeoutMs: 300 });
     await s.addConnection(spec('c1'));
     const held = [s.request('c1', { type: 'positions', accountId: 'a' }), s.request('c1', { type: 'positions', accountId: 'a' })];
-    const refused = await failure(s.request('c1', { type: 'accounts' }));
+    const refused = await rejected(s.request('c1', { type: 'accounts' }));
     expect(refused).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1 });
-    for (const h of held) expect((await failure(h)).code).toBe('BROKER_TIMEOUT');
+    for (const h of held) expect((await rejected(h)).code).toBe('BROKER_TIMEOUT');
     expect(await s.request('c1', { type: 'accounts' })).toEqual([]);
   });
 
@@ -98,14 +88,14 @@ describe('supervisor', () => {
     const c1 = events.filter((e): e is StatusEvent => e.type === 'status' && e.connectionId === 'c1').map((e) => e.status);
     expect(c1).toEqual(['CONNECTED', 'DISABLED']);
     expect(s.status('c1')?.status).toBe('DISABLED');
-    expect((await failure(s.request('c1', { type: 'accounts' }))).code).toBe('NOT_FOUND');
+    expect((await rejected(s.request('c1', { type: 'accounts' }))).code).toBe('NOT_FOUND');
   });
 
   it('a worker that dies mid-call fails the call, reports RECONNECTING, and is replaced with its actors resumed', async () => {
     const s = start();
     await s.addConnection(spec('c1'));
     const first = s.workerOf('c1');
-    const dead = await failure(s.request('c1', { type: 'working-orders', accountId: 'a' }));
+    const dead = await rejected(s.request('c1', { type: 'working-orders', accountId: 'a' }));
     expect(dead.code).toBe('BROKER_UNAVAILABLE');
     expect(await next(s, status('c1', 'RECONNECTING'))).toMatchObject({ reason: 'disconnect', detail: 'actor worker exited (code 7)' });
     const back = await next(s, (e) => e.type === 'status' && e.connectionId === 'c1' && e.status === 'CONNECTED' && e.reason === 'reconnect');
@@ -127,8 +117,8 @@ describe('supervisor', () => {
     const s = start();
     await s.addConnection(spec('c1'));
     await s.close();
-    expect((await failure(s.request('c1', { type: 'accounts' }))).code).toBe('SHUTTING_DOWN');
-    expect((await failure(s.addConnection(spec('c2')))).code).toBe('SHUTTING_DOWN');
+    expect((await rejected(s.request('c1', { type: 'accounts' }))).code).toBe('SHUTTING_DOWN');
+    expect((await rejected(s.addConnection(spec('c2')))).code).toBe('SHUTTING_DOWN');
     expect(s.workerCount()).toBe(0);
   });
 });

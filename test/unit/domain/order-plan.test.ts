@@ -2,22 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
 import { clOrdIdFor, dryRunBody, flattenClOrdIdPrefix, planOrder, type OrderInput } from '../../../src/domain/order-plan.js';
 import { dryRunResponseSchema } from '../../../src/http/schemas.js';
+import { thrown } from '../../support/errors.js';
 
 // 2026-11-21: ES front month is Dec 2026 (roll 2026-12-10).
 const NOW = new Date('2026-11-21T15:00:00Z');
 
 function order(patch: Partial<OrderInput> = {}): OrderInput {
   return { symbol: 'ES', side: 'buy', qty: 1, ...patch };
-}
-
-function failure(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected an AppError');
 }
 
 function paths(err: AppError): string[] {
@@ -33,14 +24,14 @@ describe('planOrder symbol resolution', () => {
   });
 
   it('refuses an unknown symbol with UNKNOWN_SYMBOL naming it', () => {
-    const err = failure(() => planOrder(order({ symbol: 'FOO1!' }), '42', NOW));
+    const err = thrown(() => planOrder(order({ symbol: 'FOO1!' }), '42', NOW));
     expect(err.code).toBe('UNKNOWN_SYMBOL');
     expect(err.extensions.symbol).toBe('FOO1!');
     expect(err.message).toContain('FOO1!');
   });
 
   it('checks the symbol before anything else (an unknown symbol with bad prices is still UNKNOWN_SYMBOL)', () => {
-    const err = failure(() => planOrder(order({ symbol: 'XX', type: 'limit', price: 1.13 }), '42', NOW));
+    const err = thrown(() => planOrder(order({ symbol: 'XX', type: 'limit', price: 1.13 }), '42', NOW));
     expect(err.code).toBe('UNKNOWN_SYMBOL');
   });
 });
@@ -112,7 +103,7 @@ describe('planOrder validation', () => {
     ['takeProfit.price', { takeProfit: { price: 5010.1 } }],
     ['stopLoss.price', { stopLoss: { price: 4990.05 } }],
   ] as const)('refuses an off-tick %s and names the field', (path, patch) => {
-    const err = failure(() => planOrder(order(patch as Partial<OrderInput>), '42', NOW));
+    const err = thrown(() => planOrder(order(patch as Partial<OrderInput>), '42', NOW));
     expect(err.code).toBe('VALIDATION_FAILED');
     expect(paths(err)).toContain(path);
     expect(err.message).toContain(path);
@@ -127,37 +118,37 @@ describe('planOrder validation', () => {
     ['a fractional qty', { qty: 1.5 }, 'qty'],
     ['zero ticks', { takeProfit: { ticks: 0 } }, 'takeProfit.ticks'],
   ] as const)('refuses %s', (_name, patch, path) => {
-    const err = failure(() => planOrder(order(patch as Partial<OrderInput>), '42', NOW));
+    const err = thrown(() => planOrder(order(patch as Partial<OrderInput>), '42', NOW));
     expect(err.code).toBe('VALIDATION_FAILED');
     expect(paths(err)).toContain(path);
   });
 
   it('refuses a buy whose take-profit is below the entry and stop-loss above it', () => {
-    const err = failure(() =>
+    const err = thrown(() =>
       planOrder(order({ type: 'limit', price: 5000, takeProfit: { price: 4990 }, stopLoss: { price: 5005 } }), '42', NOW),
     );
     expect(paths(err)).toEqual(['takeProfit.price', 'stopLoss.price']);
   });
 
   it('refuses a sell whose take-profit is above the entry', () => {
-    const err = failure(() => planOrder(order({ side: 'sell', type: 'limit', price: 5000, takeProfit: { price: 5010 } }), '42', NOW));
+    const err = thrown(() => planOrder(order({ side: 'sell', type: 'limit', price: 5000, takeProfit: { price: 5010 } }), '42', NOW));
     expect(paths(err)).toEqual(['takeProfit.price']);
     expect(planOrder(order({ side: 'sell', type: 'limit', price: 5000, takeProfit: { price: 4990 }, stopLoss: { price: 5010 } }), '42', NOW).bracket).toBe('absolute');
   });
 
   it('refuses a take-profit equal to the entry (no protection)', () => {
-    const err = failure(() => planOrder(order({ type: 'limit', price: 5000, takeProfit: { price: 5000 } }), '42', NOW));
+    const err = thrown(() => planOrder(order({ type: 'limit', price: 5000, takeProfit: { price: 5000 } }), '42', NOW));
     expect(paths(err)).toEqual(['takeProfit.price']);
   });
 
   it('checks a market order’s absolute legs against each other', () => {
-    const err = failure(() => planOrder(order({ takeProfit: { price: 4990 }, stopLoss: { price: 5010 } }), '42', NOW));
+    const err = thrown(() => planOrder(order({ takeProfit: { price: 4990 }, stopLoss: { price: 5010 } }), '42', NOW));
     expect(paths(err)).toEqual(['takeProfit.price']);
     expect(planOrder(order({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }), '42', NOW).bracket).toBe('absolute');
   });
 
   it('reports every problem at once', () => {
-    const err = failure(() => planOrder(order({ type: 'limit', price: 5000.1, takeProfit: { price: 5010.1 } }), '42', NOW));
+    const err = thrown(() => planOrder(order({ type: 'limit', price: 5000.1, takeProfit: { price: 5010.1 } }), '42', NOW));
     expect(paths(err)).toEqual(expect.arrayContaining(['price', 'takeProfit.price']));
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { IDEMPOTENCY_TTL_MS } from '../../../src/store/index.js';
+import { IDEMPOTENCY_TTL_MS } from '../../../src/tuning.js';
 import { tempStore, T0, type TempStore } from '../../support/store.js';
 
 let t: TempStore;

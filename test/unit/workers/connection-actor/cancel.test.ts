@@ -1,18 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../../../src/domain/problems.js';
 import { cancelOrder } from '../../../../workers/connection-actor/cancel.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected a coded error');
-}
+import { rejected } from '../../../support/errors.js';
 
 const cancel = (orderId: string) => ({ type: 'cancel-order' as const, accountId: ACCOUNT, orderId });
 
@@ -33,10 +23,10 @@ describe('cancelOrder', () => {
 
   it('an unknown id is 404, a final order 409 ORDER_NOT_WORKING carrying its state; nothing is sent', async () => {
     const { broker, ctx } = fakeActorContext();
-    expect((await failure(cancelOrder(ctx, cancel('424242')))).code).toBe('NOT_FOUND');
+    expect((await rejected(cancelOrder(ctx, cancel('424242')))).code).toBe('NOT_FOUND');
     const filled = broker.addOrder({ qty: 1 });
     broker.fill(filled, 1, 5000);
-    const err = await failure(cancelOrder(ctx, cancel(String(filled))));
+    const err = await rejected(cancelOrder(ctx, cancel(String(filled))));
     expect(err.code).toBe('ORDER_NOT_WORKING');
     expect(err.extensions.order).toMatchObject({ status: 'filled' });
     expect(broker.bodies('order/cancelorder')).toEqual([]);
@@ -90,7 +80,7 @@ describe('cancelOrder', () => {
     const b = await bracket(ctx);
     broker.fill(Number(b.entry), 2, 5000);
     broker.handlers['order/placeorder'] = () => ({ failureReason: 'RiskRejected', failureText: 'halted' });
-    const err = await failure(cancelOrder(ctx, cancel(b.tp)));
+    const err = await rejected(cancelOrder(ctx, cancel(b.tp)));
     expect(err.code).toBe('BROKER_REJECTED');
     expect(err.extensions.brokerReason).toMatch(/RiskRejected: halted/);
     expect(events).toEqual([expect.objectContaining({ type: 'bracket-alert', accountId: ACCOUNT, orderId: b.sl })]);
@@ -100,7 +90,7 @@ describe('cancelOrder', () => {
     const { broker, ctx } = fakeActorContext(30);
     const placed = await placeOrder(ctx, newOrder());
     broker.handlers['order/cancelorder'] = () => ({ commandId: 1 });
-    const err = await failure(cancelOrder(ctx, cancel(placed.order.orderId)));
+    const err = await rejected(cancelOrder(ctx, cancel(placed.order.orderId)));
     expect(err.code).toBe('BROKER_TIMEOUT');
     expect(err.extensions.order).toMatchObject({ status: 'working' });
   });
@@ -112,7 +102,7 @@ describe('cancelOrder', () => {
       broker.fill(body.orderId, 1, 5000);
       return { failureReason: 'UnknownReason', failureText: 'too late' };
     };
-    const err = await failure(cancelOrder(ctx, cancel(placed.order.orderId)));
+    const err = await rejected(cancelOrder(ctx, cancel(placed.order.orderId)));
     expect(err.code).toBe('ORDER_NOT_WORKING');
     expect(err.extensions.order).toMatchObject({ status: 'filled' });
   });

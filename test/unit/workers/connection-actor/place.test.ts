@@ -1,17 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { AppError } from '../../../../src/domain/problems.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
-
-async function failure(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected a coded error');
-}
+import { rejected } from '../../../support/errors.js';
 
 describe('placeOrder: single orders', () => {
   it('sends one automated placeorder under the clOrdId and answers the record with what the client asked', async () => {
@@ -54,32 +44,32 @@ describe('placeOrder: single orders', () => {
   it('refuses before sending while disconnected, or on an inactive or foreign account', async () => {
     const { broker, ctx } = fakeActorContext();
     broker.connected = false;
-    expect((await failure(placeOrder(ctx, newOrder()))).code).toBe('BROKER_UNAVAILABLE');
+    expect((await rejected(placeOrder(ctx, newOrder()))).code).toBe('BROKER_UNAVAILABLE');
     broker.connected = true;
-    expect((await failure(placeOrder(ctx, newOrder({ accountId: '99' })))).code).toBe('NOT_FOUND');
+    expect((await rejected(placeOrder(ctx, newOrder({ accountId: '99' })))).code).toBe('NOT_FOUND');
     broker.mirror.apply('account', 'Updated', { id: 7, name: 'DEMO7', active: false });
     ctx.model.refreshAccounts();
-    expect((await failure(placeOrder(ctx, newOrder()))).code).toBe('ACCOUNT_INACTIVE');
+    expect((await rejected(placeOrder(ctx, newOrder()))).code).toBe('ACCOUNT_INACTIVE');
     expect(broker.sent).toEqual([]);
   });
 
   it('a refusal in a 200 answer, an answer without an order id, or a rejected order is BROKER_REJECTED with the reason', async () => {
     const { broker, ctx } = fakeActorContext();
     broker.handlers['order/placeorder'] = () => ({ failureReason: 'RiskRejected', failureText: 'max position' });
-    const refused = await failure(placeOrder(ctx, newOrder()));
+    const refused = await rejected(placeOrder(ctx, newOrder()));
     expect(refused).toMatchObject({ code: 'BROKER_REJECTED', extensions: { brokerReason: 'RiskRejected: max position' } });
 
     broker.handlers['order/placeorder'] = () => ({});
-    expect((await failure(placeOrder(ctx, newOrder()))).extensions.brokerReason).toBe('no orderId');
+    expect((await rejected(placeOrder(ctx, newOrder()))).extensions.brokerReason).toBe('no orderId');
 
     broker.handlers['order/placeorder'] = (b) => {
       const id = broker.addOrder({ clOrdId: b.clOrdId, ordStatus: 'Rejected' });
       broker.mirror.apply('executionReport', 'Created', { id: 999, orderId: id, execType: 'Rejected', rejectReason: 'OutsideTradingHours', text: 'market closed' });
       return { orderId: id };
     };
-    const rejected = await failure(placeOrder(ctx, newOrder()));
-    expect(rejected.code).toBe('BROKER_REJECTED');
-    expect(rejected.extensions).toMatchObject({ brokerReason: 'OutsideTradingHours: market closed', order: { status: 'rejected' } });
+    const refusedOrder = await rejected(placeOrder(ctx, newOrder()));
+    expect(refusedOrder.code).toBe('BROKER_REJECTED');
+    expect(refusedOrder.extensions).toMatchObject({ brokerReason: 'OutsideTradingHours: market closed', order: { status: 'rejected' } });
   });
 });
 
@@ -108,7 +98,7 @@ describe('placeOrder: brackets', () => {
     await placeOrder(ctx, newOrder({ orderType: 'stop', price: null, stopPrice: 5004, takeProfit: { price: 5010 }, stopLoss: { offsetPoints: 3 } }));
     expect(JSON.parse(broker.bodies('orderstrategy/startorderstrategy')[0]!.params).brackets[0]).toMatchObject({ profitTarget: 6, stopLoss: -3 });
     const market = newOrder({ orderType: 'market', price: null, takeProfit: { price: 5010 }, stopLoss: { offsetPoints: 3 } });
-    expect((await failure(placeOrder(ctx, market))).code).toBe('VALIDATION_FAILED');
+    expect((await rejected(placeOrder(ctx, market))).code).toBe('VALIDATION_FAILED');
   });
 
   it('a strategy that fails at the broker is BROKER_REJECTED; one whose entry never shows is BROKER_TIMEOUT', async () => {
@@ -118,8 +108,8 @@ describe('placeOrder: brackets', () => {
       return { orderStrategy: { id: 500 } };
     };
     const rel = newOrder({ orderType: 'market', price: null, takeProfit: { offsetPoints: 2 } });
-    expect(await failure(placeOrder(ctx, rel))).toMatchObject({ code: 'BROKER_REJECTED', extensions: { brokerReason: 'not enough margin' } });
+    expect(await rejected(placeOrder(ctx, rel))).toMatchObject({ code: 'BROKER_REJECTED', extensions: { brokerReason: 'not enough margin' } });
     broker.handlers['orderstrategy/startorderstrategy'] = () => ({ orderStrategy: { id: 501 } });
-    expect((await failure(placeOrder(ctx, newOrder({ orderType: 'market', price: null, takeProfit: { offsetPoints: 2 } })))).code).toBe('BROKER_TIMEOUT');
+    expect((await rejected(placeOrder(ctx, newOrder({ orderType: 'market', price: null, takeProfit: { offsetPoints: 2 } })))).code).toBe('BROKER_TIMEOUT');
   });
 });
