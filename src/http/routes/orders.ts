@@ -22,7 +22,7 @@ import {
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, paginate, requireActive, type RouteDeps } from './common.js';
 
 /** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
-export function placeOrderBody(result: PlaceOrderResult) {
+export function placedOrderView(result: PlaceOrderResult) {
   const legs = result.legs ?? null;
   const order = { ...result.order };
   if (legs) {
@@ -75,7 +75,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
       const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId });
       ctx.log.info({ orderId: result.order.orderId, accountId: owned.account.id, symbol: plan.order.symbol }, 'order placed');
-      return { status: 201, body: placeOrderBody(result) };
+      return { status: 201, body: placedOrderView(result) };
     },
   });
 

@@ -11,7 +11,7 @@ import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } 
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
 import { BROKER_ERRORS, callActor, errors, hasUnsyncedConnection, nowOf, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount } from './flatten.js';
-import { placeOrderBody } from './orders.js';
+import { placedOrderView } from './orders.js';
 
 /**
  * The token's account as its broker reports it. 403 ACCOUNT_INACTIVE when the broker no
@@ -81,7 +81,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
         const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId }, timeout);
         ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId, orderId: result.order.orderId }, 'webhook order');
-        return { status: 201, body: { ...base, action: input.side, order: placeOrderBody(result), flatten: null } };
+        return { status: 201, body: { ...base, action: input.side, order: placedOrderView(result), flatten: null } };
       },
     }),
   ];
