@@ -1,15 +1,8 @@
-import { afterEach, beforeEach, expect, test, vi } from 'vitest';
+import { expect, test } from 'vitest';
 import { COMMANDS, main } from '../../src/cli.js';
+import { useCommandOutput } from '../support/cli.js';
 
-let out: string[];
-let err: string[];
-beforeEach(() => {
-  out = [];
-  err = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation((c) => (out.push(String(c)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((c) => (err.push(String(c)), true));
-});
-afterEach(() => vi.restoreAllMocks());
+const { out, err } = useCommandOutput();
 
 test('no command prints the help and fails; help and --help succeed', async () => {
   expect(await main([])).toBe(1);

@@ -1,35 +1,19 @@
-import { afterEach, beforeEach, expect, test, vi } from 'vitest';
+import { expect, test } from 'vitest';
 import { run } from '../../../src/commands/keys.js';
 import { openStore } from '../../../src/store/index.js';
-import { tempStore, type TempStore } from '../../support/store.js';
+import { useCommandOutput, useDataDir } from '../../support/cli.js';
 
-let t: TempStore;
-let out: string[];
-let err: string[];
-beforeEach(async () => {
-  t = await tempStore();
-  await t.store.users.create({ name: 'alice' });
-  // The command opens the data dir itself (as the CLI does while a server holds it).
-  await t.store.close();
-  out = [];
-  err = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation((c) => (out.push(String(c)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((c) => (err.push(String(c)), true));
-});
-afterEach(async () => {
-  vi.restoreAllMocks();
-  t.store = await openStore({ dataDir: t.dir });
-  await t.cleanup();
-});
+const { out, err } = useCommandOutput();
+const data = useDataDir((store) => store.users.create({ name: 'alice' }));
 
-const keys = (...args: string[]) => run([...args, '--data-dir', t.dir]);
+const keys = (...args: string[]) => run([...args, '--data-dir', data.dir]);
 
 test('create prints the key alone on stdout (notes on stderr); it verifies with the scopes asked for', async () => {
   expect(await keys('create', '--user', 'alice', '--name', 'bot', '--scopes', 'trade,read,trade')).toBe(0);
   const key = out.join('').trim();
   expect(key).toMatch(/^tgk_[A-Za-z0-9]+_[A-Za-z0-9]+$/);
   expect(err.join('')).toContain('shown only this once');
-  const store = await openStore({ dataDir: t.dir });
+  const store = await openStore({ dataDir: data.dir });
   try {
     expect(store.apiKeys.verify(key)).toMatchObject({ name: 'bot', scopes: ['trade', 'read'] });
   } finally {

@@ -1,22 +1,15 @@
-import { afterEach, beforeEach, expect, test, vi } from 'vitest';
+import { afterEach, beforeEach, expect, test } from 'vitest';
 import { parseCommand, resolveUser, runCommand, table, UsageError } from '../../../src/commands/store-command.js';
 import { AppError } from '../../../src/domain/problems.js';
+import { useCommandOutput } from '../../support/cli.js';
 import { tempStore, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
-let stderr: string[];
+const { err: stderr } = useCommandOutput();
 beforeEach(async () => {
   t = await tempStore();
-  stderr = [];
-  vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
-    stderr.push(String(chunk));
-    return true;
-  });
 });
-afterEach(async () => {
-  vi.restoreAllMocks();
-  await t.cleanup();
-});
+afterEach(() => t.cleanup());
 
 test('parseCommand is strict, always takes --data-dir, and turns parse errors into usage errors', () => {
   expect(parseCommand(['add', 'bob', '--data-dir', '/tmp/x'], { json: { type: 'boolean' } })).toMatchObject({ positionals: ['add', 'bob'], values: { 'data-dir': '/tmp/x' } });

@@ -1,26 +1,11 @@
-import { afterEach, beforeEach, expect, test, vi } from 'vitest';
+import { expect, test } from 'vitest';
 import { run } from '../../../src/commands/users.js';
-import { openStore } from '../../../src/store/index.js';
-import { tempStore, type TempStore } from '../../support/store.js';
+import { useCommandOutput, useDataDir } from '../../support/cli.js';
 
-let t: TempStore;
-let out: string[];
-let err: string[];
-beforeEach(async () => {
-  t = await tempStore();
-  await t.store.close();
-  out = [];
-  err = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation((c) => (out.push(String(c)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((c) => (err.push(String(c)), true));
-});
-afterEach(async () => {
-  vi.restoreAllMocks();
-  t.store = await openStore({ dataDir: t.dir });
-  await t.cleanup();
-});
+const { out, err } = useCommandOutput();
+const data = useDataDir();
 
-const users = (...args: string[]) => run([...args, '--data-dir', t.dir]);
+const users = (...args: string[]) => run([...args, '--data-dir', data.dir]);
 
 test('add creates a user without a password unless one is piped in, and list shows it', async () => {
   expect(await users('add', 'carol')).toBe(0);
