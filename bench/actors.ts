@@ -14,9 +14,9 @@ import { startSim, type SimHandle } from '../src/sim/index.js';
 import { createLogger } from '../src/log.js';
 import { distPath } from '../src/paths.js';
 import { nodeEndpoint } from '../src/actors/comlink-node.js';
-import { createSupervisor } from '../src/actors/supervisor.js';
-import type { WorkerHostApi, WorkerHostData } from '../src/actors/worker-api.js';
-import type { ConnectionSpec } from '../src/actors/protocol.js';
+import { ACTOR_HOST_FILE, createSupervisor } from '../src/actors/supervisor.js';
+import type { WorkerHostApi, WorkerHostData } from '../src/actors/protocol.js';
+import type { ConnectionSpec } from '../src/domain/connections.js';
 
 /** One measured connection count. */
 export interface ActorMeasurement {
@@ -90,7 +90,7 @@ export async function workerStartMs(samples = 5): Promise<number> {
     const { port2 } = new MessageChannel();
     const data: WorkerHostData = { eventPort: port2, logLevel: 'silent' };
     const t0 = performance.now();
-    const worker = new Worker(distPath('workers/connection-actor.js'), { workerData: data, transferList: [port2] });
+    const worker = new Worker(distPath(ACTOR_HOST_FILE), { workerData: data, transferList: [port2] });
     const remote = Comlink.wrap<WorkerHostApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]));
     await remote.stats();
     times.push(performance.now() - t0);

@@ -4,7 +4,7 @@
  * checks (orders by clOrdId, duplicates).
  */
 import { openStore } from '../src/store/index.js';
-import type { Scope } from '../src/http/route-types.js';
+import type { Scope } from '../src/domain/connections.js';
 import { waitFor, type Service } from './service.js';
 
 /** Symbol every scenario trades; resolved once through `?dryRun=true`. */

@@ -20,7 +20,7 @@ function findRoot(start: string): string {
 /** The package root (the folder holding package.json). */
 export const PACKAGE_ROOT = findRoot(dirname(fileURLToPath(import.meta.url)));
 
-/** Absolute path of a compiled file, e.g. `distPath('workers/connection-actor.js')`. */
+/** Absolute path of a compiled file, e.g. `distPath('workers/paper-broker.js')`. */
 export function distPath(relative: string): string {
   return join(PACKAGE_ROOT, 'dist', relative);
 }

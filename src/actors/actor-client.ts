@@ -8,8 +8,9 @@ import type { Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { AppError, fromErrorData } from '../domain/problems.js';
 import { nodeEndpoint } from './comlink-node.js';
-import type { WorkerHostApi } from './worker-api.js';
-import type { ActorRequest, ConnectionSpec, Result } from './protocol.js';
+import type { WorkerHostApi } from './protocol.js';
+import type { ActorRequest, Result } from './protocol.js';
+import type { ConnectionSpec } from '../domain/connections.js';
 
 interface Pending {
   reject(err: AppError): void;

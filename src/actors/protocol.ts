@@ -1,149 +1,24 @@
 /**
- * The front ↔ connection-actor boundary. Everything that crosses it is plain data
- * (structured-clone safe): requests are a discriminated union, results are
- * `{ ok: true, value } | { ok: false, error }`, errors are ErrorData rebuilt by `code`.
+ * The front ↔ connection-actor boundary, messages only. Everything that crosses it is plain
+ * data (structured-clone safe): requests are a discriminated union, results are
+ * `{ ok: true, value } | { ok: false, error }`, errors are ErrorData rebuilt by `code`. The
+ * records inside the messages are domain vocabulary (domain/orders.ts, domain/connections.ts).
  *
- * Shared by src/http (caller), src/actors (supervisor, ActorClient) and workers/
- * (the actor host). Changing a shape here changes the contract for all three.
+ * Shared by src/http (caller), src/actors (supervisor, ActorClient) and
+ * workers/connection-actor (the actor host). Changing a shape here changes the contract for all three.
  */
+import type { MessagePort } from 'node:worker_threads';
+import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
+import type { AccountRecord, ClosedTrade, NewOrder, OrderRecord, PositionRecord } from '../domain/orders.js';
 import type { ErrorData } from '../domain/problems.js';
+import type { ConnectionTuning } from '../tuning.js';
 
 // ---------------------------------------------------------------------------
-// Records the service exposes (DESIGN §4). IDs are strings, times ISO-8601 UTC.
+// Requests (front → actor). Symbols are already resolved by the front (domain/order-plan).
 
-export type ConnectionStatus = 'CONNECTING' | 'CONNECTED' | 'RECONNECTING' | 'AUTH_EXPIRED' | 'FAILED' | 'DISABLED';
-
-/** The named occurrences of the spec's Events section, plus `disabled` for a stopped connection. */
-export type StatusReason = 'connect' | 'disconnect' | 'reconnect' | 'auth-expired' | 'fatal-error' | 'disabled';
-
-export type BrokerKind = 'paper' | 'tradovate';
-export type Environment = 'paper' | 'demo' | 'live';
-
-export interface AccountRecord {
-  id: string;
-  name: string;
-  connectionId: string;
-  broker: BrokerKind;
-  environment: Environment;
-  /** false once the broker stops reporting the account (evaluation breached, reset, replaced). */
-  active: boolean;
-}
-
-export interface PositionRecord {
-  accountId: string;
-  symbol: string;
-  /** Signed: positive long, negative short. */
-  netQty: number;
-  avgPrice: number;
-  openedAt: string | null;
-}
-
-export type Side = 'buy' | 'sell';
-export type OrderType = 'market' | 'limit' | 'stop' | 'stop_limit';
-export type TimeInForce = 'day' | 'gtc' | 'ioc' | 'fok';
-export type OrderStatus = 'pending' | 'working' | 'partially_filled' | 'filled' | 'cancelled' | 'rejected' | 'expired';
-export type OrderRole = 'single' | 'entry' | 'take_profit' | 'stop_loss';
-
-export interface OrderRecord {
-  /** The broker's own order id as a string. */
-  orderId: string;
-  accountId: string;
-  /** Resolved contract, e.g. "ESZ6". */
-  symbol: string;
-  /** What the client sent, e.g. "ES1!"; null for orders not placed through tradegate. */
-  requestedSymbol: string | null;
-  side: Side;
-  type: OrderType;
-  qty: number;
-  filledQty: number;
-  avgFillPrice: number | null;
-  price: number | null;
-  stopPrice: number | null;
-  timeInForce: TimeInForce;
-  status: OrderStatus;
-  role: OrderRole;
-  bracketId: string | null;
-  legs: { takeProfit: string | null; stopLoss: string | null };
-  clientOrderId: string | null;
-  /** Broker-side reject reason, when status is rejected. */
-  rejectReason?: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface ClosedTrade {
-  id: string;
-  accountId: string;
-  symbol: string;
-  direction: 'long' | 'short';
-  qty: number;
-  entryPrice: number;
-  exitPrice: number;
-  openedAt: string;
-  closedAt: string;
-  pnlPoints: number;
-  /** In account currency: pnlPoints × point value × qty. */
-  pnl: number;
-  entryOrderIds: string[];
-  exitOrderIds: string[];
-}
-
-// ---------------------------------------------------------------------------
-// Connection specs (front → worker when an actor is added).
-
-export interface BrokerCredentials {
-  name: string;
-  password: string;
-  appId?: string;
-  appVersion?: string;
-  cid?: string | number;
-  sec?: string;
-  deviceId?: string;
-}
-
-export interface ConnectionSpec {
-  connectionId: string;
-  userId: string;
-  broker: BrokerKind;
-  environment: Environment;
-  /** e.g. http://127.0.0.1:8091/v1 or https://demo.tradovateapi.com/v1 */
-  restUrl: string;
-  /** e.g. ws://127.0.0.1:8091/v1/websocket */
-  wsUrl: string;
-  credentials: BrokerCredentials;
-  /** Broker request budget for this connection (DESIGN §3 "Broker budget"). */
-  budget: { perMinute: number; perHour: number };
-  /** Per-request broker deadline. */
-  requestTimeoutMs?: number;
-}
-
-// ---------------------------------------------------------------------------
-// Requests (front → actor). Symbols are already resolved by the front (domain/symbols).
-
-/** Bracket leg: an absolute price, or an unsigned offset in points from the entry's fill. */
-export type BracketLeg = { price: number } | { offsetPoints: number };
-
-export interface PlaceOrderRequest {
+/** Place one order (single or bracket); the fields are the planned NewOrder. */
+export interface PlaceOrderRequest extends NewOrder {
   type: 'place-order';
-  accountId: string;
-  /** Resolved contract name, e.g. "ESZ6". */
-  symbol: string;
-  requestedSymbol: string;
-  side: Side;
-  qty: number;
-  orderType: OrderType;
-  price?: number | null;
-  stopPrice?: number | null;
-  timeInForce: TimeInForce;
-  takeProfit?: BracketLeg | null;
-  stopLoss?: BracketLeg | null;
-  clientOrderId?: string | null;
-  /**
-   * Deterministic broker clOrdId (derived from user + Idempotency-Key when one is given).
-   * Before placing, the actor looks it up in its synced mirror; if the broker already has
-   * an order with it, that order is the answer (no second order).
-   */
-  clOrdId: string;
 }
 
 export interface CancelOrderRequest {
@@ -231,16 +106,6 @@ export type Result<T> = { ok: true; value: T } | { ok: false; error: ErrorData }
 // ---------------------------------------------------------------------------
 // Events (actor → front, one-way on a MessagePort).
 
-export interface StatusEvent {
-  type: 'status';
-  connectionId: string;
-  status: ConnectionStatus;
-  reason: StatusReason;
-  /** ms since the epoch */
-  ts: number;
-  detail?: string;
-}
-
 export interface AccountsEvent {
   type: 'accounts';
   connectionId: string;
@@ -257,6 +122,7 @@ export interface BracketAlertEvent {
   detail: string;
 }
 
+/** Everything an actor reports; status events are the domain's StatusEvent. */
 export type ActorEvent = StatusEvent | AccountsEvent | BracketAlertEvent;
 
 // ---------------------------------------------------------------------------
@@ -265,7 +131,7 @@ export type ActorEvent = StatusEvent | AccountsEvent | BracketAlertEvent;
 export interface ActorGateway {
   /** Starts (or restarts) the actor for a connection. */
   addConnection(spec: ConnectionSpec): Promise<void>;
-  /** Stops the actor; its status becomes DISABLED. */
+  /** Stops the actor; announces DISABLED once (nothing for an unknown connection). */
   removeConnection(connectionId: string): Promise<void>;
   /**
    * Sends a request to the connection's actor. Resolves with the value or throws an
@@ -281,4 +147,26 @@ export interface ActorGateway {
   onEvent(listener: (event: ActorEvent) => void): () => void;
   /** Stops every actor and worker. */
   close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------
+// The supervisor ↔ worker-host boundary (one worker may host several actors), exposed by
+// workers/connection-actor/host.ts over comlink; every answer is plain data.
+
+/** What a worker host answers over comlink. */
+export interface WorkerHostApi {
+  /** `resume`: re-added after a worker crash (status continues from RECONNECTING). */
+  add(spec: ConnectionSpec, resume?: boolean): Promise<void>;
+  /** Stops an actor; it reports nothing more (the supervisor announces DISABLED). */
+  remove(connectionId: string): Promise<void>;
+  request(connectionId: string, req: ActorRequest): Promise<Result<unknown>>;
+  stats(): Promise<{ actors: number; heapUsed: number; rss: number }>;
+}
+
+/** `workerData` of a worker host. */
+export interface WorkerHostData {
+  /** Events (status, accounts, bracket alerts) flow one way on this port. */
+  eventPort: MessagePort;
+  logLevel: string;
+  tuning?: Partial<ConnectionTuning>;
 }

@@ -2,33 +2,35 @@
  * The front side of the actor system (implements ActorGateway). One worker thread per
  * connection up to `threadsMax`; beyond it, connections share workers by hash of their id.
  * A crashed worker is restarted with its connections re-added (reconnecting to the broker is
- * the actor's own job); calls in flight on it fail with BROKER_UNAVAILABLE.
+ * the actor's own job); calls in flight on it fail with BROKER_UNAVAILABLE. The supervisor
+ * alone announces DISABLED, once, when a connection is removed: the actor stops silently.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import { AppError } from '../domain/problems.js';
 import { distPath } from '../paths.js';
 import { ActorClient } from './actor-client.js';
-import type { ActorTuning } from './connection.js';
-import type { WorkerHostData } from './worker-api.js';
-import type { AccountRecord, ActorEvent, ActorGateway, ActorRequest, ConnectionSpec, ResultFor, StatusEvent } from './protocol.js';
+import { SUPERVISOR, type ConnectionTuning } from '../tuning.js';
+import type { WorkerHostData } from './protocol.js';
+import type { AccountRecord } from '../domain/orders.js';
+import type { ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
+import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
+
+/** The compiled worker-host entry every actor thread runs. */
+export const ACTOR_HOST_FILE = 'workers/connection-actor/host.js';
 
 /** createSupervisor options; `threadsMax` is ACTOR_THREADS_MAX. */
 export interface SupervisorOptions {
   threadsMax: number;
   logger: Logger;
   workerFile?: string;
+  /** Deadline of one call into a worker (default SUPERVISOR.callTimeoutMs). */
   callTimeoutMs?: number;
   /** Actor timing knobs (tests shorten backoff and watchdogs). */
-  tuning?: Partial<ActorTuning>;
+  tuning?: Partial<ConnectionTuning>;
   /** Log level inside workers; defaults to the front logger's level. */
   workerLogLevel?: string;
-  /**
-   * Requests one connection may have in flight (default 512). Past it the answer is an
-   * immediate 503 with Retry-After instead of an unbounded queue: under overload clients get a
-   * fast, safe "retry" (nothing was sent) rather than timeouts and a backlog that keeps placing
-   * orders long after they gave up.
-   */
+  /** Requests one connection may have in flight (default SUPERVISOR.maxInFlightPerConnection, see there). */
   maxInFlightPerConnection?: number;
 }
 
@@ -63,9 +65,9 @@ export interface Supervisor extends ActorGateway {
 
 /** Creates the actor supervisor. */
 export function createSupervisor(opts: SupervisorOptions): Supervisor {
-  const workerFile = opts.workerFile ?? distPath('workers/connection-actor.js');
-  const callTimeoutMs = opts.callTimeoutMs ?? 15_000;
-  const maxInFlight = opts.maxInFlightPerConnection ?? 512;
+  const workerFile = opts.workerFile ?? distPath(ACTOR_HOST_FILE);
+  const callTimeoutMs = opts.callTimeoutMs ?? SUPERVISOR.callTimeoutMs;
+  const maxInFlight = opts.maxInFlightPerConnection ?? SUPERVISOR.maxInFlightPerConnection;
   /** Requests in flight per connection (the front thread is the only caller). */
   const inFlight = new Map<string, number>();
   const log = opts.logger.child({ component: 'supervisor' });
@@ -96,10 +98,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     const slot: Slot = { worker, client: new ActorClient(worker, callTimeoutMs), eventPort: port1, connections: new Set(), closing: false, restarts };
     port1.on('message', (event: ActorEvent) => {
       // Events of a connection removed or moved elsewhere are stale.
-      if (placement.get(event.connectionId) !== slot && !(event.type === 'status' && event.status === 'DISABLED')) return;
-      // removeConnection may already have reported DISABLED (the RPC reply can overtake this port).
-      if (event.type === 'status' && event.status === 'DISABLED' && statuses.get(event.connectionId)?.status === 'DISABLED') return;
-      publish(event);
+      if (placement.get(event.connectionId) === slot) publish(event);
     });
     worker.on('exit', (code) => onExit(slot, code));
     worker.on('error', (err) => log.error({ err }, 'actor worker error'));
@@ -117,7 +116,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       publish({ type: 'status', connectionId: id, status: 'RECONNECTING', reason: 'disconnect', ts: Date.now(), detail: `actor worker exited (code ${code})` });
     }
     if (!ids.length) return;
-    const delay = Math.min(5000, 100 * 2 ** slot.restarts);
+    const delay = Math.min(SUPERVISOR.restartMaxMs, SUPERVISOR.restartBaseMs * 2 ** slot.restarts);
     setTimeout(() => {
       if (closed) return;
       const live = ids.filter((id) => specs.has(id) && placement.get(id) === slot);
@@ -131,7 +130,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       // A worker that stays up for a while has recovered: forget its crash history.
       setTimeout(() => {
         if (next.client.alive) next.restarts = 0;
-      }, 30_000).unref();
+      }, SUPERVISOR.restartStableMs).unref();
     }, delay).unref();
   }
 
@@ -157,7 +156,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     },
 
     async removeConnection(connectionId) {
-      specs.delete(connectionId);
+      const known = specs.delete(connectionId);
       const slot = placement.get(connectionId);
       placement.delete(connectionId);
       if (slot) {
@@ -168,9 +167,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
           await slot.worker.terminate();
         }
       }
-      if (statuses.get(connectionId)?.status !== 'DISABLED') {
-        publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection removed' });
-      }
+      if (known) publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection removed' });
     },
 
     async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: { timeoutMs?: number }): Promise<ResultFor<R>> {
@@ -182,7 +179,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       if (pending >= maxInFlight) throw new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is at capacity (${maxInFlight} requests in flight)`, {}, 1);
       inFlight.set(connectionId, pending + 1);
       try {
-        return (await slot.client.request(connectionId, req, ropts?.timeoutMs ?? callTimeoutMs)) as ResultFor<R>;
+        return (await slot.client.request(connectionId, req, ropts?.timeoutMs)) as ResultFor<R>;
       } finally {
         const left = (inFlight.get(connectionId) ?? 1) - 1;
         if (left > 0) inFlight.set(connectionId, left);
@@ -211,8 +208,8 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
           // The bound must not outlive the race: a pending timer would hold the process 2.5 s past shutdown.
           let bound: NodeJS.Timeout | undefined;
           await Promise.race([
-            Promise.all([...s.connections].map((id) => s.client.remove(id, 2000).catch(() => undefined))),
-            new Promise((r) => (bound = setTimeout(r, 2500))),
+            Promise.all([...s.connections].map((id) => s.client.remove(id, SUPERVISOR.closeRemoveMs).catch(() => undefined))),
+            new Promise((r) => (bound = setTimeout(r, SUPERVISOR.closeBoundMs))),
           ]);
           clearTimeout(bound);
           await s.worker.terminate();

@@ -3,7 +3,7 @@
  * other local users can read in the process list) and are stored sealed.
  */
 import { randomUUID } from 'node:crypto';
-import type { BrokerCredentials, BrokerKind, Environment } from '../actors/protocol.js';
+import type { BrokerCredentials, BrokerKind, Environment } from '../domain/connections.js';
 import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
 const USAGE = [

@@ -3,7 +3,7 @@
  * again: `list` shows its prefix (`tgk_<id>`) only.
  */
 import { AppError } from '../domain/problems.js';
-import type { Scope } from '../http/route-types.js';
+import type { Scope } from '../domain/connections.js';
 import { API_KEY_SCOPES } from '../store/api-keys.js';
 import { note, parseCommand, print, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 

@@ -8,21 +8,20 @@
  * then the paper broker, and flush LMDB last.
  */
 import { parseArgs } from 'node:util';
+import { connectionSpecFor } from '../actors/connection-spec.js';
 import type { ActorGateway } from '../actors/protocol.js';
 import { createSupervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
-import { bootstrapDemo, connectionSpecFor, DEMO_CREDENTIALS_FILE, restorePaperLogins, type DemoCredentials, type PaperEndpoints } from '../demo-bootstrap.js';
 import { buildRoutes } from '../http/routes/index.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
-import { startSimInWorker } from '../sim/worker.js';
+import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type Store } from '../store/index.js';
+import { SERVE } from '../tuning.js';
+import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
+import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
 
 const BOOLEAN_FLAGS = new Set(['paper']);
-const SHUTDOWN_GRACE_MS = 10_000;
-const DEMO_ACCOUNTS_WAIT_MS = 10_000;
-/** Expired idempotency records are deleted this often (and once at start-up). */
-const IDEMPOTENCY_SWEEP_MS = 60_000;
 
 function parseFlags(argv: string[]): Record<string, string | boolean | undefined> {
   const options = Object.fromEntries(CONFIG_FLAGS.map((f) => [f, { type: BOOLEAN_FLAGS.has(f) ? ('boolean' as const) : ('string' as const) }]));
@@ -107,39 +106,36 @@ export async function run(argv: string[]): Promise<number> {
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey ? { dataKey: config.dataKey } : {}), logger });
   // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.
   store.idempotency.sweep();
-  const stopSweeper = store.idempotency.startSweeper(IDEMPOTENCY_SWEEP_MS);
-  let sim: Awaited<ReturnType<typeof startSimInWorker>> | undefined;
+  const stopSweeper = store.idempotency.startSweeper(SERVE.idempotencySweepMs);
+  let paper: EmbeddedPaper | undefined;
   let gateway: ActorGateway | undefined;
   let server: HttpServer | undefined;
 
   const shutdown = async () => {
-    await server?.close({ graceMs: SHUTDOWN_GRACE_MS });
+    await server?.close({ graceMs: SERVE.shutdownGraceMs });
     await gateway?.close();
-    await sim?.close();
+    await paper?.close();
     stopSweeper();
     await store.flushed();
     await store.close();
   };
 
   try {
-    let paper: PaperEndpoints | undefined;
     if (config.paper) {
-      sim = await startSimInWorker({ port: config.paperPort, host: '127.0.0.1', logLevel: config.logLevel });
-      paper = { controlUrl: sim.controlUrl, restUrl: sim.restUrl, wsUrl: sim.wsUrl };
-      await restorePaperLogins(store, config.dataDir, paper, logger);
+      paper = await startEmbeddedPaper({ store, dataDir: config.dataDir, port: config.paperPort, logLevel: config.logLevel, logger });
     }
     gateway = createSupervisor({ threadsMax: config.actorThreadsMax, logger });
     let listenUrl: string | undefined;
-    const routes = buildRoutes({ config, store, gateway, ...(paper ? { paper } : {}), listenUrl: () => listenUrl });
+    const routes = buildRoutes({ config, store, gateway, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl });
     server = await startHttpServer({ config, store, gateway, routes, logger });
     listenUrl = server.url;
     const publicUrl = (config.baseUrl ?? server.url).replace(/\/+$/, '');
 
-    const demo = paper ? await bootstrapDemo({ store, dataDir: config.dataDir, paper, webUrl: publicUrl }) : null;
-    await startConnections(store, gateway, paper, logger);
-    process.stdout.write(banner(config, server.url, sim?.url));
+    const demo = paper ? await bootstrapDemo({ store, dataDir: config.dataDir, paper: paper.broker, webUrl: publicUrl }) : null;
+    await startConnections(store, gateway, paper?.endpoints, logger);
+    process.stdout.write(banner(config, server.url, paper?.url));
     if (demo) {
-      const accountIds = await awaitAccounts(gateway, demo.connectionId, DEMO_ACCOUNTS_WAIT_MS);
+      const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);
       process.stdout.write(demoBanner(demo, accountIds, publicUrl, config.dataDir));
     }
   } catch (err) {

@@ -6,7 +6,8 @@
 import { AppError } from '../domain/problems.js';
 import type { Logger } from '../log.js';
 import { SlidingLogLimiter } from './rate-limit.js';
-import type { AuthContext, RouteScope, Scope } from './route-types.js';
+import type { AuthContext, RouteScope } from './route-types.js';
+import type { Scope } from '../domain/connections.js';
 
 /** What `store.apiKeys.verify` returns. */
 export interface ApiKeyView {
@@ -131,8 +132,9 @@ export class Authenticator {
     const touch = this.store.webhookTokens.touch;
     const tokenId = view.id;
     if (touch) this.record(`webhook:${tokenId}`, now, () => touch.call(this.store.webhookTokens, tokenId, now));
+    const webhook = { tokenId: view.id, accountId: view.accountId, strategyId: view.strategyId ?? null };
     return {
-      auth: { userId: view.userId, principalId: `webhook:${view.id}`, scopes: ['trade'], kind: 'webhook' },
+      auth: { userId: view.userId, principalId: `webhook:${view.id}`, scopes: ['trade'], kind: 'webhook', webhook },
       rateKey: `webhook:${view.id}`,
       bucket: 'webhook',
     };

@@ -1,14 +1,17 @@
 /**
- * `GET /connection-health/stream` (DESIGN §8): opens an SSE stream on a uWS response,
- * writes `retry:` and either the resumed messages (Last-Event-ID inside the ring) or one
- * `snapshot` per connection the user owns, then hands the stream to the hub.
+ * The health stream (DESIGN §8), both ends of it: the bridge that turns actor events into
+ * messages on their owner's streams, and `GET /connection-health/stream`, which opens an SSE
+ * stream on a uWS response, writes `retry:` and either the resumed messages (Last-Event-ID
+ * inside the ring) or one `snapshot` per connection the user owns, then hands the stream to
+ * the hub.
  *
  * Everything from the cap check to `subscribe` runs synchronously in one turn, so no
  * event can slip between the snapshot and the subscription.
  */
-import type { ActorGateway, ConnectionStatus } from '../actors/protocol.js';
+import type { ActorGateway } from '../actors/protocol.js';
+import type { ConnectionStatus } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
-import type { HealthHub, SseSink } from './sse-hub.js';
+import type { HealthHub, SseHub, SseSink } from './sse-hub.js';
 import { formatRetry, formatSseEvent, parseLastEventId, statusMessage, type ConnectionStatusMessage } from './sse.js';
 import type { ResponseHandle } from './respond.js';
 import { statusLine } from './respond.js';
@@ -19,6 +22,39 @@ export interface StreamStore {
   connections: {
     listByUser(userId: string): readonly { id: string; disabled?: boolean }[];
   };
+}
+
+/** The slice of the store the bridge reads: who owns a connection. */
+export interface OwnerStore {
+  connections: {
+    byId(connectionId: string): { userId: string } | undefined;
+  };
+}
+
+/**
+ * Publishes status and bracket-alert events to the streams of the connection's owner; returns
+ * the unsubscribe function. Owners are cached per connection, and the entry is dropped when
+ * the connection is removed (DISABLED) or started afresh (CONNECTING on `connect`, as a re-added
+ * connection is), so a connection that comes back under another user reports to that user.
+ */
+export function bridgeActorEvents(gateway: Pick<ActorGateway, 'onEvent'>, store: OwnerStore, hub: Pick<SseHub, 'publish'>): () => void {
+  const owners = new Map<string, string>();
+  const ownerOf = (connectionId: string): string | undefined => {
+    let owner = owners.get(connectionId);
+    if (!owner) {
+      owner = store.connections.byId(connectionId)?.userId;
+      if (owner) owners.set(connectionId, owner);
+    }
+    return owner;
+  };
+  return gateway.onEvent((event) => {
+    if (event.type !== 'status' && event.type !== 'bracket-alert') return;
+    const lifecycle = event.type === 'status' ? event : undefined;
+    if (lifecycle?.status === 'CONNECTING' && lifecycle.reason === 'connect') owners.delete(event.connectionId);
+    const userId = ownerOf(event.connectionId);
+    if (userId) hub.publish(userId, event);
+    if (lifecycle?.status === 'DISABLED') owners.delete(event.connectionId);
+  });
 }
 
 /** The route-table entry (auth, rate limit and /api-docs treat it like any route). */
@@ -37,7 +73,7 @@ export const HEALTH_STREAM_ROUTE = defineRoute({
   tags: ['health'],
   responses: [{ status: 200, description: 'text/event-stream of snapshot, status, heartbeat and bracket-alert messages' }],
   handler: async () => {
-    throw new Error('the health stream is served by the stream engine, not a route handler');
+    throw new Error('the health stream is served by the pipeline (openHealthStream), not a route handler');
   },
 });
 

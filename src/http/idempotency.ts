@@ -17,6 +17,7 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/problems.js';
 import type { IdempotencyRecord } from '../store/idempotency.js';
+import { IDEMPOTENCY_TTL_MS } from '../tuning.js';
 
 export type { IdempotencyRecord } from '../store/idempotency.js';
 
@@ -26,9 +27,6 @@ export interface IdempotencyStore {
   /** Durable: resolves once the record is committed and flushed. */
   put(scope: string, key: string, record: IdempotencyRecord): Promise<void>;
 }
-
-/** Records older than this are treated as absent even before the sweeper deletes them. */
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 const MAX_KEY_LENGTH = 255;
 

@@ -5,6 +5,7 @@
  * and `/api-docs` is generated from the same definitions.
  */
 import type { z } from 'zod';
+import type { Scope } from '../domain/connections.js';
 import type { Logger } from '../log.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -15,8 +16,6 @@ export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
  */
 export type RouteScope = 'read' | 'trade' | 'none' | 'webhook';
 
-export type Scope = 'read' | 'trade';
-
 /** Who is calling, after authentication. */
 export interface AuthContext {
   userId: string;
@@ -24,6 +23,15 @@ export interface AuthContext {
   principalId: string;
   scopes: readonly Scope[];
   kind: 'api-key' | 'webhook' | 'session';
+  /** For `webhook` calls: the token that authenticated the request, as verified (its bound account and strategy). */
+  webhook?: WebhookPrincipal;
+}
+
+/** A verified webhook token: the alert goes to its account, with its strategy's defaults. */
+export interface WebhookPrincipal {
+  tokenId: string;
+  accountId: string;
+  strategyId: string | null;
 }
 
 /** Server-Timing collector: `broker;dur=…, total;dur=…`. */

@@ -5,10 +5,13 @@
  * (a typo such as `stopLos`) is a 400, never silently ignored.
  */
 import { z } from 'zod';
+import { MAX_ORDER_QTY } from '../domain/orders.js';
+import { WEBHOOK_FIELD_ALIASES, type WebhookField } from './webhook-payload.js';
 
 const id = z.string().min(1).describe('Identifier (string)');
 const isoTime = z.string().describe('ISO-8601 UTC time');
 const price = z.number().finite().positive();
+const qty = z.number().int().positive().max(MAX_ORDER_QTY);
 
 export const sideSchema = z.enum(['buy', 'sell']);
 export const orderTypeSchema = z.enum(['market', 'limit', 'stop', 'stop_limit']);
@@ -28,7 +31,7 @@ export const bracketLegSchema = z.union([
 export const placeOrderBodySchema = z.strictObject({
   symbol: z.string().min(1).max(64).describe('Any accepted symbol form: ESZ6, ES, ES1!, ES!, CME_MINI:ES1!, ESZ26'),
   side: sideSchema,
-  qty: z.number().int().positive().max(10_000),
+  qty,
   type: orderTypeSchema.optional().describe('Default market'),
   price: price.nullable().optional().describe('Limit price (limit, stop_limit)'),
   stopPrice: price.nullable().optional().describe('Stop trigger price (stop, stop_limit)'),
@@ -217,7 +220,7 @@ const strategyFields = {
   name: z.string().min(1).max(100),
   description: z.string().max(1000).nullable().optional(),
   symbol: z.string().min(1).max(64).nullable().optional(),
-  qty: z.number().int().positive().max(10_000).nullable().optional(),
+  qty: qty.nullable().optional(),
   orderType: orderTypeSchema.nullable().optional(),
   takeProfit: bracketLegSchema.nullable().optional(),
   stopLoss: bracketLegSchema.nullable().optional(),
@@ -275,28 +278,47 @@ const scalar = z.union([z.number(), z.string()]);
 // Arrays pass the schema so that two take-profits get WEBHOOK_UNSUPPORTED with a clear message.
 const webhookLeg = z.union([scalar, z.looseObject({ price: scalar.optional(), ticks: scalar.optional() }), z.array(z.unknown())]);
 
+/** Each webhook field's shape and documentation, under its own name. */
+const WEBHOOK_FIELDS: Record<WebhookField, { schema: z.ZodType; doc?: string }> = {
+  action: { schema: z.string(), doc: 'buy | sell | close | flat | flatten | exit (aliases long → buy, short → sell)' },
+  symbol: { schema: z.string(), doc: 'any accepted symbol form, e.g. {{ticker}}' },
+  qty: { schema: scalar, doc: 'numeric strings accepted' },
+  orderType: { schema: z.string(), doc: 'market | limit | stop | stop_limit (default market)' },
+  price: { schema: scalar, doc: 'Limit price; ignored (with a warning) for market orders' },
+  stopPrice: { schema: scalar },
+  takeProfit: { schema: webhookLeg, doc: '{price} | {ticks} | a bare number (= price); one only' },
+  stopLoss: { schema: webhookLeg, doc: '{price} | {ticks} | a bare number (= price); one only' },
+  timeInForce: { schema: z.string() },
+  id: { schema: scalar, doc: 'Dedupe key, 24 h, same rules as Idempotency-Key' },
+  time: { schema: scalar, doc: 'Alert time ({{timenow}}), used to report alert-to-order delay' },
+};
+
+/** One property per accepted name: fields carry their docs and aliases, aliases say what they stand for. */
+function webhookProperties(): Record<string, z.ZodType> {
+  const names = Object.entries(WEBHOOK_FIELD_ALIASES);
+  const out: Record<string, z.ZodType> = {};
+  for (const [name, field] of names) {
+    const { schema, doc } = WEBHOOK_FIELDS[field];
+    if (name !== field) {
+      out[name] = schema.optional().describe(`alias of ${field}`);
+      continue;
+    }
+    const aliases = names.filter(([a, f]) => f === field && a !== field).map(([a]) => a);
+    const text = [aliases.length ? `aliases ${aliases.join(', ')}` : '', doc ?? ''].filter(Boolean).join('; ');
+    out[name] = text ? schema.optional().describe(text) : schema.optional();
+  }
+  return out;
+}
+
 /**
- * Webhook payload (DESIGN §7) as documented. Deliberately lenient: numeric strings are
- * accepted and unknown fields are ignored and echoed in `warnings`; the real rules live
- * in webhook-payload.ts so that unsupported features get WEBHOOK_UNSUPPORTED, not a schema error.
+ * Webhook payload (DESIGN §7) as documented, built from the parser's alias table. Deliberately
+ * lenient: numeric strings are accepted and unknown fields are ignored and echoed in
+ * `warnings`; the real rules live in webhook-payload.ts so that unsupported features get
+ * WEBHOOK_UNSUPPORTED, not a schema error.
  */
-export const webhookPayloadSchema = z.looseObject({
-  action: z.string().optional().describe('buy | sell | close | flat | flatten | exit (aliases long → buy, short → sell)'),
-  symbol: z.string().optional().describe('alias ticker; any accepted symbol form, e.g. {{ticker}}'),
-  ticker: z.string().optional(),
-  qty: scalar.optional().describe('aliases quantity, contracts; numeric strings accepted'),
-  quantity: scalar.optional(),
-  contracts: scalar.optional(),
-  orderType: z.string().optional().describe('market | limit | stop | stop_limit (default market)'),
-  price: scalar.optional().describe('Limit price; ignored (with a warning) for market orders'),
-  stopPrice: scalar.optional(),
-  takeProfit: webhookLeg.optional().describe('{price} | {ticks} | a bare number (= price); one only'),
-  stopLoss: webhookLeg.optional().describe('{price} | {ticks} | a bare number (= price); one only'),
-  timeInForce: z.string().optional(),
-  id: scalar.optional().describe('Dedupe key, 24 h, same rules as Idempotency-Key'),
-  time: scalar.optional().describe('Alert time ({{timenow}}), used to report alert-to-order delay'),
-});
-export type WebhookPayloadBody = z.output<typeof webhookPayloadSchema>;
+export const webhookPayloadSchema = z.looseObject(webhookProperties());
+/** A webhook body after the schema: any JSON object; `id` is the dedupe key. */
+export type WebhookPayloadBody = { [field: string]: unknown; id?: string | number };
 
 /** 201/200 of POST /webhooks/{token}. */
 export const webhookResponseSchema = z.object({

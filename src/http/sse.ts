@@ -2,7 +2,8 @@
  * The one SSE serializer of the service (DESIGN §8) and the per-user event ring used for
  * `Last-Event-ID` resume. Pure: no sockets, no timers.
  */
-import type { BracketAlertEvent, ConnectionStatus, StatusEvent, StatusReason } from '../actors/protocol.js';
+import type { BracketAlertEvent } from '../actors/protocol.js';
+import type { ConnectionStatus, StatusEvent, StatusReason } from '../domain/connections.js';
 
 /** Reconnection delay announced to clients on open. */
 export const SSE_RETRY_MS = 3000;

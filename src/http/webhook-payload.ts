@@ -5,9 +5,9 @@
  * excludes — more than one take-profit or stop-loss, trailing stops, breakeven moves,
  * scale-outs — is refused with WEBHOOK_UNSUPPORTED and a message that says why.
  */
-import type { OrderType, Side, TimeInForce } from '../actors/protocol.js';
+import type { OrderInput } from '../domain/order-plan.js';
+import { isOrderQty, MAX_ORDER_QTY, type LegInput, type OrderType, type Side, type TimeInForce } from '../domain/orders.js';
 import { AppError } from '../domain/problems.js';
-import type { LegInput, OrderInput } from './order-mapping.js';
 
 /** A TradingView alert message that places a bracket order through a webhook URL (shown in /api-docs). */
 export const TRADINGVIEW_TEMPLATE = `{
@@ -59,8 +59,14 @@ const ORDER_TYPES: Record<string, OrderType> = {
 };
 const TIFS = new Set(['day', 'gtc', 'ioc', 'fok']);
 
-/** Field name → what it is (for aliases) — everything else is unknown and echoed. */
-const ALIASES: Record<string, string> = {
+/** The fields an alert can carry, each under its own name or an alias. */
+export type WebhookField = 'action' | 'symbol' | 'qty' | 'orderType' | 'price' | 'stopPrice' | 'takeProfit' | 'stopLoss' | 'timeInForce' | 'id' | 'time';
+
+/**
+ * Name sent → the field it means; everything else is unknown and echoed. The one alias list:
+ * the payload's zod schema (schemas.ts) is built from it too.
+ */
+export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = {
   action: 'action',
   side: 'action',
   symbol: 'symbol',
@@ -164,14 +170,9 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
   throw invalid(path, 'must be {"price": n}, {"ticks": n} or a bare number (= price)');
 }
 
-/** Same ceiling as the order API's `qty`. */
-const MAX_ALERT_QTY = 10_000;
-
 function parseQty(value: unknown): number {
   const n = toNumber(value);
-  if (n === undefined || !Number.isInteger(n) || n <= 0 || n > MAX_ALERT_QTY) {
-    throw invalid('qty', `must be a whole number from 1 to ${MAX_ALERT_QTY} (numeric strings accepted)`);
-  }
+  if (n === undefined || !isOrderQty(n)) throw invalid('qty', `must be a whole number from 1 to ${MAX_ORDER_QTY} (numeric strings accepted)`);
   return n;
 }
 
@@ -202,7 +203,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   const warnings: string[] = [];
   for (const [key, value] of Object.entries(raw)) {
     if (UNSUPPORTED_KEYS[key]) throw unsupported(UNSUPPORTED_KEYS[key]);
-    const canonical = ALIASES[key];
+    const canonical = WEBHOOK_FIELD_ALIASES[key];
     if (!canonical) {
       warnings.push(`unknown field '${key}' ignored`);
       continue;

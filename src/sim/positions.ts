@@ -1,6 +1,10 @@
 /**
  * Position keeping for the paper broker: net position and average price per account and
  * contract, FIFO pairing of closing fills (`fillPair`), realized P&L into `cashBalance`.
+ *
+ * Same FIFO rule as domain/trades.ts, applied differently: a broker books each fill the
+ * moment it matches (the fillPair and the cash move are events of that fill), while
+ * pairTrades pairs a finished fill list after the fact for the service's trade history.
  */
 import type { Entity, SimState } from './state.js';
 

@@ -1,6 +1,7 @@
 /**
  * Runs the paper broker on a worker thread so `tradegate serve --paper` keeps it off the
- * front thread. The worker entry is `workers/paper-broker.ts` (compiled to dist/).
+ * front thread. The worker entry is `workers/paper-broker.ts` (compiled to dist/). The thread
+ * stays watched after it is ready: if it dies without close(), `onCrash` listeners hear of it.
  */
 import { Worker } from 'node:worker_threads';
 import type { LevelWithSilent } from 'pino';
@@ -16,8 +17,19 @@ export type SimWorkerMessage =
   | { type: 'error'; message: string }
   | { type: 'closed' };
 
+/** A paper broker running on a worker thread. */
+export interface SimWorkerHandle extends SimHandle {
+  /** The thread (tests end it to play a crash). */
+  readonly worker: Worker;
+  /**
+   * Calls `listener` once if the thread ends without close() (a crash): the broker and its
+   * state are gone. Registered after a crash, it is called at once.
+   */
+  onCrash(listener: (reason: string) => void): void;
+}
+
 /** Starts the paper broker in a worker thread; `close()` stops it and ends the thread. */
-export function startSimInWorker(opts: SimOptions & { logLevel?: LevelWithSilent } = {}): Promise<SimHandle> {
+export function startSimInWorker(opts: SimOptions & { logLevel?: LevelWithSilent } = {}): Promise<SimWorkerHandle> {
   const { logger: _logger, clock: _clock, ...data } = opts;
   const worker = new Worker(distPath('workers/paper-broker.js'), { workerData: data satisfies SimWorkerData });
   return new Promise((resolve, reject) => {
@@ -32,22 +44,50 @@ export function startSimInWorker(opts: SimOptions & { logLevel?: LevelWithSilent
         reject(new Error(msg.type === 'error' ? msg.message : 'paper broker worker closed before it was ready'));
         return;
       }
-      let closing: Promise<void> | undefined;
-      const { type: _type, ...urls } = msg;
-      resolve({
-        ...urls,
-        close() {
-          closing ??= new Promise<void>((done) => {
-            const timer = setTimeout(() => void worker.terminate(), 5000);
-            worker.once('exit', () => {
-              clearTimeout(timer);
-              done();
-            });
-            worker.postMessage({ type: 'close' });
-          });
-          return closing;
-        },
-      });
+      resolve(watch(worker, msg));
     });
   });
+}
+
+/** Keeps watching a ready worker: a crash is reported, a close waits for the thread to end. */
+function watch(worker: Worker, ready: Extract<SimWorkerMessage, { type: 'ready' }>): SimWorkerHandle {
+  const { type: _type, ...urls } = ready;
+  const listeners: ((reason: string) => void)[] = [];
+  let closing: Promise<void> | undefined;
+  let crash: string | undefined;
+  let exited = false;
+  const ended = new Promise<void>((done) =>
+    worker.once('exit', (code) => {
+      exited = true;
+      if (!closing) crashed(`paper broker worker exited (code ${code})`);
+      done();
+    }),
+  );
+  // An uncaught error ends the thread too ('exit' follows); it carries the better reason.
+  worker.on('error', (err) => {
+    if (!closing) crashed(`paper broker worker failed: ${err.message}`);
+  });
+  function crashed(reason: string): void {
+    if (crash !== undefined) return;
+    crash = reason;
+    for (const l of listeners.splice(0)) l(reason);
+  }
+  return {
+    ...urls,
+    worker,
+    onCrash(listener) {
+      if (crash !== undefined) listener(crash);
+      else listeners.push(listener);
+    },
+    close() {
+      closing ??= (async () => {
+        if (exited) return;
+        const timer = setTimeout(() => void worker.terminate(), 5000);
+        worker.postMessage({ type: 'close' });
+        await ended;
+        clearTimeout(timer);
+      })();
+      return closing;
+    },
+  };
 }

@@ -4,7 +4,7 @@
  * check that never touches LMDB for garbage, one get by id, one constant-time compare.
  */
 import { AppError } from '../domain/problems.js';
-import type { Scope } from '../http/route-types.js';
+import type { Scope } from '../domain/connections.js';
 import { ownedReads, type StoreContext } from './context.js';
 import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
 

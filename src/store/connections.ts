@@ -2,7 +2,7 @@
  * Broker connections: one login at a broker, owned by a user. Credentials are sealed with
  * AES-256-GCM (bound to the connection id) and only opened when an actor is started.
  */
-import type { BrokerCredentials, BrokerKind, Environment } from '../actors/protocol.js';
+import type { BrokerCredentials, BrokerKind, Environment } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
 import { byCreation, ownedReads, type StoreContext } from './context.js';
 import { randomBase62, type Sealer } from './crypto.js';

@@ -5,9 +5,8 @@
  * sweeper deletes them through a createdAt index.
  */
 import type { StoreContext } from './context.js';
+import { IDEMPOTENCY_TTL_MS } from '../tuning.js';
 import { sha256Hex } from './crypto.js';
-
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** Largest number of expired records one sweep deletes (keeps each write transaction short). */
 const SWEEP_BATCH = 5000;

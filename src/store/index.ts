@@ -22,10 +22,9 @@ export type { User } from './users.js';
 export type { ApiKeyView } from './api-keys.js';
 export type { ConnectionRecord, NewConnection } from './connections.js';
 export type { WebhookTokenRecord, WebhookTokenPatch } from './webhook-tokens.js';
-export type { StrategyRecord, StrategyFields, StrategyPatch, BracketSpec } from './strategies.js';
+export type { StrategyRecord, StrategyFields, StrategyPatch } from './strategies.js';
 export type { IdempotencyRecord } from './idempotency.js';
 export type { JournalEntry } from './journal.js';
-export { IDEMPOTENCY_TTL_MS } from './idempotency.js';
 
 /** Name of the LMDB environment inside the data dir (a file plus its `-lock` file). */
 export const LMDB_DIR = 'tradegate.lmdb';

@@ -2,13 +2,10 @@
  * Strategies: named defaults a webhook token may point at; their fields fill what an alert
  * leaves out. Validation of the fields is the HTTP layer's job (zod); this module stores them.
  */
-import type { OrderType } from '../actors/protocol.js';
+import type { LegInput, OrderType } from '../domain/orders.js';
 import { AppError } from '../domain/problems.js';
 import { ownedReads, type StoreContext } from './context.js';
 import { randomBase62 } from './crypto.js';
-
-/** A bracket leg as clients write it: an absolute price or a tick offset from the fill. */
-export type BracketSpec = { price: number } | { ticks: number };
 
 export interface StrategyFields {
   name: string;
@@ -16,8 +13,8 @@ export interface StrategyFields {
   symbol?: string;
   qty?: number;
   orderType?: OrderType;
-  takeProfit?: BracketSpec;
-  stopLoss?: BracketSpec;
+  takeProfit?: LegInput;
+  stopLoss?: LegInput;
 }
 
 export interface StrategyRecord extends StrategyFields {

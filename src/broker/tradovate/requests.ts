@@ -1,9 +1,10 @@
 /**
- * Request bodies for the broker's order endpoints, built from the front's requests. Pure: the
- * actor sends them. Every order carries `isAutomated: true` (exchange policy for algorithmic
- * orders) and the request's `clOrdId`.
+ * Every request body the service sends to the broker (records → broker), and the check of
+ * what comes back. Pure: the actor sends them. Every order carries `isAutomated: true`
+ * (exchange policy for algorithmic orders) and a `clOrdId`.
  */
-import type { OrderType, PlaceOrderRequest, Side, TimeInForce } from '../../actors/protocol.js';
+import type { NewOrder, OrderRecord, OrderType, Side, TimeInForce } from '../../domain/orders.js';
+import { AppError } from '../../domain/problems.js';
 
 /** Service order type → broker orderType. */
 export const ORDER_TYPE_TO_BROKER: Record<OrderType, string> = {
@@ -40,7 +41,7 @@ function priceFields(type: OrderType, price?: number | null, stopPrice?: number 
 }
 
 /** `order/placeorder` body for a single order (no brackets). */
-export function placeOrderBody(req: PlaceOrderRequest, account: AccountRef): Record<string, unknown> {
+export function placeOrderBody(req: NewOrder, account: AccountRef): Record<string, unknown> {
   return {
     accountSpec: account.name,
     accountId: account.id,
@@ -60,7 +61,7 @@ export function placeOrderBody(req: PlaceOrderRequest, account: AccountRef): Rec
  * `order/placeoso` body for an absolute bracket: bracket1 the take-profit (Limit), bracket2 the
  * stop-loss (Stop); with only one leg it goes in bracket1.
  */
-export function placeOsoBody(req: PlaceOrderRequest, account: AccountRef, tp: number | null, sl: number | null): Record<string, unknown> {
+export function placeOsoBody(req: NewOrder, account: AccountRef, tp: number | null, sl: number | null): Record<string, unknown> {
   const exit = exitActionOf(req.side);
   const tif = TIF_TO_BROKER[req.timeInForce === 'ioc' || req.timeInForce === 'fok' ? 'gtc' : req.timeInForce];
   const legs: Record<string, unknown>[] = [];
@@ -79,7 +80,7 @@ export function placeOsoBody(req: PlaceOrderRequest, account: AccountRef, tp: nu
  * below (−); a sell's the other way round. `params` must be a JSON string.
  */
 export function startStrategyBody(
-  req: PlaceOrderRequest,
+  req: NewOrder,
   account: AccountRef,
   tpPoints: number | null,
   slPoints: number | null,
@@ -109,4 +110,52 @@ export function startStrategyBody(
 /** `user/syncrequest` body: explicit entity types, or the broker sends no updates. */
 export function syncRequestBody(userId: number, entityTypes: readonly string[]): Record<string, unknown> {
   return { users: [userId], entityTypes: [...entityTypes] };
+}
+
+/** `order/cancelorder` body; `clOrdId` tags the cancel for tracing at the broker. */
+export function cancelOrderBody(orderId: number, clOrdId?: string): Record<string, unknown> {
+  const body: Record<string, unknown> = { orderId, isAutomated: true };
+  if (clOrdId) body.clOrdId = clOrdId.slice(0, 64);
+  return body;
+}
+
+/** `order/liquidateposition` body (it has no clOrdId field). */
+export function liquidatePositionBody(accountId: number, contractId: unknown): Record<string, unknown> {
+  return { accountId, contractId, admin: false, isAutomated: true };
+}
+
+/**
+ * `order/placeorder` body that re-places a surviving bracket leg as a standalone order: same
+ * side, type, prices and open quantity, clOrdId `rp-<old id>`.
+ */
+export function replaceLegBody(leg: OrderRecord, account: AccountRef): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    accountSpec: account.name,
+    accountId: account.id,
+    clOrdId: `rp-${leg.orderId}`,
+    action: actionOf(leg.side),
+    symbol: leg.symbol,
+    orderQty: leg.qty - leg.filledQty,
+    orderType: ORDER_TYPE_TO_BROKER[leg.type],
+    timeInForce: TIF_TO_BROKER[leg.timeInForce],
+    isAutomated: true,
+  };
+  if (leg.price !== null) body.price = leg.price;
+  if (leg.stopPrice !== null) body.stopPrice = leg.stopPrice;
+  return body;
+}
+
+/**
+ * The `d` of a 200 answer as an object; throws BROKER_REJECTED when it carries a failure
+ * instead (`failureReason` other than Success, or `errorText`): the broker answers many
+ * refusals with HTTP 200.
+ */
+export function checkAnswer(endpoint: string, d: unknown): Record<string, unknown> {
+  const body = d && typeof d === 'object' ? (d as Record<string, unknown>) : {};
+  const reason = body.failureReason;
+  if ((typeof reason === 'string' && reason !== 'Success') || (typeof body.errorText === 'string' && body.errorText)) {
+    const brokerReason = [reason, body.failureText ?? body.errorText].filter((x) => typeof x === 'string' && x).join(': ');
+    throw new AppError('BROKER_REJECTED', `broker rejected ${endpoint}: ${brokerReason}`, { brokerReason });
+  }
+  return body;
 }

@@ -3,7 +3,8 @@
  * business failures with HTTP 200 bodies (`errorText`, p-tickets), so every answer is classified
  * here into one discriminated result; the actor decides what each outcome does to its status.
  */
-import type { BrokerCredentials } from '../../actors/protocol.js';
+import type { BrokerCredentials } from '../../domain/connections.js';
+import { BROKER_TIMEOUTS, MAX_PENALTY_SECONDS, TOKEN_RENEWAL } from '../../tuning.js';
 import { penaltyOf } from './frames.js';
 
 /** A usable access token and when it dies. */
@@ -44,7 +45,7 @@ function tokenFrom(body: Record<string, unknown>): AccessToken | null {
   if (typeof body.accessToken !== 'string' || !body.accessToken) return null;
   const exp = typeof body.expirationTime === 'string' ? Date.parse(body.expirationTime) : NaN;
   // No usable expiry: assume the documented minimum lifetime so renewal still happens.
-  const expiresAt = Number.isFinite(exp) ? exp : Date.now() + 80 * 60_000;
+  const expiresAt = Number.isFinite(exp) ? exp : Date.now() + TOKEN_RENEWAL.assumedLifetimeMs;
   return { accessToken: body.accessToken, expiresAt, userId: Number(body.userId ?? 0) };
 }
 
@@ -55,7 +56,7 @@ async function send(
 ): Promise<{ status: number; body: Record<string, unknown> } | { error: string }> {
   const doFetch = opts.fetch ?? fetch;
   try {
-    const res = await doFetch(url, { ...init, signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000) });
+    const res = await doFetch(url, { ...init, signal: AbortSignal.timeout(opts.timeoutMs ?? BROKER_TIMEOUTS.requestMs) });
     const text = await res.text();
     let body: Record<string, unknown> = {};
     if (text) {
@@ -105,7 +106,7 @@ export async function requestAccessToken(restUrl: string, creds: BrokerCredentia
     const outcome = classify(res);
     if (outcome !== 'penalty') return outcome;
     const penalty = penaltyOf((res as { body: unknown }).body)!;
-    if (penalty.seconds > (opts.maxPenaltySeconds ?? 120)) {
+    if (penalty.seconds > (opts.maxPenaltySeconds ?? MAX_PENALTY_SECONDS)) {
       return { kind: 'unavailable', reason: `p-ticket wait ${penalty.seconds}s`, retryAfterMs: penalty.seconds * 1000 };
     }
     await sleep(penalty.seconds * 1000);
@@ -125,9 +126,9 @@ export async function renewAccessToken(restUrl: string, accessToken: string, opt
   return outcome === 'penalty' ? { kind: 'unavailable', reason: 'p-ticket on renew' } : outcome;
 }
 
-/** When to renew: 10 minutes before expiry, or at 80% of a short lifetime (tests, sims). */
+/** When to renew: TOKEN_RENEWAL.leadMs (10 min) before expiry, or at 80% of a short lifetime (tests, sims). */
 export function renewDelayMs(token: AccessToken, now: number): number {
   const life = token.expiresAt - now;
   if (life <= 0) return 0;
-  return life > 20 * 60_000 ? life - 10 * 60_000 : Math.floor(life * 0.8);
+  return life > 2 * TOKEN_RENEWAL.leadMs ? life - TOKEN_RENEWAL.leadMs : Math.floor(life * 0.8);
 }

@@ -5,6 +5,7 @@
  */
 import WebSocket from 'ws';
 import { AppError } from '../../domain/problems.js';
+import { AUTHORIZE_GRACE_MS, BROKER_TIMEOUTS, CONNECTION_TUNING, MAX_PENALTY_SECONDS } from '../../tuning.js';
 import { CLIENT_HEARTBEAT, formatRequest, parseFrame, penaltyOf, type EventMessage, type ServerMessage } from './frames.js';
 
 /** A non-200 answer from the broker (`d` is usually a message string). */
@@ -73,11 +74,11 @@ export class TradovateSocket {
   /** Opens the socket, waits for `o` (or a short grace), sends `authorize` and awaits its 200. */
   static connect(url: string, accessToken: string, handlers: SocketHandlers, options: SocketOptions = {}): Promise<TradovateSocket> {
     const opts: Required<SocketOptions> = {
-      heartbeatMs: options.heartbeatMs ?? 2500,
-      silenceMs: options.silenceMs ?? 10_000,
-      requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
-      openTimeoutMs: options.openTimeoutMs ?? 10_000,
-      maxPenaltySeconds: options.maxPenaltySeconds ?? 120,
+      heartbeatMs: options.heartbeatMs ?? CONNECTION_TUNING.heartbeatMs,
+      silenceMs: options.silenceMs ?? CONNECTION_TUNING.silenceMs,
+      requestTimeoutMs: options.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs,
+      openTimeoutMs: options.openTimeoutMs ?? BROKER_TIMEOUTS.openMs,
+      maxPenaltySeconds: options.maxPenaltySeconds ?? MAX_PENALTY_SECONDS,
     };
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url, { handshakeTimeout: opts.openTimeoutMs });
@@ -103,7 +104,7 @@ export class TradovateSocket {
       };
       ws.on('open', () => {
         // Some deployments never send `o`; authorize anyway after a short grace.
-        grace = setTimeout(authorize, 500);
+        grace = setTimeout(authorize, AUTHORIZE_GRACE_MS);
       });
       ws.on('error', (err) => fail(new AppError('BROKER_UNAVAILABLE', `broker socket error: ${err.message}`)));
       ws.on('close', (code) => fail(new AppError('BROKER_UNAVAILABLE', `broker socket closed during connect (${code})`)));

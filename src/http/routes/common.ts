@@ -3,18 +3,20 @@
  * are their connections' accounts as the actors report them), list pagination and the
  * documented error responses.
  */
-import type { AccountRecord, ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
+import type { AccountRecord } from '../../domain/orders.js';
+import type { ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
 import type { Config } from '../../config.js';
 import { AppError, type ProblemCode, PROBLEMS } from '../../domain/problems.js';
 import type { Store } from '../../store/index.js';
 import type { ResponseDoc, RouteContext } from '../route-types.js';
 import type { ListQuery } from '../schemas.js';
 
-/** The embedded paper broker, when `serve --paper` runs one (for POST /connections). */
+/** The embedded paper broker, when `serve --paper` runs one (POST /connections opens logins on it). */
 export interface PaperBroker {
-  controlUrl: string;
   restUrl: string;
   wsUrl: string;
+  /** Opens a login with these accounts at the paper broker (and remembers it for the next start). */
+  openLogin(login: { name: string; password: string; accounts: string[] }): Promise<void>;
 }
 
 /** Everything the routes need; passed once to buildRoutes. */

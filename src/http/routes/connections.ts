@@ -3,7 +3,7 @@
  * paper connection. Credentials never appear in a response.
  */
 import { AppError } from '../../domain/problems.js';
-import { connectionSpecFor, createPaperLogin, rememberPaperLogin } from '../../demo-bootstrap.js';
+import { connectionSpecFor } from '../../actors/connection-spec.js';
 import { randomBase62 } from '../../store/crypto.js';
 import type { ConnectionRecord } from '../../store/connections.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
@@ -59,8 +59,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (!deps.paper) throw new AppError('BROKER_UNAVAILABLE', 'No embedded paper broker: start the service with --paper');
       const accounts = (ctx.req.body?.accounts ?? [{ name: 'PAPER1' }]).map((a) => a.name);
       const login = { name: `paper-${randomBase62(8).toLowerCase()}`, password: randomBase62(24), accounts };
-      await createPaperLogin(deps.paper.controlUrl, login);
-      rememberPaperLogin(deps.config.dataDir, login.name, accounts);
+      await deps.paper.openLogin(login);
       const record = await deps.store.connections.create({
         userId: ctx.auth.userId,
         name: ctx.req.body?.name ?? 'Paper',

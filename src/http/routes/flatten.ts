@@ -4,17 +4,11 @@
  * SYMBOL_MISMATCH and nothing is touched. Shared by the API route and the webhook receiver.
  */
 import { AppError } from '../../domain/problems.js';
+import { flattenClOrdIdPrefix } from '../../domain/order-plan.js';
 import { resolveSymbol } from '../../domain/symbols.js';
-import { createHash, randomBytes } from 'node:crypto';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
-
-/** Prefix for the liquidation orders' clOrdIds, deterministic under an idempotency key. */
-function clOrdIdPrefix(userId: string, key: string | undefined): string {
-  if (key === undefined) return `tg-f-${randomBytes(9).toString('base64url')}`;
-  return `tg-f-${createHash('sha256').update(userId).update('\0').update(key).digest('base64url').slice(0, 24)}`;
-}
 
 /** Runs a flatten on an owned account; resolves the symbol first (UNKNOWN_SYMBOL, no broker traffic). */
 export async function flattenAccount(
@@ -35,7 +29,7 @@ export async function flattenAccount(
     deps,
     ctx,
     owned.connectionId,
-    { type: 'flatten', accountId: owned.account.id, symbol, clOrdIdPrefix: clOrdIdPrefix(ctx.auth.userId, ctx.idempotencyKey) },
+    { type: 'flatten', accountId: owned.account.id, symbol, clOrdIdPrefix: flattenClOrdIdPrefix(ctx.auth.userId, ctx.idempotencyKey) },
     opts,
   );
   return { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions: result.positions };

@@ -4,7 +4,7 @@
  */
 import type { PlaceOrderResult } from '../../actors/protocol.js';
 import { AppError } from '../../domain/problems.js';
-import { clOrdIdFor, dryRunBody, planOrder } from '../order-mapping.js';
+import { clOrdIdFor, dryRunBody, planOrder } from '../../domain/order-plan.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import {
   cancelOrderResponseSchema,
@@ -22,7 +22,7 @@ import {
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, paginate, requireActive, type RouteDeps } from './common.js';
 
 /** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
-export function placeOrderBody(result: PlaceOrderResult) {
+export function placedOrderView(result: PlaceOrderResult) {
   const legs = result.legs ?? null;
   const order = { ...result.order };
   if (legs) {
@@ -73,9 +73,9 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         return { status: 200, body: dryRunBody(plan) };
       }
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-      const result = await callActor(deps, ctx, owned.connectionId, { ...plan.request, clOrdId });
-      ctx.log.info({ orderId: result.order.orderId, accountId: owned.account.id, symbol: plan.request.symbol }, 'order placed');
-      return { status: 201, body: placeOrderBody(result) };
+      const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId });
+      ctx.log.info({ orderId: result.order.orderId, accountId: owned.account.id, symbol: plan.order.symbol }, 'order placed');
+      return { status: 201, body: placedOrderView(result) };
     },
   });
 

@@ -4,16 +4,14 @@
  * gives up after 3 s, so broker calls here carry a shorter deadline.
  */
 import { AppError } from '../../domain/problems.js';
-import { clOrdIdFor, planOrder } from '../order-mapping.js';
+import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../tuning.js';
+import { clOrdIdFor, planOrder } from '../../domain/order-plan.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
 import { BROKER_ERRORS, callActor, errors, hasUnsyncedConnection, nowOf, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount } from './flatten.js';
-import { placeOrderBody } from './orders.js';
-
-/** Broker deadline for alerts: well inside TradingView's 3 s. */
-export const WEBHOOK_BROKER_TIMEOUT_MS = 2_500;
+import { placedOrderView } from './orders.js';
 
 /**
  * The token's account as its broker reports it. 403 ACCOUNT_INACTIVE when the broker no
@@ -25,11 +23,6 @@ export function webhookAccount(deps: RouteDeps, userId: string, accountId: strin
   if (found?.account.active && !deps.store.connections.byId(found.connectionId)?.disabled) return found;
   if (!found && hasUnsyncedConnection(deps, userId)) throw new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
   throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
-}
-
-function tokenIdOf(ctx: RouteContext<unknown, unknown>, deps: RouteDeps): string | undefined {
-  if (ctx.auth.principalId.startsWith('webhook:')) return ctx.auth.principalId.slice('webhook:'.length);
-  return deps.store.webhookTokens.parseToken(ctx.req.params.token)?.id;
 }
 
 /** The dedupe key of an alert: its `id` field. */
@@ -68,8 +61,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ],
       async handler(ctx) {
         const now = nowOf(deps);
-        const tokenId = tokenIdOf(ctx as RouteContext<unknown, unknown>, deps);
-        const token = tokenId === undefined ? undefined : deps.store.webhookTokens.getForUser(ctx.auth.userId, tokenId);
+        // The token the pipeline verified: its account and strategy, as of this request.
+        const token = ctx.auth.webhook;
         if (!token) throw new AppError('NOT_FOUND', 'Not found');
         const intent = parseWebhookPayload(ctx.req.body, now);
         const owned = webhookAccount(deps, ctx.auth.userId, token.accountId);
@@ -78,7 +71,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
 
         if (intent.kind === 'flatten') {
           const flatten = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, intent.symbol, timeout);
-          ctx.log.info({ accountId: owned.account.id, tokenId: token.id }, 'webhook flatten');
+          ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
           return { status: 200, body: { ...base, action: 'flatten', order: null, flatten } };
         }
         const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
@@ -86,9 +79,9 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const input = completeOrder(intent.order, defaults, intent.warnings);
         const plan = planOrder(input, owned.account.id, now);
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { ...plan.request, clOrdId }, timeout);
-        ctx.log.info({ accountId: owned.account.id, tokenId: token.id, orderId: result.order.orderId }, 'webhook order');
-        return { status: 201, body: { ...base, action: input.side, order: placeOrderBody(result), flatten: null } };
+        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId }, timeout);
+        ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId, orderId: result.order.orderId }, 'webhook order');
+        return { status: 201, body: { ...base, action: input.side, order: placedOrderView(result), flatten: null } };
       },
     }),
   ];

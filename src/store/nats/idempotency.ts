@@ -14,7 +14,8 @@
  */
 import type { KV } from '@nats-io/kv';
 import { randomBase62 } from '../crypto.js';
-import { IDEMPOTENCY_TTL_MS, idempotencyHash, type IdempotencyRecord, type IdempotencyStore } from '../idempotency.js';
+import { IDEMPOTENCY_TTL_MS } from '../../tuning.js';
+import { idempotencyHash, type IdempotencyRecord, type IdempotencyStore } from '../idempotency.js';
 import type { Logger } from '../../log.js';
 import { isWrongRevision } from './kv-mirror.js';
 

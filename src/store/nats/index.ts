@@ -16,7 +16,7 @@ import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../log.js';
 import { loadDataKey } from '../crypto.js';
-import { IDEMPOTENCY_TTL_MS } from '../idempotency.js';
+import { IDEMPOTENCY_TTL_MS } from '../../tuning.js';
 import type { Store } from '../index.js';
 import { checkDataKey, type KeyCheckSlot } from '../key-check.js';
 import { createNatsIdempotencyStore, type NatsIdempotencyStore } from './idempotency.js';

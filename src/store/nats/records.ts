@@ -4,7 +4,7 @@
  * live differs. Reads are synchronous from the mirror; writes are KV creates and
  * revision-checked updates (see kv-mirror.ts).
  */
-import type { BrokerCredentials } from '../../actors/protocol.js';
+import type { BrokerCredentials } from '../../domain/connections.js';
 import { AppError } from '../../domain/problems.js';
 import { apiKeyView, newApiKeyRow, touchThrottle, type ApiKeyRow, type ApiKeyStore } from '../api-keys.js';
 import { connectionAad, connectionView, newConnectionRow, type ConnectionRow, type ConnectionStore } from '../connections.js';

@@ -1,17 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
-import {
-  IDEMPOTENCY_TTL_MS,
-  IdempotencyGate,
-  canonicalJson,
-  isStoredStatus,
-  parseIdempotencyKey,
-  requestFingerprint,
-  type IdempotencyRecord,
-  type IdempotencyStore,
-  type IdempotencyTicket,
-} from '../../../src/http/idempotency.js';
+import { IDEMPOTENCY_TTL_MS } from '../../../src/tuning.js';
+import { IdempotencyGate, canonicalJson, isStoredStatus, parseIdempotencyKey, requestFingerprint, type IdempotencyRecord, type IdempotencyStore, type IdempotencyTicket } from '../../../src/http/idempotency.js';
 
 /** In-memory stand-in for store.idempotency with exactly its get/put contract. */
 class FakeStore implements IdempotencyStore {

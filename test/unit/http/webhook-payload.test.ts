@@ -1,19 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
-import { completeOrder, parseWebhookPayload, toNumber, type WebhookIntent } from '../../../src/http/webhook-payload.js';
+import { webhookPayloadSchema } from '../../../src/http/schemas.js';
+import { completeOrder, parseWebhookPayload, toNumber, WEBHOOK_FIELD_ALIASES, type WebhookIntent } from '../../../src/http/webhook-payload.js';
+import { thrown } from '../../support/errors.js';
 
 const NOW = new Date('2026-11-21T15:00:00Z');
-
-function failure(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected an AppError');
-}
 
 function orderOf(intent: WebhookIntent) {
   if (intent.kind !== 'order') throw new Error(`expected an order, got ${intent.kind}`);
@@ -64,20 +56,20 @@ describe('parseWebhookPayload actions and aliases', () => {
   });
 
   it('refuses a missing or unknown action', () => {
-    expect(failure(() => parseWebhookPayload({ symbol: 'ES', qty: 1 }, NOW)).code).toBe('VALIDATION_FAILED');
-    const err = failure(() => parseWebhookPayload({ action: 'hold', symbol: 'ES', qty: 1 }, NOW));
+    expect(thrown(() => parseWebhookPayload({ symbol: 'ES', qty: 1 }, NOW)).code).toBe('VALIDATION_FAILED');
+    const err = thrown(() => parseWebhookPayload({ action: 'hold', symbol: 'ES', qty: 1 }, NOW));
     expect(err.code).toBe('VALIDATION_FAILED');
     expect(err.message).toContain('hold');
   });
 
   it('refuses a body that is not a JSON object', () => {
     for (const body of [null, 'buy ES', 42, [{ action: 'buy' }]]) {
-      expect(failure(() => parseWebhookPayload(body, NOW)).code).toBe('VALIDATION_FAILED');
+      expect(thrown(() => parseWebhookPayload(body, NOW)).code).toBe('VALIDATION_FAILED');
     }
   });
 
   it.each([['0'], [0], ['-1'], ['1.5'], ['two'], [true]])('refuses qty %j', (qty) => {
-    const err = failure(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty }, NOW));
+    const err = thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty }, NOW));
     expect(err.code).toBe('VALIDATION_FAILED');
     expect(err.extensions.errors).toEqual([expect.objectContaining({ path: 'qty' })]);
   });
@@ -85,6 +77,18 @@ describe('parseWebhookPayload actions and aliases', () => {
   it('echoes unknown fields in warnings and otherwise ignores them', () => {
     const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, comment: 'x', strategyName: 'y' }, NOW);
     expect(intent.warnings).toEqual(["unknown field 'comment' ignored", "unknown field 'strategyName' ignored"]);
+  });
+});
+
+describe('the payload schema', () => {
+  it('documents exactly the names the parser accepts, aliases saying what they stand for', () => {
+    expect(Object.keys(webhookPayloadSchema.shape).sort()).toEqual(Object.keys(WEBHOOK_FIELD_ALIASES).sort());
+    expect(webhookPayloadSchema.shape.ticker!.description).toBe('alias of symbol');
+    expect(webhookPayloadSchema.shape.qty!.description).toMatch(/^aliases quantity, contracts;/);
+  });
+
+  it('stays lenient: numeric strings and unknown fields pass to the parser', () => {
+    expect(webhookPayloadSchema.safeParse({ action: 'buy', contracts: '2', comment: { any: 1 } }).success).toBe(true);
   });
 });
 
@@ -112,14 +116,14 @@ describe('parseWebhookPayload brackets', () => {
     ['breakeven', { breakeven: 10 }, 'breakeven'],
     ['a scale-out', { scaleOut: [{ qty: 1, price: 5010 }] }, 'scale-out'],
   ])('refuses %s with WEBHOOK_UNSUPPORTED and a clear message', (_name, extra, word) => {
-    const err = failure(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 2, ...extra }, NOW));
+    const err = thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 2, ...extra }, NOW));
     expect(err.code).toBe('WEBHOOK_UNSUPPORTED');
     expect(err.message).toContain(word);
     expect(err.message).toContain('one take-profit and one stop-loss');
   });
 
   it('refuses action breakeven as unsupported', () => {
-    expect(failure(() => parseWebhookPayload({ action: 'breakeven', symbol: 'ES' }, NOW)).code).toBe('WEBHOOK_UNSUPPORTED');
+    expect(thrown(() => parseWebhookPayload({ action: 'breakeven', symbol: 'ES' }, NOW)).code).toBe('WEBHOOK_UNSUPPORTED');
   });
 
   it.each([
@@ -129,7 +133,7 @@ describe('parseWebhookPayload brackets', () => {
     [{ stopLoss: 'abc' }, 'stopLoss'],
     [{ price: '-5' }, 'price'],
   ])('refuses the malformed leg %j naming %s', (extra, path) => {
-    const err = failure(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, ...extra }, NOW));
+    const err = thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, ...extra }, NOW));
     expect(err.code).toBe('VALIDATION_FAILED');
     expect(err.extensions.errors).toEqual([expect.objectContaining({ path })]);
   });
@@ -170,8 +174,8 @@ describe('completeOrder', () => {
   });
 
   it('requires symbol and qty when no strategy gives them', () => {
-    expect(failure(() => completeOrder({ side: 'buy', qty: 1 }, null, [])).extensions.errors).toEqual([expect.objectContaining({ path: 'symbol' })]);
-    expect(failure(() => completeOrder({ side: 'buy', symbol: 'ES' }, null, [])).extensions.errors).toEqual([expect.objectContaining({ path: 'qty' })]);
+    expect(thrown(() => completeOrder({ side: 'buy', qty: 1 }, null, [])).extensions.errors).toEqual([expect.objectContaining({ path: 'symbol' })]);
+    expect(thrown(() => completeOrder({ side: 'buy', symbol: 'ES' }, null, [])).extensions.errors).toEqual([expect.objectContaining({ path: 'qty' })]);
   });
 
   it('drops the {{close}} price of a market alert with a warning instead of refusing it', () => {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TOUCH_INTERVAL_MS } from '../../../src/store/api-keys.js';
 import { sha256Hex } from '../../../src/store/crypto.js';
-import { useTwoUsers } from './temp-store.js';
+import { useTwoUsers } from '../../support/store.js';
 
 const world = useTwoUsers();
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NewConnection } from '../../../src/store/index.js';
-import { useTwoUsers } from './temp-store.js';
+import { useTwoUsers } from '../../support/store.js';
 
 const world = useTwoUsers();
 

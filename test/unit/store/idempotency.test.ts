@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { IDEMPOTENCY_TTL_MS } from '../../../src/store/index.js';
-import { allFiles, backend, tempStore, T0, type TempStore } from './temp-store.js';
+import { IDEMPOTENCY_TTL_MS } from '../../../src/tuning.js';
+import { allFiles, backend, tempStore, T0, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
 beforeEach(async () => {

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LMDB_DIR, openStore } from '../../../src/store/index.js';
-import { allFiles, tempStore, type TempStore } from './temp-store.js';
+import { allFiles, tempStore, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
 beforeEach(async () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tempStore, T0, type TempStore } from './temp-store.js';
+import { tempStore, T0, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
 beforeEach(async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { useTwoUsers } from './temp-store.js';
+import { useTwoUsers } from '../../support/store.js';
 
 const world = useTwoUsers();
 

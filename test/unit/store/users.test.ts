@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tempStore, type TempStore } from './temp-store.js';
+import { tempStore, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
 beforeEach(async () => {

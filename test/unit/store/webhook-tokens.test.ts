@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { useTwoUsers } from './temp-store.js';
+import { useTwoUsers } from '../../support/store.js';
 
 const world = useTwoUsers();
 

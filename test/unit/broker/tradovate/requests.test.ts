@@ -1,9 +1,19 @@
 import { expect, test } from 'vitest';
-import { placeOrderBody, placeOsoBody, startStrategyBody, syncRequestBody } from '../../../../src/broker/tradovate/requests.js';
-import type { PlaceOrderRequest } from '../../../../src/actors/protocol.js';
+import {
+  cancelOrderBody,
+  checkAnswer,
+  liquidatePositionBody,
+  placeOrderBody,
+  placeOsoBody,
+  replaceLegBody,
+  startStrategyBody,
+  syncRequestBody,
+} from '../../../../src/broker/tradovate/requests.js';
+import type { NewOrder, OrderRecord } from '../../../../src/domain/orders.js';
+import { AppError } from '../../../../src/domain/problems.js';
 
-const base: PlaceOrderRequest = {
-  type: 'place-order', accountId: '7', symbol: 'ESZ6', requestedSymbol: 'ES1!', side: 'buy', qty: 2, orderType: 'limit', price: 5000,
+const base: NewOrder = {
+  accountId: '7', symbol: 'ESZ6', requestedSymbol: 'ES1!', side: 'buy', qty: 2, orderType: 'limit', price: 5000,
   stopPrice: 4999, timeInForce: 'gtc', clOrdId: 'abc', clientOrderId: 'me',
 };
 const acct = { id: 7, name: 'DEMO7' };
@@ -38,4 +48,44 @@ test('startorderstrategy: params is a JSON string with signed offsets, direction
 
 test('syncrequest names its entity types explicitly', () => {
   expect(syncRequestBody(5, ['order', 'fill'])).toEqual({ users: [5], entityTypes: ['order', 'fill'] });
+});
+
+test('cancelorder is automated; a tracing clOrdId is cut to the broker limit of 64', () => {
+  expect(cancelOrderBody(42)).toEqual({ orderId: 42, isAutomated: true });
+  const tagged = cancelOrderBody(42, `tg-f-${'x'.repeat(80)}`);
+  expect(tagged.clOrdId).toHaveLength(64);
+});
+
+test('liquidateposition names the account and contract, never as admin', () => {
+  expect(liquidatePositionBody(7, 3001)).toEqual({ accountId: 7, contractId: 3001, admin: false, isAutomated: true });
+});
+
+test('a re-placed leg keeps side, type, prices and the open quantity, under clOrdId rp-<old id>', () => {
+  const leg: OrderRecord = {
+    orderId: '900', accountId: '7', symbol: 'ESZ6', requestedSymbol: 'ES1!', side: 'sell', type: 'stop', qty: 3, filledQty: 1,
+    avgFillPrice: null, price: null, stopPrice: 4990, timeInForce: 'gtc', status: 'cancelled', role: 'stop_loss', bracketId: '899',
+    legs: { takeProfit: null, stopLoss: null }, clientOrderId: null, createdAt: '', updatedAt: '',
+  };
+  expect(replaceLegBody(leg, acct)).toEqual({
+    accountSpec: 'DEMO7', accountId: 7, clOrdId: 'rp-900', action: 'Sell', symbol: 'ESZ6', orderQty: 2, orderType: 'Stop',
+    timeInForce: 'GTC', stopPrice: 4990, isAutomated: true,
+  });
+  expect(replaceLegBody({ ...leg, type: 'limit', price: 5010, stopPrice: null }, acct)).toMatchObject({ orderType: 'Limit', price: 5010 });
+});
+
+test('a 200 answer carrying failureReason or errorText is BROKER_REJECTED with the broker reason', () => {
+  expect(checkAnswer('placeorder', { orderId: 5, failureReason: 'Success' })).toEqual({ orderId: 5, failureReason: 'Success' });
+  expect(checkAnswer('placeorder', null)).toEqual({});
+  const err = (() => {
+    try {
+      checkAnswer('placeorder', { failureReason: 'RiskRejected', failureText: 'max position' });
+    } catch (e) {
+      return e as AppError;
+    }
+    throw new Error('expected a rejection');
+  })();
+  expect(err).toBeInstanceOf(AppError);
+  expect(err.code).toBe('BROKER_REJECTED');
+  expect(err.extensions.brokerReason).toBe('RiskRejected: max position');
+  expect(() => checkAnswer('cancelorder', { errorText: 'Order not found' })).toThrow(/cancelorder: Order not found/);
 });

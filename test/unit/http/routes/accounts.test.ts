@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { accountSchema, listOf, positionSchema } from '../../../../src/http/schemas.js';
-import { call, callError, world, type World } from './harness.js';
+import { call, callError, world, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {

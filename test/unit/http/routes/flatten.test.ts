@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FlattenRequest } from '../../../../src/actors/protocol.js';
 import { flattenResponseSchema } from '../../../../src/http/schemas.js';
-import { call, callError, route, world, type World } from './harness.js';
+import { call, callError, route, world, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { world, type World } from './harness.js';
+import { world, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {

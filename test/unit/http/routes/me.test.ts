@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { meResponseSchema } from '../../../../src/http/schemas.js';
-import { call, world, type World } from './harness.js';
+import { call, world, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {

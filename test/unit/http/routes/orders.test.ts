@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PlaceOrderRequest } from '../../../../src/actors/protocol.js';
 import { AppError } from '../../../../src/domain/problems.js';
-import { clOrdIdFor } from '../../../../src/http/order-mapping.js';
+import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
 import { cancelOrderResponseSchema, closedTradeSchema, dryRunResponseSchema, listOf, orderRecordSchema, placeOrderResponseSchema } from '../../../../src/http/schemas.js';
-import { call, callError, orderRecord, world, type World } from './harness.js';
+import { call, callError, orderRecord, world, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listOf, strategySchema } from '../../../../src/http/schemas.js';
-import { call, callError, route, world, type World } from './harness.js';
+import { call, callError, route, world, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {

@@ -1,17 +1,20 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FlattenRequest, PlaceOrderRequest } from '../../../../src/actors/protocol.js';
 import { AppError } from '../../../../src/domain/problems.js';
-import { clOrdIdFor } from '../../../../src/http/order-mapping.js';
-import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../../../src/http/routes/webhooks.js';
+import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
+import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../../../src/tuning.js';
 import { webhookResponseSchema } from '../../../../src/http/schemas.js';
-import { account, call, orderRecord, world, type World } from './harness.js';
+import type { WebhookPrincipal } from '../../../../src/http/route-types.js';
+import { account, call, orderRecord, world, type World } from '../../../support/routes.js';
 
 let w: World;
 let tokenId: string;
+let rawToken: string;
 beforeEach(async () => {
   w = await world();
-  const { record } = await w.store.webhookTokens.create({ userId: w.a.userId, name: 'tv', accountId: '101' });
+  const { record, token } = await w.store.webhookTokens.create({ userId: w.a.userId, name: 'tv', accountId: '101' });
   tokenId = record.id;
+  rawToken = token;
   w.gateway.responder['place-order'] = (req: PlaceOrderRequest) => ({
     order: orderRecord({ accountId: req.accountId, symbol: req.symbol, requestedSymbol: req.requestedSymbol, side: req.side, qty: req.qty }),
     reconciled: false,
@@ -24,7 +27,13 @@ beforeEach(async () => {
 });
 afterEach(() => w.close());
 
-const alert = (body: unknown, idempotencyKey?: string) =>
+/** The principal the auth stage derives from the token (verified against the store, as it is now). */
+function verified(): WebhookPrincipal | undefined {
+  const view = w.store.webhookTokens.verify(rawToken);
+  return view ? { tokenId: view.id, accountId: view.accountId, strategyId: view.strategyId ?? null } : undefined;
+}
+
+const alert = (body: unknown, idempotencyKey?: string, webhook = verified()) =>
   call(w, 'POST', '/webhooks/:token', {
     userId: w.a.userId,
     params: { token: 'whk_x' },
@@ -32,6 +41,7 @@ const alert = (body: unknown, idempotencyKey?: string) =>
     kind: 'webhook',
     principalId: `webhook:${tokenId}`,
     scopes: ['trade'],
+    ...(webhook ? { webhook } : {}),
     ...(idempotencyKey ? { idempotencyKey } : {}),
   });
 const alertError = async (body: unknown) => {
@@ -125,9 +135,16 @@ describe('POST /webhooks/:token account state', () => {
     expect((await alertError({ action: 'close' })).code).toBe('BROKER_UNAVAILABLE');
   });
 
-  it('answers 404 when the token was deleted between auth and handler', async () => {
+  it('answers 404 without a verified webhook principal', async () => {
     await w.store.webhookTokens.remove(w.a.userId, tokenId);
+    expect(verified()).toBeUndefined();
     expect((await alertError({ action: 'close' })).code).toBe('NOT_FOUND');
+  });
+
+  it('trades on the account the verified token names, not on anything in the path', async () => {
+    const res = await alert({ action: 'buy', symbol: 'ES', qty: 1 }, undefined, { tokenId, accountId: '101', strategyId: null });
+    expect(res.status).toBe(201);
+    expect(w.gateway.calls[0]!.req).toMatchObject({ type: 'place-order', accountId: '101' });
   });
 });
 

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { IN_FLIGHT_LEASE_MS, type ClaimOutcome } from '../../../../src/store/nats/idempotency.js';
-import { IDEMPOTENCY_TTL_MS } from '../../../../src/store/index.js';
+import { IDEMPOTENCY_TTL_MS } from '../../../../src/tuning.js';
 import { startNats, type NatsServer } from '../../../support/nats.js';
-import { T0 } from '../temp-store.js';
+import { T0 } from '../../../support/store.js';
 import { openNodes, type Nodes } from './nodes.js';
 
 let server: NatsServer & { stopAndRemove(): Promise<void> };

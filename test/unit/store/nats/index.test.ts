@@ -1,7 +1,7 @@
 import { Kvm } from '@nats-io/kv';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startNats, type NatsServer } from '../../../support/nats.js';
-import { allFiles } from '../temp-store.js';
+import { allFiles } from '../../../support/store.js';
 import { msUntil, openNodes, type Nodes } from './nodes.js';
 
 let server: NatsServer & { stopAndRemove(): Promise<void> };

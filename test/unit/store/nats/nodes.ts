@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomBase62 } from '../../../../src/store/crypto.js';
 import { openNatsStore, type NatsStore, type NatsStoreOptions } from '../../../../src/store/nats/index.js';
-import { TEST_DATA_KEY } from '../temp-store.js';
+import { TEST_DATA_KEY } from '../../../support/store.js';
 
 export interface Nodes {
   stores: NatsStore[];

@@ -1,0 +1,334 @@
+/**
+ * The lifecycle of one broker connection: authenticate, open and authorize the socket,
+ * resync the mirror from a fresh `user/syncrequest` snapshot, report CONNECTED; on a drop or
+ * silence go RECONNECTING and retry with capped exponential backoff and jitter; on a dead token
+ * go AUTH_EXPIRED and re-authenticate; on bad credentials or a captcha go FAILED and stop
+ * (a retry would only extend the broker's lockout). Renews the token before it expires.
+ */
+import type { Logger } from '../../log.js';
+import { AppError } from '../../domain/problems.js';
+import { renewAccessToken, renewDelayMs, requestAccessToken, type AccessToken } from './rest-auth.js';
+import { AuthRejectedError, BrokerStatusError, TradovateSocket, type CloseReason } from './ws-client.js';
+import { Mirror, SYNC_ENTITY_TYPES, type Entity } from './mirror.js';
+import { syncRequestBody } from './requests.js';
+import { BrokerBudget, type RequestClass } from './budget.js';
+import { BROKER_TIMEOUTS, TOKEN_RENEWAL, type ConnectionTuning } from '../../tuning.js';
+import type { ConnectionSpec, ConnectionStatus, StatusEvent, StatusReason } from '../../domain/connections.js';
+
+/** Capped exponential backoff with jitter in [50%, 100%] of the step. */
+export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+  const step = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 30));
+  return Math.round(step * (0.5 + random() / 2));
+}
+
+type Outcome = 'closed' | 'retry' | 'retry-now' | 'fatal' | 'stopped';
+
+/** One broker connection with its mirror. Emits a StatusEvent on every transition. */
+export class BrokerConnection {
+  readonly mirror = new Mirror();
+  readonly budget: BrokerBudget;
+  private statusValue: ConnectionStatus = 'CONNECTING';
+  private token: AccessToken | null = null;
+  private socket: TradovateSocket | null = null;
+  private stopped = false;
+  private everConnected = false;
+  private attempt = 0;
+  private authRejections = 0;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private sleeper: { timer: NodeJS.Timeout; wake(): void } | undefined;
+  private runner: Promise<void> | undefined;
+  private readonly contractFetches = new Map<string, Promise<void>>();
+  /** Contracts the broker could not name: not asked again on every event. */
+  private readonly contractMisses = new Set<string>();
+
+  constructor(
+    readonly spec: ConnectionSpec,
+    private readonly tuning: ConnectionTuning,
+    private readonly logger: Logger,
+    private readonly onStatus: (event: StatusEvent) => void,
+  ) {
+    this.budget = new BrokerBudget(spec.budget);
+  }
+
+  get status(): ConnectionStatus {
+    return this.statusValue;
+  }
+
+  get userId(): number {
+    return this.token?.userId ?? 0;
+  }
+
+  /**
+   * Starts the connect loop (idempotent). `resume` is for an actor restarted after its worker
+   * crashed: the front already shows RECONNECTING, and getting back is a reconnect.
+   */
+  start(resume = false): void {
+    if (resume && !this.runner) {
+      this.statusValue = 'RECONNECTING';
+      this.everConnected = true;
+    }
+    this.runner ??= this.run().catch((err) => {
+      this.logger.error({ err }, 'connection loop crashed');
+      this.setStatus('FAILED', 'fatal-error', err instanceof Error ? err.message : String(err));
+    });
+  }
+
+  /** Resolves when the connect loop has ended (FAILED, or stopped). */
+  async done(): Promise<void> {
+    await this.runner;
+  }
+
+  /**
+   * Stops for good: closes the socket and reports nothing more. The status becomes DISABLED;
+   * announcing it is the owner's job (the supervisor does, once, for a removed connection).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.renewTimer);
+    clearInterval(this.pollTimer);
+    this.sleeper?.wake();
+    this.socket?.close();
+    await this.runner;
+    this.statusValue = 'DISABLED';
+  }
+
+  private setStatus(status: ConnectionStatus, reason: StatusReason, detail?: string): void {
+    if (this.stopped) return;
+    this.statusValue = status;
+    const event: StatusEvent = { type: 'status', connectionId: this.spec.connectionId, status, reason, ts: Date.now() };
+    if (detail) event.detail = detail;
+    this.logger.info({ status, reason, detail }, 'connection status');
+    this.onStatus(event);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleeper = undefined;
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.sleeper = { timer, wake };
+    });
+  }
+
+  private async run(): Promise<void> {
+    if (!this.everConnected) this.setStatus('CONNECTING', 'connect', 'starting');
+    while (!this.stopped) {
+      const outcome = await this.connectOnce();
+      if (outcome === 'fatal' || outcome === 'stopped' || this.stopped) return;
+      if (outcome === 'closed') this.attempt = 0;
+      if (outcome === 'retry') await this.sleep(backoffMs(this.attempt++, this.tuning.backoffBaseMs, this.tuning.backoffMaxMs));
+      else await this.sleep(backoffMs(0, Math.min(100, this.tuning.backoffBaseMs), this.tuning.backoffMaxMs));
+    }
+  }
+
+  private async authenticate(): Promise<Outcome | null> {
+    this.budget.record();
+    const outcome = await requestAccessToken(this.spec.restUrl, this.spec.credentials, { timeoutMs: this.spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs });
+    if (outcome.kind === 'token') {
+      this.token = outcome.token;
+      this.scheduleRenew();
+      return null;
+    }
+    if (outcome.kind === 'rejected' || outcome.kind === 'unauthorized') {
+      this.setStatus('FAILED', 'fatal-error', `authentication refused: ${outcome.reason}`);
+      return 'fatal';
+    }
+    this.logger.warn({ reason: outcome.reason }, 'authentication unavailable');
+    this.noteDown(outcome.reason);
+    // Asking again inside a penalty only extends it: wait it out.
+    if (outcome.retryAfterMs) await this.sleep(outcome.retryAfterMs);
+    return 'retry';
+  }
+
+  /** A failed attempt while connected (or after) is a disconnect; before the first, we stay CONNECTING. */
+  private noteDown(detail: string): void {
+    if (this.statusValue === 'CONNECTED') this.setStatus('RECONNECTING', 'disconnect', detail);
+  }
+
+  private async connectOnce(): Promise<Outcome> {
+    if (!this.token || this.token.expiresAt <= Date.now()) {
+      const failed = await this.authenticate();
+      if (failed) return failed;
+    }
+    if (this.stopped) return 'stopped';
+    let closed!: (r: { reason: CloseReason; detail: string }) => void;
+    const closedP = new Promise<{ reason: CloseReason; detail: string }>((r) => (closed = r));
+    this.budget.record();
+    try {
+      this.socket = await TradovateSocket.connect(
+        this.spec.wsUrl,
+        this.token!.accessToken,
+        {
+          onEvent: (m) => {
+            if (m.event !== 'props' || !m.data || typeof m.data !== 'object') return;
+            const d = m.data as { entityType?: unknown; eventType?: unknown; entity?: unknown };
+            if (typeof d.entityType === 'string') this.mirror.apply(d.entityType, String(d.eventType), d.entity);
+          },
+          onClose: (reason, detail) => closed({ reason, detail }),
+        },
+        { heartbeatMs: this.tuning.heartbeatMs, silenceMs: this.tuning.silenceMs, requestTimeoutMs: this.spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs },
+      );
+    } catch (err) {
+      if (err instanceof AuthRejectedError) return this.authExpired(err.message);
+      this.noteDown(err instanceof Error ? err.message : String(err));
+      return 'retry';
+    }
+    if (this.stopped) {
+      this.socket.close();
+      return 'stopped';
+    }
+    try {
+      await this.resync();
+    } catch (err) {
+      this.socket.close();
+      if (err instanceof BrokerStatusError && err.status === 401) return this.authExpired('syncrequest refused');
+      this.noteDown(`resync failed: ${err instanceof Error ? err.message : String(err)}`);
+      return 'retry';
+    }
+    this.authRejections = 0;
+    this.setStatus('CONNECTED', this.everConnected ? 'reconnect' : 'connect');
+    this.everConnected = true;
+    this.startPolling();
+    const { reason, detail } = await closedP;
+    clearInterval(this.pollTimer);
+    this.socket = null;
+    if (this.stopped || reason === 'client') return 'stopped';
+    if (reason === 'unauthorized') return this.authExpired(detail);
+    this.setStatus('RECONNECTING', 'disconnect', `${reason}: ${detail}`);
+    return 'closed';
+  }
+
+  private authExpired(detail: string): Outcome {
+    this.token = null;
+    clearTimeout(this.renewTimer);
+    if (++this.authRejections > this.tuning.maxAuthRejections) {
+      this.setStatus('FAILED', 'fatal-error', `access token refused ${this.authRejections} times: ${detail}`);
+      return 'fatal';
+    }
+    this.setStatus('AUTH_EXPIRED', 'auth-expired', detail);
+    return 'retry-now';
+  }
+
+  /** Fresh snapshot replacing the whole mirror: nothing from before the gap survives. */
+  private async resync(): Promise<void> {
+    this.budget.record();
+    this.mirror.expectSnapshot();
+    const d = await this.socket!.request('user/syncrequest', { body: syncRequestBody(this.userId, SYNC_ENTITY_TYPES) });
+    if (!d || typeof d !== 'object') throw new Error('empty sync snapshot');
+    this.mirror.replace(d as Record<string, unknown>);
+    const missing = this.mirror.missingContractIds();
+    if (missing.length) {
+      this.budget.record();
+      const list = await this.socket!.request('contract/items', { query: `ids=${missing.join(',')}` });
+      if (Array.isArray(list)) for (const c of list) if (c && typeof c === 'object' && typeof (c as { id?: unknown }).id === 'number') this.mirror.put('contract', c as Entity);
+    }
+  }
+
+  /**
+   * Makes sure the mirror knows a contract (brokers do not push contract entities): by id for
+   * an entity that references one, by name before placing an order. Failures are left to the
+   * caller's fallback naming.
+   */
+  async ensureContract(ref: { id: number } | { name: string }): Promise<void> {
+    if ('id' in ref ? this.mirror.get('contract', ref.id) : this.mirror.all('contract').some((c) => c.name === ref.name)) return;
+    const key = 'id' in ref ? `id:${ref.id}` : `name:${ref.name}`;
+    if (this.contractMisses.has(key)) return;
+    if (this.contractFetches.has(key)) return this.contractFetches.get(key);
+    const p = (async () => {
+      try {
+        const c = 'id' in ref
+          ? await this.send('contract/item', undefined, { query: `id=${ref.id}` })
+          : await this.send('contract/find', undefined, { query: `name=${encodeURIComponent(ref.name)}` });
+        if (c && typeof c === 'object' && typeof (c as { id?: unknown }).id === 'number') this.mirror.put('contract', c as Entity);
+        else this.contractMisses.add(key);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'NOT_FOUND') this.contractMisses.add(key);
+        this.logger.debug({ err, ref }, 'contract lookup failed');
+      } finally {
+        this.contractFetches.delete(key);
+      }
+    })();
+    this.contractFetches.set(key, p);
+    return p;
+  }
+
+  private scheduleRenew(): void {
+    clearTimeout(this.renewTimer);
+    if (!this.token || this.stopped) return;
+    this.renewTimer = setTimeout(() => void this.renew(), renewDelayMs(this.token, Date.now()));
+    this.renewTimer.unref();
+  }
+
+  private async renew(): Promise<void> {
+    const current = this.token;
+    if (!current || this.stopped) return;
+    const outcome = await renewAccessToken(this.spec.restUrl, current.accessToken);
+    if (this.token !== current) return;
+    if (outcome.kind === 'token') {
+      this.token = { ...outcome.token, userId: outcome.token.userId || current.userId };
+      this.scheduleRenew();
+    } else if (outcome.kind === 'unauthorized' || outcome.kind === 'rejected') {
+      // The next (re)connect authenticates from scratch; the open socket keeps its session.
+      this.token = null;
+    } else {
+      this.renewTimer = setTimeout(() => void this.renew(), TOKEN_RENEWAL.retryMs);
+      this.renewTimer.unref();
+    }
+  }
+
+  private startPolling(): void {
+    clearInterval(this.pollTimer);
+    if (this.tuning.accountPollMs <= 0) return;
+    this.pollTimer = setInterval(() => void this.pollAccounts(), this.tuning.accountPollMs);
+    this.pollTimer.unref();
+  }
+
+  /** Brokers may stop reporting an account without a Deleted event; `account/list` catches that. */
+  async pollAccounts(): Promise<void> {
+    try {
+      const list = await this.send('account/list', undefined, { kind: 'read' });
+      if (!Array.isArray(list)) return;
+      const seen = new Set<number>();
+      for (const a of list) {
+        if (a && typeof a === 'object' && typeof (a as { id?: unknown }).id === 'number') {
+          seen.add((a as { id: number }).id);
+          this.mirror.apply('account', 'Updated', a);
+        }
+      }
+      for (const a of this.mirror.all('account')) if (!seen.has(a.id)) this.mirror.apply('account', 'Deleted', a);
+    } catch (err) {
+      this.logger.debug({ err }, 'account poll failed');
+    }
+  }
+
+  /** Throws BROKER_UNAVAILABLE unless CONNECTED (callers must never serve stale data). */
+  requireConnected(): void {
+    if (this.statusValue !== 'CONNECTED' || !this.socket?.open) {
+      throw new AppError('BROKER_UNAVAILABLE', `broker connection is ${this.statusValue}`, { connectionStatus: this.statusValue });
+    }
+  }
+
+  /** One metered broker request over the socket; non-200 answers become coded errors. */
+  async send(endpoint: string, body?: unknown, opts: { kind?: RequestClass; query?: string } = {}): Promise<unknown> {
+    this.requireConnected();
+    this.budget.take(opts.kind ?? 'read');
+    try {
+      return await this.socket!.request(endpoint, { body, query: opts.query ?? '' });
+    } catch (err) {
+      if (err instanceof BrokerStatusError) {
+        if (err.status === 401) throw new AppError('BROKER_UNAVAILABLE', 'broker refused the access token; re-authenticating');
+        if (err.status === 404) throw new AppError('NOT_FOUND', `broker: ${describe(err.data)}`, { brokerReason: describe(err.data) });
+        throw new AppError('BROKER_REJECTED', `broker rejected ${endpoint}: ${describe(err.data)}`, { brokerReason: describe(err.data) });
+      }
+      throw err;
+    }
+  }
+}
+
+function describe(data: unknown): string {
+  return typeof data === 'string' ? data : JSON.stringify(data ?? null);
+}

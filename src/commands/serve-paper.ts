@@ -1,0 +1,145 @@
+/**
+ * The embedded paper broker of `serve --paper`: runs it on a worker thread, re-creates the
+ * stored paper logins at every start, restarts it on the same port when its thread dies, and
+ * opens logins for POST /connections.
+ *
+ * The paper broker keeps its state in memory, so every start re-creates the logins the store
+ * knows, in creation order, with the same credentials and account names. A fresh broker
+ * numbers accounts the same way each time, so ids normally survive a restart; if they do not
+ * (e.g. logins were created at the broker by hand), tokens bound to an old id report
+ * `Account is inactive` until rebound. A restart after a crash loses the paper orders and
+ * positions (as a service restart does); the actors reconnect to the same address by themselves.
+ */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LevelWithSilent } from 'pino';
+import type { PaperBroker } from '../http/routes/common.js';
+import type { Logger } from '../log.js';
+import { createPaperLogin, type PaperEndpoints, type PaperLogin } from '../sim/control-client.js';
+import { startSimInWorker, type SimWorkerHandle } from '../sim/worker.js';
+import type { Store } from '../store/index.js';
+import { SERVE } from '../tuning.js';
+
+const LOGINS_FILE = 'paper-logins.json';
+
+/** login name → account names; no secrets (passwords stay sealed in the store). */
+type PaperLogins = Record<string, string[]>;
+
+function readLogins(dataDir: string): PaperLogins {
+  try {
+    return JSON.parse(readFileSync(join(dataDir, LOGINS_FILE), 'utf8')) as PaperLogins;
+  } catch {
+    return {};
+  }
+}
+
+/** Remembers a paper login's account names so the next start can re-create them. */
+export function rememberPaperLogin(dataDir: string, login: string, accounts: string[]): void {
+  const all = { ...readLogins(dataDir), [login]: accounts };
+  const tmp = join(dataDir, `${LOGINS_FILE}.tmp`);
+  writeFileSync(tmp, JSON.stringify(all, null, 2), { mode: 0o600 });
+  renameSync(tmp, join(dataDir, LOGINS_FILE));
+}
+
+/** Re-creates every enabled paper connection's login at a fresh paper broker, oldest first. */
+export async function restorePaperLogins(store: Store, dataDir: string, controlUrl: string, log?: Logger): Promise<void> {
+  const known = readLogins(dataDir);
+  const records = store.connections
+    .all()
+    .filter((c) => c.broker === 'paper' && !c.disabled)
+    .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+  for (const record of records) {
+    const creds = store.connections.credentials(record.id);
+    const accounts = known[creds.name] ?? [`${creds.name.toUpperCase()}-1`];
+    try {
+      await createPaperLogin(controlUrl, { name: creds.name, password: creds.password, accounts });
+    } catch (err) {
+      log?.warn({ connectionId: record.id, err: err instanceof Error ? err.message : String(err) }, 'paper login not restored');
+    }
+  }
+}
+
+/** The running embedded paper broker. */
+export interface EmbeddedPaper {
+  /** Base URL (for the banner). */
+  readonly url: string;
+  readonly endpoints: PaperEndpoints;
+  /** The routes' handle on it (POST /connections opens logins). */
+  readonly broker: PaperBroker;
+  /** The worker currently running it (tests end it to play a crash). */
+  readonly current: SimWorkerHandle;
+  /** Resolves after the next restart (tests). */
+  restarted(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Options of startEmbeddedPaper. */
+export interface EmbeddedPaperOptions {
+  store: Store;
+  dataDir: string;
+  /** 0 = a free port, kept for restarts. */
+  port: number;
+  logLevel: LevelWithSilent;
+  logger: Logger;
+  /** Wait before a restart (default SERVE.paperRestartMs). */
+  restartMs?: number;
+}
+
+/** Starts the paper broker on a worker, restores the stored logins, and keeps it running. */
+export async function startEmbeddedPaper(opts: EmbeddedPaperOptions): Promise<EmbeddedPaper> {
+  const { store, dataDir, logger } = opts;
+  const start = (port: number) => startSimInWorker({ port, host: '127.0.0.1', logLevel: opts.logLevel });
+  let current = await start(opts.port);
+  await restorePaperLogins(store, dataDir, current.controlUrl, logger);
+  const port = current.port;
+  let closed = false;
+  let restartWaiters: (() => void)[] = [];
+
+  const keep = (sim: SimWorkerHandle): void =>
+    sim.onCrash((reason) => {
+      if (closed) return;
+      logger.error({ reason }, 'paper broker died; restarting it on the same port');
+      void restart(1);
+    });
+  const restart = async (attempt: number): Promise<void> => {
+    await new Promise((r) => setTimeout(r, (opts.restartMs ?? SERVE.paperRestartMs) * attempt));
+    if (closed) return;
+    try {
+      current = await start(port);
+    } catch (err) {
+      logger.error({ err, attempt }, 'paper broker restart failed');
+      if (attempt < 5) return restart(attempt + 1);
+      logger.error('paper broker stays down: paper connections remain RECONNECTING until the service restarts');
+      return;
+    }
+    if (closed) return void current.close();
+    keep(current);
+    await restorePaperLogins(store, dataDir, current.controlUrl, logger);
+    logger.info({ port }, 'paper broker restarted');
+    for (const wake of restartWaiters.splice(0)) wake();
+  };
+  keep(current);
+
+  const endpoints: PaperEndpoints = { controlUrl: current.controlUrl, restUrl: current.restUrl, wsUrl: current.wsUrl };
+  return {
+    url: current.url,
+    endpoints,
+    get current() {
+      return current;
+    },
+    broker: {
+      restUrl: endpoints.restUrl,
+      wsUrl: endpoints.wsUrl,
+      async openLogin(login: PaperLogin) {
+        await createPaperLogin(current.controlUrl, login);
+        rememberPaperLogin(dataDir, login.name, login.accounts);
+      },
+    },
+    restarted: () => new Promise((resolve) => restartWaiters.push(resolve)),
+    async close() {
+      closed = true;
+      restartWaiters = [];
+      await current.close();
+    },
+  };
+}

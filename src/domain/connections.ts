@@ -1,0 +1,59 @@
+/**
+ * Broker connections as every layer names them: the health states and the occurrences that
+ * move between them, the spec an actor is started with, broker credentials and API scopes.
+ * Pure types: the store persists them, the actors run them, the front reports them.
+ */
+
+/** Health of one broker connection (DESIGN §8). */
+export type ConnectionStatus = 'CONNECTING' | 'CONNECTED' | 'RECONNECTING' | 'AUTH_EXPIRED' | 'FAILED' | 'DISABLED';
+
+/** The named occurrences of the spec's Events section, plus `disabled` for a stopped connection. */
+export type StatusReason = 'connect' | 'disconnect' | 'reconnect' | 'auth-expired' | 'fatal-error' | 'disabled';
+
+/** Which protocol family a connection speaks (the paper broker speaks Tradovate's). */
+export type BrokerKind = 'paper' | 'tradovate';
+
+/** Where a connection trades. */
+export type Environment = 'paper' | 'demo' | 'live';
+
+/** What a credential may do: `read` every GET, `trade` every write. */
+export type Scope = 'read' | 'trade';
+
+/** A broker login (sealed at rest, opened only when an actor starts). */
+export interface BrokerCredentials {
+  name: string;
+  password: string;
+  appId?: string;
+  appVersion?: string;
+  cid?: string | number;
+  sec?: string;
+  deviceId?: string;
+}
+
+/** Everything an actor needs to run one broker connection. */
+export interface ConnectionSpec {
+  connectionId: string;
+  userId: string;
+  broker: BrokerKind;
+  environment: Environment;
+  /** e.g. http://127.0.0.1:8091/v1 or https://demo.tradovateapi.com/v1 */
+  restUrl: string;
+  /** e.g. ws://127.0.0.1:8091/v1/websocket */
+  wsUrl: string;
+  credentials: BrokerCredentials;
+  /** Broker request budget for this connection (DESIGN §3 "Broker budget"). */
+  budget: { perMinute: number; perHour: number };
+  /** Per-request broker deadline. */
+  requestTimeoutMs?: number;
+}
+
+/** One transition of a connection's health. */
+export interface StatusEvent {
+  type: 'status';
+  connectionId: string;
+  status: ConnectionStatus;
+  reason: StatusReason;
+  /** ms since the epoch */
+  ts: number;
+  detail?: string;
+}

@@ -1,0 +1,251 @@
+/**
+ * The request pipeline of the HTTP front, one small named stage per step, in the order a
+ * request meets them (the way fastify's handle-request reads):
+ *
+ *   route → auth → limit → body → validate → idempotency → handler → reply
+ *
+ * A stage either fills in the Exchange and hands it on, or ends the request with a Stop (an
+ * AppError thrown by a stage ends it with that error's problem answer).
+ *
+ * uWS discipline: the abort handler is registered (ResponseHandle) before the pipeline runs;
+ * route, auth, limit and the body reader's registration run synchronously inside the uWS
+ * callback, because `onData` cannot be registered after an await; every answer goes out
+ * through ResponseHandle, corked and never after an abort.
+ */
+import type { Logger } from '../log.js';
+import { AppError } from '../domain/problems.js';
+import { redactUrl } from '../log.js';
+import type { Authenticated, Authenticator } from './auth.js';
+import { ClientAbortedError, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
+import { parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
+import { rateLimitHeaders, type SlidingLogLimiter } from './rate-limit.js';
+import { appErrorReply, problemReply, routeResponseReply, type Reply, type ResponseHandle } from './respond.js';
+import type { AuthContext, RouteContext, RouteDef, RouteRequest } from './route-types.js';
+import { stripApiPrefix, type Router } from './router.js';
+
+/** One request as the pipeline sees it: copied out of uWS's short-lived `req`, filled in by the stages. */
+export interface Exchange {
+  handle: ResponseHandle;
+  method: string;
+  path: string;
+  query: string;
+  /** Lower-case header names. */
+  headers: Record<string, string>;
+  ip: string;
+  requestId: string;
+  startedAt: number;
+  /** Server-Timing entries (`broker;dur=1.2`). */
+  metrics: string[];
+  /** Headers every answer to this request carries (request id, rate limit). */
+  extra: Record<string, string>;
+  /** API key id (or webhook/session principal) for the access log. */
+  principal?: string;
+  // Filled in by the stages, in order.
+  route?: RouteDef<any, any>;
+  params?: Record<string, string>;
+  authd?: Authenticated;
+  rawBody?: Buffer;
+  request?: RouteRequest<unknown, unknown>;
+  idempotencyKey?: string;
+  ticket?: IdempotencyTicket;
+}
+
+/** How a request ends early: its answer, whether to close the connection after it, what went wrong. */
+export interface Stop {
+  reply: Reply;
+  closeConnection?: boolean;
+  error?: unknown;
+}
+
+/** What the stages run on; built once per server. */
+export interface PipelineDeps {
+  router: Router<RouteDef<any, any>>;
+  /** Answers outside the API prefix (/healthz, /readyz, /api-docs), by path; undefined when none. */
+  fixedRoute(method: string, path: string): Reply | undefined;
+  /** True once the server is shutting down. */
+  closing(): boolean;
+  auth: Authenticator;
+  limiters: { key: SlidingLogLimiter; webhook: SlidingLogLimiter };
+  gate: IdempotencyGate;
+  bodyLimitBytes: number;
+  clock: () => number;
+  logger: Logger;
+  /** Serves a streaming route (the health stream) itself; true when `ex` was one. */
+  stream(ex: Exchange): boolean;
+}
+
+/** The anonymous caller of a public route. */
+const ANONYMOUS: AuthContext = { userId: '', principalId: 'anonymous', scopes: [], kind: 'api-key' };
+
+/** Runs one exchange to its answer. Synchronous up to the body read (see the file comment). */
+export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<void> {
+  try {
+    const early = routeStage(deps, ex) ?? authStage(deps, ex) ?? limitStage(deps, ex);
+    if (early) return replyStage(deps, ex, early);
+    // First await of the request: bodyStage registers onData before it suspends.
+    const unread = await bodyStage(deps, ex);
+    if (unread) return replyStage(deps, ex, unread);
+    validateStage(ex);
+    if (deps.stream(ex)) return logLine(deps, ex, 200);
+    const replayed = await idempotencyStage(deps, ex);
+    if (replayed) return replyStage(deps, ex, replayed);
+    return replyStage(deps, ex, await handlerStage(deps, ex));
+  } catch (err) {
+    ex.ticket?.release();
+    ex.ticket = undefined;
+    if (err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(err) });
+    return replyStage(deps, ex, { reply: internalReply(ex), error: err });
+  }
+}
+
+/** route: shutdown, the fixed pages, then the API route table (404, 405 with Allow). */
+export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
+  if (deps.closing()) return { reply: problemReply('SHUTTING_DOWN', undefined, {}, { 'Retry-After': '1' }), closeConnection: true };
+  const fixed = deps.fixedRoute(ex.method, ex.path);
+  if (fixed) return { reply: fixed };
+  const relative = stripApiPrefix(ex.path);
+  const match = relative === undefined ? ({ kind: 'not-found' } as const) : deps.router.match(ex.method, relative);
+  if (match.kind === 'not-found') return { reply: problemReply('NOT_FOUND') };
+  if (match.kind === 'method-not-allowed') {
+    return { reply: problemReply('METHOD_NOT_ALLOWED', `Use ${match.allow.join(', ')}`, {}, { Allow: match.allow.join(', ') }) };
+  }
+  ex.route = match.route;
+  ex.params = match.params;
+  return undefined;
+}
+
+/** auth: the credential the route's scope asks for (none for public routes). Throws the 401/403/404. */
+export function authStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
+  const authd = deps.auth.authenticate(ex.route!.scope, ex.headers, ex.params!, ex.ip, ex.method);
+  if (authd) {
+    ex.authd = authd;
+    ex.principal = authd.auth.principalId;
+  }
+  return undefined;
+}
+
+/** limit: counts the request against its key's (or webhook token's) rolling window; 429 when full. */
+export function limitStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
+  const authd = ex.authd;
+  if (!authd) return undefined;
+  const limiter = authd.bucket === 'key' ? deps.limiters.key : deps.limiters.webhook;
+  const decision = limiter.hit(authd.rateKey, deps.clock());
+  Object.assign(ex.extra, rateLimitHeaders(authd.bucket, decision));
+  if (!decision.allowed) {
+    throw new AppError('RATE_LIMITED', `Rate limit of ${decision.limit} requests per 60 s exceeded`, { limit: decision.limit }, decision.retryAfterSeconds);
+  }
+  return undefined;
+}
+
+/**
+ * body: reads at most bodyLimitBytes. Must be entered synchronously from the uWS callback. An
+ * oversized body is refused without buffering the rest, and the connection is closed.
+ */
+export async function bodyStage(deps: PipelineDeps, ex: Exchange): Promise<Stop | undefined> {
+  ex.rawBody = Buffer.alloc(0);
+  if (!hasBody(ex.headers)) return undefined;
+  const limit = deps.bodyLimitBytes;
+  if (Number(ex.headers['content-length'] ?? 0) > limit) return { reply: appErrorReply(tooLarge(limit)), closeConnection: true };
+  try {
+    ex.rawBody = await readBody(ex.handle, limit);
+    return undefined;
+  } catch (err) {
+    // Gone: nothing can be sent; the reply stage logs the 499.
+    if (err instanceof ClientAbortedError) return { reply: internalReply(ex) };
+    if (err instanceof AppError) return { reply: appErrorReply(err), closeConnection: true };
+    throw err;
+  }
+}
+
+/** validate: query and body against the route's zod schemas (400 VALIDATION_FAILED, 415). */
+export function validateStage(ex: Exchange): void {
+  const route = ex.route!;
+  const rawQuery = Object.fromEntries(new URLSearchParams(ex.query));
+  const query = route.query ? validate(route.query, rawQuery, 'query') : rawQuery;
+  const raw = ex.rawBody ?? Buffer.alloc(0);
+  const body = route.body ? validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType), 'body') : undefined;
+  ex.request = { method: route.method, path: ex.path, params: ex.params!, query, headers: ex.headers, body, rawBody: raw, ip: ex.ip };
+}
+
+/**
+ * idempotency: on an idempotent route with a key (the header, else the route's own source such
+ * as a webhook's `id`): replay the stored answer, or 409 while the first is in flight, or 422
+ * for another request under the same key; otherwise claim the key for this request.
+ */
+export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promise<Stop | undefined> {
+  const route = ex.route!;
+  const request = ex.request!;
+  if (!route.idempotent || !ex.authd) return undefined;
+  const header = ex.headers['idempotency-key'];
+  const rawKey = header ?? route.idempotencyKeyFrom?.(request);
+  if (rawKey === undefined) return undefined;
+  const key = parseIdempotencyKey(rawKey);
+  ex.idempotencyKey = key;
+  const fingerprint = requestFingerprint(route.method, route.path, request.params, request.body, request.query);
+  const outcome = await deps.gate.begin(ex.authd.auth.userId, key, fingerprint);
+  if (outcome.kind === 'in-flight') throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in flight', {}, 1);
+  if (outcome.kind === 'mismatch') throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for a different request');
+  if (outcome.kind === 'replay') {
+    const r = outcome.record;
+    return { reply: { status: r.status, headers: { ...r.headers, 'Idempotent-Replayed': 'true' }, body: r.body } };
+  }
+  ex.ticket = outcome.ticket;
+  return undefined;
+}
+
+/** handler: runs the route; its AppError becomes the problem answer, anything else a 500. */
+export async function handlerStage(deps: PipelineDeps, ex: Exchange): Promise<Stop> {
+  const ctx: RouteContext<unknown, unknown> = {
+    req: ex.request!,
+    auth: ex.authd?.auth ?? ANONYMOUS,
+    requestId: ex.requestId,
+    timing: { add: (name, dur) => ex.metrics.push(`${name.replace(/[^\w-]/g, '_')};dur=${dur.toFixed(1)}`) },
+    log: deps.logger.child({ reqId: ex.requestId }),
+  };
+  if (ex.idempotencyKey !== undefined) ctx.idempotencyKey = ex.idempotencyKey;
+  try {
+    return { reply: routeResponseReply(await ex.route!.handler(ctx)) };
+  } catch (err) {
+    return { reply: err instanceof AppError ? appErrorReply(err) : internalReply(ex), error: err };
+  }
+}
+
+/**
+ * reply: stores the answer under the claimed idempotency key first (durably: an answer the
+ * client saw must replay), then sends it with the request's headers and Server-Timing, and
+ * writes the request's one log line.
+ */
+export async function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): Promise<void> {
+  const ticket = ex.ticket;
+  ex.ticket = undefined;
+  if (ticket && !(await commit(deps, ex, ticket, stop.reply))) stop = { reply: internalReply(ex) };
+  const total = performance.now() - ex.startedAt;
+  const timing = [...ex.metrics, `total;dur=${total.toFixed(1)}`].join(', ');
+  const sent = ex.handle.send({ ...stop.reply, headers: { ...stop.reply.headers, ...ex.extra, 'Server-Timing': timing } }, stop.closeConnection);
+  // 499: the client went away before the answer (nginx's convention).
+  logLine(deps, ex, sent ? stop.reply.status : 499, stop.error);
+}
+
+/** Stores the answer before it is sent; false when the store failed. */
+async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicket, reply: Reply): Promise<boolean> {
+  const body = reply.body === undefined ? '' : reply.body.toString();
+  try {
+    await ticket.commit({ status: reply.status, headers: reply.headers, body });
+    return true;
+  } catch (err) {
+    deps.logger.error({ err, reqId: ex.requestId }, 'idempotency record not stored');
+    return false;
+  }
+}
+
+/** The 500 answer; the error itself is logged once, on the request's line. */
+export function internalReply(ex: Exchange): Reply {
+  return problemReply('INTERNAL', 'Unexpected error; quote the requestId when reporting it', { requestId: ex.requestId });
+}
+
+/** The request's one access-log line (errors for 500s). */
+export function logLine(deps: PipelineDeps, ex: Exchange, status: number, err?: unknown): void {
+  const line = { reqId: ex.requestId, method: ex.method, path: redactUrl(ex.path), status, ms: Math.round(performance.now() - ex.startedAt), principal: ex.principal };
+  if (status === 500) deps.logger.error(err instanceof Error ? { ...line, err } : line, 'request failed');
+  else deps.logger.info(line, 'request');
+}

@@ -1,0 +1,97 @@
+/**
+ * Timing and budget defaults of the service, named in one place. Unlike config.ts these are
+ * not user settings: they follow the broker's documented behaviour (heartbeats, token
+ * lifetime, request budgets) or bound the service's own waiting. Tests pass shorter values
+ * where an option takes them (ConnectionTuning, the supervisor's options).
+ */
+
+/** Timing knobs of one broker connection. */
+export interface ConnectionTuning {
+  /** Client `[]` heartbeat cadence (the broker expects one every 2.5 s). */
+  heartbeatMs: number;
+  /** No frame at all for this long → the socket is dead (the server sends `h` every ~2.5 s). */
+  silenceMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** Consecutive refused `authorize`s with fresh tokens before giving up (FAILED). */
+  maxAuthRejections: number;
+  /** How long place/cancel/flatten wait for the broker's events after its answer. */
+  settleMs: number;
+  /** `account/list` poll period; 0 disables (props events alone then drive accounts). */
+  accountPollMs: number;
+}
+
+/** Production connection timings. */
+export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
+  heartbeatMs: 2500,
+  silenceMs: 10_000,
+  backoffBaseMs: 500,
+  backoffMaxMs: 30_000,
+  maxAuthRejections: 3,
+  settleMs: 5000,
+  accountPollMs: 60_000,
+});
+
+/** Broker deadlines: one request (REST or socket) when the spec names none, and opening a socket. */
+export const BROKER_TIMEOUTS = Object.freeze({ requestMs: 10_000, openMs: 10_000 });
+
+/** Some deployments never send the `o` frame: authorize this long after the socket opens anyway. */
+export const AUTHORIZE_GRACE_MS = 500;
+
+/** The longest p-ticket penalty (seconds) worth waiting out; longer ones fail as BROKER_UNAVAILABLE. */
+export const MAX_PENALTY_SECONDS = 120;
+
+/** Access-token renewal (Tradovate tokens live 80 min and can be renewed before they expire). */
+export const TOKEN_RENEWAL = Object.freeze({
+  /** Renew this long before expiry (lifetimes shorter than twice this renew at 80 %). */
+  leadMs: 10 * 60_000,
+  /** Retry a renewal that failed for a transient reason after this long. */
+  retryMs: 15_000,
+  /** Lifetime assumed when an answer names no usable expiry. */
+  assumedLifetimeMs: 80 * 60_000,
+});
+
+/** Broker request budgets per connection (DESIGN §3): paper is generous so `bench` can push it. */
+export const BROKER_BUDGETS = Object.freeze({
+  paper: Object.freeze({ perMinute: 1_000_000, perHour: 60_000_000 }),
+  tradovate: Object.freeze({ perMinute: 80, perHour: 5_000 }),
+});
+
+/** The actor supervisor on the front thread. */
+export const SUPERVISOR = Object.freeze({
+  /** Deadline of one call into an actor worker (BROKER_TIMEOUT past it). */
+  callTimeoutMs: 15_000,
+  /**
+   * Requests one connection may have in flight. Past it the answer is an immediate 503 with
+   * Retry-After instead of an unbounded queue: under overload clients get a fast, safe "retry"
+   * (nothing was sent) rather than timeouts and a backlog that keeps placing orders long after
+   * they gave up.
+   */
+  maxInFlightPerConnection: 512,
+  /** A crashed worker is restarted after base × 2^restarts ms, at most maxMs … */
+  restartBaseMs: 100,
+  restartMaxMs: 5000,
+  /** … and its crash history is forgotten once it stays up this long. */
+  restartStableMs: 30_000,
+  /** At shutdown: each actor's remove call, and the bound on one worker's whole goodbye. */
+  closeRemoveMs: 2000,
+  closeBoundMs: 2500,
+});
+
+/** An idempotent answer replays for this long (DESIGN §3); older records read as absent until swept. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Broker deadline for webhook alerts: well inside TradingView's 3 s. */
+export const WEBHOOK_BROKER_TIMEOUT_MS = 2_500;
+
+/** `tradegate serve`. */
+export const SERVE = Object.freeze({
+  /** Requests in flight get this long to finish at shutdown. */
+  shutdownGraceMs: 10_000,
+  /** The first-run banner waits this long for the demo connection's account ids. */
+  demoAccountsWaitMs: 10_000,
+  /** Expired idempotency records are deleted this often (and once at start-up). */
+  idempotencySweepMs: 60_000,
+  /** A paper broker worker that died is restarted after this long. */
+  paperRestartMs: 1000,
+});

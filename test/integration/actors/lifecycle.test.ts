@@ -1,0 +1,194 @@
+/**
+ * Connection lifecycle of an actor against the real paper broker: drops and resync, token
+ * expiry, bad credentials (bounded auth attempts), account deactivation and reactivation.
+ */
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, expect, test } from 'vitest';
+import { restClient } from '../../support/sim.js';
+import { startActorHarness, SYMBOL, type ActorHarness } from '../../support/actor.js';
+import type { AccountsEvent } from '../../../src/actors/protocol.js';
+
+let h: ActorHarness | undefined;
+let proxy: Server | undefined;
+
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+  await new Promise<void>((r) => (proxy ? proxy.close(() => r()) : r()));
+  proxy = undefined;
+});
+
+test('a dropped connection goes RECONNECTING then CONNECTED, and orders placed meanwhile appear after resync', async () => {
+  h = await startActorHarness({ tuning: { backoffBaseMs: 600, backoffMaxMs: 1200 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  const other = await restClient(h.sim, h.user.name, h.user.password);
+
+  await h.control('POST', '/connections/drop', { user: h.user.name });
+  const down = await h.nextStatus('RECONNECTING');
+  expect(down.reason).toBe('disconnect');
+  const stale = await h.callError({ type: 'working-orders', accountId: account });
+  expect(stale.code).toBe('BROKER_UNAVAILABLE');
+  expect((await h.callError({ type: 'positions', accountId: account })).code).toBe('BROKER_UNAVAILABLE');
+  const placed = await other('order/placeorder', {
+    accountId: Number(account), action: 'Buy', symbol: SYMBOL, orderQty: 1, orderType: 'Limit', price: 4950, isAutomated: true,
+  });
+  expect(placed.orderId).toBeTypeOf('number');
+
+  const up = await h.nextStatus('CONNECTED');
+  expect(up.reason).toBe('reconnect');
+  const working = await h.call({ type: 'working-orders', accountId: account });
+  expect(working.map((o) => o.orderId)).toEqual([String(placed.orderId)]);
+  expect(working[0]).toMatchObject({ price: 4950, role: 'single', requestedSymbol: null });
+});
+
+test('silence from the broker trips the watchdog: RECONNECTING, then CONNECTED once frames flow again', async () => {
+  h = await startActorHarness({ tuning: { silenceMs: 700, backoffBaseMs: 200, backoffMaxMs: 400 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  await h.control('POST', '/faults', { silent: true });
+  const down = await h.nextStatus('RECONNECTING');
+  expect(down.detail).toContain('silence');
+  await h.control('DELETE', '/faults');
+  await h.nextStatus('CONNECTED');
+});
+
+test('expired tokens: AUTH_EXPIRED, then a fresh login and CONNECTED', async () => {
+  h = await startActorHarness({ tuning: { accountPollMs: 150 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  await h.control('POST', '/auth/expire', { user: h.user.name });
+  const expired = await h.nextStatus('AUTH_EXPIRED');
+  expect(expired.reason).toBe('auth-expired');
+  const back = await h.nextStatus('CONNECTED');
+  expect(back.reason).toBe('reconnect');
+  expect(await h.call({ type: 'working-orders', accountId: String(h.user.accounts[0]!.id) })).toEqual([]);
+});
+
+test('bad credentials: FAILED with fatal-error, and the broker sees a bounded number of login attempts', async () => {
+  let attempts = 0;
+  let target = '';
+  // A counting proxy in front of the broker's REST API.
+  proxy = createServer((req, res) => {
+    if (req.url?.toLowerCase().includes('accesstokenrequest')) attempts++;
+    const up = httpRequest(`${target}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => proxy!.listen(0, '127.0.0.1', () => r()));
+  const port = (proxy.address() as AddressInfo).port;
+  h = await startActorHarness({ password: 'wrong-password', restUrl: (sim) => { target = sim.url; return `http://127.0.0.1:${port}/v1`; } });
+  h.actor.start();
+  const failed = await h.nextStatus('FAILED');
+  expect(failed.reason).toBe('fatal-error');
+  expect(failed.detail).toContain('Incorrect username or password');
+  await h.actor.conn.done();
+  expect(attempts).toBe(1);
+  expect(JSON.stringify(h.events)).not.toContain('wrong-password');
+  expect((await h.callError({ type: 'working-orders', accountId: '1' })).code).toBe('BROKER_UNAVAILABLE');
+});
+
+test('a p-captcha on login is FAILED at once (no retry storm)', async () => {
+  h = await startActorHarness();
+  await h.control('POST', '/faults', { pTicketSeconds: 1, pTicketCaptcha: true, pTicketTarget: 'auth' });
+  h.actor.start();
+  const failed = await h.nextStatus('FAILED');
+  expect(failed.detail).toContain('captcha');
+});
+
+test('a p-ticket on an order is honoured: wait p-time, resend with the ticket, one order placed', async () => {
+  h = await startActorHarness();
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  await h.control('POST', '/faults', { pTicketSeconds: 1, pTicketTarget: 'orders' });
+  const r = await h.call({ type: 'place-order', accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4990, timeInForce: 'day', clOrdId: 'pt-1' });
+  expect(r.order.status).toBe('working');
+  const state = await h.control('GET', '/state');
+  expect(state.orders).toHaveLength(1);
+});
+
+test('the token is renewed before its expirationTime: the session outlives the original expiry', async () => {
+  h = await startActorHarness({ sim: { tokenLifetimeMs: 2000 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  const placed = await h.call({ type: 'place-order', accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4990, timeInForce: 'day', clOrdId: 'r0' });
+  // The rule under test is about wall time at the broker (the sim's real clock): let the
+  // first token's lifetime pass. Without renewal the cancel below meets a 401.
+  await new Promise((r) => setTimeout(r, 2600));
+  const cancel = await h.call({ type: 'cancel-order', accountId: account, orderId: placed.order.orderId });
+  expect(cancel.order.status).toBe('cancelled');
+  expect(h.events.filter((e) => e.type === 'status').map((e) => (e as { status: string }).status)).toEqual(['CONNECTING', 'CONNECTED']);
+});
+
+test('the broker budget: orders past it are refused BROKER_UNAVAILABLE with a retry time, nothing sent', async () => {
+  // Connecting uses 3 of the 6 (login, authorize, resync) and the first order's contract lookup
+  // one more: two orders fit, the third does not.
+  h = await startActorHarness({ budget: { perMinute: 6, perHour: 100 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  const place = (n: number) => h!.actor.handle({ type: 'place-order', accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4990, timeInForce: 'day', clOrdId: `b${n}` });
+  expect((await place(1)).ok).toBe(true);
+  expect((await place(2)).ok).toBe(true);
+  const third = await place(3);
+  expect(third.ok).toBe(false);
+  if (!third.ok) {
+    expect(third.error.code).toBe('BROKER_UNAVAILABLE');
+    expect(third.error.retryAfterSeconds).toBeGreaterThan(0);
+  }
+  expect((await h.control('GET', '/state')).orders).toHaveLength(2);
+});
+
+test('deactivating an account turns it inactive (others unaffected); reactivating makes it active again', async () => {
+  h = await startActorHarness();
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const [a1, a2] = h.user.accounts.map((a) => String(a.id)) as [string, string];
+  const accountsEvent = async (pred: (e: AccountsEvent) => boolean) =>
+    h!.until(() => h!.events.find((e): e is AccountsEvent => e.type === 'accounts' && pred(e)));
+  await accountsEvent((e) => e.accounts.length === 2 && e.accounts.every((a) => a.active));
+
+  await h.control('POST', `/accounts/${a1}/deactivate`);
+  const off = await accountsEvent((e) => e.accounts.some((a) => a.id === a1 && !a.active));
+  expect(off.accounts.find((a) => a.id === a2)?.active).toBe(true);
+  expect(await h.call({ type: 'accounts' })).toEqual(off.accounts);
+  const refused = await h.callError({ type: 'place-order', accountId: a1, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'market', timeInForce: 'day', clOrdId: 'x' });
+  expect(refused.code).toBe('ACCOUNT_INACTIVE');
+
+  await h.control('POST', `/accounts/${a1}/reactivate`);
+  const on = await accountsEvent((e) => e.accounts.every((a) => a.active) && h!.events.indexOf(e) > h!.events.indexOf(off));
+  expect(on.accounts.map((a) => a.id).sort()).toEqual([a1, a2].sort());
+});
+
+test('an account missing from the snapshot after a reconnect is inactive', async () => {
+  h = await startActorHarness({ tuning: { backoffBaseMs: 300, backoffMaxMs: 600 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const a1 = String(h.user.accounts[0]!.id);
+  await h.control('POST', '/connections/drop', { user: h.user.name });
+  await h.nextStatus('RECONNECTING');
+  // Revoked while we were away: no Deleted event reaches us; the resync must notice.
+  await h.control('POST', `/accounts/${a1}/deactivate`);
+  await h.nextStatus('CONNECTED');
+  expect((await h.call({ type: 'accounts' })).find((a) => a.id === a1)?.active).toBe(false);
+});
+
+test('reads and cancels for an account the broker stopped reporting are ACCOUNT_INACTIVE, not stale data', async () => {
+  h = await startActorHarness();
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const a1 = String(h.user.accounts[0]!.id);
+  const placed = await h.call({ type: 'place-order', accountId: a1, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4990, timeInForce: 'day', clOrdId: 'i1' });
+  await h.control('POST', `/accounts/${a1}/deactivate`);
+  await h.until(() => h!.actor.model.accounts().find((a) => a.id === a1 && !a.active));
+  expect((await h.callError({ type: 'working-orders', accountId: a1 })).code).toBe('ACCOUNT_INACTIVE');
+  expect((await h.callError({ type: 'positions', accountId: a1 })).code).toBe('ACCOUNT_INACTIVE');
+  expect((await h.callError({ type: 'cancel-order', accountId: a1, orderId: placed.order.orderId })).code).toBe('ACCOUNT_INACTIVE');
+  expect(await h.call({ type: 'working-orders', accountId: String(h.user.accounts[1]!.id) })).toEqual([]);
+});

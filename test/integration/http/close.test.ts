@@ -1,0 +1,54 @@
+/**
+ * Graceful close: stop accepting, let in-flight requests finish, end SSE streams.
+ */
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { deferred, startEngine, type EngineHarness } from '../../support/engine.js';
+
+let h: EngineHarness;
+
+beforeAll(async () => {
+  h = await startEngine();
+});
+afterAll(async () => {
+  await h.stop();
+});
+
+it('stops accepting, finishes the in-flight request, ends SSE streams, then resolves', async () => {
+  const streamEnded = new Promise<string>((resolve, reject) => {
+    const req = httpRequest(h.url('/v1/connection-health/stream'), { headers: { 'X-API-Key': h.keys.read } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  while (h.server.sse.subscriberCount() === 0) await new Promise((r) => setImmediate(r));
+
+  const gate = deferred();
+  h.state.hold = gate.promise;
+  const calls = h.state.orderCalls;
+  const inFlight = fetch(h.url('/v1/accounts/1/orders'), {
+    method: 'POST',
+    headers: { 'X-API-Key': h.keys.rw, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ symbol: 'ES', qty: 1 }),
+  });
+  while (h.state.orderCalls === calls) await new Promise((r) => setImmediate(r));
+
+  let closed = false;
+  const closing = h.server.close({ graceMs: 10_000 }).then(() => {
+    closed = true;
+  });
+  expect(await streamEnded).toContain('retry: 3000');
+  expect(h.server.sse.subscriberCount()).toBe(0);
+  await expect(fetch(h.url('/healthz'), { headers: { Connection: 'close' } })).rejects.toThrow();
+  expect(closed).toBe(false);
+
+  gate.resolve();
+  const res = await inFlight;
+  expect(res.status).toBe(201);
+  await closing;
+  expect(closed).toBe(true);
+});

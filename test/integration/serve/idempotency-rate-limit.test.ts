@@ -1,0 +1,131 @@
+/**
+ * Idempotency and the exact rate limit over real HTTP against `serve --paper`:
+ * 50 concurrent identical POSTs with one Idempotency-Key → one broker order; the same key
+ * with another body → 422; 150 requests on one key inside a second → exactly 120 pass.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, startServe, type Served } from '../../support/processes.js';
+import { http } from '../../support/http.js';
+import { simState } from '../../support/sim.js';
+
+let s: Served;
+let acc: string;
+beforeAll(async () => {
+  s = await startServe();
+  acc = s.accounts[0]!;
+}, 60_000);
+afterAll(async () => {
+  expect(await s?.stop()).toBe(0);
+});
+
+describe('Idempotency-Key', () => {
+  it('50 concurrent identical POSTs place exactly one order; the rest are 409 or byte-identical replays', async () => {
+    const before = (await simState(s)).orders.length;
+    const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' };
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, () => http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body, headers: { 'idempotency-key': 'burst-1' } })),
+    );
+    const created = replies.filter((r) => r.status === 201);
+    const inUse = replies.filter((r) => r.status === 409);
+    expect(created.length + inUse.length).toBe(50);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    for (const r of inUse) {
+      expect(r.json.code).toBe('IDEMPOTENCY_KEY_IN_USE');
+      expect(r.headers.get('retry-after')).toBe('1');
+    }
+    const first = created.find((r) => r.headers.get('idempotent-replayed') === null)!;
+    expect(created.filter((r) => r.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    for (const r of created) expect(r.text).toBe(first.text);
+    expect((await simState(s)).orders.length).toBe(before + 1);
+
+    const replay = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body, headers: { 'idempotency-key': 'burst-1' } });
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.text).toBe(first.text);
+    expect((await simState(s)).orders.length).toBe(before + 1);
+  });
+
+  it('the same key with another body is 422 IDEMPOTENCY_KEY_REUSED and sends nothing', async () => {
+    const before = (await simState(s)).orders.length;
+    const r = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, {
+      key: s.apiKey,
+      body: { symbol: 'ES1!', side: 'buy', qty: 2, type: 'market' },
+      headers: { 'idempotency-key': 'burst-1' },
+    });
+    expect(r.status).toBe(422);
+    expect(r.json.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect((await simState(s)).orders.length).toBe(before);
+  });
+
+  it('a 400 is not stored: the key stays usable once the body is fixed', async () => {
+    const bad = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'NOPE', side: 'buy', qty: 1 }, headers: { 'idempotency-key': 'fix-1' } });
+    expect(bad.status).toBe(400);
+    const good = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES', side: 'buy', qty: 1 }, headers: { 'idempotency-key': 'fix-1' } });
+    expect(good.status).toBe(201);
+  });
+});
+
+describe('rate limit', () => {
+  it('150 requests on one key within a second: exactly 120 succeed, the rest 429 with Retry-After', async () => {
+    const { key } = await createKey(s, 'demo', 'read', 'burst');
+    const started = Date.now();
+    const replies = await Promise.all(Array.from({ length: 150 }, () => http(s.url, 'GET', '/api/v1/me', { key })));
+    const elapsedS = Math.ceil((Date.now() - started) / 1000);
+    expect(elapsedS).toBeLessThan(30);
+    const ok = replies.filter((r) => r.status === 200);
+    const limited = replies.filter((r) => r.status === 429);
+    expect(ok).toHaveLength(120);
+    expect(limited).toHaveLength(30);
+    for (const r of replies) {
+      expect(r.headers.get('ratelimit-policy')).toBe('"key";q=120;w=60');
+      expect(r.headers.get('x-ratelimit-limit')).toBe('120');
+    }
+    const remaining = ok.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b);
+    expect(remaining).toEqual(Array.from({ length: 120 }, (_, i) => i));
+    const nowS = Date.now() / 1000;
+    for (const r of ok) {
+      // The IETF header agrees with the X- trio: r = remaining, t = seconds until the oldest slot frees.
+      const m = /^"key";r=(\d+);t=(\d+)$/.exec(r.headers.get('ratelimit') ?? '');
+      expect(m, r.headers.get('ratelimit') ?? 'no RateLimit header').not.toBeNull();
+      expect(Number(m![1])).toBe(Number(r.headers.get('x-ratelimit-remaining')));
+      expect(Number(m![2])).toBeLessThanOrEqual(60);
+      const reset = Number(r.headers.get('x-ratelimit-reset'));
+      // The oldest counted request was at most `elapsedS` ago: its slot frees 60 s after it.
+      expect(reset).toBeGreaterThanOrEqual(Math.floor(nowS) - elapsedS + 59);
+      expect(reset).toBeLessThanOrEqual(Math.ceil(nowS) + 60);
+    }
+    for (const r of limited) {
+      expect(r.json.code).toBe('RATE_LIMITED');
+      const retryAfter = Number(r.headers.get('retry-after'));
+      // The oldest of the 120 frees its slot 60 s after it was counted, which was within `elapsedS` of now.
+      expect(retryAfter).toBeGreaterThanOrEqual(60 - elapsedS);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(r.headers.get('ratelimit')).toBe(`"key";r=0;t=${retryAfter}`);
+      expect(r.headers.get('x-ratelimit-remaining')).toBe('0');
+      // X-RateLimit-Reset is the epoch second the next slot frees: now + Retry-After (±1 s of rounding).
+      expect(Math.abs(Number(r.headers.get('x-ratelimit-reset')) - (nowS + retryAfter))).toBeLessThanOrEqual(elapsedS + 1);
+    }
+  });
+
+  it('webhooks are limited per token, not per key: 120 alerts pass on one token, the next 429, another token is unaffected', async () => {
+    const token = async (name: string) => {
+      const r = await http(s.url, 'POST', '/api/v1/webhook-tokens', { key: s.apiKey, body: { accountId: acc, name } });
+      expect(r.status, r.text).toBe(201);
+      return r.json.url as string;
+    };
+    const [busy, quiet] = [await token('busy'), await token('quiet')];
+    // An alert the receiver refuses (400) after the limiter has counted it: nothing reaches the broker.
+    const alert = (url: string) => http(url, 'POST', '', { raw: '{"action":"hold"}', headers: { 'content-type': 'text/plain' } });
+    const replies = await Promise.all(Array.from({ length: 125 }, () => alert(busy)));
+    expect(replies.filter((r) => r.status === 400)).toHaveLength(120);
+    const limited = replies.filter((r) => r.status === 429);
+    expect(limited).toHaveLength(5);
+    for (const r of limited) {
+      expect(r.json.code).toBe('RATE_LIMITED');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(r.headers.get('ratelimit-policy')).toBe('"webhook";q=120;w=60');
+    }
+    expect((await alert(quiet)).status).toBe(400);
+    expect((await http(s.url, 'GET', '/api/v1/me', { key: s.apiKey })).status).toBe(200);
+  });
+});

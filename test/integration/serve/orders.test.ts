@@ -1,0 +1,268 @@
+/**
+ * Acceptance walk of the spec's order rules over real HTTP against `serve --paper`:
+ * every symbol form, market/limit/stop with and without brackets, the cancel state table
+ * (DESIGN §6), working orders vs trade history, flatten.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { control, simState } from '../../support/sim.js';
+import { eventually, http } from '../../support/http.js';
+import { startServe, type Served } from '../../support/processes.js';
+
+let s: Served;
+let acc: string;
+const ES = (() => {
+  const r = resolveSymbol('ES', new Date());
+  if (!r.ok) throw new Error(r.reason);
+  return r.contract;
+})();
+const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) });
+const place = (body: unknown, headers?: Record<string, string>) => api('POST', `/api/v1/accounts/${acc}/orders`, body, headers);
+const working = async () => (await api('GET', `/v1/accounts/${acc}/working-orders`)).json.data as any[];
+const positions = async () => (await api('GET', `/api/v1/accounts/${acc}/positions`)).json.data as any[];
+
+beforeAll(async () => {
+  // Polling reads would trip the 120/min limit; the limit has its own acceptance test.
+  s = await startServe({ RATE_LIMIT_PER_MIN: '100000' });
+  acc = s.accounts[0]!;
+  await control(s, 'POST', '/prices', { symbol: ES, price: 5000 });
+}, 60_000);
+afterAll(async () => {
+  expect(await s?.stop()).toBe(0);
+});
+
+describe('placing orders', () => {
+  it('places a market order in every symbol form; the response names the resolved contract', async () => {
+    for (const symbol of ['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ES${ES.slice(2, 3)}${new Date().getUTCFullYear() % 100}`, ES]) {
+      const r = await place({ symbol, side: 'buy', qty: 1, type: 'market' });
+      expect(r.status, `${symbol}: ${r.text}`).toBe(201);
+      expect(r.json).toMatchObject({ symbol: ES, requestedSymbol: symbol, status: 'filled', role: 'single' });
+      expect(r.headers.get('server-timing')).toMatch(/broker;dur=[\d.]+, total;dur=[\d.]+/);
+    }
+    expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(6);
+  });
+
+  it('places limit, stop and stop-limit orders, and market/limit/stop with a bracket, in every symbol form', async () => {
+    const forms = ['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ES${ES.slice(2, 3)}${new Date().getUTCFullYear() % 100}`, ES];
+    const absolute = { takeProfit: { price: 5200 }, stopLoss: { price: 4700 } };
+    const relative = { takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
+    const cases: [string, Record<string, unknown>, 'single' | 'entry'][] = [
+      ['limit', { type: 'limit', price: 4900 }, 'single'],
+      ['stop', { type: 'stop', stopPrice: 5100 }, 'single'],
+      ['stop_limit', { type: 'stop_limit', stopPrice: 5100, price: 5101 }, 'single'],
+      ['limit + absolute bracket', { type: 'limit', price: 4900, ...absolute }, 'entry'],
+      ['stop + relative bracket', { type: 'stop', stopPrice: 5100, ...relative }, 'entry'],
+      ['market + relative bracket', { type: 'market', ...relative }, 'entry'],
+      ['market + absolute bracket', { type: 'market', ...absolute }, 'entry'],
+    ];
+    for (const symbol of forms) {
+      for (const [name, fields, role] of cases) {
+        const r = await place({ symbol, side: 'buy', qty: 1, ...fields });
+        expect(r.status, `${symbol} ${name}: ${r.text}`).toBe(201);
+        expect(r.json, `${symbol} ${name}`).toMatchObject({ symbol: ES, requestedSymbol: symbol, type: fields.type, role, status: fields.type === 'market' ? 'filled' : 'working' });
+        if (role === 'entry') expect(r.json.bracketId, `${symbol} ${name}`).toBe(r.json.orderId);
+        if (fields.type === 'market') {
+          // Filled at once: the broker holds both protective legs for the position.
+          expect(r.json.legs.takeProfit && r.json.legs.stopLoss, `${symbol} ${name} legs`).toBeTruthy();
+        } else {
+          expect((await working()).map((o) => o.orderId), `${symbol} ${name}`).toContain(r.json.orderId);
+          const c = await api('DELETE', `/v1/accounts/${acc}/orders/${r.json.orderId}`);
+          expect(c.status, `${symbol} ${name} cancel: ${c.text}`).toBe(200);
+        }
+      }
+    }
+    const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    expect(f.status, f.text).toBe(200);
+    await eventually(async () => (await working()).length === 0 && (await positions()).every((p) => p.netQty === 0), 'flat after the walk');
+  });
+
+  it('answers 400 UNKNOWN_SYMBOL and sends nothing to the broker', async () => {
+    const before = (await simState(s)).orders.length;
+    const r = await place({ symbol: 'XYZ1!', side: 'buy', qty: 1 });
+    expect(r.status).toBe(400);
+    expect(r.headers.get('content-type')).toContain('application/problem+json');
+    expect(r.json).toMatchObject({ code: 'UNKNOWN_SYMBOL', symbol: 'XYZ1!' });
+    expect(r.json.detail).toContain('XYZ1!');
+    expect((await simState(s)).orders.length).toBe(before);
+  });
+
+  it('answers 400 for an off-tick price naming the field', async () => {
+    const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4990.1 });
+    expect(r.status).toBe(400);
+    expect(r.json.errors).toEqual([expect.objectContaining({ path: 'price' })]);
+  });
+
+  it('dryRun returns the plan and sends nothing', async () => {
+    const before = (await simState(s)).orders.length;
+    const r = await api('POST', `/api/v1/accounts/${acc}/orders?dryRun=true`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4990, takeProfit: { ticks: 40 } });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ dryRun: true, symbol: ES, takeProfit: { price: 5000 } });
+    expect((await simState(s)).orders.length).toBe(before);
+  });
+});
+
+describe('cancel (DESIGN §6 state table)', () => {
+  it('entry unfilled with TP/SL: cancelling the entry removes both legs', async () => {
+    const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4950, takeProfit: { price: 4960 }, stopLoss: { price: 4940 } });
+    expect(r.status, r.text).toBe(201);
+    const entry = r.json.orderId as string;
+    expect((await working()).map((o) => o.orderId)).toContain(entry);
+    const c = await api('DELETE', `/v1/accounts/${acc}/orders/${entry}`);
+    expect(c.status, c.text).toBe(200);
+    expect(c.json.order).toMatchObject({ orderId: entry, status: 'cancelled' });
+    expect(c.json.removedLegIds).toHaveLength(2);
+    const ids = (await working()).map((o) => o.orderId);
+    for (const id of [entry, ...c.json.removedLegIds]) expect(ids).not.toContain(id);
+  });
+
+  it('a stop entry with a relative bracket rests at the broker and cancels cleanly', async () => {
+    const r = await place({ symbol: 'ES!', side: 'buy', qty: 1, type: 'stop', stopPrice: 5100, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json).toMatchObject({ type: 'stop', status: 'working' });
+    const c = await api('DELETE', `/v1/accounts/${acc}/orders/${r.json.orderId}`);
+    expect(c.status, c.text).toBe(200);
+  });
+
+  it('entry partly filled: the remainder is cancelled, the filled part stays a position (never flattens)', async () => {
+    const before = (await positions()).find((p) => p.symbol === ES)?.netQty ?? 0;
+    // Market pinned at 5000: the legs (5100 / 4800) rest once they activate for the filled lot.
+    const r = await place({ symbol: 'ES', side: 'buy', qty: 3, type: 'limit', price: 4900, takeProfit: { price: 5100 }, stopLoss: { price: 4800 } });
+    expect(r.status, r.text).toBe(201);
+    await control(s, 'POST', `/orders/${r.json.orderId}/fill`, { qty: 1 });
+    await eventually(async () => (await working()).find((o) => o.orderId === r.json.orderId && o.filledQty === 1), 'partial fill');
+    const c = await api('DELETE', `/v1/accounts/${acc}/orders/${r.json.orderId}`);
+    expect(c.status, c.text).toBe(200);
+    expect(c.json.remainderCancelled).toBe(true);
+    await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === before + 1, 'position of the filled part');
+    expect((await working()).map((o) => o.orderId)).not.toContain(r.json.orderId);
+    // The filled lot keeps its protection: both legs rest, sized to the filled quantity.
+    const legs = (await working()).filter((o) => o.bracketId === r.json.orderId);
+    expect(legs.map((o) => [o.role, o.qty]).sort()).toEqual([['stop_loss', 1], ['take_profit', 1]]);
+  });
+
+  it('filled bracket: cancelling one leg keeps the position and re-places the survivor under a new id', async () => {
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(r.status, r.text).toBe(201);
+    const { takeProfit, stopLoss } = r.json.legs;
+    expect(takeProfit && stopLoss).toBeTruthy();
+    const c = await api('DELETE', `/v1/accounts/${acc}/orders/${takeProfit}`);
+    expect(c.status, c.text).toBe(200);
+    expect(c.json.replaced).toMatchObject({ replacedOrderId: stopLoss });
+    const ids = (await working()).map((o) => o.orderId);
+    expect(ids).toContain(c.json.replaced.newOrderId);
+    expect(ids).not.toContain(stopLoss);
+    expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(1);
+  });
+
+  it('an order already final answers 409 ORDER_NOT_WORKING with its state', async () => {
+    const r = await place({ symbol: 'ES', side: 'sell', qty: 1, type: 'market' });
+    const c = await api('DELETE', `/v1/accounts/${acc}/orders/${r.json.orderId}`);
+    expect(c.status).toBe(409);
+    expect(c.json.code).toBe('ORDER_NOT_WORKING');
+  });
+
+  it('404 for an order id on another account path of nobody', async () => {
+    const c = await api('DELETE', `/v1/accounts/999999/orders/1`);
+    expect(c.status).toBe(404);
+  });
+});
+
+describe('working orders vs history, flatten', () => {
+  it('flatten clears orders and positions; closed trades show on the legacy /orders path', async () => {
+    await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4800 });
+    const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-1' });
+    expect(f.status, f.text).toBe(200);
+    await eventually(async () => (await working()).length === 0 && (await positions()).every((p) => p.netQty === 0), 'flat account');
+    const history = await api('GET', `/v1/accounts/${acc}/orders`);
+    expect(history.status).toBe(200);
+    expect(history.json.data.length).toBeGreaterThan(0);
+    expect(history.json.data[0]).toMatchObject({ accountId: acc, symbol: ES });
+    expect(history.json.data[0]).toHaveProperty('pnl');
+  });
+});
+
+describe('POST /api/v1/accounts/{id}/flatten with a symbol', () => {
+  async function holdAndRest(): Promise<string> {
+    const held = await place({ symbol: 'ES', side: 'buy', qty: 2, type: 'market' });
+    expect(held.status, held.text).toBe(201);
+    const resting = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4800 });
+    expect(resting.status, resting.text).toBe(201);
+    return resting.json.orderId as string;
+  }
+
+  it.each(['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ESZ${new Date().getUTCFullYear() % 100}`, 'es1!'])(
+    'a matching symbol in the form %s cancels the resting orders and liquidates the position',
+    async (symbol) => {
+      await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+      const resting = await holdAndRest();
+      const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, { symbol });
+      expect(f.status, f.text).toBe(200);
+      expect(f.json).toMatchObject({ accountId: acc, symbol: ES, positions: [{ symbol: ES, closedQty: 2, status: 'liquidated' }] });
+      expect(f.json.cancelledOrderIds).toContain(resting);
+      expect(await working()).toEqual([]);
+      expect((await positions()).filter((p) => p.netQty !== 0)).toEqual([]);
+    },
+  );
+
+  it('a matching symbol flattens the whole account, on all symbols (spec: "Account flat")', async () => {
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    const resting = await holdAndRest();
+    const nq = await place({ symbol: 'NQ', side: 'sell', qty: 1, type: 'market' });
+    expect(nq.status, nq.text).toBe(201);
+    const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, { symbol: 'NQ1!' });
+    expect(f.status, f.text).toBe(200);
+    expect(f.json.cancelledOrderIds).toContain(resting);
+    expect(f.json.positions.map((p: { symbol: string }) => p.symbol).sort()).toEqual([ES, nq.json.symbol].sort());
+    expect(await working()).toEqual([]);
+    expect((await positions()).filter((p) => p.netQty !== 0)).toEqual([]);
+  });
+
+  it('a contract the account does not hold → 409 SYMBOL_MISMATCH naming both, nothing touched', async () => {
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    const resting = await holdAndRest();
+    const ordersBefore = (await simState(s)).orders.length;
+    const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, { symbol: 'NQ1!' });
+    expect(f.status, f.text).toBe(409);
+    expect(f.headers.get('content-type')).toContain('application/problem+json');
+    expect(f.json).toMatchObject({ code: 'SYMBOL_MISMATCH', held: [ES] });
+    expect((await working()).map((o) => o.orderId)).toEqual([resting]);
+    expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(2);
+    expect((await simState(s)).orders.length).toBe(ordersBefore);
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+  });
+});
+
+describe('connections', () => {
+  it('adds a paper connection on the embedded broker; its accounts join the user’s accounts', async () => {
+    const r = await api('POST', '/api/v1/connections', { name: 'Second', accounts: [{ name: 'P1' }, { name: 'P2' }] });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json).toMatchObject({ name: 'Second', broker: 'paper', environment: 'paper' });
+    const conn = await eventually(async () => {
+      const list = (await api('GET', '/api/v1/connections')).json.data as any[];
+      return list.find((c) => c.id === r.json.id && c.status === 'CONNECTED' && c.accountIds.length === 2);
+    }, 'new connection connected');
+    const accounts = (await api('GET', '/api/v1/accounts')).json.data as any[];
+    expect(accounts.map((a) => a.id)).toEqual(expect.arrayContaining([...s.accounts, ...conn.accountIds]));
+    const order = await http(s.url, 'POST', `/api/v1/accounts/${conn.accountIds[0]}/orders`, { key: s.apiKey, body: { symbol: 'MES', side: 'buy', qty: 1 } });
+    expect(order.status, order.text).toBe(201);
+  });
+});
+
+describe('/api-docs', () => {
+  it('documents every route with its request and response schemas, and renders a page', async () => {
+    const doc = (await http(s.url, 'GET', '/api-docs/openapi.json')).json;
+    expect(doc.openapi).toMatch(/^3\.1/);
+    const paths = Object.keys(doc.paths);
+    for (const p of ['/api/v1/accounts/{id}/orders', '/api/v1/webhooks/{token}', '/api/v1/webhook-tokens/{id}', '/api/v1/accounts/{id}/flatten']) {
+      expect(paths.some((x) => x === p || x.endsWith(p.replace('/api/v1', ''))), p).toBe(true);
+    }
+    const text = JSON.stringify(doc);
+    expect(text).toContain('stopLoss');
+    expect(text).toContain('{{strategy.order.action}}');
+    const page = await http(s.url, 'GET', '/api-docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+  });
+});

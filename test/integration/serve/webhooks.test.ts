@@ -1,0 +1,124 @@
+/**
+ * Webhook acceptance over real HTTP against `serve --paper`: TradingView-style alerts
+ * (text/plain, aliases), flatten with and without a symbol (409 SYMBOL_MISMATCH), the
+ * inactive-account 403 and the rebind that makes the next alert go through.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { control, simState } from '../../support/sim.js';
+import { eventually, http } from '../../support/http.js';
+import { startServe, type Served } from '../../support/processes.js';
+
+let s: Served;
+let acc: string;
+let other: string;
+let token: { id: string; url: string };
+const front = (root: string) => {
+  const r = resolveSymbol(root, new Date());
+  if (!r.ok) throw new Error(r.reason);
+  return r.contract;
+};
+const ES = front('ES');
+const NQ = front('NQ');
+const api = (method: string, path: string, body?: unknown) => http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}) });
+const alert = (body: unknown, contentType = 'application/json') =>
+  http(token.url, 'POST', '', { raw: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': contentType } });
+const positions = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/positions`)).json.data as any[];
+const working = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/working-orders`)).json.data as any[];
+
+beforeAll(async () => {
+  s = await startServe({ RATE_LIMIT_PER_MIN: '100000' });
+  [acc, other] = s.accounts as [string, string];
+  await control(s, 'POST', '/prices', { symbol: ES, price: 5000 });
+  await control(s, 'POST', '/prices', { symbol: NQ, price: 20000 });
+  const r = await api('POST', '/api/v1/webhook-tokens', { accountId: acc, name: 'TV' });
+  expect(r.status, r.text).toBe(201);
+  token = { id: r.json.id, url: r.json.url };
+  expect(token.url).toBe(`${s.url}/api/v1/webhooks/${r.json.token}`);
+}, 60_000);
+afterAll(async () => {
+  expect(await s?.stop()).toBe(0);
+});
+
+describe('webhook alerts', () => {
+  it('places a TradingView text/plain alert with aliases and numeric strings, echoing unknown fields', async () => {
+    const r = await alert(`{"action":"long","ticker":"ES1!","contracts":"2","price":"5000.00","comment":"orb"}`, 'text/plain; charset=utf-8');
+    expect(r.status, r.text).toBe(201);
+    expect(r.json).toMatchObject({ accepted: true, action: 'buy', accountId: acc, order: { symbol: ES, requestedSymbol: 'ES1!', qty: 2 } });
+    expect(r.json.warnings).toEqual(expect.arrayContaining(["unknown field 'comment' ignored", 'price ignored for market orders']));
+    await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === 2, 'long 2');
+  });
+
+  it('refuses two take-profits with WEBHOOK_UNSUPPORTED and places nothing', async () => {
+    const before = (await simState(s)).orders.length;
+    const r = await alert({ action: 'buy', symbol: 'ES', qty: 1, takeProfit: [{ price: 5010 }, { price: 5020 }] });
+    expect(r.status).toBe(400);
+    expect(r.json.code).toBe('WEBHOOK_UNSUPPORTED');
+    expect((await simState(s)).orders.length).toBe(before);
+  });
+
+  it('flatten with a symbol the account does not hold → 409 SYMBOL_MISMATCH, nothing closed', async () => {
+    const r = await alert({ action: 'close', symbol: 'NQ1!' });
+    expect(r.status, r.text).toBe(409);
+    expect(r.json.code).toBe('SYMBOL_MISMATCH');
+    expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(2);
+  });
+
+  it('flatten with the held symbol closes it', async () => {
+    await alert({ action: 'buy', symbol: 'ES', qty: 1, orderType: 'limit', price: 4900 });
+    const r = await alert({ action: 'exit', symbol: 'ES1!' });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ action: 'flatten', flatten: { symbol: ES } });
+    await eventually(async () => (await positions()).every((p) => p.netQty === 0) && (await working()).length === 0, 'flat');
+  });
+
+  it('flatten without a symbol cancels every resting order and closes every position, on all symbols', async () => {
+    await alert({ action: 'sell', symbol: 'NQ', qty: 1 });
+    await alert({ action: 'buy', symbol: 'ES', qty: 1 });
+    await alert({ action: 'buy', symbol: 'ES', qty: 1, orderType: 'limit', price: 4800 });
+    await eventually(async () => (await positions()).filter((p) => p.netQty !== 0).length === 2, 'two positions');
+    const r = await alert({ action: 'flat' });
+    expect(r.status, r.text).toBe(200);
+    await eventually(async () => (await positions()).every((p) => p.netQty === 0) && (await working()).length === 0, 'flat on all symbols');
+  });
+
+  it('dedupes by payload id: a repeated alert replays and places no second order', async () => {
+    const body = { action: 'buy', symbol: 'ES', qty: 1, id: 'alert-42' };
+    const first = await alert(body);
+    const second = await alert(body);
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(201);
+    expect(second.text).toBe(first.text);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    const orders = (await simState(s)).orders.filter((o: any) => String(o.id) === first.json.order.orderId);
+    expect(orders).toHaveLength(1);
+  });
+
+  it('inactive account: 403 Account is inactive, then PATCH rebinding makes the next alert go through', async () => {
+    await control(s, 'POST', `/accounts/${acc}/deactivate`);
+    const refused = await eventually(async () => {
+      const r = await alert({ action: 'buy', symbol: 'ES', qty: 1 });
+      return r.status === 403 ? r : undefined;
+    }, '403 after deactivation');
+    expect(refused.json).toMatchObject({ code: 'ACCOUNT_INACTIVE', detail: 'Account is inactive' });
+    // The REST API refuses the same way, a dry run included (it must not promise an order that cannot be placed).
+    for (const path of [`/api/v1/accounts/${acc}/orders`, `/api/v1/accounts/${acc}/orders?dryRun=true`]) {
+      const r = await api('POST', path, { symbol: 'ES', side: 'buy', qty: 1 });
+      expect(r.status, `${path}: ${r.text}`).toBe(403);
+      expect(r.json).toMatchObject({ code: 'ACCOUNT_INACTIVE', detail: 'Account is inactive' });
+    }
+    const listed = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json;
+    expect(listed.accountActive).toBe(false);
+
+    const patched = await api('PATCH', `/api/v1/webhook-tokens/${token.id}`, { accountId: other });
+    expect(patched.status, patched.text).toBe(200);
+    const ok = await alert({ action: 'buy', symbol: 'ES', qty: 1 });
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.json.accountId).toBe(other);
+  });
+
+  it('an unknown token is 404', async () => {
+    const r = await http(s.url, 'POST', '/api/v1/webhooks/whk_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', { body: { action: 'close' } });
+    expect(r.status).toBe(404);
+  });
+});

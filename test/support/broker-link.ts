@@ -1,0 +1,184 @@
+/**
+ * The order operations (place, cancel, flatten) without a socket: a scripted broker behind
+ * the BrokerLink the operations see, which answers like Tradovate and reports what happened
+ * through the mirror, as props events would. One account (7, "DEMO7") trading ESZ6 (contract 1).
+ * A test overrides an endpoint in `handlers` to refuse, stay silent or misbehave.
+ */
+import { Mirror, type Entity } from '../../src/broker/tradovate/mirror.js';
+import type { ActorEvent } from '../../src/actors/protocol.js';
+import type { ConnectionSpec } from '../../src/domain/connections.js';
+import type { NewOrder } from '../../src/domain/orders.js';
+import { AppError } from '../../src/domain/problems.js';
+import { createLogger } from '../../src/log.js';
+import type { ActorContext, BrokerLink } from '../../workers/connection-actor/context.js';
+import { OrderModel } from '../../workers/connection-actor/order-model.js';
+
+export const ACCOUNT = '7';
+export const CONTRACT = 1;
+
+type Body = Record<string, any>;
+
+/** A scripted Tradovate over a mirror. */
+export class FakeBroker implements BrokerLink {
+  readonly spec = { connectionId: 'c1', userId: 'u1', broker: 'paper', environment: 'paper' } as ConnectionSpec;
+  readonly mirror = new Mirror();
+  readonly sent: { endpoint: string; body: Body }[] = [];
+  connected = true;
+  /** Cancelling one leg of a working bracket takes the other down too (OCO), as Tradovate does. */
+  oco = true;
+  /** Per endpoint, replaces the default behaviour. */
+  handlers: Record<string, (body: Body) => unknown> = {};
+  private nextId = 100;
+  private clock = Date.UTC(2026, 10, 21, 15, 0, 0);
+
+  constructor() {
+    this.mirror.replace({ accounts: [{ id: Number(ACCOUNT), name: 'DEMO7', active: true }], contracts: [{ id: CONTRACT, name: 'ESZ6' }] });
+  }
+
+  requireConnected(): void {
+    if (!this.connected) throw new AppError('BROKER_UNAVAILABLE', 'broker connection is RECONNECTING');
+  }
+
+  async ensureContract(): Promise<void> {}
+
+  async send(endpoint: string, body?: unknown): Promise<unknown> {
+    this.requireConnected();
+    const b = (body ?? {}) as Body;
+    this.sent.push({ endpoint, body: b });
+    const handler = this.handlers[endpoint] ?? this.defaults[endpoint];
+    if (!handler) throw new AppError('NOT_FOUND', `no such endpoint ${endpoint}`);
+    return handler(b);
+  }
+
+  /**
+   * Holds the broker's answers on `endpoint` until `release()`; `reached` resolves when the
+   * first request arrives (it is recorded in `sent` at once).
+   */
+  hold(endpoint: string): { release: () => void; reached: Promise<void> } {
+    let release!: () => void;
+    let arrived!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const reached = new Promise<void>((r) => (arrived = r));
+    const answer = this.handlers[endpoint] ?? this.defaults[endpoint]!;
+    this.handlers[endpoint] = async (b) => {
+      arrived();
+      await held;
+      return answer(b);
+    };
+    return { release, reached };
+  }
+
+  /** Requests sent to one endpoint. */
+  bodies(endpoint: string): Body[] {
+    return this.sent.filter((s) => s.endpoint === endpoint).map((s) => s.body);
+  }
+
+  /** The broker fills `qty` of an order at `price` (the order's position moves with it). */
+  fill(orderId: number, qty: number, price: number): void {
+    const order = this.mirror.get('order', orderId)!;
+    const version = this.mirror.latestVersion(orderId)!;
+    const filled = this.mirror.by('fill', 'orderId', orderId).reduce((n, f) => n + Number(f.qty), 0) + qty;
+    this.mirror.apply('fill', 'Created', { id: this.id(), orderId, accountId: order.accountId, contractId: CONTRACT, action: order.action, qty, price, timestamp: this.ts() });
+    this.update('order', orderId, { ordStatus: filled >= Number(version.orderQty) ? 'Filled' : 'Working' });
+    // Protective legs wake up once their entry has a fill.
+    for (const leg of this.mirror.by('order', 'parentId', orderId)) if (leg.ordStatus === 'Suspended') this.update('order', leg.id, { ordStatus: 'Working' });
+    const signed = order.action === 'Buy' ? qty : -qty;
+    const pos = this.mirror.by('position', 'accountId', Number(ACCOUNT)).find((p) => p.contractId === CONTRACT);
+    if (pos) this.update('position', pos.id, { netPos: Number(pos.netPos) + signed });
+    else this.mirror.apply('position', 'Created', { id: this.id(), accountId: Number(ACCOUNT), contractId: CONTRACT, netPos: signed, netPrice: price, timestamp: this.ts() });
+  }
+
+  /** Puts an order of its own at the broker (placed elsewhere, or before a crash). */
+  addOrder(fields: { action?: 'Buy' | 'Sell'; orderType?: string; qty?: number; price?: number; stopPrice?: number; parentId?: number; clOrdId?: string; ordStatus?: string }): number {
+    return this.createOrder({
+      action: fields.action ?? 'Buy', orderType: fields.orderType ?? 'Limit', orderQty: fields.qty ?? 1, price: fields.price, stopPrice: fields.stopPrice,
+      accountId: Number(ACCOUNT), clOrdId: fields.clOrdId, timeInForce: 'Day',
+    }, { parentId: fields.parentId, ordStatus: fields.ordStatus ?? 'Working' });
+  }
+
+  private readonly defaults: Record<string, (b: Body) => unknown> = {
+    'order/placeorder': (b) => ({ orderId: this.createOrder(b) }),
+    'order/placeoso': (b) => {
+      const orderId = this.createOrder(b);
+      const legs = [b.bracket1, b.bracket2].filter(Boolean).map((leg: Body) =>
+        this.createOrder({ ...leg, orderQty: b.orderQty, accountId: b.accountId, symbol: b.symbol }, { parentId: orderId, ordStatus: 'Suspended' }),
+      );
+      return { orderId, oso1Id: legs[0], ...(legs[1] ? { oso2Id: legs[1] } : {}) };
+    },
+    'orderstrategy/startorderstrategy': (b) => {
+      const id = this.id();
+      this.mirror.apply('orderStrategy', 'Created', { id, accountId: b.accountId, action: b.action, status: 'ActiveStrategy', uuid: b.uuid, params: b.params });
+      const entry = this.createOrder({ action: b.action, orderType: 'Market', orderQty: JSON.parse(b.params).brackets[0].qty, accountId: b.accountId });
+      this.mirror.apply('orderStrategyLink', 'Created', { id: this.id(), orderStrategyId: id, orderId: entry });
+      return { orderStrategy: { id } };
+    },
+    'order/cancelorder': (b) => {
+      const order = this.mirror.get('order', b.orderId);
+      if (!order || ['Filled', 'Canceled', 'Rejected', 'Expired'].includes(String(order.ordStatus))) return { failureReason: 'UnknownReason', failureText: 'order is not working' };
+      this.update('order', order.id, { ordStatus: 'Canceled' });
+      for (const leg of this.mirror.by('order', 'parentId', order.id)) if (leg.ordStatus === 'Suspended') this.update('order', leg.id, { ordStatus: 'Canceled' });
+      const parent = Number(order.parentId ?? 0);
+      if (this.oco && parent) {
+        for (const sibling of this.mirror.by('order', 'parentId', parent)) if (sibling.id !== order.id && sibling.ordStatus === 'Working') this.update('order', sibling.id, { ordStatus: 'Canceled' });
+      }
+      return { commandId: this.id() };
+    },
+    'order/liquidateposition': (b) => {
+      const pos = this.mirror.by('position', 'accountId', b.accountId).find((p) => p.contractId === b.contractId);
+      if (pos) this.update('position', pos.id, { netPos: 0 });
+      return { commandId: this.id() };
+    },
+  };
+
+  private createOrder(b: Body, extra: { parentId?: number | undefined; ordStatus?: string } = {}): number {
+    const id = this.id();
+    this.mirror.apply('order', 'Created', {
+      id, accountId: b.accountId, contractId: CONTRACT, action: b.action, ordStatus: extra.ordStatus ?? 'Working', timestamp: this.ts(),
+      ...(extra.parentId ? { parentId: extra.parentId } : {}), ...(b.clOrdId ? { clOrdId: b.clOrdId } : {}),
+    });
+    this.mirror.apply('orderVersion', 'Created', {
+      id: this.id(), orderId: id, orderQty: b.orderQty, orderType: b.orderType, timeInForce: b.timeInForce,
+      ...(b.price !== undefined ? { price: b.price } : {}), ...(b.stopPrice !== undefined ? { stopPrice: b.stopPrice } : {}),
+    });
+    if (b.clOrdId) this.mirror.apply('command', 'Created', { id: this.id(), orderId: id, clOrdId: b.clOrdId });
+    return id;
+  }
+
+  private update(type: string, id: number, changes: Record<string, unknown>): void {
+    this.mirror.apply(type, 'Updated', { ...(this.mirror.get(type, id) as Entity), ...changes, timestamp: this.ts() });
+  }
+
+  private id(): number {
+    return this.nextId++;
+  }
+
+  private ts(): string {
+    return new Date((this.clock += 1000)).toISOString();
+  }
+}
+
+/** An actor context over a FakeBroker; `events` collects what the operation emits. */
+export function fakeActorContext(settleMs = 200): { broker: FakeBroker; ctx: ActorContext; events: ActorEvent[] } {
+  const broker = new FakeBroker();
+  const model = new OrderModel(broker.mirror, broker.spec);
+  model.refreshAccounts();
+  const events: ActorEvent[] = [];
+  const ctx: ActorContext = {
+    conn: broker,
+    mirror: broker.mirror,
+    model,
+    settleMs,
+    logger: createLogger('silent'),
+    emit: (e) => events.push(e),
+    placing: new Map(),
+  };
+  return { broker, ctx, events };
+}
+
+/** A planned order on the fake account, ready for placeOrder. */
+export function newOrder(patch: Partial<NewOrder> = {}): NewOrder & { type: 'place-order' } {
+  return {
+    type: 'place-order', accountId: ACCOUNT, symbol: 'ESZ6', requestedSymbol: 'ES1!', side: 'buy', qty: 1, orderType: 'limit', price: 5000,
+    stopPrice: null, timeInForce: 'day', clOrdId: `tg-k-${Math.random().toString(36).slice(2)}`, clientOrderId: null, ...patch,
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * A worker host for supervisor tests: speaks WorkerHostApi like workers/connection-actor/host.ts
+ * but runs no broker connection. Its behaviour is scripted by request type:
+ * `accounts` answers [], `positions` never answers, `working-orders` kills the thread
+ * mid-call, `find-by-clordid` answers a coded NOT_FOUND, and `trade-history` reports the adds
+ * this thread has seen (as `{ connectionId, resume }`). Adding reports CONNECTED and an
+ * account; removing reports a late RECONNECTING (a stale event the supervisor must drop).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import * as Comlink from 'comlink';
+import { nodeEndpoint } from '../../src/actors/comlink-node.js';
+import type { ActorEvent, ActorRequest, Result, WorkerHostApi, WorkerHostData } from '../../src/actors/protocol.js';
+import type { ConnectionSpec } from '../../src/domain/connections.js';
+
+const data = workerData as WorkerHostData;
+const emit = (e: ActorEvent) => data.eventPort.postMessage(e);
+const adds: { connectionId: string; resume: boolean }[] = [];
+const actors = new Set<string>();
+
+const api: WorkerHostApi = {
+  async add(spec: ConnectionSpec, resume = false) {
+    adds.push({ connectionId: spec.connectionId, resume });
+    actors.add(spec.connectionId);
+    emit({ type: 'status', connectionId: spec.connectionId, status: 'CONNECTED', reason: resume ? 'reconnect' : 'connect', ts: Date.now() });
+    emit({
+      type: 'accounts',
+      connectionId: spec.connectionId,
+      accounts: [{ id: `acc-${spec.connectionId}`, name: 'A', connectionId: spec.connectionId, broker: 'paper', environment: 'paper', active: true }],
+    });
+  },
+  async remove(connectionId: string) {
+    actors.delete(connectionId);
+    emit({ type: 'status', connectionId, status: 'RECONNECTING', reason: 'disconnect', ts: Date.now(), detail: 'late event of a removed actor' });
+  },
+  async request(_connectionId: string, req: ActorRequest): Promise<Result<unknown>> {
+    switch (req.type) {
+      case 'positions':
+        return new Promise(() => undefined);
+      case 'working-orders':
+        process.exit(7);
+      case 'find-by-clordid':
+        return { ok: false, error: { code: 'NOT_FOUND', message: `no order ${req.clOrdId}`, retryable: false } };
+      case 'trade-history':
+        return { ok: true, value: adds };
+      default:
+        return { ok: true, value: [] };
+    }
+  },
+  async stats() {
+    return { actors: actors.size, heapUsed: 0, rss: 0 };
+  },
+};
+
+Comlink.expose(api, nodeEndpoint(parentPort!));

@@ -1,0 +1,77 @@
+/**
+ * The health stream from a client's side: opens `GET /api/v1/connection-health/stream` and
+ * parses its messages as they arrive.
+ */
+
+/** One parsed SSE message. */
+export type HealthEvent = { type: string; connectionId?: string; status?: string; reason?: string; detail?: string; ts: number };
+
+/** An open SSE health stream that collects events as they arrive. */
+export interface HealthStream {
+  events: HealthEvent[];
+  /** Resolves with the first event at index ≥ `from` that matches, or throws after `ms`. */
+  waitFor(match: (e: HealthEvent) => boolean, from: number, ms: number): Promise<{ event: HealthEvent; index: number }>;
+  close(): void;
+}
+
+/** Opens `GET /api/v1/connection-health/stream` and parses `data:` lines in the background. */
+export async function openHealthStream(url: string, apiKey: string): Promise<HealthStream> {
+  const abort = new AbortController();
+  const res = await fetch(`${url}/api/v1/connection-health/stream`, {
+    headers: { 'x-api-key': apiKey, accept: 'text/event-stream' },
+    signal: abort.signal,
+  });
+  if (res.status !== 200) throw new Error(`health stream: ${res.status} ${await res.text()}`);
+  const events: HealthEvent[] = [];
+  const waiters = new Set<() => void>();
+  void (async () => {
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let cut: number;
+        while ((cut = buffer.indexOf('\n\n')) >= 0) {
+          const data = buffer
+            .slice(0, cut)
+            .split('\n')
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).trimStart())
+            .join('\n');
+          buffer = buffer.slice(cut + 2);
+          if (data) events.push(JSON.parse(data) as HealthEvent);
+        }
+        for (const w of waiters) w();
+      }
+    } catch {
+      // aborted by close()
+    }
+  })();
+  return {
+    events,
+    waitFor(match, from, ms) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          for (let i = from; i < events.length; i++) {
+            if (match(events[i]!)) {
+              cleanup();
+              resolve({ event: events[i]!, index: i });
+              return;
+            }
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`no matching health event within ${ms} ms; got ${JSON.stringify(events.slice(from))}`));
+        }, ms);
+        const cleanup = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    close: () => abort.abort(),
+  };
+}

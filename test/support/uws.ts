@@ -1,0 +1,97 @@
+/**
+ * A stand-in for one uWS HttpResponse, enough for ResponseHandle, the body reader and the
+ * SSE writer: it records what was written and lets a test feed body chunks or abort.
+ */
+import type { HttpResponse } from 'uWebSockets.js';
+
+/** A recording uWS response. */
+export class FakeResponse {
+  status = '';
+  readonly headers: [string, string][] = [];
+  body: string | undefined;
+  ended = false;
+  closedConnection = false;
+  /** Every chunk passed to write() (SSE). */
+  readonly written: string[] = [];
+  private abortHandler: (() => void) | undefined;
+  private dataHandler: ((chunk: ArrayBuffer, isLast: boolean) => void) | undefined;
+
+  /** Cast for the code under test. */
+  get res(): HttpResponse {
+    return this as unknown as HttpResponse;
+  }
+
+  /** Whether a body reader is registered (it must be, before the first await). */
+  get reading(): boolean {
+    return this.dataHandler !== undefined;
+  }
+
+  header(name: string): string | undefined {
+    return this.headers.find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
+  }
+
+  json(): any {
+    return this.body === undefined ? undefined : JSON.parse(this.body);
+  }
+
+  /** Delivers a body chunk as uWS would (the ArrayBuffer is only valid during the call). */
+  feed(text: string, isLast: boolean): void {
+    const bytes = Buffer.from(text);
+    this.dataHandler?.(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, isLast);
+  }
+
+  /** The client goes away. */
+  abort(): void {
+    this.abortHandler?.();
+  }
+
+  onAborted(handler: () => void): this {
+    this.abortHandler = handler;
+    return this;
+  }
+
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): this {
+    this.dataHandler = handler;
+    return this;
+  }
+
+  onWritable(): this {
+    return this;
+  }
+
+  cork(fn: () => void): this {
+    fn();
+    return this;
+  }
+
+  writeStatus(status: string): this {
+    this.status = status;
+    return this;
+  }
+
+  writeHeader(name: string, value: string): this {
+    this.headers.push([name, value]);
+    return this;
+  }
+
+  write(chunk: string): boolean {
+    this.written.push(chunk);
+    return true;
+  }
+
+  end(body?: string | Buffer, closeConnection?: boolean): this {
+    this.body = body === undefined ? undefined : body.toString();
+    this.ended = true;
+    this.closedConnection = !!closeConnection;
+    return this;
+  }
+
+  endWithoutBody(_length?: number, closeConnection?: boolean): this {
+    return this.end(undefined, closeConnection);
+  }
+
+  close(): this {
+    this.closedConnection = true;
+    return this;
+  }
+}

@@ -1,0 +1,124 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ActorEvent } from '../../../src/actors/protocol.js';
+import { createSupervisor, hashId, type Supervisor } from '../../../src/actors/supervisor.js';
+import type { ConnectionSpec, StatusEvent } from '../../../src/domain/connections.js';
+import { createLogger } from '../../../src/log.js';
+import { distPath } from '../../../src/paths.js';
+import { rejected } from '../../support/errors.js';
+
+/** Worker threads run the scripted host (test/support/fake-actor-host.ts), compiled. */
+const HOST = distPath('test/support/fake-actor-host.js');
+
+const spec = (connectionId: string): ConnectionSpec => ({
+  connectionId, userId: 'u1', broker: 'paper', environment: 'paper', restUrl: 'http://127.0.0.1:1/v1', wsUrl: 'ws://127.0.0.1:1/v1/websocket',
+  credentials: { name: 'n', password: 'p' }, budget: { perMinute: 1, perHour: 1 },
+});
+
+let sup: Supervisor | undefined;
+const events: ActorEvent[] = [];
+afterEach(async () => {
+  await sup?.close();
+  sup = undefined;
+  events.length = 0;
+});
+
+function start(opts: { threadsMax?: number; callTimeoutMs?: number; maxInFlightPerConnection?: number } = {}): Supervisor {
+  sup = createSupervisor({ threadsMax: opts.threadsMax ?? 4, logger: createLogger('silent'), workerFile: HOST, ...opts });
+  sup.onEvent((e) => events.push(e));
+  return sup;
+}
+
+/** Resolves with the first event (already seen or coming) that matches. */
+function next(s: Supervisor, match: (e: ActorEvent) => boolean): Promise<ActorEvent> {
+  const seen = events.find(match);
+  if (seen) return Promise.resolve(seen);
+  return new Promise((resolve) => {
+    const off = s.onEvent((e) => {
+      if (!match(e)) return;
+      off();
+      resolve(e);
+    });
+  });
+}
+const status = (id: string, s: StatusEvent['status']) => (e: ActorEvent) => e.type === 'status' && e.connectionId === id && e.status === s;
+
+describe('supervisor', () => {
+  it('hashId spreads connection ids deterministically', () => {
+    expect(hashId('con_abc')).toBe(hashId('con_abc'));
+    const slots = new Set(Array.from({ length: 64 }, (_, i) => hashId(`con_${i}`) % 4));
+    expect(slots.size).toBe(4);
+  });
+
+  it('starts an actor, remembers its status and accounts, and relays requests and coded errors', async () => {
+    const s = start();
+    expect(s.status('c1')).toBeUndefined();
+    const up = next(s, status('c1', 'CONNECTED'));
+    await s.addConnection(spec('c1'));
+    await up;
+    expect(s.status('c1')?.status).toBe('CONNECTED');
+    await next(s, (e) => e.type === 'accounts');
+    expect(s.accounts('c1').map((a) => a.id)).toEqual(['acc-c1']);
+    expect(await s.request('c1', { type: 'accounts' })).toEqual([]);
+    const coded = await rejected(s.request('c1', { type: 'find-by-clordid', accountId: 'a', clOrdId: 'x' }));
+    expect(coded).toMatchObject({ code: 'NOT_FOUND', message: 'no order x' });
+    expect((await rejected(s.request('nope', { type: 'accounts' }))).code).toBe('NOT_FOUND');
+  });
+
+  it('caps requests in flight per connection with an immediate 503 and Retry-After 1; a deadline frees the slot', async () => {
+    const s = start({ maxInFlightPerConnection: 2, callTimeoutMs: 300 });
+    await s.addConnection(spec('c1'));
+    const held = [s.request('c1', { type: 'positions', accountId: 'a' }), s.request('c1', { type: 'positions', accountId: 'a' })];
+    const refused = await rejected(s.request('c1', { type: 'accounts' }));
+    expect(refused).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1 });
+    for (const h of held) expect((await rejected(h)).code).toBe('BROKER_TIMEOUT');
+    expect(await s.request('c1', { type: 'accounts' })).toEqual([]);
+  });
+
+  it('announces DISABLED once on removal, drops the removed actor’s late events, and forgets the connection', async () => {
+    // One shared worker, so it stays up after c1 leaves and its events keep flowing.
+    const s = start({ threadsMax: 1 });
+    await s.addConnection(spec('c1'));
+    await s.addConnection(spec('c2'));
+    await s.removeConnection('c1');
+    await s.removeConnection('c1');
+    // The worker posted c1's late event before c3's CONNECTED, on the same port.
+    const later = next(s, status('c3', 'CONNECTED'));
+    await s.addConnection(spec('c3'));
+    await later;
+    const c1 = events.filter((e): e is StatusEvent => e.type === 'status' && e.connectionId === 'c1').map((e) => e.status);
+    expect(c1).toEqual(['CONNECTED', 'DISABLED']);
+    expect(s.status('c1')?.status).toBe('DISABLED');
+    expect((await rejected(s.request('c1', { type: 'accounts' }))).code).toBe('NOT_FOUND');
+  });
+
+  it('a worker that dies mid-call fails the call, reports RECONNECTING, and is replaced with its actors resumed', async () => {
+    const s = start();
+    await s.addConnection(spec('c1'));
+    const first = s.workerOf('c1');
+    const dead = await rejected(s.request('c1', { type: 'working-orders', accountId: 'a' }));
+    expect(dead.code).toBe('BROKER_UNAVAILABLE');
+    expect(await next(s, status('c1', 'RECONNECTING'))).toMatchObject({ reason: 'disconnect', detail: 'actor worker exited (code 7)' });
+    const back = await next(s, (e) => e.type === 'status' && e.connectionId === 'c1' && e.status === 'CONNECTED' && e.reason === 'reconnect');
+    expect(back).toBeDefined();
+    expect(s.workerOf('c1')).not.toBe(first);
+    expect(await s.request('c1', { type: 'trade-history', accountId: 'a' })).toEqual([{ connectionId: 'c1', resume: true }]);
+  });
+
+  it('past threadsMax connections share workers', async () => {
+    const s = start({ threadsMax: 1 });
+    await s.addConnection(spec('c1'));
+    await s.addConnection(spec('c2'));
+    expect(s.workerCount()).toBe(1);
+    expect(s.workerOf('c1')).toBe(s.workerOf('c2'));
+    expect((await s.stats())[0]!.actors).toBe(2);
+  });
+
+  it('refuses everything once closed', async () => {
+    const s = start();
+    await s.addConnection(spec('c1'));
+    await s.close();
+    expect((await rejected(s.request('c1', { type: 'accounts' }))).code).toBe('SHUTTING_DOWN');
+    expect((await rejected(s.addConnection(spec('c2')))).code).toBe('SHUTTING_DOWN');
+    expect(s.workerCount()).toBe(0);
+  });
+});

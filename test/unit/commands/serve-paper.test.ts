@@ -1,0 +1,72 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { rememberPaperLogin, startEmbeddedPaper, type EmbeddedPaper } from '../../../src/commands/serve-paper.js';
+import { createLogger } from '../../../src/log.js';
+import { tempStore, type TempStore } from '../../support/store.js';
+
+let t: TempStore;
+let paper: EmbeddedPaper | undefined;
+beforeEach(async () => {
+  t = await tempStore();
+});
+afterEach(async () => {
+  await paper?.close();
+  paper = undefined;
+  await t.cleanup();
+});
+
+const start = () => startEmbeddedPaper({ store: t.store, dataDir: t.dir, port: 0, logLevel: 'silent', logger: createLogger('silent'), restartMs: 10 });
+
+async function accountNames(restUrl: string, name: string, password: string): Promise<string[] | null> {
+  const auth = await fetch(`${restUrl}/auth/accesstokenrequest`, { method: 'POST', body: JSON.stringify({ name, password }) });
+  const { accessToken } = (await auth.json()) as { accessToken?: string };
+  if (!accessToken) return null;
+  const list = await fetch(`${restUrl}/account/list`, { headers: { authorization: `Bearer ${accessToken}` } });
+  return ((await list.json()) as { name: string }[]).map((a) => a.name);
+}
+
+async function storePaperConnection(name: string, password: string, accounts: string[]): Promise<void> {
+  const user = await t.store.users.create({ name: `u-${name}` });
+  await t.store.connections.create({
+    userId: user.id, name: 'Paper', broker: 'paper', environment: 'paper',
+    restUrl: 'http://old/v1', wsUrl: 'ws://old/v1/websocket', credentials: { name, password },
+  });
+  rememberPaperLogin(t.dir, name, accounts);
+}
+
+test('re-creates the stored paper logins with their account names at start', async () => {
+  await storePaperConnection('kept', 'pw-kept', ['K1', 'K2']);
+  paper = await start();
+  expect(await accountNames(paper.endpoints.restUrl, 'kept', 'pw-kept')).toEqual(['K1', 'K2']);
+});
+
+test('openLogin opens the login at the broker and remembers its accounts for the next start (no secrets in the file)', async () => {
+  paper = await start();
+  await paper.broker.openLogin({ name: 'fresh', password: 'pw-fresh', accounts: ['F1'] });
+  expect(await accountNames(paper.broker.restUrl, 'fresh', 'pw-fresh')).toEqual(['F1']);
+  const file = readFileSync(join(t.dir, 'paper-logins.json'), 'utf8');
+  expect(JSON.parse(file)).toEqual({ fresh: ['F1'] });
+  expect(file).not.toContain('pw-fresh');
+});
+
+test('a paper broker whose thread dies is restarted on the same address with the stored logins', async () => {
+  await storePaperConnection('survivor', 'pw-s', ['S1']);
+  paper = await start();
+  const first = paper.current;
+  const restarted = paper.restarted();
+  await first.worker.terminate();
+  await restarted;
+  expect(paper.current).not.toBe(first);
+  expect(paper.current.restUrl).toBe(paper.endpoints.restUrl);
+  expect(await accountNames(paper.endpoints.restUrl, 'survivor', 'pw-s')).toEqual(['S1']);
+});
+
+test('close() stops it for good', async () => {
+  paper = await start();
+  const url = paper.endpoints.controlUrl;
+  await paper.close();
+  paper = undefined;
+  await expect(fetch(`${url}/state`)).rejects.toThrow();
+  expect(existsSync(join(t.dir, 'paper-logins.json'))).toBe(false);
+});

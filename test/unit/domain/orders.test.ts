@@ -1,0 +1,21 @@
+import fc from 'fast-check';
+import { expect, test } from 'vitest';
+import { FINAL_STATUSES, isOrderQty, MAX_ORDER_QTY, referencePrice } from '../../../src/domain/orders.js';
+
+test('an order quantity is a whole number of contracts from 1 to MAX_ORDER_QTY', () => {
+  expect([1, 2, MAX_ORDER_QTY].map(isOrderQty)).toEqual([true, true, true]);
+  expect([0, -1, 1.5, MAX_ORDER_QTY + 1, Number.NaN, Number.POSITIVE_INFINITY].map(isOrderQty)).toEqual([false, false, false, false, false, false]);
+  fc.assert(fc.property(fc.integer({ min: 1, max: MAX_ORDER_QTY }), (q) => isOrderQty(q)));
+});
+
+test('the reference price is the limit for limit and stop-limit orders, the trigger for stops, none for market', () => {
+  expect(referencePrice('limit', 5000, 4990)).toBe(5000);
+  expect(referencePrice('stop_limit', 5000, 4990)).toBe(5000);
+  expect(referencePrice('stop', 5000, 4990)).toBe(4990);
+  expect(referencePrice('market', 5000, 4990)).toBeNull();
+  expect(referencePrice('limit', undefined, 4990)).toBeNull();
+});
+
+test('final statuses are the four an order cannot leave', () => {
+  expect([...FINAL_STATUSES].sort()).toEqual(['cancelled', 'expired', 'filled', 'rejected']);
+});

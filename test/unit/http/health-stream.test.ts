@@ -1,0 +1,170 @@
+import { describe, expect, it } from 'vitest';
+import type { ActorEvent } from '../../../src/actors/protocol.js';
+import type { StatusEvent } from '../../../src/domain/connections.js';
+import { AppError } from '../../../src/domain/problems.js';
+import { bridgeActorEvents, openHealthStream, type HealthStreamDeps } from '../../../src/http/health-stream.js';
+import { ResponseHandle } from '../../../src/http/respond.js';
+import type { AuthContext } from '../../../src/http/route-types.js';
+import { HealthHub } from '../../../src/http/sse-hub.js';
+import type { PublishedMessage } from '../../../src/http/sse.js';
+import { createLogger } from '../../../src/log.js';
+import { FakeResponse } from '../../support/uws.js';
+
+/** A gateway that only emits, and a store whose owners the test moves. */
+function bridgeWorld() {
+  const listeners = new Set<(e: ActorEvent) => void>();
+  const gateway = {
+    onEvent(l: (e: ActorEvent) => void) {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+  };
+  const owners = new Map<string, string>([['c1', 'alice']]);
+  let reads = 0;
+  const store = {
+    connections: {
+      byId(id: string) {
+        reads++;
+        const userId = owners.get(id);
+        return userId ? { userId } : undefined;
+      },
+    },
+  };
+  const published: { userId: string; event: PublishedMessage }[] = [];
+  const hub = { publish: (userId: string, event: PublishedMessage) => published.push({ userId, event }) };
+  const stop = bridgeActorEvents(gateway, store, hub);
+  const emit = (e: ActorEvent) => {
+    for (const l of listeners) l(e);
+  };
+  const status = (connectionId: string, s: StatusEvent['status'], reason: StatusEvent['reason']): StatusEvent => ({
+    type: 'status', connectionId, status: s, reason, ts: 1,
+  });
+  return { emit, status, owners, published, stop, reads: () => reads, listeners };
+}
+
+describe('bridgeActorEvents', () => {
+  it('publishes status and bracket alerts to the owner, not account lists, reading the owner once', () => {
+    const b = bridgeWorld();
+    b.emit(b.status('c1', 'CONNECTED', 'connect'));
+    b.emit({ type: 'bracket-alert', connectionId: 'c1', accountId: '7', orderId: '9', ts: 2, detail: 'unprotected' });
+    b.emit({ type: 'accounts', connectionId: 'c1', accounts: [] });
+    b.emit(b.status('c1', 'RECONNECTING', 'disconnect'));
+    expect(b.published.map((p) => [p.userId, p.event.type])).toEqual([
+      ['alice', 'status'],
+      ['alice', 'bracket-alert'],
+      ['alice', 'status'],
+    ]);
+    expect(b.reads()).toBe(1);
+  });
+
+  it('drops events of a connection nobody owns (yet)', () => {
+    const b = bridgeWorld();
+    b.emit(b.status('ghost', 'CONNECTED', 'connect'));
+    expect(b.published).toEqual([]);
+  });
+
+  it('forgets the owner when the connection is removed: it comes back under its new user', () => {
+    const b = bridgeWorld();
+    b.emit(b.status('c1', 'CONNECTED', 'connect'));
+    b.emit(b.status('c1', 'DISABLED', 'disabled'));
+    b.owners.set('c1', 'bob');
+    // Whatever the next event of that id is (here a resumed actor's RECONNECTING), the owner is read again.
+    b.emit(b.status('c1', 'RECONNECTING', 'disconnect'));
+    expect(b.published.map((p) => [p.userId, (p.event as StatusEvent).status])).toEqual([
+      ['alice', 'CONNECTED'],
+      ['alice', 'DISABLED'],
+      ['bob', 'RECONNECTING'],
+    ]);
+    expect(b.reads()).toBe(2);
+  });
+
+  it('re-reads the owner when a connection is started afresh under another user, without a removal first', () => {
+    const b = bridgeWorld();
+    b.emit(b.status('c1', 'CONNECTED', 'connect'));
+    b.owners.set('c1', 'bob');
+    // A reconnect of the running actor keeps reporting to the cached owner …
+    b.emit(b.status('c1', 'RECONNECTING', 'disconnect'));
+    // … a fresh start (re-added actor) asks the store again.
+    b.emit(b.status('c1', 'CONNECTING', 'connect'));
+    b.emit(b.status('c1', 'CONNECTED', 'connect'));
+    expect(b.published.map((p) => p.userId)).toEqual(['alice', 'alice', 'bob', 'bob']);
+  });
+
+  it('unsubscribes', () => {
+    const b = bridgeWorld();
+    b.stop();
+    expect(b.listeners.size).toBe(0);
+  });
+});
+
+describe('openHealthStream', () => {
+  const alice: AuthContext = { userId: 'alice', principalId: 'key-a', scopes: ['read'], kind: 'api-key' };
+  function streamWorld(maxStreamsPerKey = 2) {
+    const hub = new HealthHub({ clock: () => 5, heartbeatMs: 60_000, log: createLogger('silent') });
+    const statuses = new Map<string, StatusEvent>([['c1', { type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'connect', ts: 3 }]]);
+    const deps: HealthStreamDeps = {
+      hub,
+      store: { connections: { listByUser: (u) => (u === 'alice' ? [{ id: 'c1' }, { id: 'c2' }, { id: 'c3', disabled: true }] : []) } },
+      gateway: { status: (id) => statuses.get(id) },
+      maxStreamsPerKey,
+      clock: () => 5,
+    };
+    const open = (headers: Record<string, string> = {}) => {
+      const res = new FakeResponse();
+      openHealthStream(deps, new ResponseHandle(res.res), alice, headers, { 'X-Request-Id': 'r1' });
+      return res;
+    };
+    return { hub, open };
+  }
+  const data = (res: FakeResponse) =>
+    res.written
+      .join('')
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)));
+
+  it('opens with retry, the request’s headers and one snapshot per owned connection', () => {
+    const res = streamWorld().open();
+    expect(res.status).toBe('200 OK');
+    expect(res.header('Content-Type')).toBe('text/event-stream');
+    expect(res.header('X-Request-Id')).toBe('r1');
+    expect(res.written.join('')).toMatch(/^retry: 3000\n\n/);
+    expect(data(res)).toEqual([
+      { type: 'snapshot', connectionId: 'c1', status: 'CONNECTED', ts: 3, reason: 'connect' },
+      { type: 'snapshot', connectionId: 'c2', status: 'CONNECTING', ts: 5 },
+      { type: 'snapshot', connectionId: 'c3', status: 'DISABLED', ts: 5, reason: 'disabled' },
+    ]);
+  });
+
+  it('delivers what the hub publishes afterwards, and resumes after Last-Event-ID', () => {
+    const w = streamWorld();
+    const res = w.open();
+    w.hub.publish('alice', { type: 'status', connectionId: 'c1', status: 'RECONNECTING', reason: 'disconnect', ts: 6 });
+    expect(data(res).at(-1)).toMatchObject({ type: 'status', status: 'RECONNECTING' });
+    const lastId = Number(/id: (\d+)\n/.exec(res.written.at(-1)!)![1]);
+    w.hub.publish('alice', { type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'reconnect', ts: 7 });
+    const resumed = w.open({ 'last-event-id': String(lastId) });
+    expect(data(resumed)).toEqual([{ type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'reconnect', ts: 7 }]);
+  });
+
+  it('refuses a stream past the per-key cap before writing anything', () => {
+    const w = streamWorld(1);
+    w.open();
+    let err: unknown;
+    const res = new FakeResponse();
+    try {
+      openHealthStream(
+        { hub: w.hub, store: { connections: { listByUser: () => [] } }, gateway: { status: () => undefined }, maxStreamsPerKey: 1, clock: () => 5 },
+        new ResponseHandle(res.res),
+        alice,
+        {},
+        {},
+      );
+    } catch (e) {
+      err = e;
+    }
+    expect((err as AppError).code).toBe('TOO_MANY_STREAMS');
+    expect(res.written).toEqual([]);
+    expect(res.status).toBe('');
+  });
+});

@@ -1,0 +1,91 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AppError } from '../../../../src/domain/problems.js';
+import { baseUrl, callActor, errors, ownedAccount, paginate, requireActive } from '../../../../src/http/routes/common.js';
+import type { RouteContext } from '../../../../src/http/route-types.js';
+import { loadConfig } from '../../../../src/config.js';
+import { createLogger } from '../../../../src/log.js';
+import { account, orderRecord, world, type World } from '../../../support/routes.js';
+
+let w: World;
+beforeEach(async () => {
+  w = await world();
+});
+afterEach(() => w.close());
+
+function context(userId: string): { ctx: RouteContext<unknown, unknown>; timing: [string, number][] } {
+  const timing: [string, number][] = [];
+  const ctx: RouteContext<unknown, unknown> = {
+    req: { method: 'POST', path: '/x', params: {}, query: {}, headers: {}, body: undefined, rawBody: Buffer.alloc(0), ip: '' },
+    auth: { userId, principalId: 'k1', scopes: ['read', 'trade'], kind: 'api-key' },
+    requestId: 'req-9',
+    timing: { add: (n, ms) => timing.push([n, ms]) },
+    log: createLogger('silent'),
+  };
+  return { ctx, timing };
+}
+
+describe('ownership', () => {
+  it('finds the caller’s account with the connection that reports it; a foreign or unknown id is 404', () => {
+    expect(ownedAccount(w.deps, w.a.userId, '101')).toEqual({ account: account('101', w.a.connectionId), connectionId: w.a.connectionId });
+    expect(() => ownedAccount(w.deps, w.a.userId, '201')).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+  });
+
+  it('trading needs an account its broker still reports', () => {
+    expect(() => requireActive(ownedAccount(w.deps, w.a.userId, '102'))).toThrow(expect.objectContaining({ code: 'ACCOUNT_INACTIVE' }));
+    expect(() => requireActive(ownedAccount(w.deps, w.a.userId, '101'))).not.toThrow();
+  });
+});
+
+describe('callActor', () => {
+  it('sends to the account’s actor, reports broker time for Server-Timing and journals the trading outcome', async () => {
+    w.gateway.responder['cancel-order'] = () => ({ order: orderRecord({ status: 'cancelled' }), removedLegIds: [], replaced: null, remainderCancelled: false, brokerMs: 3.5 });
+    const { ctx, timing } = context(w.a.userId);
+    await callActor(w.deps, ctx, w.a.connectionId, { type: 'cancel-order', accountId: '101', orderId: '9001' });
+    expect(timing).toEqual([['broker', 3.5]]);
+    await w.store.flushed();
+    const [entry] = await w.store.journal.list({ userId: w.a.userId, limit: 10 });
+    expect(entry).toMatchObject({ kind: 'cancel-order', accountId: '101', outcome: { orderId: '9001', status: 'cancelled' } });
+    expect(entry!.request).toMatchObject({ via: 'api-key', requestId: 'req-9' });
+  });
+
+  it('journals a failure by its code and passes the error on; reads are not journaled', async () => {
+    const { ctx } = context(w.a.userId);
+    await expect(callActor(w.deps, ctx, w.a.connectionId, { type: 'flatten', accountId: '101' })).rejects.toBeInstanceOf(AppError);
+    w.gateway.responder.positions = () => [];
+    await callActor(w.deps, ctx, w.a.connectionId, { type: 'positions', accountId: '101' });
+    await w.store.flushed();
+    expect((await w.store.journal.list({ userId: w.a.userId, limit: 10 })).map((e) => [e.kind, e.outcome])).toEqual([['flatten', { error: 'BROKER_UNAVAILABLE', detail: 'no scripted answer for flatten' }]]);
+  });
+});
+
+describe('paginate', () => {
+  const items = Array.from({ length: 5 }, (_, i) => i);
+  it('pages with an opaque cursor until the end', () => {
+    const first = paginate(items, { limit: 2 });
+    expect(first.data).toEqual([0, 1]);
+    const second = paginate(items, { limit: 2, cursor: first.nextCursor! });
+    expect(second.data).toEqual([2, 3]);
+    const last = paginate(items, { limit: 2, cursor: second.nextCursor! });
+    expect(last).toEqual({ data: [4], nextCursor: null });
+    expect(paginate(items, undefined)).toEqual({ data: items, nextCursor: null });
+  });
+
+  it('a cursor it did not issue is 400, never a silent restart', () => {
+    expect(() => paginate(items, { cursor: 'garbage' })).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+  });
+});
+
+describe('documentation helpers', () => {
+  it('groups error codes by status', () => {
+    expect(errors('NOT_FOUND', 'VALIDATION_FAILED', 'UNKNOWN_SYMBOL')).toEqual([
+      { status: 404, description: 'NOT_FOUND' },
+      { status: 400, description: 'VALIDATION_FAILED, UNKNOWN_SYMBOL' },
+    ]);
+  });
+
+  it('the public base URL: --base-url, else where the server listens, else the configured address', () => {
+    expect(baseUrl(loadConfig({ 'base-url': 'https://t.example.com/' }, {}))).toBe('https://t.example.com');
+    expect(baseUrl(loadConfig({}, {}), 'http://127.0.0.1:4321/')).toBe('http://127.0.0.1:4321');
+    expect(baseUrl(loadConfig({ host: '0.0.0.0', port: '9000' }, {}))).toBe('http://127.0.0.1:9000');
+  });
+});

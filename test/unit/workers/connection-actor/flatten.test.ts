@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../../../src/domain/problems.js';
+import { flatten } from '../../../../workers/connection-actor/flatten.js';
+import { placeOrder } from '../../../../workers/connection-actor/place.js';
+import { ACCOUNT, CONTRACT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
+
+const request = (patch: { symbol?: string | null; clOrdIdPrefix?: string } = {}) => ({ type: 'flatten' as const, accountId: ACCOUNT, ...patch });
+
+describe('flatten', () => {
+  it('cancels every resting order, entries first, then liquidates every position', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 2 });
+    broker.fill(held, 2, 5000);
+    const single = await placeOrder(ctx, newOrder({ price: 4995 }));
+    const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    const r = await flatten(ctx, request({ clOrdIdPrefix: 'tg-f-abc' }));
+    // The entry goes first and takes its suspended legs along: no request per leg.
+    expect(broker.bodies('order/cancelorder').map((c) => String(c.orderId))).toEqual([b.order.orderId, single.order.orderId]);
+    expect(broker.bodies('order/cancelorder')[0]).toMatchObject({ clOrdId: `tg-f-abc-x${b.order.orderId}`, isAutomated: true });
+    expect(r.cancelledOrderIds.sort()).toEqual([b.order.orderId, b.legs!.takeProfit!.orderId, b.legs!.stopLoss!.orderId, single.order.orderId].sort());
+    expect(broker.bodies('order/liquidateposition')).toEqual([{ accountId: 7, contractId: CONTRACT, admin: false, isAutomated: true }]);
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 2, status: 'liquidated' }]);
+    expect(ctx.model.positions(ACCOUNT)).toEqual([]);
+  });
+
+  it('with a symbol the account does not hold (while it holds another), refuses with SYMBOL_MISMATCH and touches nothing', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    await placeOrder(ctx, newOrder());
+    let err: unknown;
+    try {
+      await flatten(ctx, request({ symbol: 'NQZ6' }));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe('SYMBOL_MISMATCH');
+    expect((err as AppError).extensions).toMatchObject({ symbol: 'NQZ6', held: ['ESZ6'] });
+    expect(broker.sent.filter((s) => s.endpoint !== 'order/placeorder')).toEqual([]);
+  });
+
+  it('a flat account with a symbol is fine: its resting orders are cancelled', async () => {
+    const { broker, ctx } = fakeActorContext();
+    await placeOrder(ctx, newOrder());
+    const r = await flatten(ctx, request({ symbol: 'NQZ6' }));
+    expect(r.cancelledOrderIds).toHaveLength(1);
+    expect(broker.bodies('order/liquidateposition')).toEqual([]);
+  });
+
+  it('reports a liquidation the broker refused as failed, with its reason', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'RiskRejected', failureText: 'account locked' });
+    const r = await flatten(ctx, request());
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', detail: 'broker rejected liquidateposition: RiskRejected: account locked' }]);
+  });
+
+  it('says so when a liquidation was sent but the position is not flat yet', async () => {
+    const { broker, ctx } = fakeActorContext(30);
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    broker.handlers['order/liquidateposition'] = () => ({ commandId: 9 });
+    const r = await flatten(ctx, request());
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated', detail: 'liquidation sent; position not yet flat' }]);
+  });
+
+  it('refuses while disconnected', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.connected = false;
+    await expect(flatten(ctx, request())).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+  });
+});

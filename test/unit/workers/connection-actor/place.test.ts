@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { placeOrder } from '../../../../workers/connection-actor/place.js';
+import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
+import { rejected } from '../../../support/errors.js';
+
+describe('placeOrder: single orders', () => {
+  it('sends one automated placeorder under the clOrdId and answers the record with what the client asked', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const req = newOrder({ clientOrderId: 'my-label' });
+    const result = await placeOrder(ctx, req);
+    expect(broker.bodies('order/placeorder')).toEqual([
+      expect.objectContaining({ accountId: 7, accountSpec: 'DEMO7', clOrdId: req.clOrdId, action: 'Buy', orderType: 'Limit', price: 5000, isAutomated: true }),
+    ]);
+    expect(result.reconciled).toBe(false);
+    expect(result.order).toMatchObject({ accountId: ACCOUNT, symbol: 'ESZ6', requestedSymbol: 'ES1!', status: 'working', role: 'single', clientOrderId: 'my-label' });
+    expect(result.brokerMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('a clOrdId the broker already has is the answer: nothing is sent twice', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const req = newOrder();
+    const first = await placeOrder(ctx, req);
+    const retry = await placeOrder(ctx, req);
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    expect(retry).toMatchObject({ reconciled: true, brokerMs: 0, order: { orderId: first.order.orderId } });
+  });
+
+  it('a retry arriving while the first attempt waits on the broker waits for it instead of racing it', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.hold('order/placeorder');
+    const req = newOrder();
+    const first = placeOrder(ctx, req);
+    await held.reached;
+    // The front timed out and the client retried: the mirror does not know the order yet.
+    const retry = placeOrder(ctx, req);
+    held.release();
+    const [a, b] = await Promise.all([first, retry]);
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    expect(b.order.orderId).toBe(a.order.orderId);
+    expect(b.reconciled).toBe(true);
+    expect(ctx.placing.size).toBe(0);
+  });
+
+  it('refuses before sending while disconnected, or on an inactive or foreign account', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.connected = false;
+    expect((await rejected(placeOrder(ctx, newOrder()))).code).toBe('BROKER_UNAVAILABLE');
+    broker.connected = true;
+    expect((await rejected(placeOrder(ctx, newOrder({ accountId: '99' })))).code).toBe('NOT_FOUND');
+    broker.mirror.apply('account', 'Updated', { id: 7, name: 'DEMO7', active: false });
+    ctx.model.refreshAccounts();
+    expect((await rejected(placeOrder(ctx, newOrder()))).code).toBe('ACCOUNT_INACTIVE');
+    expect(broker.sent).toEqual([]);
+  });
+
+  it('a refusal in a 200 answer, an answer without an order id, or a rejected order is BROKER_REJECTED with the reason', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.handlers['order/placeorder'] = () => ({ failureReason: 'RiskRejected', failureText: 'max position' });
+    const refused = await rejected(placeOrder(ctx, newOrder()));
+    expect(refused).toMatchObject({ code: 'BROKER_REJECTED', extensions: { brokerReason: 'RiskRejected: max position' } });
+
+    broker.handlers['order/placeorder'] = () => ({});
+    expect((await rejected(placeOrder(ctx, newOrder()))).extensions.brokerReason).toBe('no orderId');
+
+    broker.handlers['order/placeorder'] = (b) => {
+      const id = broker.addOrder({ clOrdId: b.clOrdId, ordStatus: 'Rejected' });
+      broker.mirror.apply('executionReport', 'Created', { id: 999, orderId: id, execType: 'Rejected', rejectReason: 'OutsideTradingHours', text: 'market closed' });
+      return { orderId: id };
+    };
+    const refusedOrder = await rejected(placeOrder(ctx, newOrder()));
+    expect(refusedOrder.code).toBe('BROKER_REJECTED');
+    expect(refusedOrder.extensions).toMatchObject({ brokerReason: 'OutsideTradingHours: market closed', order: { status: 'rejected' } });
+  });
+});
+
+describe('placeOrder: brackets', () => {
+  it('absolute legs go as one placeoso: take-profit Limit, stop-loss Stop, linked under the entry', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const result = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    const [body] = broker.bodies('order/placeoso');
+    expect(body).toMatchObject({ bracket1: { action: 'Sell', orderType: 'Limit', price: 5010 }, bracket2: { action: 'Sell', orderType: 'Stop', stopPrice: 4990 } });
+    expect(result.order).toMatchObject({ role: 'entry', bracketId: result.order.orderId });
+    expect(result.legs?.takeProfit).toMatchObject({ role: 'take_profit', price: 5010, bracketId: result.order.orderId, status: 'pending' });
+    expect(result.legs?.stopLoss).toMatchObject({ role: 'stop_loss', stopPrice: 4990 });
+    expect(result.order.legs).toEqual({ takeProfit: result.legs!.takeProfit!.orderId, stopLoss: result.legs!.stopLoss!.orderId });
+  });
+
+  it('relative legs start an order strategy with signed point offsets anchored to the fill', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const result = await placeOrder(ctx, newOrder({ side: 'sell', orderType: 'market', price: null, takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } }));
+    const [body] = broker.bodies('orderstrategy/startorderstrategy');
+    expect(JSON.parse(body!.params).brackets[0]).toMatchObject({ profitTarget: -10, stopLoss: 5 });
+    expect(result.order).toMatchObject({ role: 'entry', side: 'sell' });
+  });
+
+  it('a mixed bracket converts the absolute leg into an offset from the entry price, and needs one', async () => {
+    const { broker, ctx } = fakeActorContext();
+    await placeOrder(ctx, newOrder({ orderType: 'stop', price: null, stopPrice: 5004, takeProfit: { price: 5010 }, stopLoss: { offsetPoints: 3 } }));
+    expect(JSON.parse(broker.bodies('orderstrategy/startorderstrategy')[0]!.params).brackets[0]).toMatchObject({ profitTarget: 6, stopLoss: -3 });
+    const market = newOrder({ orderType: 'market', price: null, takeProfit: { price: 5010 }, stopLoss: { offsetPoints: 3 } });
+    expect((await rejected(placeOrder(ctx, market))).code).toBe('VALIDATION_FAILED');
+  });
+
+  it('a strategy that fails at the broker is BROKER_REJECTED; one whose entry never shows is BROKER_TIMEOUT', async () => {
+    const { broker, ctx } = fakeActorContext(50);
+    broker.handlers['orderstrategy/startorderstrategy'] = () => {
+      broker.mirror.apply('orderStrategy', 'Created', { id: 500, accountId: 7, action: 'Buy', status: 'ExecutionFailed', failureMessage: 'not enough margin' });
+      return { orderStrategy: { id: 500 } };
+    };
+    const rel = newOrder({ orderType: 'market', price: null, takeProfit: { offsetPoints: 2 } });
+    expect(await rejected(placeOrder(ctx, rel))).toMatchObject({ code: 'BROKER_REJECTED', extensions: { brokerReason: 'not enough margin' } });
+    broker.handlers['orderstrategy/startorderstrategy'] = () => ({ orderStrategy: { id: 501 } });
+    expect((await rejected(placeOrder(ctx, newOrder({ orderType: 'market', price: null, takeProfit: { offsetPoints: 2 } })))).code).toBe('BROKER_TIMEOUT');
+  });
+});

@@ -1,0 +1,136 @@
+/**
+ * One connection actor: owns a broker connection (socket, token, mirror) and its order model,
+ * and answers the front's requests as plain `Result` data. Lives inside a worker thread; the
+ * worker host (host.ts) may carry several of them.
+ */
+import type { Logger } from '../../src/log.js';
+import { AppError, toErrorData } from '../../src/domain/problems.js';
+import { contractRoot } from '../../src/domain/symbols.js';
+import { BrokerConnection } from '../../src/broker/tradovate/connection.js';
+import { CONNECTION_TUNING, type ConnectionTuning } from '../../src/tuning.js';
+import { OrderModel } from './order-model.js';
+import { placeOrder } from './place.js';
+import { cancelOrder } from './cancel.js';
+import { flatten } from './flatten.js';
+import type { ActorContext } from './context.js';
+import type { ActorEvent, ActorRequest, Result, ResultMap } from '../../src/actors/protocol.js';
+import type { ConnectionSpec, StatusEvent } from '../../src/domain/connections.js';
+import { BracketWatch } from './bracket-watch.js';
+
+/** A connection actor. `start()` connects; `handle()` never throws (errors come back as data). */
+export class ConnectionActor {
+  readonly conn: BrokerConnection;
+  readonly model: OrderModel;
+  private readonly ctx: ActorContext;
+  private readonly brokerPointValues = new Map<string, number>();
+
+  constructor(
+    readonly spec: ConnectionSpec,
+    emit: (event: ActorEvent) => void,
+    logger: Logger,
+    tuning: Partial<ConnectionTuning> = {},
+  ) {
+    const t = { ...CONNECTION_TUNING, ...tuning };
+    const log = logger.child({ connectionId: spec.connectionId });
+    this.conn = new BrokerConnection(spec, t, log, (e: StatusEvent) => emit(e));
+    this.model = new OrderModel(this.conn.mirror, spec);
+    this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map() };
+    const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
+    this.conn.mirror.onChange((change) => {
+      const alert = watch.check(change);
+      if (alert) {
+        log.error({ orderId: alert.orderId, detail: alert.detail }, 'bracket integrity alert');
+        emit(alert);
+      }
+      const contractId = change.entity?.contractId;
+      if (typeof contractId === 'number' && change.entityType !== 'contract' && !this.conn.mirror.get('contract', contractId) && this.conn.status === 'CONNECTED') {
+        void this.conn.ensureContract({ id: contractId });
+      }
+      if (change.entityType !== 'account' && change.eventType !== 'Snapshot') return;
+      const accounts = this.model.refreshAccounts();
+      if (accounts) emit({ type: 'accounts', connectionId: spec.connectionId, accounts });
+    });
+  }
+
+  /** Starts connecting (returns at once; progress arrives as status events). */
+  start(resume = false): void {
+    this.conn.start(resume);
+  }
+
+  /** Stops the actor silently (the supervisor announces DISABLED). */
+  stop(): Promise<void> {
+    return this.conn.stop();
+  }
+
+  /** Answers one request as `Result` data. */
+  async handle(req: ActorRequest): Promise<Result<unknown>> {
+    try {
+      return { ok: true, value: await this.dispatch(req) };
+    } catch (err) {
+      if (!(err instanceof AppError)) this.ctx.logger.error({ err, type: req.type }, 'actor request failed');
+      return { ok: false, error: toErrorData(err) };
+    }
+  }
+
+  private async dispatch(req: ActorRequest): Promise<ResultMap[keyof ResultMap]> {
+    switch (req.type) {
+      case 'place-order':
+        return placeOrder(this.ctx, req);
+      case 'cancel-order':
+        return cancelOrder(this.ctx, req);
+      case 'flatten':
+        return flatten(this.ctx, req);
+      case 'working-orders':
+        this.readable(req.accountId);
+        return this.model.workingOrders(req.accountId);
+      case 'positions':
+        this.readable(req.accountId);
+        return this.model.positions(req.accountId);
+      case 'trade-history': {
+        this.readable(req.accountId);
+        const symbols = new Set(this.model.fills(req.accountId).map((f) => f.symbol));
+        await Promise.all([...symbols].map((s) => this.loadPointValue(s)));
+        return this.model.tradeHistory(req.accountId, (symbol) => this.pointValue(symbol));
+      }
+      case 'accounts':
+        return this.model.accounts();
+      case 'find-by-clordid': {
+        this.conn.requireConnected();
+        const o = this.model.findByClOrdId(req.accountId, req.clOrdId);
+        return o ? this.model.record(o.id) : null;
+      }
+      default: {
+        const unknown: never = req;
+        throw new AppError('VALIDATION_FAILED', `unknown actor request ${(unknown as { type: string }).type}`);
+      }
+    }
+  }
+
+  /**
+   * Reads are served from the mirror only while it is live, and only for active accounts of
+   * this connection: what the mirror holds for an account the broker stopped reporting is stale.
+   */
+  private readable(accountId: string): void {
+    this.conn.requireConnected();
+    this.model.account(accountId);
+  }
+
+  /** Currency per point: the local catalogue, else the broker's product (fetched once per root). */
+  private pointValue(symbol: string): number {
+    return contractRoot(symbol)?.pointValue ?? this.brokerPointValues.get(symbol.slice(0, -2)) ?? 1;
+  }
+
+  /** Products outside the local catalogue (orders placed elsewhere) are asked of the broker. */
+  private async loadPointValue(symbol: string): Promise<void> {
+    const root = symbol.slice(0, -2);
+    if (contractRoot(symbol) || this.brokerPointValues.has(root) || !root) return;
+    try {
+      const p = (await this.conn.send('product/find', undefined, { query: `name=${encodeURIComponent(root)}` })) as { valuePerPoint?: unknown } | null;
+      const v = Number(p?.valuePerPoint);
+      if (Number.isFinite(v) && v > 0) this.brokerPointValues.set(root, v);
+    } catch (err) {
+      this.ctx.logger.warn({ err, root }, 'point value unknown; trade pnl in points × 1');
+    }
+  }
+
+}

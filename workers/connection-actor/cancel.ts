@@ -1,0 +1,148 @@
+/**
+ * Cancel with the exact semantics of DESIGN §6:
+ * - unfilled entry with legs → the entry is cancelled and its legs removed too;
+ * - partly filled entry → only the unfilled remainder is cancelled (never flattens);
+ * - a leg of a filled bracket → that leg is cancelled; the broker's OCO takes the other leg
+ *   down with it, so the survivor is re-placed under a new id with the same price and qty;
+ * - a final order → 409 ORDER_NOT_WORKING carrying the order; an unknown id → 404.
+ */
+import { AppError } from '../../src/domain/problems.js';
+import { since, type ActorContext } from './context.js';
+import { isFinal, linkageOf } from '../../src/broker/tradovate/order-records.js';
+import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
+import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
+import type { OrderRecord } from '../../src/domain/orders.js';
+
+interface Bracket {
+  entryId: number;
+  takeProfit: number | null;
+  stopLoss: number | null;
+}
+
+/** The bracket an order belongs to: tradegate's notes (re-placed legs) first, then broker linkage. */
+function bracketOf(ctx: ActorContext, orderId: number): Bracket | null {
+  const note = ctx.model.noteOf(orderId);
+  const entryId = note?.bracketId ? Number(note.bracketId) : null;
+  if (entryId && entryId !== orderId) {
+    const entryNote = ctx.model.noteOf(entryId);
+    if (entryNote?.legs) return { entryId, takeProfit: num(entryNote.legs.takeProfit), stopLoss: num(entryNote.legs.stopLoss) };
+  }
+  const own = ctx.model.noteOf(orderId);
+  if (own?.legs) return { entryId: orderId, takeProfit: num(own.legs.takeProfit), stopLoss: num(own.legs.stopLoss) };
+  const order = ctx.mirror.get('order', orderId);
+  if (!order) return null;
+  const link = linkageOf(ctx.mirror, order);
+  if (link.entryId === null) return null;
+  return { entryId: link.entryId, takeProfit: link.takeProfit, stopLoss: link.stopLoss };
+}
+
+function num(id: string | null): number | null {
+  return id ? Number(id) : null;
+}
+
+/** Sends cancelorder and waits for the order to become final. */
+async function cancelAndWait(ctx: ActorContext, orderId: number): Promise<OrderRecord> {
+  try {
+    checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', cancelOrderBody(orderId), { kind: 'order' }));
+  } catch (err) {
+    // The order may have become final between our check and the broker's: report that state.
+    const rec = ctx.model.record(orderId);
+    if (rec && isFinal(ctx.mirror, orderId)) throw notWorking(rec);
+    throw err;
+  }
+  await ctx.mirror.waitFor(() => (isFinal(ctx.mirror, orderId) ? true : undefined), ctx.settleMs);
+  const rec = ctx.model.record(orderId)!;
+  if (rec.status === 'filled') throw notWorking(rec);
+  if (rec.status !== 'cancelled' && rec.status !== 'expired' && rec.status !== 'rejected') {
+    throw new AppError('BROKER_TIMEOUT', `cancel of ${orderId} was accepted but not confirmed in time`, { order: rec });
+  }
+  return rec;
+}
+
+function notWorking(order: OrderRecord): AppError {
+  return new AppError('ORDER_NOT_WORKING', `order ${order.orderId} is ${order.status}`, { order });
+}
+
+/** Re-places a surviving bracket leg as a standalone order with the same side, type, price and open qty. */
+async function replaceLeg(ctx: ActorContext, old: OrderRecord, entryId: number, role: 'take_profit' | 'stop_loss'): Promise<number> {
+  const account = ctx.model.account(old.accountId);
+  const body = replaceLegBody(old, { id: account.id, name: String(account.name ?? account.id) });
+  const d = checkAnswer('placeorder', await ctx.conn.send('order/placeorder', body, { kind: 'order' }));
+  const newId = Number(d.orderId);
+  if (!newId) throw new AppError('BROKER_REJECTED', 'broker returned no order id for the re-placed leg', { brokerReason: 'no orderId' });
+  const oldNote = ctx.model.noteOf(Number(old.orderId));
+  ctx.model.note(newId, {
+    role,
+    bracketId: String(entryId),
+    requestedSymbol: old.requestedSymbol,
+    clientOrderId: old.clientOrderId ?? oldNote?.clientOrderId ?? null,
+  });
+  return newId;
+}
+
+/** Cancels one order per DESIGN §6. */
+export async function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
+  ctx.conn.requireConnected();
+  ctx.model.account(req.accountId);
+  const entity = ctx.model.orderEntity(req.accountId, req.orderId);
+  if (!entity) throw new AppError('NOT_FOUND', `order ${req.orderId} not found on account ${req.accountId}`);
+  const rec = ctx.model.record(entity.id)!;
+  if (isFinal(ctx.mirror, entity.id)) throw notWorking(rec);
+  const t0 = performance.now();
+  const bracket = bracketOf(ctx, entity.id);
+  const base = { removedLegIds: [] as string[], replaced: null, remainderCancelled: false };
+
+  if (!bracket) return { ...base, order: await cancelAndWait(ctx, entity.id), brokerMs: since(t0) };
+
+  const legIds = [bracket.takeProfit, bracket.stopLoss].filter((x): x is number => x !== null);
+  if (bracket.entryId === entity.id) {
+    if (rec.filledQty > 0) {
+      const order = await cancelAndWait(ctx, entity.id);
+      return { ...base, order, remainderCancelled: true, brokerMs: since(t0) };
+    }
+    const order = await cancelAndWait(ctx, entity.id);
+    // The broker normally cancels suspended legs with their entry; make sure of it.
+    await ctx.mirror.waitFor(() => (legIds.every((id) => isFinal(ctx.mirror, id) || !ctx.mirror.get('order', id)) ? true : undefined), ctx.settleMs);
+    for (const id of legIds) if (ctx.mirror.get('order', id) && !isFinal(ctx.mirror, id)) await cancelAndWait(ctx, id).catch(() => undefined);
+    return { ...base, order, removedLegIds: legIds.map(String), brokerMs: since(t0) };
+  }
+
+  const entryRec = ctx.model.record(bracket.entryId);
+  const entryFilled = !entryRec || entryRec.filledQty > 0;
+  const siblingId = entity.id === bracket.takeProfit ? bracket.stopLoss : bracket.takeProfit;
+  const siblingRole = entity.id === bracket.takeProfit ? 'stop_loss' : 'take_profit';
+  if (siblingId === null || isFinal(ctx.mirror, siblingId) || !ctx.mirror.get('order', siblingId)) {
+    return { ...base, order: await cancelAndWait(ctx, entity.id), brokerMs: since(t0) };
+  }
+  if (!entryFilled) {
+    // Outside the §6 table: a leg of an unfilled entry. The broker's OCO may take the other
+    // leg down too; say so rather than hide it (nothing is exposed: there is no position).
+    const order = await cancelAndWait(ctx, entity.id);
+    await ctx.mirror.waitFor(() => (isFinal(ctx.mirror, siblingId) ? true : undefined), ctx.settleMs);
+    const removed = ctx.mirror.get('order', siblingId)?.ordStatus === 'Canceled' ? [String(siblingId)] : [];
+    return { ...base, order, removedLegIds: removed, brokerMs: since(t0) };
+  }
+  const sibling = ctx.model.record(siblingId)!;
+  const order = await cancelAndWait(ctx, entity.id);
+  // OCO: the broker cancels the sibling too. Wait for it, and cancel it ourselves if it lingers.
+  await ctx.mirror.waitFor(() => (isFinal(ctx.mirror, siblingId) ? true : undefined), ctx.settleMs);
+  if (!isFinal(ctx.mirror, siblingId)) await cancelAndWait(ctx, siblingId);
+  const survivor = ctx.model.record(siblingId)!;
+  if (survivor.status === 'filled') return { ...base, order, brokerMs: since(t0) };
+  let newId: number;
+  try {
+    newId = await replaceLeg(ctx, { ...sibling, filledQty: survivor.filledQty }, bracket.entryId, siblingRole);
+  } catch (err) {
+    const detail = `leg ${order.orderId} cancelled but re-placing ${siblingId} failed: ${err instanceof Error ? err.message : String(err)}`;
+    ctx.logger.error({ orderId: siblingId, err }, 'bracket leg re-place failed');
+    ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId: req.accountId, orderId: String(siblingId), ts: Date.now(), detail });
+    throw new AppError('BROKER_REJECTED', detail, { brokerReason: err instanceof AppError ? (err.extensions.brokerReason ?? err.message) : String(err), order });
+  }
+  const legs = {
+    takeProfit: siblingRole === 'take_profit' ? String(newId) : null,
+    stopLoss: siblingRole === 'stop_loss' ? String(newId) : null,
+  };
+  ctx.model.note(bracket.entryId, { legs });
+  await ctx.mirror.waitFor(() => (ctx.mirror.get('order', newId) ? true : undefined), ctx.settleMs);
+  return { ...base, order, replaced: { replacedOrderId: String(siblingId), newOrderId: String(newId) }, brokerMs: since(t0) };
+}

@@ -1,0 +1,31 @@
+/**
+ * What the order operations (place, cancel, flatten) share inside one actor: the broker
+ * connection and its mirror, the order model, how long to wait for the broker's events after
+ * its answer, and the place attempts in flight.
+ */
+import type { Logger } from '../../src/log.js';
+import type { Mirror } from '../../src/broker/tradovate/mirror.js';
+import type { BrokerConnection } from '../../src/broker/tradovate/connection.js';
+import type { OrderModel } from './order-model.js';
+import type { ActorEvent, PlaceOrderResult } from '../../src/actors/protocol.js';
+
+/** What the order operations use of the broker connection (tests stand in for it). */
+export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract'>;
+
+/** Everything an order operation needs from its actor. */
+export interface ActorContext {
+  conn: BrokerLink;
+  mirror: Mirror;
+  model: OrderModel;
+  /** How long to wait for broker events that follow an answer. */
+  settleMs: number;
+  logger: Logger;
+  emit(event: ActorEvent): void;
+  /** Place attempts in flight, by `accountId|clOrdId`. */
+  placing: Map<string, Promise<PlaceOrderResult>>;
+}
+
+/** Milliseconds since `t0` (performance clock), rounded to 0.1 ms. */
+export function since(t0: number): number {
+  return Math.round((performance.now() - t0) * 10) / 10;
+}

@@ -1,0 +1,69 @@
+/**
+ * Flatten an account: cancel every resting order, then liquidate every open position, on all
+ * symbols. With a symbol: if the account holds positions and none is in that contract, refuse
+ * with SYMBOL_MISMATCH and touch nothing.
+ */
+import { AppError } from '../../src/domain/problems.js';
+import { since, type ActorContext } from './context.js';
+import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
+import { cancelOrderBody, checkAnswer, liquidatePositionBody } from '../../src/broker/tradovate/requests.js';
+import type { FlattenRequest, FlattenResult } from '../../src/actors/protocol.js';
+
+/** Flattens one account. */
+export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<FlattenResult> {
+  ctx.conn.requireConnected();
+  const account = ctx.model.account(req.accountId);
+  const positions = ctx.model.openPositionEntities(req.accountId);
+  if (req.symbol && positions.length > 0) {
+    const held = positions.map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
+    if (!held.includes(req.symbol)) {
+      throw new AppError('SYMBOL_MISMATCH', `account holds ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
+    }
+  }
+  const t0 = performance.now();
+  const working = ctx.model.workingOrders(req.accountId);
+  // Entries first: cancelling one takes its suspended legs with it, saving a request per leg.
+  working.sort((a, b) => (a.role === 'entry' ? 0 : 1) - (b.role === 'entry' ? 0 : 1));
+  const cancelled: string[] = [];
+  for (const o of working) {
+    const id = Number(o.orderId);
+    if (isFinal(ctx.mirror, id)) {
+      if (ctx.mirror.get('order', id)?.ordStatus === 'Canceled') cancelled.push(o.orderId);
+      continue;
+    }
+    try {
+      const tag = req.clOrdIdPrefix ? `${req.clOrdIdPrefix}-x${id}` : undefined;
+      checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', cancelOrderBody(id, tag), { kind: 'order' }));
+      cancelled.push(o.orderId);
+    } catch (err) {
+      if (!isFinal(ctx.mirror, id)) throw err;
+    }
+  }
+  const ids = working.map((o) => Number(o.orderId));
+  await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
+
+  const outcomes: FlattenResult['positions'] = [];
+  for (const p of ctx.model.openPositionEntities(req.accountId)) {
+    const symbol = contractName(ctx.mirror, p.contractId) ?? String(p.contractId);
+    const closedQty = Math.abs(Number(p.netPos));
+    try {
+      checkAnswer(
+        'liquidateposition',
+        await ctx.conn.send('order/liquidateposition', liquidatePositionBody(account.id, p.contractId), { kind: 'order' }),
+      );
+      outcomes.push({ symbol, closedQty, status: 'liquidated' });
+    } catch (err) {
+      outcomes.push({ symbol, closedQty: 0, status: 'failed', detail: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  const contracts = outcomes.filter((o) => o.status === 'liquidated').map((o) => o.symbol);
+  const flat = await ctx.mirror.waitFor(() => {
+    const open = ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
+    return contracts.every((s) => !open.includes(s)) ? true : undefined;
+  }, ctx.settleMs);
+  if (!flat) {
+    const open = new Set(ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId)));
+    for (const o of outcomes) if (o.status === 'liquidated' && open.has(o.symbol)) o.detail = 'liquidation sent; position not yet flat';
+  }
+  return { cancelledOrderIds: cancelled, positions: outcomes, brokerMs: since(t0) };
+}

@@ -1,0 +1,202 @@
+/**
+ * The actor's view of its broker state for the front: accounts (active, or inactive once the
+ * broker stops reporting them), working orders with roles and linkage, positions, closed
+ * trades, and lookup by clOrdId. Reads the mirror; remembers only what the broker cannot
+ * (requested symbol, client order id, re-placed legs).
+ */
+import type { Entity, Mirror } from '../../src/broker/tradovate/mirror.js';
+import { AppError } from '../../src/domain/problems.js';
+import { contractName, statusOf, toOrderRecord, type OrderNote } from '../../src/broker/tradovate/order-records.js';
+import { pairTrades, type FillInput } from '../../src/domain/trades.js';
+import { FINAL_STATUSES, type AccountRecord, type ClosedTrade, type OrderRecord, type PositionRecord } from '../../src/domain/orders.js';
+import type { ConnectionSpec } from '../../src/domain/connections.js';
+
+/** The order model over one connection's mirror. */
+export class OrderModel {
+  private readonly notes = new Map<number, OrderNote>();
+  private readonly known = new Map<string, AccountRecord>();
+  private lastAccountsJson = '';
+
+  constructor(
+    private readonly mirror: Mirror,
+    private readonly spec: ConnectionSpec,
+  ) {}
+
+  /** Merges what tradegate knows about an order it placed. */
+  note(orderId: number, note: OrderNote): void {
+    this.notes.set(orderId, { ...this.notes.get(orderId), ...note });
+  }
+
+  noteOf(orderId: number): OrderNote | undefined {
+    return this.notes.get(orderId);
+  }
+
+  /**
+   * Recomputes accounts from the mirror. An account is active while the broker reports it
+   * (and does not flag it inactive); one seen before and now missing stays listed, inactive.
+   * Returns the list when it changed since the last call, else null.
+   */
+  refreshAccounts(): AccountRecord[] | null {
+    const reported = new Set<string>();
+    for (const a of this.mirror.all('account')) {
+      const id = String(a.id);
+      const active = a.active !== false && a.archived !== true && a.closed !== true;
+      if (active) reported.add(id);
+      this.known.set(id, {
+        id,
+        name: typeof a.name === 'string' ? a.name : id,
+        connectionId: this.spec.connectionId,
+        broker: this.spec.broker,
+        environment: this.spec.environment,
+        active,
+      });
+    }
+    for (const [id, rec] of this.known) if (!reported.has(id) && rec.active) this.known.set(id, { ...rec, active: false });
+    const list = this.accounts();
+    const json = JSON.stringify(list);
+    if (json === this.lastAccountsJson) return null;
+    this.lastAccountsJson = json;
+    return list;
+  }
+
+  /** Every account seen on this connection, inactive ones included, by id. */
+  accounts(): AccountRecord[] {
+    return [...this.known.values()].sort((a, b) => Number(a.id) - Number(b.id) || a.id.localeCompare(b.id));
+  }
+
+  /** The broker account entity for a request, or a coded error. */
+  account(accountId: string): Entity {
+    const rec = this.known.get(accountId);
+    const entity = this.mirror.get('account', Number(accountId));
+    if (!rec) throw new AppError('NOT_FOUND', `account ${accountId} is not on this connection`);
+    // The spec fixes the detail text: exactly "Account is inactive" (the catalogue title).
+    if (!rec.active || !entity) throw new AppError('ACCOUNT_INACTIVE', undefined, { accountId });
+    return entity;
+  }
+
+  /** The broker order entity, scoped to an account. */
+  orderEntity(accountId: string, orderId: string): Entity | undefined {
+    const id = Number(orderId);
+    if (!Number.isSafeInteger(id)) return undefined;
+    const o = this.mirror.get('order', id);
+    return o && String(o.accountId) === accountId ? o : undefined;
+  }
+
+  /** OrderRecord for a broker order id. */
+  record(orderId: number, fallbackSymbol?: string): OrderRecord | null {
+    const o = this.mirror.get('order', orderId);
+    return o ? toOrderRecord(this.mirror, o, this.notes.get(orderId), fallbackSymbol) : null;
+  }
+
+  /** Orders resting at the broker: unfilled entries, suspended and working legs. */
+  workingOrders(accountId: string): OrderRecord[] {
+    const out: OrderRecord[] = [];
+    for (const o of this.mirror.by('order', 'accountId', Number(accountId))) {
+      // A final broker status is final whatever was filled: skip the account's history cheaply
+      // (it only grows) before building records, which reads versions and fills.
+      if (FINAL_STATUSES.has(statusOf(o.ordStatus, 0))) continue;
+      const rec = toOrderRecord(this.mirror, o, this.notes.get(o.id));
+      if (!FINAL_STATUSES.has(rec.status)) out.push(rec);
+    }
+    return out.sort((a, b) => Number(a.orderId) - Number(b.orderId));
+  }
+
+  /** Open positions (non-zero net), the newest position entity per contract. */
+  positions(accountId: string): PositionRecord[] {
+    const latest = new Map<number, Entity>();
+    for (const p of this.mirror.by('position', 'accountId', Number(accountId))) {
+      const c = Number(p.contractId);
+      const prev = latest.get(c);
+      if (!prev || p.id > prev.id) latest.set(c, p);
+    }
+    const out: PositionRecord[] = [];
+    for (const p of latest.values()) {
+      const netQty = Number(p.netPos ?? 0);
+      if (netQty === 0) continue;
+      out.push({
+        accountId,
+        symbol: contractName(this.mirror, p.contractId) ?? String(p.contractId),
+        netQty,
+        avgPrice: Number(p.netPrice ?? 0),
+        openedAt: this.openedAt(accountId, Number(p.contractId), netQty) ?? (typeof p.timestamp === 'string' ? p.timestamp : null),
+      });
+    }
+    return out.sort((a, b) => a.symbol.localeCompare(b.symbol));
+  }
+
+  /** Raw broker position entities with a non-zero net (for flatten). */
+  openPositionEntities(accountId: string): Entity[] {
+    const latest = new Map<number, Entity>();
+    for (const p of this.mirror.by('position', 'accountId', Number(accountId))) {
+      const prev = latest.get(Number(p.contractId));
+      if (!prev || p.id > prev.id) latest.set(Number(p.contractId), p);
+    }
+    return [...latest.values()].filter((p) => Number(p.netPos ?? 0) !== 0);
+  }
+
+  /** Fills of an account as pairing input. */
+  fills(accountId: string, contractId?: number): FillInput[] {
+    const out: FillInput[] = [];
+    for (const f of this.mirror.all('fill')) {
+      if (f.active === false) continue;
+      const order = this.mirror.get('order', Number(f.orderId));
+      const acct = f.accountId ?? order?.accountId;
+      if (String(acct) !== accountId) continue;
+      if (contractId !== undefined && Number(f.contractId) !== contractId) continue;
+      out.push({
+        fillId: String(f.id),
+        orderId: String(f.orderId),
+        accountId,
+        symbol: contractName(this.mirror, f.contractId) ?? String(f.contractId),
+        side: f.action === 'Sell' ? 'sell' : 'buy',
+        qty: Number(f.qty ?? 0),
+        price: Number(f.price ?? 0),
+        timestamp: typeof f.timestamp === 'string' ? f.timestamp : new Date(0).toISOString(),
+      });
+    }
+    return out;
+  }
+
+  /** Closed trades, FIFO-paired. */
+  tradeHistory(accountId: string, pointValue: (symbol: string) => number): ClosedTrade[] {
+    return pairTrades(this.fills(accountId), pointValue);
+  }
+
+  /** When the currently open lots of a position started (the oldest unpaired fill). */
+  private openedAt(accountId: string, contractId: number, netQty: number): string | null {
+    const fills = this.fills(accountId, contractId).sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0));
+    let net = 0;
+    let since: string | null = null;
+    for (const f of fills) {
+      const before = net;
+      net += f.side === 'buy' ? f.qty : -f.qty;
+      if (before === 0 || Math.sign(before) !== Math.sign(net)) since = net === 0 ? null : f.timestamp;
+    }
+    return Math.sign(net) === Math.sign(netQty) ? since : null;
+  }
+
+  /**
+   * The order a clOrdId was placed as, if the broker has it: a command carrying the clOrdId,
+   * an order with it, or an order strategy whose uuid is it (its entry order).
+   */
+  findByClOrdId(accountId: string, clOrdId: string): Entity | undefined {
+    // Bracket legs may carry their entry's clOrdId: the answer is the entry (no parent, oldest).
+    let best: Entity | undefined;
+    for (const cmd of this.mirror.by('command', 'clOrdId', clOrdId)) {
+      const o = this.mirror.get('order', Number(cmd.orderId));
+      if (!o || String(o.accountId) !== accountId) continue;
+      const rank = (e: Entity) => (e.parentId ? 1 : 0);
+      if (!best || rank(o) < rank(best) || (rank(o) === rank(best) && o.id < best.id)) best = o;
+    }
+    if (best) return best;
+    // Indexed: this runs before every new order, and an account's history only grows.
+    for (const o of this.mirror.by('order', 'clOrdId', clOrdId)) if (String(o.accountId) === accountId) return o;
+    for (const s of this.mirror.by('orderStrategy', 'uuid', clOrdId)) {
+      if (String(s.accountId) !== accountId) continue;
+      const ids = this.mirror.by('orderStrategyLink', 'orderStrategyId', s.id).map((l) => Number(l.orderId)).sort((a, b) => a - b);
+      const entry = ids.map((id) => this.mirror.get('order', id)).find((o) => o?.action === s.action);
+      if (entry) return entry;
+    }
+    return undefined;
+  }
+}

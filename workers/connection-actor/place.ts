@@ -1,0 +1,183 @@
+/**
+ * Placing orders: single → `order/placeorder`; absolute bracket → `order/placeoso` (bracket1
+ * take-profit Limit, bracket2 stop-loss Stop); relative bracket → `orderstrategy/
+ * startorderstrategy` (signed point offsets). The clOrdId is looked up first: if the broker
+ * already has it (a retry after a timeout or a crash), that order is the answer.
+ */
+import { AppError } from '../../src/domain/problems.js';
+import { checkAnswer, placeOrderBody, placeOsoBody, startStrategyBody } from '../../src/broker/tradovate/requests.js';
+import { since, type ActorContext } from './context.js';
+import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
+import { referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
+import type { PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
+
+function isAbsolute(leg: BracketLeg | null | undefined): leg is { price: number } {
+  return !!leg && 'price' in leg;
+}
+
+function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): number | null {
+  if (!leg) return null;
+  if ('offsetPoints' in leg) return Math.abs(leg.offsetPoints);
+  const ref = referencePrice(req.orderType, req.price, req.stopPrice);
+  if (ref === null) throw new AppError('VALIDATION_FAILED', 'a bracket mixing a price and an offset needs an entry price');
+  return Math.abs(leg.price - ref);
+}
+
+/** Waits until the broker has settled the order's acceptance (left PendingNew, or rejected). */
+async function settle(ctx: ActorContext, orderId: number): Promise<void> {
+  await ctx.mirror.waitFor(() => {
+    const o = ctx.mirror.get('order', orderId);
+    if (!o) return undefined;
+    if (o.ordStatus === undefined || o.ordStatus === 'PendingNew') return rejectReasonOf(ctx.mirror, orderId) ? true : undefined;
+    return true;
+  }, ctx.settleMs);
+}
+
+function provisional(req: PlaceOrderRequest, orderId: number, role: OrderRecord['role']): OrderRecord {
+  const now = new Date().toISOString();
+  return {
+    orderId: String(orderId),
+    accountId: req.accountId,
+    symbol: req.symbol,
+    requestedSymbol: req.requestedSymbol,
+    side: req.side,
+    type: req.orderType,
+    qty: req.qty,
+    filledQty: 0,
+    avgFillPrice: null,
+    price: req.price ?? null,
+    stopPrice: req.stopPrice ?? null,
+    timeInForce: req.timeInForce,
+    status: 'pending',
+    role,
+    bracketId: null,
+    legs: { takeProfit: null, stopLoss: null },
+    clientOrderId: req.clientOrderId ?? null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+function recordOrThrow(ctx: ActorContext, req: PlaceOrderRequest, orderId: number, role: OrderRecord['role']): OrderRecord {
+  const rec = ctx.model.record(orderId, req.symbol) ?? provisional(req, orderId, role);
+  if (rec.status === 'rejected') {
+    const brokerReason = rec.rejectReason ?? rejectReasonOf(ctx.mirror, orderId) ?? 'rejected';
+    throw new AppError('BROKER_REJECTED', `broker rejected the order: ${brokerReason}`, { brokerReason, order: rec });
+  }
+  return rec;
+}
+
+function legsResult(ctx: ActorContext, entry: OrderRecord): PlaceOrderResult['legs'] {
+  const tp = entry.legs.takeProfit ? ctx.model.record(Number(entry.legs.takeProfit)) : null;
+  const sl = entry.legs.stopLoss ? ctx.model.record(Number(entry.legs.stopLoss)) : null;
+  return { takeProfit: tp, stopLoss: sl };
+}
+
+/**
+ * Places an order (single or bracket), reconciling by clOrdId first. A retry that arrives
+ * while the first attempt is still waiting on the broker (the front timed out and let go)
+ * waits for that attempt instead of racing it: the mirror cannot know an order the broker
+ * has not answered for yet, so a second placeorder here would be a duplicate.
+ */
+export async function placeOrder(ctx: ActorContext, req: PlaceOrderRequest): Promise<PlaceOrderResult> {
+  const running = ctx.placing;
+  const key = `${req.accountId}|${req.clOrdId}`;
+  const earlier = running.get(key);
+  if (earlier) await earlier.catch(() => undefined);
+  const attempt = placeOnce(ctx, req);
+  running.set(key, attempt);
+  try {
+    return await attempt;
+  } finally {
+    if (running.get(key) === attempt) running.delete(key);
+  }
+}
+
+async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<PlaceOrderResult> {
+  ctx.conn.requireConnected();
+  const account = ctx.model.account(req.accountId);
+  const existing = ctx.model.findByClOrdId(req.accountId, req.clOrdId);
+  if (existing) {
+    const order = ctx.model.record(existing.id, req.symbol)!;
+    const result: PlaceOrderResult = { order, reconciled: true, brokerMs: 0 };
+    if (order.role === 'entry') result.legs = legsResult(ctx, order);
+    return result;
+  }
+  // Only the first order in a contract pays for this lookup; records then name the contract.
+  await ctx.conn.ensureContract({ name: req.symbol });
+  const ref = { id: account.id, name: String(account.name ?? account.id) };
+  const note = { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null };
+  const hasBracket = !!req.takeProfit || !!req.stopLoss;
+  const t0 = performance.now();
+
+  if (!hasBracket) {
+    const d = checkAnswer('placeorder', await ctx.conn.send('order/placeorder', placeOrderBody(req, ref), { kind: 'order' }));
+    const brokerMs = since(t0);
+    const orderId = Number(d.orderId);
+    if (!orderId) throw new AppError('BROKER_REJECTED', 'broker returned no order id', { brokerReason: 'no orderId' });
+    ctx.model.note(orderId, note);
+    await settle(ctx, orderId);
+    return { order: recordOrThrow(ctx, req, orderId, 'single'), reconciled: false, brokerMs };
+  }
+
+  const bothAbsolute = (!req.takeProfit || isAbsolute(req.takeProfit)) && (!req.stopLoss || isAbsolute(req.stopLoss));
+  if (bothAbsolute) {
+    const tp = isAbsolute(req.takeProfit) ? req.takeProfit.price : null;
+    const sl = isAbsolute(req.stopLoss) ? req.stopLoss.price : null;
+    const d = checkAnswer('placeoso', await ctx.conn.send('order/placeoso', placeOsoBody(req, ref, tp, sl), { kind: 'order' }));
+    const brokerMs = since(t0);
+    const orderId = Number(d.orderId);
+    if (!orderId) throw new AppError('BROKER_REJECTED', 'broker returned no order id', { brokerReason: 'no orderId' });
+    const first = Number(d.oso1Id) || null;
+    const second = Number(d.oso2Id) || null;
+    const tpId = tp !== null ? first : null;
+    const slId = sl !== null ? (tp !== null ? second : first) : null;
+    const bracketId = String(orderId);
+    // The answer is the authority on linkage; brokers differ in how legs point at entries.
+    ctx.model.note(orderId, { ...note, role: 'entry', bracketId, legs: { takeProfit: tpId ? String(tpId) : null, stopLoss: slId ? String(slId) : null } });
+    if (tpId) ctx.model.note(tpId, { ...note, role: 'take_profit', bracketId });
+    if (slId) ctx.model.note(slId, { ...note, role: 'stop_loss', bracketId });
+    await settle(ctx, orderId);
+    const legIds = [tpId, slId].filter((x): x is number => !!x);
+    await Promise.all(legIds.map((id) => settle(ctx, id)));
+    const order = recordOrThrow(ctx, req, orderId, 'entry');
+    if (order.role !== 'entry') {
+      // Linkage not visible in broker data (yet): state it from the answer's leg ids.
+      order.role = 'entry';
+      order.bracketId = bracketId;
+      order.legs = { takeProfit: tpId ? String(tpId) : null, stopLoss: slId ? String(slId) : null };
+    }
+    return { order, legs: legsResult(ctx, order), reconciled: false, brokerMs };
+  }
+
+  const body = startStrategyBody(req, ref, offsetOf(req, req.takeProfit), offsetOf(req, req.stopLoss));
+  const d = checkAnswer('startorderstrategy', await ctx.conn.send('orderstrategy/startorderstrategy', body, { kind: 'order' }));
+  const brokerMs = since(t0);
+  const strategy = d.orderStrategy as Record<string, unknown> | undefined;
+  const strategyId = Number(strategy?.id);
+  if (!strategyId) throw new AppError('BROKER_REJECTED', 'broker returned no order strategy', { brokerReason: 'no orderStrategy' });
+  // The answer names no orders: the entry appears later as an orderStrategyLink.
+  const entry = await ctx.mirror.waitFor(() => {
+    const s = ctx.mirror.get('orderStrategy', strategyId);
+    if (s && (s.status === 'ExecutionFailed' || s.status === 'NotEnoughLiquidity')) return -1;
+    const links = ctx.mirror.by('orderStrategyLink', 'orderStrategyId', strategyId);
+    const orders = links.map((l) => ctx.mirror.get('order', Number(l.orderId))).filter((o) => !!o);
+    const found = orders.find((o) => o!.action === (req.side === 'buy' ? 'Buy' : 'Sell'));
+    return found ? found.id : undefined;
+  }, ctx.settleMs);
+  if (entry === -1) {
+    const s = ctx.mirror.get('orderStrategy', strategyId);
+    const brokerReason = String(s?.failureMessage ?? s?.status ?? 'strategy failed');
+    throw new AppError('BROKER_REJECTED', `broker rejected the bracket: ${brokerReason}`, { brokerReason });
+  }
+  if (entry === undefined) throw new AppError('BROKER_TIMEOUT', `order strategy ${strategyId} started but its entry order did not appear in time`);
+  ctx.model.note(entry, { ...note, role: 'entry', bracketId: String(entry) });
+  await settle(ctx, entry);
+  const order = recordOrThrow(ctx, req, entry, 'entry');
+  if (order.role !== 'entry') {
+    order.role = 'entry';
+    order.bracketId = String(entry);
+  }
+  const link = linkageOf(ctx.mirror, ctx.mirror.get('order', entry)!);
+  return { order, legs: link.role === 'entry' ? legsResult(ctx, order) : { takeProfit: null, stopLoss: null }, reconciled: false, brokerMs };
+}
