@@ -116,8 +116,13 @@ export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleM
 export const SIGN_IN_FAILURES_PER_ADDRESS = 10;
 export const SIGN_IN_FAILURES_PER_NAME = 5;
 export const SIGN_IN_WINDOW_MS = 5 * 60_000;
-/** Password checks (scrypt, 16 MiB each) allowed at once; more wait for a free slot or get 429. */
-export const SIGN_IN_CONCURRENCY = 4;
+/**
+ * Password checks (scrypt, 16 MiB, ~0.2 s each) running at once. scrypt runs on libuv's thread
+ * pool (4 threads, shared by the whole process: file and DNS work of the actors too), so
+ * sign-ins hold at most half of it; up to SIGN_IN_QUEUE more wait their turn, beyond that 429.
+ */
+export const SIGN_IN_CONCURRENCY = 2;
+export const SIGN_IN_QUEUE = 16;
 
 /**
  * Throttles password guessing: failures are counted per address and per user name in a
@@ -129,6 +134,7 @@ export class SignInThrottle {
   private readonly byAddress = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS);
   private readonly byName = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_NAME, SIGN_IN_WINDOW_MS);
   private checking = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(private readonly clock: () => number = Date.now) {}
 
@@ -137,13 +143,18 @@ export class SignInThrottle {
    * too many checks are running; counts a failure when `check` resolves false.
    */
   async attempt<T>(address: string, name: string, check: () => Promise<T | null>): Promise<T | null> {
-    const now = this.clock();
     const nameKey = name.toLowerCase();
-    const blocked = this.byAddress.isExhausted(address, now) ?? this.byName.isExhausted(nameKey, now);
-    if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed sign-ins; wait before trying again', {}, blocked.retryAfterSeconds);
-    if (this.checking >= SIGN_IN_CONCURRENCY) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
-    this.checking++;
+    this.refuseIfLocked(address, nameKey);
+    if (this.checking >= SIGN_IN_CONCURRENCY) {
+      if (this.waiting.length >= SIGN_IN_QUEUE) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
+      // The slot is handed over by the finishing check (checking stays counted), so no one jumps the queue.
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.checking++;
+    }
     try {
+      // Failures counted while this attempt waited may have locked it out meanwhile.
+      this.refuseIfLocked(address, nameKey);
       const result = await check();
       if (result === null) {
         const at = this.clock();
@@ -152,8 +163,16 @@ export class SignInThrottle {
       }
       return result;
     } finally {
-      this.checking--;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.checking--;
     }
+  }
+
+  private refuseIfLocked(address: string, nameKey: string): void {
+    const now = this.clock();
+    const blocked = this.byAddress.isExhausted(address, now) ?? this.byName.isExhausted(nameKey, now);
+    if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed sign-ins; wait before trying again', {}, blocked.retryAfterSeconds);
   }
 
   /** Drops idle state (called periodically). */

@@ -49,8 +49,9 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     res = await fetch(`/api/v1${path}`, {
       method,
       headers,
-      credentials: 'same-origin',
-      cache: 'no-store',
+      // 'include' (same-origin only here) matches the credentials mode of the preload of
+      // /session in index.html, so the first call reuses that response instead of waiting.
+      credentials: 'include',
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
   } catch {

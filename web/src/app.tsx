@@ -1,27 +1,39 @@
 /** The shell: sign-in gate, header with navigation and live health, and the current page. */
-import { useEffect } from 'preact/hooks';
+import type { FunctionComponent } from 'preact';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { Toasts } from './components/toast';
-import { Loading } from './components/ui';
+import { ErrorBox, Loading } from './components/ui';
+import { ApiError } from './api';
 import { resetHealth, startHealthStream } from './health';
-import { AccountsPage } from './pages/accounts';
-import { ApiKeysPage } from './pages/api-keys';
-import { ConnectionsPage } from './pages/connections';
-import { SettingsPage } from './pages/settings';
+import { loadPage, PAGES } from './pages/index';
 import { SignInPage } from './pages/sign-in';
-import { SignalsPage } from './pages/signals';
-import { StrategiesPage } from './pages/strategies';
 import { HOME, navigate, path } from './router';
 import { session } from './session';
 import { Header } from './header';
 
-const PAGES: Record<string, () => preact.JSX.Element> = {
-  '/accounts': AccountsPage,
-  '/signals': SignalsPage,
-  '/strategies': StrategiesPage,
-  '/connections': ConnectionsPage,
-  '/keys': ApiKeysPage,
-  '/settings': SettingsPage,
-};
+/** Performance mark set once the first page has rendered (sign-in or the signed-in app). */
+const READY_MARK = 'tradegate:first-page';
+
+/** The page at `p`, loading its chunk the first time. */
+function PageAt(props: { p: string }) {
+  const [page, setPage] = useState<{ p: string; C: FunctionComponent } | null>(null);
+  const [failed, setFailed] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    setFailed(null);
+    loadPage(props.p)
+      ?.then((C) => live && setPage({ p: props.p, C }))
+      .catch(() => live && setFailed(props.p));
+    return () => {
+      live = false;
+    };
+  }, [props.p]);
+  if (failed === props.p) {
+    return <ErrorBox error={new ApiError(0, 'CHUNK_LOAD_FAILED', 'This page could not be loaded. The server may have been updated: reload the page.')} retry={() => location.reload()} />;
+  }
+  if (!page || page.p !== props.p) return <Loading what="page" />;
+  return <page.C />;
+}
 
 export function App() {
   const s = session.value;
@@ -36,6 +48,12 @@ export function App() {
   useEffect(() => {
     if (s && !PAGES[p]) navigate(HOME, { replace: true });
   }, [s, p]);
+
+  // The first real page (sign-in or the app) is in the DOM: a mark tests and monitoring can read.
+  const ready = s !== undefined;
+  useLayoutEffect(() => {
+    if (ready && performance.getEntriesByName(READY_MARK).length === 0) performance.mark(READY_MARK);
+  }, [ready]);
 
   if (s === undefined) {
     return (
@@ -52,7 +70,6 @@ export function App() {
       </>
     );
   }
-  const Current = PAGES[p];
   return (
     <>
       <a class="skip" href="#main">
@@ -60,7 +77,7 @@ export function App() {
       </a>
       <Header />
       <main id="main" tabIndex={-1}>
-        {Current ? <Current /> : <Loading what="page" />}
+        <PageAt p={p} />
       </main>
       <Toasts />
     </>

@@ -2,7 +2,11 @@
 import './styles.css';
 import { render } from 'preact';
 import { App } from './app';
+import { loadPage } from './pages/index';
 import { loadSession, session } from './session';
+
+// A signed-in reload fetches the page's code while the session is being checked.
+void loadPage(location.pathname)?.catch(() => undefined);
 
 render(<App />, document.getElementById('app')!);
 loadSession().catch(() => {

@@ -8,6 +8,7 @@ import {
   SIGN_IN_CONCURRENCY,
   SIGN_IN_FAILURES_PER_ADDRESS,
   SIGN_IN_FAILURES_PER_NAME,
+  SIGN_IN_QUEUE,
   SIGN_IN_WINDOW_MS,
   SignInThrottle,
 } from '../../../src/http/session-auth.js';
@@ -101,19 +102,53 @@ describe('sign-in throttle', () => {
     expect(await th.attempt('10.0.0.10', 'fresh', passing)).toBe('user');
   });
 
+  it('an attempt that waited its turn is refused if failures locked its name meanwhile', async () => {
+    const th = new SignInThrottle(() => 0);
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_NAME - 1; i++) await th.attempt(`10.9.${i}.1`, 'demo', failing);
+    const gates: (() => void)[] = [];
+    const slow = <T,>(v: T) => () => new Promise<T>((resolve) => gates.push(() => resolve(v)));
+    const lastFailure = th.attempt('10.9.9.1', 'demo', slow(null));
+    const other = th.attempt('10.9.9.2', 'someone', slow('user'));
+    const queued = th.attempt('10.8.0.1', 'demo', passing);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(gates).toHaveLength(SIGN_IN_CONCURRENCY);
+    gates[0]!();
+    await lastFailure;
+    await expect(queued).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    gates[1]!();
+    expect(await other).toBe('user');
+  });
+
   it('successes do not count', async () => {
     const th = new SignInThrottle(() => 0);
     for (let i = 0; i < 3 * SIGN_IN_FAILURES_PER_NAME; i++) expect(await th.attempt('10.0.0.1', 'demo', passing)).toBe('user');
   });
 
-  it(`runs at most ${SIGN_IN_CONCURRENCY} password checks at once`, async () => {
+  it(`runs at most ${SIGN_IN_CONCURRENCY} password checks at once, queues ${SIGN_IN_QUEUE} more in order, refuses beyond`, async () => {
     const th = new SignInThrottle(() => 0);
     const gates: (() => void)[] = [];
-    const slow = () => new Promise<string>((resolve) => gates.push(() => resolve('user')));
-    const running = Array.from({ length: SIGN_IN_CONCURRENCY }, (_, i) => th.attempt(`10.0.0.${i}`, `u${i}`, slow));
+    let running = 0;
+    let peak = 0;
+    const order: number[] = [];
+    const slow = (i: number) => () =>
+      new Promise<string>((resolve) => {
+        running++;
+        peak = Math.max(peak, running);
+        order.push(i);
+        gates.push(() => {
+          running--;
+          resolve(`user${i}`);
+        });
+      });
+    const all = Array.from({ length: SIGN_IN_CONCURRENCY + SIGN_IN_QUEUE }, (_, i) => th.attempt(`10.0.${i}.1`, `u${i}`, slow(i)));
     await expect(th.attempt('10.0.0.99', 'late', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfterSeconds: 1 });
-    for (const open of gates) open();
-    await Promise.all(running);
+    while (order.length < all.length || gates.length > 0) {
+      await new Promise((r) => setTimeout(r, 0));
+      gates.shift()?.();
+    }
+    expect(await Promise.all(all)).toEqual(all.map((_, i) => `user${i}`));
+    expect(peak).toBe(SIGN_IN_CONCURRENCY);
+    expect(order).toEqual(all.map((_, i) => i));
     expect(await th.attempt('10.0.0.99', 'late', passing)).toBe('user');
   });
 });

@@ -54,7 +54,7 @@ export function ConfirmDialog(props: {
       <div class="confirm-text">{props.children}</div>
       <ErrorBox error={action.error} title="Not done" />
       <div class="dialog-actions">
-        <button type="button" class="btn secondary" onClick={props.onClose}>
+        <button type="button" class="btn secondary" onClick={props.onClose} autoFocus>
           Cancel
         </button>
         <button

@@ -54,7 +54,7 @@ function CreateKeyDialog(props: { onClose: () => void; onCreated: () => void }) 
         }}
       >
         <Field label="Name" id="key-name" hint="What uses it, e.g. “backtest runner”." error={action.error?.field('name')}>
-          <input id="key-name" value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
+          <input id="key-name" autoFocus value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <fieldset class="field">
           <legend>Scopes</legend>

@@ -40,7 +40,7 @@ export function AddPaperDialog(props: { onClose: () => void; onAdded: (c: Connec
         }}
       >
         <Field label="Name" id="paper-name" error={action.error?.field('name')}>
-          <input id="paper-name" value={name} maxLength={100} onInput={(e) => setName(e.currentTarget.value)} />
+          <input id="paper-name" autoFocus value={name} maxLength={100} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <Field label="Accounts" id="paper-accounts" hint="Comma-separated account names, e.g. PAPER1, PAPER2." error={action.error?.errors.find((f) => f.path.startsWith('accounts'))?.message}>
           <input id="paper-accounts" value={accounts} onInput={(e) => setAccounts(e.currentTarget.value)} />
@@ -91,7 +91,7 @@ export function AddTradovateDialog(props: { onClose: () => void; onAdded: (c: Co
           </p>
         )}
         <Field label="Name" id="tv-name" hint="Optional, e.g. “Apex eval 1”." error={action.error?.field('name')}>
-          <input id="tv-name" value={name} maxLength={100} onInput={(e) => setName(e.currentTarget.value)} />
+          <input id="tv-name" autoFocus value={name} maxLength={100} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <Field label="Tradovate user name" id="tv-user" error={action.error?.field('username')}>
           <input id="tv-user" autoComplete="off" value={username} required onInput={(e) => setUsername(e.currentTarget.value)} />

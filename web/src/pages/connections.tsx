@@ -12,12 +12,18 @@ import { AddPaperDialog, AddTradovateDialog } from './connection-dialogs';
 
 const REASONS: Record<string, string> = {
   connect: 'connected',
-  disconnect: 'connection dropped',
+  disconnect: 'connection lost',
   reconnect: 'reconnected',
   'auth-expired': 'broker login expired',
   'fatal-error': 'stopped after an error',
   disabled: 'disabled',
 };
+
+/** What happened, in words; CONNECTING means the first connection has not succeeded yet. */
+function reasonText(status: string, reason: string | null): string {
+  if (status === 'CONNECTING') return 'not connected yet';
+  return reason ? (REASONS[reason] ?? reason) : '';
+}
 
 function live(c: Connection, h: ConnectionHealth | undefined) {
   if (h) return { status: h.status, since: h.ts as number | string | null, reason: h.reason, detail: h.detail };
@@ -36,16 +42,11 @@ function ConnectionCard(props: { connection: Connection; accounts: Account[]; on
       <div class="card-head">
         <h2 id={headingId}>{c.name ?? c.id}</h2>
         <Badge tone={c.environment === 'live' ? 'danger' : c.environment === 'demo' ? 'info' : 'neutral'}>{brokerLabel(c.broker, c.environment)}</Badge>
-        <div class="card-actions">
-          <button type="button" class="btn small danger-outline" onClick={props.onDelete} aria-label={`Delete connection ${c.name ?? c.id}`}>
-            Delete
-          </button>
-        </div>
       </div>
       <div class="status-line" aria-live="polite">
         <StatusBadge status={s.status} />
         <span>
-          {s.reason ? `${REASONS[s.reason] ?? s.reason} · ` : ''}
+          {reasonText(s.status, s.reason) ? `${reasonText(s.status, s.reason)} · ` : ''}
           <span title={fullTime(s.since)}>since {when(s.since)}</span> <span class="muted">({ago(s.since, now)})</span>
         </span>
       </div>
@@ -71,12 +72,17 @@ function ConnectionCard(props: { connection: Connection; accounts: Account[]; on
                 <span class="muted" title={fullTime(x.ts)}>
                   {when(x.ts)}
                 </span>{' '}
-                <StatusBadge status={x.status} /> {x.reason ? (REASONS[x.reason] ?? x.reason) : ''}
+                <StatusBadge status={x.status} /> {reasonText(x.status, x.reason)}
               </li>
             ))}
           </ol>
         </details>
       )}
+      <div class="card-foot">
+        <button type="button" class="btn small danger-outline" onClick={props.onDelete} aria-label={`Delete connection ${c.name ?? c.id}`}>
+          Delete
+        </button>
+      </div>
     </article>
   );
 }

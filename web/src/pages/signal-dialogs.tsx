@@ -73,7 +73,7 @@ export function CreateTokenDialog(props: { accounts: Account[]; strategies: Stra
         }}
       >
         <Field label="Name" id="token-name" hint="e.g. “ES opening range”." error={action.error?.field('name')}>
-          <input id="token-name" value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
+          <input id="token-name" autoFocus value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <Field label="Account" id="token-account" hint="Alerts to this URL trade this account only." error={action.error?.field('accountId')}>
           <AccountSelect id="token-account" accounts={props.accounts} value={accountId} onChange={setAccountId} />
@@ -122,7 +122,7 @@ export function EditTokenDialog(props: { token: WebhookToken; accounts: Account[
         }}
       >
         <Field label="Name" id="edit-token-name" error={action.error?.field('name')}>
-          <input id="edit-token-name" value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
+          <input id="edit-token-name" autoFocus value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <Field label="Account" id="edit-token-account" error={action.error?.field('accountId')}>
           <AccountSelect id="edit-token-account" accounts={props.accounts} value={accountId} onChange={setAccountId} />

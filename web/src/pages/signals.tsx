@@ -170,7 +170,7 @@ export function SignalsPage() {
   const accounts = useResource(() => apiList<Account>('/accounts'), []);
   const strategies = useResource(() => apiList<Strategy>('/strategies'), []);
   // The flag follows the broker: re-read tokens and accounts while the page is open.
-  usePolling(() => Promise.all([tokens.reload(), accounts.reload()]), 10_000);
+  usePolling(() => Promise.all([tokens.reload(), accounts.reload()]), 5_000);
   const [open, setOpen] = useState<Record<string, boolean>>({});
   const [dialog, setDialog] = useState<
     { kind: 'create' } | { kind: 'edit' | 'rotate' | 'delete'; token: WebhookToken } | { kind: 'url'; token: WebhookToken; title: string; note?: string } | null

@@ -75,7 +75,7 @@ export function StrategyDialog(props: { strategy: Strategy | null; onClose: () =
         }}
       >
         <Field label="Name" id="strategy-name" error={err('name')}>
-          <input id="strategy-name" value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
+          <input id="strategy-name" autoFocus value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <Field label="Description" id="strategy-description" error={err('description')}>
           <input id="strategy-description" value={description} maxLength={1000} onInput={(e) => setDescription(e.currentTarget.value)} />

@@ -51,7 +51,8 @@ describe('POST /connections/tradovate', () => {
 describe('DELETE /connections/:id', () => {
   it('stops the actor and deletes the owner’s connection; another user’s is 404 and untouched', async () => {
     const stopped: string[] = [];
-    w.gateway.removeConnection = async (id: string) => {
+    w.gateway.removeConnection = async (...args: unknown[]) => {
+      const id = args[0] as string;
       stopped.push(id);
     };
     expect((await callError(w, 'DELETE', '/connections/:id', { userId: w.b.userId, params: { id: w.a.connectionId } })).code).toBe('NOT_FOUND');
