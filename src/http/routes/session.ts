@@ -44,20 +44,21 @@ const NO_STORE = { 'Cache-Control': 'no-store' };
 
 /** Session routes. */
 export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
-  const web = webSessions(deps);
+  // Resolved per request: building the route table reads no dependency.
+  const web = () => webSessions(deps);
 
   /** A new session for `user` in this browser, replacing whatever cookie it sent. */
   async function startSession(ctx: RouteContext<unknown, unknown>, user: User, status: number, kind: string): Promise<RouteResponse> {
-    const old = web.secretOf(ctx.req.headers);
+    const old = web().secretOf(ctx.req.headers);
     if (old) await deps.store.sessions.revoke(old);
-    const { secret, record } = await deps.store.sessions.create(user.id, web.policy);
+    const { secret, record } = await deps.store.sessions.create(user.id, web().policy);
     deps.store.journal.append({ userId: user.id, accountId: null, kind, request: { via: 'session', ip: ctx.req.ip, requestId: ctx.requestId }, outcome: { sessionId: record.id } });
-    return { status, headers: { ...NO_STORE, 'Set-Cookie': web.cookie(secret, ctx.req.headers) }, body: sessionBody(user, secret, record) };
+    return { status, headers: { ...NO_STORE, 'Set-Cookie': web().cookie(secret, ctx.req.headers) }, body: sessionBody(user, secret, record) };
   }
 
   /** The signed-in user and their live session (the engine already checked the cookie). */
   function current(ctx: RouteContext<unknown, unknown>): { user: User; secret: string; record: SessionRecord } {
-    const secret = web.secretOf(ctx.req.headers);
+    const secret = web().secretOf(ctx.req.headers);
     const record = secret ? deps.store.sessions.lookup(secret) : undefined;
     const user = record ? deps.store.users.byId(record.userId) : undefined;
     if (!secret || !record || !user) throw new AppError('UNAUTHENTICATED', 'Sign in first: no valid session');
@@ -80,9 +81,9 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ...errors('VALIDATION_FAILED', 'UNAUTHENTICATED', 'CSRF_REJECTED', 'RATE_LIMITED'),
     ],
     async handler(ctx) {
-      assertSameOrigin(ctx.req.headers, web.baseUrl);
+      assertSameOrigin(ctx.req.headers, web().baseUrl);
       const { name, password } = ctx.req.body;
-      const user = await web.throttle.attempt(ctx.req.ip, name, () => deps.store.users.verifyPassword(name, password));
+      const user = await web().throttle.attempt(ctx.req.ip, name, () => deps.store.users.verifyPassword(name, password));
       if (!user) {
         ctx.log.warn({ ip: ctx.req.ip }, 'sign-in failed');
         throw new AppError('UNAUTHENTICATED', 'Incorrect user name or password');
@@ -114,10 +115,10 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     tags: ['session'],
     responses: [{ status: 204, description: 'Signed out' }, ...errors('UNAUTHENTICATED', 'CSRF_REJECTED', 'SESSION_REQUIRED')],
     async handler(ctx) {
-      const secret = web.secretOf(ctx.req.headers);
+      const secret = web().secretOf(ctx.req.headers);
       if (secret) await deps.store.sessions.revoke(secret);
       deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind: 'sign-out', request: { via: 'session', requestId: ctx.requestId }, outcome: { sessionId: ctx.auth.principalId } });
-      return { status: 204, headers: { 'Set-Cookie': web.clearCookie(ctx.req.headers) } };
+      return { status: 204, headers: { 'Set-Cookie': web().clearCookie(ctx.req.headers) } };
     },
   });
 
@@ -139,7 +140,7 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const { currentPassword, newPassword } = ctx.req.body;
       const wrong = (path: string, message: string) => new AppError('VALIDATION_FAILED', `${path}: ${message}`, { errors: [{ path, message }] });
       if (newPassword === currentPassword) throw wrong('newPassword', 'must differ from the current password');
-      const ok = await web.throttle.attempt(ctx.req.ip, user.name, () => deps.store.users.verifyPassword(user.name, currentPassword));
+      const ok = await web().throttle.attempt(ctx.req.ip, user.name, () => deps.store.users.verifyPassword(user.name, currentPassword));
       if (!ok) throw wrong('currentPassword', 'is not your current password');
       await deps.store.users.setPassword(user.id, newPassword);
       return startSession(ctx as RouteContext<unknown, unknown>, user, 200, 'password-change');

@@ -202,6 +202,24 @@ describe('web sessions over HTTP', () => {
     expect((await http(s.url, 'GET', '/', { headers: { 'if-none-match': etag } })).status).toBe(304);
   });
 
+  it('answers broken bodies on the session routes with the documented 4xx, never a 5xx', async () => {
+    const cases: [string, number, string][] = [
+      ['{"name": ', 400, 'VALIDATION_FAILED'],
+      ['[]', 400, 'VALIDATION_FAILED'],
+      ['{"name": 5, "password": 5, "scopes": 5, "currentPassword": 5}', 400, 'VALIDATION_FAILED'],
+      ['{"nmae": "typo"}', 400, 'VALIDATION_FAILED'],
+      [JSON.stringify({ name: 'x'.repeat(70_000) }), 413, 'PAYLOAD_TOO_LARGE'],
+    ];
+    for (const path of ['/api/v1/session', '/api/v1/api-keys', '/api/v1/me/password']) {
+      for (const [raw, status, code] of cases) {
+        const r = await http(s.url, 'POST', path, { raw, headers: { cookie: demo.cookie, 'x-csrf-token': demo.csrf, 'content-type': 'application/json' } });
+        expect([r.status, r.json?.code], `${path} ${raw.slice(0, 40)}`).toEqual([status, code]);
+      }
+      const plain = await http(s.url, 'POST', path, { raw: '{}', headers: { cookie: demo.cookie, 'x-csrf-token': demo.csrf, 'content-type': 'text/plain' } });
+      expect(plain.status, path).toBe(415);
+    }
+  });
+
   it('never writes session ids or passwords to its output', async () => {
     const out = s.output();
     for (const secret of [demo.cookie.split('=')[1]!, eve.cookie.split('=')[1]!, EVE_PASSWORD, demo.csrf]) expect(out).not.toContain(secret);

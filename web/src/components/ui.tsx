@@ -1,6 +1,7 @@
 /** Building blocks every page uses: page frame, loading/empty/error states, badges, fields. */
 import type { ComponentChildren } from 'preact';
 import type { ApiError } from '../api';
+import type { Resource } from '../hooks';
 import type { ConnectionStatus } from '../types';
 
 /** A page: title, one-line purpose, actions on the right. */
@@ -130,5 +131,41 @@ export function Freshness(props: { at: number | null; onRefresh: () => void; lab
         Refresh
       </button>
     </span>
+  );
+}
+
+/** A column heading: its label, right-aligned when numeric, or only for screen readers. */
+export type Column = string | { label: string; num?: boolean; srOnly?: boolean };
+
+/** A table's hidden caption (its accessible name) and its header row. */
+export function TableHead(props: { caption: string; cols: Column[] }) {
+  return (
+    <>
+      <caption class="sr-only">{props.caption}</caption>
+      <thead>
+        <tr>
+          {props.cols.map((c) => {
+            const col = typeof c === 'string' ? { label: c } : c;
+            return (
+              <th key={col.label} scope="col" class={col.num ? 'num' : undefined}>
+                {col.srOnly ? <span class="sr-only">{col.label}</span> : col.label}
+              </th>
+            );
+          })}
+        </tr>
+      </thead>
+    </>
+  );
+}
+
+/** The loading, error and empty states of a list (nothing once it has items). */
+export function ListStates(props: { res: Resource<readonly unknown[]>; what: string; empty: string; children?: ComponentChildren; title?: string }) {
+  const { res } = props;
+  return (
+    <>
+      {res.loading && <Loading what={props.what} />}
+      <ErrorBox error={res.error} retry={() => void res.reload()} title={props.title ?? `The ${props.what} could not be loaded`} />
+      {!res.loading && !res.error && res.data?.length === 0 && <Empty title={props.empty}>{props.children}</Empty>}
+    </>
   );
 }

@@ -1,6 +1,6 @@
 /** The tables of one account: positions, working orders (with cancel), closed trades. */
 import type { Order, ClosedTrade, Position } from '../types';
-import { Badge } from '../components/ui';
+import { Badge, TableHead } from '../components/ui';
 import { fullTime, pnl, price, when } from '../format';
 
 const ROLE: Record<Order['role'], string> = { single: 'Order', entry: 'Entry', take_profit: 'Take-profit', stop_loss: 'Stop-loss' };
@@ -32,20 +32,7 @@ export function cancelExplanation(o: Order, working: readonly Order[]): string {
 export function PositionsTable(props: { positions: Position[] }) {
   return (
     <table class="table">
-      <caption class="sr-only">Open positions</caption>
-      <thead>
-        <tr>
-          <th scope="col">Symbol</th>
-          <th scope="col">Side</th>
-          <th scope="col" class="num">
-            Qty
-          </th>
-          <th scope="col" class="num">
-            Avg price
-          </th>
-          <th scope="col">Opened</th>
-        </tr>
-      </thead>
+      <TableHead caption="Open positions" cols={['Symbol', 'Side', { label: 'Qty', num: true }, { label: 'Avg price', num: true }, 'Opened']} />
       <tbody>
         {props.positions.map((p) => (
           <tr key={p.symbol}>
@@ -72,25 +59,7 @@ export function PositionsTable(props: { positions: Position[] }) {
 export function WorkingOrdersTable(props: { orders: Order[]; onCancel: (o: Order) => void; disabled: boolean }) {
   return (
     <table class="table">
-      <caption class="sr-only">Working orders</caption>
-      <thead>
-        <tr>
-          <th scope="col">Order</th>
-          <th scope="col">Symbol</th>
-          <th scope="col">Side</th>
-          <th scope="col">Type</th>
-          <th scope="col" class="num">
-            Filled / qty
-          </th>
-          <th scope="col" class="num">
-            Price
-          </th>
-          <th scope="col">Role</th>
-          <th scope="col">
-            <span class="sr-only">Actions</span>
-          </th>
-        </tr>
-      </thead>
+      <TableHead caption="Working orders" cols={['Order', 'Symbol', 'Side', 'Type', { label: 'Filled / qty', num: true }, { label: 'Price', num: true }, 'Role', { label: 'Actions', srOnly: true }]} />
       <tbody>
         {props.orders.map((o) => (
           <tr key={o.orderId}>
@@ -126,26 +95,7 @@ export function TradesTable(props: { trades: ClosedTrade[] }) {
   const total = props.trades.reduce((s, t) => s + t.pnl, 0);
   return (
     <table class="table">
-      <caption class="sr-only">Closed trades, newest first</caption>
-      <thead>
-        <tr>
-          <th scope="col">Closed</th>
-          <th scope="col">Symbol</th>
-          <th scope="col">Direction</th>
-          <th scope="col" class="num">
-            Qty
-          </th>
-          <th scope="col" class="num">
-            Entry
-          </th>
-          <th scope="col" class="num">
-            Exit
-          </th>
-          <th scope="col" class="num">
-            P&amp;L
-          </th>
-        </tr>
-      </thead>
+      <TableHead caption="Closed trades, newest first" cols={['Closed', 'Symbol', 'Direction', { label: 'Qty', num: true }, { label: 'Entry', num: true }, { label: 'Exit', num: true }, { label: 'P&L', num: true }]} />
       <tbody>
         {props.trades.map((t) => (
           <tr key={t.id}>

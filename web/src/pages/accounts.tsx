@@ -8,7 +8,7 @@ import { api, apiList } from '../api';
 import { accountLabel } from '../accounts-label';
 import { ConfirmDialog } from '../components/dialog';
 import { toast } from '../components/toast';
-import { Badge, Empty, ErrorBox, Freshness, Loading, Page } from '../components/ui';
+import { Badge, ErrorBox, Freshness, ListStates, Loading, Page } from '../components/ui';
 import { brokerLabel } from '../format';
 import { health } from '../health';
 import { usePolling, useResource } from '../hooks';
@@ -188,11 +188,9 @@ export function AccountsPage() {
 
   return (
     <Page title="Accounts" intro="Positions, working orders and closed trades per account, straight from the broker connection.">
-      {accounts.loading && <Loading what="accounts" />}
-      <ErrorBox error={accounts.error} retry={accounts.reload} title="Accounts could not be loaded" />
-      {!accounts.loading && !accounts.error && list.length === 0 && (
-        <Empty title="No accounts yet">Accounts appear once a connection is CONNECTED. Add one on the Connections page.</Empty>
-      )}
+      <ListStates res={accounts} what="accounts" empty="No accounts yet">
+        Accounts appear once a connection is CONNECTED. Add one on the Connections page.
+      </ListStates>
       {list.length > 0 && (
         <div class="account-picker" role="group" aria-label={`Accounts (${totalOpen} active)`}>
           {list.map((a) => (

@@ -4,7 +4,7 @@ import { api, apiList } from '../api';
 import { CopyField } from '../components/copy';
 import { ConfirmDialog, Dialog } from '../components/dialog';
 import { toast } from '../components/toast';
-import { Badge, Empty, ErrorBox, Field, Loading, Page } from '../components/ui';
+import { Badge, ErrorBox, Field, ListStates, Page, TableHead } from '../components/ui';
 import { ago, fullTime, when } from '../format';
 import { useAction, useResource } from '../hooks';
 import type { ApiKey, Scope } from '../types';
@@ -106,28 +106,13 @@ export function ApiKeysPage() {
         </button>
       }
     >
-      {keys.loading && <Loading what="keys" />}
-      <ErrorBox error={keys.error} retry={keys.reload} title="Keys could not be loaded" />
-      {!keys.loading && !keys.error && list.length === 0 && (
-        <Empty title="No API keys yet">Create one to call the API from a script, a bot or the command line.</Empty>
-      )}
+      <ListStates res={keys} what="keys" empty="No API keys yet">
+        Create one to call the API from a script, a bot or the command line.
+      </ListStates>
       {list.length > 0 && (
         <div class="card">
           <table class="table">
-            <caption class="sr-only">Your API keys</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Scopes</th>
-                <th scope="col">Key</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Status</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead caption="Your API keys" cols={['Name', 'Scopes', 'Key', 'Created', 'Last used', 'Status', { label: 'Actions', srOnly: true }]} />
             <tbody>
               {list.map((k) => (
                 <tr key={k.id} class={k.revokedAt ? 'dim' : ''}>

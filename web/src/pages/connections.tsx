@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, apiList } from '../api';
 import { ConfirmDialog } from '../components/dialog';
 import { toast } from '../components/toast';
-import { Badge, Empty, ErrorBox, Loading, Page, StatusBadge } from '../components/ui';
+import { Badge, ListStates, Page, StatusBadge } from '../components/ui';
 import { ago, brokerLabel, fullTime, when } from '../format';
 import { health, streamState, type ConnectionHealth } from '../health';
 import { useNow, usePolling, useResource } from '../hooks';
@@ -121,11 +121,9 @@ export function ConnectionsPage() {
         <span class="dot" aria-hidden="true" />
         {stream === 'open' ? 'Live updates on' : stream === 'connecting' ? 'Connecting to live updates…' : 'Live updates unavailable — retrying. Statuses below may be stale.'}
       </p>
-      {connections.loading && <Loading what="connections" />}
-      <ErrorBox error={connections.error} retry={connections.reload} title="Connections could not be loaded" />
-      {!connections.loading && !connections.error && list.length === 0 && (
-        <Empty title="No connections yet">Add a paper connection to try things safely, or a Tradovate demo or live login.</Empty>
-      )}
+      <ListStates res={connections} what="connections" empty="No connections yet">
+        Add a paper connection to try things safely, or a Tradovate demo or live login.
+      </ListStates>
       <div class="grid">
         {list.map((c) => (
           <ConnectionCard key={c.id} connection={c} accounts={accounts.data ?? []} onDelete={() => setDialog({ remove: c })} />

@@ -42,6 +42,8 @@ export function SettingsPage() {
             }
           }}
         >
+          {/* Lets password managers tie the new password to this user. */}
+          <input type="text" name="username" autoComplete="username" value={s?.user.name ?? ''} readOnly hidden />
           <Field label="Current password" id="pw-current" error={action.error?.field('currentPassword')}>
             <input id="pw-current" type="password" autoComplete="current-password" value={current} onInput={(e) => setCurrent(e.currentTarget.value)} />
           </Field>

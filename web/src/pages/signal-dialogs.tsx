@@ -1,4 +1,4 @@
-/** Dialogs of the Signals page: create, edit (rebind), and the one-time URL display. */
+/** Dialogs of the Signals page: create or edit (rebind) a token, and its URL to paste. */
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import { accountLabel } from '../accounts-label';
@@ -55,57 +55,26 @@ function StrategySelect(props: { id: string; strategies: Strategy[]; value: stri
   );
 }
 
-/** Create a token (name, account, strategy); the URL is shown right after. */
-export function CreateTokenDialog(props: { accounts: Account[]; strategies: Strategy[]; onClose: () => void; onCreated: (t: WebhookToken) => void }) {
-  const [name, setName] = useState('');
-  const [accountId, setAccountId] = useState(props.accounts.find((a) => a.active)?.id ?? '');
-  const [strategyId, setStrategyId] = useState('');
-  const action = useAction();
-  return (
-    <Dialog title="New signal token" onClose={props.onClose}>
-      <form
-        noValidate
-        onSubmit={async (e) => {
-          e.preventDefault();
-          const body = { name: name.trim(), accountId, ...(strategyId ? { strategyId } : {}) };
-          const t = await action.run(() => api<WebhookToken>('POST', '/webhook-tokens', body));
-          if (t) props.onCreated(t);
-        }}
-      >
-        <Field label="Name" id="token-name" hint="e.g. “ES opening range”." error={action.error?.field('name')}>
-          <input id="token-name" autoFocus value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
-        </Field>
-        <Field label="Account" id="token-account" hint="Alerts to this URL trade this account only." error={action.error?.field('accountId')}>
-          <AccountSelect id="token-account" accounts={props.accounts} value={accountId} onChange={setAccountId} />
-        </Field>
-        <Field label="Strategy" id="token-strategy" hint="Optional order defaults for alerts that leave fields out." error={action.error?.field('strategyId')}>
-          <StrategySelect id="token-strategy" strategies={props.strategies} value={strategyId} onChange={setStrategyId} />
-        </Field>
-        <ErrorBox error={action.error && action.error.errors.length === 0 ? action.error : undefined} title="Token not created" />
-        <div class="dialog-actions">
-          <button type="button" class="btn secondary" onClick={props.onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="btn primary" disabled={action.busy || !name.trim() || !accountId}>
-            {action.busy ? 'Creating…' : 'Create token'}
-          </button>
-        </div>
-      </form>
-    </Dialog>
-  );
-}
-
-/** Rename, rebind to another live account, change the strategy. The URL stays the same. */
-export function EditTokenDialog(props: { token: WebhookToken; accounts: Account[]; strategies: Strategy[]; onClose: () => void; onSaved: () => void }) {
+/**
+ * Create a token, or edit one: rename, rebind to another live account (the way out of
+ * "Account is inactive"), change the strategy. An edit keeps the URL.
+ */
+export function TokenDialog(props: { token?: WebhookToken; accounts: Account[]; strategies: Strategy[]; onClose: () => void; onSaved: (t: WebhookToken) => void }) {
   const t = props.token;
-  const currentLive = props.accounts.some((a) => a.id === t.accountId && a.active);
-  const [name, setName] = useState(t.name);
-  const [accountId, setAccountId] = useState(currentLive ? t.accountId : '');
-  const [strategyId, setStrategyId] = useState(t.strategyId ?? '');
+  const currentLive = t ? props.accounts.some((a) => a.id === t.accountId && a.active) : false;
+  const [name, setName] = useState(t?.name ?? '');
+  const [accountId, setAccountId] = useState(t ? (currentLive ? t.accountId : '') : (props.accounts.find((a) => a.active)?.id ?? ''));
+  const [strategyId, setStrategyId] = useState(t?.strategyId ?? '');
   const action = useAction();
+  const save = () => {
+    if (!t) return api<WebhookToken>('POST', '/webhook-tokens', { name: name.trim(), accountId, ...(strategyId ? { strategyId } : {}) });
+    const body: Record<string, unknown> = { name: name.trim(), strategyId: strategyId || null };
+    if (accountId !== t.accountId) body['accountId'] = accountId;
+    return api<WebhookToken>('PATCH', `/webhook-tokens/${encodeURIComponent(t.id)}`, body);
+  };
   return (
-    <Dialog title={`Edit “${t.name}”`} onClose={props.onClose}>
-      {!t.accountActive && (
+    <Dialog title={t ? `Edit “${t.name}”` : 'New signal token'} onClose={props.onClose}>
+      {t && !t.accountActive && (
         <p class="callout warn">
           Bound to <strong>{accountLabel(props.accounts, t.accountId)}</strong>, which the broker no longer reports. Choose a live account: the next alert
           trades there. The URL does not change.
@@ -115,28 +84,26 @@ export function EditTokenDialog(props: { token: WebhookToken; accounts: Account[
         noValidate
         onSubmit={async (e) => {
           e.preventDefault();
-          const body: Record<string, unknown> = { name: name.trim(), strategyId: strategyId || null };
-          if (accountId && accountId !== t.accountId) body['accountId'] = accountId;
-          const ok = await action.run(() => api('PATCH', `/webhook-tokens/${encodeURIComponent(t.id)}`, body));
-          if (ok !== undefined) props.onSaved();
+          const saved = await action.run(save);
+          if (saved) props.onSaved(saved);
         }}
       >
-        <Field label="Name" id="edit-token-name" error={action.error?.field('name')}>
-          <input id="edit-token-name" autoFocus value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
+        <Field label="Name" id="token-name" hint={t ? undefined : 'e.g. “ES opening range”.'} error={action.error?.field('name')}>
+          <input id="token-name" autoFocus value={name} maxLength={100} required onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
-        <Field label="Account" id="edit-token-account" error={action.error?.field('accountId')}>
-          <AccountSelect id="edit-token-account" accounts={props.accounts} value={accountId} onChange={setAccountId} />
+        <Field label="Account" id="token-account" hint="Alerts to this URL trade this account only." error={action.error?.field('accountId')}>
+          <AccountSelect id="token-account" accounts={props.accounts} value={accountId} onChange={setAccountId} />
         </Field>
-        <Field label="Strategy" id="edit-token-strategy" error={action.error?.field('strategyId')}>
-          <StrategySelect id="edit-token-strategy" strategies={props.strategies} value={strategyId} onChange={setStrategyId} />
+        <Field label="Strategy" id="token-strategy" hint="Optional order defaults for alerts that leave fields out." error={action.error?.field('strategyId')}>
+          <StrategySelect id="token-strategy" strategies={props.strategies} value={strategyId} onChange={setStrategyId} />
         </Field>
-        <ErrorBox error={action.error && action.error.errors.length === 0 ? action.error : undefined} title="Not saved" />
+        <ErrorBox error={action.error && action.error.errors.length === 0 ? action.error : undefined} title={t ? 'Not saved' : 'Token not created'} />
         <div class="dialog-actions">
           <button type="button" class="btn secondary" onClick={props.onClose}>
             Cancel
           </button>
           <button type="submit" class="btn primary" disabled={action.busy || !name.trim() || !accountId}>
-            {action.busy ? 'Saving…' : 'Save'}
+            {action.busy ? 'Saving…' : t ? 'Save' : 'Create token'}
           </button>
         </div>
       </form>

@@ -8,11 +8,11 @@ import { accountLabel } from '../accounts-label';
 import { CopyField } from '../components/copy';
 import { ConfirmDialog } from '../components/dialog';
 import { toast } from '../components/toast';
-import { Badge, Empty, ErrorBox, Loading, Page } from '../components/ui';
+import { Badge, ErrorBox, ListStates, Loading, Page, TableHead } from '../components/ui';
 import { ago, fullTime, when } from '../format';
 import { useNow, usePolling, useResource } from '../hooks';
 import type { Account, Alert, Strategy, WebhookToken } from '../types';
-import { CreateTokenDialog, EditTokenDialog, TokenUrlDialog } from './signal-dialogs';
+import { TokenDialog, TokenUrlDialog } from './signal-dialogs';
 
 const ALERTS_POLL_MS = 4_000;
 
@@ -44,17 +44,7 @@ function RecentAlerts(props: { token: WebhookToken }) {
       {!alerts.loading && !alerts.error && list.length === 0 && <p class="muted">No alerts yet. They appear here within seconds of arriving.</p>}
       {list.length > 0 && (
         <table class="table compact">
-          <caption class="sr-only">Recent alerts, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Action</th>
-              <th scope="col">Symbol</th>
-              <th scope="col">Qty</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">Order</th>
-            </tr>
-          </thead>
+          <TableHead caption="Recent alerts, newest first" cols={['Time', 'Action', 'Symbol', { label: 'Qty', num: true }, 'Outcome', 'Order']} />
           <tbody>
             {list.map((a) => (
               <tr key={a.requestId}>
@@ -191,13 +181,10 @@ export function SignalsPage() {
         </button>
       }
     >
-      {tokens.loading && <Loading what="signal tokens" />}
-      <ErrorBox error={tokens.error ?? accounts.error} retry={() => void Promise.all([tokens.reload(), accounts.reload()])} title="Signals could not be loaded" />
-      {!tokens.loading && !tokens.error && list.length === 0 && (
-        <Empty title="No signal tokens yet">
-          Create a token for an account, then paste its URL into a TradingView alert. {accs.length === 0 && 'First add a connection so there is an account to trade.'}
-        </Empty>
-      )}
+      <ListStates res={tokens} what="signal tokens" empty="No signal tokens yet">
+        Create a token for an account, then paste its URL into a TradingView alert. {accs.length === 0 && 'First add a connection so there is an account to trade.'}
+      </ListStates>
+      <ErrorBox error={accounts.error} retry={accounts.reload} title="Accounts could not be loaded" />
       <div class="stack">
         {list.map((t) => (
           <TokenCard
@@ -215,11 +202,11 @@ export function SignalsPage() {
       </div>
 
       {dialog?.kind === 'create' && (
-        <CreateTokenDialog
+        <TokenDialog
           accounts={accs}
           strategies={strats}
           onClose={close}
-          onCreated={(t) => {
+          onSaved={(t) => {
             void tokens.reload();
             setDialog({ kind: 'url', token: t, title: `“${t.name}” is ready` });
           }}
@@ -227,7 +214,7 @@ export function SignalsPage() {
       )}
       {dialog?.kind === 'url' && <TokenUrlDialog title={dialog.title} token={dialog.token} onClose={close} {...(dialog.note ? { note: dialog.note } : {})} />}
       {dialog?.kind === 'edit' && (
-        <EditTokenDialog
+        <TokenDialog
           token={dialog.token}
           accounts={accs}
           strategies={strats}

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, apiList } from '../api';
 import { ConfirmDialog } from '../components/dialog';
 import { toast } from '../components/toast';
-import { Empty, ErrorBox, Loading, Page } from '../components/ui';
+import { ListStates, Page, TableHead } from '../components/ui';
 import { when } from '../format';
 import { useResource } from '../hooks';
 import type { BracketLeg, Strategy } from '../types';
@@ -29,31 +29,13 @@ export function StrategiesPage() {
         </button>
       }
     >
-      {strategies.loading && <Loading what="strategies" />}
-      <ErrorBox error={strategies.error} retry={strategies.reload} title="Strategies could not be loaded" />
-      {!strategies.loading && !strategies.error && list.length === 0 && (
-        <Empty title="No strategies yet">Create one to give alerts defaults, e.g. “MES, 1 contract, 40-tick take-profit, 20-tick stop”.</Empty>
-      )}
+      <ListStates res={strategies} what="strategies" empty="No strategies yet">
+        Create one to give alerts defaults, e.g. “MES, 1 contract, 40-tick take-profit, 20-tick stop”.
+      </ListStates>
       {list.length > 0 && (
         <div class="card">
           <table class="table">
-            <caption class="sr-only">Your strategies</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Symbol</th>
-                <th scope="col" class="num">
-                  Qty
-                </th>
-                <th scope="col">Type</th>
-                <th scope="col">Take-profit</th>
-                <th scope="col">Stop-loss</th>
-                <th scope="col">Updated</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead caption="Your strategies" cols={['Name', 'Symbol', { label: 'Qty', num: true }, 'Type', 'Take-profit', 'Stop-loss', 'Updated', { label: 'Actions', srOnly: true }]} />
             <tbody>
               {list.map((s) => (
                 <tr key={s.id}>
