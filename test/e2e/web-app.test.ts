@@ -17,7 +17,7 @@ import { LMDB_DIR } from '../../src/store/index.js';
 import { eventually, http } from '../support/http.js';
 import { startServe, type Served } from '../support/processes.js';
 import { control } from '../support/sim.js';
-import { launchBrowser, screenshot, violationsInBothSchemes } from './browser.js';
+import { launchBrowser, screenshot, violationsInBothSchemes } from '../support/browser.js';
 
 let s: Served;
 let browser: Browser;
