@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile TypeScript to dist/.
+# Build stage: compile TypeScript to dist/ and bundle the web app into dist/web.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -9,7 +9,8 @@ COPY src ./src
 COPY workers ./workers
 COPY bench ./bench
 COPY test ./test
-RUN npx tsc -p tsconfig.json
+COPY web ./web
+RUN npm run build
 
 # Runtime stage: production dependencies and the compiled output only, as a non-root user.
 FROM node:20-bookworm-slim

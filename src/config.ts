@@ -33,6 +33,10 @@ export const configSchema = z
       .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)')
       .optional(),
     bodyLimitBytes: positiveInt.default(64 * 1024),
+    /** Web-app session: ends after this long without a request. */
+    sessionIdleMinutes: positiveInt.max(7 * 24 * 60).default(60),
+    /** Web-app session: ends this long after sign-in, however active. */
+    sessionMaxHours: positiveInt.max(30 * 24).default(12),
   })
   .strict();
 
@@ -55,6 +59,8 @@ const ENV: Record<string, keyof ConfigInput> = {
   SSE_MAX_STREAMS_PER_KEY: 'sseMaxStreamsPerKey',
   TRADEGATE_DATA_KEY: 'dataKey',
   BODY_LIMIT_BYTES: 'bodyLimitBytes',
+  SESSION_IDLE_MINUTES: 'sessionIdleMinutes',
+  SESSION_MAX_HOURS: 'sessionMaxHours',
 };
 
 /** Flag name (kebab-case) → config field. */

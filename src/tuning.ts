@@ -92,6 +92,8 @@ export const SERVE = Object.freeze({
   demoAccountsWaitMs: 10_000,
   /** Expired idempotency records are deleted this often (and once at start-up). */
   idempotencySweepMs: 60_000,
+  /** Expired web sessions are deleted, and idle sign-in throttle state dropped, this often. */
+  sessionSweepMs: 60_000,
   /** A paper broker worker that died is restarted after this long. */
   paperRestartMs: 1000,
 });

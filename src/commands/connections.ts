@@ -3,7 +3,7 @@
  * other local users can read in the process list) and are stored sealed.
  */
 import { randomUUID } from 'node:crypto';
-import type { BrokerCredentials, BrokerKind, Environment } from '../domain/connections.js';
+import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials, type BrokerKind, type Environment } from '../domain/connections.js';
 import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
 const USAGE = [
@@ -14,11 +14,7 @@ const USAGE = [
   'tradegate connections list --user U [--json] [--data-dir D]',
 ].join('\n');
 
-/** Tradovate endpoints (reference/tradovate-protocol.md §1). */
-export const TRADOVATE_URLS = {
-  demo: { restUrl: 'https://demo.tradovateapi.com/v1', wsUrl: 'wss://demo.tradovateapi.com/v1/websocket' },
-  live: { restUrl: 'https://live.tradovateapi.com/v1', wsUrl: 'wss://live.tradovateapi.com/v1/websocket' },
-} as const;
+export { TRADOVATE_URLS };
 
 /** REST and WebSocket URLs of a paper broker at `base` (e.g. http://127.0.0.1:8091). */
 export function paperUrls(base: string): { restUrl: string; wsUrl: string } {
@@ -92,8 +88,8 @@ export function run(argv: string[]): Promise<number> {
       if (needsStdin && !password) throw new UsageError('expected the broker password on the first line of stdin');
       const credentials: BrokerCredentials = { name: plan.brokerUser, password };
       if (plan.broker === 'tradovate') {
-        credentials.appId = values['app-id'] ?? 'tradegate';
-        credentials.appVersion = values['app-version'] ?? '1.0';
+        credentials.appId = values['app-id'] ?? TRADOVATE_APP_DEFAULTS.appId;
+        credentials.appVersion = values['app-version'] ?? TRADOVATE_APP_DEFAULTS.appVersion;
         credentials.deviceId = values['device-id'] ?? randomUUID();
         if (values.cid !== undefined) {
           const sec = lines[1];

@@ -14,6 +14,8 @@ import { createSupervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
+import { createWebSessions } from '../http/session-auth.js';
+import { loadWebApp } from '../http/static-files.js';
 import { createLogger, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type Store } from '../store/index.js';
@@ -58,8 +60,8 @@ function awaitAccounts(gateway: ActorGateway, connectionId: string, ms: number):
   });
 }
 
-function banner(config: Config, url: string, paperUrl: string | undefined): string {
-  const lines = [`listening ${url}`, `  API docs:     ${url}/api-docs`];
+function banner(config: Config, url: string, paperUrl: string | undefined, webBuilt: boolean): string {
+  const lines = [`listening ${url}`, `  web app:      ${url}/${webBuilt ? '' : '  (not built: run npm run build)'}`, `  API docs:     ${url}/api-docs`];
   if (config.baseUrl) lines.push(`  public URL:   ${config.baseUrl}`);
   if (paperUrl) lines.push(`  paper broker: ${paperUrl}`);
   lines.push(`  data:         ${config.dataDir}`);
@@ -71,10 +73,11 @@ function demoBanner(creds: DemoCredentials, accountIds: string[], url: string, d
   return [
     '',
     'First run: created user "demo" with a paper connection (two accounts) and an API key.',
+    `  Open ${url}/ and sign in with:`,
     `  login:     demo / ${creds.login.password}`,
     `  API key:   ${creds.apiKey}`,
     `  accounts:  ${accountIds.length ? accountIds.join(', ') : '(still connecting; GET /api/v1/accounts)'}`,
-    `  The key is shown only now; it is also saved (mode 0600) in ${dataDir}/${DEMO_CREDENTIALS_FILE}.`,
+    `  The password and key are shown only now; both are also saved (mode 0600) in ${dataDir}/${DEMO_CREDENTIALS_FILE}.`,
     '  Try:',
     `    curl -s -X POST ${url}/api/v1/accounts/${account}/orders \\`,
     `      -H 'X-API-Key: ${creds.apiKey}' -H 'Content-Type: application/json' \\`,
@@ -107,6 +110,13 @@ export async function run(argv: string[]): Promise<number> {
   // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.
   store.idempotency.sweep();
   const stopSweeper = store.idempotency.startSweeper(SERVE.idempotencySweepMs);
+  const sessions = createWebSessions(config, store);
+  // Expired sessions are dropped from the store (they already fail lookup) and idle sign-in throttle state from memory.
+  const sessionSweeper = setInterval(() => {
+    sessions.throttle.sweep(Date.now());
+    store.sessions.sweep().catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
+  }, SERVE.sessionSweepMs);
+  sessionSweeper.unref();
   let paper: EmbeddedPaper | undefined;
   let gateway: ActorGateway | undefined;
   let server: HttpServer | undefined;
@@ -116,6 +126,7 @@ export async function run(argv: string[]): Promise<number> {
     await gateway?.close();
     await paper?.close();
     stopSweeper();
+    clearInterval(sessionSweeper);
     await store.flushed();
     await store.close();
   };
@@ -126,14 +137,16 @@ export async function run(argv: string[]): Promise<number> {
     }
     gateway = createSupervisor({ threadsMax: config.actorThreadsMax, logger });
     let listenUrl: string | undefined;
-    const routes = buildRoutes({ config, store, gateway, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl });
-    server = await startHttpServer({ config, store, gateway, routes, logger });
+    const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl });
+    const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true });
+    if (!web.built) logger.warn('web app not built (dist/web missing): run npm run build');
+    server = await startHttpServer({ config, store, gateway, routes, logger, sessionAuth: sessions.authenticate, web });
     listenUrl = server.url;
     const publicUrl = (config.baseUrl ?? server.url).replace(/\/+$/, '');
 
     const demo = paper ? await bootstrapDemo({ store, dataDir: config.dataDir, paper: paper.broker, webUrl: publicUrl }) : null;
     await startConnections(store, gateway, paper?.endpoints, logger);
-    process.stdout.write(banner(config, server.url, paper?.url));
+    process.stdout.write(banner(config, server.url, paper?.url, web.built));
     if (demo) {
       const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);
       process.stdout.write(demoBanner(demo, accountIds, publicUrl, config.dataDir));

@@ -1,7 +1,7 @@
 /**
  * Broker connections as every layer names them: the health states and the occurrences that
  * move between them, the spec an actor is started with, broker credentials and API scopes.
- * Pure types: the store persists them, the actors run them, the front reports them.
+ * Pure types and constants: the store persists them, the actors run them, the front reports them.
  */
 
 /** Health of one broker connection (DESIGN §8). */
@@ -46,6 +46,15 @@ export interface ConnectionSpec {
   /** Per-request broker deadline. */
   requestTimeoutMs?: number;
 }
+
+/** Tradovate REST and WebSocket endpoints per environment (reference/tradovate-protocol.md §1). */
+export const TRADOVATE_URLS = {
+  demo: { restUrl: 'https://demo.tradovateapi.com/v1', wsUrl: 'wss://demo.tradovateapi.com/v1/websocket' },
+  live: { restUrl: 'https://live.tradovateapi.com/v1', wsUrl: 'wss://live.tradovateapi.com/v1/websocket' },
+} as const;
+
+/** What we identify as to Tradovate when the user gives no app id / version. */
+export const TRADOVATE_APP_DEFAULTS = { appId: 'tradegate', appVersion: '1.0' } as const;
 
 /** One transition of a connection's health. */
 export interface StatusEvent {

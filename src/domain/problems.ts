@@ -12,6 +12,7 @@ export const PROBLEMS = {
   INSUFFICIENT_SCOPE: { status: 403, title: 'API key lacks the required scope' },
   ACCOUNT_INACTIVE: { status: 403, title: 'Account is inactive' },
   CSRF_REJECTED: { status: 403, title: 'Missing or invalid CSRF token' },
+  SESSION_REQUIRED: { status: 403, title: 'This route needs a signed-in web session' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   SYMBOL_MISMATCH: { status: 409, title: 'Symbol does not match the account position' },

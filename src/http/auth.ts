@@ -94,6 +94,7 @@ export class Authenticator {
     // everyone's alerts, and a 128-bit token in the path cannot be guessed anyway.
     if (scope === 'webhook') return this.webhook(params['token'] ?? '', now);
     const raw = headers['x-api-key'];
+    if (scope === 'session') return this.sessionOnly(raw !== undefined, headers, method);
     if (raw === undefined && this.session) {
       const auth = this.session({ method, headers });
       if (auth) return this.grant(scope, auth, auth.principalId);
@@ -106,6 +107,14 @@ export class Authenticator {
       throw new AppError('INSUFFICIENT_SCOPE', `This credential lacks the '${scope}' scope`, { requiredScope: scope });
     }
     return { auth, rateKey, bucket: 'key' };
+  }
+
+  private sessionOnly(hasKey: boolean, headers: Readonly<Record<string, string>>, method: string): Authenticated {
+    if (hasKey) throw new AppError('SESSION_REQUIRED', 'API keys cannot call this route: sign in to the web app');
+    const auth = this.session?.({ method, headers });
+    // A 256-bit session id cannot be guessed, so misses here are not counted per address.
+    if (!auth) throw new AppError('UNAUTHENTICATED', 'Sign in first: no valid session');
+    return { auth, rateKey: auth.principalId, bucket: 'key' };
   }
 
   private apiKey(scope: Scope, raw: string, ip: string, now: number): Authenticated {

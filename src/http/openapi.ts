@@ -10,6 +10,7 @@ import { PROBLEMS, problemType } from '../domain/problems.js';
 import { buildGuide, type GuideSection } from './openapi-guide.js';
 import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
 import type { RouteDef } from './route-types.js';
+import { SESSION_COOKIE } from './session-auth.js';
 
 type Json = Record<string, unknown>;
 
@@ -70,11 +71,19 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
       { url: '/api/v1', description: 'Every endpoint is served under /api/v1 …' },
       { url: '/v1', description: '… and under /v1' },
     ],
-    security: [{ ApiKey: [] }],
+    security: [{ ApiKey: [] }, { SessionCookie: [] }],
     paths,
     components: {
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'tgk_<id>_<secret>; scopes read and/or trade' },
+        SessionCookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: SESSION_COOKIE,
+          description:
+            'Web-app session from POST /api/v1/session (HttpOnly, SameSite=Strict). Every write made with it also needs the ' +
+            "session's CSRF token in X-CSRF-Token (403 CSRF_REJECTED otherwise). Session-only routes refuse API keys (403 SESSION_REQUIRED).",
+        },
       },
       schemas: { Problem: problemSchema(), ...sseSchemas() },
       headers: componentHeaders(options.config.rateLimitPerMin),
@@ -113,10 +122,15 @@ function operation(route: RouteDef<any, any>): Json {
       schema: { type: 'string', minLength: 1, maxLength: 255 },
     });
   }
+  const sessionOnly = route.scope === 'session';
+  if (sessionOnly && route.method !== 'GET') {
+    params.push({ name: 'X-CSRF-Token', in: 'header', required: true, description: 'csrfToken from the session', schema: { type: 'string' } });
+  }
   if (params.length) op['parameters'] = params;
 
   if (route.scope === 'none' || route.scope === 'webhook') op['security'] = [];
   else op['x-required-scope'] = route.scope;
+  if (sessionOnly) op['security'] = [{ SessionCookie: [] }];
 
   if (route.body) {
     const schema = jsonSchemaOf(route.body, 'input');
@@ -127,7 +141,7 @@ function operation(route: RouteDef<any, any>): Json {
   }
 
   const responses: Record<string, Json> = {};
-  const keyed = route.scope === 'read' || route.scope === 'trade';
+  const keyed = route.scope === 'read' || route.scope === 'trade' || route.scope === 'session';
   const rateHeaders = keyed || route.scope === 'webhook' ? Object.fromEntries(RATE_HEADERS.map((h) => [h, { $ref: `#/components/headers/${h}` }])) : {};
   for (const r of route.responses) {
     const res: Json = { description: r.description };
@@ -140,7 +154,7 @@ function operation(route: RouteDef<any, any>): Json {
   const standard: [number, string, boolean][] = [
     [400, 'VALIDATION_FAILED (errors: [{path, message}]) or INVALID_IDEMPOTENCY_KEY', !!(route.body || route.query || route.idempotent)],
     [401, 'UNAUTHENTICATED: missing, malformed, unknown or revoked key', keyed],
-    [403, 'INSUFFICIENT_SCOPE (requiredScope)', keyed],
+    [403, route.scope === 'session' ? 'SESSION_REQUIRED (an API key was sent) or CSRF_REJECTED' : 'INSUFFICIENT_SCOPE (requiredScope)', keyed],
     [404, route.scope === 'webhook' ? 'NOT_FOUND: unknown token' : 'NOT_FOUND', route.path.includes(':')],
     [409, 'IDEMPOTENCY_KEY_IN_USE (Retry-After: 1)', !!route.idempotent],
     [413, 'PAYLOAD_TOO_LARGE', !!route.body],

@@ -60,8 +60,8 @@ export interface Stop {
 /** What the stages run on; built once per server. */
 export interface PipelineDeps {
   router: Router<RouteDef<any, any>>;
-  /** Answers outside the API prefix (/healthz, /readyz, /api-docs), by path; undefined when none. */
-  fixedRoute(method: string, path: string): Reply | undefined;
+  /** Answers outside the API prefix (/healthz, /readyz, /api-docs, the web app), by path; undefined when none. */
+  fixedRoute(method: string, path: string, headers: Readonly<Record<string, string>>): Reply | undefined;
   /** True once the server is shutting down. */
   closing(): boolean;
   auth: Authenticator;
@@ -101,7 +101,7 @@ export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<voi
 /** route: shutdown, the fixed pages, then the API route table (404, 405 with Allow). */
 export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
   if (deps.closing()) return { reply: problemReply('SHUTTING_DOWN', undefined, {}, { 'Retry-After': '1' }), closeConnection: true };
-  const fixed = deps.fixedRoute(ex.method, ex.path);
+  const fixed = deps.fixedRoute(ex.method, ex.path, ex.headers);
   if (fixed) return { reply: fixed };
   const relative = stripApiPrefix(ex.path);
   const match = relative === undefined ? ({ kind: 'not-found' } as const) : deps.router.match(ex.method, relative);

@@ -23,6 +23,7 @@ const REASONS: Record<number, string> = {
   201: 'Created',
   202: 'Accepted',
   204: 'No Content',
+  304: 'Not Modified',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',

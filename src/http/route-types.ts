@@ -13,8 +13,10 @@ export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 /**
  * `read` / `trade`: X-API-Key with that scope (or a web session). `none`: public.
  * `webhook`: the `{token}` path parameter authenticates (webhook receiver only).
+ * `session`: a signed-in web session only (cookie + CSRF header on writes); an API key is
+ * refused, so a leaked key can never mint or revoke keys.
  */
-export type RouteScope = 'read' | 'trade' | 'none' | 'webhook';
+export type RouteScope = 'read' | 'trade' | 'none' | 'webhook' | 'session';
 
 /** Who is calling, after authentication. */
 export interface AuthContext {

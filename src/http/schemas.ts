@@ -268,6 +268,7 @@ export const webhookTokenSchema = z.object({
   createdAt: isoTime.nullable(),
   lastUsedAt: isoTime.nullable(),
   url: z.string().optional().describe('The receiving URL (contains the secret token); returned to its owner on create and GET one'),
+  alertMessage: z.string().optional().describe('A ready TradingView alert message for this URL (on create and GET one)'),
 });
 export const createdWebhookTokenSchema = webhookTokenSchema.extend({
   url: z.string().describe('Paste this into the TradingView alert'),

@@ -24,6 +24,7 @@ import { jsonReply, problemReply, ResponseHandle, type Reply } from './respond.j
 import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
 import { HealthHub, type SseHub } from './sse-hub.js';
+import type { WebApp } from './static-files.js';
 
 export interface HttpServerDeps {
   config: Config;
@@ -34,6 +35,8 @@ export interface HttpServerDeps {
   clock?: () => number;
   /** Web-app session auth (cookie + CSRF), tried when a request carries no X-API-Key. */
   sessionAuth?: SessionAuthenticator;
+  /** The web app's pages and assets (served at `/`, outside the API prefixes). */
+  web?: WebApp;
 }
 
 export interface HttpServer {
@@ -106,7 +109,7 @@ class Engine {
     const stream = { hub: this.hub, store, gateway: deps.gateway, maxStreamsPerKey: config.sseMaxStreamsPerKey, clock: this.clock };
     this.pipeline = {
       router: new Router(routes),
-      fixedRoute: (method, path) => this.fixedRoute(method, path),
+      fixedRoute: (method, path, headers) => this.fixedRoute(method, path) ?? deps.web?.serve(method, path, headers),
       closing: () => this.closing,
       auth: this.auth,
       limiters: { key: new SlidingLogLimiter(config.rateLimitPerMin), webhook: new SlidingLogLimiter(config.webhookRateLimitPerMin) },

@@ -27,6 +27,12 @@ export interface Dbs {
   journal: Database;
   /** [userId, ts, writer, seq] → true. */
   journalByUser: Database<true, [string, number, string, number]>;
+  /** [ref, ts, writer, seq] → true: entries about one object (e.g. `webhookToken:<id>`). */
+  journalByRef: Database<true, [string, number, string, number]>;
+  /** sha256(session id) → session row. */
+  sessions: Database;
+  /** [userId, sessionId] → sha256(session id): a user's sessions (revoked together). */
+  sessionsByUser: Database<string, [string, string]>;
 }
 
 export type OwnedKind = 'apiKey' | 'connection' | 'webhookToken' | 'strategy';

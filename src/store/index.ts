@@ -14,6 +14,7 @@ import { loadDataKey, type Sealer } from './crypto.js';
 import { checkDataKey, type KeyCheckSlot } from './key-check.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createJournalStore, type JournalStore } from './journal.js';
+import { createSessionStore, type SessionStore } from './sessions.js';
 import { createStrategyStore, type StrategyStore } from './strategies.js';
 import { createUserStore, type UserStore } from './users.js';
 import { createWebhookTokenStore, type WebhookTokenStore } from './webhook-tokens.js';
@@ -25,6 +26,7 @@ export type { WebhookTokenRecord, WebhookTokenPatch } from './webhook-tokens.js'
 export type { StrategyRecord, StrategyFields, StrategyPatch } from './strategies.js';
 export type { IdempotencyRecord } from './idempotency.js';
 export type { JournalEntry } from './journal.js';
+export type { SessionRecord, SessionPolicy } from './sessions.js';
 
 /** Name of the LMDB environment inside the data dir (a file plus its `-lock` file). */
 export const LMDB_DIR = 'tradegate.lmdb';
@@ -49,6 +51,7 @@ export interface Store {
   readonly strategies: StrategyStore;
   readonly idempotency: IdempotencyStore;
   readonly journal: JournalStore;
+  readonly sessions: SessionStore;
   /** Resolves once every write issued so far (including un-awaited ones) is on disk. */
   flushed(): Promise<void>;
   /** Waits for pending writes, then closes the environment. */
@@ -124,6 +127,9 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     idempotencyByTime: named('idempotencyByTime'),
     journal: named('journal'),
     journalByUser: named('journalByUser'),
+    journalByRef: named('journalByRef'),
+    sessions: named('sessions'),
+    sessionsByUser: named('sessionsByUser'),
   };
 
   const ctx: StoreContext = {
@@ -140,16 +146,19 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     nowIso: () => new Date(clock()).toISOString(),
   };
 
+  const sessions = createSessionStore(ctx);
   let closing: Promise<void> | undefined;
   return {
     dataDir: opts.dataDir,
-    users: createUserStore(ctx),
+    // A new password ends every session of the user, whichever path changed it.
+    users: createUserStore(ctx, { onPasswordChanged: (userId) => sessions.revokeAllForUser(userId) }),
     apiKeys: createApiKeyStore(ctx),
     connections: createConnectionStore(ctx),
     webhookTokens: createWebhookTokenStore(ctx),
     strategies: createStrategyStore(ctx),
     idempotency: createIdempotencyStore(ctx),
     journal: createJournalStore(ctx),
+    sessions,
     async flushed() {
       await env.committed;
       await env.flushed;

@@ -17,9 +17,8 @@ const PATTERNS: Record<TokenPrefix, RegExp> = {
 
 const TOKEN_LENGTH = 3 + 1 + TOKEN_ID_LENGTH + 1 + TOKEN_SECRET_LENGTH;
 
-/** A fresh token and its parts. */
-export function newToken(prefix: TokenPrefix): { id: string; token: string; digest: string } {
-  const id = randomBase62(TOKEN_ID_LENGTH);
+/** A fresh token and its parts; with `id`, a new secret for an existing token (rotation). */
+export function newToken(prefix: TokenPrefix, id = randomBase62(TOKEN_ID_LENGTH)): { id: string; token: string; digest: string } {
   const token = `${prefix}_${id}_${randomBase62(TOKEN_SECRET_LENGTH)}`;
   return { id, token, digest: sha256Hex(token) };
 }

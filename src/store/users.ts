@@ -29,7 +29,7 @@ export interface UserStore {
   list(): User[];
   /** The user when the password matches; null otherwise (also for unknown names and users without a password). */
   verifyPassword(name: string, password: string): Promise<User | null>;
-  /** Sets or replaces a user's password; NOT_FOUND for an unknown id. */
+  /** Sets or replaces a user's password and ends the user's sessions; NOT_FOUND for an unknown id. */
   setPassword(userId: string, password: string): Promise<void>;
 }
 
@@ -65,8 +65,8 @@ export async function passwordMatches(row: UserRow | undefined, password: string
   return ok && row?.passwordHash ? userView(row) : null;
 }
 
-/** The user store over a shared context. */
-export function createUserStore(ctx: StoreContext): UserStore {
+/** The user store over a shared context; `onPasswordChanged` runs (awaited) after a password is replaced. */
+export function createUserStore(ctx: StoreContext, hooks: { onPasswordChanged?: (userId: string) => Promise<unknown> } = {}): UserStore {
   const { users, userNames } = ctx.dbs;
   const row = (id: string): UserRow | undefined => users.get(id) as UserRow | undefined;
 
@@ -122,6 +122,7 @@ export function createUserStore(ctx: StoreContext): UserStore {
         }),
       );
       if (!found) throw new AppError('NOT_FOUND', 'user not found');
+      await hooks.onPasswordChanged?.(userId);
     },
   };
 }

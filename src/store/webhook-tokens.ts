@@ -61,6 +61,8 @@ export interface WebhookTokenStore {
   all(): WebhookTokenRecord[];
   /** Renames or rebinds a token the user owns; undefined when unknown or not theirs. */
   update(userId: string, id: string, patch: WebhookTokenPatch): Promise<WebhookTokenRecord | undefined>;
+  /** A new secret for a token the user owns (same id and binding); the old URL stops working at once. */
+  rotate(userId: string, id: string): Promise<{ record: WebhookTokenRecord; token: string } | undefined>;
   /** Deletes a token the user owns; false when unknown or not theirs. */
   remove(userId: string, id: string): Promise<boolean>;
   /** Records use; at most once per minute per token, not awaited. */
@@ -101,6 +103,12 @@ export function newWebhookTokenRow(
     row: { id, userId, name, accountId, strategyId: strategyId ?? null, createdAt, digest, sealedToken: sealer.seal(token, webhookTokenAad(id)) },
     token,
   };
+}
+
+/** A new secret for token `id` (rotation): the token, its digest and its sealed copy. */
+export function rotatedSecret(id: string, sealer: Sealer): { token: string; digest: string; sealedToken: Buffer } {
+  const { token, digest } = newToken('whk', id);
+  return { token, digest, sealedToken: sealer.seal(token, webhookTokenAad(id)) };
 }
 
 /** `row` with `patch` applied (the caller has checked the name). */
@@ -170,6 +178,20 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
         }),
       );
       return updated && view(updated);
+    },
+
+    async rotate(userId, id) {
+      const { token, digest, sealedToken } = rotatedSecret(id, ctx.sealer);
+      const updated = await ctx.durable(
+        webhookTokens.transaction((): WebhookTokenRow | undefined => {
+          const r = row(id);
+          if (!r || r.userId !== userId) return undefined;
+          const next: WebhookTokenRow = { ...r, digest, sealedToken };
+          webhookTokens.put(id, next);
+          return next;
+        }),
+      );
+      return updated && { record: view(updated), token };
     },
 
     async remove(userId, id) {

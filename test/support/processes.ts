@@ -61,6 +61,8 @@ export interface Served extends Spawned {
   paperUrl: string;
   controlUrl: string;
   apiKey: string;
+  /** The demo user's web login as printed at first start. */
+  login: { name: string; password: string };
   accounts: string[];
   dataDir: string;
   /** SIGTERM, resolves with the exit code (and removes the data dir). */
@@ -85,6 +87,7 @@ export async function startServe(env: Record<string, string> = {}, opts: { logLe
     paperUrl,
     controlUrl: `${paperUrl}/control`,
     apiKey: pick(/^ {2}API key: +(tgk_\S+)$/m),
+    login: { name: 'demo', password: pick(/^ {2}login: +demo \/ (\S+)$/m) },
     accounts: pick(/^ {2}accounts: +(.*)$/m).split(', ').filter((s) => /^\d+$/.test(s)),
     dataDir,
     async stop() {

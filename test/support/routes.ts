@@ -108,6 +108,9 @@ export interface CallOptions {
   principalId?: string;
   webhook?: WebhookPrincipal;
   idempotencyKey?: string;
+  /** Lower-case request headers (e.g. the session cookie). */
+  headers?: Record<string, string>;
+  ip?: string;
 }
 
 export interface CallResult extends RouteResponse {
@@ -130,7 +133,7 @@ export async function call(w: World, method: string, path: string, opts: CallOpt
   const query = r.query ? r.query.parse(opts.query ?? {}) : (opts.query ?? {});
   const timing: [string, number][] = [];
   const ctx: RouteContext<any, any> = {
-    req: { method: r.method, path, params: opts.params ?? {}, query, headers: {}, body, rawBody: Buffer.alloc(0), ip: '127.0.0.1' },
+    req: { method: r.method, path, params: opts.params ?? {}, query, headers: opts.headers ?? {}, body, rawBody: Buffer.alloc(0), ip: opts.ip ?? '127.0.0.1' },
     auth: {
       userId: opts.userId,
       principalId: opts.principalId ?? 'key1',

@@ -9,6 +9,7 @@ import type { Config } from '../../config.js';
 import { AppError, type ProblemCode, PROBLEMS } from '../../domain/problems.js';
 import type { Store } from '../../store/index.js';
 import type { ResponseDoc, RouteContext } from '../route-types.js';
+import { createWebSessions, type WebSessions } from '../session-auth.js';
 import type { ListQuery } from '../schemas.js';
 
 /** The embedded paper broker, when `serve --paper` runs one (POST /connections opens logins on it). */
@@ -29,6 +30,21 @@ export interface RouteDeps {
   paper?: PaperBroker;
   /** The URL the server actually listens on (known only after listen when port is 0). */
   listenUrl?: () => string | undefined;
+  /** Web-app sessions; the same object must be the engine's `sessionAuth` (serve wires both). */
+  sessions?: WebSessions;
+}
+
+const defaultSessions = new WeakMap<RouteDeps, WebSessions>();
+
+/** The deps' session machinery (one default per deps when none was given). */
+export function webSessions(deps: RouteDeps): WebSessions {
+  if (deps.sessions) return deps.sessions;
+  let made = defaultSessions.get(deps);
+  if (!made) {
+    made = createWebSessions(deps.config, deps.store);
+    defaultSessions.set(deps, made);
+  }
+  return made;
 }
 
 /** The base URL clients reach the service at (for webhook URLs): --base-url, else where we listen. */

@@ -4,11 +4,15 @@
  */
 import type { RouteDef } from '../route-types.js';
 import { accountRoutes } from './accounts.js';
+import { apiKeyRoutes } from './api-keys.js';
+import { brokerConnectionRoutes } from './broker-connections.js';
 import type { RouteDeps } from './common.js';
 import { connectionRoutes } from './connections.js';
 import { flattenRoutes } from './flatten.js';
 import { meRoutes } from './me.js';
 import { orderRoutes } from './orders.js';
+import { sessionRoutes } from './session.js';
+import { journalAlerts, signalRoutes } from './signals.js';
 import { strategyRoutes } from './strategies.js';
 import { webhookTokenRoutes } from './webhook-tokens.js';
 import { webhookRoutes } from './webhooks.js';
@@ -25,6 +29,11 @@ export function buildRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     ...connectionRoutes(deps),
     ...strategyRoutes(deps),
     ...webhookTokenRoutes(deps),
-    ...webhookRoutes(deps),
+    ...webhookRoutes(deps).map((route) => journalAlerts(deps, route)),
+    // The web app's own API (session-only routes and the reads its pages need).
+    ...sessionRoutes(deps),
+    ...apiKeyRoutes(deps),
+    ...signalRoutes(deps),
+    ...brokerConnectionRoutes(deps),
   ];
 }

@@ -6,6 +6,7 @@
 import { AppError } from '../../domain/problems.js';
 import type { WebhookTokenPatch, WebhookTokenRecord } from '../../store/webhook-tokens.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
+import { TRADINGVIEW_TEMPLATE } from '../webhook-payload.js';
 import {
   createdWebhookTokenSchema,
   createWebhookTokenBodySchema,
@@ -91,7 +92,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       checkAccount(deps, ctx.auth.userId, accountId);
       checkStrategy(deps, ctx.auth.userId, strategyId);
       const { record, token } = await deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null });
-      return { status: 201, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token } };
+      return { status: 201, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token, alertMessage: TRADINGVIEW_TEMPLATE } };
     },
   });
 
@@ -107,7 +108,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const t = deps.store.webhookTokens.getForUser(ctx.auth.userId, ctx.req.params.id!);
       if (!t) throw notFound();
       const token = deps.store.webhookTokens.reveal(ctx.auth.userId, t.id);
-      return { status: 200, body: { ...tokenView(deps, t), ...(token ? { url: webhookUrl(deps, token) } : {}) } };
+      return { status: 200, body: { ...tokenView(deps, t), ...(token ? { url: webhookUrl(deps, token) } : {}), alertMessage: TRADINGVIEW_TEMPLATE } };
     },
   });
 

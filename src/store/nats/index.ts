@@ -2,7 +2,7 @@
  * The store in cluster mode: the same `Store` the LMDB store implements, over NATS JetStream.
  *
  * - `<prefix>_records` (KV, history 1): users, API keys, webhook tokens, strategies,
- *   connections, last-use times and the data key check, mirrored in memory on every node;
+ *   connections, web sessions, last-use times and the data key check, mirrored in memory on every node;
  *   every write is also republished on `<prefix>.records.<key>` (see kv-mirror.ts).
  * - `<prefix>_idempotency` (KV, ttl 24 h): in-flight markers and stored answers.
  * - `<prefix>_journal` (stream, subjects `<prefix>.journal.<user>`): the journal.
@@ -21,6 +21,7 @@ import type { Store } from '../index.js';
 import { checkDataKey, type KeyCheckSlot } from '../key-check.js';
 import { createNatsIdempotencyStore, type NatsIdempotencyStore } from './idempotency.js';
 import { createNatsJournal } from './journal.js';
+import { createNatsSessionStore } from './sessions.js';
 import { isWrongRevision, KvMirror } from './kv-mirror.js';
 import {
   createNatsApiKeyStore,
@@ -133,7 +134,9 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     },
   };
   // Indexes subscribe to the mirror before it loads, so they see every record.
-  const users = createNatsUserStore(ctx);
+  const sessions = createNatsSessionStore(ctx);
+  // A new password ends every session of the user, whichever node changed it.
+  const users = createNatsUserStore(ctx, { onPasswordChanged: (userId) => sessions.revokeAllForUser(userId) });
   const apiKeys = createNatsApiKeyStore(ctx);
   const connections = createNatsConnectionStore(ctx);
   const webhookTokens = createNatsWebhookTokenStore(ctx);
@@ -151,6 +154,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     connections,
     webhookTokens,
     strategies,
+    sessions,
     idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs }),
     journal: createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track }),
     flushed,

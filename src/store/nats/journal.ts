@@ -42,12 +42,21 @@ export function createNatsJournal(
     return out;
   }
 
+  /** Newest first, `limit` of one user's entries (all of them when limit is Infinity). */
+  async function ofUser(userId: string, limit: number): Promise<JournalEntry[]> {
+    const subject = subjectOf(userId);
+    const { state } = await jsm.streams.info(opts.stream, { subjects_filter: subject });
+    const count = state.subjects?.[subject] ?? 0;
+    return count === 0 ? [] : (await read(count, { subject })).slice(-limit).reverse();
+  }
+
   return {
     append(entry) {
       // Like the LMDB journal: a clock stepping back never reorders one writer's entries.
       const ts = Math.max(entry.ts ?? opts.clock(), lastTs);
       lastTs = ts;
       const rec: JournalEntry = { ts, userId: entry.userId, accountId: entry.accountId, kind: entry.kind, request: entry.request, outcome: entry.outcome };
+      if (entry.ref !== undefined) rec.ref = entry.ref;
       opts.track(js.publish(subjectOf(entry.userId), JSON.stringify(rec)), `journal append (${entry.kind})`);
     },
 
@@ -58,10 +67,14 @@ export function createNatsJournal(
         const count = Math.min(limit, state.messages);
         return count === 0 ? [] : (await read(count, { startSeq: state.last_seq - count + 1 })).reverse();
       }
-      const subject = subjectOf(userId);
-      const { state } = await jsm.streams.info(opts.stream, { subjects_filter: subject });
-      const count = state.subjects?.[subject] ?? 0;
-      return count === 0 ? [] : (await read(count, { subject })).slice(-limit).reverse();
+      return ofUser(userId, limit);
+    },
+
+    // The user's subject is read whole and filtered here: nats-server 2.9 filters a consumer
+    // by one subject only, so a per-object subject could not also be read as the user's.
+    async listByRef({ userId, ref, limit }) {
+      if (limit <= 0) return [];
+      return (await ofUser(userId, Infinity)).filter((e) => e.ref === ref).slice(0, limit);
     },
   };
 }

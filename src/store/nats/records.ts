@@ -17,6 +17,7 @@ import {
   checkTokenName,
   newWebhookTokenRow,
   patchedToken,
+  rotatedSecret,
   webhookTokenAad,
   webhookTokenView,
   type WebhookTokenRow,
@@ -28,7 +29,7 @@ import { fromBase64, LastUsed, OwnedTable, toBase64, type NatsStoreContext } fro
  * Users live under `user.<hex of name>`: the name is the key, so KV create makes it unique
  * across nodes in one write (names are immutable). Ids are found through an in-memory index.
  */
-export function createNatsUserStore(ctx: NatsStoreContext): UserStore {
+export function createNatsUserStore(ctx: NatsStoreContext, hooks: { onPasswordChanged?: (userId: string) => Promise<unknown> } = {}): UserStore {
   const { mirror } = ctx;
   const keyOf = (name: string): string => `user.${Buffer.from(name, 'utf8').toString('hex')}`;
   const keyById = new Map<string, string>();
@@ -66,6 +67,7 @@ export function createNatsUserStore(ctx: NatsStoreContext): UserStore {
         key !== undefined &&
         (await mirror.mutate(key, (r) => (r ? { next: { ...(r as UserRow), passwordHash }, result: true } : { next: undefined, result: false })));
       if (!found) throw new AppError('NOT_FOUND', 'user not found');
+      await hooks.onPasswordChanged?.(userId);
     },
   };
 }
@@ -159,6 +161,11 @@ export function createNatsWebhookTokenStore(ctx: NatsStoreContext): WebhookToken
       if (patch.name !== undefined) checkTokenName(patch.name);
       const next = await table.update(id, userId, (r) => patchedToken(r, patch));
       return next && view(next);
+    },
+    async rotate(userId, id) {
+      const { token, digest, sealedToken } = rotatedSecret(id, ctx.sealer);
+      const next = await table.update(id, userId, (r) => ({ ...r, digest, sealedToken: toBase64(sealedToken) }));
+      return next && { record: view(next), token };
     },
     async remove(userId, id) {
       const removed = await table.remove(userId, id);

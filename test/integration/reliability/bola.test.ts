@@ -12,8 +12,9 @@ import { createKey, cli, startServe, type Served } from '../../support/processes
 import { eventually, http, type Reply } from '../../support/http.js';
 import { simState } from '../../support/sim.js';
 
-// The table only: building it reads no dependency.
-const OBJECT_ROUTES: RouteDef<any, any>[] = buildRoutes({} as RouteDeps).filter((r) => r.path.includes(':'));
+// The table only: building it reads no dependency. Session-only routes refuse API keys before
+// any lookup (403 SESSION_REQUIRED); their BOLA cells run with sessions in web-session-security.
+const OBJECT_ROUTES: RouteDef<any, any>[] = buildRoutes({} as RouteDeps).filter((r) => r.path.includes(':') && r.scope !== 'session');
 
 /** Bodies that pass validation, so the ownership check is what answers. */
 const BODIES: Record<string, unknown> = {
@@ -31,6 +32,7 @@ interface Owned {
   tokenId: string;
   token: string;
   orderId: string;
+  connection: string;
 }
 
 let s: Served;
@@ -52,7 +54,8 @@ async function populate(key: string, account: string, tag: string): Promise<Owne
   expect(token.status, token.text).toBe(201);
   const order = await http(s.url, 'POST', `/api/v1/accounts/${account}/orders`, { key, body: { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4000 } });
   expect(order.status, order.text).toBe(201);
-  return { key, account, strategy: strategy.json.id, tokenId: token.json.id, token: token.json.token, orderId: order.json.orderId };
+  const connection = (await http(s.url, 'GET', '/api/v1/connections', { key })).json.data[0].id as string;
+  return { key, account, strategy: strategy.json.id, tokenId: token.json.id, token: token.json.token, orderId: order.json.orderId, connection };
 }
 
 /** A's ids in a route path (`victim`), unknown ids of the same shape (`unknown`), or B's own ids (`own`). */
@@ -73,6 +76,7 @@ function pathFor(route: RouteDef<any, any>, ids: 'victim' | 'unknown' | 'own', p
       if (route.path.startsWith('/accounts/')) return pick(a.account);
       if (route.path.startsWith('/strategies/')) return pick(a.strategy);
       if (route.path.startsWith('/webhook-tokens/')) return pick(a.tokenId);
+      if (route.path.startsWith('/connections/')) return pick(a.connection);
       throw new Error(`route ${route.method} ${route.path}: no BOLA fixture for :id`);
     })
   );
@@ -124,7 +128,7 @@ describe('BOLA: user B with user A’s ids', () => {
         if (JSON.stringify(stripVolatile(foreign)) !== JSON.stringify(stripVolatile(unknown))) {
           failures.push(`${where}: foreign ${foreign.text} ≠ unknown ${unknown.text}`);
         }
-        for (const secret of [victim.account, victim.strategy, victim.tokenId, victim.orderId, 'alice']) {
+        for (const secret of [victim.account, victim.strategy, victim.tokenId, victim.orderId, victim.connection, 'alice']) {
           if (foreign.text.includes(secret)) failures.push(`${where}: body names ${secret}`);
         }
       }
@@ -145,6 +149,9 @@ describe('BOLA: user B with user A’s ids', () => {
     expect(strategy.json.name).toBe('alice-strategy');
     const token = await http(s.url, 'GET', `/api/v1/webhook-tokens/${victim.tokenId}`, { key: victim.key });
     expect(token.status).toBe(200);
+    expect(token.json.url).toContain(victim.token);
+    const connections = await http(s.url, 'GET', '/api/v1/connections', { key: victim.key });
+    expect((connections.json.data as any[]).map((c) => [c.id, c.status])).toEqual([[victim.connection, 'CONNECTED']]);
     expect(token.json).toMatchObject({ name: 'alice-token', accountId: victim.account });
     const working = await http(s.url, 'GET', `/api/v1/accounts/${victim.account}/working-orders`, { key: victim.key });
     expect((working.json.data as any[]).map((o) => o.orderId)).toContain(victim.orderId);

@@ -81,11 +81,11 @@ describe('documented 4xx for broken requests', () => {
 });
 
 describe('every route that takes a body answers broken bodies with the documented 4xx', () => {
-  /** Each write route of the table with a path to an owned object (fresh fixtures, created once). */
+  /** Each write route of the table that takes a body, with a path to an owned object (fresh fixtures, created once). */
   async function bodyRoutes(): Promise<[string, string, string][]> {
     const strategy = (await http(s.url, 'POST', '/api/v1/strategies', { key: s.apiKey, body: { name: 'broken-bodies' } })).json.id as string;
     const token = (await http(s.url, 'POST', '/api/v1/webhook-tokens', { key: s.apiKey, body: { accountId: acc, name: 'broken-bodies' } })).json.id as string;
-    return ROUTES.filter((r) => r.method === 'POST' || r.method === 'PATCH').map((r) => {
+    return ROUTES.filter((r) => (r.method === 'POST' || r.method === 'PATCH') && r.body).map((r) => {
       const path = `/api/v1${r.path.replace(':id', r.path.startsWith('/strategies') ? strategy : r.path.startsWith('/webhook-tokens') ? token : acc)}`;
       return [`${r.method} ${r.path}`, r.method, r.path === '/accounts/:id/orders' ? `${path}?dryRun=true` : path];
     });
@@ -95,7 +95,16 @@ describe('every route that takes a body answers broken bodies with the documente
     const failures: string[] = [];
     const routes = await bodyRoutes();
     expect(routes.map(([name]) => name).sort()).toEqual(
-      ['PATCH /strategies/:id', 'PATCH /webhook-tokens/:id', 'POST /accounts/:id/flatten', 'POST /accounts/:id/orders', 'POST /connections', 'POST /strategies', 'POST /webhook-tokens'].sort(),
+      [
+        'PATCH /strategies/:id',
+        'PATCH /webhook-tokens/:id',
+        'POST /accounts/:id/flatten',
+        'POST /accounts/:id/orders',
+        'POST /connections',
+        'POST /connections/tradovate',
+        'POST /strategies',
+        'POST /webhook-tokens',
+      ].sort(),
     );
     const cases: [string, string, number, string][] = [
       ['malformed JSON', '{"name": ', 400, 'VALIDATION_FAILED'],

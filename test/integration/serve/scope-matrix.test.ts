@@ -44,6 +44,11 @@ const OWNER: Record<string, { status: number; body?: unknown }> = {
   'GET /webhook-tokens/:id': { status: 200 },
   'PATCH /webhook-tokens/:id': { status: 200, body: {} },
   'DELETE /webhook-tokens/:id': { status: 204 },
+  'GET /webhook-tokens/:id/alerts': { status: 200 },
+  'POST /webhook-tokens/:id/rotate': { status: 200 },
+  'POST /connections/tradovate': { status: 400, body: {} },
+  // No fixture: the id does not exist (deleting the demo connection would break the other cells).
+  'DELETE /connections/:id': { status: 404 },
 };
 
 /** Fresh owned objects per cell, so DELETE cells cannot disturb each other. */

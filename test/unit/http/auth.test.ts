@@ -123,4 +123,20 @@ describe('Authenticator', () => {
     expect(auth.authenticate('read', { cookie: 'sid=ok', 'x-api-key': 'tgk_aaa_rw' }, {}, '1.1.1.1')).toMatchObject({ auth: { kind: 'api-key' } });
     expect(seen).toEqual(['GET', 'POST', 'POST', 'GET']);
   });
+
+  it('serves session-only routes to a session alone: an API key gets SESSION_REQUIRED, nothing gets UNAUTHENTICATED (not counted per address)', () => {
+    const { auth, verified } = setup(({ headers }) =>
+      headers['cookie'] === 'sid=ok' ? { userId: 'u9', principalId: 'session:s1', scopes: ['read', 'trade'], kind: 'session' } : undefined,
+    );
+    expect(auth.authenticate('session', { cookie: 'sid=ok' }, {}, '1.1.1.1', 'POST')).toEqual({
+      auth: { userId: 'u9', principalId: 'session:s1', scopes: ['read', 'trade'], kind: 'session' },
+      rateKey: 'session:s1',
+      bucket: 'key',
+    });
+    expect(codeOf(() => auth.authenticate('session', { 'x-api-key': 'tgk_aaa_rw' }, {}, '1.1.1.1', 'GET'))).toBe('SESSION_REQUIRED');
+    expect(codeOf(() => auth.authenticate('session', { 'x-api-key': 'tgk_aaa_rw', cookie: 'sid=ok' }, {}, '1.1.1.1', 'GET'))).toBe('SESSION_REQUIRED');
+    expect(verified).toEqual([]);
+    for (let i = 0; i < FAILED_AUTH_PER_MIN + 5; i++) expect(codeOf(() => auth.authenticate('session', {}, {}, '1.1.1.1'))).toBe('UNAUTHENTICATED');
+    expect(codeOf(() => auth.authenticate('read', { 'x-api-key': 'tgk_aaa_rw' }, {}, '1.1.1.1'))).toBe('ok');
+  });
 });

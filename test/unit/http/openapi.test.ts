@@ -28,6 +28,12 @@ const routes: RouteDef<any, any>[] = [
     responses: [{ status: 200, description: 'Accepted' }],
     handler: async () => ({ status: 200 }),
   }),
+  defineRoute({
+    method: 'POST', path: '/api-keys', scope: 'session', operationId: 'createApiKey', summary: 'Create a key', tags: ['api-keys'],
+    body: z.strictObject({ name: z.string() }),
+    responses: [{ status: 201, description: 'Created' }],
+    handler: async () => ({ status: 201 }),
+  }),
   HEALTH_STREAM_ROUTE,
 ];
 const config = configSchema.parse({});
@@ -74,6 +80,16 @@ describe('buildOpenApiDocument', () => {
       ['limit', 'query', false],
       ['cursor', 'query', false],
     ]);
+  });
+
+  it('documents the session cookie: session-only routes need it (and X-CSRF-Token on writes), keyed routes take either', () => {
+    expect(doc['components']).toMatchObject({ securitySchemes: { SessionCookie: { type: 'apiKey', in: 'cookie', name: 'tg_session' } } });
+    expect(doc['security']).toEqual([{ ApiKey: [] }, { SessionCookie: [] }]);
+    const op = doc.paths['/api-keys']!['post']!;
+    expect(op['security']).toEqual([{ SessionCookie: [] }]);
+    expect(op['parameters']).toEqual([expect.objectContaining({ name: 'X-CSRF-Token', in: 'header', required: true })]);
+    expect(Object.keys(op['responses'] as object)).toEqual(expect.arrayContaining(['401', '403', '429']));
+    expect(doc.paths['/accounts']!['get']!['security']).toBeUndefined();
   });
 
   it('marks webhook and public operations as needing no API key; webhooks also accept text/plain', () => {

@@ -48,6 +48,18 @@ describe('webhookTokens', () => {
     await expect(world.t.store.webhookTokens.update(world.alice, record.id, { name: '' })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
   });
 
+  it('rotate gives the owner a new secret for the same id and binding; the old token stops verifying at once', async () => {
+    const { record, token } = await world.t.store.webhookTokens.create({ userId: world.alice, name: 'tv', accountId: '101', strategyId: 'stg_1' });
+    expect(await world.t.store.webhookTokens.rotate(world.bob, record.id)).toBeUndefined();
+    expect(world.t.store.webhookTokens.verify(token)).not.toBeNull();
+    const rotated = await world.t.store.webhookTokens.rotate(world.alice, record.id);
+    expect(rotated?.token).toMatch(new RegExp(`^whk_${record.id}_[A-Za-z0-9]{32}$`));
+    expect(rotated?.token).not.toBe(token);
+    expect(world.t.store.webhookTokens.verify(token)).toBeNull();
+    expect(world.t.store.webhookTokens.verify(rotated!.token)).toMatchObject({ id: record.id, accountId: '101', strategyId: 'stg_1' });
+    expect(world.t.store.webhookTokens.reveal(world.alice, record.id)).toBe(rotated!.token);
+  });
+
   it('remove deletes for the owner only, after which the token no longer verifies', async () => {
     const { record, token } = await world.t.store.webhookTokens.create({ userId: world.alice, name: 'tv', accountId: '101' });
     expect(await world.t.store.webhookTokens.remove(world.bob, record.id)).toBe(false);

@@ -9,7 +9,7 @@ beforeEach(async () => {
 afterEach(() => w.close());
 
 describe('buildRoutes', () => {
-  it('covers every endpoint of DESIGN §4 with the documented scope', () => {
+  it('covers every endpoint of DESIGN §4 and the web app with the documented scope', () => {
     const table = Object.fromEntries(w.routes.map((r) => [`${r.method} ${r.path}`, r.scope]));
     expect(table).toEqual({
       'POST /accounts/:id/orders': 'trade',
@@ -34,6 +34,18 @@ describe('buildRoutes', () => {
       'PATCH /webhook-tokens/:id': 'trade',
       'DELETE /webhook-tokens/:id': 'trade',
       'POST /webhooks/:token': 'webhook',
+      // The web app's API: sessions and key management are session-only.
+      'POST /session': 'none',
+      'GET /session': 'session',
+      'DELETE /session': 'session',
+      'POST /me/password': 'session',
+      'GET /api-keys': 'session',
+      'POST /api-keys': 'session',
+      'DELETE /api-keys/:id': 'session',
+      'GET /webhook-tokens/:id/alerts': 'read',
+      'POST /webhook-tokens/:id/rotate': 'trade',
+      'POST /connections/tradovate': 'trade',
+      'DELETE /connections/:id': 'trade',
     });
   });
 

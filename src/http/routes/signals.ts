@@ -1,0 +1,134 @@
+/**
+ * What the Signals page needs beyond token CRUD: every alert a token receives is journaled
+ * with its outcome (accepted or refused, with the problem code), listed newest first per
+ * token; and a token can be rotated (new secret, same binding, old URL dead at once).
+ */
+import { z } from 'zod';
+import { AppError, type ProblemCode } from '../../domain/problems.js';
+import type { JournalEntry } from '../../store/index.js';
+import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
+import { createdWebhookTokenSchema, listOf } from '../schemas.js';
+import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
+import { TRADINGVIEW_TEMPLATE } from '../webhook-payload.js';
+import { tokenView, webhookUrl } from './webhook-tokens.js';
+
+/** The journal kind of a received alert. */
+export const ALERT_KIND = 'webhook-alert';
+/** Journal ref of a token's alerts. */
+export const alertRef = (tokenId: string): string => `webhookToken:${tokenId}`;
+
+const text = (v: unknown): string | null => (typeof v === 'string' || typeof v === 'number' ? String(v).slice(0, 64) : null);
+
+/** What an alert entry keeps: the fields a trader reads, never the whole payload. */
+function alertRequest(body: unknown, requestId: string) {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  return {
+    action: text(b['action']),
+    symbol: text(b['symbol'] ?? b['ticker']),
+    qty: text(b['qty'] ?? b['quantity'] ?? b['contracts']),
+    alertId: text(b['id']),
+    requestId,
+  };
+}
+
+function alertOutcome(res: RouteResponse | undefined, err: unknown) {
+  if (res) {
+    const body = res.body as { order?: { orderId: string; status: string } | null; flatten?: { cancelledOrderIds: string[]; positions: unknown[] } | null };
+    return {
+      status: res.status,
+      code: null,
+      detail: null,
+      orderId: body.order?.orderId ?? null,
+      orderStatus: body.order?.status ?? null,
+      flattened: body.flatten ? { cancelledOrders: body.flatten.cancelledOrderIds.length, positions: body.flatten.positions.length } : null,
+    };
+  }
+  const e = err instanceof AppError ? err : new AppError('INTERNAL');
+  return { status: e.status, code: e.code as ProblemCode, detail: e.message, orderId: null, orderStatus: null, flattened: null };
+}
+
+/** Wraps the webhook receiver so each alert that reaches it is journaled under its token. */
+export function journalAlerts(deps: RouteDeps, route: RouteDef<any, any>): RouteDef<any, any> {
+  const inner = route.handler;
+  const record = (ctx: RouteContext<unknown, unknown>, res: RouteResponse | undefined, err: unknown) => {
+    const token = ctx.auth.webhook;
+    if (!token) return;
+    deps.store.journal.append({ userId: ctx.auth.userId, accountId: token.accountId, kind: ALERT_KIND, ref: alertRef(token.tokenId), request: alertRequest(ctx.req.body, ctx.requestId), outcome: alertOutcome(res, err) });
+  };
+  return {
+    ...route,
+    async handler(ctx) {
+      let res: RouteResponse;
+      try {
+        res = await inner(ctx);
+      } catch (err) {
+        record(ctx, undefined, err);
+        throw err;
+      }
+      record(ctx, res, undefined);
+      return res;
+    },
+  };
+}
+
+export const alertSchema = z.object({
+  at: z.string().describe('When the alert arrived (ISO-8601)'),
+  accountId: z.string().nullable().describe('The account the token was bound to then'),
+  action: z.string().nullable(),
+  symbol: z.string().nullable(),
+  qty: z.string().nullable(),
+  alertId: z.string().nullable().describe('The payload `id` (dedupe key), if sent'),
+  status: z.number().describe('HTTP status the alert was answered with'),
+  code: z.string().nullable().describe('Problem code when refused, e.g. ACCOUNT_INACTIVE'),
+  detail: z.string().nullable(),
+  orderId: z.string().nullable(),
+  orderStatus: z.string().nullable(),
+  flattened: z.object({ cancelledOrders: z.number(), positions: z.number() }).nullable(),
+  requestId: z.string(),
+});
+
+function alertView(e: JournalEntry) {
+  const req = e.request as ReturnType<typeof alertRequest>;
+  const out = e.outcome as ReturnType<typeof alertOutcome>;
+  return { at: new Date(e.ts).toISOString(), accountId: e.accountId, ...req, ...out };
+}
+
+const alertsQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(100).optional().describe('1..100, default 20') });
+
+/** Alerts list and rotation routes. */
+export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  const alerts = defineRoute<undefined, z.output<typeof alertsQuerySchema>>({
+    method: 'GET',
+    path: '/webhook-tokens/:id/alerts',
+    scope: 'read',
+    operationId: 'listWebhookAlerts',
+    summary: "A token's recent alerts with their outcome, newest first (from the journal)",
+    description: 'Alerts refused before the token was recognised (unknown URL, malformed JSON, rate limit) are not listed; replays of a deduplicated alert are not listed again.',
+    tags: ['webhooks'],
+    query: alertsQuerySchema,
+    responses: [{ status: 200, description: 'Alerts', schema: listOf(alertSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND')],
+    async handler(ctx) {
+      const id = ctx.req.params.id!;
+      if (!deps.store.webhookTokens.getForUser(ctx.auth.userId, id)) throw new AppError('NOT_FOUND', 'Not found');
+      const entries = await deps.store.journal.listByRef({ userId: ctx.auth.userId, ref: alertRef(id), limit: ctx.req.query.limit ?? 20 });
+      return { status: 200, body: { data: entries.filter((e) => e.kind === ALERT_KIND).map(alertView), nextCursor: null } };
+    },
+  });
+
+  const rotate = defineRoute({
+    method: 'POST',
+    path: '/webhook-tokens/:id/rotate',
+    scope: 'trade',
+    operationId: 'rotateWebhookToken',
+    summary: 'New secret URL for a token (same account and strategy); the old URL stops working at once',
+    tags: ['webhooks'],
+    responses: [{ status: 200, description: 'The new URL', schema: createdWebhookTokenSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
+    async handler(ctx) {
+      const rotated = await deps.store.webhookTokens.rotate(ctx.auth.userId, ctx.req.params.id!);
+      if (!rotated) throw new AppError('NOT_FOUND', 'Not found');
+      return { status: 200, headers: { 'Cache-Control': 'no-store' }, body: { ...tokenView(deps, rotated.record), url: webhookUrl(deps, rotated.token), token: rotated.token, alertMessage: TRADINGVIEW_TEMPLATE } };
+    },
+  });
+
+  return [alerts, rotate];
+}

@@ -1,0 +1,183 @@
+/**
+ * Web-app sessions on the HTTP side: the session cookie, the CSRF rule, and the sign-in
+ * throttle. The engine calls `authenticate` for requests that carry no X-API-Key.
+ *
+ * CSRF: SameSite=Strict already keeps the cookie off cross-site requests in current
+ * browsers; on top of that every write with a session must carry `X-CSRF-Token`, an HMAC of
+ * the session id (derived, never stored; useless without the HttpOnly cookie it came
+ * from), and must not come from another origin (`Origin`, `Sec-Fetch-Site`).
+ */
+import { createHmac } from 'node:crypto';
+import type { Config } from '../config.js';
+import { AppError } from '../domain/problems.js';
+import type { SessionPolicy, SessionRecord } from '../store/index.js';
+import { timingSafeEqual } from '../store/crypto.js';
+import type { SessionAuthenticator } from './auth.js';
+import { SlidingLogLimiter } from './rate-limit.js';
+
+/** The cookie that carries the session id. */
+export const SESSION_COOKIE = 'tg_session';
+/** The header every session write carries. */
+export const CSRF_HEADER = 'x-csrf-token';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The slice of the store sessions use. */
+export interface SessionAuthStore {
+  sessions: { lookup(secret: string): SessionRecord | undefined };
+}
+
+/** The value of one cookie in a Cookie header; undefined when absent. */
+export function readCookie(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** The CSRF token of a session: HMAC-SHA256 keyed by the session id. */
+export function csrfTokenFor(secret: string): string {
+  return createHmac('sha256', secret).update('tradegate csrf v1').digest('base64url');
+}
+
+/**
+ * Refuses a request another site made the browser send: a cross-site `Sec-Fetch-Site`, or an
+ * `Origin` that is neither this host nor the configured base URL. Requests without either
+ * header (curl, old browsers) pass here; the CSRF token still guards them.
+ */
+export function assertSameOrigin(headers: Readonly<Record<string, string>>, baseUrl: string | undefined): void {
+  const site = headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') throw csrfRejected('Cross-site request refused');
+  const origin = headers['origin'];
+  if (origin === undefined) return;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    throw csrfRejected('Cross-site request refused');
+  }
+  const allowed = [headers['host'], baseUrl ? new URL(baseUrl).host : undefined];
+  if (!allowed.includes(host)) throw csrfRejected('Cross-site request refused');
+}
+
+function csrfRejected(detail: string): AppError {
+  return new AppError('CSRF_REJECTED', detail);
+}
+
+/** Everything the session routes and the engine share about sessions. */
+export interface WebSessions {
+  policy: SessionPolicy;
+  throttle: SignInThrottle;
+  baseUrl: string | undefined;
+  /** The engine hook: the session's context, or undefined (→ 401); throws CSRF_REJECTED. */
+  authenticate: SessionAuthenticator;
+  /** The session id from the request's cookie. */
+  secretOf(headers: Readonly<Record<string, string>>): string | undefined;
+  /** `Set-Cookie` for a new session. */
+  cookie(secret: string, headers: Readonly<Record<string, string>>): string;
+  /** `Set-Cookie` that deletes the session cookie. */
+  clearCookie(headers: Readonly<Record<string, string>>): string;
+}
+
+/** Builds the session machinery from the config. */
+export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleMinutes' | 'sessionMaxHours'>, store: SessionAuthStore, clock: () => number = Date.now): WebSessions {
+  const policy: SessionPolicy = { idleMs: config.sessionIdleMinutes * 60_000, maxAgeMs: config.sessionMaxHours * 3_600_000 };
+  // Secure whenever the browser reaches us over https: configured, or said by the proxy in front.
+  const secure = (headers: Readonly<Record<string, string>>) => config.baseUrl?.startsWith('https:') === true || headers['x-forwarded-proto'] === 'https';
+  const attributes = (headers: Readonly<Record<string, string>>) => `Path=/; HttpOnly; SameSite=Strict${secure(headers) ? '; Secure' : ''}`;
+  const secretOf = (headers: Readonly<Record<string, string>>) => readCookie(headers['cookie'], SESSION_COOKIE);
+
+  return {
+    policy,
+    throttle: new SignInThrottle(clock),
+    baseUrl: config.baseUrl,
+    secretOf,
+    cookie: (secret, headers) => `${SESSION_COOKIE}=${secret}; ${attributes(headers)}; Max-Age=${Math.floor(policy.maxAgeMs / 1000)}`,
+    clearCookie: (headers) => `${SESSION_COOKIE}=; ${attributes(headers)}; Max-Age=0`,
+    authenticate({ method, headers }) {
+      const secret = secretOf(headers);
+      if (!secret) return undefined;
+      const session = store.sessions.lookup(secret);
+      if (!session) return undefined;
+      if (!SAFE_METHODS.has(method)) {
+        assertSameOrigin(headers, config.baseUrl);
+        const sent = headers[CSRF_HEADER];
+        if (!sent || !timingSafeEqual(sent, csrfTokenFor(secret))) throw csrfRejected(`Send the session's CSRF token in X-CSRF-Token`);
+      }
+      return { userId: session.userId, principalId: `session:${session.id}`, scopes: ['read', 'trade'], kind: 'session' };
+    },
+  };
+}
+
+/** Failed sign-ins allowed per client address, and per user name, in SIGN_IN_WINDOW_MS. */
+export const SIGN_IN_FAILURES_PER_ADDRESS = 10;
+export const SIGN_IN_FAILURES_PER_NAME = 5;
+export const SIGN_IN_WINDOW_MS = 5 * 60_000;
+/**
+ * Password checks (scrypt, 16 MiB, ~0.2 s each) running at once. scrypt runs on libuv's thread
+ * pool (4 threads, shared by the whole process: file and DNS work of the actors too), so
+ * sign-ins hold at most half of it; up to SIGN_IN_QUEUE more wait their turn, beyond that 429.
+ */
+export const SIGN_IN_CONCURRENCY = 2;
+export const SIGN_IN_QUEUE = 16;
+
+/**
+ * Throttles password guessing: failures are counted per address and per user name in a
+ * sliding window; once either is exhausted, sign-ins for it are refused (429 with
+ * Retry-After) before any password is checked. A name being locked also stops its owner
+ * for the window — the price of stopping a spread-out guesser, kept short on purpose.
+ */
+export class SignInThrottle {
+  private readonly byAddress = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS);
+  private readonly byName = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_NAME, SIGN_IN_WINDOW_MS);
+  private checking = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly clock: () => number = Date.now) {}
+
+  /**
+   * Runs one password check unless the address or the name is locked out (RATE_LIMITED) or
+   * too many checks are running; counts a failure when `check` resolves false.
+   */
+  async attempt<T>(address: string, name: string, check: () => Promise<T | null>): Promise<T | null> {
+    const nameKey = name.toLowerCase();
+    this.refuseIfLocked(address, nameKey);
+    if (this.checking >= SIGN_IN_CONCURRENCY) {
+      if (this.waiting.length >= SIGN_IN_QUEUE) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
+      // The slot is handed over by the finishing check (checking stays counted), so no one jumps the queue.
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.checking++;
+    }
+    try {
+      // Failures counted while this attempt waited may have locked it out meanwhile.
+      this.refuseIfLocked(address, nameKey);
+      const result = await check();
+      if (result === null) {
+        const at = this.clock();
+        this.byAddress.hit(address, at);
+        this.byName.hit(nameKey, at);
+      }
+      return result;
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.checking--;
+    }
+  }
+
+  private refuseIfLocked(address: string, nameKey: string): void {
+    const now = this.clock();
+    const blocked = this.byAddress.isExhausted(address, now) ?? this.byName.isExhausted(nameKey, now);
+    if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed sign-ins; wait before trying again', {}, blocked.retryAfterSeconds);
+  }
+
+  /** Drops idle state (called periodically). */
+  sweep(now: number): void {
+    this.byAddress.sweep(now);
+    this.byName.sweep(now);
+  }
+}

@@ -1,0 +1,347 @@
+/**
+ * The web app in a real browser against a real `serve --paper`, the way a trader uses it:
+ * sign in with the printed login; create an API key and use it, revoke it and see 401;
+ * create a signal token, post alerts and watch them arrive; see the token flagged (naming
+ * the account) when the broker drops the account, rebind it and trade again; watch a
+ * connection drop and recover; cancel an order and flatten; sign out. Every page is
+ * checked with axe-core in light and dark, at 375 px, and photographed.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSymbol } from '../../src/domain/symbols.js';
+import { WEB_DIST_DIR } from '../../src/http/static-files.js';
+import { LMDB_DIR } from '../../src/store/index.js';
+import { eventually, http } from '../support/http.js';
+import { startServe, type Served } from '../support/processes.js';
+import { control } from '../support/sim.js';
+import { launchBrowser, screenshot, violationsInBothSchemes } from '../support/browser.js';
+
+let s: Served;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let demo1: string;
+let demo2: string;
+const ES = front('ES');
+const NQ = front('NQ');
+
+function front(root: string): string {
+  const r = resolveSymbol(root, new Date());
+  if (!r.ok) throw new Error(r.reason);
+  return r.contract;
+}
+
+const api = (method: string, path: string, body?: unknown, key = s.apiKey) => http(s.url, method, path, { key, ...(body !== undefined ? { body } : {}) });
+const nav = async (label: string, heading = label) => {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: label, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+};
+const dialog = () => page.getByRole('dialog');
+const visible = (text: string | RegExp) => page.getByText(text).first().waitFor();
+
+beforeAll(async () => {
+  [s, browser] = await Promise.all([startServe({ RATE_LIMIT_PER_MIN: '100000' }), launchBrowser()]);
+  [demo1, demo2] = s.accounts as [string, string];
+  await control(s, 'POST', '/prices', { symbol: ES, price: 5000 });
+  await control(s, 'POST', '/prices', { symbol: NQ, price: 20000 });
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: 'light', locale: 'en-US', timezoneId: 'UTC' });
+  page = await context.newPage();
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  expect(await s?.stop()).toBe(0);
+});
+
+describe('the web app', () => {
+  it('ships at most 100 KB of gzipped JavaScript and loads its first page on loopback within 300 ms', async () => {
+    const scripts = readdirSync(join(WEB_DIST_DIR, 'assets')).filter((f) => f.endsWith('.js'));
+    const gz = scripts.reduce((n, f) => n + gzipSync(readFileSync(join(WEB_DIST_DIR, 'assets', f)), { level: 9 }).length, 0);
+    expect(gz).toBeLessThanOrEqual(100 * 1024);
+
+    // A visitor's first load of a running server: one earlier visitor (another browser context,
+    // so nothing of it is in this page's cache) has woken the server's code paths, and the
+    // browser has started its renderer for the origin (neither is part of a page load).
+    const earlier = await browser.newContext();
+    const first = await earlier.newPage();
+    await first.goto(`${s.url}/`);
+    await first.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    await earlier.close();
+    await page.goto(`${s.url}/healthz`);
+    await page.goto(`${s.url}/`);
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    const ready = await page.evaluate<number>("performance.getEntriesByName('tradegate:first-page')[0].startTime");
+    expect(ready, `first page on screen ${ready.toFixed(0)} ms after navigation start`).toBeLessThanOrEqual(300);
+    // What was loaded came from this server only (no CDN, no fonts from elsewhere).
+    const hosts = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => new URL(e.name).host));
+    expect(new Set(hosts)).toEqual(new Set([new URL(s.url).host]));
+  });
+
+  it('sign-in page: accessible, readable at 375 px, refuses a wrong password with the API’s words', async () => {
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await page.getByLabel('User name').fill('demo');
+    await page.getByLabel('Password').fill('not-the-password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Incorrect user name or password');
+    await screenshot(page, 'sign-in');
+  });
+
+  it('signs in with the printed demo login into an HttpOnly, SameSite=Strict session the page script cannot read', async () => {
+    await page.getByLabel('Password').fill(s.login.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
+    const cookie = (await context.cookies()).find((c) => c.name === 'tg_session');
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/', secure: false });
+    expect(await page.evaluate('document.cookie')).not.toContain('tg_session');
+  });
+
+  it('API Keys: creates a key by keyboard, shows it once, the key works over HTTP; revoking makes its next request 401', async () => {
+    await nav('API Keys');
+    await page.getByRole('cell', { name: 'demo', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Create key' }).focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('key-name');
+    await page.keyboard.type('e2e bot');
+    await page.keyboard.press('Enter');
+    await dialog().getByText('This key will not be shown again').waitFor();
+    const key = await dialog().getByRole('textbox', { name: 'API key', exact: true }).inputValue();
+    expect(key).toMatch(/^tgk_[A-Za-z0-9]{12}_[A-Za-z0-9]{32}$/);
+    await screenshot(page, 'api-keys-created');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => dialog().count()).toBe(0);
+    // Focus returns to where the user was.
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Create key');
+    await page.getByRole('cell', { name: 'e2e bot', exact: true }).waitFor();
+
+    const me = await api('GET', '/api/v1/me', undefined, key);
+    expect(me.status, me.text).toBe(200);
+    expect(me.json.key).toMatchObject({ name: 'e2e bot', scopes: ['read', 'trade'] });
+    await expect.poll(async () => page.reload().then(() => page.getByRole('row', { name: /e2e bot/ }).textContent()), { timeout: 5_000 }).toContain('s ago');
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await screenshot(page, 'api-keys');
+
+    await page.getByRole('button', { name: 'Revoke key e2e bot' }).click();
+    await dialog().getByText('401 Unauthenticated').waitFor();
+    await dialog().getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByRole('row', { name: /e2e bot/ }).getByText(/^Revoked/).waitFor();
+    const after = await api('GET', '/api/v1/me', undefined, key);
+    expect(after.status).toBe(401);
+    expect(after.json.code).toBe('UNAUTHENTICATED');
+  }, 60_000);
+
+  let tokenUrl = '';
+  const alertTo = (body: unknown) => http(tokenUrl, 'POST', '', { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } });
+  const alertsRegion = () => page.getByRole('region', { name: 'Recent alerts of ES breakout' });
+
+  it('Signals: creates a token, shows its URL and alert message, and lists an alert the moment it trades', async () => {
+    await nav('Signals');
+    await visible('No signal tokens yet');
+    await page.getByRole('button', { name: 'New token' }).click();
+    await dialog().getByLabel('Name').fill('ES breakout');
+    await dialog().getByLabel('Account').selectOption(demo1);
+    await dialog().getByRole('button', { name: 'Create token' }).click();
+    tokenUrl = await dialog().getByRole('textbox', { name: 'Webhook URL', exact: true }).inputValue();
+    expect(tokenUrl).toMatch(new RegExp(`^${s.url}/api/v1/webhooks/whk_`));
+    expect(await dialog().getByRole('textbox', { name: 'Alert message', exact: true }).inputValue()).toContain('"action": "{{strategy.order.action}}"');
+    await dialog().getByRole('button', { name: 'Done' }).click();
+
+    const r = await alertTo({ action: 'buy', symbol: 'ES1!', qty: 1 });
+    expect(r.status, r.text).toBe(201);
+    const orderId = r.json.order.orderId as string;
+    await alertsRegion().getByRole('row', { name: new RegExp(orderId) }).waitFor();
+    expect(await alertsRegion().getByRole('row', { name: new RegExp(orderId) }).textContent()).toMatch(/buy.*ES1!.*1.*Order (filled|working)/);
+  }, 60_000);
+
+  it('Signals: flags the token and names the account once the broker stops reporting it; alerts show 403 Account is inactive', async () => {
+    await control(s, 'POST', `/accounts/${demo1}/deactivate`);
+    const flag = page.getByRole('alert').filter({ hasText: 'no longer reported by the broker' });
+    await flag.waitFor({ timeout: 15_000 });
+    expect(await flag.textContent()).toContain(`DEMO1 (${demo1}) is no longer reported by the broker — alerts are rejected with 403 Account is inactive.`);
+    const refused = await alertTo({ action: 'buy', symbol: 'ES1!', qty: 1 });
+    expect(refused.status).toBe(403);
+    await alertsRegion().getByText('403 ACCOUNT_INACTIVE').waitFor();
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await screenshot(page, 'signals');
+  }, 60_000);
+
+  it('Signals: rebinding the token to a live account clears the flag and the next alert trades there', async () => {
+    await page.getByRole('button', { name: 'Rebind to a live account' }).click();
+    await dialog().getByText('which the broker no longer reports').waitFor();
+    await dialog().getByLabel('Account').selectOption(demo2);
+    await dialog().getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('article', { name: 'ES breakout' }).getByText('Receiving').waitFor();
+    expect(await page.getByRole('alert').filter({ hasText: 'no longer reported' }).count()).toBe(0);
+    const r = await alertTo({ action: 'sell', symbol: 'ES1!', qty: 1 });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json.accountId).toBe(demo2);
+    await alertsRegion().getByRole('row', { name: new RegExp(r.json.order.orderId) }).waitFor();
+    await control(s, 'POST', `/accounts/${demo1}/reactivate`);
+    expect((await api('POST', `/api/v1/accounts/${demo2}/flatten`)).status).toBe(200);
+  }, 60_000);
+
+  it('Strategies: loading and empty states, an unknown symbol refused with the API’s detail, create and edit', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route('**/api/v1/strategies', async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Strategies' }).click();
+    await visible('Loading strategies…');
+    release();
+    await visible('No strategies yet');
+    await page.unroute('**/api/v1/strategies');
+
+    await page.getByRole('button', { name: 'New strategy' }).click();
+    await dialog().getByLabel('Name', { exact: true }).fill('ES opening range');
+    await dialog().getByLabel('Symbol').fill('XX1!');
+    await dialog().getByRole('button', { name: 'Create strategy' }).click();
+    await dialog().getByText("Unknown symbol 'XX1!'").waitFor();
+    await dialog().getByLabel('Symbol').fill('ES1!');
+    await dialog().getByLabel('Quantity').fill('2');
+    await dialog().getByLabel('Order type').selectOption('market');
+    await dialog().getByLabel('Take-profit', { exact: true }).selectOption('ticks');
+    await dialog().getByLabel('Take-profit ticks').fill('40');
+    await dialog().getByLabel('Stop-loss', { exact: true }).selectOption('ticks');
+    await dialog().getByLabel('Stop-loss ticks').fill('20');
+    await dialog().getByRole('button', { name: 'Create strategy' }).click();
+    const row = page.getByRole('row', { name: /ES opening range/ });
+    await row.waitFor();
+    expect(await row.textContent()).toMatch(/ES1!.*2.*market.*40 ticks.*20 ticks/);
+
+    await page.getByRole('button', { name: 'Edit strategy ES opening range' }).click();
+    await dialog().getByLabel('Quantity').fill('3');
+    await dialog().getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => row.textContent()).toMatch(/ES1!.*3.*market/);
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await screenshot(page, 'strategies');
+  }, 60_000);
+
+  it('Connections: shows a drop as RECONNECTING live and the recovery as CONNECTED, with the history of changes', async () => {
+    await nav('Connections');
+    const card = page.getByRole('article', { name: 'Paper (embedded)' });
+    await card.getByText('CONNECTED').first().waitFor();
+    await page.getByText('Live updates on').waitFor();
+    // Slow the broker's answers so the reconnect takes a visible while.
+    await control(s, 'POST', '/faults', { latencyMs: 1500 });
+    await control(s, 'POST', '/connections/drop', {});
+    await card.locator('.status-line').getByText('RECONNECTING', { exact: true }).waitFor({ timeout: 10_000 });
+    await http(s.controlUrl, 'DELETE', '/faults');
+    await card.locator('.status-line').getByText('CONNECTED', { exact: true }).waitFor({ timeout: 15_000 });
+    const history = await card.getByRole('list', { name: /Status changes/ }).textContent();
+    expect(history).toMatch(/CONNECTED.*reconnected.*RECONNECTING.*connection lost/);
+  }, 60_000);
+
+  it('Connections: adds a paper connection and a Tradovate demo one (password stored sealed), then deletes the latter', async () => {
+    await page.getByRole('button', { name: 'Add paper' }).click();
+    await dialog().getByLabel('Name').fill('Scalping');
+    await dialog().getByLabel('Accounts').fill('SCALP1');
+    await dialog().getByRole('button', { name: 'Add paper connection' }).click();
+    await page.getByRole('article', { name: 'Scalping' }).locator('.status-line').getByText('CONNECTED', { exact: true }).waitFor({ timeout: 15_000 });
+
+    await page.getByRole('button', { name: 'Add Tradovate' }).click();
+    await dialog().getByLabel('Tradovate user name').fill('e2e-trader');
+    await dialog().getByLabel('Tradovate password').fill('E2e-sealed-Passw0rd');
+    await dialog().getByRole('button', { name: 'Add demo connection' }).click();
+    const tv = page.getByRole('article', { name: 'Tradovate demo (e2e-trader)' });
+    await tv.getByText('Tradovate demo', { exact: true }).waitFor();
+    await tv.locator('.status-line').getByText('CONNECTING', { exact: true }).waitFor();
+    expect(readFileSync(join(s.dataDir, LMDB_DIR)).includes(Buffer.from('E2e-sealed-Passw0rd'))).toBe(false);
+    await tv.getByRole('button', { name: /Delete connection/ }).click();
+    await dialog().getByRole('button', { name: 'Delete connection' }).click();
+    await expect.poll(() => tv.count()).toBe(0);
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await screenshot(page, 'connections');
+  }, 60_000);
+
+  it('Accounts: cancels an unfilled bracket entry (its legs go with it, as the confirmation says) and flattens', async () => {
+    const bracket = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 2, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(bracket.status, bracket.text).toBe(201);
+    const entry = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'NQ1!', side: 'buy', qty: 1, type: 'limit', price: 19950, takeProfit: { price: 20050 }, stopLoss: { price: 19900 } });
+    expect(entry.status, entry.text).toBe(201);
+    const entryId = entry.json.orderId as string;
+    const legs = [entry.json.legs.takeProfit, entry.json.legs.stopLoss] as string[];
+    await eventually(async () => (await api('GET', `/api/v1/accounts/${demo2}/working-orders`)).json.data.length === 5, 'five working orders');
+
+    await nav('Accounts');
+    await page.getByRole('button', { name: /DEMO2/ }).click();
+    await page.getByRole('heading', { name: `DEMO2 (${demo2})` }).waitFor();
+    await page.getByRole('button', { name: `Cancel order ${entryId}` }).waitFor();
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await screenshot(page, 'accounts');
+
+    await page.getByRole('button', { name: `Cancel order ${entryId}` }).click();
+    expect(await dialog().textContent()).toContain('The entry is cancelled and its take-profit and stop-loss are removed with it.');
+    await dialog().getByRole('button', { name: 'Cancel order' }).click();
+    await expect.poll(() => page.getByRole('button', { name: `Cancel order ${entryId}` }).count()).toBe(0);
+    for (const leg of legs) expect(await page.getByRole('button', { name: `Cancel order ${leg}` }).count()).toBe(0);
+    await page.getByRole('status').filter({ hasText: `Order ${entryId} cancelled` }).first().waitFor();
+
+    await page.getByRole('button', { name: 'Flatten…' }).click();
+    expect(await dialog().textContent()).toMatch(new RegExp(`${ES}: sell 2`));
+    await dialog().getByRole('button', { name: 'Flatten account' }).click();
+    await visible('Flat — no open positions.');
+    await visible('No working orders.');
+    await page.getByRole('status').filter({ hasText: 'DEMO2 flattened' }).first().waitFor();
+    const positions = await api('GET', `/api/v1/accounts/${demo2}/positions`);
+    expect(positions.json.data).toEqual([]);
+    await page.getByRole('button', { name: 'Refresh DEMO2' }).click();
+    await expect.poll(() => page.getByRole('table', { name: /Closed trades/ }).getByRole('row').count()).toBeGreaterThan(2);
+  }, 60_000);
+
+  it('Accounts: an account the broker no longer reports is shown as inactive, with flatten disabled', async () => {
+    await control(s, 'POST', `/accounts/${demo1}/deactivate`);
+    await page.reload();
+    const chip = page.getByRole('button', { name: /DEMO1/ });
+    await expect.poll(() => chip.textContent(), { timeout: 20_000 }).toContain('inactive');
+    await chip.click();
+    await page.getByRole('alert').filter({ hasText: `DEMO1 (${demo1}) is no longer reported by the broker` }).waitFor();
+    expect(await page.getByRole('button', { name: 'Flatten…' }).isDisabled()).toBe(true);
+    await control(s, 'POST', `/accounts/${demo1}/reactivate`);
+  }, 60_000);
+
+  it('Settings: accessible; every page is readable at 375 px without sideways scrolling', async () => {
+    await page.getByRole('link', { name: 'Settings for demo' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await screenshot(page, 'settings');
+
+    await page.setViewportSize({ width: 375, height: 800 });
+    for (const [path, heading] of [
+      ['/accounts', 'Accounts'],
+      ['/signals', 'Signals'],
+      ['/strategies', 'Strategies'],
+      ['/connections', 'Connections'],
+      ['/keys', 'API Keys'],
+      ['/settings', 'Settings'],
+    ] as const) {
+      await page.goto(`${s.url}${path}`);
+      await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+      await page.waitForLoadState('networkidle').catch(() => undefined);
+      const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      expect(overflow, `${path} scrolls sideways by ${overflow}px at 375 px`).toBeLessThanOrEqual(0);
+      expect(await violationsInBothSchemes(page), path).toEqual([]);
+    }
+    await page.goto(`${s.url}/signals`);
+    await page.getByRole('article', { name: 'ES breakout' }).waitFor();
+    await screenshot(page, 'signals-375');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.goto(`${s.url}/accounts`);
+    await page.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
+    await screenshot(page, 'accounts-375-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1280, height: 860 });
+  }, 90_000);
+
+  it('signs out: the session ends on the server, not just in the page', async () => {
+    const cookie = (await context.cookies()).find((c) => c.name === 'tg_session')!;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    const r = await http(s.url, 'GET', '/api/v1/session', { headers: { cookie: `tg_session=${cookie.value}` } });
+    expect(r.status).toBe(401);
+    expect((await context.cookies()).find((c) => c.name === 'tg_session')).toBeUndefined();
+  });
+});

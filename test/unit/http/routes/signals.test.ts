@@ -1,0 +1,72 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AppError } from '../../../../src/domain/problems.js';
+import { alertSchema } from '../../../../src/http/routes/signals.js';
+import { createdWebhookTokenSchema, listOf } from '../../../../src/http/schemas.js';
+import { TRADINGVIEW_TEMPLATE } from '../../../../src/http/webhook-payload.js';
+import { call, callError, orderRecord, world, type World } from '../../../support/routes.js';
+
+let w: World;
+let token: { id: string; token: string };
+beforeEach(async () => {
+  w = await world();
+  const created = createdWebhookTokenSchema.parse((await call(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'TV' } })).body);
+  token = { id: created.id, token: created.token };
+});
+afterEach(() => w.close());
+
+const alert = (body: unknown) =>
+  call(w, 'POST', '/webhooks/:token', { userId: w.a.userId, kind: 'webhook', principalId: `webhook:${token.id}`, scopes: ['trade'], webhook: { tokenId: token.id, accountId: '101', strategyId: null }, params: { token: token.token }, body });
+const alerts = async (id = token.id, userId = w.a.userId) => {
+  await w.store.flushed();
+  return listOf(alertSchema).parse((await call(w, 'GET', '/webhook-tokens/:id/alerts', { userId, params: { id } })).body).data;
+};
+
+describe('recent alerts of a token', () => {
+  it('journals accepted and refused alerts with action, symbol, qty, status, code and order id, newest first', async () => {
+    w.gateway.responder['place-order'] = () => ({ order: orderRecord({ orderId: '5551', status: 'filled', filledQty: 1 }), reconciled: false, brokerMs: 3 });
+    expect((await alert({ action: 'buy', ticker: 'ES1!', contracts: '1', comment: 'secret-ish text' })).status).toBe(201);
+    await expect(alert({ action: 'buy', symbol: 'XX1!', qty: 1 })).rejects.toMatchObject({ code: 'UNKNOWN_SYMBOL' });
+    w.gateway.accountsOf.set(w.a.connectionId, [{ ...w.gateway.accountsOf.get(w.a.connectionId)![0]!, active: false }]);
+    await expect(alert({ action: 'sell', symbol: 'ES1!', qty: 2 })).rejects.toMatchObject({ code: 'ACCOUNT_INACTIVE' });
+    const list = await alerts();
+    expect(list.map((a) => [a.action, a.symbol, a.qty, a.status, a.code, a.orderId])).toEqual([
+      ['sell', 'ES1!', '2', 403, 'ACCOUNT_INACTIVE', null],
+      ['buy', 'XX1!', '1', 400, 'UNKNOWN_SYMBOL', null],
+      ['buy', 'ES1!', '1', 201, null, '5551'],
+    ]);
+    expect(list[0]).toMatchObject({ detail: 'Account is inactive', accountId: '101', requestId: 'req-1' });
+    expect(list[2]).toMatchObject({ orderStatus: 'filled' });
+    expect(JSON.stringify(list)).not.toContain('secret-ish');
+  });
+
+  it('records an unexpected failure as 500 INTERNAL, and the error still reaches the engine', async () => {
+    w.gateway.responder['place-order'] = () => {
+      throw new Error('boom');
+    };
+    await expect(alert({ action: 'buy', symbol: 'ES1!', qty: 1 })).rejects.toThrow('boom');
+    expect((await alerts())[0]).toMatchObject({ status: 500, code: 'INTERNAL' });
+  });
+
+  it('lists a token’s alerts to its owner only, and not another token’s', async () => {
+    w.gateway.responder['place-order'] = () => ({ order: orderRecord(), reconciled: false, brokerMs: 1 });
+    await alert({ action: 'buy', symbol: 'ES1!', qty: 1 });
+    const other = createdWebhookTokenSchema.parse((await call(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'other' } })).body);
+    expect(await alerts(other.id)).toEqual([]);
+    const err = await callError(w, 'GET', '/webhook-tokens/:id/alerts', { userId: w.b.userId, params: { id: token.id } });
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe('NOT_FOUND');
+  });
+});
+
+describe('rotate', () => {
+  it('returns a new URL for the same token; the old secret stops verifying', async () => {
+    const res = await call(w, 'POST', '/webhook-tokens/:id/rotate', { userId: w.a.userId, params: { id: token.id } });
+    const body = createdWebhookTokenSchema.parse(res.body);
+    expect(body.id).toBe(token.id);
+    expect(body.url).toBe(`https://trade.example.com/api/v1/webhooks/${body.token}`);
+    expect(body.alertMessage).toBe(TRADINGVIEW_TEMPLATE);
+    expect(w.store.webhookTokens.verify(token.token)).toBeNull();
+    expect(w.store.webhookTokens.verify(body.token)?.accountId).toBe('101');
+    expect((await callError(w, 'POST', '/webhook-tokens/:id/rotate', { userId: w.b.userId, params: { id: token.id } })).code).toBe('NOT_FOUND');
+  });
+});

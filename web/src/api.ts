@@ -1,0 +1,87 @@
+/**
+ * The page's only way to the server: the public API under /api/v1, with the session
+ * cookie (sent by the browser) and the CSRF token on every write. Errors come back as the
+ * API's problem details, so the page shows exactly what the API said.
+ */
+import { signal } from '@preact/signals';
+
+/** One invalid field of a VALIDATION_FAILED answer. */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** An API answer that was not 2xx (or no answer at all: status 0). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly errors: FieldError[] = [],
+    readonly retryAfter: number | null = null,
+  ) {
+    super(detail);
+  }
+
+  /** The message of one field, for showing it next to that field. */
+  field(path: string): string | undefined {
+    return this.errors.find((e) => e.path === path)?.message;
+  }
+}
+
+/** The CSRF token of the current session (set by the session module). */
+export const csrfToken = signal<string | null>(null);
+/** Raised when the server says the session is gone (401): the app shows the sign-in page. */
+export const sessionLost = signal(0);
+
+export interface ListPage<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+
+/** Calls the API; resolves with the JSON body (undefined for 204) or throws ApiError. */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET' && csrfToken.value) headers['X-CSRF-Token'] = csrfToken.value;
+  let res: Response;
+  try {
+    res = await fetch(`/api/v1${path}`, {
+      method,
+      headers,
+      // 'include' (same-origin only here) matches the credentials mode of the preload of
+      // /session in index.html, so the first call reuses that response instead of waiting.
+      credentials: 'include',
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  } catch {
+    throw new ApiError(0, 'NETWORK', 'Cannot reach tradegate. Check that the service is running and your network is up.');
+  }
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (res.ok) return json as T;
+  const p = (json ?? {}) as { code?: string; detail?: string; title?: string; errors?: FieldError[] };
+  const retry = res.headers.get('Retry-After');
+  const err = new ApiError(res.status, p.code ?? `HTTP_${res.status}`, p.detail ?? p.title ?? `HTTP ${res.status}`, p.errors ?? [], retry ? Number(retry) : null);
+  if (res.status === 401 && path !== '/session') sessionLost.value++;
+  throw err;
+}
+
+/** Every item of a list endpoint (follows nextCursor). */
+export async function apiList<T>(path: string): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const sep = path.includes('?') ? '&' : '?';
+    const page: ListPage<T> = await api<ListPage<T>>('GET', `${path}${cursor ? `${sep}cursor=${encodeURIComponent(cursor)}` : ''}`);
+    items.push(...page.data);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return items;
+}

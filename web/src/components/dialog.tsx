@@ -1,0 +1,77 @@
+/** Modal dialogs on the native <dialog>: focus moves in, Escape closes, the page behind is inert. */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useId, useRef } from 'preact/hooks';
+import { useAction } from '../hooks';
+import { ErrorBox } from './ui';
+
+/** A modal; `onClose` runs on Escape, the close button and `Cancel` buttons. */
+export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const id = useId();
+  const onClose = useRef(props.onClose);
+  onClose.current = props.onClose;
+  useEffect(() => {
+    const d = ref.current!;
+    const opener = document.activeElement as HTMLElement | null;
+    d.showModal();
+    const closed = () => onClose.current();
+    d.addEventListener('close', closed);
+    return () => {
+      d.removeEventListener('close', closed);
+      if (d.open) d.close();
+      // Focus goes back where it was, so keyboard users keep their place.
+      opener?.focus?.();
+    };
+  }, []);
+  return (
+    <dialog ref={ref} class={`dialog${props.wide ? ' wide' : ''}`} aria-labelledby={id}>
+      <div class="dialog-head">
+        <h2 id={id}>{props.title}</h2>
+        <button type="button" class="icon-btn" aria-label="Close" onClick={() => props.onClose()}>
+          ×
+        </button>
+      </div>
+      <div class="dialog-body">{props.children}</div>
+    </dialog>
+  );
+}
+
+/**
+ * "Are you sure?" with the consequences spelled out. `onConfirm` runs the action; an API
+ * error stays in the dialog (with its detail) so the user can retry or cancel.
+ */
+export function ConfirmDialog(props: {
+  title: string;
+  children: ComponentChildren;
+  confirmLabel: string;
+  danger?: boolean;
+  onConfirm: () => Promise<unknown>;
+  onClose: () => void;
+}) {
+  const action = useAction();
+  return (
+    <Dialog title={props.title} onClose={props.onClose}>
+      <div class="confirm-text">{props.children}</div>
+      <ErrorBox error={action.error} title="Not done" />
+      <div class="dialog-actions">
+        <button type="button" class="btn secondary" onClick={props.onClose} autoFocus>
+          Cancel
+        </button>
+        <button
+          type="button"
+          class={`btn ${props.danger ? 'danger' : 'primary'}`}
+          disabled={action.busy}
+          onClick={async () => {
+            const ok = await action.run(async () => {
+              await props.onConfirm();
+              return true;
+            });
+            if (ok) props.onClose();
+          }}
+        >
+          {action.busy ? 'Working…' : props.confirmLabel}
+        </button>
+      </div>
+    </Dialog>
+  );
+}

@@ -1,0 +1,18 @@
+/** An <a> that navigates inside the app (plain clicks only: ctrl/⌘-click still opens a tab). */
+import type { AnchorHTMLAttributes } from 'preact';
+import { navigate } from '../router';
+
+export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
+  const { href, ...rest } = props;
+  return (
+    <a
+      {...rest}
+      href={href}
+      onClick={(e) => {
+        if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+        e.preventDefault();
+        navigate(href);
+      }}
+    />
+  );
+}

@@ -1,0 +1,100 @@
+/**
+ * Live connection health from the server's SSE stream, shared by every page (one stream
+ * per tab). EventSource sends the session cookie on its own. It reconnects by itself after
+ * a network error, resuming with Last-Event-ID; after a refused open (401, 429) it stops for
+ * good, so we reopen it ourselves a little later.
+ */
+import { signal } from '@preact/signals';
+import type { ConnectionStatus, HealthMessage } from './types';
+
+export interface StatusChange {
+  status: ConnectionStatus;
+  ts: number;
+  reason: string | null;
+  detail: string | null;
+}
+
+export interface ConnectionHealth extends StatusChange {
+  /** Changes seen since the page opened, newest first (at most HISTORY). */
+  history: StatusChange[];
+}
+
+export interface BracketAlert {
+  connectionId: string;
+  accountId: string;
+  orderId: string;
+  ts: number;
+  detail: string;
+}
+
+const HISTORY = 8;
+const REOPEN_MS = 5_000;
+
+/** connectionId → latest health. */
+export const health = signal<ReadonlyMap<string, ConnectionHealth>>(new Map());
+/** Whether the stream is open. */
+export const streamState = signal<'connecting' | 'open' | 'down'>('connecting');
+/** Entries whose protective legs could not be placed (never leave these silent). */
+export const bracketAlerts = signal<readonly BracketAlert[]>([]);
+
+let source: EventSource | null = null;
+let reopen: ReturnType<typeof setTimeout> | undefined;
+
+function apply(msg: HealthMessage): void {
+  if (msg.type === 'bracket-alert' && msg.connectionId && msg.accountId && msg.orderId) {
+    bracketAlerts.value = [{ connectionId: msg.connectionId, accountId: msg.accountId, orderId: msg.orderId, ts: msg.ts, detail: msg.detail ?? '' }, ...bracketAlerts.value].slice(0, 20);
+    return;
+  }
+  if ((msg.type !== 'snapshot' && msg.type !== 'status') || !msg.connectionId || !msg.status) return;
+  const next = new Map(health.value);
+  const prev = next.get(msg.connectionId);
+  const change: StatusChange = { status: msg.status, ts: msg.ts, reason: msg.reason ?? null, detail: msg.detail ?? null };
+  // A snapshot after a reconnect repeats the current state: it is not a change.
+  const same = prev && prev.status === change.status && prev.ts === change.ts;
+  const history = same ? prev.history : [change, ...(prev?.history ?? [])].slice(0, HISTORY);
+  next.set(msg.connectionId, { ...change, history });
+  health.value = next;
+}
+
+/** Opens the stream (idempotent). */
+export function startHealthStream(): void {
+  if (source) return;
+  clearTimeout(reopen);
+  streamState.value = 'connecting';
+  const es = new EventSource('/api/v1/connection-health/stream');
+  source = es;
+  es.onopen = () => {
+    streamState.value = 'open';
+  };
+  es.onmessage = (e: MessageEvent<string>) => {
+    try {
+      apply(JSON.parse(e.data) as HealthMessage);
+    } catch {
+      // A malformed message is skipped; the next snapshot or status corrects the picture.
+    }
+  };
+  es.onerror = () => {
+    if (es.readyState === EventSource.CLOSED) {
+      stopHealthStream();
+      streamState.value = 'down';
+      reopen = setTimeout(startHealthStream, REOPEN_MS);
+    } else {
+      streamState.value = 'connecting';
+    }
+  };
+}
+
+/** Closes the stream (sign-out). */
+export function stopHealthStream(): void {
+  clearTimeout(reopen);
+  source?.close();
+  source = null;
+}
+
+/** Forgets everything (sign-out: another user may sign in next). */
+export function resetHealth(): void {
+  stopHealthStream();
+  health.value = new Map();
+  bracketAlerts.value = [];
+  streamState.value = 'connecting';
+}

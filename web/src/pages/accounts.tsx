@@ -1,0 +1,211 @@
+/**
+ * Accounts: per account its positions, working orders (cancel, with the bracket rules
+ * spelled out), closed trades with P&L, and flatten. An account the broker no longer
+ * reports is shown as inactive, never silently dropped.
+ */
+import { useState } from 'preact/hooks';
+import { api, apiList } from '../api';
+import { accountLabel } from '../accounts-label';
+import { ConfirmDialog } from '../components/dialog';
+import { toast } from '../components/toast';
+import { Badge, ErrorBox, Freshness, ListStates, Loading, Page } from '../components/ui';
+import { brokerLabel } from '../format';
+import { health } from '../health';
+import { usePolling, useResource } from '../hooks';
+import type { Account, CancelResult, ClosedTrade, FlattenResult, Order, Position } from '../types';
+import { cancelExplanation, PositionsTable, TradesTable, WorkingOrdersTable } from './account-tables';
+
+const LIVE_POLL_MS = 5_000;
+const TRADES_POLL_MS = 30_000;
+
+function selectedFromUrl(): string | null {
+  return new URLSearchParams(location.search).get('account');
+}
+
+function cancelSummary(r: CancelResult): string {
+  const parts = [`Order ${r.order.orderId} cancelled`];
+  if (r.remainderCancelled) parts.push('unfilled remainder cancelled, filled part stays');
+  if (r.removedLegIds.length) parts.push(`legs ${r.removedLegIds.join(', ')} removed`);
+  if (r.replaced) parts.push(`surviving leg re-placed as ${r.replaced.newOrderId}`);
+  return parts.join('; ');
+}
+
+function flattenSummary(r: FlattenResult): string {
+  const closed = r.positions.filter((p) => p.status === 'liquidated');
+  const failed = r.positions.filter((p) => p.status === 'failed');
+  const parts = [`${r.cancelledOrderIds.length} order${r.cancelledOrderIds.length === 1 ? '' : 's'} cancelled`, `${closed.length} position${closed.length === 1 ? '' : 's'} closed`];
+  if (failed.length) parts.push(`NOT closed: ${failed.map((p) => `${p.symbol}${p.detail ? ` (${p.detail})` : ''}`).join(', ')}`);
+  return parts.join(', ');
+}
+
+function AccountView(props: { account: Account; accounts: Account[] }) {
+  const a = props.account;
+  const q = encodeURIComponent(a.id);
+  const positions = useResource(() => apiList<Position>(`/accounts/${q}/positions`), [a.id]);
+  const working = useResource(() => apiList<Order>(`/accounts/${q}/working-orders`), [a.id]);
+  const trades = useResource(() => apiList<ClosedTrade>(`/accounts/${q}/orders`).then((t) => t.reverse()), [a.id]);
+  const refreshLive = () => Promise.all([positions.reload(), working.reload()]);
+  usePolling(refreshLive, LIVE_POLL_MS);
+  usePolling(trades.reload, TRADES_POLL_MS);
+  const [cancelling, setCancelling] = useState<Order | null>(null);
+  const [flattening, setFlattening] = useState(false);
+  const [lastResult, setLastResult] = useState<string | null>(null);
+  const conn = health.value.get(a.connectionId);
+  const connected = !conn || conn.status === 'CONNECTED';
+  const pos = positions.data ?? [];
+  const orders = working.data ?? [];
+  const refreshAll = () => Promise.all([refreshLive(), trades.reload()]);
+
+  return (
+    <div class="account" aria-labelledby="account-title">
+      <div class="card account-head">
+        <div>
+          <h2 id="account-title">
+            {a.name} <span class="muted">({a.id})</span>
+          </h2>
+          <p class="chips">
+            <Badge tone={a.environment === 'live' ? 'danger' : a.environment === 'demo' ? 'info' : 'neutral'}>{brokerLabel(a.broker, a.environment)}</Badge>
+            {a.active ? <Badge tone="ok">Active</Badge> : <Badge tone="danger">Inactive</Badge>}
+            {conn && conn.status !== 'CONNECTED' && <Badge tone="warn">Connection {conn.status}</Badge>}
+          </p>
+        </div>
+        <div class="page-actions">
+          <Freshness at={positions.loadedAt} onRefresh={() => void refreshAll()} label={`Refresh ${a.name}`} />
+          <button type="button" class="btn danger" disabled={!a.active} onClick={() => setFlattening(true)}>
+            Flatten…
+          </button>
+        </div>
+      </div>
+      {!a.active && (
+        <div class="callout danger" role="alert">
+          <p>
+            <strong>{accountLabel(props.accounts, a.id)} is no longer reported by the broker</strong> (evaluation reset, breached or replaced). Orders, flatten
+            and alerts for it are refused with 403 Account is inactive. Rebind its signal tokens on the Signals page.
+          </p>
+        </div>
+      )}
+      {!connected && (
+        <p class="callout warn" role="status">
+          The connection is {conn?.status}: positions and working orders are unavailable until it is CONNECTED again (never stale data).
+        </p>
+      )}
+      {lastResult && (
+        <p class="callout info" role="status">
+          {lastResult}
+        </p>
+      )}
+
+      <section class="card" aria-labelledby="positions-title">
+        <h3 id="positions-title">Positions</h3>
+        {positions.loading && <Loading what="positions" />}
+        <ErrorBox error={positions.error} retry={positions.reload} title="Positions unavailable" />
+        {positions.data && pos.length === 0 && <p class="muted">Flat — no open positions.</p>}
+        {pos.length > 0 && <PositionsTable positions={pos} />}
+      </section>
+
+      <section class="card" aria-labelledby="working-title">
+        <h3 id="working-title">Working orders</h3>
+        {working.loading && <Loading what="working orders" />}
+        <ErrorBox error={working.error} retry={working.reload} title="Working orders unavailable" />
+        {working.data && orders.length === 0 && <p class="muted">No working orders.</p>}
+        {orders.length > 0 && <WorkingOrdersTable orders={orders} disabled={!a.active} onCancel={setCancelling} />}
+      </section>
+
+      <section class="card" aria-labelledby="trades-title">
+        <h3 id="trades-title">Closed trades</h3>
+        {trades.loading && <Loading what="trade history" />}
+        <ErrorBox error={trades.error} retry={trades.reload} title="Trade history unavailable" />
+        {trades.data && trades.data.length === 0 && <p class="muted">No closed trades yet.</p>}
+        {trades.data && trades.data.length > 0 && <TradesTable trades={trades.data} />}
+      </section>
+
+      {cancelling && (
+        <ConfirmDialog
+          title={`Cancel order ${cancelling.orderId}?`}
+          confirmLabel="Cancel order"
+          danger
+          onClose={() => setCancelling(null)}
+          onConfirm={async () => {
+            const r = await api<CancelResult>('DELETE', `/accounts/${q}/orders/${encodeURIComponent(cancelling.orderId)}`);
+            const summary = cancelSummary(r);
+            setLastResult(summary);
+            toast(summary);
+            await refreshLive();
+          }}
+        >
+          <p>
+            {cancelling.side === 'buy' ? 'Buy' : 'Sell'} {cancelling.qty} {cancelling.symbol} ({cancelling.type.replace('_', ' ')})
+          </p>
+          <p>{cancelExplanation(cancelling, orders)}</p>
+        </ConfirmDialog>
+      )}
+      {flattening && (
+        <ConfirmDialog
+          title={`Flatten ${a.name}?`}
+          confirmLabel="Flatten account"
+          danger
+          onClose={() => setFlattening(false)}
+          onConfirm={async () => {
+            const r = await api<FlattenResult>('POST', `/accounts/${q}/flatten`);
+            const summary = `${a.name} flattened: ${flattenSummary(r)}`;
+            setLastResult(summary);
+            toast(summary);
+            await refreshAll();
+          }}
+        >
+          <p>
+            Cancels <strong>every working order</strong> ({orders.length}) and then closes <strong>every position at market</strong>:
+          </p>
+          <ul>
+            {pos.length ? (
+              pos.map((p) => (
+                <li key={p.symbol}>
+                  {p.symbol}: {p.netQty > 0 ? 'sell' : 'buy'} {Math.abs(p.netQty)}
+                </li>
+              ))
+            ) : (
+              <li>no open positions right now</li>
+            )}
+          </ul>
+          <p class="muted small">Market orders fill at the prevailing price, which may differ from the last one you saw.</p>
+        </ConfirmDialog>
+      )}
+    </div>
+  );
+}
+
+export function AccountsPage() {
+  const accounts = useResource(() => apiList<Account>('/accounts'), []);
+  usePolling(accounts.reload, 15_000);
+  const [selected, setSelected] = useState<string | null>(selectedFromUrl());
+  const list = accounts.data ?? [];
+  const current = list.find((a) => a.id === selected) ?? list.find((a) => a.active) ?? list[0];
+  const choose = (id: string) => {
+    setSelected(id);
+    history.replaceState(null, '', `/accounts?account=${encodeURIComponent(id)}`);
+  };
+  const totalOpen = list.filter((a) => a.active).length;
+
+  return (
+    <Page title="Accounts" intro="Positions, working orders and closed trades per account, straight from the broker connection.">
+      <ListStates res={accounts} what="accounts" empty="No accounts yet">
+        Accounts appear once a connection is CONNECTED. Add one on the Connections page.
+      </ListStates>
+      {list.length > 0 && (
+        <div class="account-picker" role="group" aria-label={`Accounts (${totalOpen} active)`}>
+          {list.map((a) => (
+            <button key={a.id} type="button" class={`account-chip${current?.id === a.id ? ' on' : ''}${a.active ? '' : ' inactive'}`} aria-pressed={current?.id === a.id} onClick={() => choose(a.id)}>
+              <span class="account-name">{a.name}</span>
+              <span class="muted small">
+                {a.id}
+                {a.active ? '' : ' · inactive'}
+              </span>
+            </button>
+          ))}
+        </div>
+      )}
+      {current && <AccountView key={current.id} account={current} accounts={list} />}
+    </Page>
+  );
+}
+

@@ -1,0 +1,261 @@
+/**
+ * Signals: webhook tokens (one secret URL per account), their recent alerts live from the
+ * journal, and a flag naming the account when the broker stops reporting it.
+ */
+import { useState } from 'preact/hooks';
+import { api, apiList } from '../api';
+import { accountLabel } from '../accounts-label';
+import { CopyField } from '../components/copy';
+import { ConfirmDialog } from '../components/dialog';
+import { toast } from '../components/toast';
+import { Badge, ErrorBox, ListStates, Loading, Page, TableHead } from '../components/ui';
+import { ago, fullTime, when } from '../format';
+import { useNow, usePolling, useResource } from '../hooks';
+import type { Account, Alert, Strategy, WebhookToken } from '../types';
+import { TokenDialog, TokenUrlDialog } from './signal-dialogs';
+
+const ALERTS_POLL_MS = 4_000;
+
+function Outcome(props: { alert: Alert }) {
+  const a = props.alert;
+  if (a.status === 201) return <Badge tone="ok">Order {a.orderStatus ?? 'placed'}</Badge>;
+  if (a.status === 200) return <Badge tone="ok">Flattened{a.flattened ? ` (${a.flattened.positions} position${a.flattened.positions === 1 ? '' : 's'})` : ''}</Badge>;
+  return (
+    <span class="outcome">
+      <Badge tone="danger">
+        {a.status} {a.code}
+      </Badge>
+      {a.detail && <span class="small">{a.detail}</span>}
+    </span>
+  );
+}
+
+function RecentAlerts(props: { token: WebhookToken }) {
+  const alerts = useResource(() => api<{ data: Alert[] }>('GET', `/webhook-tokens/${encodeURIComponent(props.token.id)}/alerts?limit=20`).then((r) => r.data), [props.token.id]);
+  usePolling(alerts.reload, ALERTS_POLL_MS);
+  const list = alerts.data ?? [];
+  return (
+    <section class="alerts" aria-label={`Recent alerts of ${props.token.name}`}>
+      <h3>
+        Recent alerts <span class="live-dot" title="Updates every few seconds" aria-hidden="true" />
+      </h3>
+      {alerts.loading && <Loading what="alerts" />}
+      <ErrorBox error={alerts.error} retry={alerts.reload} title="Alerts could not be loaded" />
+      {!alerts.loading && !alerts.error && list.length === 0 && <p class="muted">No alerts yet. They appear here within seconds of arriving.</p>}
+      {list.length > 0 && (
+        <table class="table compact">
+          <TableHead caption="Recent alerts, newest first" cols={['Time', 'Action', 'Symbol', { label: 'Qty', num: true }, 'Outcome', 'Order']} />
+          <tbody>
+            {list.map((a) => (
+              <tr key={a.requestId}>
+                <td data-label="Time" title={fullTime(a.at)}>
+                  {when(a.at)}
+                </td>
+                <td data-label="Action">{a.action ?? '—'}</td>
+                <td data-label="Symbol">{a.symbol ?? '—'}</td>
+                <td data-label="Qty" class="num">
+                  {a.qty ?? '—'}
+                </td>
+                <td data-label="Outcome">
+                  <Outcome alert={a} />
+                </td>
+                <td data-label="Order">{a.orderId ? <code>{a.orderId}</code> : '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function TokenDetails(props: { token: WebhookToken }) {
+  const full = useResource(() => api<WebhookToken>('GET', `/webhook-tokens/${encodeURIComponent(props.token.id)}`), [props.token.id]);
+  return (
+    <div class="token-details">
+      {full.loading && <Loading what="URL" />}
+      <ErrorBox error={full.error} retry={full.reload} title="URL could not be loaded" />
+      {full.data?.url && <CopyField label="Webhook URL" value={full.data.url} hint="Anyone with this URL can trade this account: keep it private, rotate it if it leaks." />}
+      {full.data?.alertMessage && (
+        <details class="template">
+          <summary>TradingView alert message</summary>
+          <CopyField label="Alert message" multiline value={full.data.alertMessage} />
+        </details>
+      )}
+      <RecentAlerts token={props.token} />
+    </div>
+  );
+}
+
+function TokenCard(props: {
+  token: WebhookToken;
+  accounts: Account[];
+  strategies: Strategy[];
+  open: boolean;
+  onToggle: () => void;
+  onEdit: () => void;
+  onRotate: () => void;
+  onDelete: () => void;
+}) {
+  const t = props.token;
+  const strategy = props.strategies.find((s) => s.id === t.strategyId);
+  const headingId = `token-${t.id}`;
+  const now = useNow();
+  return (
+    <article class={`card token${t.accountActive ? '' : ' flagged'}`} aria-labelledby={headingId}>
+      <div class="card-head">
+        <h2 id={headingId}>{t.name}</h2>
+        {t.accountActive ? <Badge tone="ok">Receiving</Badge> : <Badge tone="danger">Account inactive</Badge>}
+        <div class="card-actions">
+          <button type="button" class="btn small secondary" onClick={props.onEdit} aria-label={`Edit ${t.name}`}>
+            Edit
+          </button>
+          <button type="button" class="btn small secondary" onClick={props.onRotate} aria-label={`Rotate URL of ${t.name}`}>
+            Rotate URL
+          </button>
+          <button type="button" class="btn small danger-outline" onClick={props.onDelete} aria-label={`Delete ${t.name}`}>
+            Delete
+          </button>
+        </div>
+      </div>
+      {!t.accountActive && (
+        <div class="callout danger" role="alert">
+          <p>
+            <strong>{accountLabel(props.accounts, t.accountId)}</strong> is no longer reported by the broker — alerts are rejected with{' '}
+            <strong>403 Account is inactive</strong>.
+          </p>
+          <button type="button" class="btn small primary" onClick={props.onEdit}>
+            Rebind to a live account
+          </button>
+        </div>
+      )}
+      <dl class="meta">
+        <div>
+          <dt>Account</dt>
+          <dd>{accountLabel(props.accounts, t.accountId)}</dd>
+        </div>
+        <div>
+          <dt>Strategy</dt>
+          <dd>{strategy ? strategy.name : t.strategyId ? 'Unknown strategy' : 'None'}</dd>
+        </div>
+        <div>
+          <dt>Last alert</dt>
+          <dd title={fullTime(t.lastUsedAt)}>{t.lastUsedAt ? ago(t.lastUsedAt, now) : 'Never'}</dd>
+        </div>
+        <div>
+          <dt>Created</dt>
+          <dd title={fullTime(t.createdAt)}>{when(t.createdAt)}</dd>
+        </div>
+      </dl>
+      <button type="button" class="btn small ghost disclosure" aria-expanded={props.open} onClick={props.onToggle}>
+        {props.open ? 'Hide URL and alerts' : 'Show URL and alerts'}
+      </button>
+      {props.open && <TokenDetails token={t} />}
+    </article>
+  );
+}
+
+export function SignalsPage() {
+  const tokens = useResource(() => apiList<WebhookToken>('/webhook-tokens'), []);
+  const accounts = useResource(() => apiList<Account>('/accounts'), []);
+  const strategies = useResource(() => apiList<Strategy>('/strategies'), []);
+  // The flag follows the broker: re-read tokens and accounts while the page is open.
+  usePolling(() => Promise.all([tokens.reload(), accounts.reload()]), 5_000);
+  const [open, setOpen] = useState<Record<string, boolean>>({});
+  const [dialog, setDialog] = useState<
+    { kind: 'create' } | { kind: 'edit' | 'rotate' | 'delete'; token: WebhookToken } | { kind: 'url'; token: WebhookToken; title: string; note?: string } | null
+  >(null);
+  const list = tokens.data ?? [];
+  const accs = accounts.data ?? [];
+  const strats = strategies.data ?? [];
+  const close = () => setDialog(null);
+  const isOpen = (id: string) => open[id] ?? list.length <= 2;
+
+  return (
+    <Page
+      title="Signals"
+      intro="Each signal token is a secret webhook URL bound to one account. Paste it into a TradingView alert; every alert and its outcome shows up here."
+      actions={
+        <button type="button" class="btn primary" onClick={() => setDialog({ kind: 'create' })} disabled={!accounts.data}>
+          New token
+        </button>
+      }
+    >
+      <ListStates res={tokens} what="signal tokens" empty="No signal tokens yet">
+        Create a token for an account, then paste its URL into a TradingView alert. {accs.length === 0 && 'First add a connection so there is an account to trade.'}
+      </ListStates>
+      <ErrorBox error={accounts.error} retry={accounts.reload} title="Accounts could not be loaded" />
+      <div class="stack">
+        {list.map((t) => (
+          <TokenCard
+            key={t.id}
+            token={t}
+            accounts={accs}
+            strategies={strats}
+            open={isOpen(t.id)}
+            onToggle={() => setOpen({ ...open, [t.id]: !isOpen(t.id) })}
+            onEdit={() => setDialog({ kind: 'edit', token: t })}
+            onRotate={() => setDialog({ kind: 'rotate', token: t })}
+            onDelete={() => setDialog({ kind: 'delete', token: t })}
+          />
+        ))}
+      </div>
+
+      {dialog?.kind === 'create' && (
+        <TokenDialog
+          accounts={accs}
+          strategies={strats}
+          onClose={close}
+          onSaved={(t) => {
+            void tokens.reload();
+            setDialog({ kind: 'url', token: t, title: `“${t.name}” is ready` });
+          }}
+        />
+      )}
+      {dialog?.kind === 'url' && <TokenUrlDialog title={dialog.title} token={dialog.token} onClose={close} {...(dialog.note ? { note: dialog.note } : {})} />}
+      {dialog?.kind === 'edit' && (
+        <TokenDialog
+          token={dialog.token}
+          accounts={accs}
+          strategies={strats}
+          onClose={close}
+          onSaved={() => {
+            toast(`“${dialog.token.name}” saved`);
+            close();
+            void tokens.reload();
+          }}
+        />
+      )}
+      {dialog?.kind === 'rotate' && (
+        <ConfirmDialog
+          title={`Rotate the URL of “${dialog.token.name}”?`}
+          confirmLabel="Rotate URL"
+          danger
+          onClose={close}
+          onConfirm={async () => {
+            const t = await api<WebhookToken>('POST', `/webhook-tokens/${encodeURIComponent(dialog.token.id)}/rotate`);
+            void tokens.reload();
+            setTimeout(() => setDialog({ kind: 'url', token: t, title: 'New webhook URL', note: 'The old URL no longer works. Update every alert that used it.' }), 0);
+          }}
+        >
+          <p>The current URL stops working at once: alerts still sent to it get 404. You get a new URL to paste into your alerts; account and strategy stay.</p>
+        </ConfirmDialog>
+      )}
+      {dialog?.kind === 'delete' && (
+        <ConfirmDialog
+          title={`Delete “${dialog.token.name}”?`}
+          confirmLabel="Delete token"
+          danger
+          onClose={close}
+          onConfirm={async () => {
+            await api('DELETE', `/webhook-tokens/${encodeURIComponent(dialog.token.id)}`);
+            toast(`“${dialog.token.name}” deleted`);
+            await tokens.reload();
+          }}
+        >
+          <p>Its URL stops working at once; alerts sent to it get 404. Its alert history is kept in the journal.</p>
+        </ConfirmDialog>
+      )}
+    </Page>
+  );
+}

@@ -1,0 +1,150 @@
+/** Shapes of the API's JSON (see /api-docs); the page reads nothing else. */
+
+export type Scope = 'read' | 'trade';
+export type ConnectionStatus = 'CONNECTING' | 'CONNECTED' | 'RECONNECTING' | 'AUTH_EXPIRED' | 'FAILED' | 'DISABLED';
+
+export interface Session {
+  user: { id: string; name: string };
+  csrfToken: string;
+  expiresAt: string;
+  idleTimeoutSeconds: number;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  scopes: Scope[];
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface Account {
+  id: string;
+  name: string;
+  connectionId: string;
+  broker: 'paper' | 'tradovate';
+  environment: 'paper' | 'demo' | 'live';
+  active: boolean;
+}
+
+export interface Connection {
+  id: string;
+  name: string | null;
+  broker: 'paper' | 'tradovate';
+  environment: 'paper' | 'demo' | 'live';
+  status: ConnectionStatus;
+  since: string | null;
+  reason: string | null;
+  accountIds: string[];
+}
+
+export interface WebhookToken {
+  id: string;
+  name: string;
+  accountId: string;
+  strategyId: string | null;
+  accountActive: boolean;
+  createdAt: string | null;
+  lastUsedAt: string | null;
+  url?: string;
+  alertMessage?: string;
+}
+
+export interface Alert {
+  at: string;
+  accountId: string | null;
+  action: string | null;
+  symbol: string | null;
+  qty: string | null;
+  alertId: string | null;
+  status: number;
+  code: string | null;
+  detail: string | null;
+  orderId: string | null;
+  orderStatus: string | null;
+  flattened: { cancelledOrders: number; positions: number } | null;
+  requestId: string;
+}
+
+export type BracketLeg = { price: number } | { ticks: number };
+export type OrderType = 'market' | 'limit' | 'stop' | 'stop_limit';
+
+export interface Strategy {
+  id: string;
+  name: string;
+  description: string | null;
+  symbol: string | null;
+  qty: number | null;
+  orderType: OrderType | null;
+  takeProfit: BracketLeg | null;
+  stopLoss: BracketLeg | null;
+  createdAt: string | null;
+  updatedAt: string | null;
+}
+
+export interface Position {
+  accountId: string;
+  symbol: string;
+  netQty: number;
+  avgPrice: number;
+  openedAt: string | null;
+}
+
+export interface Order {
+  orderId: string;
+  accountId: string;
+  symbol: string;
+  requestedSymbol: string | null;
+  side: 'buy' | 'sell';
+  type: OrderType;
+  qty: number;
+  filledQty: number;
+  avgFillPrice: number | null;
+  price: number | null;
+  stopPrice: number | null;
+  status: string;
+  role: 'single' | 'entry' | 'take_profit' | 'stop_loss';
+  bracketId: string | null;
+  legs: { takeProfit: string | null; stopLoss: string | null };
+  createdAt: string;
+}
+
+export interface CancelResult {
+  order: Order;
+  removedLegIds: string[];
+  replaced: { replacedOrderId: string; newOrderId: string } | null;
+  remainderCancelled: boolean;
+}
+
+export interface ClosedTrade {
+  id: string;
+  symbol: string;
+  direction: 'long' | 'short';
+  qty: number;
+  entryPrice: number;
+  exitPrice: number;
+  openedAt: string;
+  closedAt: string;
+  pnlPoints: number;
+  pnl: number;
+}
+
+export interface FlattenResult {
+  accountId: string;
+  cancelledOrderIds: string[];
+  positions: { symbol: string; closedQty: number; status: 'liquidated' | 'failed'; detail?: string }[];
+}
+
+/** A message of the health stream. */
+export interface HealthMessage {
+  type: 'snapshot' | 'status' | 'heartbeat' | 'bracket-alert';
+  connectionId?: string;
+  status?: ConnectionStatus;
+  ts: number;
+  reason?: string;
+  detail?: string;
+  accountId?: string;
+  orderId?: string;
+}
