@@ -10,7 +10,7 @@ import type { OrderModel } from './order-model.js';
 import type { ActorEvent, PlaceOrderResult } from '../../src/actors/protocol.js';
 
 /** What the order operations use of the broker connection (tests stand in for it). */
-export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract'>;
+export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract' | 'pollAccounts'>;
 
 /** Everything an order operation needs from its actor. */
 export interface ActorContext {

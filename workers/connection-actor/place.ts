@@ -7,6 +7,8 @@
 import { AppError } from '../../src/domain/problems.js';
 import { checkAnswer, placeOrderBody, placeOsoBody, startStrategyBody } from '../../src/broker/tradovate/requests.js';
 import { since, type ActorContext } from './context.js';
+import { onActiveAccount } from './access.js';
+import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
 import type { PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
@@ -105,6 +107,11 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   }
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
+  return onActiveAccount(ctx, req.accountId, () => placeNew(ctx, req, account));
+}
+
+/** Sends a new order (single, OSO or strategy) and waits for the broker to settle it. */
+async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Entity): Promise<PlaceOrderResult> {
   const ref = { id: account.id, name: String(account.name ?? account.id) };
   const note = { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null };
   const hasBracket = !!req.takeProfit || !!req.stopLoss;
