@@ -7,6 +7,7 @@
 import type { z } from 'zod';
 import type { Scope } from '../domain/connections.js';
 import type { Logger } from '../log.js';
+import type { GuardNarrowing } from '../domain/guards.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -27,6 +28,8 @@ export interface AuthContext {
   kind: 'api-key' | 'webhook' | 'session';
   /** For `webhook` calls: the token that authenticated the request, as verified (its bound account and strategy). */
   webhook?: WebhookPrincipal;
+  /** The API key's or webhook token's narrowing of the account guards, when it has one. */
+  narrowing?: GuardNarrowing;
 }
 
 /** A verified webhook token: the alert goes to its account, with its strategy's defaults. */
