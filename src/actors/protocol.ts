@@ -137,6 +137,12 @@ export interface GuardStatus {
   positions: { symbol: string; net: number; buying: number; selling: number; exposure: number }[];
 }
 
+/** A kill-switch lock: the status after it, and the flatten (null when not asked; `error` when it failed and is retried). */
+export interface LockResult {
+  status: GuardStatus;
+  flatten: FlattenResult | { error: string } | null;
+}
+
 export interface ResultMap {
   'place-order': PlaceOrderResult;
   'cancel-order': CancelOrderResult;
@@ -147,7 +153,7 @@ export interface ResultMap {
   accounts: AccountRecord[];
   'find-by-clordid': OrderRecord | null;
   'set-guards': GuardStatus;
-  lock: { status: GuardStatus; flatten: FlattenResult | null };
+  lock: LockResult;
   unlock: GuardStatus;
   'guard-status': GuardStatus;
 }

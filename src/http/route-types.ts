@@ -9,7 +9,7 @@ import type { Scope } from '../domain/connections.js';
 import type { Logger } from '../log.js';
 import type { GuardNarrowing } from '../domain/guards.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * `read` / `trade`: X-API-Key with that scope (or a web session). `none`: public.

@@ -4,7 +4,7 @@
  * account id): account ids are the broker's, unique per user.
  */
 import { AppError } from '../domain/problems.js';
-import { NO_GUARDS, type GuardConfig, type LockState } from '../domain/guards.js';
+import { NO_GUARDS, type AccountGuards, type GuardConfig, type LockState } from '../domain/guards.js';
 import type { StoreContext } from './context.js';
 
 /** An account's guards and lock. */
@@ -81,4 +81,11 @@ export function createGuardStore(ctx: StoreContext): GuardStore {
     setConfig: (userId, accountId, config) => change(userId, accountId, { config }),
     setLock: (userId, accountId, lock) => change(userId, accountId, { lock }),
   };
+}
+
+/** A user's guards as an actor takes them: by account id. */
+export function accountGuardsOf(store: { guards: Pick<GuardStore, 'listByUser'> }, userId: string): Record<string, AccountGuards> {
+  const out: Record<string, AccountGuards> = {};
+  for (const r of store.guards.listByUser(userId)) out[r.accountId] = { config: r.config, lock: r.lock };
+  return out;
 }

@@ -26,7 +26,7 @@ import {
   type GuardRefusal,
   type LockState,
 } from '../../src/domain/guards.js';
-import type { FlattenResult, GuardEvent, GuardStatus, PlaceOrderRequest } from '../../src/actors/protocol.js';
+import type { FlattenResult, GuardEvent, GuardStatus, LockResult, PlaceOrderRequest } from '../../src/actors/protocol.js';
 import type { QuoteFeed } from '../../src/broker/tradovate/quotes.js';
 import type { ActorContext } from './context.js';
 import { Exposure, type Hold } from './exposure.js';
@@ -124,13 +124,22 @@ export class GuardKeeper {
   }
 
   /** Kill switch: locks the account until unlocked, then flattens it unless `flattenToo` is false. */
-  async lock(accountId: string, flattenToo: boolean, detail = 'kill switch'): Promise<{ status: GuardStatus; flatten: FlattenResult | null }> {
+  async lock(accountId: string, flattenToo: boolean, detail = 'kill switch'): Promise<LockResult> {
     const state = this.state(accountId);
     if (state.lock?.guard !== 'kill_switch') this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail });
-    let result: FlattenResult | null = null;
+    let result: LockResult['flatten'] = null;
     if (flattenToo) {
-      result = await flatten(this.ctx, { type: 'flatten', accountId });
-      this.emit(accountId, 'kill_switch', 'flattened', summary(result));
+      try {
+        result = await flatten(this.ctx, { type: 'flatten', accountId });
+        this.emit(accountId, 'kill_switch', 'flattened', summary(result));
+      } catch (err) {
+        if (err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'ACCOUNT_INACTIVE')) throw err;
+        // The lock holds; the flatten is owed and retried on every tick until it goes through.
+        const message = err instanceof Error ? err.message : String(err);
+        state.owed = { guard: 'kill_switch', detail };
+        this.emit(accountId, 'kill_switch', 'flatten-failed', `${message}; retrying`);
+        result = { error: message };
+      }
     }
     return { status: this.status(accountId), flatten: result };
   }

@@ -78,7 +78,7 @@ describe('kill switch', () => {
     await h.call(order({ orderType: 'limit', price: 4900 }));
     const locked = await h.call({ type: 'lock', accountId: account, flatten: true });
     expect(locked.status.lock).toMatchObject({ guard: 'kill_switch', until: null });
-    expect(locked.flatten?.positions).toMatchObject([{ status: 'liquidated', closedQty: 2 }]);
+    expect(locked.flatten).toMatchObject({ positions: [{ status: 'liquidated', closedQty: 2 }] });
     expect(await net()).toBe(0);
     expect((await h.call({ type: 'working-orders', accountId: account }))).toEqual([]);
     expect(await h.callError(order())).toMatchObject({ code: 'RISK_GUARD', extensions: { guard: 'kill_switch' } });
