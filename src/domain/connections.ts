@@ -41,6 +41,8 @@ export interface ConnectionSpec {
   restUrl: string;
   /** e.g. ws://127.0.0.1:8091/v1/websocket */
   wsUrl: string;
+  /** Market data socket when the broker keeps it on another host (Tradovate md-demo/md); absent: the trading socket serves it. */
+  mdWsUrl?: string;
   credentials: BrokerCredentials;
   /** Broker request budget for this connection (DESIGN §3 "Broker budget"). */
   budget: { perMinute: number; perHour: number };

@@ -51,7 +51,7 @@ export class ConnectionActor {
     });
     this.model = new OrderModel(this.conn.mirror, spec);
     this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map() };
-    const quotes = new QuoteFeed(this.conn, (contractId, price) => this.guards.pnl.mark(contractId, price), log);
+    const quotes = new QuoteFeed(this.conn, (contractId, price) => this.guards.pnl.mark(contractId, price), log, spec.mdWsUrl);
     this.conn.onMarketData((data) => quotes.handle(data));
     this.guards = new GuardKeeper({ ctx: this.ctx, now: clockOf(t), tickMs: t.guardTickMs, initial: spec.guards ?? {}, quotes });
     this.ctx.guards = this.guards;

@@ -80,6 +80,7 @@ export class GuardKeeper {
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.deps.quotes?.close();
   }
 
   /**

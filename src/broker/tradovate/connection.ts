@@ -272,6 +272,7 @@ export class BrokerConnection {
     if (this.token !== current) return;
     if (outcome.kind === 'token') {
       this.token = { ...outcome.token, userId: outcome.token.userId || current.userId };
+      if (!this.token.mdAccessToken && current.mdAccessToken) this.token.mdAccessToken = current.mdAccessToken;
       this.scheduleRenew();
     } else if (outcome.kind === 'unauthorized' || outcome.kind === 'rejected') {
       // The next (re)connect authenticates from scratch; the open socket keeps its session.
@@ -305,6 +306,11 @@ export class BrokerConnection {
     } catch (err) {
       this.logger.debug({ err }, 'account poll failed');
     }
+  }
+
+  /** The token for a market-data socket (the broker's md token, else the access token); null before authentication. */
+  marketDataToken(): string | null {
+    return this.token?.mdAccessToken ?? this.token?.accessToken ?? null;
   }
 
   /** Receives the `md` events (quotes) of the socket's market data subscriptions. */

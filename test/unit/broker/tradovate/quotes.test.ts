@@ -1,6 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../../src/log.js';
 import { QuoteFeed, quotePrice } from '../../../../src/broker/tradovate/quotes.js';
+import { startSim, type SimHandle } from '../../../../src/sim/index.js';
+import { control, rest, userWithToken } from '../../../support/sim.js';
+import { eventually } from '../../../support/http.js';
+
+let sim: SimHandle | undefined;
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+});
 
 function feed(fail = new Set<string>()) {
   const sent: [string, unknown][] = [];
@@ -11,6 +20,7 @@ function feed(fail = new Set<string>()) {
       if (fail.has(endpoint)) throw new Error('not here');
       return {};
     },
+    marketDataToken: () => null,
   };
   return { sent, prices, feed: new QuoteFeed(conn, (c, p) => prices.push([c, p]), createLogger('silent')) };
 }
@@ -49,5 +59,32 @@ describe('quotes', () => {
     await new Promise((r) => setImmediate(r));
     failing.feed.want(new Set([3]));
     expect(failing.sent).toHaveLength(2);
+  });
+
+  it('on a market-data host of its own: opens that socket when a quote is wanted, prices arrive on it, closes it when none is', async () => {
+    sim = await startSim({ priceStepMs: 0, heartbeatMs: 500 });
+    const { token } = await userWithToken(sim, `md${process.pid}`);
+    await control(sim, 'POST', '/prices', { symbol: 'ESZ6', price: 5000 });
+    const contract = await rest(sim, 'GET', '/contract/find?name=ESZ6', undefined, token);
+    const prices: [number, number][] = [];
+    const trading: string[] = [];
+    const conn = {
+      async send(endpoint: string) {
+        trading.push(endpoint);
+        return {};
+      },
+      marketDataToken: () => token,
+    };
+    const f = new QuoteFeed(conn, (c, p) => prices.push([c, p]), createLogger('silent'), sim.wsUrl);
+    f.want(new Set([contract.body.id as number]));
+    await eventually(async () => prices.length > 0, 'the first quote');
+    await control(sim, 'POST', '/prices', { symbol: 'ESZ6', price: 4990.25 });
+    await eventually(async () => prices.some(([, p]) => p === 4990.25), 'a quote at the new price');
+    expect(trading).toEqual([]);
+    f.want(new Set());
+    const seen = prices.length;
+    await control(sim, 'POST', '/prices', { symbol: 'ESZ6', price: 4980 });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(prices).toHaveLength(seen);
   });
 });
