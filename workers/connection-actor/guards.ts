@@ -21,6 +21,7 @@ import {
   NO_GUARDS,
   pnlTrip,
   type AccountGuards,
+  type EffectiveLimits,
   type GuardConfig,
   type GuardName,
   type GuardRefusal,
@@ -43,6 +44,8 @@ interface AccountState {
   flattening: boolean;
   /** Start of the trading day whose P&L limit already tripped (one trip per day). */
   trippedDay: number | null;
+  /** The account's limits without a narrowing, per origin (built once per guards change). */
+  limits: Partial<Record<'api' | 'webhook', EffectiveLimits>>;
 }
 
 /** What the keeper needs from its actor. */
@@ -102,9 +105,10 @@ export class GuardKeeper {
       this.checkPnl(req.accountId);
       if (state.lock) this.refuse(req.accountId, lockRefusal(state.lock));
     }
-    const limits = effectiveLimits(state?.config ?? NO_GUARDS, narrowing, req.origin ?? 'api');
+    const origin = req.origin ?? 'api';
+    const limits = state && narrowing.length === 0 ? (state.limits[origin] ??= effectiveLimits(state.config, [], origin)) : effectiveLimits(state?.config ?? NO_GUARDS, narrowing, origin);
     const root = contractRoot(req.symbol)?.root ?? req.symbol.slice(0, -2);
-    const order = { side: req.side, qty: req.qty, root, origin: req.origin ?? 'api' } as const;
+    const order = { side: req.side, qty: req.qty, root, origin } as const;
     const refusal = checkEntry(limits, order, { now: this.now(), contract, accountExposure: this.exposure.total(req.accountId) });
     if (refusal) this.refuse(req.accountId, refusal);
     return hold();
@@ -116,6 +120,7 @@ export class GuardKeeper {
     if (state) {
       state.config = config;
       state.inside = null;
+      state.limits = {};
     } else {
       this.accounts.set(accountId, fresh(config, null));
     }
@@ -302,7 +307,7 @@ export class GuardKeeper {
 }
 
 function fresh(config: GuardConfig, lock: LockState | null): AccountState {
-  return { config, lock, inside: null, owed: null, flattening: false, trippedDay: null };
+  return { config, lock, inside: null, owed: null, flattening: false, trippedDay: null, limits: {} };
 }
 
 function summary(r: FlattenResult): string {
