@@ -44,6 +44,17 @@ export interface Hold {
 
 const GONE = new Set(['Canceled', 'Rejected', 'Expired']);
 
+/** The newest position entity of every account and contract (a broker may keep one per trade date). */
+export function latestPositions(mirror: Mirror): Entity[] {
+  const latest = new Map<string, Entity>();
+  for (const p of mirror.all('position')) {
+    const key = `${p.accountId}|${p.contractId}`;
+    const prev = latest.get(key);
+    if (!prev || p.id > prev.id) latest.set(key, p);
+  }
+  return [...latest.values()];
+}
+
 /** Live exposure of one connection's accounts. */
 export class Exposure {
   private readonly accounts = new Map<string, AccountBook>();
@@ -234,13 +245,7 @@ export class Exposure {
     this.orphans.clear();
     this.names.clear();
     for (const c of this.mirror.all('contract')) if (typeof c.name === 'string') this.names.set(c.name, c.id);
-    const latest = new Map<string, Entity>();
-    for (const p of this.mirror.all('position')) {
-      const key = `${p.accountId}|${p.contractId}`;
-      const prev = latest.get(key);
-      if (!prev || p.id > prev.id) latest.set(key, p);
-    }
-    for (const p of latest.values()) this.adjust(String(p.accountId), Number(p.contractId), 'net', Number(p.netPos ?? 0));
+    for (const p of latestPositions(this.mirror)) this.adjust(String(p.accountId), Number(p.contractId), 'net', Number(p.netPos ?? 0));
     for (const f of this.mirror.all('fill')) {
       if (f.active === false) continue;
       this.seenFills.add(f.id);

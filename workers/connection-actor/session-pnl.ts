@@ -11,6 +11,7 @@
 import type { Entity, Mirror, MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import { contractRoot } from '../../src/domain/symbols.js';
 import { tradingDay } from '../../src/domain/trading-time.js';
+import { latestPositions } from './exposure.js';
 
 /** Fee fields of Tradovate's `fillFee` entity. */
 const FEE_FIELDS = ['commission', 'clearingFee', 'exchangeFee', 'nfaFee', 'brokerageFee', 'ipFee', 'orderRoutingFee', 'datafeedFee', 'otherFee'];
@@ -207,13 +208,7 @@ export class SessionPnl {
     this.accounts.clear();
     this.holders.clear();
     this.seen.clear();
-    const latest = new Map<string, Entity>();
-    for (const p of this.mirror.all('position')) {
-      const key = `${p.accountId}|${p.contractId}`;
-      const prev = latest.get(key);
-      if (!prev || p.id > prev.id) latest.set(key, p);
-    }
-    for (const p of latest.values()) this.position(p);
+    for (const p of latestPositions(this.mirror)) this.position(p);
     for (const pair of this.mirror.all('fillPair')) this.pair(pair, false);
     for (const fee of this.mirror.all('fillFee')) this.fee(fee, false);
     for (const accountId of before) if (!this.accounts.has(accountId)) this.changed(accountId);
