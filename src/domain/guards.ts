@@ -255,18 +255,3 @@ export function guardConfig(partial: Partial<GuardConfig>): GuardConfig {
   return { ...NO_GUARDS, ...partial };
 }
 
-/**
- * Whether `next` is at least as strict as `prev` in every field: what a credential may do to
- * its own narrowing (tightening it is fine, loosening needs another credential).
- */
-export function atLeastAsStrict(next: GuardNarrowing, prev: GuardNarrowing): boolean {
-  const num = (k: 'maxOrderQty' | 'maxPositionPerContract' | 'maxPositionTotal') =>
-    prev[k] === undefined || prev[k] === null || (next[k] !== undefined && next[k] !== null && next[k]! <= prev[k]!);
-  if (!num('maxOrderQty') || !num('maxPositionPerContract') || !num('maxPositionTotal')) return false;
-  if (prev.allowedProducts && !(next.allowedProducts && next.allowedProducts.every((p) => prev.allowedProducts!.includes(p)))) return false;
-  if (prev.direction && prev.direction !== 'both' && next.direction !== prev.direction) return false;
-  if (prev.noPyramiding && !next.noPyramiding) return false;
-  if (prev.flatOnly && !next.flatOnly) return false;
-  if (prev.tradingWindows && JSON.stringify(next.tradingWindows) !== JSON.stringify(prev.tradingWindows)) return false;
-  return true;
-}

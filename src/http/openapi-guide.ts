@@ -131,8 +131,8 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           'cancels and flatten are never refused. Exposure = the largest position one side filling could reach: max(net + working buys, working sells − net).',
         'The trading day starts at 17:00 America/Chicago. Day P&L = realized P&L of the day\'s fill pairs − fees the broker reports + open P&L. Reaching ' +
           'dailyLossLimit (or dailyProfitTarget) cancels working orders, flattens and locks the account until the next trading day; unlock answers 409 until then.',
-        'A webhook token (field guards on POST/PATCH /webhook-tokens) or an API key (PUT /api-keys/{id}/guards) may narrow the guards for its own orders: ' +
-          'the stricter value of each field wins. A key may tighten its own narrowing, never loosen it.',
+        'A webhook token (field guards on POST/PATCH /webhook-tokens) or an API key (PUT /api-keys/{id}/guards, from the web session) may narrow the ' +
+          'guards for its own orders: the stricter value of each field wins.',
       ],
       code: JSON.stringify(
         {

@@ -1,11 +1,12 @@
 /**
  * Risk guards (README "Risk guards"): an account's guards (GET/PUT), the kill switch
- * (POST lock/unlock) and an API key's narrowing of the guards (GET/PUT). Guards are stored
+ * (POST lock/unlock) and an API key's narrowing of the guards (GET/PUT, web session only, like
+ * all key management). Guards are stored
  * first (they must outlive a restart) and then handed to the connection's actor, which
  * enforces them; a webhook token's narrowing is a field of the token (webhook-tokens.ts).
  */
 import type { GuardStatus, LockResult } from '../../actors/protocol.js';
-import { atLeastAsStrict, NO_GUARDS, type GuardNarrowing, type LockState } from '../../domain/guards.js';
+import { NO_GUARDS, type GuardNarrowing, type LockState } from '../../domain/guards.js';
 import { AppError } from '../../domain/problems.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import {
@@ -19,8 +20,10 @@ import {
   type LockBody,
 } from '../guard-schemas.js';
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, ownedAccount, type OwnedAccount, type RouteDeps } from './common.js';
+import { SESSION_ERRORS } from './api-keys.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
 
 function lockView(lock: LockState | null | undefined) {
   return lock ? { guard: lock.guard, since: iso(lock.since), until: lock.until === null ? null : iso(lock.until), detail: lock.detail } : null;
@@ -149,11 +152,11 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   const keyGet = defineRoute({
     method: 'GET',
     path: '/api-keys/:id/guards',
-    scope: 'read',
+    scope: 'session',
     operationId: 'getKeyGuards',
     summary: 'An API key’s narrowing of the account guards',
     tags: ['guards'],
-    responses: [{ status: 200, description: 'Narrowing (null: none)', schema: keyGuardsViewSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
+    responses: [{ status: 200, description: 'Narrowing (null: none)', schema: keyGuardsViewSchema }, ...errors(...SESSION_ERRORS, 'NOT_FOUND')],
     async handler(ctx) {
       const key = deps.store.apiKeys.getForUser(ctx.auth.userId, ctx.req.params.id!);
       if (!key) throw new AppError('NOT_FOUND', 'Not found');
@@ -164,26 +167,21 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   const keyPut = defineRoute<GuardNarrowingBody>({
     method: 'PUT',
     path: '/api-keys/:id/guards',
-    scope: 'trade',
+    scope: 'session',
     operationId: 'putKeyGuards',
     summary: 'Narrow the account guards for one API key’s orders (`{}` removes the narrowing)',
     description:
-      'The narrowing only ever tightens the guards of the account an order goes to (the stricter value of each field wins). A key may ' +
-      'tighten its own narrowing; loosening it takes another credential (another trade key, or the web session): 403 INSUFFICIENT_SCOPE.',
+      'The narrowing only ever tightens the guards of the account an order goes to (the stricter value of each field wins). Like the rest ' +
+      'of key management it takes the web session: no API key, leaked or not, can loosen its own narrowing (or another key’s).',
     tags: ['guards'],
     body: guardNarrowingSchema,
     responses: [
       { status: 200, description: 'Narrowing in force', schema: keyGuardsViewSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND'),
+      ...errors('VALIDATION_FAILED', ...SESSION_ERRORS, 'CSRF_REJECTED', 'NOT_FOUND'),
     ],
     async handler(ctx) {
       const id = ctx.req.params.id!;
-      const key = deps.store.apiKeys.getForUser(ctx.auth.userId, id);
-      if (!key) throw new AppError('NOT_FOUND', 'Not found');
       const next: GuardNarrowing | null = Object.keys(ctx.req.body).length ? ctx.req.body : null;
-      if (ctx.auth.kind === 'api-key' && ctx.auth.principalId === id && !atLeastAsStrict(next ?? {}, key.guards ?? {})) {
-        throw new AppError('INSUFFICIENT_SCOPE', 'A key cannot loosen its own guard narrowing; use another trade key or the web session', { requiredScope: 'trade' });
-      }
       const updated = await deps.store.apiKeys.setGuards(ctx.auth.userId, id, next);
       if (!updated) throw new AppError('NOT_FOUND', 'Not found');
       return { status: 200, body: { keyId: updated.id, guards: updated.guards ?? null } };

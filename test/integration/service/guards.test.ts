@@ -166,18 +166,17 @@ describe('risk guards through the service', () => {
     expect((await order({})).status).toBe(201);
   });
 
-  it('a webhook token’s narrowing refuses what the account would allow; a key cannot loosen its own', async () => {
+  it('a webhook token’s narrowing and an API key’s refuse what the account would allow', async () => {
     await putGuards({ maxOrderQty: 10 });
     const token = await s.api('POST', '/api/v1/webhook-tokens', { accountId: acc, name: 'tight', guards: { maxOrderQty: 1, direction: 'long_only' } });
     const alert = (body: unknown) => http(token.json.url, 'POST', '', { raw: JSON.stringify(body) });
     expect((await alert({ action: 'buy', symbol: 'ES', qty: 2 })).json).toMatchObject({ code: 'RISK_GUARD', guard: 'max_order_qty', limit: 1, value: 2 });
     expect((await alert({ action: 'sell', symbol: 'ES', qty: 1 })).json).toMatchObject({ code: 'RISK_GUARD', guard: 'direction' });
     expect((await alert({ action: 'buy', symbol: 'ES', qty: 1 })).status).toBe(201);
-    // The API key itself narrows to 1 contract; it may not widen that again.
+    // The key's narrowing (set on the web app's API Keys page) applies from its next request.
     const me = (await s.api('GET', '/api/v1/me')).json;
-    const keyId = me.key.id;
-    expect((await s.api('PUT', `/api/v1/api-keys/${keyId}/guards`, { maxOrderQty: 1 })).status).toBe(200);
-    expect((await order({ qty: 2 })).json).toMatchObject({ code: 'RISK_GUARD', guard: 'max_order_qty', limit: 1 });
-    expect((await s.api('PUT', `/api/v1/api-keys/${keyId}/guards`, {})).json.code).toBe('INSUFFICIENT_SCOPE');
+    await s.store.apiKeys.setGuards(s.userId, me.key.id, { allowedProducts: ['MES'] });
+    expect((await order({ qty: 2 })).json).toMatchObject({ code: 'RISK_GUARD', guard: 'allowed_products', limit: ['MES'], value: 'ES' });
+    expect((await s.api('PUT', `/api/v1/api-keys/${me.key.id}/guards`, {})).status).toBe(403);
   });
 });

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  atLeastAsStrict,
   checkEntry,
   effectiveLimits,
   exposureOf,
@@ -120,17 +119,6 @@ describe('narrowing by a token or key', () => {
         if (pyramid) expect(l.noPyramiding).toBe(true);
       }),
     );
-  });
-
-  it('atLeastAsStrict: tightening passes, loosening or dropping a field does not', () => {
-    expect(atLeastAsStrict({ maxOrderQty: 1 }, { maxOrderQty: 2 })).toBe(true);
-    expect(atLeastAsStrict({ maxOrderQty: 3 }, { maxOrderQty: 2 })).toBe(false);
-    expect(atLeastAsStrict({}, { maxOrderQty: 2 })).toBe(false);
-    expect(atLeastAsStrict({ maxOrderQty: 2 }, {})).toBe(true);
-    expect(atLeastAsStrict({ allowedProducts: ['ES'] }, { allowedProducts: ['ES', 'NQ'] })).toBe(true);
-    expect(atLeastAsStrict({ allowedProducts: ['CL'] }, { allowedProducts: ['ES'] })).toBe(false);
-    expect(atLeastAsStrict({ direction: 'both' }, { direction: 'long_only' })).toBe(false);
-    expect(atLeastAsStrict({ flatOnly: false }, { flatOnly: true })).toBe(false);
   });
 });
 

@@ -111,28 +111,23 @@ describe('lock / unlock', () => {
   });
 });
 
-describe('API key narrowing', () => {
-  it('GET/PUT for the owner; 404 for another user’s key; {} removes it', async () => {
+describe('API key narrowing (web session only, like all key management)', () => {
+  it('GET/PUT for the owner; 404 for another user’s key; {} removes it; the key list shows it', async () => {
     const { record } = await w.store.apiKeys.create({ userId: w.a.userId, name: 'bot', scopes: ['trade'] });
-    const keyParams = { id: record.id };
-    expect((await call(w, 'GET', '/api-keys/:id/guards', { userId: w.a.userId, params: keyParams })).body).toEqual({ keyId: record.id, guards: null });
-    const put = await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, params: keyParams, body: { maxOrderQty: 1, allowedProducts: ['mes'] } });
+    const session = { kind: 'session' as const, principalId: 'session:s1', params: { id: record.id } };
+    expect((await call(w, 'GET', '/api-keys/:id/guards', { userId: w.a.userId, ...session })).body).toEqual({ keyId: record.id, guards: null });
+    const put = await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, ...session, body: { maxOrderQty: 1, allowedProducts: ['mes'] } });
     expect(put.body).toEqual({ keyId: record.id, guards: { maxOrderQty: 1, allowedProducts: ['MES'] } });
-    expect((await callError(w, 'GET', '/api-keys/:id/guards', { userId: w.b.userId, params: keyParams })).code).toBe('NOT_FOUND');
-    expect((await callError(w, 'PUT', '/api-keys/:id/guards', { userId: w.b.userId, params: keyParams, body: {} })).code).toBe('NOT_FOUND');
-    expect((await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, params: keyParams, body: {} })).body).toEqual({ keyId: record.id, guards: null });
+    const listed = (await call(w, 'GET', '/api-keys', { userId: w.a.userId, ...session, params: {} })).body as { data: { id: string; guards: unknown }[] };
+    expect(listed.data.find((k) => k.id === record.id)?.guards).toEqual({ maxOrderQty: 1, allowedProducts: ['MES'] });
+    expect((await callError(w, 'GET', '/api-keys/:id/guards', { userId: w.b.userId, ...session })).code).toBe('NOT_FOUND');
+    expect((await callError(w, 'PUT', '/api-keys/:id/guards', { userId: w.b.userId, ...session, body: {} })).code).toBe('NOT_FOUND');
+    expect((await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, ...session, body: {} })).body).toEqual({ keyId: record.id, guards: null });
   });
 
-  it('a key may tighten its own narrowing but not loosen it; another credential may', async () => {
-    const { record } = await w.store.apiKeys.create({ userId: w.a.userId, name: 'bot', scopes: ['trade'] });
-    await w.store.apiKeys.setGuards(w.a.userId, record.id, { maxOrderQty: 2 });
-    const self = { userId: w.a.userId, params: { id: record.id }, principalId: record.id };
-    await call(w, 'PUT', '/api-keys/:id/guards', { ...self, body: { maxOrderQty: 1 } });
-    const err = await callError(w, 'PUT', '/api-keys/:id/guards', { ...self, body: { maxOrderQty: 3 } });
-    expect(err).toMatchObject({ code: 'INSUFFICIENT_SCOPE' });
-    expect((await callError(w, 'PUT', '/api-keys/:id/guards', { ...self, body: {} })).code).toBe('INSUFFICIENT_SCOPE');
-    await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, params: { id: record.id }, principalId: 'other-key', body: { maxOrderQty: 3 } });
-    expect(w.store.apiKeys.getForUser(w.a.userId, record.id)?.guards).toEqual({ maxOrderQty: 3 });
+  it('the routes take a web session: no API key can change a narrowing', () => {
+    expect(route(w, 'PUT', '/api-keys/:id/guards').scope).toBe('session');
+    expect(route(w, 'GET', '/api-keys/:id/guards').scope).toBe('session');
   });
 });
 
