@@ -227,6 +227,8 @@ export class GuardKeeper {
   private checkPnl(accountId: string): void {
     const state = this.accounts.get(accountId);
     if (!state || (state.config.dailyLossLimit === null && state.config.dailyProfitTarget === null)) return;
+    // A new trading day starts from zero at once, not at the next tick.
+    this.pnl.roll();
     const day = this.pnl.window;
     if (state.trippedDay === day.start) return;
     // Locked for this day already (e.g. the lock was restored at a restart): nothing to trip twice.

@@ -138,6 +138,19 @@ describe('daily loss limit and profit target', () => {
     expect(guardEvents().at(-1)).toMatchObject({ action: 'unlocked', guard: 'daily_loss', lock: null });
   });
 
+  it('a new trading day counts from zero at the first order, before any tick', async () => {
+    const { broker, ctx, keeper, clock } = setup({ dailyLossLimit: 500 });
+    const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
+    broker.fill(Number(o.order.orderId), 1, 5000);
+    broker.mirror.apply('fillPair', 'Created', { id: 900, positionId: broker.mirror.all('position')[0]!.id, buyFillId: 1, sellFillId: 2, qty: 1, buyPrice: 5000, sellPrice: 4992 });
+    expect(keeper.status(ACCOUNT).day.realized).toBe(-400);
+    clock.now = tradingDay(MON_10).end + 1000;
+    // Without the roll, −400 realized + −150 open would trip the limit on this check.
+    keeper.pnl.mark(CONTRACT, 4997);
+    await placeOrder(ctx, newOrder());
+    expect(keeper.status(ACCOUNT)).toMatchObject({ lock: null, day: { realized: 0, open: -150 } });
+  });
+
   it('a P&L lock restored at start-up for today does not trip (or report) again', () => {
     const day = tradingDay(MON_10);
     const lock: LockState = { guard: 'daily_loss', since: MON_10 - 1000, until: day.end, detail: 'x' };
