@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 /** Store tests that also run against the NATS KV store (cluster mode), in the `store-on-nats` project. */
-const SHARED_STORE_TESTS = ['users', 'api-keys', 'connections', 'strategies', 'webhook-tokens', 'idempotency', 'journal', 'sessions'].map(
+const SHARED_STORE_TESTS = ['users', 'api-keys', 'connections', 'strategies', 'webhook-tokens', 'idempotency', 'journal', 'sessions', 'guards'].map(
   (name) => `test/unit/store/${name}.test.ts`,
 );
 

@@ -19,6 +19,13 @@ export interface ConnectionTuning {
   settleMs: number;
   /** `account/list` poll period; 0 disables (props events alone then drive accounts). */
   accountPollMs: number;
+  /** How often the risk guards look at the clock (trading windows closing, locks expiring, a new trading day). */
+  guardTickMs: number;
+  /**
+   * Tests only: a clock shared with the test thread (a SharedArrayBuffer view; crosses into
+   * workers through workerData). Non-zero slot 0 is the actor's "now" in ms; 0 = the real clock.
+   */
+  fakeClock?: BigInt64Array;
 }
 
 /** Production connection timings. */
@@ -30,6 +37,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   maxAuthRejections: 3,
   settleMs: 5000,
   accountPollMs: 60_000,
+  guardTickMs: 1000,
 });
 
 /** Broker deadlines: one request (REST or socket) when the spec names none, and opening a socket. */

@@ -25,7 +25,7 @@ export function connectionSpecFor(
   paper?: { restUrl: string; wsUrl: string },
 ): ConnectionSpec {
   const usePaper = record.broker === 'paper' && paper !== undefined;
-  return {
+  const spec: ConnectionSpec = {
     connectionId: record.id,
     userId: record.userId,
     broker: record.broker,
@@ -35,4 +35,17 @@ export function connectionSpecFor(
     credentials,
     budget: { ...BROKER_BUDGETS[record.broker] },
   };
+  const md = record.broker === 'tradovate' ? marketDataUrl(record.wsUrl) : undefined;
+  if (md) spec.mdWsUrl = md;
+  return spec;
+}
+
+/**
+ * Tradovate serves market data on its own hosts: `demo.` → `md-demo.`, `live.` → `md.`
+ * (tradovateapi.com). Other addresses (the paper broker, a proxy) serve it on the trading socket.
+ */
+export function marketDataUrl(wsUrl: string): string | undefined {
+  const m = /^(wss?:\/\/)(demo|live)\.(tradovateapi\.com\/.*)$/.exec(wsUrl);
+  if (!m) return undefined;
+  return `${m[1]}${m[2] === 'demo' ? 'md-demo' : 'md'}.${m[3]}`;
 }

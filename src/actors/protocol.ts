@@ -11,6 +11,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import type { AccountRecord, ClosedTrade, NewOrder, OrderRecord, PositionRecord } from '../domain/orders.js';
 import type { ErrorData } from '../domain/problems.js';
+import type { GuardConfig, GuardName, GuardNarrowing, LockState } from '../domain/guards.js';
 import type { ConnectionTuning } from '../tuning.js';
 
 // ---------------------------------------------------------------------------
@@ -19,6 +20,10 @@ import type { ConnectionTuning } from '../tuning.js';
 /** Place one order (single or bracket); the fields are the planned NewOrder. */
 export interface PlaceOrderRequest extends NewOrder {
   type: 'place-order';
+  /** Where the order came from (webhook entries may be flat-only); api when absent. */
+  origin?: 'api' | 'webhook';
+  /** The calling token's or key's narrowing of the account's guards. */
+  narrowing?: GuardNarrowing[];
 }
 
 export interface CancelOrderRequest {
@@ -50,13 +55,44 @@ export interface FindOrderRequest {
   clOrdId: string;
 }
 
+/** Replaces an account's guards (the lock stays as it is). */
+export interface SetGuardsRequest {
+  type: 'set-guards';
+  accountId: string;
+  config: GuardConfig;
+}
+
+/** Kill switch: lock the account (entries refused until unlocked), flattening it unless told not to. */
+export interface LockRequest {
+  type: 'lock';
+  accountId: string;
+  flatten: boolean;
+  detail?: string;
+}
+
+/** Lifts a kill-switch lock (a daily loss or profit target lock lasts until the next trading day). */
+export interface UnlockRequest {
+  type: 'unlock';
+  accountId: string;
+}
+
+/** The guards in force on an account, its lock, its P&L of the day and exposure. */
+export interface GuardStatusRequest {
+  type: 'guard-status';
+  accountId: string;
+}
+
 export type ActorRequest =
   | PlaceOrderRequest
   | CancelOrderRequest
   | FlattenRequest
   | ListRequest
   | AccountsRequest
-  | FindOrderRequest;
+  | FindOrderRequest
+  | SetGuardsRequest
+  | LockRequest
+  | UnlockRequest
+  | GuardStatusRequest;
 
 // ---------------------------------------------------------------------------
 // Results.
@@ -88,6 +124,25 @@ export interface FlattenResult {
   brokerMs: number;
 }
 
+/** What the actor knows of an account's guards right now. */
+export interface GuardStatus {
+  accountId: string;
+  config: GuardConfig;
+  lock: LockState | null;
+  /** The trading day counted (ms) and its P&L in account currency: realized − fees + open. */
+  day: { start: number; end: number; realized: number; fees: number; open: number; pnl: number };
+  /** Inside the account's trading windows now (null without windows). */
+  inWindow: boolean | null;
+  /** Per contract: net position, contracts working on each side (in flight included) and exposure. */
+  positions: { symbol: string; net: number; buying: number; selling: number; exposure: number }[];
+}
+
+/** A kill-switch lock: the status after it, and the flatten (null when not asked; `error` when it failed and is retried). */
+export interface LockResult {
+  status: GuardStatus;
+  flatten: FlattenResult | { error: string } | null;
+}
+
 export interface ResultMap {
   'place-order': PlaceOrderResult;
   'cancel-order': CancelOrderResult;
@@ -97,6 +152,10 @@ export interface ResultMap {
   'trade-history': ClosedTrade[];
   accounts: AccountRecord[];
   'find-by-clordid': OrderRecord | null;
+  'set-guards': GuardStatus;
+  lock: LockResult;
+  unlock: GuardStatus;
+  'guard-status': GuardStatus;
 }
 
 export type ResultFor<R extends ActorRequest> = ResultMap[R['type']];
@@ -122,8 +181,21 @@ export interface BracketAlertEvent {
   detail: string;
 }
 
+/** A guard acted: refused an entry, locked or unlocked an account, flattened it (or failed to). */
+export interface GuardEvent {
+  type: 'guard';
+  connectionId: string;
+  accountId: string;
+  guard: GuardName;
+  action: 'refused' | 'locked' | 'unlocked' | 'flattened' | 'flatten-failed';
+  ts: number;
+  detail: string;
+  /** On `locked` / `unlocked`: the account's lock from now on (the front persists it). */
+  lock?: LockState | null;
+}
+
 /** Everything an actor reports; status events are the domain's StatusEvent. */
-export type ActorEvent = StatusEvent | AccountsEvent | BracketAlertEvent;
+export type ActorEvent = StatusEvent | AccountsEvent | BracketAlertEvent | GuardEvent;
 
 // ---------------------------------------------------------------------------
 // What the HTTP front sees of the actor system (implemented by src/actors/supervisor.ts).
@@ -165,7 +237,7 @@ export interface WorkerHostApi {
 
 /** `workerData` of a worker host. */
 export interface WorkerHostData {
-  /** Events (status, accounts, bracket alerts) flow one way on this port. */
+  /** Events (status, accounts, bracket alerts, guards) flow one way on this port. */
   eventPort: MessagePort;
   logLevel: string;
   tuning?: Partial<ConnectionTuning>;

@@ -15,6 +15,7 @@ import type { WorkerHostData } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
+import { NO_GUARDS, type AccountGuards } from '../domain/guards.js';
 
 /** The compiled worker-host entry every actor thread runs. */
 export const ACTOR_HOST_FILE = 'workers/connection-actor/host.js';
@@ -32,6 +33,11 @@ export interface SupervisorOptions {
   workerLogLevel?: string;
   /** Requests one connection may have in flight (default SUPERVISOR.maxInFlightPerConnection, see there). */
   maxInFlightPerConnection?: number;
+  /**
+   * The stored risk guards and locks of a user's accounts: every actor starts with its owner's,
+   * whoever adds the connection (the supervisor then keeps them current for restarts).
+   */
+  guards?: (userId: string) => Record<string, AccountGuards>;
 }
 
 interface Slot {
@@ -79,7 +85,17 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   const listeners = new Set<(e: ActorEvent) => void>();
   let closed = false;
 
+  /** Keeps a connection's spec in step with its guards, so a restarted worker starts with the current ones. */
+  function noteGuards(connectionId: string, accountId: string, change: Partial<AccountGuards>): void {
+    const spec = specs.get(connectionId);
+    if (!spec) return;
+    const current = spec.guards?.[accountId];
+    const next: AccountGuards = { config: change.config ?? current?.config ?? { ...NO_GUARDS }, lock: change.lock !== undefined ? change.lock : (current?.lock ?? null) };
+    spec.guards = { ...spec.guards, [accountId]: next };
+  }
+
   function publish(event: ActorEvent): void {
+    if (event.type === 'guard' && event.lock !== undefined) noteGuards(event.connectionId, event.accountId, { lock: event.lock });
     if (event.type === 'status') statuses.set(event.connectionId, event);
     if (event.type === 'accounts') accounts.set(event.connectionId, event.accounts);
     for (const l of [...listeners]) {
@@ -141,8 +157,9 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   }
 
   return {
-    async addConnection(spec) {
+    async addConnection(given) {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
+      const spec = opts.guards ? { ...given, guards: opts.guards(given.userId) } : given;
       specs.set(spec.connectionId, spec);
       let slot = placement.get(spec.connectionId);
       if (!slot || !slot.client.alive) {
@@ -173,6 +190,8 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: { timeoutMs?: number }): Promise<ResultFor<R>> {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
       if (!specs.has(connectionId)) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
+      // Noted before the call: a worker restarting now starts with the new guards.
+      if (req.type === 'set-guards') noteGuards(connectionId, req.accountId, { config: req.config });
       const slot = placement.get(connectionId);
       if (!slot || !slot.client.alive) throw new AppError('BROKER_UNAVAILABLE', `actor for ${connectionId} is restarting`);
       const pending = inFlight.get(connectionId) ?? 0;

@@ -19,6 +19,7 @@ import { loadWebApp } from '../http/static-files.js';
 import { createLogger, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type Store } from '../store/index.js';
+import { accountGuardsOf } from '../store/guards.js';
 import { SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
@@ -135,7 +136,7 @@ export async function run(argv: string[]): Promise<number> {
     if (config.paper) {
       paper = await startEmbeddedPaper({ store, dataDir: config.dataDir, port: config.paperPort, logLevel: config.logLevel, logger });
     }
-    gateway = createSupervisor({ threadsMax: config.actorThreadsMax, logger });
+    gateway = createSupervisor({ threadsMax: config.actorThreadsMax, logger, guards: (userId) => accountGuardsOf(store, userId) });
     let listenUrl: string | undefined;
     const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl });
     const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true });

@@ -3,6 +3,7 @@
  * move between them, the spec an actor is started with, broker credentials and API scopes.
  * Pure types and constants: the store persists them, the actors run them, the front reports them.
  */
+import type { AccountGuards } from './guards.js';
 
 /** Health of one broker connection (DESIGN §8). */
 export type ConnectionStatus = 'CONNECTING' | 'CONNECTED' | 'RECONNECTING' | 'AUTH_EXPIRED' | 'FAILED' | 'DISABLED';
@@ -40,11 +41,15 @@ export interface ConnectionSpec {
   restUrl: string;
   /** e.g. ws://127.0.0.1:8091/v1/websocket */
   wsUrl: string;
+  /** Market data socket when the broker keeps it on another host (Tradovate md-demo/md); absent: the trading socket serves it. */
+  mdWsUrl?: string;
   credentials: BrokerCredentials;
   /** Broker request budget for this connection (DESIGN §3 "Broker budget"). */
   budget: { perMinute: number; perHour: number };
   /** Per-request broker deadline. */
   requestTimeoutMs?: number;
+  /** Risk guards and locks of the owner's accounts, by account id (stored by the front). */
+  guards?: Record<string, AccountGuards>;
 }
 
 /** Tradovate REST and WebSocket endpoints per environment (reference/tradovate-protocol.md §1). */

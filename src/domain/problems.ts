@@ -13,6 +13,7 @@ export const PROBLEMS = {
   ACCOUNT_INACTIVE: { status: 403, title: 'Account is inactive' },
   CSRF_REJECTED: { status: 403, title: 'Missing or invalid CSRF token' },
   SESSION_REQUIRED: { status: 403, title: 'This route needs a signed-in web session' },
+  RISK_GUARD: { status: 403, title: 'Refused by a risk guard' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   SYMBOL_MISMATCH: { status: 409, title: 'Symbol does not match the account position' },

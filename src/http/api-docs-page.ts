@@ -23,7 +23,7 @@ pre{background:#0d1117;color:#e6edf3;padding:12px;border-radius:6px;overflow-x:a
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 .op{background:#fff;border:1px solid #d0d7de;border-radius:6px;margin:12px 0;padding:8px 16px}
 .m{display:inline-block;min-width:64px;font-weight:700;font-family:ui-monospace,monospace}
-.GET{color:#1a7f37}.POST{color:#0969da}.PATCH{color:#9a6700}.DELETE{color:#cf222e}
+.GET{color:#1a7f37}.POST{color:#0969da}.PUT{color:#9a6700}.PATCH{color:#9a6700}.DELETE{color:#cf222e}
 .scope{font-size:12px;border:1px solid #d0d7de;border-radius:10px;padding:0 8px;margin-left:8px}
 details summary{cursor:pointer;color:#57606a}
 `;

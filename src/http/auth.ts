@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import { SlidingLogLimiter } from './rate-limit.js';
 import type { AuthContext, RouteScope } from './route-types.js';
 import type { Scope } from '../domain/connections.js';
+import type { GuardNarrowing } from '../domain/guards.js';
 
 /** What `store.apiKeys.verify` returns. */
 export interface ApiKeyView {
@@ -17,6 +18,7 @@ export interface ApiKeyView {
   scopes: readonly string[];
   prefix?: string;
   revokedAt?: string | number | null;
+  guards?: GuardNarrowing | null;
 }
 
 /** What `store.webhookTokens.verify` returns. */
@@ -25,6 +27,7 @@ export interface WebhookTokenView {
   userId: string;
   accountId: string;
   strategyId?: string | null;
+  guards?: GuardNarrowing | null;
 }
 
 /** The slice of the store authentication uses. */
@@ -128,7 +131,9 @@ export class Authenticator {
       throw this.fail(ip, now, new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key'));
     }
     const scopes = view.scopes.filter((s): s is Scope => s === 'read' || s === 'trade');
-    const granted = this.grant(scope, { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' }, view.id);
+    const auth: AuthContext = { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' };
+    if (view.guards) auth.narrowing = view.guards;
+    const granted = this.grant(scope, auth, view.id);
     this.touch(view.id, now);
     return granted;
   }
@@ -142,8 +147,10 @@ export class Authenticator {
     const tokenId = view.id;
     if (touch) this.record(`webhook:${tokenId}`, now, () => touch.call(this.store.webhookTokens, tokenId, now));
     const webhook = { tokenId: view.id, accountId: view.accountId, strategyId: view.strategyId ?? null };
+    const auth: AuthContext = { userId: view.userId, principalId: `webhook:${view.id}`, scopes: ['trade'], kind: 'webhook', webhook };
+    if (view.guards) auth.narrowing = view.guards;
     return {
-      auth: { userId: view.userId, principalId: `webhook:${view.id}`, scopes: ['trade'], kind: 'webhook', webhook },
+      auth,
       rateKey: `webhook:${view.id}`,
       bucket: 'webhook',
     };

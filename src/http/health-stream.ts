@@ -32,7 +32,7 @@ export interface OwnerStore {
 }
 
 /**
- * Publishes status and bracket-alert events to the streams of the connection's owner; returns
+ * Publishes status, bracket-alert and guard events to the streams of the connection's owner; returns
  * the unsubscribe function. Owners are cached per connection, and the entry is dropped when
  * the connection is removed (DISABLED) or started afresh (CONNECTING on `connect`, as a re-added
  * connection is), so a connection that comes back under another user reports to that user.
@@ -48,7 +48,7 @@ export function bridgeActorEvents(gateway: Pick<ActorGateway, 'onEvent'>, store:
     return owner;
   };
   return gateway.onEvent((event) => {
-    if (event.type !== 'status' && event.type !== 'bracket-alert') return;
+    if (event.type === 'accounts') return;
     const lifecycle = event.type === 'status' ? event : undefined;
     if (lifecycle?.status === 'CONNECTING' && lifecycle.reason === 'connect') owners.delete(event.connectionId);
     const userId = ownerOf(event.connectionId);
@@ -69,9 +69,11 @@ export const HEALTH_STREAM_ROUTE = defineRoute({
     'then a `status` message on every change and a `heartbeat` every SSE_HEARTBEAT_MS. Each message is ' +
     '`id: <seq>` + `data: <json>`. Reconnect with `Last-Event-ID` to resume; when the id is too old you get ' +
     'fresh snapshots. At most SSE_MAX_STREAMS_PER_KEY streams per key (429 TOO_MANY_STREAMS beyond). ' +
-    'A client that stops reading is cut once its buffer passes a bound; it resumes with Last-Event-ID.',
+    'A client that stops reading is cut once its buffer passes a bound; it resumes with Last-Event-ID. ' +
+    'Risk guards report `{"type":"guard","accountId","guard","action","ts","detail"}` when they refuse an entry, lock or unlock an ' +
+    'account, or flatten it (`action`: refused, locked, unlocked, flattened, flatten-failed).',
   tags: ['health'],
-  responses: [{ status: 200, description: 'text/event-stream of snapshot, status, heartbeat and bracket-alert messages' }],
+  responses: [{ status: 200, description: 'text/event-stream of snapshot, status, heartbeat, bracket-alert and guard messages' }],
   handler: async () => {
     throw new Error('the health stream is served by the pipeline (openHealthStream), not a route handler');
   },

@@ -94,7 +94,8 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           `Then a status message on every change and a heartbeat every ${config.sseHeartbeatMs} ms. Every message is id: <seq> followed by data: <json>.`,
         'Statuses: CONNECTING, CONNECTED, RECONNECTING, AUTH_EXPIRED, FAILED, DISABLED; reason names the occurrence ' +
           '(connect→CONNECTED, disconnect→RECONNECTING, reconnect→CONNECTED, auth-expired→AUTH_EXPIRED, fatal-error→FAILED). ' +
-          'bracket-alert messages report an entry whose protective legs could not be placed.',
+          'bracket-alert messages report an entry whose protective legs could not be placed; guard messages ' +
+          '{type:"guard", accountId, guard, action, ts, detail} report a risk guard refusing an entry, locking or unlocking an account, or flattening it.',
         'Reconnect with Last-Event-ID to receive what you missed; when that id is no longer buffered you get fresh snapshots. ' +
           `At most ${config.sseMaxStreamsPerKey} concurrent streams per key (429 TOO_MANY_STREAMS). A client that stops reading is disconnected once its buffer passes a bound.`,
       ],
@@ -112,7 +113,37 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
         '',
         'id: 1732200000002',
         'data: {"type":"bracket-alert","connectionId":"c1","accountId":"7","orderId":"42","ts":1732200016000,"detail":"stop loss could not be placed"}',
+        '',
+        'id: 1732200000003',
+        'data: {"type":"guard","accountId":"7","guard":"daily_loss","action":"locked","ts":1732200017000,"detail":"P&L of the day -1000 reached the daily loss limit of 1000"}',
       ].join('\n'),
+    },
+    {
+      id: 'risk-guards',
+      title: 'Risk guards',
+      paragraphs: [
+        'PUT /api/v1/accounts/{id}/guards sets an account\'s guards (scope trade; a field left out = no such guard); GET reads them with what they see now ' +
+          '(the day\'s P&L, exposure per contract). POST /api/v1/accounts/{id}/lock is the kill switch (flattens unless {"flatten":false}); /unlock lifts it.',
+        'They are enforced inside the connection\'s actor against the broker\'s live positions and working orders, one order after the other: an entry is ' +
+          'checked with every earlier order counted (in flight included), so a burst cannot overshoot. A refused entry is 403 RISK_GUARD with guard, limit and ' +
+          'value (what the order would have reached); nothing reaches the broker.',
+        'An exit (an order on the side opposite the position whose quantity, plus everything already working on that side, fits in the position), ' +
+          'cancels and flatten are never refused. Exposure = the largest position one side filling could reach: max(net + working buys, working sells − net).',
+        'The trading day starts at 17:00 America/Chicago. Day P&L = realized P&L of the day\'s fill pairs − fees the broker reports + open P&L. Reaching ' +
+          'dailyLossLimit (or dailyProfitTarget) cancels working orders, flattens and locks the account until the next trading day; unlock answers 409 until then.',
+        'A webhook token (field guards on POST/PATCH /webhook-tokens) or an API key (PUT /api-keys/{id}/guards, from the web session) may narrow the ' +
+          'guards for its own orders: the stricter value of each field wins.',
+      ],
+      code: JSON.stringify(
+        {
+          maxOrderQty: 5,
+          maxPositionPerContract: 5,
+          dailyLossLimit: 1000,
+          tradingWindows: { timeZone: 'America/Chicago', flattenAtEnd: true, windows: [{ days: ['sun', 'mon', 'tue', 'wed', 'thu'], start: '17:00', end: '15:55' }] },
+        },
+        null,
+        2,
+      ),
     },
     {
       id: 'symbols',

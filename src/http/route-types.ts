@@ -7,8 +7,9 @@
 import type { z } from 'zod';
 import type { Scope } from '../domain/connections.js';
 import type { Logger } from '../log.js';
+import type { GuardNarrowing } from '../domain/guards.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * `read` / `trade`: X-API-Key with that scope (or a web session). `none`: public.
@@ -27,6 +28,8 @@ export interface AuthContext {
   kind: 'api-key' | 'webhook' | 'session';
   /** For `webhook` calls: the token that authenticated the request, as verified (its bound account and strategy). */
   webhook?: WebhookPrincipal;
+  /** The API key's or webhook token's narrowing of the account guards, when it has one. */
+  narrowing?: GuardNarrowing;
 }
 
 /** A verified webhook token: the alert goes to its account, with its strategy's defaults. */

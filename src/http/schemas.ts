@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { MAX_ORDER_QTY } from '../domain/orders.js';
 import { WEBHOOK_FIELD_ALIASES, type WebhookField } from './webhook-payload.js';
+import { guardNarrowingSchema } from './guard-schemas.js';
 
 const id = z.string().min(1).describe('Identifier (string)');
 const isoTime = z.string().describe('ISO-8601 UTC time');
@@ -251,12 +252,14 @@ export const createWebhookTokenBodySchema = z.strictObject({
   accountId: id,
   name: z.string().min(1).max(100),
   strategyId: id.nullable().optional(),
+  guards: guardNarrowingSchema.nullable().optional(),
 });
 /** PATCH /webhook-tokens/{id} body: rebind the account, rename, change the strategy. */
 export const updateWebhookTokenBodySchema = z.strictObject({
   accountId: id.optional(),
   name: z.string().min(1).max(100).optional(),
   strategyId: id.nullable().optional(),
+  guards: guardNarrowingSchema.nullable().optional().describe('Replaces the narrowing; null removes it'),
 });
 
 export const webhookTokenSchema = z.object({
@@ -265,6 +268,7 @@ export const webhookTokenSchema = z.object({
   accountId: id,
   strategyId: z.string().nullable(),
   accountActive: z.boolean().describe('false: the broker no longer reports the bound account; alerts get 403 Account is inactive'),
+  guards: guardNarrowingSchema.nullable().describe('This token’s narrowing of the account’s risk guards (null: none)'),
   createdAt: isoTime.nullable(),
   lastUsedAt: isoTime.nullable(),
   url: z.string().optional().describe('The receiving URL (contains the secret token); returned to its owner on create and GET one'),

@@ -16,6 +16,7 @@ import type { Store } from '../store/index.js';
 import { renderApiDocsPage } from './api-docs-page.js';
 import { Authenticator, type SessionAuthenticator } from './auth.js';
 import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream } from './health-stream.js';
+import { recordGuardEvents } from './guard-events.js';
 import { IdempotencyGate } from './idempotency.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { internalReply, replyStage, runPipeline, type Exchange, type PipelineDeps } from './pipeline.js';
@@ -123,7 +124,12 @@ class Engine {
         return true;
       },
     };
-    this.unbridge = bridgeActorEvents(deps.gateway, store, this.hub);
+    const unbridge = bridgeActorEvents(deps.gateway, store, this.hub);
+    const unrecord = recordGuardEvents(deps.gateway, store, logger);
+    this.unbridge = () => {
+      unbridge();
+      unrecord();
+    };
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
   }

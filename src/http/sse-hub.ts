@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import {
   EventRing,
   bracketAlertMessage,
+  guardMessage,
   formatSseEvent,
   statusMessage,
   type PublishedMessage,
@@ -41,7 +42,7 @@ export interface SseSubscription {
 
 /** What serve and the routes use to push events. */
 export interface SseHub {
-  /** Publishes a `status` or `bracket-alert` event to every stream of the user (and the resume ring). */
+  /** Publishes a `status`, `bracket-alert` or `guard` event to every stream of the user (and the resume ring). */
   publish(userId: string, event: PublishedMessage): void;
   /** Number of open streams. */
   subscriberCount(): number;
@@ -169,7 +170,8 @@ export class HealthHub implements SseHub {
   publish(userId: string, event: PublishedMessage): void {
     const ch = this.channel(userId);
     ch.seq++;
-    const message = event.type === 'bracket-alert' ? bracketAlertMessage(event) : statusMessage(event, 'status');
+    const message =
+      event.type === 'bracket-alert' ? bracketAlertMessage(event) : event.type === 'guard' ? guardMessage(event) : statusMessage(event, 'status');
     const frame = formatSseEvent(ch.seq, message);
     ch.ring.push(ch.seq, frame);
     for (const sub of ch.subscribers) sub.send(frame);

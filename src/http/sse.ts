@@ -2,7 +2,7 @@
  * The one SSE serializer of the service (DESIGN §8) and the per-user event ring used for
  * `Last-Event-ID` resume. Pure: no sockets, no timers.
  */
-import type { BracketAlertEvent } from '../actors/protocol.js';
+import type { BracketAlertEvent, GuardEvent } from '../actors/protocol.js';
 import type { ConnectionStatus, StatusEvent, StatusReason } from '../domain/connections.js';
 
 /** Reconnection delay announced to clients on open. */
@@ -26,11 +26,21 @@ export interface HeartbeatMessage {
 /** Bracket-integrity alarm, sent as the actor reported it. */
 export type BracketAlertMessage = BracketAlertEvent;
 
+/** A risk guard acted on an account (DESIGN §8 stream, risk guards). */
+export interface GuardMessage {
+  type: 'guard';
+  accountId: string;
+  guard: GuardEvent['guard'];
+  action: GuardEvent['action'];
+  ts: number;
+  detail: string;
+}
+
 /** Every payload the health stream carries. */
-export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage;
+export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage | GuardMessage;
 
 /** Events the hub publishes to a user's stream (snapshots and heartbeats are per stream). */
-export type PublishedMessage = (Omit<ConnectionStatusMessage, 'type'> & { type: 'status' }) | BracketAlertMessage;
+export type PublishedMessage = (Omit<ConnectionStatusMessage, 'type'> & { type: 'status' }) | BracketAlertMessage | GuardEvent;
 
 /** The `retry:` field sent first on every stream. */
 export function formatRetry(ms: number = SSE_RETRY_MS): string {
@@ -79,6 +89,11 @@ export function bracketAlertMessage(event: BracketAlertEvent): BracketAlertMessa
     ts: event.ts,
     detail: event.detail,
   };
+}
+
+/** A `guard` message from the actor event: `{type, accountId, guard, action, ts, detail}`. */
+export function guardMessage(event: GuardEvent): GuardMessage {
+  return { type: 'guard', accountId: event.accountId, guard: event.guard, action: event.action, ts: event.ts, detail: event.detail };
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { AppError } from '../domain/problems.js';
 import type { Scope } from '../domain/connections.js';
+import type { GuardNarrowing } from '../domain/guards.js';
 import { ownedReads, type StoreContext } from './context.js';
 import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
 
@@ -18,6 +19,8 @@ export interface ApiKeyRow {
   digest: string;
   createdAt: string;
   revokedAt: string | null;
+  /** Narrows the account guards for this key's orders (absent on rows written before guards existed). */
+  guards?: GuardNarrowing | null;
 }
 
 /** An API key as it may be shown: never the key, never its digest. */
@@ -31,6 +34,8 @@ export interface ApiKeyView {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** Narrows the account guards for this key's orders (null: none). */
+  guards: GuardNarrowing | null;
 }
 
 export const API_KEY_SCOPES: readonly Scope[] = ['read', 'trade'];
@@ -55,6 +60,8 @@ export interface ApiKeyStore {
   revoke(userId: string, id: string): Promise<boolean>;
   /** Revokes any key by id (CLI); false when unknown or already revoked. */
   revokeById(id: string): Promise<boolean>;
+  /** Sets (null: removes) the key's narrowing of the account guards; undefined when not the user's key. */
+  setGuards(userId: string, id: string, guards: GuardNarrowing | null): Promise<ApiKeyView | undefined>;
   /** Records use; writes at most once per TOUCH_INTERVAL_MS per key and is not awaited. */
   touch(id: string, now: number): void;
 }
@@ -70,6 +77,7 @@ export function apiKeyView(r: ApiKeyRow, used: number | undefined): ApiKeyView {
     createdAt: r.createdAt,
     lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
     revokedAt: r.revokedAt,
+    guards: r.guards ?? null,
   };
 }
 
@@ -154,6 +162,19 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
 
     revokeById(id) {
       return revokeWhere(id, undefined);
+    },
+
+    async setGuards(userId, id, guards) {
+      const updated = await ctx.durable(
+        apiKeys.transaction((): ApiKeyRow | undefined => {
+          const r = row(id);
+          if (!r || r.userId !== userId) return undefined;
+          const next = { ...r, guards };
+          apiKeys.put(id, next);
+          return next;
+        }),
+      );
+      return updated && view(updated);
     },
 
     touch(id, now) {

@@ -33,6 +33,8 @@ export interface Dbs {
   sessions: Database;
   /** [userId, sessionId] → sha256(session id): a user's sessions (revoked together). */
   sessionsByUser: Database<string, [string, string]>;
+  /** [userId, accountId] → risk guards and lock of the account. */
+  guards: Database<unknown, [string, string]>;
 }
 
 export type OwnedKind = 'apiKey' | 'connection' | 'webhookToken' | 'strategy';

@@ -18,6 +18,7 @@ import { createSessionStore, type SessionStore } from './sessions.js';
 import { createStrategyStore, type StrategyStore } from './strategies.js';
 import { createUserStore, type UserStore } from './users.js';
 import { createWebhookTokenStore, type WebhookTokenStore } from './webhook-tokens.js';
+import { createGuardStore, type GuardStore } from './guards.js';
 
 export type { User } from './users.js';
 export type { ApiKeyView } from './api-keys.js';
@@ -27,6 +28,7 @@ export type { StrategyRecord, StrategyFields, StrategyPatch } from './strategies
 export type { IdempotencyRecord } from './idempotency.js';
 export type { JournalEntry } from './journal.js';
 export type { SessionRecord, SessionPolicy } from './sessions.js';
+export type { GuardRecord } from './guards.js';
 
 /** Name of the LMDB environment inside the data dir (a file plus its `-lock` file). */
 export const LMDB_DIR = 'tradegate.lmdb';
@@ -52,6 +54,8 @@ export interface Store {
   readonly idempotency: IdempotencyStore;
   readonly journal: JournalStore;
   readonly sessions: SessionStore;
+  /** Risk guards and locks per account. */
+  readonly guards: GuardStore;
   /** Resolves once every write issued so far (including un-awaited ones) is on disk. */
   flushed(): Promise<void>;
   /** Waits for pending writes, then closes the environment. */
@@ -130,6 +134,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     journalByRef: named('journalByRef'),
     sessions: named('sessions'),
     sessionsByUser: named('sessionsByUser'),
+    guards: named('guards'),
   };
 
   const ctx: StoreContext = {
@@ -159,6 +164,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     idempotency: createIdempotencyStore(ctx),
     journal: createJournalStore(ctx),
     sessions,
+    guards: createGuardStore(ctx),
     async flushed() {
       await env.committed;
       await env.flushed;

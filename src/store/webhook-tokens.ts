@@ -9,6 +9,7 @@ import { byCreation, ownedReads, type StoreContext } from './context.js';
 import type { Sealer } from './crypto.js';
 import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
 import { touchThrottle } from './api-keys.js';
+import type { GuardNarrowing } from '../domain/guards.js';
 
 /** A webhook token as it may be shown (never the token itself). */
 export interface WebhookTokenRecord {
@@ -17,6 +18,8 @@ export interface WebhookTokenRecord {
   name: string;
   accountId: string;
   strategyId: string | null;
+  /** Narrows the account's risk guards for this token's alerts (null: none). */
+  guards: GuardNarrowing | null;
   /** `whk_<id>` */
   prefix: string;
   createdAt: string;
@@ -33,6 +36,8 @@ export interface WebhookTokenRow {
   createdAt: string;
   digest: string;
   sealedToken: Uint8Array;
+  /** Absent on rows written before guards existed. */
+  guards?: GuardNarrowing | null;
 }
 
 export interface WebhookTokenPatch {
@@ -40,11 +45,13 @@ export interface WebhookTokenPatch {
   accountId?: string;
   /** null unbinds the strategy. */
   strategyId?: string | null;
+  /** null removes the narrowing. */
+  guards?: GuardNarrowing | null;
 }
 
 export interface WebhookTokenStore {
   /** Creates a token; `token` is the secret for the URL (also recoverable later with `reveal`). */
-  create(input: { userId: string; name: string; accountId: string; strategyId?: string | null }): Promise<{
+  create(input: { userId: string; name: string; accountId: string; strategyId?: string | null; guards?: GuardNarrowing | null }): Promise<{
     record: WebhookTokenRecord;
     token: string;
   }>;
@@ -85,6 +92,7 @@ export function webhookTokenView(r: Omit<WebhookTokenRow, 'sealedToken'>, used: 
     name: r.name,
     accountId: r.accountId,
     strategyId: r.strategyId,
+    guards: r.guards ?? null,
     prefix: tokenPrefix('whk', r.id),
     createdAt: r.createdAt,
     lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
@@ -93,14 +101,14 @@ export function webhookTokenView(r: Omit<WebhookTokenRow, 'sealedToken'>, used: 
 
 /** Validates a new token and builds its row, the token sealed under `seal`; `token` is the secret. */
 export function newWebhookTokenRow(
-  { userId, name, accountId, strategyId }: { userId: string; name: string; accountId: string; strategyId?: string | null },
+  { userId, name, accountId, strategyId, guards }: { userId: string; name: string; accountId: string; strategyId?: string | null; guards?: GuardNarrowing | null },
   createdAt: string,
   sealer: Sealer,
 ): { row: WebhookTokenRow; token: string } {
   checkTokenName(name);
   const { id, token, digest } = newToken('whk');
   return {
-    row: { id, userId, name, accountId, strategyId: strategyId ?? null, createdAt, digest, sealedToken: sealer.seal(token, webhookTokenAad(id)) },
+    row: { id, userId, name, accountId, strategyId: strategyId ?? null, guards: guards ?? null, createdAt, digest, sealedToken: sealer.seal(token, webhookTokenAad(id)) },
     token,
   };
 }
@@ -118,6 +126,7 @@ export function patchedToken<R extends Omit<WebhookTokenRow, 'sealedToken'>>(r: 
     ...(patch.name !== undefined && { name: patch.name }),
     ...(patch.accountId !== undefined && { accountId: patch.accountId }),
     ...(patch.strategyId !== undefined && { strategyId: patch.strategyId }),
+    ...(patch.guards !== undefined && { guards: patch.guards }),
   };
 }
 

@@ -42,6 +42,8 @@ export async function startActorHarness(
     restUrl?: (sim: SimHandle) => string;
     sim?: SimOptions;
     budget?: ConnectionSpec['budget'];
+    /** The spec's guards, given the created account ids. */
+    guardsFor?: (accountIds: number[]) => ConnectionSpec['guards'];
   } = {},
 ): Promise<ActorHarness> {
   const sim = await startSim({ priceStepMs: 0, heartbeatMs: 500, ...opts.sim });
@@ -60,6 +62,7 @@ export async function startActorHarness(
     credentials: { name, password: opts.password ?? password },
     budget: opts.budget ?? { perMinute: 100_000, perHour: 1_000_000 },
     requestTimeoutMs: 5000,
+    ...(opts.guardsFor ? { guards: opts.guardsFor((created.accounts as { id: number }[]).map((a) => a.id)) } : {}),
   };
   const events: ActorEvent[] = [];
   const waiters = new Set<() => void>();

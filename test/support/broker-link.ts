@@ -41,6 +41,16 @@ export class FakeBroker implements BrokerLink {
 
   async ensureContract(): Promise<void> {}
 
+  /** Account ids `account/list` answers with; null lists every account in the mirror. */
+  listed: number[] | null = null;
+
+  /** `account/list`: accounts it no longer lists leave the mirror (as BrokerConnection.pollAccounts does). */
+  async pollAccounts(): Promise<void> {
+    this.sent.push({ endpoint: 'account/list', body: {} });
+    if (!this.listed) return;
+    for (const a of this.mirror.all('account')) if (!this.listed.includes(a.id)) this.mirror.apply('account', 'Deleted', a);
+  }
+
   async send(endpoint: string, body?: unknown): Promise<unknown> {
     this.requireConnected();
     const b = (body ?? {}) as Body;

@@ -2,8 +2,9 @@
  * A worker host for supervisor tests: speaks WorkerHostApi like workers/connection-actor/host.ts
  * but runs no broker connection. Its behaviour is scripted by request type:
  * `accounts` answers [], `positions` never answers, `working-orders` kills the thread
- * mid-call, `find-by-clordid` answers a coded NOT_FOUND, and `trade-history` reports the adds
- * this thread has seen (as `{ connectionId, resume }`). Adding reports CONNECTED and an
+ * mid-call, `find-by-clordid` answers a coded NOT_FOUND, `trade-history` reports the adds
+ * this thread has seen (as `{ connectionId, resume, guards? }`), and `lock` reports a guard
+ * `locked` event with the lock, as the real actor does. Adding reports CONNECTED and an
  * account; removing reports a late RECONNECTING (a stale event the supervisor must drop).
  */
 import { parentPort, workerData } from 'node:worker_threads';
@@ -14,12 +15,12 @@ import type { ConnectionSpec } from '../../src/domain/connections.js';
 
 const data = workerData as WorkerHostData;
 const emit = (e: ActorEvent) => data.eventPort.postMessage(e);
-const adds: { connectionId: string; resume: boolean }[] = [];
+const adds: { connectionId: string; resume: boolean; guards?: ConnectionSpec['guards'] }[] = [];
 const actors = new Set<string>();
 
 const api: WorkerHostApi = {
   async add(spec: ConnectionSpec, resume = false) {
-    adds.push({ connectionId: spec.connectionId, resume });
+    adds.push({ connectionId: spec.connectionId, resume, ...(spec.guards ? { guards: spec.guards } : {}) });
     actors.add(spec.connectionId);
     emit({ type: 'status', connectionId: spec.connectionId, status: 'CONNECTED', reason: resume ? 'reconnect' : 'connect', ts: Date.now() });
     emit({
@@ -42,6 +43,11 @@ const api: WorkerHostApi = {
         return { ok: false, error: { code: 'NOT_FOUND', message: `no order ${req.clOrdId}`, retryable: false } };
       case 'trade-history':
         return { ok: true, value: adds };
+      case 'lock': {
+        const lock = { guard: 'kill_switch' as const, since: 1, until: null, detail: req.detail ?? 'kill switch' };
+        emit({ type: 'guard', connectionId: _connectionId, accountId: req.accountId, guard: 'kill_switch', action: 'locked', ts: 1, detail: lock.detail, lock });
+        return { ok: true, value: null };
+      }
       default:
         return { ok: true, value: [] };
     }

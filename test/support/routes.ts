@@ -6,6 +6,7 @@
  */
 import { loadConfig } from '../../src/config.js';
 import type { Scope } from '../../src/domain/connections.js';
+import type { GuardNarrowing } from '../../src/domain/guards.js';
 import type { AccountRecord, OrderRecord } from '../../src/domain/orders.js';
 import { AppError } from '../../src/domain/problems.js';
 import type { RouteContext, RouteDef, RouteResponse, WebhookPrincipal } from '../../src/http/route-types.js';
@@ -111,6 +112,8 @@ export interface CallOptions {
   /** Lower-case request headers (e.g. the session cookie). */
   headers?: Record<string, string>;
   ip?: string;
+  /** The credential's narrowing of the account guards. */
+  narrowing?: GuardNarrowing;
 }
 
 export interface CallResult extends RouteResponse {
@@ -140,6 +143,7 @@ export async function call(w: World, method: string, path: string, opts: CallOpt
       scopes: opts.scopes ?? ['read', 'trade'],
       kind: opts.kind ?? 'api-key',
       ...(opts.webhook ? { webhook: opts.webhook } : {}),
+      ...(opts.narrowing ? { narrowing: opts.narrowing } : {}),
     },
     requestId: 'req-1',
     timing: { add: (name, ms) => timing.push([name, ms]) },

@@ -16,11 +16,24 @@ import type { ActorContext } from './context.js';
 import type { ActorEvent, ActorRequest, Result, ResultMap } from '../../src/actors/protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../../src/domain/connections.js';
 import { BracketWatch } from './bracket-watch.js';
+import { GuardKeeper } from './guards.js';
+import { QuoteFeed } from '../../src/broker/tradovate/quotes.js';
+
+/** The actor's clock: the real one, or a test's shared fake (tuning.fakeClock). */
+function clockOf(t: ConnectionTuning): () => number {
+  const fake = t.fakeClock;
+  if (!fake) return Date.now;
+  return () => {
+    const v = Number(Atomics.load(fake, 0));
+    return v === 0 ? Date.now() : v;
+  };
+}
 
 /** A connection actor. `start()` connects; `handle()` never throws (errors come back as data). */
 export class ConnectionActor {
   readonly conn: BrokerConnection;
   readonly model: OrderModel;
+  readonly guards: GuardKeeper;
   private readonly ctx: ActorContext;
   private readonly brokerPointValues = new Map<string, number>();
 
@@ -32,9 +45,16 @@ export class ConnectionActor {
   ) {
     const t = { ...CONNECTION_TUNING, ...tuning };
     const log = logger.child({ connectionId: spec.connectionId });
-    this.conn = new BrokerConnection(spec, t, log, (e: StatusEvent) => emit(e));
+    this.conn = new BrokerConnection(spec, t, log, (e: StatusEvent) => {
+      if (e.status === 'CONNECTED') this.guards.connected();
+      emit(e);
+    });
     this.model = new OrderModel(this.conn.mirror, spec);
     this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map() };
+    const quotes = new QuoteFeed(this.conn, (contractId, price) => this.guards.pnl.mark(contractId, price), log, spec.mdWsUrl);
+    this.conn.onMarketData((data) => quotes.handle(data));
+    this.guards = new GuardKeeper({ ctx: this.ctx, now: clockOf(t), tickMs: t.guardTickMs, initial: spec.guards ?? {}, quotes });
+    this.ctx.guards = this.guards;
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
     this.conn.mirror.onChange((change) => {
       const alert = watch.check(change);
@@ -54,11 +74,13 @@ export class ConnectionActor {
 
   /** Starts connecting (returns at once; progress arrives as status events). */
   start(resume = false): void {
+    this.guards.start();
     this.conn.start(resume);
   }
 
   /** Stops the actor silently (the supervisor announces DISABLED). */
   stop(): Promise<void> {
+    this.guards.stop();
     return this.conn.stop();
   }
 
@@ -94,6 +116,14 @@ export class ConnectionActor {
       }
       case 'accounts':
         return this.model.accounts();
+      case 'set-guards':
+        return this.guards.setGuards(req.accountId, req.config);
+      case 'lock':
+        return this.guards.lock(req.accountId, req.flatten, req.detail);
+      case 'unlock':
+        return this.guards.unlock(req.accountId);
+      case 'guard-status':
+        return this.guards.status(req.accountId);
       case 'find-by-clordid': {
         this.conn.requireConnected();
         const o = this.model.findByClOrdId(req.accountId, req.clOrdId);

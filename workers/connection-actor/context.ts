@@ -7,10 +7,11 @@ import type { Logger } from '../../src/log.js';
 import type { Mirror } from '../../src/broker/tradovate/mirror.js';
 import type { BrokerConnection } from '../../src/broker/tradovate/connection.js';
 import type { OrderModel } from './order-model.js';
-import type { ActorEvent, PlaceOrderResult } from '../../src/actors/protocol.js';
+import type { ActorEvent, PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
+import type { Hold } from './exposure.js';
 
 /** What the order operations use of the broker connection (tests stand in for it). */
-export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract'>;
+export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract' | 'pollAccounts'>;
 
 /** Everything an order operation needs from its actor. */
 export interface ActorContext {
@@ -23,6 +24,8 @@ export interface ActorContext {
   emit(event: ActorEvent): void;
   /** Place attempts in flight, by `accountId|clOrdId`. */
   placing: Map<string, Promise<PlaceOrderResult>>;
+  /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
+  guards?: { admit(req: PlaceOrderRequest): Hold | null };
 }
 
 /** Milliseconds since `t0` (performance clock), rounded to 0.1 ms. */

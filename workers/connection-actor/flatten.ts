@@ -5,6 +5,8 @@
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
+import { onActiveAccount } from './access.js';
+import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, liquidatePositionBody } from '../../src/broker/tradovate/requests.js';
 import type { FlattenRequest, FlattenResult } from '../../src/actors/protocol.js';
@@ -20,6 +22,10 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
       throw new AppError('SYMBOL_MISMATCH', `account holds ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
     }
   }
+  return onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account));
+}
+
+async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {
   const t0 = performance.now();
   const working = ctx.model.workingOrders(req.accountId);
   // Entries first: cancelling one takes its suspended legs with it, saving a request per leg.

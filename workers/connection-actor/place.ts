@@ -7,6 +7,9 @@
 import { AppError } from '../../src/domain/problems.js';
 import { checkAnswer, placeOrderBody, placeOsoBody, startStrategyBody } from '../../src/broker/tradovate/requests.js';
 import { since, type ActorContext } from './context.js';
+import { onActiveAccount } from './access.js';
+import type { Entity } from '../../src/broker/tradovate/mirror.js';
+import type { Hold } from './exposure.js';
 import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
 import type { PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
@@ -105,6 +108,23 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   }
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
+  // From the guards' check to the send nothing awaits: the order's contracts are held from the
+  // check until the broker reports the order, so concurrent orders see each other.
+  const hold = ctx.guards?.admit(req) ?? null;
+  try {
+    const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, req, account, hold));
+    hold?.release();
+    return result;
+  } catch (err) {
+    // After a timeout the order may still reach the broker: keep its contracts held a while longer.
+    if (hold && err instanceof AppError && err.code === 'BROKER_TIMEOUT') setTimeout(() => hold.release(), ctx.settleMs).unref();
+    else hold?.release();
+    throw err;
+  }
+}
+
+/** Sends a new order (single, OSO or strategy) and waits for the broker to settle it. */
+async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Entity, hold: Hold | null): Promise<PlaceOrderResult> {
   const ref = { id: account.id, name: String(account.name ?? account.id) };
   const note = { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null };
   const hasBracket = !!req.takeProfit || !!req.stopLoss;
@@ -115,6 +135,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     const brokerMs = since(t0);
     const orderId = Number(d.orderId);
     if (!orderId) throw new AppError('BROKER_REJECTED', 'broker returned no order id', { brokerReason: 'no orderId' });
+    hold?.bind(orderId);
     ctx.model.note(orderId, note);
     await settle(ctx, orderId);
     return { order: recordOrThrow(ctx, req, orderId, 'single'), reconciled: false, brokerMs };
@@ -128,6 +149,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     const brokerMs = since(t0);
     const orderId = Number(d.orderId);
     if (!orderId) throw new AppError('BROKER_REJECTED', 'broker returned no order id', { brokerReason: 'no orderId' });
+    hold?.bind(orderId);
     const first = Number(d.oso1Id) || null;
     const second = Number(d.oso2Id) || null;
     const tpId = tp !== null ? first : null;
@@ -171,6 +193,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     throw new AppError('BROKER_REJECTED', `broker rejected the bracket: ${brokerReason}`, { brokerReason });
   }
   if (entry === undefined) throw new AppError('BROKER_TIMEOUT', `order strategy ${strategyId} started but its entry order did not appear in time`);
+  hold?.bind(entry);
   ctx.model.note(entry, { ...note, role: 'entry', bracketId: String(entry) });
   await settle(ctx, entry);
   const order = recordOrThrow(ctx, req, entry, 'entry');

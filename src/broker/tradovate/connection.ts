@@ -41,6 +41,7 @@ export class BrokerConnection {
   private readonly contractFetches = new Map<string, Promise<void>>();
   /** Contracts the broker could not name: not asked again on every event. */
   private readonly contractMisses = new Set<string>();
+  private marketData: ((data: unknown) => void) | undefined;
 
   constructor(
     readonly spec: ConnectionSpec,
@@ -164,6 +165,7 @@ export class BrokerConnection {
         this.token!.accessToken,
         {
           onEvent: (m) => {
+            if (m.event === 'md') return this.marketData?.(m.data);
             if (m.event !== 'props' || !m.data || typeof m.data !== 'object') return;
             const d = m.data as { entityType?: unknown; eventType?: unknown; entity?: unknown };
             if (typeof d.entityType === 'string') this.mirror.apply(d.entityType, String(d.eventType), d.entity);
@@ -270,6 +272,7 @@ export class BrokerConnection {
     if (this.token !== current) return;
     if (outcome.kind === 'token') {
       this.token = { ...outcome.token, userId: outcome.token.userId || current.userId };
+      if (!this.token.mdAccessToken && current.mdAccessToken) this.token.mdAccessToken = current.mdAccessToken;
       this.scheduleRenew();
     } else if (outcome.kind === 'unauthorized' || outcome.kind === 'rejected') {
       // The next (re)connect authenticates from scratch; the open socket keeps its session.
@@ -303,6 +306,16 @@ export class BrokerConnection {
     } catch (err) {
       this.logger.debug({ err }, 'account poll failed');
     }
+  }
+
+  /** The token for a market-data socket (the broker's md token, else the access token); null before authentication. */
+  marketDataToken(): string | null {
+    return this.token?.mdAccessToken ?? this.token?.accessToken ?? null;
+  }
+
+  /** Receives the `md` events (quotes) of the socket's market data subscriptions. */
+  onMarketData(listener: (data: unknown) => void): void {
+    this.marketData = listener;
   }
 
   /** Throws BROKER_UNAVAILABLE unless CONNECTED (callers must never serve stale data). */

@@ -24,6 +24,7 @@ export const SYNC_ENTITY_TYPES = [
   'orderStrategy',
   'orderStrategyLink',
   'cashBalance',
+  'fillFee',
 ] as const;
 
 const PLURALS: Record<string, string> = {
@@ -35,6 +36,7 @@ const PLURALS: Record<string, string> = {
   commandReports: 'commandReport',
   executionReports: 'executionReport',
   fills: 'fill',
+  fillFees: 'fillFee',
   fillPairs: 'fillPair',
   orderStrategies: 'orderStrategy',
   orderStrategyLinks: 'orderStrategyLink',

@@ -13,6 +13,8 @@ export interface AccessToken {
   /** ms since the epoch */
   expiresAt: number;
   userId: number;
+  /** The market-data socket's token, when the broker issues one. */
+  mdAccessToken?: string;
 }
 
 /** Every way an auth call can end. */
@@ -46,7 +48,9 @@ function tokenFrom(body: Record<string, unknown>): AccessToken | null {
   const exp = typeof body.expirationTime === 'string' ? Date.parse(body.expirationTime) : NaN;
   // No usable expiry: assume the documented minimum lifetime so renewal still happens.
   const expiresAt = Number.isFinite(exp) ? exp : Date.now() + TOKEN_RENEWAL.assumedLifetimeMs;
-  return { accessToken: body.accessToken, expiresAt, userId: Number(body.userId ?? 0) };
+  const token: AccessToken = { accessToken: body.accessToken, expiresAt, userId: Number(body.userId ?? 0) };
+  if (typeof body.mdAccessToken === 'string' && body.mdAccessToken) token.mdAccessToken = body.mdAccessToken;
+  return token;
 }
 
 async function send(

@@ -9,11 +9,13 @@ import type { ApiKeyView } from '../../store/index.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { listOf, listQuerySchema, type ListQuery } from '../schemas.js';
 import { errors, paginate, type RouteDeps } from './common.js';
+import { guardNarrowingSchema } from '../guard-schemas.js';
 
 /** Live (unrevoked) keys a user may hold at once. */
 export const MAX_ACTIVE_KEYS = 50;
 
-const SESSION_ERRORS = ['UNAUTHENTICATED', 'SESSION_REQUIRED', 'RATE_LIMITED'] as const;
+/** What a session-only route may answer besides its own outcomes. */
+export const SESSION_ERRORS = ['UNAUTHENTICATED', 'SESSION_REQUIRED', 'RATE_LIMITED'] as const;
 
 const scopeSchema = z.enum(['read', 'trade']);
 
@@ -31,12 +33,13 @@ export const apiKeySchema = z.object({
   createdAt: z.string(),
   lastUsedAt: z.string().nullable().describe('Recorded at most once a minute'),
   revokedAt: z.string().nullable(),
+  guards: guardNarrowingSchema.nullable().describe('The key’s narrowing of the account risk guards (PUT /api-keys/{id}/guards)'),
 });
 
 const createdApiKeySchema = apiKeySchema.extend({ key: z.string().describe('The key; shown only in this response') });
 
 function keyView(k: ApiKeyView) {
-  return { id: k.id, name: k.name, scopes: k.scopes, prefix: k.prefix, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt, revokedAt: k.revokedAt };
+  return { id: k.id, name: k.name, scopes: k.scopes, prefix: k.prefix, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt, revokedAt: k.revokedAt, guards: k.guards ?? null };
 }
 
 /** API key routes (session scope). */

@@ -8,8 +8,9 @@ import type { ActorGateway, ActorRequest, ResultFor } from '../../actors/protoco
 import type { Config } from '../../config.js';
 import { AppError, type ProblemCode, PROBLEMS } from '../../domain/problems.js';
 import type { Store } from '../../store/index.js';
-import type { ResponseDoc, RouteContext } from '../route-types.js';
+import type { AuthContext, ResponseDoc, RouteContext } from '../route-types.js';
 import { createWebSessions, type WebSessions } from '../session-auth.js';
+import type { PlaceOrderRequest } from '../../actors/protocol.js';
 import type { ListQuery } from '../schemas.js';
 
 /** The embedded paper broker, when `serve --paper` runs one (POST /connections opens logins on it). */
@@ -170,6 +171,11 @@ export const AUTH_ERRORS: ProblemCode[] = ['UNAUTHENTICATED', 'INSUFFICIENT_SCOP
 
 /** Errors of routes that talk to a broker. */
 export const BROKER_ERRORS: ProblemCode[] = ['BROKER_UNAVAILABLE', 'BROKER_TIMEOUT'];
+
+/** What the actor's guards need to know of who places an order: where it came from and the credential's narrowing. */
+export function guardedBy(auth: AuthContext, origin: 'api' | 'webhook'): Pick<PlaceOrderRequest, 'origin' | 'narrowing'> {
+  return auth.narrowing ? { origin, narrowing: [auth.narrowing] } : { origin };
+}
 
 /** The clock in force. */
 export function nowOf(deps: RouteDeps): Date {

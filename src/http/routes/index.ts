@@ -9,6 +9,7 @@ import { brokerConnectionRoutes } from './broker-connections.js';
 import type { RouteDeps } from './common.js';
 import { connectionRoutes } from './connections.js';
 import { flattenRoutes } from './flatten.js';
+import { guardRoutes } from './guards.js';
 import { meRoutes } from './me.js';
 import { orderRoutes } from './orders.js';
 import { sessionRoutes } from './session.js';
@@ -35,5 +36,6 @@ export function buildRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     ...apiKeyRoutes(deps),
     ...signalRoutes(deps),
     ...brokerConnectionRoutes(deps),
+    ...guardRoutes(deps),
   ];
 }

@@ -19,7 +19,7 @@ import {
   type ListQuery,
   type PlaceOrderBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, paginate, requireActive, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, ownedAccount, paginate, requireActive, type RouteDeps } from './common.js';
 
 /** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
 export function placedOrderView(result: PlaceOrderResult) {
@@ -45,6 +45,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     description:
       'Resolves the symbol (any accepted form) and checks prices against the contract tick before anything reaches the broker. ' +
       'Send an Idempotency-Key to make retries safe: the same key within 24 h replays the first response and never places a second order. ' +
+      'An entry that breaks one of the account’s risk guards (or the key’s narrowing of them) is refused with 403 RISK_GUARD; exits never are. ' +
       '`?dryRun=true` validates and returns the plan without sending anything.',
     tags: ['orders'],
     body: placeOrderBodySchema,
@@ -53,7 +54,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [
       { status: 201, description: 'The order as placed', schema: placeOrderResponseSchema },
       { status: 200, description: 'dryRun: the plan; nothing was sent', schema: dryRunResponseSchema },
-      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND'),
+      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
       ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', ...BROKER_ERRORS),
     ],
     async handler(ctx) {
@@ -73,7 +74,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         return { status: 200, body: dryRunBody(plan) };
       }
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-      const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId });
+      const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'api') });
       ctx.log.info({ orderId: result.order.orderId, accountId: owned.account.id, symbol: plan.order.symbol }, 'order placed');
       return { status: 201, body: placedOrderView(result) };
     },

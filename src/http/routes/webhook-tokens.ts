@@ -5,6 +5,7 @@
  */
 import { AppError } from '../../domain/problems.js';
 import type { WebhookTokenPatch, WebhookTokenRecord } from '../../store/webhook-tokens.js';
+import type { GuardNarrowing } from '../../domain/guards.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { TRADINGVIEW_TEMPLATE } from '../webhook-payload.js';
 import {
@@ -32,6 +33,7 @@ export function tokenView(deps: RouteDeps, t: WebhookTokenRecord) {
     accountId: t.accountId,
     strategyId: t.strategyId,
     accountActive: bound?.account.active ?? false,
+    guards: t.guards ?? null,
     createdAt: t.createdAt ?? null,
     lastUsedAt: t.lastUsedAt ?? null,
   };
@@ -55,8 +57,13 @@ function checkStrategy(deps: RouteDeps, userId: string, strategyId: string | nul
 
 const notFound = () => new AppError('NOT_FOUND', 'Not found');
 
-type CreateBody = { accountId: string; name: string; strategyId?: string | null | undefined };
-type UpdateBody = { accountId?: string | undefined; name?: string | undefined; strategyId?: string | null | undefined };
+type CreateBody = { accountId: string; name: string; strategyId?: string | null | undefined; guards?: GuardNarrowing | null | undefined };
+type UpdateBody = {
+  accountId?: string | undefined;
+  name?: string | undefined;
+  strategyId?: string | null | undefined;
+  guards?: GuardNarrowing | null | undefined;
+};
 
 /** Webhook token CRUD routes. */
 export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
@@ -88,10 +95,10 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE'),
     ],
     async handler(ctx) {
-      const { accountId, name, strategyId } = ctx.req.body;
+      const { accountId, name, strategyId, guards } = ctx.req.body;
       checkAccount(deps, ctx.auth.userId, accountId);
       checkStrategy(deps, ctx.auth.userId, strategyId);
-      const { record, token } = await deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null });
+      const { record, token } = await deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null, guards: guards ?? null });
       return { status: 201, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token, alertMessage: TRADINGVIEW_TEMPLATE } };
     },
   });
@@ -117,8 +124,10 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/webhook-tokens/:id',
     scope: 'trade',
     operationId: 'updateWebhookToken',
-    summary: 'Rename, rebind to another of your accounts, or change the strategy',
-    description: 'Rebinding a token whose account became inactive to a live account makes the next alert go through; the URL does not change.',
+    summary: 'Rename, rebind to another of your accounts, change the strategy or the token’s narrowing of the risk guards',
+    description:
+      'Rebinding a token whose account became inactive to a live account makes the next alert go through; the URL does not change. ' +
+      '`guards` narrows the account’s risk guards for this token’s alerts (the stricter value of each field wins; it never widens them).',
     tags: ['webhooks'],
     body: updateWebhookTokenBodySchema,
     responses: [
@@ -134,6 +143,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (b.name !== undefined) patch.name = b.name;
       if (b.accountId !== undefined) patch.accountId = b.accountId;
       if (b.strategyId !== undefined) patch.strategyId = b.strategyId;
+      if (b.guards !== undefined) patch.guards = b.guards;
       const t = await deps.store.webhookTokens.update(ctx.auth.userId, ctx.req.params.id!, patch);
       if (!t) throw notFound();
       return { status: 200, body: tokenView(deps, t) };

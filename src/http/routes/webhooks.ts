@@ -9,7 +9,7 @@ import { clOrdIdFor, planOrder } from '../../domain/order-plan.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
-import { BROKER_ERRORS, callActor, errors, hasUnsyncedConnection, nowOf, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
+import { BROKER_ERRORS, callActor, errors, guardedBy, hasUnsyncedConnection, nowOf, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount } from './flatten.js';
 import { placedOrderView } from './orders.js';
 
@@ -46,7 +46,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). Aliases: ticker → ' +
         'symbol, quantity/contracts → qty; numeric strings accepted. One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
         'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED. Unknown fields are ignored and listed ' +
-        'in `warnings`. `id` deduplicates for 24 h. A token whose account the broker no longer reports answers 403 `Account is inactive`.\n\n' +
+        'in `warnings`. `id` deduplicates for 24 h. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
+        'An entry that breaks the account’s risk guards (or the token’s narrowing of them) answers 403 RISK_GUARD; close/flatten never does.\n\n' +
         `TradingView alert message:\n\n\`\`\`json\n${TRADINGVIEW_TEMPLATE}\n\`\`\``,
       tags: ['webhooks'],
       body: webhookPayloadSchema,
@@ -56,7 +57,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       responses: [
         { status: 201, description: 'Order placed', schema: webhookResponseSchema },
         { status: 200, description: 'Account flattened', schema: webhookResponseSchema },
-        ...errors('VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED', 'UNKNOWN_SYMBOL', 'UNAUTHENTICATED', 'ACCOUNT_INACTIVE', 'NOT_FOUND'),
+        ...errors('VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED', 'UNKNOWN_SYMBOL', 'UNAUTHENTICATED', 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
         ...errors('SYMBOL_MISMATCH', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'RATE_LIMITED', ...BROKER_ERRORS),
       ],
       async handler(ctx) {
@@ -79,7 +80,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const input = completeOrder(intent.order, defaults, intent.warnings);
         const plan = planOrder(input, owned.account.id, now);
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId }, timeout);
+        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook') }, timeout);
         ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId, orderId: result.order.orderId }, 'webhook order');
         return { status: 201, body: { ...base, action: input.side, order: placedOrderView(result), flatten: null } };
       },

@@ -22,6 +22,7 @@ import { checkDataKey, type KeyCheckSlot } from '../key-check.js';
 import { createNatsIdempotencyStore, type NatsIdempotencyStore } from './idempotency.js';
 import { createNatsJournal } from './journal.js';
 import { createNatsSessionStore } from './sessions.js';
+import { createNatsGuardStore } from './guards.js';
 import { isWrongRevision, KvMirror } from './kv-mirror.js';
 import {
   createNatsApiKeyStore,
@@ -157,6 +158,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     sessions,
     idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs }),
     journal: createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track }),
+    guards: createNatsGuardStore(ctx),
     flushed,
     close() {
       closing ??= (async () => {

@@ -100,6 +100,10 @@ export function createNatsApiKeyStore(ctx: NatsStoreContext): ApiKeyStore {
     ...ownedReadsOver(table.idsOf, table.row, view),
     revoke: (userId, id) => revokeWhere(id, userId),
     revokeById: (id) => revokeWhere(id, undefined),
+    async setGuards(userId, id, guards) {
+      const next = await table.update(id, userId, (r) => ({ ...r, guards }));
+      return next && view(next);
+    },
     touch(id, now) {
       if (touches.due(id, now)) used.record(id, now);
     },

@@ -116,6 +116,12 @@ describe('place', () => {
     expect(String(err.extensions.brokerReason)).toContain('MaxOrderQtyLimitReached');
   });
 
+  test('an order racing the broker revoking its account answers ACCOUNT_INACTIVE, not a broker rejection', async () => {
+    const revoked = h.control('POST', `/accounts/${account}/deactivate`);
+    const [, err] = await Promise.all([revoked, h.callError(order({ orderType: 'market', price: null }))]);
+    expect(err).toMatchObject({ code: 'ACCOUNT_INACTIVE', message: 'Account is inactive' });
+  });
+
   test('an account the connection does not have is NOT_FOUND and nothing is sent', async () => {
     const err = await h.callError(order({ accountId: '999' }));
     expect(err.code).toBe('NOT_FOUND');

@@ -23,6 +23,8 @@ const BODIES: Record<string, unknown> = {
   'PATCH /strategies/:id': { name: 'hijacked' },
   'PATCH /webhook-tokens/:id': { name: 'hijacked' },
   'POST /webhooks/:token': { action: 'buy', symbol: 'ES1!', qty: 1 },
+  'PUT /accounts/:id/guards': { maxOrderQty: 1 },
+  'POST /accounts/:id/lock': { flatten: true },
 };
 
 interface Owned {
@@ -144,6 +146,8 @@ describe('BOLA: user B with user A’s ids', () => {
   });
 
   it('leaves every A object as it was', async () => {
+    const guards = await http(s.url, 'GET', `/api/v1/accounts/${victim.account}/guards`, { key: victim.key });
+    expect(guards.json).toMatchObject({ guards: { maxOrderQty: null }, lock: null });
     const strategy = await http(s.url, 'GET', `/api/v1/strategies/${victim.strategy}`, { key: victim.key });
     expect(strategy.status).toBe(200);
     expect(strategy.json.name).toBe('alice-strategy');

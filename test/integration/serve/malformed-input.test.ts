@@ -85,7 +85,7 @@ describe('every route that takes a body answers broken bodies with the documente
   async function bodyRoutes(): Promise<[string, string, string][]> {
     const strategy = (await http(s.url, 'POST', '/api/v1/strategies', { key: s.apiKey, body: { name: 'broken-bodies' } })).json.id as string;
     const token = (await http(s.url, 'POST', '/api/v1/webhook-tokens', { key: s.apiKey, body: { accountId: acc, name: 'broken-bodies' } })).json.id as string;
-    return ROUTES.filter((r) => (r.method === 'POST' || r.method === 'PATCH') && r.body).map((r) => {
+    return ROUTES.filter((r) => (r.method === 'POST' || r.method === 'PUT' || r.method === 'PATCH') && r.body).map((r) => {
       const path = `/api/v1${r.path.replace(':id', r.path.startsWith('/strategies') ? strategy : r.path.startsWith('/webhook-tokens') ? token : acc)}`;
       return [`${r.method} ${r.path}`, r.method, r.path === '/accounts/:id/orders' ? `${path}?dryRun=true` : path];
     });
@@ -99,7 +99,9 @@ describe('every route that takes a body answers broken bodies with the documente
         'PATCH /strategies/:id',
         'PATCH /webhook-tokens/:id',
         'POST /accounts/:id/flatten',
+        'POST /accounts/:id/lock',
         'POST /accounts/:id/orders',
+        'PUT /accounts/:id/guards',
         'POST /connections',
         'POST /connections/tradovate',
         'POST /strategies',
@@ -121,7 +123,7 @@ describe('every route that takes a body answers broken bodies with the documente
           failures.push(`${name} with ${what}: ${r.status} ${r.text.slice(0, 160)}`);
         }
       }
-      if (method === 'POST') {
+      if (method === 'POST' || method === 'PUT') {
         const r = await http(s.url, method, path, { key: s.apiKey, raw: '{}', headers: { 'content-type': 'text/plain' } });
         if (r.status !== 415 || r.json?.code !== 'UNSUPPORTED_MEDIA_TYPE') failures.push(`${name} as text/plain: ${r.status} ${r.text.slice(0, 160)}`);
       }

@@ -49,6 +49,11 @@ const OWNER: Record<string, { status: number; body?: unknown }> = {
   'POST /connections/tradovate': { status: 400, body: {} },
   // No fixture: the id does not exist (deleting the demo connection would break the other cells).
   'DELETE /connections/:id': { status: 404 },
+  'GET /accounts/:id/guards': { status: 200 },
+  'PUT /accounts/:id/guards': { status: 200, body: {} },
+  // Locks without flattening (no cell after it places an order; the unlock cells that follow lift it).
+  'POST /accounts/:id/lock': { status: 200, body: { flatten: false, reason: 'scope matrix' } },
+  'POST /accounts/:id/unlock': { status: 200 },
 };
 
 /** Fresh owned objects per cell, so DELETE cells cannot disturb each other. */

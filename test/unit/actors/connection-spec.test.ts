@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { connectionSpecFor, type ConnectionSource } from '../../../src/actors/connection-spec.js';
+import { connectionSpecFor, marketDataUrl, type ConnectionSource } from '../../../src/actors/connection-spec.js';
 import { BROKER_BUDGETS } from '../../../src/tuning.js';
 
 const paperRecord: ConnectionSource = {
@@ -24,4 +24,13 @@ test('a Tradovate connection keeps its own address and gets the Tradovate budget
   expect(spec).toMatchObject({ restUrl: live.restUrl, wsUrl: live.wsUrl, budget: { perMinute: 80, perHour: 5_000 } });
   // Each spec owns its budget object (the defaults are frozen and shared).
   expect(spec.budget).not.toBe(BROKER_BUDGETS.tradovate);
+});
+
+test('Tradovate connections get their market-data host; other addresses serve quotes on the trading socket', () => {
+  expect(marketDataUrl('wss://demo.tradovateapi.com/v1/websocket')).toBe('wss://md-demo.tradovateapi.com/v1/websocket');
+  expect(marketDataUrl('wss://live.tradovateapi.com/v1/websocket')).toBe('wss://md.tradovateapi.com/v1/websocket');
+  expect(marketDataUrl('ws://127.0.0.1:8091/v1/websocket')).toBeUndefined();
+  const demo: ConnectionSource = { ...paperRecord, broker: 'tradovate', environment: 'demo', wsUrl: 'wss://demo.tradovateapi.com/v1/websocket' };
+  expect(connectionSpecFor(demo, creds).mdWsUrl).toBe('wss://md-demo.tradovateapi.com/v1/websocket');
+  expect(connectionSpecFor(paperRecord, creds)).not.toHaveProperty('mdWsUrl');
 });

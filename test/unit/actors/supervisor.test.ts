@@ -5,6 +5,7 @@ import type { ConnectionSpec, StatusEvent } from '../../../src/domain/connection
 import { createLogger } from '../../../src/log.js';
 import { distPath } from '../../../src/paths.js';
 import { rejected } from '../../support/errors.js';
+import { guardConfig, type AccountGuards } from '../../../src/domain/guards.js';
 
 /** Worker threads run the scripted host (test/support/fake-actor-host.ts), compiled. */
 const HOST = distPath('test/support/fake-actor-host.js');
@@ -22,7 +23,7 @@ afterEach(async () => {
   events.length = 0;
 });
 
-function start(opts: { threadsMax?: number; callTimeoutMs?: number; maxInFlightPerConnection?: number } = {}): Supervisor {
+function start(opts: { threadsMax?: number; callTimeoutMs?: number; maxInFlightPerConnection?: number; guards?: (userId: string) => Record<string, AccountGuards> } = {}): Supervisor {
   sup = createSupervisor({ threadsMax: opts.threadsMax ?? 4, logger: createLogger('silent'), workerFile: HOST, ...opts });
   sup.onEvent((e) => events.push(e));
   return sup;
@@ -102,6 +103,21 @@ describe('supervisor', () => {
     expect(back).toBeDefined();
     expect(s.workerOf('c1')).not.toBe(first);
     expect(await s.request('c1', { type: 'trade-history', accountId: 'a' })).toEqual([{ connectionId: 'c1', resume: true }]);
+  });
+
+  it('actors start with their owner’s stored guards, and a restarted worker gets the guards and lock in force since', async () => {
+    const asked: string[] = [];
+    const s = start({ guards: (userId) => (asked.push(userId), { acc: { config: guardConfig({ maxOrderQty: 5 }), lock: null } }) });
+    await s.addConnection(spec('c1'));
+    expect(asked).toEqual(['u1']);
+    await s.request('c1', { type: 'set-guards', accountId: 'acc', config: guardConfig({ maxOrderQty: 2 }) });
+    await s.request('c1', { type: 'lock', accountId: 'other', flatten: false, detail: 'lunch' });
+    await next(s, (e) => e.type === 'guard');
+    await rejected(s.request('c1', { type: 'working-orders', accountId: 'a' }));
+    await next(s, (e) => e.type === 'status' && e.connectionId === 'c1' && e.status === 'CONNECTED' && e.reason === 'reconnect');
+    const [resumed] = (await s.request('c1', { type: 'trade-history', accountId: 'a' })) as unknown as { guards: Record<string, AccountGuards> }[];
+    expect(resumed!.guards.acc).toEqual({ config: guardConfig({ maxOrderQty: 2 }), lock: null });
+    expect(resumed!.guards.other).toMatchObject({ config: guardConfig({}), lock: { guard: 'kill_switch', detail: 'lunch' } });
   });
 
   it('past threadsMax connections share workers', async () => {

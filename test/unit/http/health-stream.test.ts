@@ -57,6 +57,12 @@ describe('bridgeActorEvents', () => {
     expect(b.reads()).toBe(1);
   });
 
+  it('publishes guard events to the owner', () => {
+    const b = bridgeWorld();
+    b.emit({ type: 'guard', connectionId: 'c1', accountId: '7', guard: 'daily_loss', action: 'locked', ts: 3, detail: 'P&L -1000', lock: null });
+    expect(b.published).toMatchObject([{ userId: 'alice', event: { type: 'guard', guard: 'daily_loss', action: 'locked' } }]);
+  });
+
   it('drops events of a connection nobody owns (yet)', () => {
     const b = bridgeWorld();
     b.emit(b.status('ghost', 'CONNECTED', 'connect'));

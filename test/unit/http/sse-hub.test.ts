@@ -48,6 +48,15 @@ describe('HealthHub', () => {
     expect(hub.subscriberCount()).toBe(3);
   });
 
+  it('a guard event goes out as {type, accountId, guard, action, ts, detail}: no connection id, no lock', () => {
+    const hub = makeHub();
+    const a = new FakeSink();
+    hub.subscribe('u1', 'k1', a);
+    const lock = { guard: 'kill_switch' as const, since: 7, until: null, detail: 'away' };
+    hub.publish('u1', { type: 'guard', connectionId: 'c1', accountId: '7', guard: 'kill_switch', action: 'locked', ts: 7, detail: 'away', lock });
+    expect(a.chunks).toEqual(['id: 1001\ndata: {"type":"guard","accountId":"7","guard":"kill_switch","action":"locked","ts":7,"detail":"away"}\n\n']);
+  });
+
   it('numbers events per user from the hub start and sends heartbeats carrying the current id', () => {
     const hub = makeHub();
     const a = new FakeSink();

@@ -20,8 +20,21 @@ describe('apiKeys.create', () => {
       createdAt: new Date(world.t.now.value).toISOString(),
       lastUsedAt: null,
       revokedAt: null,
+      guards: null,
     });
     expect(JSON.stringify(record)).not.toContain(sha256Hex(key));
+  });
+
+  it('setGuards narrows a key for its owner only; verify carries the narrowing; null removes it', async () => {
+    const { record, key } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['trade'] });
+    const narrowing = { maxOrderQty: 1, allowedProducts: ['MES'] };
+    expect(await world.t.store.apiKeys.setGuards(world.bob, record.id, narrowing)).toBeUndefined();
+    expect((await world.t.store.apiKeys.setGuards(world.alice, record.id, narrowing))?.guards).toEqual(narrowing);
+    expect(world.t.store.apiKeys.verify(key)?.guards).toEqual(narrowing);
+    const reopened = await world.t.reopen();
+    expect(reopened.apiKeys.getForUser(world.alice, record.id)?.guards).toEqual(narrowing);
+    expect((await reopened.apiKeys.setGuards(world.alice, record.id, null))?.guards).toBeNull();
+    expect(reopened.apiKeys.verify(key)?.guards).toBeNull();
   });
 
   it('rejects empty or unknown scopes and bad names', async () => {

@@ -60,6 +60,19 @@ describe('webhookTokens', () => {
     expect(world.t.store.webhookTokens.reveal(world.alice, record.id)).toBe(rotated!.token);
   });
 
+  it('a token carries its narrowing of the account guards from creation; PATCH replaces it, null removes it', async () => {
+    const narrowing = { maxOrderQty: 2, direction: 'long_only' as const };
+    const { record, token } = await world.t.store.webhookTokens.create({ userId: world.alice, name: 'tv', accountId: '101', guards: narrowing });
+    expect(record.guards).toEqual(narrowing);
+    expect(world.t.store.webhookTokens.verify(token)?.guards).toEqual(narrowing);
+    const wider = { maxOrderQty: 5 };
+    expect((await world.t.store.webhookTokens.update(world.alice, record.id, { guards: wider }))?.guards).toEqual(wider);
+    expect((await world.t.store.webhookTokens.update(world.alice, record.id, { name: 'renamed' }))?.guards).toEqual(wider);
+    expect((await world.t.store.webhookTokens.update(world.alice, record.id, { guards: null }))?.guards).toBeNull();
+    const plain = await world.t.store.webhookTokens.create({ userId: world.alice, name: 'plain', accountId: '101' });
+    expect(plain.record.guards).toBeNull();
+  });
+
   it('remove deletes for the owner only, after which the token no longer verifies', async () => {
     const { record, token } = await world.t.store.webhookTokens.create({ userId: world.alice, name: 'tv', accountId: '101' });
     expect(await world.t.store.webhookTokens.remove(world.bob, record.id)).toBe(false);

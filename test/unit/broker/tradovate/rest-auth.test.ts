@@ -37,6 +37,12 @@ test('a token answer is read with its expirationTime and userId', async () => {
   expect(seen[0]).toMatchObject({ path: '/v1/auth/accesstokenrequest', body: { name: 'jdoe', password: 'pw', appId: 'tg', cid: 3 } });
 });
 
+test('the market-data token is kept when the broker issues one', async () => {
+  const { url } = await fake([[200, { accessToken: 'T', mdAccessToken: 'M', expirationTime: '2030-01-01T00:00:00Z', userId: 9 }]]);
+  const r = await requestAccessToken(url, creds);
+  expect(r).toMatchObject({ kind: 'token', token: { accessToken: 'T', mdAccessToken: 'M' } });
+});
+
 test('errorText in an HTTP 200 body is a rejection (bad credentials), not a retry', async () => {
   const { url } = await fake([[200, { errorText: 'Incorrect username or password.' }]]);
   expect(await requestAccessToken(url, creds)).toEqual({ kind: 'rejected', reason: 'Incorrect username or password.' });

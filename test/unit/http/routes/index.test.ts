@@ -46,6 +46,12 @@ describe('buildRoutes', () => {
       'POST /webhook-tokens/:id/rotate': 'trade',
       'POST /connections/tradovate': 'trade',
       'DELETE /connections/:id': 'trade',
+      'GET /accounts/:id/guards': 'read',
+      'PUT /accounts/:id/guards': 'trade',
+      'POST /accounts/:id/lock': 'trade',
+      'POST /accounts/:id/unlock': 'trade',
+      'GET /api-keys/:id/guards': 'session',
+      'PUT /api-keys/:id/guards': 'session',
     });
   });
 

@@ -1,0 +1,125 @@
+/**
+ * zod schemas of the risk guards API: an account's guards (PUT replaces them whole; a field
+ * left out means "no such guard"), a token's or key's narrowing (a field left out narrows
+ * nothing), lock bodies and the guards view. Shared by the routes and `/api-docs`.
+ */
+import { z } from 'zod';
+import { MAX_ORDER_QTY } from '../domain/orders.js';
+import { isTimeZone, parseClock, WEEKDAYS, type Weekday } from '../domain/trading-time.js';
+import { CME_DAY } from '../domain/trading-time.js';
+
+/** At most this many windows may cover one weekday. */
+export const MAX_WINDOWS_PER_DAY = 8;
+
+const contracts = z.number().int().min(0).max(MAX_ORDER_QTY);
+const money = z.number().finite().positive().max(1_000_000_000);
+const clock = z
+  .string()
+  .refine((t) => parseClock(t) !== null, 'HH:MM from 00:00 to 24:00')
+  .describe('Local time HH:MM (24:00 = end of day)');
+
+const windowSchema = z
+  .strictObject({
+    days: z.array(z.enum(WEEKDAYS as [Weekday, ...Weekday[]])).min(1).max(7).describe('Days the window opens on (sun … sat)'),
+    start: clock,
+    end: clock.describe('Local time HH:MM; before `start` = the window runs past midnight into the next day'),
+  })
+  .refine((w) => w.start !== w.end && w.start !== '24:00', { message: 'start and end must differ (and start before 24:00)', path: ['end'] });
+
+const windowList = z
+  .array(windowSchema)
+  .min(1)
+  .max(MAX_WINDOWS_PER_DAY * 7)
+  .refine((list) => WEEKDAYS.every((d) => list.filter((w) => w.days.includes(d)).length <= MAX_WINDOWS_PER_DAY), `at most ${MAX_WINDOWS_PER_DAY} windows per weekday`);
+
+const timeZone = z
+  .string()
+  .max(64)
+  .refine(isTimeZone, 'an IANA time zone name, e.g. America/Chicago')
+  .default(CME_DAY.timeZone)
+  .describe('IANA time zone of the windows (default America/Chicago, daylight saving included)');
+
+const tradingWindowsSchema = z
+  .strictObject({
+    timeZone,
+    windows: windowList,
+    flattenAtEnd: z.boolean().default(false).describe('Cancel working orders and close positions when a window ends'),
+  })
+  .describe('Entries are allowed only inside a window; exits, cancels and flatten always');
+
+const products = z
+  .array(z.string().regex(/^[A-Za-z0-9]{1,8}$/, 'a product root such as ES or MNQ').transform((p) => p.toUpperCase()))
+  .max(100)
+  .describe('Product roots entries may trade (ES, MES, NQ …)');
+
+const direction = z.enum(['both', 'long_only', 'short_only']);
+
+/** PUT /accounts/{id}/guards: the account's guards (replaced whole). */
+export const guardConfigBodySchema = z.strictObject({
+  maxOrderQty: contracts.min(1).nullable().default(null).describe('Contracts per order'),
+  maxPositionPerContract: contracts.nullable().default(null).describe('Exposure per contract: |position| counting working entries'),
+  maxPositionTotal: contracts.nullable().default(null).describe('Exposure summed over the account’s contracts'),
+  allowedProducts: products.nullable().default(null),
+  direction: direction.default('both'),
+  noPyramiding: z.boolean().default(false).describe('No entry in the direction of the position or of working entries'),
+  flatOnly: z.boolean().default(false).describe('Entries only while flat in that contract with nothing working there'),
+  webhookFlatOnly: z.boolean().default(false).describe('flatOnly for webhook alerts only'),
+  tradingWindows: tradingWindowsSchema.nullable().default(null),
+  dailyLossLimit: money.nullable().default(null).describe('Day P&L (realized − fees + open) at or below −limit: cancel, flatten, lock until 17:00 America/Chicago'),
+  dailyProfitTarget: money.nullable().default(null).describe('Day P&L at or above the target: the same'),
+});
+
+/** A webhook token's or API key's narrowing: only stricter than the account's guards, never wider. */
+export const guardNarrowingSchema = z
+  .strictObject({
+    maxOrderQty: contracts.min(1).optional(),
+    maxPositionPerContract: contracts.optional(),
+    maxPositionTotal: contracts.optional(),
+    allowedProducts: products.optional(),
+    direction: direction.optional(),
+    noPyramiding: z.boolean().optional(),
+    flatOnly: z.boolean().optional(),
+    tradingWindows: z.strictObject({ timeZone, windows: windowList }).transform((tw) => ({ ...tw, flattenAtEnd: false })).optional(),
+  })
+  .describe('Narrows the account’s guards for this credential: the stricter value of each wins; a field left out narrows nothing');
+
+/** POST /accounts/{id}/lock body (optional). */
+export const lockBodySchema = z.strictObject({
+  flatten: z.boolean().default(true).describe('Cancel working orders and close positions (default true)'),
+  reason: z.string().min(1).max(200).optional(),
+});
+
+const isoTime = z.string().describe('ISO-8601 UTC time');
+
+/** The lock as shown. */
+export const lockViewSchema = z.object({
+  guard: z.enum(['kill_switch', 'daily_loss', 'profit_target']),
+  since: isoTime,
+  until: isoTime.nullable().describe('null: until unlocked (kill switch)'),
+  detail: z.string(),
+});
+
+const guardConfigSchema = guardConfigBodySchema;
+
+/** GET/PUT /accounts/{id}/guards and lock/unlock answers. */
+export const guardsViewSchema = z.object({
+  accountId: z.string(),
+  guards: guardConfigSchema,
+  lock: lockViewSchema.nullable(),
+  live: z
+    .object({
+      day: z.object({ start: isoTime, end: isoTime, realized: z.number(), fees: z.number(), open: z.number(), pnl: z.number() }),
+      inWindow: z.boolean().nullable(),
+      positions: z.array(z.object({ symbol: z.string(), net: z.number(), buying: z.number(), selling: z.number(), exposure: z.number() })),
+    })
+    .nullable()
+    .describe('What the connection’s actor sees now; null while it is not running'),
+  flatten: z.unknown().optional().describe('lock: the flatten outcome (cancelled orders, closed positions), or `{error}` when it failed and is being retried'),
+});
+
+/** GET/PUT /api-keys/{id}/guards answer. */
+export const keyGuardsViewSchema = z.object({ keyId: z.string(), guards: guardNarrowingSchema.nullable() });
+
+export type GuardConfigBody = z.output<typeof guardConfigBodySchema>;
+export type GuardNarrowingBody = z.output<typeof guardNarrowingSchema>;
+export type LockBody = z.output<typeof lockBodySchema>;

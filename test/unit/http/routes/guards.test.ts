@@ -1,0 +1,156 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { GuardStatus, PlaceOrderRequest } from '../../../../src/actors/protocol.js';
+import { AppError } from '../../../../src/domain/problems.js';
+import { guardConfig, NO_GUARDS } from '../../../../src/domain/guards.js';
+import { call, callError, orderRecord, route, world, type World } from '../../../support/routes.js';
+
+let w: World;
+beforeEach(async () => {
+  w = await world();
+});
+afterEach(() => w.close());
+
+const DAY = { start: Date.UTC(2026, 10, 20, 23), end: Date.UTC(2026, 10, 21, 23) };
+const status = (patch: Partial<GuardStatus> = {}): GuardStatus => ({
+  accountId: '101',
+  config: guardConfig({}),
+  lock: null,
+  day: { ...DAY, realized: -100, fees: 2.5, open: 50, pnl: -52.5 },
+  inWindow: null,
+  positions: [{ symbol: 'ESZ6', net: 1, buying: 0, selling: 1, exposure: 1 }],
+  ...patch,
+});
+const params = { id: '101' };
+
+describe('GET/PUT /accounts/{id}/guards', () => {
+  it('GET: no guards yet, with what the actor sees now (ISO times)', async () => {
+    w.gateway.responder['guard-status'] = () => status();
+    const r = await call(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params });
+    expect(r.body).toEqual({
+      accountId: '101',
+      guards: NO_GUARDS,
+      lock: null,
+      live: {
+        day: { start: '2026-11-20T23:00:00.000Z', end: '2026-11-21T23:00:00.000Z', realized: -100, fees: 2.5, open: 50, pnl: -52.5 },
+        inWindow: null,
+        positions: [{ symbol: 'ESZ6', net: 1, buying: 0, selling: 1, exposure: 1 }],
+      },
+    });
+  });
+
+  it('GET while the actor cannot answer: the stored guards and lock, live null', async () => {
+    await w.store.guards.setLock(w.a.userId, '101', { guard: 'kill_switch', since: DAY.start, until: null, detail: 'away' });
+    const r = await call(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params });
+    expect(r.body).toMatchObject({ live: null, lock: { guard: 'kill_switch', since: '2026-11-20T23:00:00.000Z', until: null, detail: 'away' } });
+  });
+
+  it('another user’s account is 404', async () => {
+    expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.b.userId, params })).code).toBe('NOT_FOUND');
+    expect((await callError(w, 'PUT', '/accounts/:id/guards', { userId: w.b.userId, params, body: {} })).code).toBe('NOT_FOUND');
+  });
+
+  it('PUT stores the guards (fields left out = none) and hands them to the actor', async () => {
+    w.gateway.responder['set-guards'] = (req: { config: any }) => status({ config: req.config });
+    const body = { maxOrderQty: 5, allowedProducts: ['es', 'MES'], dailyLossLimit: 1000, tradingWindows: { windows: [{ days: ['mon'], start: '17:00', end: '15:55' }] } };
+    const r = await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params, body });
+    const expected = guardConfig({
+      maxOrderQty: 5,
+      allowedProducts: ['ES', 'MES'],
+      dailyLossLimit: 1000,
+      tradingWindows: { timeZone: 'America/Chicago', flattenAtEnd: false, windows: [{ days: ['mon'], start: '17:00', end: '15:55' }] },
+    });
+    expect(w.store.guards.get(w.a.userId, '101')?.config).toEqual(expected);
+    expect(w.gateway.calls.at(-1)).toMatchObject({ connectionId: w.a.connectionId, req: { type: 'set-guards', accountId: '101', config: expected } });
+    expect(r.body).toMatchObject({ guards: expected, live: { positions: [expect.any(Object)] } });
+  });
+
+  it('PUT with the actor down still stores them (the actor starts with the stored guards)', async () => {
+    const r = await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params, body: { maxOrderQty: 1 } });
+    expect(r.body).toMatchObject({ guards: { maxOrderQty: 1 }, live: null });
+    expect(w.store.guards.get(w.a.userId, '101')?.config.maxOrderQty).toBe(1);
+  });
+
+  it.each([
+    [{ maxOrderQty: 0 }, 'maxOrderQty'],
+    [{ dailyLossLimit: -5 }, 'dailyLossLimit'],
+    [{ direction: 'up' }, 'direction'],
+    [{ maxOrderQty: 1, typo: true }, ''],
+    [{ tradingWindows: { timeZone: 'Chicago', windows: [{ days: ['mon'], start: '08:30', end: '15:00' }] } }, 'tradingWindows.timeZone'],
+    [{ tradingWindows: { windows: [{ days: ['mon'], start: '08:30', end: '08:30' }] } }, 'tradingWindows.windows.0.end'],
+    [{ tradingWindows: { windows: [{ days: ['mon'], start: '8:30', end: '15:00' }] } }, 'tradingWindows.windows.0.start'],
+    [{ tradingWindows: { windows: [{ days: ['funday'], start: '08:30', end: '15:00' }] } }, 'tradingWindows.windows.0.days.0'],
+    [{ tradingWindows: { windows: Array.from({ length: 9 }, (_, i) => ({ days: ['mon'], start: `0${i}:00`, end: `0${i}:30` })) } }, 'tradingWindows.windows'],
+    [{ allowedProducts: ['E S'] }, 'allowedProducts.0'],
+  ])('PUT refuses %j (at %s)', async (body, path) => {
+    const parsed = route(w, 'PUT', '/accounts/:id/guards').body!.safeParse(body);
+    expect(parsed.success).toBe(false);
+    if (!parsed.success) expect(parsed.error.issues.map((i) => i.path.join('.'))).toContain(path);
+  });
+});
+
+describe('lock / unlock', () => {
+  it('lock flattens by default and names the caller; the answer carries the flatten outcome', async () => {
+    const flatten = { cancelledOrderIds: ['1'], positions: [{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' as const }], brokerMs: 3 };
+    const lock = { guard: 'kill_switch' as const, since: DAY.start, until: null, detail: 'kill switch (api-key)' };
+    w.gateway.responder.lock = () => ({ status: status({ lock }), flatten });
+    const r = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params });
+    expect(w.gateway.calls.at(-1)?.req).toEqual({ type: 'lock', accountId: '101', flatten: true, detail: 'kill switch (api-key)' });
+    expect(r.body).toMatchObject({ lock: { guard: 'kill_switch', until: null }, flatten });
+    await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params, body: { flatten: false, reason: 'lunch' } });
+    expect(w.gateway.calls.at(-1)?.req).toEqual({ type: 'lock', accountId: '101', flatten: false, detail: 'lunch' });
+  });
+
+  it('lock needs the actor (503 when it cannot be reached); unlock passes the actor’s 409 on', async () => {
+    expect((await callError(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params })).code).toBe('BROKER_UNAVAILABLE');
+    w.gateway.responder.unlock = () => {
+      throw new AppError('CONFLICT', 'locked by daily_loss', { guard: 'daily_loss', lockedUntil: '2026-11-21T23:00:00.000Z' });
+    };
+    expect(await callError(w, 'POST', '/accounts/:id/unlock', { userId: w.a.userId, params })).toMatchObject({ code: 'CONFLICT', extensions: { guard: 'daily_loss' } });
+    w.gateway.responder.unlock = () => status();
+    expect((await call(w, 'POST', '/accounts/:id/unlock', { userId: w.a.userId, params })).body).toMatchObject({ lock: null });
+  });
+});
+
+describe('API key narrowing (web session only, like all key management)', () => {
+  it('GET/PUT for the owner; 404 for another user’s key; {} removes it; the key list shows it', async () => {
+    const { record } = await w.store.apiKeys.create({ userId: w.a.userId, name: 'bot', scopes: ['trade'] });
+    const session = { kind: 'session' as const, principalId: 'session:s1', params: { id: record.id } };
+    expect((await call(w, 'GET', '/api-keys/:id/guards', { userId: w.a.userId, ...session })).body).toEqual({ keyId: record.id, guards: null });
+    const put = await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, ...session, body: { maxOrderQty: 1, allowedProducts: ['mes'] } });
+    expect(put.body).toEqual({ keyId: record.id, guards: { maxOrderQty: 1, allowedProducts: ['MES'] } });
+    const listed = (await call(w, 'GET', '/api-keys', { userId: w.a.userId, ...session, params: {} })).body as { data: { id: string; guards: unknown }[] };
+    expect(listed.data.find((k) => k.id === record.id)?.guards).toEqual({ maxOrderQty: 1, allowedProducts: ['MES'] });
+    expect((await callError(w, 'GET', '/api-keys/:id/guards', { userId: w.b.userId, ...session })).code).toBe('NOT_FOUND');
+    expect((await callError(w, 'PUT', '/api-keys/:id/guards', { userId: w.b.userId, ...session, body: {} })).code).toBe('NOT_FOUND');
+    expect((await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, ...session, body: {} })).body).toEqual({ keyId: record.id, guards: null });
+  });
+
+  it('the routes take a web session: no API key can change a narrowing', () => {
+    expect(route(w, 'PUT', '/api-keys/:id/guards').scope).toBe('session');
+    expect(route(w, 'GET', '/api-keys/:id/guards').scope).toBe('session');
+  });
+});
+
+describe('orders carry who placed them to the guards', () => {
+  it('an API order: origin api and the key’s narrowing; a webhook alert: origin webhook and the token’s', async () => {
+    w.gateway.responder['place-order'] = (req: PlaceOrderRequest) => ({ order: orderRecord({ accountId: req.accountId }), reconciled: false, brokerMs: 1 });
+    await call(w, 'POST', '/accounts/:id/orders', { userId: w.a.userId, params, body: { symbol: 'ES', side: 'buy', qty: 1 }, narrowing: { maxOrderQty: 1 } });
+    expect(w.gateway.calls.at(-1)?.req).toMatchObject({ origin: 'api', narrowing: [{ maxOrderQty: 1 }] });
+    await call(w, 'POST', '/accounts/:id/orders', { userId: w.a.userId, params, body: { symbol: 'ES', side: 'buy', qty: 1 } });
+    expect(w.gateway.calls.at(-1)?.req).toMatchObject({ origin: 'api' });
+    expect(w.gateway.calls.at(-1)?.req).not.toHaveProperty('narrowing');
+    const webhook = { tokenId: 't1', accountId: '101', strategyId: null };
+    await call(w, 'POST', '/webhooks/:token', { userId: w.a.userId, kind: 'webhook', webhook, body: { action: 'buy', symbol: 'ES', qty: 1 }, narrowing: { flatOnly: true } });
+    expect(w.gateway.calls.at(-1)?.req).toMatchObject({ origin: 'webhook', narrowing: [{ flatOnly: true }] });
+  });
+
+  it('webhook tokens take a narrowing on create and PATCH, and show it', async () => {
+    const created = await call(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'tv', guards: { maxOrderQty: 2, direction: 'long_only' } } });
+    expect(created.body).toMatchObject({ guards: { maxOrderQty: 2, direction: 'long_only' } });
+    const id = (created.body as { id: string }).id;
+    const patched = await call(w, 'PATCH', '/webhook-tokens/:id', { userId: w.a.userId, params: { id }, body: { guards: null } });
+    expect(patched.body).toMatchObject({ guards: null });
+    const plain = await call(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'plain' } });
+    expect(plain.body).toMatchObject({ guards: null });
+  });
+});

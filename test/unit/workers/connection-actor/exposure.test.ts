@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest';
+import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
+import { Exposure } from '../../../../workers/connection-actor/exposure.js';
+
+const A = 7;
+const C = 1;
+let nextId = 1000;
+
+function setup(snapshot: Record<string, unknown[]> = {}) {
+  const mirror = new Mirror();
+  const exposure = new Exposure(mirror);
+  mirror.replace({ accounts: [{ id: A, name: 'A', active: true }], contracts: [{ id: C, name: 'ESZ6' }], ...snapshot });
+  const order = (action: 'Buy' | 'Sell', qty: number, extra: Record<string, unknown> = {}) => {
+    const id = nextId++;
+    mirror.apply('order', 'Created', { id, accountId: A, contractId: C, action, ordStatus: 'Working', ...extra });
+    mirror.apply('orderVersion', 'Created', { id: nextId++, orderId: id, orderQty: qty, orderType: 'Limit' });
+    return id;
+  };
+  const fill = (orderId: number, qty: number, action: 'Buy' | 'Sell') => mirror.apply('fill', 'Created', { id: nextId++, orderId, contractId: C, action, qty, price: 5000 });
+  const status = (orderId: number, ordStatus: string) => mirror.apply('order', 'Updated', { ...mirror.get('order', orderId)!, ordStatus });
+  const now = () => exposure.contract(String(A), C);
+  return { mirror, exposure, order, fill, status, now };
+}
+
+describe('Exposure', () => {
+  it('starts from the snapshot: reported positions and live orders (final ones ignored)', () => {
+    const { now, exposure } = setup({
+      positions: [{ id: 1, accountId: A, contractId: C, netPos: 2 }],
+      orders: [
+        { id: 2, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Working' },
+        { id: 3, accountId: A, contractId: C, action: 'Sell', ordStatus: 'Canceled' },
+      ],
+      orderVersions: [{ id: 4, orderId: 2, orderQty: 3 }, { id: 5, orderId: 3, orderQty: 9 }],
+    });
+    expect(now()).toEqual({ net: 2, buying: 3, selling: 0 });
+    expect(exposure.total(String(A))).toBe(5);
+    expect(exposure.contractId('ESZ6')).toBe(C);
+  });
+
+  it('a fill moves its quantity from working to the position in the same event, even after the status said Filled', () => {
+    const { order, fill, status, now } = setup();
+    const id = order('Buy', 3);
+    status(id, 'Filled');
+    // The status came first: the quantity still counts until the fills arrive.
+    expect(now()).toEqual({ net: 0, buying: 3, selling: 0 });
+    fill(id, 2, 'Buy');
+    expect(now()).toEqual({ net: 2, buying: 1, selling: 0 });
+    fill(id, 1, 'Buy');
+    expect(now()).toEqual({ net: 3, buying: 0, selling: 0 });
+  });
+
+  it('a one-cancels-other pair counts once; suspended bracket legs count from their activation', () => {
+    const { mirror, order, fill, status, now } = setup();
+    const entry = order('Buy', 2);
+    const tp = order('Sell', 2, { parentId: entry, ordStatus: 'Suspended' });
+    const sl = order('Sell', 2, { parentId: entry, ordStatus: 'Suspended' });
+    mirror.apply('order', 'Updated', { ...mirror.get('order', tp)!, ocoId: sl });
+    mirror.apply('order', 'Updated', { ...mirror.get('order', sl)!, ocoId: tp });
+    expect(now()).toEqual({ net: 0, buying: 2, selling: 0 });
+    fill(entry, 2, 'Buy');
+    status(entry, 'Filled');
+    status(tp, 'Working');
+    status(sl, 'Working');
+    expect(now()).toEqual({ net: 2, buying: 0, selling: 2 });
+    fill(tp, 2, 'Sell');
+    status(tp, 'Filled');
+    status(sl, 'Canceled');
+    expect(now()).toEqual({ net: 0, buying: 0, selling: 0 });
+  });
+
+  it('legs of one entry without ocoId are one group through their parent', () => {
+    const { order, now } = setup();
+    const entry = order('Buy', 1);
+    order('Sell', 1, { parentId: entry });
+    order('Sell', 1, { parentId: entry });
+    expect(now()).toEqual({ net: 0, buying: 1, selling: 1 });
+  });
+
+  it('a hold counts until the broker reports the order’s quantity, then the order counts instead', () => {
+    const { mirror, exposure, now } = setup();
+    const hold = exposure.hold(String(A), C, 'buy', 2);
+    expect(now().buying).toBe(2);
+    const id = nextId++;
+    hold.bind(id);
+    mirror.apply('order', 'Created', { id, accountId: A, contractId: C, action: 'Buy', ordStatus: 'PendingNew' });
+    expect(now().buying).toBe(2);
+    mirror.apply('orderVersion', 'Created', { id: nextId++, orderId: id, orderQty: 2 });
+    expect(now().buying).toBe(2);
+    hold.release();
+    expect(now().buying).toBe(2);
+  });
+
+  it('a hold bound to an order already reported ends at once; release is idempotent; a rejected order ends it too', () => {
+    const { mirror, exposure, order, status, now } = setup();
+    const id = order('Sell', 1);
+    const hold = exposure.hold(String(A), C, 'sell', 1);
+    expect(now().selling).toBe(2);
+    hold.bind(id);
+    expect(now().selling).toBe(1);
+    hold.release();
+    expect(now().selling).toBe(1);
+    const other = exposure.hold(String(A), C, 'buy', 4);
+    const rejected = nextId++;
+    other.bind(rejected);
+    mirror.apply('order', 'Created', { id: rejected, accountId: A, contractId: C, action: 'Buy', ordStatus: 'PendingNew' });
+    expect(now().buying).toBe(4);
+    status(rejected, 'Rejected');
+    expect(now().buying).toBe(0);
+  });
+
+  it('a fill that arrives before its order is counted when the order shows up', () => {
+    const { mirror, now } = setup();
+    const id = nextId++;
+    mirror.apply('fill', 'Created', { id: nextId++, orderId: id, contractId: C, action: 'Sell', qty: 1, price: 5000 });
+    expect(now().net).toBe(0);
+    mirror.apply('order', 'Created', { id, accountId: A, contractId: C, action: 'Sell', ordStatus: 'Filled' });
+    mirror.apply('orderVersion', 'Created', { id: nextId++, orderId: id, orderQty: 1 });
+    expect(now()).toEqual({ net: -1, buying: 0, selling: 0 });
+  });
+
+  it('events replayed over a new snapshot are not counted twice; holds survive the resync', () => {
+    const { mirror, exposure, now } = setup();
+    const hold = exposure.hold(String(A), C, 'buy', 1);
+    mirror.expectSnapshot();
+    // A fill pushed before the snapshot answer; the snapshot already contains it.
+    mirror.apply('order', 'Created', { id: 50, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Filled' });
+    mirror.apply('fill', 'Created', { id: 51, orderId: 50, contractId: C, action: 'Buy', qty: 2, price: 5000 });
+    mirror.replace({
+      accounts: [{ id: A, name: 'A' }],
+      contracts: [{ id: C, name: 'ESZ6' }],
+      positions: [{ id: 52, accountId: A, contractId: C, netPos: 2 }],
+      orders: [{ id: 50, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Filled' }],
+      orderVersions: [{ id: 53, orderId: 50, orderQty: 2 }],
+      fills: [{ id: 51, orderId: 50, contractId: C, action: 'Buy', qty: 2, price: 5000 }],
+    });
+    expect(now()).toEqual({ net: 2, buying: 1, selling: 0 });
+    hold.release();
+    expect(exposure.total(String(A))).toBe(2);
+  });
+
+  it('the account total follows every contract', () => {
+    const { mirror, exposure, order } = setup();
+    mirror.put('contract', { id: 2, name: 'NQZ6' });
+    order('Buy', 2);
+    mirror.apply('order', 'Created', { id: 77, accountId: A, contractId: 2, action: 'Sell', ordStatus: 'Working' });
+    mirror.apply('orderVersion', 'Created', { id: 78, orderId: 77, orderQty: 3 });
+    expect(exposure.total(String(A))).toBe(5);
+    expect(exposure.contracts(String(A)).map((c) => c.contractId).sort()).toEqual([1, 2]);
+    mirror.apply('order', 'Deleted', { id: 77 });
+    expect(exposure.total(String(A))).toBe(2);
+  });
+});

@@ -1,0 +1,318 @@
+/**
+ * The risk guards of one connection's accounts, enforced inside the actor. The actor owns the
+ * broker's live positions, working orders and fills, so a check never reads stale state, and
+ * it runs synchronously right before the order is sent with the order's contracts held from
+ * that moment: concurrent entries are checked one after the other against everything already
+ * admitted, and a burst cannot race past a limit.
+ *
+ * Exits (orders that only reduce the position, see domain/guards.ts), cancels and flatten are
+ * never refused. A clock tick lifts locks when the next trading day begins, flattens accounts
+ * whose trading window closed (when asked to) and retries flattens owed to a tripped guard.
+ */
+import { AppError } from '../../src/domain/problems.js';
+import { contractRoot } from '../../src/domain/symbols.js';
+import { inWindows } from '../../src/domain/trading-time.js';
+import {
+  checkEntry,
+  effectiveLimits,
+  exposureOf,
+  isExit,
+  lockRefusal,
+  NO_GUARDS,
+  pnlTrip,
+  type AccountGuards,
+  type EffectiveLimits,
+  type GuardConfig,
+  type GuardName,
+  type GuardRefusal,
+  type LockState,
+} from '../../src/domain/guards.js';
+import type { FlattenResult, GuardEvent, GuardStatus, LockResult, PlaceOrderRequest } from '../../src/actors/protocol.js';
+import type { QuoteFeed } from '../../src/broker/tradovate/quotes.js';
+import type { ActorContext } from './context.js';
+import { Exposure, type Hold } from './exposure.js';
+import { flatten } from './flatten.js';
+import { SessionPnl } from './session-pnl.js';
+
+interface AccountState {
+  config: GuardConfig;
+  lock: LockState | null;
+  /** Inside the trading windows at the last tick (null before the first, or without windows). */
+  inside: boolean | null;
+  /** A flatten the guards owe the account (it failed, e.g. while disconnected): retried every tick. */
+  owed: { guard: GuardName; detail: string } | null;
+  flattening: boolean;
+  /** Start of the trading day whose P&L limit already tripped (one trip per day). */
+  trippedDay: number | null;
+  /** The account's limits without a narrowing, per origin (built once per guards change). */
+  limits: Partial<Record<'api' | 'webhook', EffectiveLimits>>;
+}
+
+/** What the keeper needs from its actor. */
+export interface GuardKeeperDeps {
+  ctx: ActorContext;
+  now: () => number;
+  tickMs: number;
+  initial?: Record<string, AccountGuards>;
+  quotes?: QuoteFeed;
+}
+
+/** The guards of one connection. */
+export class GuardKeeper {
+  readonly exposure: Exposure;
+  readonly pnl: SessionPnl;
+  private readonly accounts = new Map<string, AccountState>();
+  private readonly ctx: ActorContext;
+  private readonly now: () => number;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: GuardKeeperDeps) {
+    this.ctx = deps.ctx;
+    this.now = deps.now;
+    for (const [accountId, g] of Object.entries(deps.initial ?? {})) this.accounts.set(accountId, fresh(g.config, g.lock));
+    this.exposure = new Exposure(deps.ctx.mirror);
+    this.pnl = new SessionPnl(deps.ctx.mirror, deps.now, (accountId) => this.checkPnl(accountId));
+  }
+
+  /** Starts the clock tick. */
+  start(): void {
+    this.timer ??= setInterval(() => this.tick(), this.deps.tickMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.deps.quotes?.close();
+  }
+
+  /**
+   * Admits an order or throws RISK_GUARD naming the guard, its limit and the value the order
+   * would reach. Synchronous: nothing can change between the check and the hold it returns,
+   * which the caller keeps until the broker has reported the order (null: nothing to guard).
+   */
+  admit(req: PlaceOrderRequest): Hold | null {
+    const state = this.accounts.get(req.accountId);
+    const narrowing = req.narrowing ?? [];
+    if (!state && narrowing.length === 0) return null;
+    const contractId = this.exposure.contractId(req.symbol);
+    if (contractId === undefined) throw new AppError('BROKER_UNAVAILABLE', `contract ${req.symbol} is not known to the connection yet`, {}, 1);
+    const contract = this.exposure.contract(req.accountId, contractId);
+    const hold = () => this.exposure.hold(req.accountId, contractId, req.side, req.qty);
+    if (isExit(contract, req.side, req.qty)) return hold();
+    if (state) {
+      this.expire(req.accountId, state);
+      this.checkPnl(req.accountId);
+      if (state.lock) this.refuse(req.accountId, lockRefusal(state.lock));
+    }
+    const origin = req.origin ?? 'api';
+    const limits = state && narrowing.length === 0 ? (state.limits[origin] ??= effectiveLimits(state.config, [], origin)) : effectiveLimits(state?.config ?? NO_GUARDS, narrowing, origin);
+    const root = contractRoot(req.symbol)?.root ?? req.symbol.slice(0, -2);
+    const order = { side: req.side, qty: req.qty, root, origin } as const;
+    const refusal = checkEntry(limits, order, { now: this.now(), contract, accountExposure: this.exposure.total(req.accountId) });
+    if (refusal) this.refuse(req.accountId, refusal);
+    return hold();
+  }
+
+  /** Replaces an account's guards; its lock stays. */
+  setGuards(accountId: string, config: GuardConfig): GuardStatus {
+    const state = this.accounts.get(accountId);
+    if (state) {
+      state.config = config;
+      state.inside = null;
+      state.limits = {};
+    } else {
+      this.accounts.set(accountId, fresh(config, null));
+    }
+    this.syncQuotes();
+    this.checkPnl(accountId);
+    return this.status(accountId);
+  }
+
+  /** Kill switch: locks the account until unlocked, then flattens it unless `flattenToo` is false. */
+  async lock(accountId: string, flattenToo: boolean, detail = 'kill switch'): Promise<LockResult> {
+    const state = this.state(accountId);
+    if (state.lock?.guard !== 'kill_switch') this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail });
+    let result: LockResult['flatten'] = null;
+    if (flattenToo) {
+      try {
+        result = await flatten(this.ctx, { type: 'flatten', accountId });
+        this.emit(accountId, 'kill_switch', 'flattened', summary(result));
+      } catch (err) {
+        if (err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'ACCOUNT_INACTIVE')) throw err;
+        // The lock holds; the flatten is owed and retried on every tick until it goes through.
+        const message = err instanceof Error ? err.message : String(err);
+        state.owed = { guard: 'kill_switch', detail };
+        this.emit(accountId, 'kill_switch', 'flatten-failed', `${message}; retrying`);
+        result = { error: message };
+      }
+    }
+    return { status: this.status(accountId), flatten: result };
+  }
+
+  /** Lifts a kill-switch lock; a P&L lock lasts until the next trading day (409). */
+  unlock(accountId: string): GuardStatus {
+    const state = this.accounts.get(accountId);
+    const lock = state?.lock;
+    if (!state || !lock) return this.status(accountId);
+    if (lock.guard !== 'kill_switch') {
+      const until = lock.until === null ? null : new Date(lock.until).toISOString();
+      throw new AppError('CONFLICT', `the account is locked by ${lock.guard} until ${until}: such a lock lifts when the next trading day begins`, {
+        guard: lock.guard,
+        lockedUntil: until,
+      });
+    }
+    this.clearLock(accountId, state, 'kill_switch', 'unlocked');
+    return this.status(accountId);
+  }
+
+  /** The guards in force on an account and what they see now. */
+  status(accountId: string): GuardStatus {
+    const state = this.accounts.get(accountId);
+    if (state) this.expire(accountId, state);
+    const pnl = this.pnl.of(accountId);
+    const tw = state?.config.tradingWindows;
+    const positions = this.exposure.contracts(accountId).map(({ contractId, exposure }) => ({
+      symbol: String(this.ctx.mirror.get('contract', contractId)?.name ?? contractId),
+      ...exposure,
+      exposure: exposureOf(exposure),
+    }));
+    return {
+      accountId,
+      config: state?.config ?? { ...NO_GUARDS },
+      lock: state?.lock ?? null,
+      day: { ...this.pnl.window, realized: pnl.realized, fees: pnl.fees, open: pnl.open, pnl: pnl.total },
+      inWindow: tw ? inWindows(tw, this.now()) : null,
+      positions,
+    };
+  }
+
+  /** After a (re)connect: quote subscriptions are gone with the old socket. */
+  connected(): void {
+    this.deps.quotes?.reset();
+    this.syncQuotes();
+  }
+
+  /** One clock tick: a new trading day, expired locks, closed windows, owed flattens, quotes. */
+  tick(): void {
+    this.pnl.roll();
+    const now = this.now();
+    for (const [accountId, state] of this.accounts) {
+      this.expire(accountId, state);
+      const tw = state.config.tradingWindows;
+      const inside = tw ? inWindows(tw, now) : null;
+      if (tw?.flattenAtEnd && state.inside === true && inside === false) {
+        this.flattenFor(accountId, state, 'trading_window', 'the trading window ended');
+      }
+      state.inside = inside;
+      if (state.owed && !state.flattening) this.flattenFor(accountId, state, state.owed.guard, state.owed.detail);
+      this.checkPnl(accountId);
+    }
+    this.syncQuotes();
+  }
+
+  private state(accountId: string): AccountState {
+    let state = this.accounts.get(accountId);
+    if (!state) this.accounts.set(accountId, (state = fresh({ ...NO_GUARDS }, null)));
+    return state;
+  }
+
+  /** A lock whose time is up is lifted (a P&L lock at the next trading day). */
+  private expire(accountId: string, state: AccountState): void {
+    const lock = state.lock;
+    if (lock && lock.until !== null && this.now() >= lock.until) this.clearLock(accountId, state, lock.guard, 'the next trading day began');
+  }
+
+  /** Trips the daily loss limit or profit target once per trading day: lock until the day ends, cancel and flatten. */
+  private checkPnl(accountId: string): void {
+    const state = this.accounts.get(accountId);
+    if (!state || (state.config.dailyLossLimit === null && state.config.dailyProfitTarget === null)) return;
+    // A new trading day starts from zero at once, not at the next tick.
+    this.pnl.roll();
+    const day = this.pnl.window;
+    if (state.trippedDay === day.start) return;
+    // Locked for this day already (e.g. the lock was restored at a restart): nothing to trip twice.
+    if (state.lock && state.lock.guard !== 'kill_switch' && state.lock.until === day.end) {
+      state.trippedDay = day.start;
+      return;
+    }
+    const pnl = this.pnl.of(accountId).total;
+    const trip = pnlTrip(state.config, pnl);
+    if (!trip) return;
+    state.trippedDay = day.start;
+    const what = trip.guard === 'daily_loss' ? `the daily loss limit of ${trip.limit}` : `the profit target of ${trip.limit}`;
+    const detail = `P&L of the day ${pnl} reached ${what}`;
+    // A kill-switch lock is stronger (it lasts until unlocked): keep it, flatten all the same.
+    if (state.lock?.guard !== 'kill_switch') this.setLock(accountId, state, { guard: trip.guard, since: this.now(), until: day.end, detail });
+    this.flattenFor(accountId, state, trip.guard, detail);
+  }
+
+  private flattenFor(accountId: string, state: AccountState, guard: GuardName, detail: string): void {
+    if (state.flattening) return;
+    const firstTry = state.owed === null;
+    state.owed = { guard, detail };
+    state.flattening = true;
+    flatten(this.ctx, { type: 'flatten', accountId })
+      .then((result) => {
+        state.owed = null;
+        this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}`);
+      })
+      .catch((err: unknown) => {
+        const code = err instanceof AppError ? err.code : 'INTERNAL';
+        // An account the broker no longer reports has nothing left to flatten here.
+        if (code === 'ACCOUNT_INACTIVE' || code === 'NOT_FOUND') state.owed = null;
+        if (firstTry) this.emit(accountId, guard, 'flatten-failed', `${detail}: ${err instanceof Error ? err.message : String(err)}; retrying`);
+        this.ctx.logger.warn({ err, accountId, guard }, 'guard flatten failed');
+      })
+      .finally(() => {
+        state.flattening = false;
+      });
+  }
+
+  private setLock(accountId: string, state: AccountState, lock: LockState): void {
+    state.lock = lock;
+    this.emit(accountId, lock.guard, 'locked', lock.detail, lock);
+  }
+
+  private clearLock(accountId: string, state: AccountState, guard: GuardName, detail: string): void {
+    state.lock = null;
+    this.emit(accountId, guard, 'unlocked', detail, null);
+  }
+
+  private refuse(accountId: string, r: GuardRefusal): never {
+    this.emit(accountId, r.guard, 'refused', r.detail);
+    throw new AppError('RISK_GUARD', r.detail, { guard: r.guard, limit: r.limit, value: r.value, accountId });
+  }
+
+  private emit(accountId: string, guard: GuardName, action: GuardEvent['action'], detail: string, lock?: LockState | null): void {
+    const event: GuardEvent = { type: 'guard', connectionId: this.ctx.conn.spec.connectionId, accountId, guard, action, ts: this.now(), detail };
+    if (lock !== undefined) event.lock = lock;
+    this.ctx.emit(event);
+  }
+
+  /** Quotes for every contract held by an account with a P&L limit (to value it as prices move). */
+  private syncQuotes(): void {
+    const quotes = this.deps.quotes;
+    if (!quotes) return;
+    try {
+      this.ctx.conn.requireConnected();
+    } catch {
+      return;
+    }
+    const wanted = new Set<number>();
+    for (const [accountId, state] of this.accounts) {
+      if (state.config.dailyLossLimit === null && state.config.dailyProfitTarget === null) continue;
+      for (const id of this.pnl.held(accountId)) wanted.add(id);
+    }
+    quotes.want(wanted);
+  }
+}
+
+function fresh(config: GuardConfig, lock: LockState | null): AccountState {
+  return { config, lock, inside: null, owed: null, flattening: false, trippedDay: null, limits: {} };
+}
+
+function summary(r: FlattenResult): string {
+  const closed = r.positions.map((p) => `${p.symbol} ${p.status}${p.status === 'liquidated' ? ` (${p.closedQty})` : ''}`);
+  return `cancelled ${r.cancelledOrderIds.length} orders${closed.length ? `, ${closed.join(', ')}` : ', no position'}`;
+}
