@@ -17,6 +17,7 @@ import type { PaperBroker } from '../http/routes/common.js';
 import type { Logger } from '../log.js';
 import { createPaperLogin, type PaperEndpoints, type PaperLogin } from '../sim/control-client.js';
 import { startSimInWorker, type SimWorkerHandle } from '../sim/worker.js';
+import { makePrivate, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import type { Store } from '../store/index.js';
 import { SERVE } from '../tuning.js';
 
@@ -37,7 +38,8 @@ function readLogins(dataDir: string): PaperLogins {
 export function rememberPaperLogin(dataDir: string, login: string, accounts: string[]): void {
   const all = { ...readLogins(dataDir), [login]: accounts };
   const tmp = join(dataDir, `${LOGINS_FILE}.tmp`);
-  writeFileSync(tmp, JSON.stringify(all, null, 2), { mode: 0o600 });
+  writeFileSync(tmp, JSON.stringify(all, null, 2), { mode: PRIVATE_FILE_MODE });
+  makePrivate(tmp); // a leftover temp file keeps its old mode through writeFileSync
   renameSync(tmp, join(dataDir, LOGINS_FILE));
 }
 

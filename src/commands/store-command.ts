@@ -27,7 +27,7 @@ export function parseCommand<O extends Options>(argv: string[], options: O) {
 /** Opens the store of the configured data dir, runs `fn`, and always closes the store. */
 export async function withStore<T>(dataDirFlag: string | undefined, fn: (store: Store) => Promise<T>): Promise<T> {
   const config = loadConfig(dataDirFlag === undefined ? {} : { 'data-dir': dataDirFlag });
-  const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey && { dataKey: config.dataKey }) });
+  const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey && { dataKey: config.dataKey }), warn: note });
   try {
     return await fn(store);
   } finally {

@@ -10,7 +10,8 @@ import type { Logger } from '../log.js';
 import { createApiKeyStore, type ApiKeyStore } from './api-keys.js';
 import { createConnectionStore, type ConnectionStore } from './connections.js';
 import type { Dbs, StoreContext } from './context.js';
-import { loadDataKey, type Sealer } from './crypto.js';
+import { DATA_KEY_FILE, loadDataKey, type Sealer } from './crypto.js';
+import { makePrivate, sharedDirWarning, withPrivateUmask } from './file-modes.js';
 import { checkDataKey, type KeyCheckSlot } from './key-check.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createJournalStore, type JournalStore } from './journal.js';
@@ -41,6 +42,8 @@ export interface StoreOptions {
   /** ms since the epoch; injected by tests for the 24 h idempotency horizon. */
   clock?: () => number;
   logger?: Logger;
+  /** Where a warning about the data dir goes when there is no logger (CLI: stderr). */
+  warn?: (message: string) => void;
 }
 
 /** Every record kind of the service, over one LMDB environment. */
@@ -83,9 +86,13 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   const clock = opts.clock ?? Date.now;
   // 0700: the directory holds the data key file; nobody else needs to list or read it.
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  const shared = sharedDirWarning(opts.dataDir);
+  if (shared) (opts.logger ? (m: string) => opts.logger!.warn(m) : (opts.warn ?? (() => undefined)))(shared);
 
-  const env = open({
-    path: join(opts.dataDir, LMDB_DIR),
+  const lmdbPath = join(opts.dataDir, LMDB_DIR);
+  // LMDB creates its data and lock files with the process umask: create them private.
+  const env = withPrivateUmask(() => open({
+    path: lmdbPath,
     maxDbs: 32,
     // Durability, set explicitly rather than trusting defaults that lmdb-js documents
     // inconsistently (reference/reliability-anchors.md §7.6):
@@ -106,7 +113,8 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     // Unused parts of written pages are zeroed, so stray process memory (which may have held
     // a secret) never lands in the file.
     noMemInit: false,
-  });
+  }));
+  makePrivate(lmdbPath, `${lmdbPath}-lock`, join(opts.dataDir, DATA_KEY_FILE));
 
   let sealer: Sealer;
   try {
