@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import type { LevelWithSilent } from 'pino';
 import type { PaperBroker } from '../http/routes/common.js';
 import type { Logger } from '../log.js';
-import { createPaperLogin, type PaperEndpoints, type PaperLogin } from '../sim/control-client.js';
+import { AppError } from '../domain/problems.js';
+import { createPaperLogin, PaperRefusedError, type PaperEndpoints, type PaperLogin } from '../sim/control-client.js';
 import { startSimInWorker, type SimWorkerHandle } from '../sim/worker.js';
 import { makePrivate, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import type { Store } from '../store/index.js';
@@ -59,6 +60,17 @@ export async function restorePaperLogins(store: Store, dataDir: string, controlU
       log?.warn({ connectionId: record.id, err: err instanceof Error ? err.message : String(err) }, 'paper login not restored');
     }
   }
+}
+
+/**
+ * A coded error for a login the paper broker did not open: a name it already has is 409
+ * CONFLICT, any other refusal 422 BROKER_REJECTED with its reason, and no answer at all (the
+ * broker thread restarting) 503 BROKER_UNAVAILABLE. Never a 500 for a condition we can name.
+ */
+export function loginRefusal(err: unknown): AppError {
+  if (err instanceof PaperRefusedError && err.status === 409) return new AppError('CONFLICT', `Paper broker: ${err.reason}`, { brokerReason: err.reason });
+  if (err instanceof PaperRefusedError && err.status < 500) return new AppError('BROKER_REJECTED', `Paper broker: ${err.reason}`, { brokerReason: err.reason });
+  return new AppError('BROKER_UNAVAILABLE', 'The embedded paper broker did not answer; retry shortly', {}, 1);
 }
 
 /** The running embedded paper broker. */
@@ -133,7 +145,11 @@ export async function startEmbeddedPaper(opts: EmbeddedPaperOptions): Promise<Em
       restUrl: endpoints.restUrl,
       wsUrl: endpoints.wsUrl,
       async openLogin(login: PaperLogin) {
-        await createPaperLogin(current.controlUrl, login);
+        try {
+          await createPaperLogin(current.controlUrl, login);
+        } catch (err) {
+          throw loginRefusal(err);
+        }
         rememberPaperLogin(dataDir, login.name, login.accounts);
       },
     },

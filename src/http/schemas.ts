@@ -206,15 +206,25 @@ export const connectionSchema = z.object({
   accountIds: z.array(z.string()),
 });
 
+/** A paper account name (names are unique across the whole paper broker, like Tradovate's). */
+const PAPER_ACCOUNT_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
 /** POST /connections body: a paper connection on the embedded paper broker. */
 export const createConnectionBodySchema = z.strictObject({
   name: z.string().min(1).max(100).optional(),
   accounts: z
-    .array(z.strictObject({ name: z.string().min(1).max(64) }))
+    .array(z.strictObject({ name: z.string().regex(PAPER_ACCOUNT_NAME, 'must be 1..64 characters of A-Z a-z 0-9 _ . -') }))
     .min(1)
     .max(10)
+    .superRefine((accounts, ctx) => {
+      const seen = new Set<string>();
+      accounts.forEach((a, i) => {
+        if (seen.has(a.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `'${a.name}' is given twice; account names must be unique` });
+        seen.add(a.name);
+      });
+    })
     .optional()
-    .describe('Paper accounts to open; default one'),
+    .describe('Paper accounts to open, each name unique at the paper broker; default one account named after the login'),
 });
 
 const strategyFields = {

@@ -17,7 +17,30 @@ export interface PaperLogin {
   accounts: string[];
 }
 
-/** Creates a login with accounts at the paper broker; throws with the broker's answer when refused. */
+/** The paper broker answered a control request with an error status (`reason` is its own message). */
+export class PaperRefusedError extends Error {
+  override name = 'PaperRefusedError';
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    what: string,
+  ) {
+    super(`paper broker refused ${what}: HTTP ${status} ${reason}`);
+  }
+}
+
+/** The broker's `error` text of a refusal body, else the body itself (shortened). */
+function refusalReason(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: unknown };
+    if (typeof body.error === 'string') return body.error;
+  } catch {
+    // not JSON: the text itself
+  }
+  return text.slice(0, 200);
+}
+
+/** Creates a login with accounts at the paper broker; throws PaperRefusedError with the broker's answer when refused. */
 export async function createPaperLogin(controlUrl: string, login: PaperLogin): Promise<unknown> {
   const res = await fetch(`${controlUrl.replace(/\/+$/, '')}/users`, {
     method: 'POST',
@@ -25,6 +48,6 @@ export async function createPaperLogin(controlUrl: string, login: PaperLogin): P
     body: JSON.stringify({ name: login.name, password: login.password, accounts: login.accounts.map((name) => ({ name })) }),
   });
   const text = await res.text();
-  if (!res.ok) throw new Error(`paper broker refused login '${login.name}': HTTP ${res.status} ${text.slice(0, 200)}`);
+  if (!res.ok) throw new PaperRefusedError(res.status, refusalReason(text), `login '${login.name}'`);
   return text ? (JSON.parse(text) as unknown) : null;
 }

@@ -53,12 +53,14 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: createConnectionBodySchema,
     responses: [
       { status: 201, description: 'The new connection (CONNECTING until the broker answers)', schema: connectionSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'BROKER_UNAVAILABLE'),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'CONFLICT', 'BROKER_REJECTED', 'BROKER_UNAVAILABLE'),
     ],
     async handler(ctx) {
       if (!deps.paper) throw new AppError('BROKER_UNAVAILABLE', 'No embedded paper broker: start the service with --paper');
-      const accounts = (ctx.req.body?.accounts ?? [{ name: 'PAPER1' }]).map((a) => a.name);
-      const login = { name: `paper-${randomBase62(8).toLowerCase()}`, password: randomBase62(24), accounts };
+      const suffix = randomBase62(8).toLowerCase();
+      // Account names are unique across the paper broker: the default one is named after the login.
+      const accounts = (ctx.req.body?.accounts ?? [{ name: `PAPER-${suffix.toUpperCase()}` }]).map((a) => a.name);
+      const login = { name: `paper-${suffix}`, password: randomBase62(24), accounts };
       await deps.paper.openLogin(login);
       const record = await deps.store.connections.create({
         userId: ctx.auth.userId,

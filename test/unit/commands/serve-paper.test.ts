@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { rememberPaperLogin, startEmbeddedPaper, type EmbeddedPaper } from '../../../src/commands/serve-paper.js';
+import { loginRefusal, rememberPaperLogin, startEmbeddedPaper, type EmbeddedPaper } from '../../../src/commands/serve-paper.js';
+import { PaperRefusedError } from '../../../src/sim/control-client.js';
 import { createLogger } from '../../../src/log.js';
 import { tempStore, type TempStore } from '../../support/store.js';
 
@@ -69,4 +70,11 @@ test('close() stops it for good', async () => {
   paper = undefined;
   await expect(fetch(`${url}/state`)).rejects.toThrow();
   expect(existsSync(join(t.dir, 'paper-logins.json'))).toBe(false);
+});
+
+test('a login the broker refuses becomes a coded error, never a 500', () => {
+  expect(loginRefusal(new PaperRefusedError(409, 'account A exists', 'x'))).toMatchObject({ code: 'CONFLICT', extensions: { brokerReason: 'account A exists' } });
+  expect(loginRefusal(new PaperRefusedError(400, 'password is required', 'x'))).toMatchObject({ code: 'BROKER_REJECTED' });
+  expect(loginRefusal(new PaperRefusedError(500, 'boom', 'x'))).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1 });
+  expect(loginRefusal(new TypeError('fetch failed'))).toMatchObject({ code: 'BROKER_UNAVAILABLE' });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createPaperLogin } from '../../../src/sim/control-client.js';
+import { createPaperLogin, PaperRefusedError } from '../../../src/sim/control-client.js';
 import { startSim, type SimHandle } from '../../../src/sim/index.js';
 
 let sim: SimHandle;
@@ -18,4 +18,11 @@ test('opens a login with its named accounts, which then authenticates at the bro
 test('a refused login throws with the broker’s status', async () => {
   await createPaperLogin(sim.controlUrl, { name: 'cc2', password: 'pw', accounts: ['C2'] });
   await expect(createPaperLogin(sim.controlUrl, { name: 'cc2', password: 'pw', accounts: ['C3'] })).rejects.toThrow(/refused login 'cc2': HTTP 4\d\d/);
+});
+
+test('a refusal carries the status and the broker’s own reason', async () => {
+  await createPaperLogin(sim.controlUrl, { name: 'cc3', password: 'pw', accounts: ['C4'] });
+  const err = await createPaperLogin(sim.controlUrl, { name: 'cc4', password: 'pw', accounts: ['C4'] }).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(PaperRefusedError);
+  expect(err).toMatchObject({ status: 409, reason: 'account C4 exists' });
 });
