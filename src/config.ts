@@ -5,6 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { MAX_ORDER_QTY, ORDER_QTY_CEILING, PRICE_BAND_FACTOR } from './domain/orders.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -37,6 +38,10 @@ export const configSchema = z
     sessionIdleMinutes: positiveInt.max(7 * 24 * 60).default(60),
     /** Web-app session: ends this long after sign-in, however active. */
     sessionMaxHours: positiveInt.max(30 * 24).default(12),
+    /** Largest quantity of one order (API, webhooks, strategies). */
+    orderQtyMax: positiveInt.max(ORDER_QTY_CEILING).default(MAX_ORDER_QTY),
+    /** A price must lie within the product's reference price ÷ this … × this. */
+    priceBandFactor: z.coerce.number().finite().min(1.5).max(1000).default(PRICE_BAND_FACTOR),
   })
   .strict();
 
@@ -61,6 +66,8 @@ const ENV: Record<string, keyof ConfigInput> = {
   BODY_LIMIT_BYTES: 'bodyLimitBytes',
   SESSION_IDLE_MINUTES: 'sessionIdleMinutes',
   SESSION_MAX_HOURS: 'sessionMaxHours',
+  ORDER_QTY_MAX: 'orderQtyMax',
+  PRICE_BAND_FACTOR: 'priceBandFactor',
 };
 
 /** Flag name (kebab-case) → config field. */

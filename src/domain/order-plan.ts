@@ -7,10 +7,10 @@
  * (spec Rule 2).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { isOrderQty, MAX_ORDER_QTY, referencePrice, type BracketLeg, type LegInput, type NewOrder, type OrderType, type Side, type TimeInForce } from './orders.js';
+import { DEFAULT_ORDER_LIMITS, isOrderQty, referencePrice, type BracketLeg, type LegInput, type NewOrder, type OrderLimits, type OrderType, type Side, type TimeInForce } from './orders.js';
 import { AppError } from './problems.js';
 import { resolveSymbol } from './symbols.js';
-import { isOnTick, roundToTick, ticksToPoints } from './ticks.js';
+import { priceToTicks, ticksToPoints, ticksToPrice } from './ticks.js';
 
 /** The order fields, whatever the source (API body, webhook + strategy). */
 export interface OrderInput {
@@ -53,9 +53,28 @@ function validationFailed(errors: FieldError[]): AppError {
   return new AppError('VALIDATION_FAILED', detail, { errors });
 }
 
-/** Rounds away binary noise (5000 + 5 must be exactly 5005). */
-function clean(n: number, tickSize: number): number {
-  return roundToTick(n, tickSize);
+/** The prices an order of a product may carry, as whole ticks and as prices. */
+export interface PriceBand {
+  reference: number;
+  minTicks: number;
+  maxTicks: number;
+  min: number;
+  max: number;
+}
+
+/**
+ * reference ÷ factor … reference × factor, on the tick grid and never below one tick: far
+ * wider than any day's move, far narrower than a typo (5e-324, 1e21, an extra digit).
+ */
+export function priceBand(reference: number, tickSize: number, factor: number): PriceBand {
+  const minTicks = Math.max(1, Math.ceil(reference / factor / tickSize - 1e-9));
+  const maxTicks = Math.floor((reference * factor) / tickSize + 1e-9);
+  return { reference, minTicks, maxTicks, min: ticksToPrice(minTicks, tickSize), max: ticksToPrice(maxTicks, tickSize) };
+}
+
+function outOfRange(errors: FieldError[], band: PriceBand): AppError {
+  const detail = errors.map((e) => `${e.path}: ${e.message}`).join('; ');
+  return new AppError('PRICE_OUT_OF_RANGE', detail, { errors, band: { min: band.min, max: band.max, reference: band.reference } });
 }
 
 function checkPriceFields(type: OrderType, price: number | null, stopPrice: number | null, errors: FieldError[]): void {
@@ -67,11 +86,51 @@ function checkPriceFields(type: OrderType, price: number | null, stopPrice: numb
   if (!needsStop && stopPrice !== null) errors.push({ path: 'stopPrice', message: `not allowed for ${type} orders` });
 }
 
-function planLeg(leg: LegInput | null | undefined, sign: 1 | -1, ref: number | null, tickSize: number): PlannedLeg | null {
+/** Everything one plan's price checks share. */
+interface PriceCheck {
+  tickSize: number;
+  band: PriceBand;
+  contract: string;
+  errors: FieldError[];
+  range: FieldError[];
+}
+
+/** A given price as whole ticks: in the band and exactly on the tick, else an error for `path` and null. */
+function givenTicks(c: PriceCheck, path: string, value: number | null): number | null {
+  if (value === null) return null;
+  if (!(value >= c.band.min && value <= c.band.max)) {
+    c.range.push({ path, message: `${value} is outside ${c.band.min}..${c.band.max} for ${c.contract}` });
+    return null;
+  }
+  const ticks = priceToTicks(value, c.tickSize);
+  if (ticks === undefined) c.errors.push({ path, message: `${value} is not on the ${c.tickSize} tick of ${c.contract}` });
+  return ticks ?? null;
+}
+
+/**
+ * A bracket leg in ticks. An absolute leg is checked like any given price. A relative leg is
+ * projected from the entry's price when the order names one, else (market orders: the fill is
+ * not known yet) from the product's reference price; the projection must stay in the band, so
+ * a stop can never be computed past zero.
+ */
+function planLeg(c: PriceCheck, name: 'takeProfit' | 'stopLoss', leg: LegInput | null | undefined, sign: 1 | -1, refTicks: number | null): PlannedLeg | null {
   if (!leg) return null;
-  if ('price' in leg) return { kind: 'absolute', price: leg.price, ticks: null, offsetPoints: null };
-  const offsetPoints = ticksToPoints(leg.ticks, tickSize);
-  return { kind: 'relative', price: ref === null ? null : clean(ref + sign * offsetPoints, tickSize), ticks: leg.ticks, offsetPoints };
+  if ('price' in leg) {
+    const ticks = givenTicks(c, `${name}.price`, leg.price);
+    return { kind: 'absolute', price: ticks === null ? null : ticksToPrice(ticks, c.tickSize), ticks: null, offsetPoints: null };
+  }
+  if (!Number.isSafeInteger(leg.ticks) || leg.ticks <= 0) {
+    c.errors.push({ path: `${name}.ticks`, message: 'must be a positive integer' });
+    return null;
+  }
+  const from = refTicks ?? priceToTicks(c.band.reference, c.tickSize) ?? Math.round(c.band.reference / c.tickSize);
+  const projected = from + sign * leg.ticks;
+  if (projected < c.band.minTicks || projected > c.band.maxTicks) {
+    const base = refTicks === null ? `the reference price ${c.band.reference}` : `the entry price ${ticksToPrice(refTicks, c.tickSize)}`;
+    c.range.push({ path: `${name}.ticks`, message: `${leg.ticks} ticks from ${base} is ${ticksToPrice(projected, c.tickSize)}, outside ${c.band.min}..${c.band.max} for ${c.contract}` });
+  }
+  const price = refTicks === null ? null : ticksToPrice(projected, c.tickSize);
+  return { kind: 'relative', price, ticks: leg.ticks, offsetPoints: ticksToPoints(leg.ticks, c.tickSize) };
 }
 
 /**
@@ -103,43 +162,35 @@ function toBracketLeg(leg: PlannedLeg | null): BracketLeg | null {
 }
 
 /**
- * Validates and maps an order. Throws AppError UNKNOWN_SYMBOL (nothing resolved) or
- * VALIDATION_FAILED with `errors: [{path, message}]` naming each offending field.
+ * Validates and maps an order. Throws AppError UNKNOWN_SYMBOL (nothing resolved),
+ * PRICE_OUT_OF_RANGE (a given or computed price outside the contract's band) or
+ * VALIDATION_FAILED, each with `errors: [{path, message}]` naming every offending field. Prices
+ * are handled as whole ticks, and every price in the plan is the exact tick price.
  */
-export function planOrder(input: OrderInput, accountId: string, now: Date): OrderPlan {
+export function planOrder(input: OrderInput, accountId: string, now: Date, limits: OrderLimits = DEFAULT_ORDER_LIMITS): OrderPlan {
   const resolved = resolveSymbol(input.symbol, now);
   if (!resolved.ok) {
     throw new AppError('UNKNOWN_SYMBOL', `Unknown symbol '${input.symbol}': ${resolved.reason}`, { symbol: input.symbol });
   }
-  const { tickSize, pointValue } = resolved.product;
+  const { tickSize, pointValue, referencePrice: reference } = resolved.product;
   const type = input.type ?? 'market';
-  const price = input.price ?? null;
-  const stopPrice = input.stopPrice ?? null;
-  const errors: FieldError[] = [];
+  const c: PriceCheck = { tickSize, band: priceBand(reference, tickSize, limits.priceBandFactor), contract: resolved.contract, errors: [], range: [] };
 
-  if (!isOrderQty(input.qty)) errors.push({ path: 'qty', message: `must be a whole number from 1 to ${MAX_ORDER_QTY}` });
-  checkPriceFields(type, price, stopPrice, errors);
-  const offTick = (path: string, value: number | null) => {
-    if (value !== null && !isOnTick(value, tickSize)) {
-      errors.push({ path, message: `${value} is not on the ${tickSize} tick of ${resolved.contract}` });
-    }
-  };
-  offTick('price', price);
-  offTick('stopPrice', stopPrice);
-  if (input.takeProfit && 'price' in input.takeProfit) offTick('takeProfit.price', input.takeProfit.price);
-  if (input.stopLoss && 'price' in input.stopLoss) offTick('stopLoss.price', input.stopLoss.price);
-  for (const [path, leg] of [['takeProfit.ticks', input.takeProfit], ['stopLoss.ticks', input.stopLoss]] as const) {
-    if (leg && 'ticks' in leg && (!Number.isInteger(leg.ticks) || leg.ticks <= 0)) {
-      errors.push({ path, message: 'must be a positive integer' });
-    }
-  }
+  if (!isOrderQty(input.qty, limits.maxQty)) c.errors.push({ path: 'qty', message: `must be a whole number from 1 to ${limits.maxQty}` });
+  checkPriceFields(type, input.price ?? null, input.stopPrice ?? null, c.errors);
+  const priceTicks = givenTicks(c, 'price', input.price ?? null);
+  const stopTicks = givenTicks(c, 'stopPrice', input.stopPrice ?? null);
+  const price = priceTicks === null ? null : ticksToPrice(priceTicks, tickSize);
+  const stopPrice = stopTicks === null ? null : ticksToPrice(stopTicks, tickSize);
 
   const ref = referencePrice(type, price, stopPrice);
+  const refTicks = ref === null ? null : (priceToTicks(ref, tickSize) ?? null);
   const sign = input.side === 'buy' ? 1 : -1;
-  const takeProfit = planLeg(input.takeProfit, sign, ref, tickSize);
-  const stopLoss = planLeg(input.stopLoss, sign === 1 ? -1 : 1, ref, tickSize);
-  checkBracketSides(input.side, ref, takeProfit, stopLoss, errors);
-  if (errors.length) throw validationFailed(errors);
+  const takeProfit = planLeg(c, 'takeProfit', input.takeProfit, sign, refTicks);
+  const stopLoss = planLeg(c, 'stopLoss', input.stopLoss, sign === 1 ? -1 : 1, refTicks);
+  checkBracketSides(input.side, ref, takeProfit, stopLoss, c.errors);
+  if (c.range.length) throw outOfRange(c.range, c.band);
+  if (c.errors.length) throw validationFailed(c.errors);
 
   const kinds = new Set([takeProfit?.kind, stopLoss?.kind].filter(Boolean));
   const bracket = kinds.size === 0 ? 'none' : kinds.size === 2 ? 'mixed' : takeProfit?.kind ?? stopLoss?.kind ?? 'none';

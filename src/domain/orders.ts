@@ -14,12 +14,27 @@ export type OrderRole = 'single' | 'entry' | 'take_profit' | 'stop_loss';
 /** Statuses after which nothing more happens to an order. */
 export const FINAL_STATUSES: ReadonlySet<OrderStatus> = new Set(['filled', 'cancelled', 'rejected', 'expired']);
 
-/** Largest quantity one order may carry (API, webhooks and strategies alike). */
+/** Default largest quantity one order may carry (API, webhooks and strategies alike; ORDER_QTY_MAX). */
 export const MAX_ORDER_QTY = 10_000;
 
-/** Whether `qty` is a whole number of contracts from 1 to MAX_ORDER_QTY. */
-export function isOrderQty(qty: number): boolean {
-  return Number.isInteger(qty) && qty > 0 && qty <= MAX_ORDER_QTY;
+/** No deployment may allow more than this per order (the bound of the ORDER_QTY_MAX setting and of the schemas). */
+export const ORDER_QTY_CEILING = 1_000_000;
+
+/** Default width of the price band: a price must lie within reference ÷ factor … reference × factor. */
+export const PRICE_BAND_FACTOR = 5;
+
+/** The per-order limits a deployment sets (config ORDER_QTY_MAX and PRICE_BAND_FACTOR). */
+export interface OrderLimits {
+  maxQty: number;
+  priceBandFactor: number;
+}
+
+/** The defaults of OrderLimits. */
+export const DEFAULT_ORDER_LIMITS: Readonly<OrderLimits> = Object.freeze({ maxQty: MAX_ORDER_QTY, priceBandFactor: PRICE_BAND_FACTOR });
+
+/** Whether `qty` is a whole number of contracts from 1 to `max`. */
+export function isOrderQty(qty: number, max: number = MAX_ORDER_QTY): boolean {
+  return Number.isInteger(qty) && qty > 0 && qty <= max;
 }
 
 /**

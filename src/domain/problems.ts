@@ -8,6 +8,7 @@ export const PROBLEMS = {
   UNKNOWN_SYMBOL: { status: 400, title: 'Unknown symbol' },
   INVALID_IDEMPOTENCY_KEY: { status: 400, title: 'Invalid Idempotency-Key' },
   WEBHOOK_UNSUPPORTED: { status: 400, title: 'Webhook feature not supported' },
+  PRICE_OUT_OF_RANGE: { status: 400, title: 'Price outside the allowed band of the contract' },
   UNAUTHENTICATED: { status: 401, title: 'Missing or invalid credentials' },
   INSUFFICIENT_SCOPE: { status: 403, title: 'API key lacks the required scope' },
   ACCOUNT_INACTIVE: { status: 403, title: 'Account is inactive' },

@@ -79,6 +79,11 @@ export interface Product {
   readonly pointValue: number;
   /** US dollars per tick (tickSize × pointValue). */
   readonly tickValue: number;
+  /**
+   * A typical price level of the product: the centre of the band a price must fall in
+   * (PRICE_BAND_FACTOR either way) and where the paper broker's price walk starts.
+   */
+  readonly referencePrice: number;
   /** Listed contract months, in calendar order. */
   readonly months: readonly MonthCode[];
   readonly expiry: ExpiryRule;
@@ -129,7 +134,13 @@ const DELIVERY_ROLL: RollRule = {
   text: '3 business days before first notice day (last business day of the month before the contract month)',
 };
 
-type ProductSpec = Omit<Product, 'tickValue'>;
+type ProductSpec = Omit<Product, 'tickValue' | 'referencePrice'>;
+
+/** Reference price levels (mid-2020s), by root. */
+const REFERENCE_PRICES: Readonly<Record<string, number>> = {
+  ES: 5000, MES: 5000, NQ: 18000, MNQ: 18000, YM: 39000, MYM: 39000, RTY: 2000, M2K: 2000, CL: 75, MCL: 75,
+  GC: 2300, MGC: 2300, SI: 28, HG: 4.5, NG: 2.5, ZB: 118, ZN: 110, ZF: 106, ZC: 450, ZS: 1200, '6E': 1.08,
+};
 
 function equity(root: string, description: string, exchange: Exchange, tickSize: number, pointValue: number): ProductSpec {
   return { root, description, exchange, tickSize, pointValue, months: QUARTERLY, expiry: THIRD_FRIDAY, roll: EQUITY_ROLL, listedMonthsAhead: 66 };
@@ -162,7 +173,9 @@ const SPECS: readonly ProductSpec[] = [
 function freezeProduct(spec: ProductSpec): Product {
   // tickValue is rounded to cents' fractions so 0.00005 × 125000 reads 6.25, not 6.250000000000001.
   const tickValue = Math.round(spec.tickSize * spec.pointValue * 1e6) / 1e6;
-  return Object.freeze({ ...spec, months: Object.freeze([...spec.months]), expiry: Object.freeze(spec.expiry), roll: Object.freeze(spec.roll), tickValue });
+  const referencePrice = REFERENCE_PRICES[spec.root];
+  if (referencePrice === undefined) throw new Error(`no reference price for ${spec.root}`);
+  return Object.freeze({ ...spec, months: Object.freeze([...spec.months]), expiry: Object.freeze(spec.expiry), roll: Object.freeze(spec.roll), tickValue, referencePrice });
 }
 
 const PRODUCTS: readonly Product[] = Object.freeze(SPECS.map(freezeProduct).sort((a, b) => (a.root < b.root ? -1 : 1)));

@@ -77,3 +77,33 @@ export function addTicks(price: number, ticks: number, tickSize: number): number
   if (!Number.isFinite(price) || !Number.isFinite(ticks) || !validTick(tickSize)) return Number.NaN;
   return roundToTick(price + ticks * tickSize, tickSize);
 }
+
+/**
+ * Representation slack when a client's number is compared with the exact tick price: a few
+ * units in the last place (a client that computed 71.23 as 71.22999999999999 meant 71.23). A
+ * number further away than that is a different price, however small the gap
+ * (1000.2500000001 is not 1000.25).
+ */
+const ULP_SLACK = 4 * Number.EPSILON;
+
+/**
+ * The price of `ticks` whole ticks, written exactly as the tick's decimals write it
+ * (4001 × 0.25 → 1000.25, 7123 × 0.01 → 71.23): the one number sent to a broker for that tick.
+ */
+export function ticksToPrice(ticks: number, tickSize: number): number {
+  if (!Number.isSafeInteger(ticks) || !validTick(tickSize)) return Number.NaN;
+  return clean(ticks * tickSize, tickSize);
+}
+
+/**
+ * The whole number of ticks `price` stands for, or undefined when it is not exactly on a tick
+ * (beyond float representation slack) or not finite. Integer ticks are how prices are compared
+ * and moved; ticksToPrice turns them back into the exact price.
+ */
+export function priceToTicks(price: number, tickSize: number): number | undefined {
+  if (!Number.isFinite(price) || !validTick(tickSize)) return undefined;
+  const ticks = Math.round(price / tickSize);
+  if (!Number.isSafeInteger(ticks)) return undefined;
+  const exact = ticksToPrice(ticks, tickSize);
+  return Math.abs(price - exact) <= ULP_SLACK * Math.abs(exact) ? (ticks === 0 ? 0 : ticks) : undefined;
+}

@@ -128,10 +128,11 @@ export interface FieldError {
 /** Flattens zod issues; unknown keys become one entry per key (`stopLos: Unknown field`). */
 export function zodIssuesToErrors(issues: readonly z.core.$ZodIssue[], prefix = ''): FieldError[] {
   const out: FieldError[] = [];
+  const unknown = prefix === 'query' ? 'Unknown query parameter' : 'Unknown field';
   for (const issue of issues) {
     const base = [prefix, ...issue.path.map(String)].filter((p) => p !== '').join('.');
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: base ? `${base}.${key}` : key, message: 'Unknown field' });
+      for (const key of issue.keys) out.push({ path: base ? `${base}.${key}` : key, message: unknown });
     } else {
       out.push({ path: base, message: issue.message });
     }

@@ -152,7 +152,8 @@ function operation(route: RouteDef<any, any>): Json {
     responses[String(r.status)] = res;
   }
   const standard: [number, string, boolean][] = [
-    [400, 'VALIDATION_FAILED (errors: [{path, message}]) or INVALID_IDEMPOTENCY_KEY', !!(route.body || route.query || route.idempotent)],
+    // Every API route refuses unknown or repeated query parameters.
+    [400, 'VALIDATION_FAILED (errors: [{path, message}]; also an unknown or repeated query parameter) or INVALID_IDEMPOTENCY_KEY', true],
     [401, 'UNAUTHENTICATED: missing, malformed, unknown or revoked key', keyed],
     [403, route.scope === 'session' ? 'SESSION_REQUIRED (an API key was sent) or CSRF_REJECTED' : 'INSUFFICIENT_SCOPE (requiredScope)', keyed],
     [404, route.scope === 'webhook' ? 'NOT_FOUND: unknown token' : 'NOT_FOUND', route.path.includes(':')],

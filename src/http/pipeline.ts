@@ -12,6 +12,7 @@
  * callback, because `onData` cannot be registered after an await; every answer goes out
  * through ResponseHandle, corked and never after an abort.
  */
+import { z } from 'zod';
 import type { Logger } from '../log.js';
 import { AppError } from '../domain/problems.js';
 import { redactUrl } from '../log.js';
@@ -160,11 +161,29 @@ export async function bodyStage(deps: PipelineDeps, ex: Exchange): Promise<Stop 
 /** validate: query and body against the route's zod schemas (400 VALIDATION_FAILED, 415). */
 export function validateStage(ex: Exchange): void {
   const route = ex.route!;
-  const rawQuery = Object.fromEntries(new URLSearchParams(ex.query));
-  const query = route.query ? validate(route.query, rawQuery, 'query') : rawQuery;
+  const rawQuery = queryParams(ex.query);
+  const query = validate(route.query ?? NO_QUERY, rawQuery, 'query');
   const raw = ex.rawBody ?? Buffer.alloc(0);
   const body = route.body ? validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType), 'body') : undefined;
   ex.request = { method: route.method, path: ex.path, params: ex.params!, query, headers: ex.headers, body, rawBody: raw, ip: ex.ip };
+}
+
+/** A route without query parameters takes none. */
+const NO_QUERY = z.strictObject({});
+
+/**
+ * The query string as one value per name. A name given twice is refused rather than letting
+ * the last one win: `?dryRun=true&dryRun=false` must never be read as either.
+ */
+export function queryParams(raw: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of new URLSearchParams(raw)) {
+    if (Object.hasOwn(out, name)) {
+      throw new AppError('VALIDATION_FAILED', `query.${name}: given more than once`, { errors: [{ path: `query.${name}`, message: 'given more than once' }] });
+    }
+    out[name] = value;
+  }
+  return out;
 }
 
 /**

@@ -45,13 +45,13 @@ export type PlaceOrderBody = z.output<typeof placeOrderBodySchema>;
 
 const boolQuery = z.enum(['true', 'false', '1', '0']);
 
-/** Query of POST /accounts/{id}/orders. */
-export const placeOrderQuerySchema = z.object({
+/** Query of POST /accounts/{id}/orders. Strict like every query: `?dryrun=true` is a 400, never a real order. */
+export const placeOrderQuerySchema = z.strictObject({
   dryRun: boolQuery.optional().describe('true: validate, resolve and compute the plan; send nothing'),
 });
 
-/** `?limit=&cursor=` on every list. */
-export const listQuerySchema = z.object({
+/** `?limit=&cursor=` on every list (strict: an unknown parameter is a 400). */
+export const listQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).optional().describe('1..500, default 100'),
   cursor: z.string().max(200).optional().describe('nextCursor of the previous page'),
 });

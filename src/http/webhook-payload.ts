@@ -6,7 +6,7 @@
  * scale-outs — is refused with WEBHOOK_UNSUPPORTED and a message that says why.
  */
 import type { OrderInput } from '../domain/order-plan.js';
-import { isOrderQty, MAX_ORDER_QTY, type LegInput, type OrderType, type Side, type TimeInForce } from '../domain/orders.js';
+import type { LegInput, OrderType, Side, TimeInForce } from '../domain/orders.js';
 import { AppError } from '../domain/problems.js';
 
 /** A TradingView alert message that places a bracket order through a webhook URL (shown in /api-docs). */
@@ -129,12 +129,14 @@ function invalid(path: string, message: string): AppError {
   return new AppError('VALIDATION_FAILED', `${path}: ${message}`, { errors: [{ path, message }] });
 }
 
-/** A number, or a numeric string ("2", " 5001.25 "); anything else → undefined. */
+/**
+ * A finite number, or a numeric string in plain decimal notation ("2", " 5001.25 ", "-3");
+ * anything else → undefined. Exponents ("1e3"), hex and the like are refused: an alert that
+ * says "1e3" contracts is a broken template, not a request for a thousand.
+ */
 export function toNumber(value: unknown): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  if (typeof value === 'string' && value.trim() !== '' && /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(value.trim())) {
-    return Number(value.trim());
-  }
+  if (typeof value === 'string' && /^[+-]?(\d+\.?\d*|\.\d+)$/.test(value.trim())) return Number(value.trim());
   return undefined;
 }
 
@@ -142,6 +144,18 @@ function positivePrice(path: string, value: unknown): number {
   const n = toNumber(value);
   if (n === undefined || n <= 0) throw invalid(path, 'must be a positive number (numeric strings accepted)');
   return n;
+}
+
+/** What a leg object may carry (a take-profit's price may be called limitPrice, a stop-loss's stopPrice); anything else is refused. */
+const LEG_KEYS = { takeProfit: new Set(['price', 'ticks', 'limitPrice', 'type']), stopLoss: new Set(['price', 'ticks', 'stopPrice', 'type']) };
+
+/** What an unknown key inside a leg asks for, when it names a feature webhooks do not have. */
+function legFeature(key: string): string | undefined {
+  if (UNSUPPORTED_KEYS[key]) return UNSUPPORTED_KEYS[key];
+  if (/trail/i.test(key)) return 'trailing stops';
+  if (/break_?even/i.test(key)) return 'breakeven moves';
+  if (/scale/i.test(key)) return 'scale-outs';
+  return undefined;
 }
 
 function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | null {
@@ -154,9 +168,13 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
   if (typeof value !== 'object') return { price: positivePrice(path, value) };
   const leg = value as Record<string, unknown>;
   for (const key of Object.keys(leg)) {
-    if (UNSUPPORTED_KEYS[key]) throw unsupported(UNSUPPORTED_KEYS[key]);
+    const feature = legFeature(key);
+    if (feature) throw unsupported(feature);
+    // A key we do not know inside a leg may change what the leg means (a trail, an offset
+    // unit): refused rather than ignored, so the leg never silently becomes something else.
+    if (!LEG_KEYS[path].has(key)) throw invalid(`${path}.${key}`, 'unknown field in a take-profit or stop-loss: give {"price": n} or {"ticks": n}');
   }
-  if (typeof leg.type === 'string' && /trail/i.test(leg.type)) throw unsupported('trailing stops');
+  if (leg.type !== undefined && (typeof leg.type !== 'string' || /trail/i.test(leg.type))) throw unsupported('trailing stops');
   const priceValue = leg.price ?? (path === 'takeProfit' ? leg.limitPrice : leg.stopPrice);
   const hasPrice = priceValue !== undefined && priceValue !== null;
   const hasTicks = leg.ticks !== undefined && leg.ticks !== null;
@@ -164,15 +182,17 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
   if (hasPrice) return { price: positivePrice(`${path}.price`, priceValue) };
   if (hasTicks) {
     const ticks = toNumber(leg.ticks);
-    if (ticks === undefined || !Number.isInteger(ticks) || ticks <= 0) throw invalid(`${path}.ticks`, 'must be a positive integer');
+    if (ticks === undefined || !Number.isSafeInteger(ticks) || ticks <= 0) throw invalid(`${path}.ticks`, 'must be a positive integer');
     return { ticks };
   }
   throw invalid(path, 'must be {"price": n}, {"ticks": n} or a bare number (= price)');
 }
 
+/** A quantity: a whole number of contracts ≥ 1, as a number or digits ("2", "2.0"); the per-order cap is the plan's. */
 function parseQty(value: unknown): number {
-  const n = toNumber(value);
-  if (n === undefined || !isOrderQty(n)) throw invalid('qty', `must be a whole number from 1 to ${MAX_ORDER_QTY} (numeric strings accepted)`);
+  const plain = typeof value === 'number' || (typeof value === 'string' && /^\s*\d+(\.0*)?\s*$/.test(value));
+  const n = plain ? toNumber(value) : undefined;
+  if (n === undefined || !Number.isSafeInteger(n) || n < 1) throw invalid('qty', 'must be a whole number of contracts, at least 1 (digits only in a string)');
   return n;
 }
 

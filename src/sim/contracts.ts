@@ -30,12 +30,6 @@ export interface ContractEntity {
   [field: string]: unknown;
 }
 
-// Sim-only: where each product's synthetic price starts, so P&L numbers look realistic.
-const BASE_PRICES: Readonly<Record<string, number>> = {
-  ES: 5000, MES: 5000, NQ: 18000, MNQ: 18000, YM: 39000, MYM: 39000, RTY: 2000, M2K: 2000, CL: 75, MCL: 75,
-  GC: 2300, MGC: 2300, SI: 28, HG: 4.5, NG: 2.5, ZB: 118, ZN: 110, ZF: 106, ZC: 450, ZS: 1200, '6E': 1.08,
-};
-
 const NAME_PATTERN = /^(.+)([FGHJKMNQUVXZ])(\d)$/;
 
 /** Splits `ESZ6` into root, month (1..12) and year digit; undefined when the shape is wrong. */
@@ -65,7 +59,7 @@ export class ContractRegistry {
     listProducts().forEach((p, i) => {
       const product: SimProduct = {
         id: 100 + i, name: p.root, description: p.description, tickSize: p.tickSize, pointValue: p.pointValue,
-        months: p.months.join(''), basePrice: BASE_PRICES[p.root] ?? 100,
+        months: p.months.join(''), basePrice: p.referencePrice,
       };
       this.products.set(product.name, product);
       this.productsById.set(product.id, product);

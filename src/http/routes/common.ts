@@ -3,7 +3,7 @@
  * are their connections' accounts as the actors report them), list pagination and the
  * documented error responses.
  */
-import type { AccountRecord } from '../../domain/orders.js';
+import type { AccountRecord, OrderLimits } from '../../domain/orders.js';
 import type { ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
 import type { Config } from '../../config.js';
 import { AppError, type ProblemCode, PROBLEMS } from '../../domain/problems.js';
@@ -175,6 +175,11 @@ export const BROKER_ERRORS: ProblemCode[] = ['BROKER_UNAVAILABLE', 'BROKER_TIMEO
 /** What the actor's guards need to know of who places an order: where it came from and the credential's narrowing. */
 export function guardedBy(auth: AuthContext, origin: 'api' | 'webhook'): Pick<PlaceOrderRequest, 'origin' | 'narrowing'> {
   return auth.narrowing ? { origin, narrowing: [auth.narrowing] } : { origin };
+}
+
+/** The per-order limits of this deployment (ORDER_QTY_MAX, PRICE_BAND_FACTOR). */
+export function orderLimits(config: Config): OrderLimits {
+  return { maxQty: config.orderQtyMax, priceBandFactor: config.priceBandFactor };
 }
 
 /** The clock in force. */

@@ -19,7 +19,7 @@ import {
   type ListQuery,
   type PlaceOrderBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, ownedAccount, paginate, requireActive, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, ownedAccount, paginate, requireActive, type RouteDeps } from './common.js';
 
 /** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
 export function placedOrderView(result: PlaceOrderResult) {
@@ -54,12 +54,12 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [
       { status: 201, description: 'The order as placed', schema: placeOrderResponseSchema },
       { status: 200, description: 'dryRun: the plan; nothing was sent', schema: dryRunResponseSchema },
-      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
+      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
       ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', ...BROKER_ERRORS),
     ],
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
-      const plan = planOrder(ctx.req.body, owned.account.id, nowOf(deps));
+      const plan = planOrder(ctx.req.body, owned.account.id, nowOf(deps), orderLimits(deps.config));
       // A dry run answers what the real order would meet on our side, inactive account included.
       requireActive(owned);
       const dryRun = ctx.req.query?.dryRun === 'true' || ctx.req.query?.dryRun === '1';

@@ -9,7 +9,7 @@ import { clOrdIdFor, planOrder } from '../../domain/order-plan.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
-import { BROKER_ERRORS, callActor, errors, guardedBy, hasUnsyncedConnection, nowOf, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
+import { BROKER_ERRORS, callActor, errors, guardedBy, hasUnsyncedConnection, nowOf, orderLimits, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount } from './flatten.js';
 import { placedOrderView } from './orders.js';
 
@@ -44,7 +44,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       description:
         'JSON sent as application/json or text/plain. `action` buy|sell (aliases long, short) places an order; close|flat|flatten|exit ' +
         'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). Aliases: ticker → ' +
-        'symbol, quantity/contracts → qty; numeric strings accepted. One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
+        'symbol, quantity/contracts → qty; numeric strings in plain decimal notation accepted (qty a whole number: `"2"`, never `"1e3"`). One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
         'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED. Unknown fields are ignored and listed ' +
         'in `warnings`. `id` deduplicates for 24 h. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
         'An entry that breaks the account’s risk guards (or the token’s narrowing of them) answers 403 RISK_GUARD; close/flatten never does.\n\n' +
@@ -57,7 +57,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       responses: [
         { status: 201, description: 'Order placed', schema: webhookResponseSchema },
         { status: 200, description: 'Account flattened', schema: webhookResponseSchema },
-        ...errors('VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED', 'UNKNOWN_SYMBOL', 'UNAUTHENTICATED', 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
+        ...errors('VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', 'UNAUTHENTICATED', 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
         ...errors('SYMBOL_MISMATCH', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'RATE_LIMITED', ...BROKER_ERRORS),
       ],
       async handler(ctx) {
@@ -78,7 +78,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
         const defaults: StrategyDefaults | null = strategy ?? null;
         const input = completeOrder(intent.order, defaults, intent.warnings);
-        const plan = planOrder(input, owned.account.id, now);
+        const plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
         const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook') }, timeout);
         ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId, orderId: result.order.orderId }, 'webhook order');

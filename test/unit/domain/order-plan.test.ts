@@ -191,3 +191,63 @@ describe('dryRunBody', () => {
     expect(body).toMatchObject({ dryRun: true, symbol: 'ESZ6', requestedSymbol: 'ES1!', bracket: 'mixed' });
   });
 });
+
+describe('planOrder prices as whole ticks and the price band', () => {
+  it('refuses prices outside reference ÷ 5 … × 5 with PRICE_OUT_OF_RANGE naming each (ES reference 5000)', () => {
+    for (const price of [5e-324, 0.25, 999.75, 25000.25, 1e21]) {
+      const err = thrown(() => planOrder(order({ type: 'limit', price }), '42', NOW));
+      expect(err.code, String(price)).toBe('PRICE_OUT_OF_RANGE');
+      expect(paths(err)).toEqual(['price']);
+      expect(err.extensions.band).toEqual({ min: 1000, max: 25000, reference: 5000 });
+    }
+    expect(planOrder(order({ type: 'limit', price: 1000 }), '42', NOW).order.price).toBe(1000);
+    expect(planOrder(order({ type: 'limit', price: 25000 }), '42', NOW).order.price).toBe(25000);
+  });
+
+  it('takes the band width from the limits (PRICE_BAND_FACTOR) and the quantity cap (ORDER_QTY_MAX)', () => {
+    const limits = { maxQty: 3, priceBandFactor: 2 };
+    expect(thrown(() => planOrder(order({ type: 'limit', price: 2499.75 }), '42', NOW, limits)).code).toBe('PRICE_OUT_OF_RANGE');
+    expect(planOrder(order({ type: 'limit', price: 2500, qty: 3 }), '42', NOW, limits).order.qty).toBe(3);
+    expect(paths(thrown(() => planOrder(order({ qty: 4 }), '42', NOW, limits)))).toEqual(['qty']);
+  });
+
+  it('refuses a price a hair off the tick and sends exact tick prices (no float drift)', () => {
+    expect(paths(thrown(() => planOrder(order({ type: 'limit', price: 5000.2500000001 }), '42', NOW)))).toEqual(['price']);
+    const cl = planOrder(order({ symbol: 'CL', type: 'limit', price: 71.22999999999999, takeProfit: { ticks: 7 } }), '42', NOW);
+    expect(cl.order.price).toBe(71.23);
+    expect(cl.takeProfit?.price).toBe(71.3);
+    const sixE = planOrder(order({ symbol: '6E', type: 'stop', stopPrice: 1.08735, stopLoss: { ticks: 3 } }), '42', NOW);
+    expect(sixE.stopLoss?.price).toBe(1.0872);
+  });
+
+  it('checks stopPrice and absolute legs against the band too', () => {
+    const err = thrown(() => planOrder(order({ type: 'stop_limit', stopPrice: 1e9, price: 5000, takeProfit: { price: 1e9 }, stopLoss: { price: 0.5 } }), '42', NOW));
+    expect(err.code).toBe('PRICE_OUT_OF_RANGE');
+    expect(paths(err)).toEqual(['stopPrice', 'takeProfit.price', 'stopLoss.price']);
+  });
+
+  it('refuses a relative leg whose computed price leaves the band (never a stop past zero)', () => {
+    const fromLimit = thrown(() => planOrder(order({ symbol: 'MES', type: 'limit', price: 5000, stopLoss: { ticks: 100_000 } }), '42', NOW));
+    expect(fromLimit.code).toBe('PRICE_OUT_OF_RANGE');
+    expect(fromLimit.message).toContain('stopLoss.ticks: 100000 ticks from the entry price 5000 is -20000');
+    const sell = thrown(() => planOrder(order({ side: 'sell', type: 'limit', price: 5000, takeProfit: { ticks: 16_001 } }), '42', NOW));
+    expect(paths(sell)).toEqual(['takeProfit.ticks']);
+    expect(planOrder(order({ side: 'sell', type: 'limit', price: 5000, takeProfit: { ticks: 16_000 } }), '42', NOW).takeProfit?.price).toBe(1000);
+  });
+
+  it('projects a market order’s relative legs from the reference price for the band check only', () => {
+    const err = thrown(() => planOrder(order({ symbol: 'MES', stopLoss: { ticks: 100_000 } }), '42', NOW));
+    expect(err.code).toBe('PRICE_OUT_OF_RANGE');
+    expect(err.message).toContain('from the reference price 5000');
+    const upward = thrown(() => planOrder(order({ takeProfit: { ticks: 80_001 } }), '42', NOW));
+    expect(paths(upward)).toEqual(['takeProfit.ticks']);
+    const ok = planOrder(order({ takeProfit: { ticks: 80_000 }, stopLoss: { ticks: 16_000 } }), '42', NOW);
+    expect([ok.takeProfit?.price, ok.stopLoss?.price]).toEqual([null, null]);
+  });
+
+  it('refuses non-integer or non-positive leg ticks', () => {
+    for (const ticks of [0, -4, 2.5, Number.NaN]) {
+      expect(paths(thrown(() => planOrder(order({ stopLoss: { ticks } }), '42', NOW))), String(ticks)).toEqual(['stopLoss.ticks']);
+    }
+  });
+});

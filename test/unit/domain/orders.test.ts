@@ -3,8 +3,9 @@ import { expect, test } from 'vitest';
 import { FINAL_STATUSES, isOrderQty, MAX_ORDER_QTY, referencePrice } from '../../../src/domain/orders.js';
 
 test('an order quantity is a whole number of contracts from 1 to MAX_ORDER_QTY', () => {
-  expect([1, 2, MAX_ORDER_QTY].map(isOrderQty)).toEqual([true, true, true]);
-  expect([0, -1, 1.5, MAX_ORDER_QTY + 1, Number.NaN, Number.POSITIVE_INFINITY].map(isOrderQty)).toEqual([false, false, false, false, false, false]);
+  expect([1, 2, MAX_ORDER_QTY].map((q) => isOrderQty(q))).toEqual([true, true, true]);
+  expect([0, -1, 1.5, MAX_ORDER_QTY + 1, Number.NaN, Number.POSITIVE_INFINITY].map((q) => isOrderQty(q))).toEqual([false, false, false, false, false, false]);
+  expect([isOrderQty(20, 20), isOrderQty(21, 20)]).toEqual([true, false]);
   fc.assert(fc.property(fc.integer({ min: 1, max: MAX_ORDER_QTY }), (q) => isOrderQty(q)));
 });
 

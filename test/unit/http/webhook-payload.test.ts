@@ -32,11 +32,13 @@ describe('parseWebhookPayload actions and aliases', () => {
     });
   });
 
-  it('refuses quantities outside 1..10,000 like the order API', () => {
-    for (const qty of [0, -1, 1.5, 10_001, 1e308, '1e308']) {
+  it('refuses quantities that are not plain whole numbers of contracts (the per-order cap is the plan’s)', () => {
+    for (const qty of [0, -1, 1.5, 1e308, '1e308', '1e3', '0x10', '+2', '2.5', ' ', 'two', true, [2], { n: 2 }]) {
       expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty }, NOW), String(qty)).toThrow(/qty/);
     }
     expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 10_000 }, NOW)).qty).toBe(10_000);
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: ' 3 ' }, NOW)).qty).toBe(3);
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: '2.0' }, NOW)).qty).toBe(2);
   });
 
   it('warns when an alias repeats a field already given', () => {
@@ -128,7 +130,7 @@ describe('parseWebhookPayload brackets', () => {
 
   it.each([
     [{ takeProfit: { price: 5010, ticks: 4 } }, 'takeProfit'],
-    [{ takeProfit: { percent: 1 } }, 'takeProfit'],
+    [{ takeProfit: { percent: 1 } }, 'takeProfit.percent'],
     [{ stopLoss: { ticks: 2.5 } }, 'stopLoss.ticks'],
     [{ stopLoss: 'abc' }, 'stopLoss'],
     [{ price: '-5' }, 'price'],
@@ -187,14 +189,16 @@ describe('completeOrder', () => {
 });
 
 describe('toNumber', () => {
-  it('accepts exactly the finite numbers and numeric strings', () => {
+  it('accepts exactly the finite numbers and numeric strings in plain decimal notation', () => {
     fc.assert(
       fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
         expect(toNumber(n)).toBe(n);
-        expect(toNumber(String(n))).toBe(Number(String(n)));
+        const text = String(n);
+        expect(toNumber(text)).toBe(/e/.test(text) ? undefined : Number(text));
       }),
     );
-    for (const bad of ['', ' ', 'abc', '1,5', '0x10', 'Infinity', null, undefined, {}, [], true, Number.NaN]) expect(toNumber(bad)).toBeUndefined();
+    for (const bad of ['', ' ', 'abc', '1,5', '0x10', 'Infinity', '1e3', '5E-324', null, undefined, {}, [], true, Number.NaN]) expect(toNumber(bad)).toBeUndefined();
+    expect([toNumber(' 5001.25 '), toNumber('-3'), toNumber('.5'), toNumber('7.')]).toEqual([5001.25, -3, 0.5, 7]);
   });
 });
 
@@ -210,5 +214,67 @@ describe('parseWebhookPayload never throws anything but a coded AppError', () =>
         }
       }),
     );
+  });
+});
+
+describe('parseWebhookPayload rules that protect money', () => {
+  it.each([
+    ['market', 'market'],
+    ['MKT', 'market'],
+    ['stop', 'stop'],
+    ['Stop Market', 'stop'],
+    ['stop-limit', 'stop_limit'],
+    ['StopLimit', 'stop_limit'],
+    ['stp_lmt', 'stop_limit'],
+    ['lmt', 'limit'],
+  ])('parses orderType %s as %s', (orderType, type) => {
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, orderType }, NOW)).type).toBe(type);
+  });
+
+  it('refuses an unknown or trailing orderType', () => {
+    expect(thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, orderType: 'iceberg' }, NOW))).toMatchObject({ code: 'VALIDATION_FAILED' });
+    expect(thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, orderType: 'trailing stop' }, NOW))).toMatchObject({ code: 'WEBHOOK_UNSUPPORTED' });
+  });
+
+  it.each([
+    [{ price: 0 }, 'price'],
+    [{ price: '0' }, 'price'],
+    [{ stopPrice: '-1' }, 'stopPrice'],
+    [{ takeProfit: 0 }, 'takeProfit'],
+    [{ takeProfit: { price: 0 } }, 'takeProfit.price'],
+    [{ stopLoss: { price: '0.0' } }, 'stopLoss.price'],
+    [{ stopLoss: { ticks: 0 } }, 'stopLoss.ticks'],
+    [{ takeProfit: { ticks: '-4' } }, 'takeProfit.ticks'],
+    [{ stopLoss: { ticks: '1e2' } }, 'stopLoss.ticks'],
+  ])('refuses the zero or negative price or offset %j naming %s', (extra, path) => {
+    const err = thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, ...extra }, NOW));
+    expect(err.code).toBe('VALIDATION_FAILED');
+    expect((err.extensions.errors as { path: string }[])[0]!.path).toBe(path);
+  });
+
+  it.each([
+    [{ stopLoss: { ticks: 20, trailing: true } }, 'trailing stops'],
+    [{ stopLoss: { ticks: 20, trailOffset: 4 } }, 'trailing stops'],
+    [{ stopLoss: { ticks: 20, type: 'trailing' } }, 'trailing stops'],
+    [{ stopLoss: { ticks: 20, moveToBreakEven: 10 } }, 'breakeven moves'],
+    [{ takeProfit: { ticks: 20, scaleOutQty: 1 } }, 'scale-outs'],
+  ])('refuses a leg %j that asks for %s instead of silently placing a fixed leg', (extra, feature) => {
+    expect(thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, ...extra }, NOW))).toMatchObject({ code: 'WEBHOOK_UNSUPPORTED', extensions: { feature } });
+  });
+
+  it('refuses any other unknown key inside a leg, naming it', () => {
+    for (const [extra, path] of [
+      [{ stopLoss: { ticks: 20, unit: 'percent' } }, 'stopLoss.unit'],
+      [{ stopLoss: { limitPrice: 4990 } }, 'stopLoss.limitPrice'],
+      [{ takeProfit: { stopPrice: 5010 } }, 'takeProfit.stopPrice'],
+    ] as const) {
+      const err = thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, ...extra }, NOW));
+      expect(err.code).toBe('VALIDATION_FAILED');
+      expect((err.extensions.errors as { path: string }[])[0]!.path).toBe(path);
+    }
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, takeProfit: { limitPrice: 5010 }, stopLoss: { stopPrice: '4990', type: 'stop' } }, NOW))).toMatchObject({
+      takeProfit: { price: 5010 },
+      stopLoss: { price: 4990 },
+    });
   });
 });

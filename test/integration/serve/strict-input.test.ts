@@ -1,0 +1,112 @@
+/**
+ * Numbers that are not prices or quantities, and query parameters a route does not take, are
+ * refused before any broker traffic: real HTTP against `serve --paper`, checked against the
+ * paper broker's own order book.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { http } from '../../support/http.js';
+import { startServe, type Served } from '../../support/processes.js';
+import { control, simState } from '../../support/sim.js';
+
+let s: Served;
+let acc: string;
+let hook: string;
+const front = (root: string) => {
+  const r = resolveSymbol(root, new Date());
+  if (!r.ok) throw new Error(r.reason);
+  return r.contract;
+};
+const api = (method: string, path: string, body?: unknown) => http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}) });
+const place = (body: unknown, query = '') => api('POST', `/api/v1/accounts/${acc}/orders${query}`, body);
+/** Orders the paper broker holds, of any state: nothing refused here may ever reach it. */
+const brokerOrders = async () => ((await simState(s)).orders ?? []) as unknown[];
+
+beforeAll(async () => {
+  s = await startServe({ RATE_LIMIT_PER_MIN: '100000', WEBHOOK_RATE_LIMIT_PER_MIN: '100000' });
+  acc = s.accounts[0]!;
+  await control(s, 'POST', '/prices', { symbol: front('ES'), price: 5000 });
+  await control(s, 'POST', '/prices', { symbol: front('MES'), price: 5000 });
+  await control(s, 'POST', '/prices', { symbol: front('CL'), price: 71 });
+  const t = await api('POST', '/api/v1/webhook-tokens', { accountId: acc, name: 'TV' });
+  expect(t.status, t.text).toBe(201);
+  hook = t.json.url;
+}, 60_000);
+afterAll(async () => {
+  expect(await s?.stop()).toBe(0);
+});
+
+describe('prices and quantities (items 4 and 9)', () => {
+  it('refuses numbers that are not prices, and none reaches the broker', async () => {
+    const before = (await brokerOrders()).length;
+    for (const [body, code, path] of [
+      [{ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 5e-324 }, 'PRICE_OUT_OF_RANGE', 'price'],
+      [{ symbol: 'ES', side: 'sell', qty: 1, type: 'limit', price: 1e21 }, 'PRICE_OUT_OF_RANGE', 'price'],
+      [{ symbol: 'ES', side: 'buy', qty: 1, type: 'stop', stopPrice: 0.25 }, 'PRICE_OUT_OF_RANGE', 'stopPrice'],
+      [{ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 1000.2500000001 }, 'VALIDATION_FAILED', 'price'],
+      [{ symbol: 'MES', side: 'buy', qty: 1, type: 'market', stopLoss: { ticks: 100_000 } }, 'PRICE_OUT_OF_RANGE', 'stopLoss.ticks'],
+      [{ symbol: 'MES', side: 'buy', qty: 1, type: 'limit', price: 4990, stopLoss: { ticks: 100_000 } }, 'PRICE_OUT_OF_RANGE', 'stopLoss.ticks'],
+      [{ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4990, takeProfit: { price: 1e21 } }, 'PRICE_OUT_OF_RANGE', 'takeProfit.price'],
+      [{ symbol: 'ES', side: 'buy', qty: 10_001, type: 'market' }, 'VALIDATION_FAILED', 'qty'],
+    ] as const) {
+      const r = await place(body);
+      expect(r.status, `${JSON.stringify(body)}: ${r.text}`).toBe(400);
+      expect(r.json.code).toBe(code);
+      expect(r.json.errors.map((e: { path: string }) => e.path)).toEqual([path]);
+    }
+    expect(await brokerOrders()).toHaveLength(before);
+  });
+
+  it('sends the exact tick price when the client’s number carries float noise', async () => {
+    const r = await place({ symbol: 'CL', side: 'buy', qty: 1, type: 'limit', price: 70.97999999999999 });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json.price).toBe(70.98);
+    const atBroker = (await brokerOrders()) as { id: number; price?: number }[];
+    expect(atBroker.find((o) => String(o.id) === r.json.orderId)?.price).toBe(70.98);
+  });
+
+  it('refuses a webhook quantity of "1e3" and a leg with a zero price; nothing is placed', async () => {
+    const before = (await brokerOrders()).length;
+    const alert = (body: unknown) => http(hook, 'POST', '', { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } });
+    const qty = await alert({ action: 'buy', symbol: 'ES1!', qty: '1e3' });
+    expect(qty.status, qty.text).toBe(400);
+    expect(qty.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'qty' }] });
+    const leg = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, stopLoss: { price: 0 } });
+    expect(leg.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'stopLoss.price' }] });
+    const far = await alert({ action: 'buy', symbol: 'MES1!', qty: 1, stopLoss: { ticks: 100000 } });
+    expect(far.json).toMatchObject({ code: 'PRICE_OUT_OF_RANGE', errors: [{ path: 'stopLoss.ticks' }] });
+    const trail = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, stopLoss: { ticks: 20, trailing: true } });
+    expect(trail.json).toMatchObject({ code: 'WEBHOOK_UNSUPPORTED' });
+    expect(await brokerOrders()).toHaveLength(before);
+  });
+});
+
+describe('query parameters (item 8)', () => {
+  it('a misspelt dryRun is a 400 naming it, and never places an order', async () => {
+    const before = (await brokerOrders()).length;
+    const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?dryrun=true');
+    expect(r.status, r.text).toBe(400);
+    expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'query.dryrun', message: 'Unknown query parameter' }] });
+    expect(await brokerOrders()).toHaveLength(before);
+  });
+
+  it('a parameter given twice is refused rather than the last one winning', async () => {
+    const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?dryRun=true&dryRun=false');
+    expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'query.dryRun', message: 'given more than once' }] });
+  });
+
+  it('reads and writes without query parameters refuse any, lists refuse unknown ones', async () => {
+    for (const [method, path] of [
+      ['GET', '/api/v1/me?verbose=1'],
+      ['GET', `/api/v1/accounts?limt=5`],
+      ['POST', `/api/v1/accounts/${acc}/flatten?force=true`],
+      ['DELETE', `/api/v1/accounts/${acc}/orders/1?all=true`],
+    ]) {
+      const r = await api(method!, path!);
+      expect(r.status, `${method} ${path}: ${r.text}`).toBe(400);
+      expect(r.json.code).toBe('VALIDATION_FAILED');
+    }
+    expect((await api('GET', '/api/v1/accounts?limit=1')).status).toBe(200);
+    expect((await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?dryRun=true')).status).toBe(200);
+  });
+});
