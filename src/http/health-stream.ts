@@ -87,6 +87,12 @@ export interface HealthStreamDeps {
   clock: () => number;
 }
 
+/** The headers of a health stream (no proxy buffering, no caching). */
+export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+
+/** Retry-After of TOO_MANY_STREAMS: a slot frees only when one of the key's streams ends. */
+export const TOO_MANY_STREAMS_RETRY_S = 5;
+
 /** Opens one stream; throws TOO_MANY_STREAMS before anything is written. */
 export function openHealthStream(
   deps: HealthStreamDeps,
@@ -97,9 +103,12 @@ export function openHealthStream(
 ): void {
   const { hub } = deps;
   if (hub.streamsOf(auth.principalId) >= deps.maxStreamsPerKey) {
-    throw new AppError('TOO_MANY_STREAMS', `At most ${deps.maxStreamsPerKey} concurrent streams per API key`, {
-      limit: deps.maxStreamsPerKey,
-    });
+    throw new AppError(
+      'TOO_MANY_STREAMS',
+      `At most ${deps.maxStreamsPerKey} concurrent streams per API key`,
+      { limit: deps.maxStreamsPerKey },
+      TOO_MANY_STREAMS_RETRY_S,
+    );
   }
   if (!handle.open) return;
   const lastId = parseLastEventId(headers['last-event-id']);
@@ -113,10 +122,7 @@ export function openHealthStream(
   handle.finished = true;
   res.cork(() => {
     res.writeStatus(statusLine(200));
-    for (const [name, value] of Object.entries(responseHeaders)) res.writeHeader(name, value);
-    res.writeHeader('Content-Type', 'text/event-stream');
-    res.writeHeader('Cache-Control', 'no-cache');
-    res.writeHeader('X-Accel-Buffering', 'no');
+    for (const [name, value] of Object.entries({ ...responseHeaders, ...SSE_HEADERS })) res.writeHeader(name, value);
   });
   const sink: SseSink = {
     write(chunk) {

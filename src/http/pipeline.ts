@@ -20,6 +20,7 @@ import type { Authenticated, Authenticator } from './auth.js';
 import { ClientAbortedError, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
 import { parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
 import { rateLimitHeaders, type SlidingLogLimiter } from './rate-limit.js';
+import { repeatedHeaderError } from './request-head.js';
 import { appErrorReply, problemReply, routeResponseReply, type Reply, type ResponseHandle } from './respond.js';
 import type { AuthContext, RouteContext, RouteDef, RouteRequest } from './route-types.js';
 import { stripApiPrefix, type Router } from './router.js';
@@ -27,7 +28,10 @@ import { stripApiPrefix, type Router } from './router.js';
 /** One request as the pipeline sees it: copied out of uWS's short-lived `req`, filled in by the stages. */
 export interface Exchange {
   handle: ResponseHandle;
+  /** Upper-case; a HEAD request runs as GET (`handle.headOnly` drops the body). */
   method: string;
+  /** Singleton headers (X-API-Key, Idempotency-Key, …) the client sent more than once. */
+  repeatedHeaders?: string[];
   path: string;
   query: string;
   /** Lower-case header names. */
@@ -102,13 +106,17 @@ export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<voi
 /** route: shutdown, the fixed pages, then the API route table (404, 405 with Allow). */
 export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
   if (deps.closing()) return { reply: problemReply('SHUTTING_DOWN', undefined, {}, { 'Retry-After': '1' }), closeConnection: true };
+  const repeated = repeatedHeaderError(ex.repeatedHeaders ?? []);
+  if (repeated) return { reply: appErrorReply(repeated) };
   const fixed = deps.fixedRoute(ex.method, ex.path, ex.headers);
   if (fixed) return { reply: fixed };
   const relative = stripApiPrefix(ex.path);
   const match = relative === undefined ? ({ kind: 'not-found' } as const) : deps.router.match(ex.method, relative);
   if (match.kind === 'not-found') return { reply: problemReply('NOT_FOUND') };
   if (match.kind === 'method-not-allowed') {
-    return { reply: problemReply('METHOD_NOT_ALLOWED', `Use ${match.allow.join(', ')}`, {}, { Allow: match.allow.join(', ') }) };
+    // HEAD is served wherever GET is.
+    const allow = match.allow.includes('GET') ? [...match.allow, 'HEAD'].sort() : match.allow;
+    return { reply: problemReply('METHOD_NOT_ALLOWED', `Use ${allow.join(', ')}`, {}, { Allow: allow.join(', ') }) };
   }
   ex.route = match.route;
   ex.params = match.params;
@@ -264,7 +272,7 @@ export function internalReply(ex: Exchange): Reply {
 
 /** The request's one access-log line (errors for 500s). */
 export function logLine(deps: PipelineDeps, ex: Exchange, status: number, err?: unknown): void {
-  const line = { reqId: ex.requestId, method: ex.method, path: redactUrl(ex.path), status, ms: Math.round(performance.now() - ex.startedAt), principal: ex.principal };
+  const line = { reqId: ex.requestId, method: ex.handle.headOnly ? 'HEAD' : ex.method, path: redactUrl(ex.path), status, ms: Math.round(performance.now() - ex.startedAt), principal: ex.principal };
   if (status === 500) deps.logger.error(err instanceof Error ? { ...line, err } : line, 'request failed');
   else deps.logger.info(line, 'request');
 }

@@ -84,7 +84,11 @@ export class ResponseHandle {
   finished = false;
   private readonly abortHooks: (() => void)[] = [];
 
-  constructor(readonly res: HttpResponse) {
+  /** `headOnly`: a HEAD request; answers carry their headers and Content-Length, never a body. */
+  constructor(
+    readonly res: HttpResponse,
+    readonly headOnly = false,
+  ) {
     res.onAborted(() => {
       this.aborted = true;
       for (const hook of this.abortHooks.splice(0)) hook();
@@ -94,6 +98,23 @@ export class ResponseHandle {
   /** Whether the response can still be written. */
   get open(): boolean {
     return !this.aborted && !this.finished;
+  }
+
+  /**
+   * Ends an answer that has no body (204, 304, any answer to HEAD). This uWS build mishandles
+   * its own length argument: `endWithoutBody(undefined)` writes a bogus Content-Length of
+   * 2^63 and `endWithoutBody(n)` leaves the connection waiting for n bytes, so the next request
+   * on a keep-alive connection hangs. So the length (HEAD only: what GET would send) goes out as
+   * a plain header and endWithoutBody is called without one; closing needs the argument form,
+   * with 0.
+   */
+  private endWithoutBody(length: number | undefined, closeConnection: boolean): void {
+    if (closeConnection) {
+      this.res.endWithoutBody(0, true);
+      return;
+    }
+    if (length !== undefined) this.res.writeHeader('Content-Length', String(length));
+    this.res.endWithoutBody();
   }
 
   /** Runs `hook` if the client goes away before the answer is sent. */
@@ -109,7 +130,8 @@ export class ResponseHandle {
     this.res.cork(() => {
       this.res.writeStatus(statusLine(reply.status));
       for (const [name, value] of Object.entries(reply.headers)) this.res.writeHeader(name, value);
-      if (reply.status === 204 || reply.status === 304) this.res.endWithoutBody(undefined, closeConnection);
+      const noBody = reply.status === 204 || reply.status === 304;
+      if (noBody || this.headOnly) this.endWithoutBody(noBody ? undefined : Buffer.byteLength(reply.body ?? ''), closeConnection);
       else if (reply.body === undefined || reply.body.length === 0) this.res.end(undefined, closeConnection);
       else this.res.end(reply.body, closeConnection);
     });

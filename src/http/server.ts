@@ -15,12 +15,13 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
 import { renderApiDocsPage } from './api-docs-page.js';
 import { Authenticator, type SessionAuthenticator } from './auth.js';
-import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream } from './health-stream.js';
+import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream, SSE_HEADERS } from './health-stream.js';
 import { recordGuardEvents } from './guard-events.js';
 import { IdempotencyGate } from './idempotency.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { internalReply, replyStage, runPipeline, type Exchange, type PipelineDeps } from './pipeline.js';
 import { SlidingLogLimiter } from './rate-limit.js';
+import { readRequestHead } from './request-head.js';
 import { jsonReply, problemReply, ResponseHandle, type Reply } from './respond.js';
 import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
@@ -120,7 +121,9 @@ class Engine {
       logger,
       stream: (ex) => {
         if (ex.route !== HEALTH_STREAM_ROUTE || !ex.authd) return false;
-        openHealthStream(stream, ex.handle, ex.authd.auth, ex.headers, ex.extra);
+        // HEAD: what a GET would start with, and no stream.
+        if (ex.handle.headOnly) ex.handle.send({ status: 200, headers: { ...ex.extra, ...SSE_HEADERS } });
+        else openHealthStream(stream, ex.handle, ex.authd.auth, ex.headers, ex.extra);
         return true;
       },
     };
@@ -136,16 +139,14 @@ class Engine {
 
   /** The uWS callback: copy what is needed out of `req` (uWS invalidates it on return), then run the pipeline. */
   accept(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
-    const handle = new ResponseHandle(res);
-    const headers: Record<string, string> = {};
-    req.forEach((k, v) => {
-      headers[k] = v;
-    });
+    const { method, head, headers, repeated } = readRequestHead(req);
+    const handle = new ResponseHandle(res, head);
     const given = headers['x-request-id'];
     const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
     const ex: Exchange = {
       handle,
-      method: req.getMethod().toUpperCase(),
+      method,
+      repeatedHeaders: repeated,
       path: req.getUrl(),
       query: req.getQuery() ?? '',
       headers,
@@ -175,7 +176,7 @@ class Engine {
     };
     const make = fixed[path];
     if (!make) return undefined;
-    if (method !== 'GET') return problemReply('METHOD_NOT_ALLOWED', 'Use GET', {}, { Allow: 'GET' });
+    if (method !== 'GET') return problemReply('METHOD_NOT_ALLOWED', 'Use GET', {}, { Allow: 'GET, HEAD' });
     return make();
   }
 
