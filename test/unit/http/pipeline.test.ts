@@ -160,7 +160,7 @@ describe('route stage', () => {
     expect(routeStage(w.deps, exchange('GET', '/api/v1/nothing').ex)?.reply.status).toBe(404);
     const wrong = routeStage(w.deps, exchange('DELETE', '/api/v1/things/42').ex);
     expect(wrong?.reply.status).toBe(405);
-    expect(wrong?.reply.headers.Allow).toBe('GET');
+    expect(wrong?.reply.headers.Allow).toBe('GET, HEAD');
   });
 
   it('serves the fixed pages, and once shutting down answers 503 with Retry-After and closes the connection', () => {
