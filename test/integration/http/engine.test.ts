@@ -56,7 +56,7 @@ describe('routing', () => {
   it('answers 405 with Allow for a known path under another method', async () => {
     const res = await fetch(h.url('/v1/things/1'), { method: 'PATCH', headers: { 'X-API-Key': h.keys.rw } });
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('DELETE, GET');
+    expect(res.headers.get('allow')).toBe('DELETE, GET, HEAD');
     expect(await res.json()).toMatchObject({ code: 'METHOD_NOT_ALLOWED' });
   });
 
