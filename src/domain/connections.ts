@@ -4,6 +4,7 @@
  * Pure types and constants: the store persists them, the actors run them, the front reports them.
  */
 import type { AccountGuards } from './guards.js';
+import { AppError } from './problems.js';
 
 /** Health of one broker connection (DESIGN §8). */
 export type ConnectionStatus = 'CONNECTING' | 'CONNECTED' | 'RECONNECTING' | 'AUTH_EXPIRED' | 'FAILED' | 'DISABLED';
@@ -70,4 +71,16 @@ export interface StatusEvent {
   /** ms since the epoch */
   ts: number;
   detail?: string;
+}
+
+/**
+ * The answer to a request for a connection that has given up (FAILED: credentials refused, a
+ * captcha). Not transient, so no Retry-After: retrying cannot help, reconnecting can.
+ */
+export function connectionFailed(connectionId: string, detail: string | undefined): AppError {
+  return new AppError(
+    'CONNECTION_FAILED',
+    `Broker connection failed (${detail ?? 'no detail'}); POST /api/v1/connections/${connectionId}/reconnect once the cause is fixed, or PATCH it with new credentials`,
+    { connectionId, connectionStatus: 'FAILED' },
+  );
 }

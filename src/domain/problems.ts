@@ -21,6 +21,7 @@ export const PROBLEMS = {
   IDEMPOTENCY_KEY_IN_USE: { status: 409, title: 'Idempotency-Key is in use by a request in flight' },
   ORDER_NOT_WORKING: { status: 409, title: 'Order is not working' },
   CONFLICT: { status: 409, title: 'Conflict' },
+  CONNECTION_FAILED: { status: 409, title: 'Broker connection failed; reconnect it or give it new credentials' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency-Key reused with a different request' },

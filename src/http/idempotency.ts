@@ -9,7 +9,7 @@
  * broker clOrdId (derived by the route from user + key) covers a crash in that window.
  *
  * What is stored after the handler answers: every status in 200..499 except 400, 401, 403,
- * 404 and 429 (those are rejections before anything reached the broker, so a retry with the
+ * 404, 429 and 409 CONNECTION_FAILED (those are rejections before anything reached the broker, so a retry with the
  * same key, once the request is fixed, must run rather than replay). 5xx is never stored: 503 means nothing reached the broker, and 500/504 leave the outcome unknown,
  * so the retry with the same key must run again and reconcile by clOrdId instead of
  * replaying an unknown answer forever.
@@ -82,8 +82,15 @@ export function requestFingerprint(
     .digest('hex');
 }
 
-/** Whether a handler answer with this status is committed for replay (see module comment). */
-export function isStoredStatus(status: number): boolean {
+/**
+ * Codes that are never stored whatever their status: the request did not reach the broker and
+ * a retry under the same key must run once the cause is gone (a FAILED connection reconnected).
+ */
+const NOT_STORED_CODES: ReadonlySet<string> = new Set(['CONNECTION_FAILED']);
+
+/** Whether a handler answer with this status (and problem code) is committed for replay (see module comment). */
+export function isStoredStatus(status: number, code?: string): boolean {
+  if (code !== undefined && NOT_STORED_CODES.has(code)) return false;
   return status >= 200 && status < 500 && status !== 400 && status !== 401 && status !== 403 && status !== 404 && status !== 429;
 }
 
@@ -96,7 +103,7 @@ export type GateOutcome =
 /** Held by the one request allowed to run for (scope, key); finish it exactly once. */
 export interface IdempotencyTicket {
   /** Stores the answer when its status qualifies (awaited, durable), then frees the key. */
-  commit(answer: { status: number; headers: Record<string, string>; body: string }): Promise<boolean>;
+  commit(answer: { status: number; headers: Record<string, string>; body: string; code?: string | undefined }): Promise<boolean>;
   /** Frees the key without storing anything (handler crashed, client went away before execution). */
   release(): void;
 }
@@ -138,12 +145,13 @@ export class IdempotencyGate {
       ticket: {
         commit: async (answer) => {
           if (done) throw new Error('idempotency ticket already finished');
-          if (!isStoredStatus(answer.status)) {
+          if (!isStoredStatus(answer.status, answer.code)) {
             finish();
             return false;
           }
           try {
-            await this.store.put(scope, key, { fingerprint, ...answer, createdAt: this.clock() });
+            const { status, headers, body } = answer;
+            await this.store.put(scope, key, { fingerprint, status, headers, body, createdAt: this.clock() });
           } finally {
             finish();
           }

@@ -257,7 +257,7 @@ export async function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): 
 async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicket, reply: Reply): Promise<boolean> {
   const body = reply.body === undefined ? '' : reply.body.toString();
   try {
-    await ticket.commit({ status: reply.status, headers: reply.headers, body });
+    await ticket.commit({ status: reply.status, headers: reply.headers, body, code: reply.code });
     return true;
   } catch (err) {
     deps.logger.error({ err, reqId: ex.requestId }, 'idempotency record not stored');

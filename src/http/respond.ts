@@ -13,6 +13,8 @@ export interface Reply {
   headers: Record<string, string>;
   /** Already serialized; undefined for an empty body. */
   body?: string | Buffer;
+  /** The problem code of an error answer (not sent as such; the idempotency gate reads it). */
+  code?: ProblemCode;
 }
 
 export const JSON_TYPE = 'application/json';
@@ -61,7 +63,7 @@ export function problemReply(
 
 /** An RFC 9457 answer from a ready problem body. */
 export function problemBodyReply(body: ProblemBody, headers: Record<string, string> = {}): Reply {
-  return { status: body.status, headers: { 'Content-Type': PROBLEM_TYPE, ...headers }, body: JSON.stringify(body) };
+  return { status: body.status, headers: { 'Content-Type': PROBLEM_TYPE, ...headers }, body: JSON.stringify(body), code: body.code };
 }
 
 /** Seconds to wait when a 503 does not say: DESIGN §3 promises `Retry-After` on every 503. */

@@ -227,6 +227,27 @@ export const createConnectionBodySchema = z.strictObject({
     .describe('Paper accounts to open, each name unique at the paper broker; default one account named after the login'),
 });
 
+/** PATCH /connections/{id} body: rename, and/or new broker credentials (merged into the stored ones). */
+export const updateConnectionBodySchema = z
+  .strictObject({
+    name: z.string().min(1).max(100).optional(),
+    credentials: z
+      .strictObject({
+        username: z.string().min(1).max(128).optional().describe('Broker user name'),
+        password: z.string().min(1).max(1024).optional().describe('Stored sealed; never returned'),
+        appId: z.string().min(1).max(100).optional(),
+        appVersion: z.string().min(1).max(50).optional(),
+        cid: z.union([z.string().regex(/^\d{1,12}$/), z.number().int().positive()]).optional().describe('API client id'),
+        sec: z.string().min(1).max(256).optional().describe('API secret; stored sealed'),
+        deviceId: z.string().min(1).max(100).optional(),
+      })
+      .refine((c) => Object.keys(c).length > 0, { message: 'give at least one credential field' })
+      .optional()
+      .describe('Replaces the given fields of the stored credentials and restarts the connection with them (leaves FAILED)'),
+  })
+  .refine((b) => b.name !== undefined || b.credentials !== undefined, { message: 'give name and/or credentials' });
+export type UpdateConnectionBody = z.output<typeof updateConnectionBodySchema>;
+
 const strategyFields = {
   name: z.string().min(1).max(100),
   description: z.string().max(1000).nullable().optional(),

@@ -36,6 +36,12 @@ export interface NewConnection {
   disabled?: boolean;
 }
 
+/** What PATCH may change of a connection: its name, its credentials (sealed anew). */
+export interface ConnectionPatch {
+  name?: string;
+  credentials?: BrokerCredentials;
+}
+
 export interface ConnectionStore {
   /** Stores a connection with its credentials sealed; durable before it resolves. */
   create(input: NewConnection): Promise<ConnectionRecord>;
@@ -50,6 +56,8 @@ export interface ConnectionStore {
   credentials(id: string): BrokerCredentials;
   /** Enables or disables a connection; false when unknown. */
   setDisabled(id: string, disabled: boolean): Promise<boolean>;
+  /** Renames a connection the user owns or replaces its credentials; undefined when unknown or not theirs. */
+  update(userId: string, id: string, patch: ConnectionPatch): Promise<ConnectionRecord | undefined>;
   /** Deletes a connection the user owns; false when unknown or not theirs. */
   remove(userId: string, id: string): Promise<boolean>;
 }
@@ -72,9 +80,27 @@ export function connectionView(r: ConnectionRecord): ConnectionRecord {
   };
 }
 
+/** VALIDATION_FAILED unless the name has 1..100 characters. */
+export function checkConnectionName(name: string): void {
+  if (name.length < 1 || name.length > 100) throw new AppError('VALIDATION_FAILED', 'connection name must be 1..100 characters');
+}
+
+/** `row` with `patch` applied, new credentials sealed under `sealer` (bound to the row's id). */
+export function patchedConnection<R extends ConnectionRecord & { sealedCredentials: unknown }>(
+  r: R,
+  patch: ConnectionPatch,
+  seal: (credentials: BrokerCredentials) => R['sealedCredentials'],
+): R {
+  return {
+    ...r,
+    ...(patch.name !== undefined && { name: patch.name }),
+    ...(patch.credentials !== undefined && { sealedCredentials: seal(patch.credentials) }),
+  };
+}
+
 /** Validates a new connection and builds its row, the credentials sealed under `sealer`. */
 export function newConnectionRow(input: NewConnection, createdAt: string, sealer: Sealer): ConnectionRow {
-  if (input.name.length < 1 || input.name.length > 100) throw new AppError('VALIDATION_FAILED', 'connection name must be 1..100 characters');
+  checkConnectionName(input.name);
   const id = `con_${randomBase62(12)}`;
   return {
     id,
@@ -132,6 +158,20 @@ export function createConnectionStore(ctx: StoreContext): ConnectionStore {
           return true;
         }),
       );
+    },
+
+    async update(userId, id, patch) {
+      if (patch.name !== undefined) checkConnectionName(patch.name);
+      const updated = await ctx.durable(
+        connections.transaction((): ConnectionRow | undefined => {
+          const r = row(id);
+          if (!r || r.userId !== userId) return undefined;
+          const next = patchedConnection(r, patch, (c) => ctx.sealer.seal(JSON.stringify(c), connectionAad(id)));
+          connections.put(id, next);
+          return next;
+        }),
+      );
+      return updated && connectionView(updated);
     },
 
     async remove(userId, id) {

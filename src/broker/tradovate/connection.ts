@@ -13,7 +13,7 @@ import { Mirror, SYNC_ENTITY_TYPES, type Entity } from './mirror.js';
 import { syncRequestBody } from './requests.js';
 import { BrokerBudget, type RequestClass } from './budget.js';
 import { BROKER_TIMEOUTS, TOKEN_RENEWAL, type ConnectionTuning } from '../../tuning.js';
-import type { ConnectionSpec, ConnectionStatus, StatusEvent, StatusReason } from '../../domain/connections.js';
+import { connectionFailed, type ConnectionSpec, type ConnectionStatus, type StatusEvent, type StatusReason } from '../../domain/connections.js';
 
 /** Capped exponential backoff with jitter in [50%, 100%] of the step. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
@@ -28,6 +28,8 @@ export class BrokerConnection {
   readonly mirror = new Mirror();
   readonly budget: BrokerBudget;
   private statusValue: ConnectionStatus = 'CONNECTING';
+  /** Why the connection is in its current status (the last event's detail). */
+  private statusDetail: string | undefined;
   private token: AccessToken | null = null;
   private socket: TradovateSocket | null = null;
   private stopped = false;
@@ -97,6 +99,7 @@ export class BrokerConnection {
   private setStatus(status: ConnectionStatus, reason: StatusReason, detail?: string): void {
     if (this.stopped) return;
     this.statusValue = status;
+    this.statusDetail = detail;
     const event: StatusEvent = { type: 'status', connectionId: this.spec.connectionId, status, reason, ts: Date.now() };
     if (detail) event.detail = detail;
     this.logger.info({ status, reason, detail }, 'connection status');
@@ -318,8 +321,13 @@ export class BrokerConnection {
     this.marketData = listener;
   }
 
-  /** Throws BROKER_UNAVAILABLE unless CONNECTED (callers must never serve stale data). */
+  /**
+   * Throws unless CONNECTED (callers must never serve stale data): CONNECTION_FAILED once the
+   * connection has given up (retrying the request cannot help; reconnecting it can), else
+   * BROKER_UNAVAILABLE (transient: retry).
+   */
   requireConnected(): void {
+    if (this.statusValue === 'FAILED') throw connectionFailed(this.spec.connectionId, this.statusDetail);
     if (this.statusValue !== 'CONNECTED' || !this.socket?.open) {
       throw new AppError('BROKER_UNAVAILABLE', `broker connection is ${this.statusValue}`, { connectionStatus: this.statusValue });
     }

@@ -5,6 +5,7 @@
  */
 import type { AccountRecord, OrderLimits } from '../../domain/orders.js';
 import type { ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
+import { connectionFailed } from '../../domain/connections.js';
 import type { Config } from '../../config.js';
 import { AppError, type ProblemCode, PROBLEMS } from '../../domain/problems.js';
 import type { Store } from '../../store/index.js';
@@ -72,25 +73,31 @@ export function userAccounts(deps: RouteDeps, userId: string): OwnedAccount[] {
 }
 
 /**
- * Whether one of the user's enabled connections has not reported its accounts yet (just
- * started, or reconnecting after a restart): an account id we cannot find may be one of them.
+ * Why an account id of the caller may simply not be known yet, as the error to answer instead
+ * of 404: one of the user's enabled connections has not reported its accounts (just started,
+ * or reconnecting after a restart) → 503 BROKER_UNAVAILABLE, retry; or one gave up before it
+ * ever reported any → 409 CONNECTION_FAILED, retrying cannot help. Undefined when neither.
  */
-export function hasUnsyncedConnection(deps: RouteDeps, userId: string): boolean {
-  return deps.store.connections
-    .listByUser(userId)
-    .some((conn) => !conn.disabled && deps.gateway.accounts(conn.id).length === 0 && deps.gateway.status(conn.id)?.status !== 'CONNECTED');
+export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError | undefined {
+  let failed: AppError | undefined;
+  for (const conn of deps.store.connections.listByUser(userId)) {
+    if (conn.disabled || deps.gateway.accounts(conn.id).length > 0) continue;
+    const status = deps.gateway.status(conn.id);
+    if (status?.status === 'FAILED') failed ??= connectionFailed(conn.id, status.detail);
+    else if (status?.status !== 'CONNECTED') return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
+  }
+  return failed;
 }
 
 /**
  * The caller's account, or 404 NOT_FOUND (same answer for foreign and unknown ids). While a
- * connection of the caller has not synced yet the answer is 503 BROKER_UNAVAILABLE instead: a
+ * connection of the caller has not synced yet the answer is unsyncedAccountsError's instead: a
  * client must not take "not found" as final for an order it should simply retry.
  */
 export function ownedAccount(deps: RouteDeps, userId: string, accountId: string): OwnedAccount {
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   if (found) return found;
-  if (hasUnsyncedConnection(deps, userId)) throw new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
-  throw new AppError('NOT_FOUND', 'Not found');
+  throw unsyncedAccountsError(deps, userId) ?? new AppError('NOT_FOUND', 'Not found');
 }
 
 /** Trading needs an account its broker still reports. */
@@ -125,6 +132,9 @@ export async function callActor<R extends ActorRequest>(
   };
   let result: ResultFor<R>;
   try {
+    // A connection that gave up is answered here, without a round trip into its actor.
+    const status = deps.gateway.status(connectionId);
+    if (status?.status === 'FAILED') throw connectionFailed(connectionId, status.detail);
     result = await deps.gateway.request(connectionId, req, opts);
   } catch (err) {
     journal(err instanceof AppError ? { error: err.code, detail: err.message } : { error: 'INTERNAL' });
@@ -170,7 +180,7 @@ export function errors(...codes: ProblemCode[]): ResponseDoc[] {
 export const AUTH_ERRORS: ProblemCode[] = ['UNAUTHENTICATED', 'INSUFFICIENT_SCOPE', 'RATE_LIMITED'];
 
 /** Errors of routes that talk to a broker. */
-export const BROKER_ERRORS: ProblemCode[] = ['BROKER_UNAVAILABLE', 'BROKER_TIMEOUT'];
+export const BROKER_ERRORS: ProblemCode[] = ['CONNECTION_FAILED', 'BROKER_UNAVAILABLE', 'BROKER_TIMEOUT'];
 
 /** What the actor's guards need to know of who places an order: where it came from and the credential's narrowing. */
 export function guardedBy(auth: AuthContext, origin: 'api' | 'webhook'): Pick<PlaceOrderRequest, 'origin' | 'narrowing'> {

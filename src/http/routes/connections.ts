@@ -1,13 +1,23 @@
 /**
- * Broker connections: list with live status, and (with the embedded paper broker) add a
- * paper connection. Credentials never appear in a response.
+ * Broker connections: list with live status, add a paper connection (with the embedded paper
+ * broker), rename or give new credentials, reconnect a FAILED one. Credentials never appear
+ * in a response.
  */
 import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
 import { randomBase62 } from '../../store/crypto.js';
 import type { ConnectionRecord } from '../../store/connections.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
-import { connectionSchema, createConnectionBodySchema, listOf, listQuerySchema, type ListQuery } from '../schemas.js';
+import type { BrokerCredentials } from '../../domain/connections.js';
+import {
+  connectionSchema,
+  createConnectionBodySchema,
+  listOf,
+  listQuerySchema,
+  updateConnectionBodySchema,
+  type ListQuery,
+  type UpdateConnectionBody,
+} from '../schemas.js';
 import { AUTH_ERRORS, errors, paginate, type RouteDeps } from './common.js';
 
 /** The public view of a connection with its current status. */
@@ -76,5 +86,69 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     },
   });
 
-  return [list, add];
+  const update = defineRoute<UpdateConnectionBody>({
+    method: 'PATCH',
+    path: '/connections/:id',
+    scope: 'trade',
+    operationId: 'updateConnection',
+    summary: 'Rename a connection or give it new broker credentials (restarts it with them)',
+    description:
+      'New credentials are merged into the stored ones (sealed, never returned) and the connection restarts with them at once, ' +
+      'whatever its status: the way out of FAILED after a password change. Watch the health stream for CONNECTED or FAILED.',
+    tags: ['connections'],
+    body: updateConnectionBodySchema,
+    responses: [{ status: 200, description: 'The connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT')],
+    async handler(ctx) {
+      const { userId } = ctx.auth;
+      const id = ctx.req.params.id!;
+      const current = deps.store.connections.getForUser(userId, id);
+      if (!current) throw new AppError('NOT_FOUND', 'Not found');
+      const given = ctx.req.body.credentials;
+      const credentials = given ? mergedCredentials(deps.store.connections.credentials(id), given) : undefined;
+      const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && { credentials }) });
+      if (!record) throw new AppError('NOT_FOUND', 'Not found');
+      if (credentials && !record.disabled) await restart(record, credentials);
+      deps.store.journal.append({ userId, accountId: null, kind: 'connection-update', request: { connectionId: id, fields: Object.keys(ctx.req.body), via: ctx.auth.kind, requestId: ctx.requestId }, outcome: { restarted: !!credentials } });
+      return { status: 200, body: connectionView(deps, record) };
+    },
+  });
+
+  const reconnect = defineRoute({
+    method: 'POST',
+    path: '/connections/:id/reconnect',
+    scope: 'trade',
+    operationId: 'reconnectConnection',
+    summary: 'Restart a FAILED connection with its stored credentials',
+    description:
+      'A connection goes FAILED when the broker refuses its credentials or asks for a captcha, and then stops trying (retrying ' +
+      'only extends a broker lockout); its requests answer 409 CONNECTION_FAILED. Once the cause is fixed at the broker, this ' +
+      'starts it afresh: 202 with status CONNECTING, then CONNECTED (or FAILED again) on the health stream. Only a FAILED ' +
+      'connection can be reconnected (409 CONFLICT otherwise: the others reconnect by themselves).',
+    tags: ['connections'],
+    responses: [{ status: 202, description: 'Restarting', schema: connectionSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT')],
+    async handler(ctx) {
+      const record = deps.store.connections.getForUser(ctx.auth.userId, ctx.req.params.id!);
+      if (!record) throw new AppError('NOT_FOUND', 'Not found');
+      const status = connectionView(deps, record).status;
+      if (status !== 'FAILED') throw new AppError('CONFLICT', `Connection is ${status}; only a FAILED connection is reconnected by hand`, { connectionStatus: status });
+      await restart(record, deps.store.connections.credentials(record.id));
+      deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind: 'connection-reconnect', request: { connectionId: record.id, via: ctx.auth.kind, requestId: ctx.requestId }, outcome: { restarted: true } });
+      return { status: 202, body: connectionView(deps, record) };
+    },
+  });
+
+  /** Starts the connection's actor afresh (the old one stops; status CONNECTING). */
+  async function restart(record: ConnectionRecord, credentials: BrokerCredentials): Promise<void> {
+    await deps.gateway.addConnection(connectionSpecFor(record, credentials, deps.paper));
+  }
+
+  return [list, add, update, reconnect];
+}
+
+/** The stored credentials with the given fields replaced (`username` is the broker's `name`). */
+export function mergedCredentials(stored: BrokerCredentials, given: NonNullable<UpdateConnectionBody['credentials']>): BrokerCredentials {
+  const { username, ...rest } = given;
+  const merged: BrokerCredentials = { ...stored, ...(username !== undefined && { name: username }) };
+  for (const [k, v] of Object.entries(rest)) if (v !== undefined) (merged as unknown as Record<string, unknown>)[k] = v;
+  return merged;
 }

@@ -9,19 +9,20 @@ import { clOrdIdFor, planOrder } from '../../domain/order-plan.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
-import { BROKER_ERRORS, callActor, errors, guardedBy, hasUnsyncedConnection, nowOf, orderLimits, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
+import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount } from './flatten.js';
 import { placedOrderView } from './orders.js';
 
 /**
  * The token's account as its broker reports it. 403 ACCOUNT_INACTIVE when the broker no
  * longer reports it; 503 while a connection that might report it has not synced yet
- * (an unknown state is not an inactive account).
+ * (an unknown state is not an inactive account), 409 when such a connection has FAILED.
  */
 export function webhookAccount(deps: RouteDeps, userId: string, accountId: string): OwnedAccount {
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   if (found?.account.active && !deps.store.connections.byId(found.connectionId)?.disabled) return found;
-  if (!found && hasUnsyncedConnection(deps, userId)) throw new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
+  const unsynced = found ? undefined : unsyncedAccountsError(deps, userId);
+  if (unsynced) throw unsynced;
   throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
 }
 

@@ -7,7 +7,7 @@
 import type { BrokerCredentials } from '../../domain/connections.js';
 import { AppError } from '../../domain/problems.js';
 import { apiKeyView, newApiKeyRow, touchThrottle, type ApiKeyRow, type ApiKeyStore } from '../api-keys.js';
-import { connectionAad, connectionView, newConnectionRow, type ConnectionRow, type ConnectionStore } from '../connections.js';
+import { checkConnectionName, connectionAad, connectionView, newConnectionRow, patchedConnection, type ConnectionRow, type ConnectionStore } from '../connections.js';
 import { byCreation, ownedReadsOver } from '../context.js';
 import { hashPassword } from '../crypto.js';
 import { parseToken, verifiedRow } from '../secret-token.js';
@@ -130,6 +130,11 @@ export function createNatsConnectionStore(ctx: NatsStoreContext): ConnectionStor
     },
     async setDisabled(id, disabled) {
       return (await table.update(id, undefined, (r) => ({ ...r, disabled }))) !== undefined;
+    },
+    async update(userId, id, patch) {
+      if (patch.name !== undefined) checkConnectionName(patch.name);
+      const next = await table.update(id, userId, (r) => patchedConnection(r, patch, (c) => toBase64(ctx.sealer.seal(JSON.stringify(c), connectionAad(id)))));
+      return next && connectionView(next);
     },
     remove: (userId, id) => table.remove(userId, id),
   };

@@ -1,10 +1,13 @@
 /**
  * Connections over real HTTP against `serve --paper`: adding paper connections (account
- * names checked up front, broker refusals coded, never a 500).
+ * names checked up front, broker refusals coded, never a 500), leaving FAILED (reconnect, new
+ * credentials) as a real SSE client sees it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { http } from '../../support/http.js';
+import { eventually, http } from '../../support/http.js';
 import { startServe, type Served } from '../../support/processes.js';
+import { control, simState } from '../../support/sim.js';
+import { openHealthStream } from '../../support/sse.js';
 
 let s: Served;
 const api = (method: string, path: string, body?: unknown) => http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}) });
@@ -40,5 +43,113 @@ describe('POST /connections account names', () => {
     const r = await api('POST', '/api/v1/connections', { accounts: [{ name: 'a b' }] });
     expect(r.status).toBe(400);
     expect(r.json.errors[0].path).toBe('accounts.0.name');
+  });
+});
+
+/** The paper broker's user that holds an account of this name (control API). */
+async function brokerUserOf(accountName: string): Promise<string> {
+  const users = (await simState(s)).users as { name: string; accounts: { name: string }[] }[];
+  const user = users.find((u) => u.accounts.some((a) => a.name === accountName));
+  if (!user) throw new Error(`no broker user holds ${accountName}`);
+  return user.name;
+}
+
+async function connected(id: string): Promise<{ accountIds: string[] }> {
+  return eventually(async () => {
+    const c = ((await api('GET', '/api/v1/connections?limit=500')).json.data as any[]).find((x) => x.id === id);
+    return c?.status === 'CONNECTED' && c.accountIds.length > 0 ? c : undefined;
+  }, `connection ${id} CONNECTED`, 20_000);
+}
+
+describe('leaving FAILED (item 3)', () => {
+  it('answers 409 CONNECTION_FAILED without Retry-After while FAILED, and POST /reconnect brings it back; the stream shows each step', async () => {
+    const stream = await openHealthStream(s.url, s.apiKey);
+    try {
+      const created = await api('POST', '/api/v1/connections', { name: 'fails', accounts: [{ name: 'FAILME-1' }] });
+      expect(created.status, created.text).toBe(201);
+      const id = created.json.id as string;
+      const [account] = (await connected(id)).accountIds;
+      const brokerUser = await brokerUserOf('FAILME-1');
+
+      // The broker starts refusing the login, this login's token expires and its socket drops:
+      // the reconnect needs a new token, and re-authentication fails for good.
+      await control(s, 'POST', '/faults', { rejectAuth: 'Incorrect username or password' });
+      const from = stream.events.length;
+      await control(s, 'POST', '/auth/expire', { user: brokerUser });
+      await control(s, 'POST', '/connections/drop', { user: brokerUser });
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', from, 15_000);
+
+      const order = { symbol: 'ES', side: 'buy', qty: 1, type: 'market' };
+      const refused = await http(s.url, 'POST', `/api/v1/accounts/${account}/orders`, { key: s.apiKey, body: order, headers: { 'Idempotency-Key': 'after-failed' } });
+      expect(refused.status, refused.text).toBe(409);
+      expect(refused.json).toMatchObject({ code: 'CONNECTION_FAILED', connectionId: id, connectionStatus: 'FAILED' });
+      expect(refused.json.detail).toContain('Incorrect username or password');
+      expect(refused.headers.get('retry-after')).toBeNull();
+      const read = await api('GET', `/api/v1/accounts/${account}/working-orders`);
+      expect(read.status).toBe(409);
+      expect(read.json.code).toBe('CONNECTION_FAILED');
+      expect(((await api('GET', '/api/v1/connections?limit=500')).json.data as any[]).find((c) => c.id === id)).toMatchObject({ status: 'FAILED' });
+
+      // Still refused at the broker: a reconnect goes CONNECTING, then FAILED again.
+      const early = stream.events.length;
+      const again = await api('POST', `/api/v1/connections/${id}/reconnect`);
+      expect(again.status, again.text).toBe(202);
+      expect(again.json.status).toBe('CONNECTING');
+      const connecting = await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTING', early, 10_000);
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', connecting.index + 1, 15_000);
+
+      // Fixed at the broker: reconnect → CONNECTED, and the order under the same key now runs.
+      await control(s, 'DELETE', '/faults');
+      const later = stream.events.length;
+      expect((await api('POST', `/api/v1/connections/${id}/reconnect`)).status).toBe(202);
+      const back = await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTING', later, 10_000);
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTED', back.index + 1, 15_000);
+      await connected(id);
+      const placed = await http(s.url, 'POST', `/api/v1/accounts/${account}/orders`, { key: s.apiKey, body: order, headers: { 'Idempotency-Key': 'after-failed' } });
+      expect(placed.status, placed.text).toBe(201);
+      expect(placed.headers.get('idempotent-replayed')).toBeNull();
+
+      const notFailed = await api('POST', `/api/v1/connections/${id}/reconnect`);
+      expect(notFailed.status).toBe(409);
+      expect(notFailed.json).toMatchObject({ code: 'CONFLICT', connectionStatus: 'CONNECTED' });
+    } finally {
+      await control(s, 'DELETE', '/faults');
+      stream.close();
+    }
+  });
+
+  it('PATCH with new credentials restarts the connection with them: wrong password → FAILED, right one → CONNECTED', async () => {
+    await control(s, 'POST', '/users', { name: 'patch-login', password: 'right-pass', accounts: [{ name: 'PATCH-1' }] });
+    const created = await api('POST', '/api/v1/connections', { name: 'patched' });
+    const id = created.json.id as string;
+    await connected(id);
+    const stream = await openHealthStream(s.url, s.apiKey);
+    try {
+      const moved = await api('PATCH', `/api/v1/connections/${id}`, { credentials: { username: 'patch-login', password: 'right-pass' } });
+      expect(moved.status, moved.text).toBe(200);
+      expect(moved.text).not.toContain('right-pass');
+      const patchAccount = ((await simState(s)).accounts as { id: number; name: string }[]).find((a) => a.name === 'PATCH-1')!.id;
+      await eventually(async () => ((await connected(id)).accountIds.includes(String(patchAccount)) ? true : undefined), 'accounts of the new login', 20_000);
+
+      const from = stream.events.length;
+      expect((await api('PATCH', `/api/v1/connections/${id}`, { credentials: { password: 'wrong-pass' } })).status).toBe(200);
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', from, 15_000);
+
+      const fixed = stream.events.length;
+      const renamed = await api('PATCH', `/api/v1/connections/${id}`, { name: 'patched again', credentials: { password: 'right-pass' } });
+      expect(renamed.json).toMatchObject({ name: 'patched again' });
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTED', fixed, 15_000);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('PATCH and reconnect are 404 for another user’s or an unknown connection, and PATCH needs a field', async () => {
+    expect((await api('POST', '/api/v1/connections/con_nope/reconnect')).status).toBe(404);
+    expect((await api('PATCH', '/api/v1/connections/con_nope', { name: 'x' })).status).toBe(404);
+    const list = (await api('GET', '/api/v1/connections')).json.data as any[];
+    const empty = await api('PATCH', `/api/v1/connections/${list[0].id}`, {});
+    expect(empty.status).toBe(400);
+    expect((await api('PATCH', `/api/v1/connections/${list[0].id}`, { credentials: { pasword: 'typo' } })).status).toBe(400);
   });
 });

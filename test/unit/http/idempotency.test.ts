@@ -176,3 +176,12 @@ describe('IdempotencyGate', () => {
     );
   });
 });
+
+describe('answers that are never stored', () => {
+  it('does not store 409 CONNECTION_FAILED: the retry under the same key runs once the connection is back', () => {
+    expect(isStoredStatus(409, 'CONNECTION_FAILED')).toBe(false);
+    expect(isStoredStatus(409, 'ORDER_NOT_WORKING')).toBe(true);
+    expect(isStoredStatus(409)).toBe(true);
+    expect(isStoredStatus(201)).toBe(true);
+  });
+});

@@ -46,3 +46,23 @@ describe('connections', () => {
     expect(await world.t.store.connections.setDisabled('con_missing', true)).toBe(false);
   });
 });
+
+describe('connections.update', () => {
+  it('renames and replaces the sealed credentials of the owner’s connection only, durably', async () => {
+    const a = await world.t.store.connections.create(paper(world.alice));
+    expect(await world.t.store.connections.update(world.bob, a.id, { name: 'stolen' })).toBeUndefined();
+    const renamed = await world.t.store.connections.update(world.alice, a.id, { name: 'renamed', credentials: { name: 'ptrader', password: 'new-pass-456' } });
+    expect(renamed).toMatchObject({ id: a.id, name: 'renamed' });
+    expect(JSON.stringify(renamed)).not.toContain('new-pass-456');
+    await world.t.reopen();
+    expect(world.t.store.connections.credentials(a.id)).toEqual({ name: 'ptrader', password: 'new-pass-456' });
+    expect(world.t.store.connections.byId(a.id)?.name).toBe('renamed');
+    expect(await world.t.store.connections.update(world.alice, 'con_missing', { name: 'x' })).toBeUndefined();
+  });
+
+  it('refuses an empty or overlong name', async () => {
+    const a = await world.t.store.connections.create(paper(world.alice));
+    await expect(world.t.store.connections.update(world.alice, a.id, { name: '' })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(world.t.store.connections.update(world.alice, a.id, { name: 'x'.repeat(101) })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+});

@@ -23,6 +23,8 @@ describe('buildRoutes', () => {
       'GET /me': 'read',
       'GET /connections': 'read',
       'POST /connections': 'trade',
+      'PATCH /connections/:id': 'trade',
+      'POST /connections/:id/reconnect': 'trade',
       'GET /strategies': 'read',
       'POST /strategies': 'trade',
       'GET /strategies/:id': 'read',
