@@ -92,6 +92,15 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /** Broker deadline for webhook alerts: well inside TradingView's 3 s. */
 export const WEBHOOK_BROKER_TIMEOUT_MS = 2_500;
 
+/** Open SSE streams and their credentials (src/http/stream-guard.ts). */
+export const STREAM_GUARD = Object.freeze({
+  /**
+   * How often each open stream's credential is read again, so a key revoked by another process
+   * (the CLI) ends its streams within this bound; revocations in this process end them at once.
+   */
+  recheckMs: 1000,
+});
+
 /** `tradegate serve`. */
 export const SERVE = Object.freeze({
   /** Requests in flight get this long to finish at shutdown. */

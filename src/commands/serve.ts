@@ -138,7 +138,8 @@ export async function run(argv: string[]): Promise<number> {
     }
     gateway = createSupervisor({ threadsMax: config.actorThreadsMax, logger, guards: (userId) => accountGuardsOf(store, userId) });
     let listenUrl: string | undefined;
-    const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl });
+    const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
+    const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams });
     const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true });
     if (!web.built) logger.warn('web app not built (dist/web missing): run npm run build');
     server = await startHttpServer({ config, store, gateway, routes, logger, sessionAuth: sessions.authenticate, web });

@@ -202,7 +202,7 @@ function problemSchema(): Json {
   };
 }
 
-const SSE_REFS = ['SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage'].map((n) => ({ $ref: `#/components/schemas/${n}` }));
+const SSE_REFS = ['SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage', 'RevokedMessage'].map((n) => ({ $ref: `#/components/schemas/${n}` }));
 
 function sseSchemas(): Record<string, Json> {
   const statuses = ['CONNECTING', 'CONNECTED', 'RECONNECTING', 'AUTH_EXPIRED', 'FAILED', 'DISABLED'];
@@ -223,6 +223,17 @@ function sseSchemas(): Record<string, Json> {
     SnapshotMessage: connection('snapshot'),
     StatusMessage: connection('status'),
     HeartbeatMessage: { type: 'object', required: ['type', 'ts'], properties: { type: { const: 'heartbeat' }, ts: { type: 'integer' } } },
+    RevokedMessage: {
+      type: 'object',
+      required: ['type', 'reason', 'ts', 'detail'],
+      description: 'The last message of a stream whose credential stopped holding; the server then ends the stream and a reconnect gets 401',
+      properties: {
+        type: { const: 'revoked' },
+        reason: { type: 'string', enum: ['key-revoked', 'user-deleted', 'password-changed', 'session-ended'] },
+        ts: { type: 'integer' },
+        detail: { type: 'string' },
+      },
+    },
     BracketAlertMessage: {
       type: 'object',
       required: ['type', 'connectionId', 'accountId', 'orderId', 'ts', 'detail'],

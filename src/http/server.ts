@@ -27,6 +27,7 @@ import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
 import { HealthHub, type SseHub } from './sse-hub.js';
 import type { WebApp } from './static-files.js';
+import { startStreamGuard } from './stream-guard.js';
 
 export interface HttpServerDeps {
   config: Config;
@@ -39,6 +40,8 @@ export interface HttpServerDeps {
   sessionAuth?: SessionAuthenticator;
   /** The web app's pages and assets (served at `/`, outside the API prefixes). */
   web?: WebApp;
+  /** How often open streams' credentials are re-read (default STREAM_GUARD.recheckMs). */
+  streamRecheckMs?: number;
 }
 
 export interface HttpServer {
@@ -46,7 +49,10 @@ export interface HttpServer {
   url: string;
   /** Stops accepting, lets in-flight requests finish (bounded by graceMs), ends SSE streams. */
   close(opts?: { graceMs?: number }): Promise<void>;
-  /** So serve and the routes can publish health events. */
+  /**
+   * So serve and the routes can publish health events, and end the streams of a credential
+   * that stopped holding (`sse.closeStreams`: key revoked, password changed, user deleted).
+   */
   sse: SseHub;
 }
 
@@ -95,6 +101,7 @@ class Engine {
   private readonly openapiJson: string;
   private readonly docsHtml: string;
   private readonly unbridge: () => void;
+  private readonly stopGuard: () => void;
   private readonly sweeper: NodeJS.Timeout;
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
@@ -133,6 +140,7 @@ class Engine {
       unbridge();
       unrecord();
     };
+    this.stopGuard = startStreamGuard(this.hub, store, deps.streamRecheckMs);
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
   }
@@ -201,6 +209,7 @@ class Engine {
 
   stop(): void {
     clearInterval(this.sweeper);
+    this.stopGuard();
     this.unbridge();
   }
 }

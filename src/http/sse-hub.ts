@@ -16,6 +16,7 @@ import {
   formatSseEvent,
   statusMessage,
   type PublishedMessage,
+  type StreamEndReason,
 } from './sse.js';
 
 /** The transport under one stream (the uWS response, or a fake in tests). */
@@ -48,7 +49,15 @@ export interface SseHub {
   subscriberCount(): number;
   /** Ends every stream (graceful shutdown). */
   closeAll(): void;
+  /**
+   * Ends the streams of a principal (an API key id, `session:<id>`) or of every principal of a
+   * user at once, after a final `revoked` message saying why; returns how many were ended.
+   */
+  closeStreams(match: StreamMatch, reason: StreamEndReason, detail?: string): number;
 }
+
+/** Which streams closeStreams ends: those of one principal, or every stream of one user. */
+export type StreamMatch = { principalId: string } | { userId: string };
 
 export interface SseHubOptions {
   clock?: () => number;
@@ -117,6 +126,13 @@ class Subscriber implements SseSubscription {
     else this.sink.close();
   }
 }
+
+const DEFAULT_DETAIL: Record<StreamEndReason, string> = {
+  'key-revoked': 'The API key of this stream was revoked',
+  'user-deleted': 'The user of this stream was deleted',
+  'password-changed': 'The password was changed; sign in again',
+  'session-ended': 'The web session of this stream ended',
+};
 
 /** The service's SSE hub (one per server). */
 export class HealthHub implements SseHub {
@@ -198,6 +214,30 @@ export class HealthHub implements SseHub {
         sub.end(true);
       }
     }
+  }
+
+  closeStreams(match: StreamMatch, reason: StreamEndReason, detail: string = DEFAULT_DETAIL[reason]): number {
+    const channels = 'userId' in match ? [this.channels.get(match.userId)] : [...this.channels.values()];
+    let ended = 0;
+    for (const ch of channels) {
+      if (!ch) continue;
+      for (const sub of [...ch.subscribers]) {
+        if ('principalId' in match && sub.principalId !== match.principalId) continue;
+        sub.send(formatSseEvent(ch.seq, { type: 'revoked', reason, ts: this.clock(), detail }));
+        this.remove(sub);
+        sub.end(true);
+        ended++;
+      }
+    }
+    if (ended) this.log?.info({ ...match, reason, ended }, 'SSE streams ended: credential no longer valid');
+    return ended;
+  }
+
+  /** Every principal with an open stream, with its user (for the credential re-check). */
+  principals(): { principalId: string; userId: string }[] {
+    const out = new Map<string, string>();
+    for (const [userId, ch] of this.channels) for (const sub of ch.subscribers) out.set(sub.principalId, userId);
+    return [...out].map(([principalId, userId]) => ({ principalId, userId }));
   }
 
   /** Stops the heartbeat timer and ends every stream. */

@@ -23,6 +23,17 @@ export interface HeartbeatMessage {
   ts: number;
 }
 
+/** Why a stream was ended by the server because its credential no longer holds. */
+export type StreamEndReason = 'key-revoked' | 'user-deleted' | 'password-changed' | 'session-ended';
+
+/** The last message of a stream whose credential was revoked: then the stream ends (a reconnect gets 401). */
+export interface RevokedMessage {
+  type: 'revoked';
+  reason: StreamEndReason;
+  ts: number;
+  detail: string;
+}
+
 /** Bracket-integrity alarm, sent as the actor reported it. */
 export type BracketAlertMessage = BracketAlertEvent;
 
@@ -37,7 +48,7 @@ export interface GuardMessage {
 }
 
 /** Every payload the health stream carries. */
-export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage | GuardMessage;
+export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage | GuardMessage | RevokedMessage;
 
 /** Events the hub publishes to a user's stream (snapshots and heartbeats are per stream). */
 export type PublishedMessage = (Omit<ConnectionStatusMessage, 'type'> & { type: 'status' }) | BracketAlertMessage | GuardEvent;

@@ -6,12 +6,21 @@
 /** One parsed SSE message. */
 export type HealthEvent = { type: string; connectionId?: string; status?: string; reason?: string; detail?: string; ts: number };
 
+/** Opens the stream as `openHealthStream` does, returning the HTTP status instead of throwing on a refusal. */
+export async function streamStatus(url: string, apiKey: string): Promise<number> {
+  const res = await fetch(`${url}/api/v1/connection-health/stream`, { headers: { 'x-api-key': apiKey, accept: 'text/event-stream' } });
+  await res.body?.cancel();
+  return res.status;
+}
+
 /** An open SSE health stream that collects events as they arrive. */
 export interface HealthStream {
   events: HealthEvent[];
   /** Resolves with the first event at index ≥ `from` that matches, or throws after `ms`. */
   waitFor(match: (e: HealthEvent) => boolean, from: number, ms: number): Promise<{ event: HealthEvent; index: number }>;
   close(): void;
+  /** Resolves when the server ends the stream (not when close() aborts it). */
+  ended: Promise<void>;
 }
 
 /** Opens `GET /api/v1/connection-health/stream` and parses `data:` lines in the background. */
@@ -24,6 +33,8 @@ export async function openHealthStream(url: string, apiKey: string): Promise<Hea
   if (res.status !== 200) throw new Error(`health stream: ${res.status} ${await res.text()}`);
   const events: HealthEvent[] = [];
   const waiters = new Set<() => void>();
+  let serverEnded!: () => void;
+  const ended = new Promise<void>((resolve) => (serverEnded = resolve));
   void (async () => {
     const decoder = new TextDecoder();
     let buffer = '';
@@ -43,6 +54,7 @@ export async function openHealthStream(url: string, apiKey: string): Promise<Hea
         }
         for (const w of waiters) w();
       }
+      serverEnded();
     } catch {
       // aborted by close()
     }
@@ -73,5 +85,6 @@ export async function openHealthStream(url: string, apiKey: string): Promise<Hea
       });
     },
     close: () => abort.abort(),
+    ended,
   };
 }

@@ -12,6 +12,7 @@ import type { Store } from '../../store/index.js';
 import type { AuthContext, ResponseDoc, RouteContext } from '../route-types.js';
 import { createWebSessions, type WebSessions } from '../session-auth.js';
 import type { PlaceOrderRequest } from '../../actors/protocol.js';
+import type { SseHub } from '../sse-hub.js';
 import type { ListQuery } from '../schemas.js';
 
 /** The embedded paper broker, when `serve --paper` runs one (POST /connections opens logins on it). */
@@ -34,6 +35,11 @@ export interface RouteDeps {
   listenUrl?: () => string | undefined;
   /** Web-app sessions; the same object must be the engine's `sessionAuth` (serve wires both). */
   sessions?: WebSessions;
+  /**
+   * Ends open health streams whose credential stopped holding: routes that revoke a key,
+   * change a password or end a session call it (serve wires it to the server's hub).
+   */
+  streams?: Pick<SseHub, 'closeStreams'>;
 }
 
 const defaultSessions = new WeakMap<RouteDeps, WebSessions>();

@@ -150,3 +150,40 @@ describe('HealthHub', () => {
     expect(sinks.every((s) => s.chunks.length === 1 && Object.is(s.chunks[0], first))).toBe(true);
   });
 });
+
+describe('HealthHub.closeStreams', () => {
+  it('ends the streams of one principal after a revoked message, and only those', () => {
+    const hub = makeHub();
+    const [k1a, k1b, k2] = [new FakeSink(), new FakeSink(), new FakeSink()];
+    hub.subscribe('u1', 'k1', k1a);
+    hub.subscribe('u1', 'k1', k1b);
+    hub.subscribe('u1', 'k2', k2);
+    expect(hub.closeStreams({ principalId: 'k1' }, 'key-revoked')).toBe(2);
+    for (const sink of [k1a, k1b]) {
+      expect(sink.ended).toBe(true);
+      const last = JSON.parse(sink.chunks[sink.chunks.length - 1]!.split('data: ')[1]!);
+      expect(last).toEqual({ type: 'revoked', reason: 'key-revoked', ts: 1_000, detail: 'The API key of this stream was revoked' });
+    }
+    expect(k2.ended).toBe(false);
+    expect([hub.streamsOf('k1'), hub.streamsOf('k2'), hub.subscriberCount()]).toEqual([0, 1, 1]);
+    hub.publish('u1', status(2_000));
+    expect(k1a.chunks).toHaveLength(1);
+  });
+
+  it('ends every stream of a user, and lists the principals with open streams', () => {
+    const hub = makeHub();
+    const [a, b, other] = [new FakeSink(), new FakeSink(), new FakeSink()];
+    hub.subscribe('u1', 'k1', a);
+    hub.subscribe('u1', 'session:s1', b);
+    hub.subscribe('u2', 'k9', other);
+    expect(hub.principals().sort((x, y) => x.principalId.localeCompare(y.principalId))).toEqual([
+      { principalId: 'k1', userId: 'u1' },
+      { principalId: 'k9', userId: 'u2' },
+      { principalId: 'session:s1', userId: 'u1' },
+    ]);
+    expect(hub.closeStreams({ userId: 'u1' }, 'password-changed', 'changed elsewhere')).toBe(2);
+    expect(b.chunks[0]).toContain('"detail":"changed elsewhere"');
+    expect(other.ended).toBe(false);
+    expect(hub.closeStreams({ userId: 'nobody' }, 'user-deleted')).toBe(0);
+  });
+});
