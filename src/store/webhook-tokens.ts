@@ -5,7 +5,7 @@
  * again from the web app.
  */
 import { AppError } from '../domain/problems.js';
-import { byCreation, ownedReads, type StoreContext } from './context.js';
+import { byCreation, ownedIds, ownedReads, type StoreContext } from './context.js';
 import type { Sealer } from './crypto.js';
 import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
 import { touchThrottle } from './api-keys.js';
@@ -24,6 +24,8 @@ export interface WebhookTokenRecord {
   prefix: string;
   createdAt: string;
   lastUsedAt: string | null;
+  /** Set when the token was made inactive (its account's connection deleted); cleared by a rebind. */
+  inactiveReason: string | null;
 }
 
 /** A webhook token as stored; the NATS store keeps `sealedToken` as base64. */
@@ -38,6 +40,8 @@ export interface WebhookTokenRow {
   sealedToken: Uint8Array;
   /** Absent on rows written before guards existed. */
   guards?: GuardNarrowing | null;
+  /** Absent in rows written before it existed (= active). */
+  inactiveReason?: string | null;
 }
 
 export interface WebhookTokenPatch {
@@ -72,6 +76,8 @@ export interface WebhookTokenStore {
   rotate(userId: string, id: string): Promise<{ record: WebhookTokenRecord; token: string } | undefined>;
   /** Deletes a token the user owns; false when unknown or not theirs. */
   remove(userId: string, id: string): Promise<boolean>;
+  /** Makes the user's tokens bound to any of `accountIds` inactive with `reason`; the ids changed. */
+  deactivateForAccounts(userId: string, accountIds: readonly string[], reason: string): Promise<string[]>;
   /** Records use; at most once per minute per token, not awaited. */
   touch(id: string, now: number): void;
 }
@@ -96,6 +102,7 @@ export function webhookTokenView(r: Omit<WebhookTokenRow, 'sealedToken'>, used: 
     prefix: tokenPrefix('whk', r.id),
     createdAt: r.createdAt,
     lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
+    inactiveReason: r.inactiveReason ?? null,
   };
 }
 
@@ -119,15 +126,20 @@ export function rotatedSecret(id: string, sealer: Sealer): { token: string; dige
   return { token, digest, sealedToken: sealer.seal(token, webhookTokenAad(id)) };
 }
 
-/** `row` with `patch` applied (the caller has checked the name). */
+/** `row` with `patch` applied (the caller has checked the name); binding an account makes the token active again. */
 export function patchedToken<R extends Omit<WebhookTokenRow, 'sealedToken'>>(r: R, patch: WebhookTokenPatch): R {
   return {
     ...r,
     ...(patch.name !== undefined && { name: patch.name }),
-    ...(patch.accountId !== undefined && { accountId: patch.accountId }),
+    ...(patch.accountId !== undefined && { accountId: patch.accountId, inactiveReason: null }),
     ...(patch.strategyId !== undefined && { strategyId: patch.strategyId }),
     ...(patch.guards !== undefined && { guards: patch.guards }),
   };
+}
+
+/** Whether `deactivateForAccounts` changes this row. */
+export function deactivates(r: { userId: string; accountId: string; inactiveReason?: string | null }, userId: string, accountIds: readonly string[]): boolean {
+  return r.userId === userId && !r.inactiveReason && accountIds.includes(r.accountId);
 }
 
 /** The webhook token store over a shared context. */
@@ -212,6 +224,22 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
           owners.remove(['webhookToken', userId, id]);
           lastUsed.remove(['webhookToken', id]);
           return true;
+        }),
+      );
+    },
+
+    async deactivateForAccounts(userId, accountIds, reason) {
+      if (accountIds.length === 0) return [];
+      return ctx.durable(
+        webhookTokens.transaction(() => {
+          const changed: string[] = [];
+          for (const id of ownedIds(ctx, 'webhookToken', userId)) {
+            const r = row(id);
+            if (!r || !deactivates(r, userId, accountIds)) continue;
+            webhookTokens.put(id, { ...r, inactiveReason: reason });
+            changed.push(id);
+          }
+          return changed;
         }),
       );
     },

@@ -15,6 +15,7 @@ import { checkName, clean, newStrategy, patchedStrategy, type StrategyRecord, ty
 import { USER_NAME_PATTERN, checkPassword, newUserRow, passwordMatches, sortUsers, userView, type UserRow, type UserStore } from '../users.js';
 import {
   checkTokenName,
+  deactivates,
   newWebhookTokenRow,
   patchedToken,
   rotatedSecret,
@@ -180,6 +181,14 @@ export function createNatsWebhookTokenStore(ctx: NatsStoreContext): WebhookToken
       const removed = await table.remove(userId, id);
       if (removed) used.forget(id);
       return removed;
+    },
+    async deactivateForAccounts(userId, accountIds, reason) {
+      const changed: string[] = [];
+      for (const id of [...table.idsOf(userId)]) {
+        const next = await table.update(id, userId, (r) => (deactivates(r, userId, accountIds) ? { ...r, inactiveReason: reason } : undefined));
+        if (next) changed.push(id);
+      }
+      return changed;
     },
     touch(id, now) {
       if (touches.due(id, now)) used.record(id, now);

@@ -91,3 +91,23 @@ describe('webhookTokens', () => {
     expect(world.t.store.webhookTokens.verify(token)?.lastUsedAt).toBe(new Date(world.t.now.value).toISOString());
   });
 });
+
+describe('webhookTokens.deactivateForAccounts', () => {
+  it('marks the owner’s tokens of those accounts inactive with the reason, durably, until a rebind', async () => {
+    const s = () => world.t.store.webhookTokens;
+    const a = await s().create({ userId: world.alice, name: 'a', accountId: '101' });
+    const b = await s().create({ userId: world.alice, name: 'b', accountId: '202' });
+    const bob = await s().create({ userId: world.bob, name: 'bob', accountId: '101' });
+    expect(a.record.inactiveReason).toBeNull();
+    expect(await s().deactivateForAccounts(world.alice, ['101', '303'], 'connection con_x was deleted')).toEqual([a.record.id]);
+    expect(await s().deactivateForAccounts(world.alice, ['101'], 'again')).toEqual([]);
+    expect(await s().deactivateForAccounts(world.alice, [], 'none')).toEqual([]);
+    await world.t.reopen();
+    expect(s().getForUser(world.alice, a.record.id)?.inactiveReason).toBe('connection con_x was deleted');
+    expect(s().verify(a.token)?.inactiveReason).toBe('connection con_x was deleted');
+    expect(s().getForUser(world.alice, b.record.id)?.inactiveReason).toBeNull();
+    expect(s().getForUser(world.bob, bob.record.id)?.inactiveReason).toBeNull();
+    expect((await s().update(world.alice, a.record.id, { name: 'renamed' }))?.inactiveReason).toBe('connection con_x was deleted');
+    expect((await s().update(world.alice, a.record.id, { accountId: '202' }))?.inactiveReason).toBeNull();
+  });
+});
