@@ -40,6 +40,13 @@ export const configSchema = z
     sessionMaxHours: positiveInt.max(30 * 24).default(12),
     /** Largest quantity of one order (API, webhooks, strategies). */
     orderQtyMax: positiveInt.max(ORDER_QTY_CEILING).default(MAX_ORDER_QTY),
+    /** Per-user quotas: broker connections, webhook tokens, strategies, API keys not revoked. */
+    quotaConnections: positiveInt.default(10),
+    quotaWebhookTokens: positiveInt.default(100),
+    quotaStrategies: positiveInt.default(100),
+    quotaApiKeys: positiveInt.default(25),
+    /** Connection actors the whole service runs (each ~17 MB and a share of a thread). */
+    actorsMax: positiveInt.default(200),
     /** A price must lie within the product's reference price ÷ this … × this. */
     priceBandFactor: z.coerce.number().finite().min(1.5).max(1000).default(PRICE_BAND_FACTOR),
   })
@@ -67,6 +74,11 @@ const ENV: Record<string, keyof ConfigInput> = {
   SESSION_IDLE_MINUTES: 'sessionIdleMinutes',
   SESSION_MAX_HOURS: 'sessionMaxHours',
   ORDER_QTY_MAX: 'orderQtyMax',
+  QUOTA_CONNECTIONS: 'quotaConnections',
+  QUOTA_WEBHOOK_TOKENS: 'quotaWebhookTokens',
+  QUOTA_STRATEGIES: 'quotaStrategies',
+  QUOTA_API_KEYS: 'quotaApiKeys',
+  ACTORS_MAX: 'actorsMax',
   PRICE_BAND_FACTOR: 'priceBandFactor',
 };
 

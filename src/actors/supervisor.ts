@@ -38,6 +38,8 @@ export interface SupervisorOptions {
    * whoever adds the connection (the supervisor then keeps them current for restarts).
    */
   guards?: (userId: string) => Record<string, AccountGuards>;
+  /** Connection actors it runs at most (ACTORS_MAX); a new one past it is ACTOR_LIMIT_REACHED. */
+  maxActors?: number;
 }
 
 interface Slot {
@@ -160,6 +162,10 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     async addConnection(given) {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
       const spec = opts.guards ? { ...given, guards: opts.guards(given.userId) } : given;
+      // A restart of a running connection is not a new actor; a new one past the ceiling is refused.
+      if (!specs.has(spec.connectionId) && opts.maxActors !== undefined && specs.size >= opts.maxActors) {
+        throw new AppError('ACTOR_LIMIT_REACHED', `The service runs its maximum of ${opts.maxActors} broker connections (ACTORS_MAX)`, { limit: opts.maxActors }, 60);
+      }
       specs.set(spec.connectionId, spec);
       let slot = placement.get(spec.connectionId);
       if (!slot || !slot.client.alive) {

@@ -4,6 +4,7 @@
  */
 import { AppError } from '../domain/problems.js';
 import type { Scope } from '../domain/connections.js';
+import { checkQuota } from '../http/quotas.js';
 import { API_KEY_SCOPES } from '../store/api-keys.js';
 import { note, parseCommand, print, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
@@ -40,8 +41,9 @@ export function run(argv: string[]): Promise<number> {
       if (!values.name) throw new UsageError('--name is required');
       const scopes = parseScopes(values.scopes);
       const name = values.name;
-      const { user, created } = await withStore(values['data-dir'], async (store) => {
+      const { user, created } = await withStore(values['data-dir'], async (store, config) => {
         const owner = resolveUser(store, values.user);
+        checkQuota(store, config, owner.id, 'apiKeys');
         return { user: owner, created: await store.apiKeys.create({ userId: owner.id, name, scopes }) };
       });
       const { record, key } = created;

@@ -136,7 +136,7 @@ export async function run(argv: string[]): Promise<number> {
     if (config.paper) {
       paper = await startEmbeddedPaper({ store, dataDir: config.dataDir, port: config.paperPort, logLevel: config.logLevel, logger });
     }
-    gateway = createSupervisor({ threadsMax: config.actorThreadsMax, logger, guards: (userId) => accountGuardsOf(store, userId) });
+    gateway = createSupervisor({ threadsMax: config.actorThreadsMax, maxActors: config.actorsMax, logger, guards: (userId) => accountGuardsOf(store, userId) });
     let listenUrl: string | undefined;
     const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
     const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams });

@@ -4,7 +4,7 @@
  * secrets from stdin, resolving users and printing tables.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
 import { AppError } from '../domain/problems.js';
 import { openStore, type Store, type User } from '../store/index.js';
 
@@ -25,11 +25,11 @@ export function parseCommand<O extends Options>(argv: string[], options: O) {
 }
 
 /** Opens the store of the configured data dir, runs `fn`, and always closes the store. */
-export async function withStore<T>(dataDirFlag: string | undefined, fn: (store: Store) => Promise<T>): Promise<T> {
+export async function withStore<T>(dataDirFlag: string | undefined, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig(dataDirFlag === undefined ? {} : { 'data-dir': dataDirFlag });
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey && { dataKey: config.dataKey }), warn: note });
   try {
-    return await fn(store);
+    return await fn(store, config);
   } finally {
     await store.close();
   }

@@ -22,6 +22,7 @@ export const PROBLEMS = {
   ORDER_NOT_WORKING: { status: 409, title: 'Order is not working' },
   CONFLICT: { status: 409, title: 'Conflict' },
   CONNECTION_FAILED: { status: 409, title: 'Broker connection failed; reconnect it or give it new credentials' },
+  QUOTA_EXCEEDED: { status: 409, title: 'Per-user quota reached; delete one first' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency-Key reused with a different request' },
@@ -31,6 +32,7 @@ export const PROBLEMS = {
   INTERNAL: { status: 500, title: 'Internal error' },
   BROKER_UNAVAILABLE: { status: 503, title: 'Broker connection unavailable' },
   SHUTTING_DOWN: { status: 503, title: 'Server is shutting down' },
+  ACTOR_LIMIT_REACHED: { status: 503, title: 'The service runs as many broker connections as it is configured for' },
   BROKER_TIMEOUT: { status: 504, title: 'Broker did not answer in time' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

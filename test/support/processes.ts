@@ -169,11 +169,12 @@ export interface CliResult {
 
 /**
  * Runs `tradegate ARGS --data-dir DIR` to its end, feeding `stdin` (empty by default). The
- * data dir and data key come from the arguments only, never from the caller's environment.
+ * data dir and data key come from the arguments only, never from the caller's environment;
+ * `extraEnv` adds settings (e.g. the quotas the served process runs with).
  */
-export function runCli(dataDir: string, args: string[], stdin = ''): Promise<CliResult> {
+export function runCli(dataDir: string, args: string[], stdin = '', extraEnv: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const env = { ...process.env };
+    const env = { ...process.env, ...extraEnv };
     delete env.TRADEGATE_DATA_DIR;
     delete env.TRADEGATE_DATA_KEY;
     const child = spawn(process.execPath, ['bin/tradegate.js', ...args, '--data-dir', dataDir], { cwd: PACKAGE_ROOT, env });

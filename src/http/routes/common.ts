@@ -12,6 +12,7 @@ import type { Store } from '../../store/index.js';
 import type { AuthContext, ResponseDoc, RouteContext } from '../route-types.js';
 import { createWebSessions, type WebSessions } from '../session-auth.js';
 import type { PlaceOrderRequest } from '../../actors/protocol.js';
+import { QuotaGate } from '../quotas.js';
 import type { SseHub } from '../sse-hub.js';
 import type { ListQuery } from '../schemas.js';
 
@@ -192,6 +193,29 @@ export const BROKER_ERRORS: ProblemCode[] = ['CONNECTION_FAILED', 'BROKER_UNAVAI
 export function guardedBy(auth: AuthContext, origin: 'api' | 'webhook'): Pick<PlaceOrderRequest, 'origin' | 'narrowing'> {
   return auth.narrowing ? { origin, narrowing: [auth.narrowing] } : { origin };
 }
+
+const gates = new WeakMap<RouteDeps, QuotaGate>();
+
+/** The per-user quota gate of these routes (one per route table). */
+export function quotas(deps: RouteDeps): QuotaGate {
+  let gate = gates.get(deps);
+  if (!gate) gates.set(deps, (gate = new QuotaGate(deps.store, deps.config)));
+  return gate;
+}
+
+/**
+ * ACTOR_LIMIT_REACHED (503) when the service already runs ACTORS_MAX connection actors (one
+ * per enabled connection of any user): checked before anything is opened at a broker.
+ */
+export function requireActorCapacity(deps: RouteDeps): void {
+  const running = deps.store.connections.all().filter((c) => !c.disabled).length;
+  if (running >= deps.config.actorsMax) {
+    throw new AppError('ACTOR_LIMIT_REACHED', `The service runs its maximum of ${deps.config.actorsMax} broker connections (ACTORS_MAX)`, { limit: deps.config.actorsMax }, ACTOR_LIMIT_RETRY_S);
+  }
+}
+
+/** Retry-After of ACTOR_LIMIT_REACHED: a slot frees only when a connection is deleted somewhere. */
+export const ACTOR_LIMIT_RETRY_S = 60;
 
 /** The per-order limits of this deployment (ORDER_QTY_MAX, PRICE_BAND_FACTOR). */
 export function orderLimits(config: Config): OrderLimits {

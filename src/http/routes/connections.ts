@@ -1,7 +1,7 @@
 /**
  * Broker connections: list with live status, add a paper connection (with the embedded paper
- * broker), rename or give new credentials, reconnect a FAILED one. Credentials never appear
- * in a response.
+ * broker; per-user quota and the service's actor ceiling), rename or give new credentials,
+ * reconnect a FAILED one, delete one. Credentials never appear in a response.
  */
 import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
@@ -18,7 +18,7 @@ import {
   type ListQuery,
   type UpdateConnectionBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, paginate, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, paginate, quotas, requireActorCapacity, type RouteDeps } from './common.js';
 
 /** The public view of a connection with its current status. */
 export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
@@ -63,26 +63,68 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: createConnectionBodySchema,
     responses: [
       { status: 201, description: 'The new connection (CONNECTING until the broker answers)', schema: connectionSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'CONFLICT', 'BROKER_REJECTED', 'BROKER_UNAVAILABLE'),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'CONFLICT', 'QUOTA_EXCEEDED', 'BROKER_REJECTED', 'BROKER_UNAVAILABLE', 'ACTOR_LIMIT_REACHED'),
     ],
     async handler(ctx) {
-      if (!deps.paper) throw new AppError('BROKER_UNAVAILABLE', 'No embedded paper broker: start the service with --paper');
-      const suffix = randomBase62(8).toLowerCase();
-      // Account names are unique across the paper broker: the default one is named after the login.
-      const accounts = (ctx.req.body?.accounts ?? [{ name: `PAPER-${suffix.toUpperCase()}` }]).map((a) => a.name);
-      const login = { name: `paper-${suffix}`, password: randomBase62(24), accounts };
-      await deps.paper.openLogin(login);
-      const record = await deps.store.connections.create({
-        userId: ctx.auth.userId,
-        name: ctx.req.body?.name ?? 'Paper',
-        broker: 'paper',
-        environment: 'paper',
-        restUrl: deps.paper.restUrl,
-        wsUrl: deps.paper.wsUrl,
-        credentials: { name: login.name, password: login.password },
+      const paper = deps.paper;
+      if (!paper) throw new AppError('BROKER_UNAVAILABLE', 'No embedded paper broker: start the service with --paper');
+      requireActorCapacity(deps);
+      return quotas(deps).create(ctx.auth.userId, 'connections', async () => {
+        const suffix = randomBase62(8).toLowerCase();
+        // Account names are unique across the paper broker: the default one is named after the login.
+        const accounts = (ctx.req.body?.accounts ?? [{ name: `PAPER-${suffix.toUpperCase()}` }]).map((a) => a.name);
+        const login = { name: `paper-${suffix}`, password: randomBase62(24), accounts };
+        await paper.openLogin(login);
+        const record = await deps.store.connections.create({
+          userId: ctx.auth.userId,
+          name: ctx.req.body?.name ?? 'Paper',
+          broker: 'paper',
+          environment: 'paper',
+          restUrl: paper.restUrl,
+          wsUrl: paper.wsUrl,
+          credentials: { name: login.name, password: login.password },
+        });
+        try {
+          await deps.gateway.addConnection(connectionSpecFor(record, { name: login.name, password: login.password }, paper));
+        } catch (err) {
+          // Not started (the actor ceiling was reached meanwhile): not kept either.
+          await deps.store.connections.remove(ctx.auth.userId, record.id);
+          throw err;
+        }
+        return { status: 201, body: connectionView(deps, record) };
       });
-      await deps.gateway.addConnection(connectionSpecFor(record, { name: login.name, password: login.password }, deps.paper));
-      return { status: 201, body: connectionView(deps, record) };
+    },
+  });
+
+  const remove = defineRoute({
+    method: 'DELETE',
+    path: '/connections/:id',
+    scope: 'trade',
+    operationId: 'deleteConnection',
+    summary: 'Stop and delete a connection; tokens bound to its accounts become inactive with the reason',
+    description:
+      'Stops the connection’s actor (the health stream reports DISABLED), deletes the connection and frees its quota slot. ' +
+      'Webhook tokens bound to its accounts become inactive: their record carries `inactiveReason` and their alerts answer ' +
+      '403 ACCOUNT_INACTIVE with that reason, until rebound (PATCH /webhook-tokens/{id} {accountId}). Resting orders at the ' +
+      'broker are not touched: flatten the accounts first if that is what you want.',
+    tags: ['connections'],
+    responses: [{ status: 204, description: 'Deleted' }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
+    async handler(ctx) {
+      const { userId } = ctx.auth;
+      const id = ctx.req.params.id!;
+      if (!deps.store.connections.getForUser(userId, id)) throw new AppError('NOT_FOUND', 'Not found');
+      const accountIds = deps.gateway.accounts(id).map((a) => a.id);
+      await deps.gateway.removeConnection(id);
+      if (!(await deps.store.connections.remove(userId, id))) throw new AppError('NOT_FOUND', 'Not found');
+      const tokens = await deps.store.webhookTokens.deactivateForAccounts(userId, accountIds, `its connection ${id} was deleted`);
+      deps.store.journal.append({
+        userId,
+        accountId: null,
+        kind: 'connection-remove',
+        request: { connectionId: id, via: ctx.auth.kind, requestId: ctx.requestId },
+        outcome: { removed: true, accountIds, inactiveTokenIds: tokens },
+      });
+      return { status: 204 };
     },
   });
 
@@ -142,7 +184,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     await deps.gateway.addConnection(connectionSpecFor(record, credentials, deps.paper));
   }
 
-  return [list, add, update, reconnect];
+  return [list, add, update, reconnect, remove];
 }
 
 /** The stored credentials with the given fields replaced (`username` is the broker's `name`). */

@@ -16,7 +16,7 @@ import {
   type ListQuery,
   type UpdateStrategyBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, nowOf, paginate, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, nowOf, paginate, quotas, type RouteDeps } from './common.js';
 
 /** The public view of a strategy (absent optionals as null). */
 export function strategyView(s: StrategyRecord) {
@@ -69,7 +69,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: createStrategyBodySchema,
     responses: [
       { status: 201, description: 'Created', schema: strategySchema },
-      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', ...AUTH_ERRORS),
+      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'QUOTA_EXCEEDED', ...AUTH_ERRORS),
     ],
     async handler(ctx) {
       const b = ctx.req.body;
@@ -80,7 +80,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (b.orderType) fields.orderType = b.orderType;
       if (b.takeProfit) fields.takeProfit = b.takeProfit;
       if (b.stopLoss) fields.stopLoss = b.stopLoss;
-      const record = await deps.store.strategies.create(ctx.auth.userId, fields);
+      const record = await quotas(deps).create(ctx.auth.userId, 'strategies', () => deps.store.strategies.create(ctx.auth.userId, fields));
       return { status: 201, body: strategyView(record) };
     },
   });

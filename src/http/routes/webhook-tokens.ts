@@ -17,7 +17,7 @@ import {
   webhookTokenSchema,
   type ListQuery,
 } from '../schemas.js';
-import { AUTH_ERRORS, baseUrl, errors, paginate, userAccounts, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, baseUrl, errors, paginate, quotas, userAccounts, type RouteDeps } from './common.js';
 
 /** The receiving URL of a token. */
 export function webhookUrl(deps: RouteDeps, token: string): string {
@@ -32,8 +32,9 @@ export function tokenView(deps: RouteDeps, t: WebhookTokenRecord) {
     name: t.name,
     accountId: t.accountId,
     strategyId: t.strategyId,
-    accountActive: bound?.account.active ?? false,
+    accountActive: !t.inactiveReason && (bound?.account.active ?? false),
     guards: t.guards ?? null,
+    inactiveReason: t.inactiveReason ?? null,
     createdAt: t.createdAt ?? null,
     lastUsedAt: t.lastUsedAt ?? null,
   };
@@ -92,13 +93,15 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: createWebhookTokenBodySchema,
     responses: [
       { status: 201, description: 'Created; `url` contains the secret token', schema: createdWebhookTokenSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE'),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'QUOTA_EXCEEDED'),
     ],
     async handler(ctx) {
       const { accountId, name, strategyId, guards } = ctx.req.body;
       checkAccount(deps, ctx.auth.userId, accountId);
       checkStrategy(deps, ctx.auth.userId, strategyId);
-      const { record, token } = await deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null, guards: guards ?? null });
+      const { record, token } = await quotas(deps).create(ctx.auth.userId, 'webhookTokens', () =>
+        deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null, guards: guards ?? null }),
+      );
       return { status: 201, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token, alertMessage: TRADINGVIEW_TEMPLATE } };
     },
   });

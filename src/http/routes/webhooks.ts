@@ -67,6 +67,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const token = ctx.auth.webhook;
         if (!token) throw new AppError('NOT_FOUND', 'Not found');
         const intent = parseWebhookPayload(ctx.req.body, now);
+        const inactive = deps.store.webhookTokens.getForUser(ctx.auth.userId, token.tokenId)?.inactiveReason;
+        if (inactive) throw new AppError('ACCOUNT_INACTIVE', `Account is inactive: ${inactive}; rebind the token`, { accountId: token.accountId, inactiveReason: inactive });
         const owned = webhookAccount(deps, ctx.auth.userId, token.accountId);
         const timeout = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
         const base = { accepted: true as const, accountId: owned.account.id, warnings: intent.warnings, alertDelayMs: intent.alertDelayMs };

@@ -25,6 +25,7 @@ describe('buildRoutes', () => {
       'POST /connections': 'trade',
       'PATCH /connections/:id': 'trade',
       'POST /connections/:id/reconnect': 'trade',
+      'DELETE /connections/:id': 'trade',
       'GET /strategies': 'read',
       'POST /strategies': 'trade',
       'GET /strategies/:id': 'read',
