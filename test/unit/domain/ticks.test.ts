@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { listProducts } from '../../../src/domain/products.js';
-import { addTicks, isOnTick, pointsToTicks, roundToTick, tickDecimals, ticksToPoints } from '../../../src/domain/ticks.js';
+import { addTicks, isOnTick, pointsToTicks, priceToTicks, roundToTick, tickDecimals, ticksToPoints, ticksToPrice } from '../../../src/domain/ticks.js';
 
 describe('isOnTick', () => {
   it('accepts prices on the tick despite binary floating point', () => {
@@ -126,5 +126,79 @@ describe('tick properties', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('invalid input never yields a made-up number', () => {
+  const badTicks = [0, -0.25, Number.NaN, Number.POSITIVE_INFINITY];
+  it('every conversion refuses a bad tick size on its own, with a good value', () => {
+    for (const tick of badTicks) {
+      expect(roundToTick(5000, tick), String(tick)).toBeNaN();
+      expect(ticksToPoints(4, tick), String(tick)).toBeNaN();
+      expect(pointsToTicks(1, tick), String(tick)).toBeNaN();
+      expect(addTicks(5000, 1, tick), String(tick)).toBeNaN();
+      expect(ticksToPrice(4, tick), String(tick)).toBeNaN();
+      expect(priceToTicks(5000, tick), String(tick)).toBeUndefined();
+    }
+  });
+
+  it('every conversion refuses a bad value on its own, with a good tick size', () => {
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      expect(roundToTick(bad, 0.25)).toBeNaN();
+      expect(ticksToPoints(bad, 0.25)).toBeNaN();
+      expect(pointsToTicks(bad, 0.25)).toBeNaN();
+      expect(addTicks(bad, 1, 0.25)).toBeNaN();
+      expect(addTicks(5000, bad, 0.25)).toBeNaN();
+      expect(priceToTicks(bad, 0.25)).toBeUndefined();
+    }
+    expect(ticksToPrice(1.5, 0.25)).toBeNaN();
+    expect(ticksToPrice(2 ** 53, 0.25)).toBeNaN();
+    expect(priceToTicks(1e300, 0.25)).toBeUndefined();
+  });
+
+  it('never answers negative zero', () => {
+    expect(Object.is(roundToTick(-0.1, 0.25), 0)).toBe(true);
+    expect(Object.is(pointsToTicks(-0.1, 0.25), 0)).toBe(true);
+    expect(Object.is(priceToTicks(-0, 0.25), 0)).toBe(true);
+    expect(Object.is(ticksToPrice(-0, 0.25), 0)).toBe(true);
+  });
+
+  it('a price a millionth of a tick off still counts as on the tick for the paper broker’s lenient check', () => {
+    expect(isOnTick(5000 + 0.25 * 9e-7, 0.25)).toBe(true);
+    expect(isOnTick(5000 + 0.25 * 1.1e-6, 0.25)).toBe(false);
+    expect(roundToTick(5000 + 0.25 * 9e-7, 0.25, 'up')).toBe(5000);
+    expect(roundToTick(-5000 - 0.25 * 9e-7, 0.25, 'down')).toBe(-5000);
+  });
+
+  it('rounds to the nearest tick by default', () => {
+    expect(roundToTick(5000.2, 0.25)).toBe(5000.25);
+  });
+
+  it('stops at 9 decimals for a tick no decimal writes exactly (a billionth of a point is noise)', () => {
+    expect(tickDecimals(1 / 3)).toBe(9);
+    expect(tickDecimals(1 / 3)).toBe(9);
+  });
+});
+
+describe('priceToTicks and ticksToPrice (integer ticks)', () => {
+  it('maps exact tick prices to whole ticks and back, for every catalogue tick size', () => {
+    for (const p of listProducts()) {
+      fc.assert(
+        fc.property(fc.integer({ min: -1_000_000, max: 1_000_000 }), (n) => {
+          const price = ticksToPrice(n, p.tickSize);
+          expect(priceToTicks(price, p.tickSize)).toBe(n === 0 ? 0 : n);
+        }),
+        { numRuns: 200 },
+      );
+    }
+  });
+
+  it('accepts float noise of a few units in the last place and refuses anything further', () => {
+    expect(priceToTicks(71.22999999999999, 0.01)).toBe(7123);
+    expect(priceToTicks(0.1 + 0.2, 0.1)).toBe(3);
+    expect(priceToTicks(1000.2500000001, 0.25)).toBeUndefined();
+    expect(priceToTicks(1000.25 + 1e-12, 0.25)).toBeUndefined();
+    expect(priceToTicks(5e-324, 0.25)).toBeUndefined();
+    expect(priceToTicks(0, 0.25)).toBe(0);
   });
 });
