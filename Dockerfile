@@ -1,18 +1,17 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile TypeScript to dist/ and bundle the web app into dist/web.
+# Build stage: `npm run build` exactly as a checkout builds (tsc, plus whatever the script adds,
+# e.g. the web app bundle), from the context .dockerignore lets through.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
-COPY tsconfig.json vitest.config.ts ./
-COPY src ./src
-COPY workers ./workers
-COPY bench ./bench
-COPY test ./test
-COPY web ./web
-RUN npm run build
+COPY . .
+# dist/web exists either way, so the runtime stage can copy it whether or not a web app is built.
+RUN npm run build && mkdir -p dist/web
 
-# Runtime stage: production dependencies and the compiled output only, as a non-root user.
+# Runtime stage: production dependencies and the service's compiled code only (dist/src,
+# dist/workers, the web bundle; not dist/test or dist/bench: `tradegate bench` runs from a
+# checkout), as a non-root user.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
@@ -20,10 +19,21 @@ ENV NODE_ENV=production \
     TRADEGATE_DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
-COPY --from=build /app/dist ./dist
+# Native add-ons ship binaries for every platform and Node ABI; keep this image's only
+# (uWebSockets.js: ~110 MB of others; lmdb: other ABIs and musl).
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force \
+ && keep="uws_$(node -p 'process.platform + "_" + process.arch + "_" + process.versions.modules').node" \
+ && find node_modules/uWebSockets.js/binaries -name 'uws_*.node' ! -name "$keep" -delete \
+ && rm -rf node_modules/uWebSockets.js/dist/*.node node_modules/uWebSockets.js/docs \
+ && abi="node.abi$(node -p process.versions.modules).glibc.node" \
+ && find node_modules/@lmdb -name 'node.*.node' ! -name "$abi" ! -name 'node.napi.glibc.node' -delete \
+ && test -f "node_modules/uWebSockets.js/binaries/$keep"
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/workers ./dist/workers
+COPY --from=build /app/dist/web ./dist/web
 COPY bin ./bin
-RUN mkdir -p /data && chown node:node /data
+RUN node -e "import('uWebSockets.js').then(() => import('lmdb'))" \
+ && mkdir -p /data && chown node:node /data && chmod 700 /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8080

@@ -16,7 +16,16 @@ export async function run(argv: string[]): Promise<number> {
   });
   if (positionals.length > 1) throw new Error(`expected at most one scenario, got ${positionals.join(' ')}`);
   // Loaded lazily: the bench pulls in piscina, ws and the store, which other commands never need.
-  const { parseScenario, runBench } = await import('../../bench/run.js');
+  let bench: typeof import('../../bench/run.js');
+  try {
+    bench = await import('../../bench/run.js');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    // The container image ships the service only.
+    process.stderr.write('tradegate bench: the bench is not part of this installation (the container image ships the service only); run it from a checkout: npm ci && npm run bench\n');
+    return 2;
+  }
+  const { parseScenario, runBench } = bench;
   const { Service } = await import('../../bench/service.js');
   // Ctrl-C must not leave `serve --paper` children running with their temp data dirs.
   const interrupt = (signal: NodeJS.Signals): void => {
