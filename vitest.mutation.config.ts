@@ -12,7 +12,7 @@ export default defineConfig({
       'test/unit/http/idempotency.test.ts',
       'test/unit/http/rate-limit.test.ts',
       'test/unit/broker/tradovate/budget.test.ts',
-      'test/unit/workers/connection-actor/order-model.test.ts',
+      'test/unit/workers/connection-actor/*.test.ts',
     ],
     provide: { storeBackend: 'lmdb' },
   },

@@ -92,3 +92,167 @@ test('working orders follow snapshots and props events: final, deleted and other
   m.replace({ contracts: [{ id: 5, name: 'ESZ6' }], orders: [{ id: 20, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' }] });
   expect(ids()).toEqual(['20']);
 });
+
+test('notes merge field by field per order', () => {
+  const { model } = setup();
+  expect(model.noteOf(1)).toBeUndefined();
+  model.note(1, { requestedSymbol: 'ES1!' });
+  model.note(1, { clientOrderId: 'mine' });
+  expect(model.noteOf(1)).toEqual({ requestedSymbol: 'ES1!', clientOrderId: 'mine' });
+  expect(model.noteOf(2)).toBeUndefined();
+});
+
+test('accounts are listed by numeric id, named after their id when the broker gives no name, archived ones inactive', () => {
+  const { m, model } = setup();
+  m.replace({ accounts: [{ id: 10, name: 'J' }, { id: 9 }, { id: 2, name: 'B', archived: true }] });
+  const list = model.refreshAccounts()!;
+  expect(list.map((a) => [a.id, a.name, a.active])).toEqual([['2', 'B', false], ['9', '9', true], ['10', 'J', true]]);
+  expect(model.accounts().map((a) => a.id)).toEqual(['2', '9', '10']);
+});
+
+test('account(): NOT_FOUND names the id; a known active account whose entity vanished is ACCOUNT_INACTIVE with its id', () => {
+  const { m, model } = setup();
+  m.replace({ accounts: [{ id: 1, name: 'A' }] });
+  model.refreshAccounts();
+  expect(model.account('1').id).toBe(1);
+  expect(() => model.account('7')).toThrow(expect.objectContaining({ code: 'NOT_FOUND', message: 'account 7 is not on this connection' }));
+  m.replace({ accounts: [] });
+  expect(() => model.account('1')).toThrow(expect.objectContaining({ code: 'ACCOUNT_INACTIVE', extensions: { accountId: '1' } }));
+});
+
+test('orderEntity is scoped to the account and refuses ids that are not integers', () => {
+  const { m, model } = setup();
+  m.replace({ orders: [{ id: 10, accountId: 1 }, { id: 11, accountId: 2 }] });
+  expect(model.orderEntity('1', '10')?.id).toBe(10);
+  expect(model.orderEntity('1', '11')).toBeUndefined();
+  expect(model.orderEntity('2', '11')?.id).toBe(11);
+  expect(model.orderEntity('1', '10.5')).toBeUndefined();
+  expect(model.orderEntity('1', 'x')).toBeUndefined();
+  expect(model.orderEntity('1', '99')).toBeUndefined();
+});
+
+test('record() builds an order record with what tradegate noted, or null for an unknown id', () => {
+  const { m, model } = setup();
+  m.replace({ contracts: [{ id: 5, name: 'ESZ6' }], orders: [{ id: 10, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' }] });
+  model.note(10, { requestedSymbol: 'ES1!' });
+  expect(model.record(10)).toMatchObject({ orderId: '10', accountId: '1', symbol: 'ESZ6', requestedSymbol: 'ES1!', side: 'buy' });
+  expect(model.record(11)).toBeNull();
+});
+
+test('working orders are sorted by numeric order id', () => {
+  const { m, model } = setup();
+  m.replace({
+    contracts: [{ id: 5, name: 'ESZ6' }],
+    orders: [100, 20, 3].map((id) => ({ id, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' })),
+  });
+  expect(model.workingOrders('1').map((o) => o.orderId)).toEqual(['3', '20', '100']);
+});
+
+test('positions are sorted by symbol and fall back to the position timestamp when no fill explains them', () => {
+  const { m, model } = setup();
+  m.replace({
+    contracts: [{ id: 5, name: 'NQZ6' }, { id: 6, name: 'ESZ6' }],
+    positions: [
+      { id: 30, accountId: 1, contractId: 5, netPos: -2, netPrice: 20000, timestamp: '2026-01-02T00:00:00.000Z' },
+      { id: 31, accountId: 1, contractId: 6, netPos: 1, netPrice: 5000 },
+      { id: 32, accountId: 2, contractId: 6, netPos: 3, netPrice: 5000 },
+    ],
+  });
+  expect(model.positions('1')).toEqual([
+    { accountId: '1', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null },
+    { accountId: '1', symbol: 'NQZ6', netQty: -2, avgPrice: 20000, openedAt: '2026-01-02T00:00:00.000Z' },
+  ]);
+});
+
+test('openPositionEntities: the newest entity per contract, flat ones and other accounts left out', () => {
+  const { m, model } = setup();
+  m.replace({
+    positions: [
+      { id: 31, accountId: 1, contractId: 5, netPos: 2 },
+      { id: 30, accountId: 1, contractId: 5, netPos: 0 },
+      { id: 40, accountId: 1, contractId: 6, netPos: 1 },
+      { id: 41, accountId: 1, contractId: 6, netPos: 0 },
+      { id: 50, accountId: 2, contractId: 7, netPos: 4 },
+      { id: 60, accountId: 1, contractId: 8 },
+    ],
+  });
+  expect(model.openPositionEntities('1').map((p) => p.id)).toEqual([31]);
+  expect(model.openPositionEntities('2').map((p) => p.id)).toEqual([50]);
+});
+
+test('fills and P&L of two accounts on one connection never mix', () => {
+  const { m, model } = setup();
+  m.replace({
+    contracts: [{ id: 5, name: 'ESZ6' }],
+    orders: [{ id: 10, accountId: 1, contractId: 5 }, { id: 11, accountId: 2, contractId: 5 }, { id: 12, accountId: 1, contractId: 5 }, { id: 13, accountId: 2, contractId: 5 }],
+    fills: [
+      { id: 20, orderId: 10, contractId: 5, action: 'Buy', qty: 1, price: 100, timestamp: '2026-01-01T10:00:00.000Z' },
+      { id: 21, orderId: 11, contractId: 5, action: 'Sell', qty: 2, price: 100, timestamp: '2026-01-01T10:00:01.000Z' },
+      { id: 22, orderId: 12, contractId: 5, action: 'Sell', qty: 1, price: 110, timestamp: '2026-01-01T10:00:02.000Z' },
+      { id: 23, orderId: 13, contractId: 5, action: 'Buy', qty: 2, price: 90, timestamp: '2026-01-01T10:00:03.000Z' },
+      // A fill carrying its own accountId wins over its order's; an inactive (busted) fill counts nowhere.
+      { id: 24, orderId: 10, accountId: 2, contractId: 5, action: 'Buy', qty: 1, price: 1, timestamp: '2026-01-01T10:00:04.000Z', active: false },
+    ],
+  });
+  expect(model.fills('1').map((f) => f.fillId)).toEqual(['20', '22']);
+  expect(model.fills('2').map((f) => [f.fillId, f.accountId, f.side, f.qty, f.price])).toEqual([['21', '2', 'sell', 2, 100], ['23', '2', 'buy', 2, 90]]);
+  expect(model.tradeHistory('1', () => 50).map((t) => [t.accountId, t.direction, t.pnl])).toEqual([['1', 'long', 500]]);
+  expect(model.tradeHistory('2', () => 50).map((t) => [t.accountId, t.direction, t.qty, t.pnl])).toEqual([['2', 'short', 2, 1000]]);
+});
+
+test('fills: a fill’s own accountId, the contract filter, and defaults for missing fields', () => {
+  const { m, model } = setup();
+  m.replace({
+    contracts: [{ id: 5, name: 'ESZ6' }],
+    orders: [{ id: 10, accountId: 1, contractId: 5 }],
+    fills: [
+      { id: 20, orderId: 10, accountId: 2, contractId: 5, action: 'Buy', qty: 1, price: 100, timestamp: '2026-01-01T10:00:00.000Z' },
+      { id: 21, orderId: 10, contractId: 6, action: 'Sell' },
+    ],
+  });
+  expect(model.fills('2').map((f) => f.fillId)).toEqual(['20']);
+  expect(model.fills('1')).toEqual([{ fillId: '21', orderId: '10', accountId: '1', symbol: '6', side: 'sell', qty: 0, price: 0, timestamp: new Date(0).toISOString() }]);
+  expect(model.fills('1', 5)).toEqual([]);
+  expect(model.fills('1', 6).map((f) => f.fillId)).toEqual(['21']);
+});
+
+test('openedAt takes fills in time order whatever order the broker listed them, and restarts when a position flips', () => {
+  const { m, model } = setup();
+  m.replace({
+    contracts: [{ id: 5, name: 'ESZ6' }],
+    orders: [{ id: 10, accountId: 1, contractId: 5 }],
+    fills: [
+      { id: 23, orderId: 10, contractId: 5, action: 'Sell', qty: 3, price: 100, timestamp: '2026-01-01T12:00:00.000Z' },
+      { id: 21, orderId: 10, contractId: 5, action: 'Buy', qty: 1, price: 100, timestamp: '2026-01-01T10:00:00.000Z' },
+      { id: 22, orderId: 10, contractId: 5, action: 'Buy', qty: 1, price: 100, timestamp: '2026-01-01T11:00:00.000Z' },
+    ],
+    positions: [{ id: 30, accountId: 1, contractId: 5, netPos: -1, netPrice: 100 }],
+  });
+  expect(model.positions('1')[0]!.openedAt).toBe('2026-01-01T12:00:00.000Z');
+});
+
+test('findByClOrdId: among entries with the same clOrdId the oldest wins; other accounts’ commands, orders and strategies never answer', () => {
+  const { m, model } = setup();
+  m.replace({
+    orders: [
+      { id: 7, accountId: 1, action: 'Buy' },
+      { id: 5, accountId: 1, action: 'Buy' },
+      { id: 4, accountId: 2, action: 'Buy' },
+      { id: 30, accountId: 2, action: 'Buy', clOrdId: 'o1' },
+      { id: 31, accountId: 1, action: 'Buy', clOrdId: 'o1' },
+      { id: 40, accountId: 1, action: 'Sell' },
+      { id: 41, accountId: 1, action: 'Buy' },
+      { id: 42, accountId: 2, action: 'Buy' },
+    ],
+    commands: [{ id: 1, orderId: 7, clOrdId: 'k' }, { id: 2, orderId: 5, clOrdId: 'k' }, { id: 3, orderId: 4, clOrdId: 'k' }],
+    orderStrategies: [{ id: 60, accountId: 2, uuid: 's1', action: 'Buy' }, { id: 61, accountId: 1, uuid: 's1', action: 'Buy' }],
+    orderStrategyLinks: [{ id: 70, orderStrategyId: 60, orderId: 42 }, { id: 71, orderStrategyId: 61, orderId: 41 }, { id: 72, orderStrategyId: 61, orderId: 40 }],
+  });
+  expect(model.findByClOrdId('1', 'k')?.id).toBe(5);
+  expect(model.findByClOrdId('2', 'k')?.id).toBe(4);
+  expect(model.findByClOrdId('1', 'o1')?.id).toBe(31);
+  expect(model.findByClOrdId('2', 'o1')?.id).toBe(30);
+  expect(model.findByClOrdId('1', 's1')?.id).toBe(41);
+  expect(model.findByClOrdId('2', 's1')?.id).toBe(42);
+  expect(model.findByClOrdId('3', 's1')).toBeUndefined();
+});
