@@ -177,6 +177,75 @@ describe('IdempotencyGate', () => {
   });
 });
 
+describe('the 24 h lifetime and release after completion', () => {
+  const answer = (status: number) => ({ status, headers: { 'Content-Type': 'application/json' }, body: `{"n":${status}}` });
+
+  it('replays until 1 ms before 24 h and runs afresh from exactly 24 h (the default lifetime is 24 h)', async () => {
+    expect(IDEMPOTENCY_TTL_MS).toBe(24 * 60 * 60 * 1000);
+    const store = new FakeStore();
+    const now = { t: 1_000 };
+    const gate = new IdempotencyGate(store, () => now.t);
+    const first = await gate.begin('u', 'k', 'fp');
+    if (first.kind !== 'proceed') throw new Error('expected proceed');
+    await first.ticket.commit(answer(201));
+    now.t = 1_000 + IDEMPOTENCY_TTL_MS - 1;
+    expect((await gate.begin('u', 'k', 'fp')).kind).toBe('replay');
+    expect((await gate.begin('u', 'k', 'other')).kind).toBe('mismatch');
+    now.t = 1_000 + IDEMPOTENCY_TTL_MS;
+    const again = await gate.begin('u', 'k', 'other');
+    expect(again.kind).toBe('proceed');
+    if (again.kind === 'proceed') again.ticket.release();
+  });
+
+  it('takes its lifetime from the constructor', async () => {
+    const store = new FakeStore();
+    const now = { t: 0 };
+    const gate = new IdempotencyGate(store, () => now.t, 10);
+    const first = await gate.begin('u', 'k', 'fp');
+    if (first.kind !== 'proceed') throw new Error('expected proceed');
+    await first.ticket.commit(answer(201));
+    now.t = 9;
+    expect((await gate.begin('u', 'k', 'fp')).kind).toBe('replay');
+    now.t = 10;
+    const fresh = await gate.begin('u', 'k', 'fp');
+    expect(fresh.kind).toBe('proceed');
+    if (fresh.kind === 'proceed') fresh.ticket.release();
+  });
+
+  it('release() after a commit changes nothing: the stored answer stays and a newer holder keeps its claim', async () => {
+    const store = new FakeStore();
+    const gate = new IdempotencyGate(store);
+    const first = await gate.begin('u', 'k', 'fp');
+    if (first.kind !== 'proceed') throw new Error('expected proceed');
+    await first.ticket.commit(answer(201));
+    first.ticket.release();
+    expect((await gate.begin('u', 'k', 'fp')).kind).toBe('replay');
+    // An unstored answer frees the key; a late release of that finished ticket must not free the next holder's claim.
+    const second = await gate.begin('u', 'k2', 'fp');
+    if (second.kind !== 'proceed') throw new Error('expected proceed');
+    await second.ticket.commit(answer(503));
+    const third = await gate.begin('u', 'k2', 'fp');
+    expect(third.kind).toBe('proceed');
+    second.ticket.release();
+    expect(await gate.begin('u', 'k2', 'fp')).toEqual({ kind: 'in-flight' });
+    expect(gate.inFlightCount()).toBe(1);
+  });
+
+  it('a store read that fails frees the claim', async () => {
+    const gate = new IdempotencyGate({ get: () => Promise.reject(new Error('disk')), put: async () => undefined });
+    await expect(gate.begin('u', 'k', 'fp')).rejects.toThrow('disk');
+    expect(gate.inFlightCount()).toBe(0);
+  });
+
+  it('a store write that fails still frees the claim', async () => {
+    const gate = new IdempotencyGate({ get: async () => undefined, put: () => Promise.reject(new Error('disk full')) });
+    const first = await gate.begin('u', 'k', 'fp');
+    if (first.kind !== 'proceed') throw new Error('expected proceed');
+    await expect(first.ticket.commit(answer(201))).rejects.toThrow('disk full');
+    expect(gate.inFlightCount()).toBe(0);
+  });
+});
+
 describe('answers that are never stored', () => {
   it('does not store 409 CONNECTION_FAILED: the retry under the same key runs once the connection is back', () => {
     expect(isStoredStatus(409, 'CONNECTION_FAILED')).toBe(false);

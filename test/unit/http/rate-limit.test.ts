@@ -106,3 +106,28 @@ describe('rateLimitHeaders', () => {
     expect(no.RateLimit).toBe('"key";r=0;t=30');
   });
 });
+
+describe('sweep keeps keys with live entries', () => {
+  it('forgets only keys whose whole log left the window, and a swept key starts afresh', () => {
+    const lim = new SlidingLogLimiter(2);
+    lim.hit('idle', 0);
+    lim.hit('live', 0);
+    lim.hit('live', 30_000);
+    lim.sweep(59_999);
+    expect(lim.keyCount()).toBe(2);
+    lim.sweep(60_000);
+    expect(lim.keyCount()).toBe(1);
+    // The live key kept its 30 s entry: one slot left, not two.
+    expect(lim.hit('live', 60_000)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(lim.hit('live', 60_001).allowed).toBe(false);
+    expect(lim.hit('idle', 60_000)).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it('a sweep with a clock behind a key’s last request does not expire that key early', () => {
+    const lim = new SlidingLogLimiter(1);
+    lim.hit('k', 100_000);
+    lim.sweep(0);
+    expect(lim.keyCount()).toBe(1);
+    expect(lim.hit('k', 100_001).allowed).toBe(false);
+  });
+});
