@@ -14,6 +14,7 @@ export default defineConfig({
       'test/unit/broker/tradovate/budget.test.ts',
       'test/unit/workers/connection-actor/*.test.ts',
     ],
+    setupFiles: ['test/support/mutation-setup.ts'],
     provide: { storeBackend: 'lmdb' },
   },
 });
