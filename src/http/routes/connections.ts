@@ -7,7 +7,7 @@ import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
 import { randomBase62 } from '../../store/crypto.js';
 import type { ConnectionRecord } from '../../store/connections.js';
-import { defineRoute, type RouteDef } from '../route-types.js';
+import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import type { BrokerCredentials } from '../../domain/connections.js';
 import {
   connectionSchema,
@@ -117,13 +117,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       await deps.gateway.removeConnection(id);
       if (!(await deps.store.connections.remove(userId, id))) throw new AppError('NOT_FOUND', 'Not found');
       const tokens = await deps.store.webhookTokens.deactivateForAccounts(userId, accountIds, `its connection ${id} was deleted`);
-      deps.store.journal.append({
-        userId,
-        accountId: null,
-        kind: 'connection-remove',
-        request: { connectionId: id, via: ctx.auth.kind, requestId: ctx.requestId },
-        outcome: { removed: true, accountIds, inactiveTokenIds: tokens },
-      });
+      journal(ctx, 'connection-remove', { connectionId: id }, { removed: true, accountIds, inactiveTokenIds: tokens });
       return { status: 204 };
     },
   });
@@ -150,7 +144,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       if (credentials && !record.disabled) await restart(record, credentials);
-      deps.store.journal.append({ userId, accountId: null, kind: 'connection-update', request: { connectionId: id, fields: Object.keys(ctx.req.body), via: ctx.auth.kind, requestId: ctx.requestId }, outcome: { restarted: !!credentials } });
+      journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });
       return { status: 200, body: connectionView(deps, record) };
     },
   });
@@ -174,10 +168,15 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const status = connectionView(deps, record).status;
       if (status !== 'FAILED') throw new AppError('CONFLICT', `Connection is ${status}; only a FAILED connection is reconnected by hand`, { connectionStatus: status });
       await restart(record, deps.store.connections.credentials(record.id));
-      deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind: 'connection-reconnect', request: { connectionId: record.id, via: ctx.auth.kind, requestId: ctx.requestId }, outcome: { restarted: true } });
+      journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true });
       return { status: 202, body: connectionView(deps, record) };
     },
   });
+
+  /** Journals a change to a connection with who asked for it. */
+  function journal(ctx: RouteContext<unknown, unknown>, kind: string, request: Record<string, unknown>, outcome: unknown): void {
+    deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind, request: { ...request, via: ctx.auth.kind, requestId: ctx.requestId }, outcome });
+  }
 
   /** Starts the connection's actor afresh (the old one stops; status CONNECTING). */
   async function restart(record: ConnectionRecord, credentials: BrokerCredentials): Promise<void> {

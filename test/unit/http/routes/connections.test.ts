@@ -59,3 +59,59 @@ describe('connections', () => {
     expect((await callError(w, 'POST', '/connections', { userId: w.a.userId, body: {} })).code).toBe('BROKER_UNAVAILABLE');
   });
 });
+
+describe('leaving FAILED and deleting', () => {
+  const failed = (w: World) =>
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'FAILED', reason: 'fatal-error', ts: 1, detail: 'authentication refused: bad password' });
+
+  it('answers requests on a FAILED connection with CONNECTION_FAILED without asking its actor', async () => {
+    failed(w);
+    const err = await callError(w, 'GET', '/accounts/:id/working-orders', { userId: w.a.userId, params: { id: '101' } });
+    expect(err).toMatchObject({ code: 'CONNECTION_FAILED', retryAfterSeconds: undefined, extensions: { connectionId: w.a.connectionId } });
+    expect(err.message).toContain('bad password');
+    expect(w.gateway.calls).toEqual([]);
+  });
+
+  it('an unknown account while a connection that never synced is FAILED is CONNECTION_FAILED, while one is connecting 503', async () => {
+    failed(w);
+    w.gateway.accountsOf.set(w.a.connectionId, []);
+    expect((await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '999' } })).code).toBe('CONNECTION_FAILED');
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'CONNECTING', reason: 'connect', ts: 1 });
+    expect((await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '999' } })).code).toBe('BROKER_UNAVAILABLE');
+  });
+
+  it('reconnects only a FAILED connection of the caller, with its stored credentials', async () => {
+    expect(await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id: w.a.connectionId } })).toMatchObject({ code: 'CONFLICT', extensions: { connectionStatus: 'CONNECTED' } });
+    failed(w);
+    expect((await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.b.userId, params: { id: w.a.connectionId } })).code).toBe('NOT_FOUND');
+    const res = await call(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id: w.a.connectionId } });
+    expect(res.status).toBe(202);
+    expect(w.gateway.added.map((s) => [s.connectionId, s.credentials])).toEqual([[w.a.connectionId, w.store.connections.credentials(w.a.connectionId)]]);
+  });
+
+  it('PATCH merges new credentials, restarts with them, and renames without a restart', async () => {
+    const before = w.store.connections.credentials(w.a.connectionId);
+    const res = await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { credentials: { password: 'new-secret', cid: 7 } } });
+    expect(res.status).toBe(200);
+    expect(JSON.stringify(res.body)).not.toContain('new-secret');
+    expect(w.store.connections.credentials(w.a.connectionId)).toEqual({ ...before, password: 'new-secret', cid: 7 });
+    expect(w.gateway.added.map((s) => s.credentials.password)).toEqual(['new-secret']);
+    await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { name: 'Renamed' } });
+    expect(w.gateway.added).toHaveLength(1);
+    expect(w.store.connections.byId(w.a.connectionId)?.name).toBe('Renamed');
+    const moved = await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { credentials: { username: 'other-login' } } });
+    expect(moved.status).toBe(200);
+    expect(w.store.connections.credentials(w.a.connectionId).name).toBe('other-login');
+  });
+
+  it('DELETE stops the actor, removes the record and makes the tokens of its accounts inactive; another user gets 404', async () => {
+    const { record } = await w.store.webhookTokens.create({ userId: w.a.userId, name: 't', accountId: '101' });
+    expect((await callError(w, 'DELETE', '/connections/:id', { userId: w.b.userId, params: { id: w.a.connectionId } })).code).toBe('NOT_FOUND');
+    const res = await call(w, 'DELETE', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId } });
+    expect(res.status).toBe(204);
+    expect(w.gateway.removed).toEqual([w.a.connectionId]);
+    expect(w.store.connections.byId(w.a.connectionId)).toBeUndefined();
+    expect(w.store.webhookTokens.getForUser(w.a.userId, record.id)?.inactiveReason).toBe(`its connection ${w.a.connectionId} was deleted`);
+    expect((await callError(w, 'DELETE', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId } })).code).toBe('NOT_FOUND');
+  });
+});
