@@ -143,3 +143,25 @@ describe('renderApiDocsPage', () => {
     expect(escapeHtml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
   });
 });
+
+describe('the served document lists the hardening routes and codes', () => {
+  it('has the connection routes, the new problem codes with their statuses, and the revoked stream message', async () => {
+    const { world } = await import('../../support/routes.js');
+    const w = await world();
+    try {
+      const doc = buildOpenApiDocument([...w.routes, HEALTH_STREAM_ROUTE], { config: configSchema.parse({}) }) as any;
+      expect(Object.keys(doc.paths['/connections/{id}'])).toEqual(['patch', 'delete']);
+      expect(doc.paths['/connections/{id}/reconnect'].post.responses['202']).toBeDefined();
+      expect(doc.paths['/connections'].post.responses['409'].description).toContain('QUOTA_EXCEEDED');
+      expect(doc.paths['/connections'].post.responses['503'].description).toContain('ACTOR_LIMIT_REACHED');
+      expect(doc.paths['/accounts/{id}/orders'].post.responses['400'].description).toContain('PRICE_OUT_OF_RANGE');
+      expect(doc.paths['/accounts/{id}/orders'].post.responses['409'].description).toContain('CONNECTION_FAILED');
+      const text = JSON.stringify(doc);
+      for (const code of ['PRICE_OUT_OF_RANGE', 'CONNECTION_FAILED', 'QUOTA_EXCEEDED', 'ACTOR_LIMIT_REACHED']) expect(text).toContain(code);
+      expect(PROBLEMS).toMatchObject({ PRICE_OUT_OF_RANGE: { status: 400 }, CONNECTION_FAILED: { status: 409 }, QUOTA_EXCEEDED: { status: 409 }, ACTOR_LIMIT_REACHED: { status: 503 } });
+      expect(doc.components.schemas.RevokedMessage.properties.reason.enum).toEqual(['key-revoked', 'user-deleted', 'password-changed', 'session-ended']);
+    } finally {
+      await w.close();
+    }
+  });
+});
