@@ -38,3 +38,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ prot: '1' }, {})).toThrow(/unknown option --prot/);
   });
 });
+
+describe('limits and quotas settings', () => {
+  it('defaults and environment names', () => {
+    expect(loadConfig({}, {})).toMatchObject({ orderQtyMax: 10_000, priceBandFactor: 5, quotaConnections: 10, quotaWebhookTokens: 100, quotaStrategies: 100, quotaApiKeys: 25, actorsMax: 200 });
+    const c = loadConfig({}, { ORDER_QTY_MAX: '50', PRICE_BAND_FACTOR: '2.5', QUOTA_CONNECTIONS: '3', QUOTA_WEBHOOK_TOKENS: '4', QUOTA_STRATEGIES: '5', QUOTA_API_KEYS: '6', ACTORS_MAX: '7' });
+    expect(c).toMatchObject({ orderQtyMax: 50, priceBandFactor: 2.5, quotaConnections: 3, quotaWebhookTokens: 4, quotaStrategies: 5, quotaApiKeys: 6, actorsMax: 7 });
+  });
+
+  it('refuses values that would disable a limit, naming the setting', () => {
+    expect(() => loadConfig({}, { QUOTA_CONNECTIONS: '0' })).toThrow(/QUOTA_CONNECTIONS/);
+    expect(() => loadConfig({}, { PRICE_BAND_FACTOR: '1' })).toThrow(/PRICE_BAND_FACTOR/);
+    expect(() => loadConfig({}, { ORDER_QTY_MAX: '2000000' })).toThrow(/ORDER_QTY_MAX/);
+    expect(() => loadConfig({}, { ACTORS_MAX: '-1' })).toThrow(/ACTORS_MAX/);
+  });
+});
