@@ -22,6 +22,7 @@ const BODIES: Record<string, unknown> = {
   'POST /accounts/:id/flatten': {},
   'PATCH /strategies/:id': { name: 'hijacked' },
   'PATCH /webhook-tokens/:id': { name: 'hijacked' },
+  'PATCH /connections/:id': { name: 'hijacked' },
   'POST /webhooks/:token': { action: 'buy', symbol: 'ES1!', qty: 1 },
   'PUT /accounts/:id/guards': { maxOrderQty: 1 },
   'POST /accounts/:id/lock': { flatten: true },
@@ -56,7 +57,8 @@ async function populate(key: string, account: string, tag: string): Promise<Owne
   expect(token.status, token.text).toBe(201);
   const order = await http(s.url, 'POST', `/api/v1/accounts/${account}/orders`, { key, body: { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4000 } });
   expect(order.status, order.text).toBe(201);
-  const connection = (await http(s.url, 'GET', '/api/v1/connections', { key })).json.data[0].id as string;
+  const connections = (await http(s.url, 'GET', '/api/v1/connections', { key })).json.data as { id: string; accountIds: string[] }[];
+  const connection = connections.find((c) => c.accountIds.includes(account))!.id;
   return { key, account, strategy: strategy.json.id, tokenId: token.json.id, token: token.json.token, orderId: order.json.orderId, connection };
 }
 

@@ -85,8 +85,10 @@ describe('every route that takes a body answers broken bodies with the documente
   async function bodyRoutes(): Promise<[string, string, string][]> {
     const strategy = (await http(s.url, 'POST', '/api/v1/strategies', { key: s.apiKey, body: { name: 'broken-bodies' } })).json.id as string;
     const token = (await http(s.url, 'POST', '/api/v1/webhook-tokens', { key: s.apiKey, body: { accountId: acc, name: 'broken-bodies' } })).json.id as string;
+    const connection = ((await http(s.url, 'GET', '/api/v1/connections', { key: s.apiKey })).json.data as { id: string; accountIds: string[] }[]).find((c) => c.accountIds.includes(acc))!.id;
+    const owned = (path: string) => (path.startsWith('/strategies') ? strategy : path.startsWith('/webhook-tokens') ? token : path.startsWith('/connections') ? connection : acc);
     return ROUTES.filter((r) => (r.method === 'POST' || r.method === 'PUT' || r.method === 'PATCH') && r.body).map((r) => {
-      const path = `/api/v1${r.path.replace(':id', r.path.startsWith('/strategies') ? strategy : r.path.startsWith('/webhook-tokens') ? token : acc)}`;
+      const path = `/api/v1${r.path.replace(':id', owned(r.path))}`;
       return [`${r.method} ${r.path}`, r.method, r.path === '/accounts/:id/orders' ? `${path}?dryRun=true` : path];
     });
   }
@@ -98,6 +100,7 @@ describe('every route that takes a body answers broken bodies with the documente
       [
         'PATCH /strategies/:id',
         'PATCH /webhook-tokens/:id',
+        'PATCH /connections/:id',
         'POST /accounts/:id/flatten',
         'POST /accounts/:id/lock',
         'POST /accounts/:id/orders',

@@ -34,6 +34,9 @@ const OWNER: Record<string, { status: number; body?: unknown }> = {
   'GET /me': { status: 200 },
   'GET /connections': { status: 200 },
   'POST /connections': { status: 400, body: { accounts: [] } },
+  'PATCH /connections/:id': { status: 200, body: { name: 'Paper (embedded)' } },
+  'POST /connections/:id/reconnect': { status: 409 },
+  'DELETE /connections/:id': { status: 204 },
   'GET /strategies': { status: 200 },
   'POST /strategies': { status: 400, body: {} },
   'GET /strategies/:id': { status: 200 },
@@ -47,8 +50,6 @@ const OWNER: Record<string, { status: number; body?: unknown }> = {
   'GET /webhook-tokens/:id/alerts': { status: 200 },
   'POST /webhook-tokens/:id/rotate': { status: 200 },
   'POST /connections/tradovate': { status: 400, body: {} },
-  // No fixture: the id does not exist (deleting the demo connection would break the other cells).
-  'DELETE /connections/:id': { status: 404 },
   'GET /accounts/:id/guards': { status: 200 },
   'PUT /accounts/:id/guards': { status: 200, body: {} },
   // Locks without flattening (no cell after it places an order; the unlock cells that follow lift it).
@@ -68,6 +69,12 @@ async function pathFor(route: RouteDef<any, any>, n: number): Promise<string> {
   if (path.startsWith('/webhook-tokens/:id')) {
     const r = await http(s.url, 'POST', '/api/v1/webhook-tokens', { key: s.apiKey, body: { accountId: account, name: `fixture-${n}` } });
     path = path.replace(':id', r.json.id);
+  }
+  if (path.startsWith('/connections/:id')) {
+    // DELETE gets a connection of its own; the others change nothing (the same name, 409 for a CONNECTED one).
+    const list = (await http(s.url, 'GET', '/api/v1/connections', { key: s.apiKey })).json.data as { id: string; accountIds: string[] }[];
+    const id = route.method === 'DELETE' ? (await http(s.url, 'POST', '/api/v1/connections', { key: s.apiKey, body: {} })).json.id : list.find((c) => c.accountIds.includes(account))!.id;
+    path = path.replace(':id', id);
   }
   if (route.method === 'POST' && route.path === '/accounts/:id/orders') path += '?dryRun=true';
   return prefix + path;

@@ -48,7 +48,6 @@ describe('buildRoutes', () => {
       'GET /webhook-tokens/:id/alerts': 'read',
       'POST /webhook-tokens/:id/rotate': 'trade',
       'POST /connections/tradovate': 'trade',
-      'DELETE /connections/:id': 'trade',
       'GET /accounts/:id/guards': 'read',
       'PUT /accounts/:id/guards': 'trade',
       'POST /accounts/:id/lock': 'trade',
