@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
 import { webhookPayloadSchema } from '../../../src/http/schemas.js';
-import { completeOrder, parseWebhookPayload, toNumber, WEBHOOK_FIELD_ALIASES, type WebhookIntent } from '../../../src/http/webhook-payload.js';
+import { completeOrder, parseWebhookPayload, toNumber, TRADINGVIEW_TEMPLATE, WEBHOOK_FIELD_ALIASES, type WebhookIntent } from '../../../src/http/webhook-payload.js';
 import { thrown } from '../../support/errors.js';
 
 const NOW = new Date('2026-11-21T15:00:00Z');
@@ -276,5 +276,55 @@ describe('parseWebhookPayload rules that protect money', () => {
       takeProfit: { price: 5010 },
       stopLoss: { price: 4990 },
     });
+  });
+});
+
+describe('every name the parser knows, pinned', () => {
+  it.each([
+    ['trailingStop', 'trailing stops'], ['trailing_stop', 'trailing stops'], ['trailAmount', 'trailing stops'], ['trailPercent', 'trailing stops'],
+    ['trailOffset', 'trailing stops'], ['trail_offset', 'trailing stops'], ['trail', 'trailing stops'], ['trail_stop', 'trailing stops'],
+    ['trail_trigger', 'trailing stops'], ['autoTrail', 'trailing stops'], ['breakeven', 'breakeven moves'], ['breakevenOffset', 'breakeven moves'],
+    ['breakeven_offset', 'breakeven moves'], ['scaleOut', 'scale-outs'], ['scaleOuts', 'scale-outs'], ['scale_out', 'scale-outs'],
+    ['partialExits', 'scale-outs'], ['takeProfits', 'more than one take-profit'], ['stopLosses', 'more than one stop-loss'],
+    ['takeProfit2', 'more than one take-profit'], ['stopLoss2', 'more than one stop-loss'], ['tp2', 'more than one take-profit'],
+    ['sl2', 'more than one stop-loss'], ['advance_tp_sl', 'more than one take-profit'], ['brackets', 'more than one take-profit'],
+  ])('top-level %s is refused as %s, with the message saying why', (key, feature) => {
+    const err = thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, [key]: 1 }, NOW));
+    expect(err.code).toBe('WEBHOOK_UNSUPPORTED');
+    expect(err.extensions.feature).toBe(feature);
+    expect(err.message).toBe(`Webhooks do not support ${feature}: a payload carries one entry with at most one take-profit and one stop-loss ({price} or {ticks}).`);
+  });
+
+  it.each([
+    [{ side: 'buy', symbol: 'ES', qty: 1 }, { side: 'buy' }],
+    [{ action: 'buy', ticker: 'ES', qty: 1 }, { symbol: 'ES' }],
+    [{ action: 'buy', symbol: 'ES', quantity: 2 }, { qty: 2 }],
+    [{ action: 'buy', symbol: 'ES', contracts: 3 }, { qty: 3 }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, orderType: 'limit', price: 5000 }, { type: 'limit', price: 5000 }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, order_type: 'lmt', limitPrice: '5000.25' }, { type: 'limit', price: 5000.25 }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, orderType: 'stop', stopPrice: 4999 }, { type: 'stop', stopPrice: 4999 }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, tp: { ticks: 8 }, sl: 4990 }, { takeProfit: { ticks: 8 }, stopLoss: { price: 4990 } }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, takeProfit: 5010, stopLoss: { ticks: 4 } }, { takeProfit: { price: 5010 }, stopLoss: { ticks: 4 } }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, timeInForce: 'GTC' }, { timeInForce: 'gtc' }],
+  ])('reads %j as %j without warnings', (payload, expected) => {
+    const intent = parseWebhookPayload(payload, NOW);
+    expect(orderOf(intent)).toMatchObject(expected);
+    expect(intent.warnings).toEqual([]);
+  });
+
+  it('id and time are read under their own names', () => {
+    const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, id: 'a-1', time: '2026-11-21T14:59:59Z' }, NOW);
+    expect(intent).toMatchObject({ id: 'a-1', alertDelayMs: 1000, warnings: [] });
+  });
+
+  it('the TradingView template, filled in as TradingView would, is a valid bracket order', () => {
+    const filled = TRADINGVIEW_TEMPLATE.replace('{{strategy.order.id}}', 'L1')
+      .replace(/\{\{timenow\}\}/g, '2026-11-21T14:59:58Z')
+      .replace('{{strategy.order.action}}', 'buy')
+      .replace('{{ticker}}', 'MES1!')
+      .replace('{{strategy.order.contracts}}', '2');
+    const intent = parseWebhookPayload(JSON.parse(filled), NOW);
+    expect(intent).toMatchObject({ kind: 'order', id: 'L1-2026-11-21T14:59:58Z', alertDelayMs: 2000, warnings: [] });
+    expect(orderOf(intent)).toEqual({ side: 'buy', symbol: 'MES1!', qty: 2, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
   });
 });
