@@ -44,7 +44,7 @@ export const configSchema = z
     quotaConnections: positiveInt.default(10),
     quotaWebhookTokens: positiveInt.default(100),
     quotaStrategies: positiveInt.default(100),
-    quotaApiKeys: positiveInt.default(25),
+    quotaApiKeys: positiveInt.default(50),
     /** Connection actors the whole service runs (each ~17 MB and a share of a thread). */
     actorsMax: positiveInt.default(200),
     /** A price must lie within the product's reference price ÷ this … × this. */

@@ -56,8 +56,11 @@ export interface SseHub {
   closeStreams(match: StreamMatch, reason: StreamEndReason, detail?: string): number;
 }
 
-/** Which streams closeStreams ends: those of one principal, or every stream of one user. */
-export type StreamMatch = { principalId: string } | { userId: string };
+/**
+ * Which streams closeStreams ends: those of one principal, or every stream of one user (only
+ * those opened with a web session when `sessionsOnly`: a password change does not end API keys).
+ */
+export type StreamMatch = { principalId: string } | { userId: string; sessionsOnly?: boolean };
 
 export interface SseHubOptions {
   clock?: () => number;
@@ -223,6 +226,7 @@ export class HealthHub implements SseHub {
       if (!ch) continue;
       for (const sub of [...ch.subscribers]) {
         if ('principalId' in match && sub.principalId !== match.principalId) continue;
+        if ('sessionsOnly' in match && match.sessionsOnly && !sub.principalId.startsWith('session:')) continue;
         sub.send(formatSseEvent(ch.seq, { type: 'revoked', reason, ts: this.clock(), detail }));
         this.remove(sub);
         sub.end(true);

@@ -1,18 +1,16 @@
 /**
  * API key management for the web app's API Keys page: list, create (the key is returned
  * once), revoke. Session only: an API key — leaked or not — can never mint or revoke keys.
- * Revocation is effective on the key's next request (the key store is read per request).
+ * Revocation is effective on the key's next request (the key store is read per request) and
+ * ends the key's open health streams at once.
  */
 import { z } from 'zod';
 import { AppError } from '../../domain/problems.js';
 import type { ApiKeyView } from '../../store/index.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { listOf, listQuerySchema, type ListQuery } from '../schemas.js';
-import { errors, paginate, type RouteDeps } from './common.js';
+import { errors, paginate, quotas, type RouteDeps } from './common.js';
 import { guardNarrowingSchema } from '../guard-schemas.js';
-
-/** Live (unrevoked) keys a user may hold at once. */
-export const MAX_ACTIVE_KEYS = 50;
 
 /** What a session-only route may answer besides its own outcomes. */
 export const SESSION_ERRORS = ['UNAUTHENTICATED', 'SESSION_REQUIRED', 'RATE_LIMITED'] as const;
@@ -69,13 +67,12 @@ export function apiKeyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: createApiKeyBodySchema,
     responses: [
       { status: 201, description: 'Created', schema: createdApiKeySchema },
-      ...errors('VALIDATION_FAILED', ...SESSION_ERRORS, 'CSRF_REJECTED', 'CONFLICT'),
+      ...errors('VALIDATION_FAILED', ...SESSION_ERRORS, 'CSRF_REJECTED', 'QUOTA_EXCEEDED'),
     ],
     async handler(ctx) {
       const { name, scopes } = ctx.req.body;
-      const active = deps.store.apiKeys.listByUser(ctx.auth.userId).filter((k) => !k.revokedAt).length;
-      if (active >= MAX_ACTIVE_KEYS) throw new AppError('CONFLICT', `At most ${MAX_ACTIVE_KEYS} active keys: revoke one first`);
-      const { record, key } = await deps.store.apiKeys.create({ userId: ctx.auth.userId, name, scopes });
+      // Live keys per user: QUOTA_API_KEYS, the same quota `tradegate keys create` checks.
+      const { record, key } = await quotas(deps).create(ctx.auth.userId, 'apiKeys', () => deps.store.apiKeys.create({ userId: ctx.auth.userId, name, scopes }));
       deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind: 'api-key-create', request: { name, scopes, via: ctx.auth.kind, requestId: ctx.requestId }, outcome: { keyId: record.id } });
       return { status: 201, headers: { 'Cache-Control': 'no-store' }, body: { ...keyView(record), key } };
     },
@@ -95,6 +92,8 @@ export function apiKeyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const key = deps.store.apiKeys.getForUser(ctx.auth.userId, id);
       if (!key) throw new AppError('NOT_FOUND', 'Not found');
       if (!key.revokedAt && (await deps.store.apiKeys.revoke(ctx.auth.userId, id))) {
+        // Its open health streams end now, with a last message saying why.
+        deps.streams?.closeStreams({ principalId: id }, 'key-revoked');
         deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind: 'api-key-revoke', request: { keyId: id, via: ctx.auth.kind, requestId: ctx.requestId }, outcome: { revoked: true } });
       }
       return { status: 204 };

@@ -1,17 +1,15 @@
 /**
- * Adding a Tradovate connection (demo or live) and removing any connection, for the
- * Connections page. Credentials are sealed in the store (AES-256-GCM, bound to the
+ * Adding a Tradovate connection (demo or live) for the Connections page (under the same quota
+ * and actor ceiling as paper connections; removal is DELETE /connections/{id} in connections.ts). Credentials are sealed in the store (AES-256-GCM, bound to the
  * connection id) before the actor starts, and never appear in a response or a log line.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { connectionSpecFor } from '../../actors/connection-spec.js';
 import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials } from '../../domain/connections.js';
-import { AppError } from '../../domain/problems.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { connectionSchema } from '../schemas.js';
 import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
-import { connectionView } from './connections.js';
+import { connectionView, startConnection } from './connections.js';
 
 const createTradovateBodySchema = z
   .strictObject({
@@ -38,7 +36,7 @@ export function brokerConnectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     description: 'The password (and API secret) are stored sealed and used only by the connection actor. The answer is CONNECTING: watch the health stream for CONNECTED, AUTH_EXPIRED or FAILED.',
     tags: ['connections'],
     body: createTradovateBodySchema,
-    responses: [{ status: 201, description: 'The new connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
+    responses: [{ status: 201, description: 'The new connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'QUOTA_EXCEEDED', 'ACTOR_LIMIT_REACHED')],
     async handler(ctx) {
       const b = ctx.req.body;
       const credentials: BrokerCredentials = {
@@ -52,39 +50,18 @@ export function brokerConnectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         credentials.cid = b.cid;
         credentials.sec = b.sec;
       }
-      const record = await deps.store.connections.create({
-        userId: ctx.auth.userId,
+      // A Tradovate connection never follows the paper broker's address (connectionSpecFor).
+      const record = await startConnection(deps, ctx.auth.userId, {
         name: b.name ?? `Tradovate ${b.environment} (${b.username})`,
         broker: 'tradovate',
         environment: b.environment,
         ...TRADOVATE_URLS[b.environment],
         credentials,
       });
-      // A Tradovate connection never follows the paper broker's address.
-      await deps.gateway.addConnection(connectionSpecFor(record, credentials));
       deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind: 'connection-add', request: { broker: 'tradovate', environment: b.environment, via: ctx.auth.kind, requestId: ctx.requestId }, outcome: { connectionId: record.id } });
       return { status: 201, body: connectionView(deps, record) };
     },
   });
 
-  const remove = defineRoute({
-    method: 'DELETE',
-    path: '/connections/:id',
-    scope: 'trade',
-    operationId: 'deleteConnection',
-    summary: 'Stop and delete a connection; its accounts disappear and tokens bound to them report Account is inactive',
-    description: 'Resting orders at the broker are not touched: flatten the accounts first if that is what you want.',
-    tags: ['connections'],
-    responses: [{ status: 204, description: 'Deleted' }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
-    async handler(ctx) {
-      const id = ctx.req.params.id!;
-      if (!deps.store.connections.getForUser(ctx.auth.userId, id)) throw new AppError('NOT_FOUND', 'Not found');
-      await deps.gateway.removeConnection(id);
-      if (!(await deps.store.connections.remove(ctx.auth.userId, id))) throw new AppError('NOT_FOUND', 'Not found');
-      deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind: 'connection-remove', request: { connectionId: id, via: ctx.auth.kind, requestId: ctx.requestId }, outcome: { removed: true } });
-      return { status: 204 };
-    },
-  });
-
-  return [addTradovate, remove];
+  return [addTradovate];
 }

@@ -6,7 +6,7 @@
 import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
 import { randomBase62 } from '../../store/crypto.js';
-import type { ConnectionRecord } from '../../store/connections.js';
+import type { ConnectionRecord, NewConnection } from '../../store/connections.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import type { BrokerCredentials } from '../../domain/connections.js';
 import {
@@ -68,31 +68,17 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const paper = deps.paper;
       if (!paper) throw new AppError('BROKER_UNAVAILABLE', 'No embedded paper broker: start the service with --paper');
-      requireActorCapacity(deps);
-      return quotas(deps).create(ctx.auth.userId, 'connections', async () => {
-        const suffix = randomBase62(8).toLowerCase();
-        // Account names are unique across the paper broker: the default one is named after the login.
-        const accounts = (ctx.req.body?.accounts ?? [{ name: `PAPER-${suffix.toUpperCase()}` }]).map((a) => a.name);
-        const login = { name: `paper-${suffix}`, password: randomBase62(24), accounts };
-        await paper.openLogin(login);
-        const record = await deps.store.connections.create({
-          userId: ctx.auth.userId,
-          name: ctx.req.body?.name ?? 'Paper',
-          broker: 'paper',
-          environment: 'paper',
-          restUrl: paper.restUrl,
-          wsUrl: paper.wsUrl,
-          credentials: { name: login.name, password: login.password },
-        });
-        try {
-          await deps.gateway.addConnection(connectionSpecFor(record, { name: login.name, password: login.password }, paper));
-        } catch (err) {
-          // Not started (the actor ceiling was reached meanwhile): not kept either.
-          await deps.store.connections.remove(ctx.auth.userId, record.id);
-          throw err;
-        }
-        return { status: 201, body: connectionView(deps, record) };
-      });
+      const suffix = randomBase62(8).toLowerCase();
+      // Account names are unique across the paper broker: the default one is named after the login.
+      const accounts = (ctx.req.body?.accounts ?? [{ name: `PAPER-${suffix.toUpperCase()}` }]).map((a) => a.name);
+      const login = { name: `paper-${suffix}`, password: randomBase62(24), accounts };
+      const record = await startConnection(
+        deps,
+        ctx.auth.userId,
+        { name: ctx.req.body?.name ?? 'Paper', broker: 'paper', environment: 'paper', restUrl: paper.restUrl, wsUrl: paper.wsUrl, credentials: { name: login.name, password: login.password } },
+        () => paper.openLogin(login),
+      );
+      return { status: 201, body: connectionView(deps, record) };
     },
   });
 
@@ -184,6 +170,26 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   }
 
   return [list, add, update, reconnect, remove];
+}
+
+/**
+ * Stores a new connection and starts its actor, under the user's connection quota and the
+ * service's actor ceiling (checked before anything is opened at a broker); `open` runs first
+ * inside the quota reservation (the paper login). A connection whose actor cannot start is not kept.
+ */
+export async function startConnection(deps: RouteDeps, userId: string, input: Omit<NewConnection, 'userId'>, open?: () => Promise<void>): Promise<ConnectionRecord> {
+  requireActorCapacity(deps);
+  return quotas(deps).create(userId, 'connections', async () => {
+    await open?.();
+    const record = await deps.store.connections.create({ ...input, userId });
+    try {
+      await deps.gateway.addConnection(connectionSpecFor(record, input.credentials, deps.paper));
+    } catch (err) {
+      await deps.store.connections.remove(userId, record.id);
+      throw err;
+    }
+    return record;
+  });
 }
 
 /** The stored credentials with the given fields replaced (`username` is the broker's `name`). */

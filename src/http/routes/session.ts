@@ -117,6 +117,7 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const secret = web().secretOf(ctx.req.headers);
       if (secret) await deps.store.sessions.revoke(secret);
+      deps.streams?.closeStreams({ principalId: ctx.auth.principalId }, 'session-ended');
       deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind: 'sign-out', request: { via: 'session', requestId: ctx.requestId }, outcome: { sessionId: ctx.auth.principalId } });
       return { status: 204, headers: { 'Set-Cookie': web().clearCookie(ctx.req.headers) } };
     },
@@ -143,6 +144,8 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const ok = await web().throttle.attempt(ctx.req.ip, user.name, () => deps.store.users.verifyPassword(user.name, currentPassword));
       if (!ok) throw wrong('currentPassword', 'is not your current password');
       await deps.store.users.setPassword(user.id, newPassword);
+      // Every session of the user ended with the change: so do the health streams they opened.
+      deps.streams?.closeStreams({ userId: user.id, sessionsOnly: true }, 'password-changed');
       return startSession(ctx as RouteContext<unknown, unknown>, user, 200, 'password-change');
     },
   });

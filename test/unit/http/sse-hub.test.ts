@@ -187,3 +187,14 @@ describe('HealthHub.closeStreams', () => {
     expect(hub.closeStreams({ userId: 'nobody' }, 'user-deleted')).toBe(0);
   });
 });
+
+describe('HealthHub.closeStreams for a password change', () => {
+  it('ends only the streams a web session opened, not the user’s API-key streams', () => {
+    const hub = makeHub();
+    const [session, key] = [new FakeSink(), new FakeSink()];
+    hub.subscribe('u1', 'session:s1', session);
+    hub.subscribe('u1', 'k1', key);
+    expect(hub.closeStreams({ userId: 'u1', sessionsOnly: true }, 'password-changed')).toBe(1);
+    expect([session.ended, key.ended]).toEqual([true, false]);
+  });
+});

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { apiKeySchema, MAX_ACTIVE_KEYS } from '../../../../src/http/routes/api-keys.js';
+import { apiKeySchema } from '../../../../src/http/routes/api-keys.js';
 import { listOf } from '../../../../src/http/schemas.js';
 import { call, callError, route, world, type World } from '../../../support/routes.js';
 
@@ -55,11 +55,23 @@ describe('API key management', () => {
     expect((await w.store.journal.list({ userId: w.a.userId, limit: 10 })).map((e) => e.kind)).toEqual(['api-key-revoke', 'api-key-create']);
   });
 
-  it(`caps live keys at ${MAX_ACTIVE_KEYS} per user (revoked ones do not count)`, async () => {
-    for (let i = 0; i < MAX_ACTIVE_KEYS; i++) await w.store.apiKeys.create({ userId: w.a.userId, name: `k${i}`, scopes: ['read'] });
-    expect((await callError(w, 'POST', '/api-keys', { ...session(w.a.userId), body: { name: 'one more', scopes: ['read'] } })).code).toBe('CONFLICT');
+  it('caps live keys at QUOTA_API_KEYS per user (revoked ones do not count)', async () => {
+    const live = w.store.apiKeys.listByUser(w.a.userId).filter((k) => !k.revokedAt).length;
+    for (let i = live; i < w.deps.config.quotaApiKeys; i++) await w.store.apiKeys.create({ userId: w.a.userId, name: `k${i}`, scopes: ['read'] });
+    expect(await callError(w, 'POST', '/api-keys', { ...session(w.a.userId), body: { name: 'one more', scopes: ['read'] } })).toMatchObject({ code: 'QUOTA_EXCEEDED', status: 409 });
     const [oldest] = w.store.apiKeys.listByUser(w.a.userId);
     await w.store.apiKeys.revoke(w.a.userId, oldest!.id);
     expect((await create({ name: 'one more', scopes: ['read'] })).status).toBe(201);
+  });
+});
+
+describe('revocation and open health streams', () => {
+  it('revoking a key ends its open streams at once (once, not again for an already revoked key)', async () => {
+    const ended: unknown[] = [];
+    w.deps.streams = { closeStreams: (match, reason) => (ended.push([match, reason]), 1) };
+    const { id } = (await create({ name: 'streaming', scopes: ['read'] })).body as { id: string };
+    await call(w, 'DELETE', '/api-keys/:id', { ...session(w.a.userId), params: { id } });
+    await call(w, 'DELETE', '/api-keys/:id', { ...session(w.a.userId), params: { id } });
+    expect(ended).toEqual([[{ principalId: id }, 'key-revoked']]);
   });
 });

@@ -102,3 +102,18 @@ describe('POST /me/password', () => {
     expect(await w.store.users.verifyPassword('alice', PASSWORD)).toBeNull();
   });
 });
+
+describe('sessions and open health streams', () => {
+  it('sign-out ends the streams of that session; a password change ends every session stream of the user', async () => {
+    const ended: unknown[] = [];
+    w.deps.streams = { closeStreams: (match, reason) => (ended.push([match, reason]), 1) };
+    const secret = cookieOf((await signIn({ name: 'alice', password: PASSWORD })).headers)!;
+    await call(w, 'POST', '/me/password', { ...asSession(secret), body: { currentPassword: PASSWORD, newPassword: 'a long new password' } });
+    const fresh = cookieOf((await signIn({ name: 'alice', password: 'a long new password' })).headers)!;
+    await call(w, 'DELETE', '/session', asSession(fresh));
+    expect(ended).toEqual([
+      [{ userId: w.a.userId, sessionsOnly: true }, 'password-changed'],
+      [{ principalId: 'session:x' }, 'session-ended'],
+    ]);
+  });
+});
