@@ -328,3 +328,91 @@ describe('every name the parser knows, pinned', () => {
     expect(orderOf(intent)).toEqual({ side: 'buy', symbol: 'MES1!', qty: 2, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
   });
 });
+
+describe('parseWebhookPayload: exact answers', () => {
+  const parse = (body: unknown) => parseWebhookPayload(body, NOW);
+  const message = (body: unknown) => thrown(() => parse(body)).message;
+
+  it('says exactly what is wrong', () => {
+    expect(message([])).toBe('(body): must be a JSON object');
+    expect(message(null)).toBe('(body): must be a JSON object');
+    expect(message({ symbol: 'ES' })).toBe('action: required: buy, sell, close, flat, flatten or exit');
+    expect(message({ action: '  ' })).toBe('action: required: buy, sell, close, flat, flatten or exit');
+    expect(message({ action: 'hold' })).toBe("action: 'hold' is not one of buy, sell, long, short, close, flat, flatten, exit");
+    expect(thrown(() => parse({ action: 'breakeven' }))).toMatchObject({ code: 'WEBHOOK_UNSUPPORTED', extensions: { feature: 'breakeven moves' } });
+    expect(message({ action: 'buy', qty: 'x' })).toBe('qty: must be a whole number of contracts, at least 1 (digits only in a string)');
+    expect(message({ action: 'buy', price: 'x' })).toBe('price: must be a positive number (numeric strings accepted)');
+    expect(message({ action: 'buy', orderType: 'twap' })).toBe("orderType: 'twap' is not one of market, limit, stop, stop_limit");
+    expect(message({ action: 'buy', stopLoss: { ticks: 'x' } })).toBe('stopLoss.ticks: must be a positive integer');
+    expect(message({ action: 'buy', stopLoss: { price: 1, ticks: 1 } })).toBe('stopLoss: give either price or ticks, not both');
+    expect(message({ action: 'buy', stopLoss: {} })).toBe('stopLoss: must be {"price": n}, {"ticks": n} or a bare number (= price)');
+    expect(message({ action: 'buy', takeProfit: { size: 1 } })).toBe('takeProfit.size: unknown field in a take-profit or stop-loss: give {"price": n} or {"ticks": n}');
+  });
+
+  it('two legs in an array are refused as more than one of that leg', () => {
+    expect(thrown(() => parse({ action: 'buy', takeProfit: [1, 2] })).extensions.feature).toBe('more than one take-profit');
+    expect(thrown(() => parse({ action: 'buy', stopLoss: [1, 2] })).extensions.feature).toBe('more than one stop-loss');
+  });
+
+  it('a leg type that is not a string, or names a trail, is a trailing stop', () => {
+    for (const type of [5, 'TRAIL', 'trailing_stop']) expect(thrown(() => parse({ action: 'buy', stopLoss: { ticks: 4, type } })).extensions.feature).toBe('trailing stops');
+  });
+
+  it('empty fields are absent, null parts of a leg are ignored', () => {
+    expect(parse({ action: 'buy', qty: '', orderType: '', price: '', stopPrice: '', takeProfit: '', stopLoss: null })).toEqual({ kind: 'order', warnings: [], alertDelayMs: null, order: { side: 'buy' } });
+    expect(orderOf(parse({ action: 'buy', takeProfit: { price: null, ticks: 4 }, stopLoss: { ticks: null, price: 4990 } }))).toMatchObject({ takeProfit: { ticks: 4 }, stopLoss: { price: 4990 } });
+  });
+
+  it('reads plain whole quantities and normalises order types', () => {
+    expect(['12', '2.00', '3.', ' 4 '].map((qty) => orderOf(parse({ action: 'buy', qty })).qty)).toEqual([12, 2, 3, 4]);
+    for (const qty of ['2x', '1.5', '.5', '0']) expect(() => parse({ action: 'buy', qty }), qty).toThrow(/qty/);
+    expect(['Stop-Limit', ' LIMIT ', 'stop limit', 'StopMarket', 'stop  market'].map((orderType) => orderOf(parse({ action: 'buy', orderType })).type)).toEqual(['stop_limit', 'limit', 'stop_limit', 'stop', 'stop']);
+  });
+
+  it('trims symbols, takes numeric ones as text, and skips non-finite ones', () => {
+    expect(orderOf(parse({ action: 'buy', symbol: ' ES1! ' })).symbol).toBe('ES1!');
+    expect(orderOf(parse({ action: 'buy', symbol: 6 })).symbol).toBe('6');
+    expect(orderOf(parse({ action: 'buy', symbol: Number.NaN }))).toEqual({ side: 'buy' });
+    expect(parse({ action: 'buy', id: '  ' })).not.toHaveProperty('id');
+    expect(parse({ action: 'buy', id: 7 })).toMatchObject({ id: '7' });
+  });
+
+  it('takes every listed timeInForce, warns about others (also non-strings)', () => {
+    expect(['DAY', 'gtc', 'Ioc', 'fok'].map((timeInForce) => orderOf(parse({ action: 'buy', timeInForce })).timeInForce)).toEqual(['day', 'gtc', 'ioc', 'fok']);
+    expect(parse({ action: 'buy', timeInForce: 5 }).warnings).toEqual(["timeInForce '5' not supported; day used"]);
+  });
+
+  it('a time that is not a string is not a time', () => {
+    expect(parse({ action: 'buy', time: 1732201198000 })).toMatchObject({ alertDelayMs: null, warnings: ["time '1732201198000' is not an ISO-8601 time; ignored"] });
+  });
+
+  it('flatten names each order field it ignores, and carries a symbol only when given', () => {
+    const all = { qty: 1, orderType: 'limit', price: 1, stopPrice: 1, takeProfit: 1, stopLoss: 1, timeInForce: 'gtc' };
+    expect(parse({ action: 'close', ...all }).warnings).toEqual(Object.keys(all).map((k) => `'${k}' ignored for action close`));
+    expect(parse({ action: 'flat' })).toEqual({ kind: 'flatten', warnings: [], alertDelayMs: null });
+  });
+});
+
+describe('completeOrder: exact answers', () => {
+  const strategy = { symbol: 'NQ', qty: 3, orderType: 'limit' as const, takeProfit: { ticks: 9 }, stopLoss: null };
+  it('takes the strategy’s order type when the alert names none, and day by default', () => {
+    const warnings: string[] = [];
+    expect(completeOrder({ side: 'buy', price: 5000 }, strategy, warnings)).toMatchObject({ type: 'limit', price: 5000, timeInForce: 'day', takeProfit: { ticks: 9 }, stopLoss: null, qty: 3 });
+    expect(completeOrder({ side: 'buy', type: 'market' }, strategy, [])).toMatchObject({ type: 'market' });
+    expect(completeOrder({ side: 'buy', timeInForce: 'gtc' }, strategy, [])).toMatchObject({ timeInForce: 'gtc' });
+    expect(warnings).toEqual([]);
+  });
+
+  it('drops a price a stop order cannot use and a stop price a limit order cannot use, with warnings', () => {
+    const warnings: string[] = [];
+    expect(completeOrder({ side: 'sell', symbol: 'ES', qty: 1, type: 'stop', price: 5000, stopPrice: 4990 }, null, warnings)).toMatchObject({ price: null, stopPrice: 4990 });
+    expect(completeOrder({ side: 'sell', symbol: 'ES', qty: 1, type: 'limit', price: 5000, stopPrice: 4990 }, null, warnings)).toMatchObject({ price: 5000, stopPrice: null });
+    expect(completeOrder({ side: 'sell', symbol: 'ES', qty: 1, type: 'stop_limit', price: 5000, stopPrice: 4990 }, null, warnings)).toMatchObject({ price: 5000, stopPrice: 4990 });
+    expect(warnings).toEqual(['price ignored for stop orders', 'stopPrice ignored for limit orders']);
+  });
+
+  it('says which field is missing and where it could come from', () => {
+    expect(thrown(() => completeOrder({ side: 'buy', qty: 1 }, null, [])).message).toBe('symbol: required (or set a symbol on the token’s strategy)');
+    expect(thrown(() => completeOrder({ side: 'buy', symbol: 'ES' }, null, [])).message).toBe('qty: required (or set qty on the token’s strategy)');
+  });
+});
