@@ -131,3 +131,19 @@ describe('sweep keeps keys with live entries', () => {
     expect(lim.hit('k', 100_001).allowed).toBe(false);
   });
 });
+
+describe('SlidingLogLimiter edges', () => {
+  it('refuses a limit that is not a positive integer', () => {
+    for (const limit of [0, -1, 1.5, Number.NaN]) expect(() => new SlidingLogLimiter(limit), String(limit)).toThrow(new RangeError('limit must be a positive integer'));
+    expect(new SlidingLogLimiter(1).limit).toBe(1);
+  });
+
+  it('isExhausted: undefined while a slot is free, and a clock behind the last request does not free one', () => {
+    const lim = new SlidingLogLimiter(2);
+    lim.hit('k', 100_000);
+    expect(lim.isExhausted('k', 100_000)).toBeUndefined();
+    lim.hit('k', 100_000);
+    expect(lim.isExhausted('k', 0)).toMatchObject({ allowed: false, retryAfterSeconds: 60 });
+    expect(lim.isExhausted('k', 160_000)).toBeUndefined();
+  });
+});

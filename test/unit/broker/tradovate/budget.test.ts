@@ -117,3 +117,29 @@ test('buckets reused after a full lap count afresh (no stale counts from an hour
   advance(3_600_000);
   expect(b.usage()).toEqual({ minute: 0, hour: 0 });
 });
+
+test('retry-after counts from the oldest bucket, wherever it sits in the ring', () => {
+  const { b, advance } = budget(2, 1000);
+  b.take('order');
+  advance(15_000);
+  b.take('order');
+  expect(refusal(() => b.take('order')).retryAfterSeconds).toBe(45);
+});
+
+test('a bucket that left the window no longer decides when to retry', () => {
+  const { b, advance } = budget(2, 1000);
+  b.take('order');
+  advance(61_000);
+  b.take('order');
+  advance(10_000);
+  b.take('order');
+  expect(refusal(() => b.take('order')).retryAfterSeconds).toBe(50);
+});
+
+test('record() into a bucket last used a full lap ago replaces its old count', () => {
+  const { b, advance } = budget(100, 1000);
+  b.record();
+  advance(60_000);
+  b.record();
+  expect(b.usage()).toEqual({ minute: 1, hour: 2 });
+});
