@@ -254,3 +254,36 @@ describe('answers that are never stored', () => {
     expect(isStoredStatus(201)).toBe(true);
   });
 });
+
+describe('idempotency details', () => {
+  it('unquotes a Structured-Field string only when both quotes are there', () => {
+    expect(parseIdempotencyKey('"abc"')).toBe('abc');
+    expect(parseIdempotencyKey('"abc')).toBe('"abc');
+    expect(parseIdempotencyKey('abc"')).toBe('abc"');
+    expect(parseIdempotencyKey('"')).toBe('"');
+    expect(() => parseIdempotencyKey('""')).toThrow(new AppError('INVALID_IDEMPOTENCY_KEY', 'Idempotency-Key must be 1 to 255 visible ASCII characters'));
+    expect(parseIdempotencyKey('x'.repeat(255))).toHaveLength(255);
+    expect(() => parseIdempotencyKey('x'.repeat(256))).toThrow(/1 to 255 visible ASCII/);
+    expect(() => parseIdempotencyKey('a b')).toThrow(/visible ASCII/);
+  });
+
+  it('canonical JSON: arrays keep their order with undefined as null, objects are sorted at every depth and drop undefined', () => {
+    expect(canonicalJson([3, undefined, { b: 1, a: [{ d: 1, c: undefined }] }])).toBe('[3,null,{"a":[{"d":1}],"b":1}]');
+    expect(canonicalJson(undefined)).toBe('null');
+  });
+
+  it('stores only 2xx–4xx answers of execution', () => {
+    for (const s of [100, 199, 500, 502]) expect(isStoredStatus(s), String(s)).toBe(false);
+    for (const s of [200, 299, 402, 499]) expect(isStoredStatus(s), String(s)).toBe(true);
+    expect(isStoredStatus(201, 'ORDER_NOT_WORKING')).toBe(true);
+    expect(isStoredStatus(400, 'CONNECTION_FAILED')).toBe(false);
+  });
+
+  it('a ticket committed twice says so', async () => {
+    const gate = new IdempotencyGate(new FakeStore());
+    const t = await gate.begin('u', 'k', 'fp');
+    if (t.kind !== 'proceed') throw new Error('expected proceed');
+    await t.ticket.commit({ status: 201, headers: {}, body: '' });
+    await expect(t.ticket.commit({ status: 201, headers: {}, body: '' })).rejects.toThrow('idempotency ticket already finished');
+  });
+});
