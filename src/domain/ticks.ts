@@ -72,9 +72,8 @@ export function pointsToTicks(points: number, tickSize: number): number {
   return n === 0 ? 0 : n;
 }
 
-/** `price` moved by `ticks` ticks (negative moves down), on the tick grid. */
+/** `price` moved by `ticks` ticks (negative moves down), on the tick grid; NaN for non-finite input (roundToTick's check). */
 export function addTicks(price: number, ticks: number, tickSize: number): number {
-  if (!Number.isFinite(price) || !Number.isFinite(ticks) || !validTick(tickSize)) return Number.NaN;
   return roundToTick(price + ticks * tickSize, tickSize);
 }
 
@@ -101,9 +100,8 @@ export function ticksToPrice(ticks: number, tickSize: number): number {
  * and moved; ticksToPrice turns them back into the exact price.
  */
 export function priceToTicks(price: number, tickSize: number): number | undefined {
-  if (!Number.isFinite(price) || !validTick(tickSize)) return undefined;
   const ticks = Math.round(price / tickSize);
-  if (!Number.isSafeInteger(ticks)) return undefined;
+  // A non-finite price, a bad tick size or an unsafe tick count make `exact` NaN, which equals nothing.
   const exact = ticksToPrice(ticks, tickSize);
   return Math.abs(price - exact) <= ULP_SLACK * Math.abs(exact) ? (ticks === 0 ? 0 : ticks) : undefined;
 }

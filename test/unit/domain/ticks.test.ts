@@ -202,3 +202,10 @@ describe('priceToTicks and ticksToPrice (integer ticks)', () => {
     expect(priceToTicks(0, 0.25)).toBe(0);
   });
 });
+
+describe('clean tick arithmetic', () => {
+  it('a distance that rounds to nothing is zero, not negative zero', () => {
+    expect(Object.is(ticksToPoints(-1e-20, 0.25), 0)).toBe(true);
+    expect(Object.is(addTicks(-1e-20, 0, 0.25), 0)).toBe(true);
+  });
+});
