@@ -256,3 +256,56 @@ test('findByClOrdId: among entries with the same clOrdId the oldest wins; other 
   expect(model.findByClOrdId('2', 's1')?.id).toBe(42);
   expect(model.findByClOrdId('3', 's1')).toBeUndefined();
 });
+
+test('openedAt follows fill time, not the broker’s id order, and restarts at a flip through zero', () => {
+  const { m, model } = setup();
+  m.replace({
+    contracts: [{ id: 5, name: 'ESZ6' }],
+    orders: [{ id: 9, accountId: 1, contractId: 5 }],
+    // Listed (and numbered) in another order than they happened.
+    fills: [
+      { id: 10, orderId: 9, contractId: 5, action: 'Sell', qty: 1, price: 100, timestamp: '2026-01-01T11:00:00.000Z' },
+      { id: 20, orderId: 9, contractId: 5, action: 'Sell', qty: 2, price: 100, timestamp: '2026-01-01T12:00:00.000Z' },
+      { id: 30, orderId: 9, contractId: 5, action: 'Buy', qty: 2, price: 100, timestamp: '2026-01-01T10:00:00.000Z' },
+    ],
+    positions: [{ id: 40, accountId: 1, contractId: 5, netPos: -1, netPrice: 100 }],
+  });
+  expect(model.positions('1')[0]!.openedAt).toBe('2026-01-01T12:00:00.000Z');
+});
+
+test('openedAt is unknown when the fills do not explain the position’s side (the position timestamp is used)', () => {
+  const { m, model } = setup();
+  m.replace({
+    contracts: [{ id: 5, name: 'ESZ6' }],
+    orders: [{ id: 9, accountId: 1, contractId: 5 }],
+    fills: [{ id: 30, orderId: 9, contractId: 5, action: 'Sell', qty: 1, price: 100, timestamp: '2026-01-01T10:00:00.000Z' }],
+    positions: [{ id: 40, accountId: 1, contractId: 5, netPos: 1, netPrice: 100, timestamp: '2026-01-02T00:00:00.000Z' }],
+  });
+  expect(model.positions('1')[0]!.openedAt).toBe('2026-01-02T00:00:00.000Z');
+});
+
+test('a fill of an order the mirror does not know, without an account of its own, belongs to no account', () => {
+  const { m, model } = setup();
+  m.replace({ fills: [{ id: 30, orderId: 404, contractId: 5, action: 'Buy', qty: 1, price: 1 }] });
+  expect(model.fills('1')).toEqual([]);
+});
+
+test('findByClOrdId prefers the entry over a leg with a lower id that carries the same clOrdId', () => {
+  const { m, model } = setup();
+  m.replace({
+    orders: [{ id: 2, accountId: 1, parentId: 3 }, { id: 3, accountId: 1 }, { id: 4, accountId: 1, parentId: 3 }],
+    commands: [{ id: 1, orderId: 2, clOrdId: 'k' }, { id: 2, orderId: 3, clOrdId: 'k' }, { id: 3, orderId: 4, clOrdId: 'k' }],
+  });
+  expect(model.findByClOrdId('1', 'k')?.id).toBe(3);
+});
+
+test('findByClOrdId: a strategy’s entry is its lowest linked order with the strategy’s action; none, no answer', () => {
+  const { m, model } = setup();
+  m.replace({
+    orderStrategies: [{ id: 50, accountId: 1, uuid: 'u1', action: 'Buy' }, { id: 60, accountId: 1, uuid: 'u2', action: 'Sell' }],
+    orderStrategyLinks: [{ id: 70, orderStrategyId: 50, orderId: 53 }, { id: 71, orderStrategyId: 50, orderId: 52 }, { id: 72, orderStrategyId: 50, orderId: 51 }, { id: 73, orderStrategyId: 60, orderId: 61 }],
+    orders: [{ id: 51, accountId: 1, action: 'Sell' }, { id: 52, accountId: 1, action: 'Buy' }, { id: 53, accountId: 1, action: 'Buy' }, { id: 61, accountId: 1, action: 'Buy' }],
+  });
+  expect(model.findByClOrdId('1', 'u1')?.id).toBe(52);
+  expect(model.findByClOrdId('1', 'u2')).toBeUndefined();
+});
