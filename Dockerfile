@@ -19,15 +19,8 @@ ENV NODE_ENV=production \
     TRADEGATE_DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Native add-ons ship binaries for every platform and Node ABI; keep this image's only
-# (uWebSockets.js: ~110 MB of others; lmdb: other ABIs and musl).
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force \
- && keep="uws_$(node -p 'process.platform + "_" + process.arch + "_" + process.versions.modules').node" \
- && find node_modules/uWebSockets.js/binaries -name 'uws_*.node' ! -name "$keep" -delete \
- && rm -rf node_modules/uWebSockets.js/dist/*.node node_modules/uWebSockets.js/docs \
- && abi="node.abi$(node -p process.versions.modules).glibc.node" \
- && find node_modules/@lmdb -name 'node.*.node' ! -name "$abi" ! -name 'node.napi.glibc.node' -delete \
- && test -f "node_modules/uWebSockets.js/binaries/$keep"
+COPY scripts/prune-native.sh ./scripts/
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force && sh scripts/prune-native.sh
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/workers ./dist/workers
 COPY --from=build /app/dist/web ./dist/web
