@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   businessDaysBefore,
+  civilOfDay,
   dayNumber,
   dayOf,
   expiryDay,
@@ -118,5 +119,32 @@ describe('roll rules', () => {
       }
     }
     expect(failures).toEqual([]);
+  });
+});
+
+describe('calendar arithmetic at its edges', () => {
+  it('matches the platform’s own calendar for every day of four centuries (leap years, century rules)', () => {
+    const start = dayNumber(1899, 12, 25);
+    for (let day = start; day < start + 400 * 366; day += 1) {
+      const d = new Date(day * 86_400_000);
+      expect(civilOfDay(day)).toEqual({ year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() });
+    }
+  });
+
+  it('writes ISO dates with zero padding and refuses years outside 0..9999', () => {
+    expect(isoDay(dayNumber(2026, 9, 9))).toBe('2026-09-09');
+    expect(isoDay(dayNumber(2026, 10, 10))).toBe('2026-10-10');
+    // Day numbers of 0000-01-01 and 9999-12-31 (days since 1970-01-01).
+    const first = -719_528;
+    const last = 2_932_896;
+    expect([isoDay(first), isoDay(last)]).toEqual(['0000-01-01', '9999-12-31']);
+    expect(() => isoDay(last + 1)).toThrow(new RangeError(`date out of range: day ${last + 1}`));
+    expect(() => isoDay(first - 1)).toThrow(RangeError);
+  });
+
+  it('the last business day of a month is nth = 1 (and 0 counts as the last too)', () => {
+    // 2026-05-31 is a Sunday: the last business day is Friday 29th.
+    expect(isoDay(nthLastBusinessDay(2026, 5, 1))).toBe('2026-05-29');
+    expect(isoDay(nthLastBusinessDay(2026, 5, 2))).toBe('2026-05-28');
   });
 });
