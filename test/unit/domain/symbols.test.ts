@@ -319,3 +319,67 @@ function dateOfMonthsBack(year: number, month: number, back: number): { year: nu
   const index = year * 12 + (month - 1) - back;
   return { year: Math.floor(index / 12), month: (index % 12) + 1 };
 }
+
+describe('resolveSymbol: exact refusals and boundaries', () => {
+  const reason = (input: unknown, now: Date = NOW) => {
+    const r = resolveSymbol(input as string, now);
+    if (r.ok) throw new Error(`expected a refusal for ${String(input)}`);
+    return r;
+  };
+
+  it('refuses what cannot be resolved, saying why', () => {
+    expect(reason(5)).toEqual({ ok: false, code: 'UNKNOWN_SYMBOL', symbol: '', reason: 'symbol must be a string' });
+    expect(reason('ES', new Date(Number.NaN)).reason).toBe('no valid current date to resolve against');
+    expect(reason('ES', 'today' as unknown as Date).reason).toBe('no valid current date to resolve against');
+    expect(reason('ES', new Date('+010000-01-01T00:00:00Z')).reason).toBe('symbol cannot be resolved at this date');
+    expect(reason('CME:FOO1!').reason).toBe('unknown root FOO');
+    expect(reason('ESZ266').reason).toBe('Z266 after root ES is not a recognised symbol form');
+    expect(reason('ES~').reason).toBe('~ after root ES is not a recognised symbol form');
+  });
+
+  it('takes up to 32 printable characters, trimmed, and no more', () => {
+    expect(reason(`ES${'X'.repeat(30)}`).reason).toMatch(/after root ES is not a recognised symbol form/);
+    expect(reason(`ES${'X'.repeat(31)}`).reason).toBe('symbol is too long or contains characters other than printable ASCII');
+    expect(reason(`${' '.repeat(200)}ES`).reason).toBe('symbol is too long or contains characters other than printable ASCII');
+    expect(resolveSymbol(`ES${' '.repeat(200)}`, NOW).ok).toBe(true);
+    expect(reason('  ').reason).toBe('symbol is empty');
+  });
+
+  it('echoes at most 64 characters of what was sent', () => {
+    expect(reason('x'.repeat(64)).symbol).toBe('x'.repeat(64));
+    expect(reason('x'.repeat(70)).symbol).toBe(`${'x'.repeat(64)}…`);
+  });
+
+  it('accepts a full contract name exactly as far ahead as the product lists, hinting at the expired one past it', () => {
+    // 2026-11-21: ZS lists 40 months ahead; March 2030 is 40 months on.
+    expect(resolveSymbol('ZSH0', NOW)).toMatchObject({ ok: true, year: 2030 });
+    expect(reason('ZSK0').reason).toBe('ZSK0 would be the 2030 contract, which is not listed yet');
+    expect(reason('ZBZ7').reason).toBe('ZBZ7 would be the 2027 contract, which is not listed yet');
+    expect(reason('ZBH5').reason).toMatch(/^ZBH5 would be the 2035 contract, which is not listed yet \(the 2025 contract expired on 2025-03-\d\d\)$/);
+  });
+
+  it('answers per day: the same symbol resolves anew after the roll', () => {
+    const before = resolveSymbol('ES1!', new Date('2026-12-09T12:00:00Z'));
+    expect(resolveSymbol('ES1!', new Date('2026-12-09T13:00:00Z'))).toBe(before);
+    const after = resolveSymbol('ES1!', new Date('2026-12-10T12:00:00Z'));
+    expect([before.ok && before.contract, after.ok && after.contract]).toEqual(['ESZ6', 'ESH7']);
+    expect(resolveSymbol('ES1!', new Date('2026-12-09T14:00:00Z'))).toMatchObject({ contract: 'ESZ6' });
+  });
+});
+
+describe('contractRoot and listed months: exact bounds', () => {
+  it('knows a contract name only with a listed month and a digit year', () => {
+    expect(contractRoot('esz6')?.root).toBe('ES');
+    expect(contractRoot('MESZ0')?.root).toBe('MES');
+    expect(contractRoot('ESZ9')?.root).toBe('ES');
+    for (const name of ['ES', 'ESZ/', 'ESZ:', 'ESF6', 'FOOZ6', 'MNQZ66', 7]) expect(contractRoot(name as string), String(name)).toBeUndefined();
+  });
+
+  it('dates contracts by root, month code (any case) and a whole year', () => {
+    expect(contractExpiry('ES', 'z', 2026)?.toISOString()).toBe('2026-12-18T00:00:00.000Z');
+    expect(rollDate('ES', 'Z', 2026)?.toISOString()).toBe('2026-12-10T00:00:00.000Z');
+    for (const [root, code, year] of [['ES', 'F', 2026], ['ES', 'Z', 2026.5], ['XX', 'Z', 2026], ['ES', 5, 2026], ['ES', 'ZZ', 2026]] as const) {
+      expect(contractExpiry(root, code as string, year), `${root} ${code} ${year}`).toBeUndefined();
+    }
+  });
+});
