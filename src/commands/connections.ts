@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials, type BrokerKind, type Environment } from '../domain/connections.js';
+import { checkQuota } from '../http/quotas.js';
 import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
 const USAGE = [
@@ -99,8 +100,9 @@ export function run(argv: string[]): Promise<number> {
         }
       }
       const name = values.name ?? `${plan.environment}-${plan.brokerUser}`;
-      const { user, record } = await withStore(values['data-dir'], async (store) => {
+      const { user, record } = await withStore(values['data-dir'], async (store, config) => {
         const owner = resolveUser(store, values.user);
+        checkQuota(store, config, owner.id, 'connections');
         const rec = await store.connections.create({
           userId: owner.id,
           name,

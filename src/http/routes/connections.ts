@@ -58,7 +58,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'trade',
     operationId: 'createPaperConnection',
     summary: 'Add a paper connection on the embedded paper broker (serve --paper)',
-    description: 'Opens a login with the given accounts at the embedded paper broker and starts its connection. Tradovate connections are added with `tradegate connections add`.',
+    description: 'Opens a login with the given accounts at the embedded paper broker and starts its connection. Tradovate connections: POST /connections/tradovate, or `tradegate connections add`. Both count against QUOTA_CONNECTIONS.',
     tags: ['connections'],
     body: createConnectionBodySchema,
     responses: [

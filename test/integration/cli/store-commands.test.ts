@@ -288,3 +288,18 @@ describe('store durability across processes', () => {
     }
   });
 });
+
+describe('tradegate connections add and keys create under the per-user quotas', () => {
+  it('refuses past QUOTA_CONNECTIONS and QUOTA_API_KEYS with the setting named, exit 1', async () => {
+    const quotaDir = newDataDir();
+    const settings = { QUOTA_CONNECTIONS: '1', QUOTA_API_KEYS: '1' };
+    expect((await runCli(quotaDir, ['users', 'add', 'q'])).code).toBe(0);
+    const add = () => runCli(quotaDir, ['connections', 'add', '--user', 'q', '--paper', '--paper-url', 'http://127.0.0.1:9', '--paper-user', 'x', '--password-stdin'], 'pw\n', settings);
+    expect((await add()).code).toBe(0);
+    const second = await add();
+    expect([second.code, second.stderr]).toEqual([1, expect.stringContaining('At most 1 broker connections per user (QUOTA_CONNECTIONS)')]);
+    const key = () => runCli(quotaDir, ['keys', 'create', '--user', 'q', '--name', 'k', '--scopes', 'read'], '', settings);
+    expect((await key()).code).toBe(0);
+    expect((await key()).stderr).toContain('At most 1 API keys (not revoked) per user (QUOTA_API_KEYS)');
+  });
+});
