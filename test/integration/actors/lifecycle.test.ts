@@ -89,7 +89,8 @@ test('bad credentials: FAILED with fatal-error, and the broker sees a bounded nu
   await h.actor.conn.done();
   expect(attempts).toBe(1);
   expect(JSON.stringify(h.events)).not.toContain('wrong-password');
-  expect((await h.callError({ type: 'working-orders', accountId: '1' })).code).toBe('BROKER_UNAVAILABLE');
+  // FAILED has given up: its own code, not the transient BROKER_UNAVAILABLE that invites retries.
+  expect((await h.callError({ type: 'working-orders', accountId: '1' })).code).toBe('CONNECTION_FAILED');
 });
 
 test('a p-captcha on login is FAILED at once (no retry storm)', async () => {
