@@ -2,6 +2,8 @@
  * `tradegate` command line. Each command lives in src/commands/<name>.ts and exports
  * `run(argv): Promise<number>`; modules load lazily so `--help` and small commands stay fast.
  */
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 
 interface CommandInfo {
   summary: string;
@@ -77,4 +79,9 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`tradegate ${name}: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
   }
+}
+
+// `node dist/src/cli.js <command>` runs like bin/tradegate.js instead of exiting silently with 0.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  process.exitCode = await main(process.argv.slice(2));
 }

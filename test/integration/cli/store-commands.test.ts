@@ -126,6 +126,16 @@ describe('tradegate --help', () => {
     expect(r.status).toBe(0);
     for (const command of ['serve', 'sim', 'users', 'keys', 'connections', 'bench']) expect(r.stdout).toMatch(new RegExp(`^  ${command}\\s+\\S`, 'm'));
   });
+
+  it('runs the same when the compiled module is started directly (node dist/src/cli.js)', () => {
+    const compiled = join(PACKAGE_ROOT, 'dist', 'src', 'cli.js');
+    const help = spawnSync(process.execPath, [compiled, '--help'], { cwd: PACKAGE_ROOT, encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^  serve\s+\S/m);
+    const unknown = spawnSync(process.execPath, [compiled, 'nope'], { cwd: PACKAGE_ROOT, encoding: 'utf8' });
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain("unknown command 'nope'");
+  });
 });
 
 describe('tradegate users', () => {
