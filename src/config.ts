@@ -37,6 +37,10 @@ export const configSchema = z
     sessionIdleMinutes: positiveInt.max(7 * 24 * 60).default(60),
     /** Web-app session: ends this long after sign-in, however active. */
     sessionMaxHours: positiveInt.max(30 * 24).default(12),
+    /** /metrics listener; loopback by default so it is never public by accident. */
+    metricsHost: z.string().min(1).default('127.0.0.1'),
+    /** Unset: 9464, or a free port when 9464 is taken; set: exactly this port (0 = a free port). */
+    metricsPort: port.optional(),
   })
   .strict();
 
@@ -61,6 +65,8 @@ const ENV: Record<string, keyof ConfigInput> = {
   BODY_LIMIT_BYTES: 'bodyLimitBytes',
   SESSION_IDLE_MINUTES: 'sessionIdleMinutes',
   SESSION_MAX_HOURS: 'sessionMaxHours',
+  METRICS_HOST: 'metricsHost',
+  METRICS_PORT: 'metricsPort',
 };
 
 /** Flag name (kebab-case) → config field. */
@@ -72,6 +78,7 @@ const FLAGS: Record<string, keyof ConfigInput> = {
   'paper-port': 'paperPort',
   'base-url': 'baseUrl',
   'log-level': 'logLevel',
+  'metrics-port': 'metricsPort',
 };
 
 export class ConfigError extends Error {

@@ -9,7 +9,7 @@ import * as Comlink from 'comlink';
 import { AppError, fromErrorData } from '../domain/problems.js';
 import { nodeEndpoint } from './comlink-node.js';
 import type { WorkerHostApi } from './protocol.js';
-import type { ActorRequest, Result } from './protocol.js';
+import type { ActorRequest, Result, WorkerStats } from './protocol.js';
 import type { ConnectionSpec } from '../domain/connections.js';
 
 interface Pending {
@@ -92,7 +92,7 @@ export class ActorClient {
   }
 
   /** Memory and actor count of the worker. */
-  stats(timeoutMs = this.defaultTimeoutMs): Promise<{ actors: number; heapUsed: number; rss: number }> {
+  stats(timeoutMs = this.defaultTimeoutMs): Promise<WorkerStats> {
     return this.call('actor stats', () => this.remote.stats(), timeoutMs);
   }
 }

@@ -13,6 +13,7 @@ import type { AccountRecord, ClosedTrade, NewOrder, OrderRecord, PositionRecord 
 import type { ErrorData } from '../domain/problems.js';
 import type { GuardConfig, GuardName, GuardNarrowing, LockState } from '../domain/guards.js';
 import type { ConnectionTuning } from '../tuning.js';
+import type { ThreadUsage } from '../thread-usage.js';
 
 // ---------------------------------------------------------------------------
 // Requests (front → actor). Symbols are already resolved by the front (domain/order-plan).
@@ -105,6 +106,8 @@ export interface PlaceOrderResult {
   reconciled: boolean;
   /** Broker round trip in ms for Server-Timing. */
   brokerMs: number;
+  /** Wait after the answer until the broker's events settled the order (ms, Server-Timing `settle`). */
+  settleMs?: number;
 }
 
 export interface CancelOrderResult {
@@ -232,7 +235,15 @@ export interface WorkerHostApi {
   /** Stops an actor; it reports nothing more (the supervisor announces DISABLED). */
   remove(connectionId: string): Promise<void>;
   request(connectionId: string, req: ActorRequest): Promise<Result<unknown>>;
-  stats(): Promise<{ actors: number; heapUsed: number; rss: number }>;
+  stats(): Promise<WorkerStats>;
+}
+
+/** Memory, actor count and thread usage of one worker host (the front exposes them on /metrics). */
+export interface WorkerStats {
+  actors: number;
+  heapUsed: number;
+  rss: number;
+  usage: ThreadUsage;
 }
 
 /** `workerData` of a worker host. */

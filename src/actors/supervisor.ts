@@ -11,7 +11,7 @@ import { AppError } from '../domain/problems.js';
 import { distPath } from '../paths.js';
 import { ActorClient } from './actor-client.js';
 import { SUPERVISOR, type ConnectionTuning } from '../tuning.js';
-import type { WorkerHostData } from './protocol.js';
+import type { WorkerHostData, WorkerStats } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
@@ -66,7 +66,7 @@ export interface Supervisor extends ActorGateway {
   /** Number of live worker threads. */
   workerCount(): number;
   /** Memory stats of every worker. */
-  stats(): Promise<{ actors: number; heapUsed: number; rss: number }[]>;
+  stats(): Promise<WorkerStats[]>;
 }
 
 /** Creates the actor supervisor. */

@@ -18,6 +18,8 @@ import { Authenticator, type SessionAuthenticator } from './auth.js';
 import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream } from './health-stream.js';
 import { recordGuardEvents } from './guard-events.js';
 import { IdempotencyGate } from './idempotency.js';
+import type { NamedThreadUsage, ServiceMetrics } from './metrics.js';
+import { threadUsage } from '../thread-usage.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { internalReply, replyStage, runPipeline, type Exchange, type PipelineDeps } from './pipeline.js';
 import { SlidingLogLimiter } from './rate-limit.js';
@@ -38,6 +40,10 @@ export interface HttpServerDeps {
   sessionAuth?: SessionAuthenticator;
   /** The web app's pages and assets (served at `/`, outside the API prefixes). */
   web?: WebApp;
+  /** Request metrics (/metrics); the server also feeds it SSE subscribers and connection statuses. */
+  metrics?: ServiceMetrics;
+  /** Every thread's usage for /metrics (serve passes its actor workers and paper broker); the front's own is added. */
+  threads?: () => Promise<NamedThreadUsage[]>;
 }
 
 export interface HttpServer {
@@ -118,6 +124,7 @@ class Engine {
       bodyLimitBytes: config.bodyLimitBytes,
       clock: this.clock,
       logger,
+      ...(deps.metrics && { metrics: deps.metrics }),
       stream: (ex) => {
         if (ex.route !== HEALTH_STREAM_ROUTE || !ex.authd) return false;
         openHealthStream(stream, ex.handle, ex.authd.auth, ex.headers, ex.extra);
@@ -130,6 +137,18 @@ class Engine {
       unbridge();
       unrecord();
     };
+    deps.metrics?.attach({
+      threads: async () => [{ thread: 'front', usage: threadUsage() }, ...((await deps.threads?.()) ?? [])],
+      sseSubscribers: () => this.hub.subscriberCount(),
+      connectionStatuses: () => {
+        const counts: Record<string, number> = {};
+        for (const c of store.connections.all()) {
+          const status = deps.gateway.status(c.id)?.status ?? (c.disabled ? 'DISABLED' : 'CONNECTING');
+          counts[status] = (counts[status] ?? 0) + 1;
+        }
+        return counts;
+      },
+    });
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
   }
@@ -164,16 +183,18 @@ class Engine {
       });
   }
 
+  /** /healthz, /readyz and the API docs, by path (built once). */
+  private readonly fixed = new Map<string, () => Reply>([
+    ['/healthz', () => jsonReply(200, { status: 'ok' })],
+    ['/readyz', () => (this.closing ? problemReply('SHUTTING_DOWN') : jsonReply(200, { status: 'ready' }))],
+    ['/api-docs', () => ({ status: 200, headers: { 'Content-Type': 'text/html; charset=utf-8' }, body: this.docsHtml })],
+    ['/api-docs/openapi.json', () => ({ status: 200, headers: { 'Content-Type': 'application/json' }, body: this.openapiJson })],
+  ]);
+
   /** /healthz, /readyz and the API docs (GET only; a trailing slash is tolerated). */
   private fixedRoute(method: string, rawPath: string): Reply | undefined {
     const path = rawPath.length > 1 && rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
-    const fixed: Record<string, () => Reply> = {
-      '/healthz': () => jsonReply(200, { status: 'ok' }),
-      '/readyz': () => (this.closing ? problemReply('SHUTTING_DOWN') : jsonReply(200, { status: 'ready' })),
-      '/api-docs': () => ({ status: 200, headers: { 'Content-Type': 'text/html; charset=utf-8' }, body: this.docsHtml }),
-      '/api-docs/openapi.json': () => ({ status: 200, headers: { 'Content-Type': 'application/json' }, body: this.openapiJson }),
-    };
-    const make = fixed[path];
+    const make = this.fixed.get(path);
     if (!make) return undefined;
     if (method !== 'GET') return problemReply('METHOD_NOT_ALLOWED', 'Use GET', {}, { Allow: 'GET' });
     return make();

@@ -12,6 +12,7 @@ import * as Comlink from 'comlink';
 import { nodeEndpoint } from '../../src/actors/comlink-node.js';
 import type { ActorEvent, ActorRequest, Result, WorkerHostApi, WorkerHostData } from '../../src/actors/protocol.js';
 import type { ConnectionSpec } from '../../src/domain/connections.js';
+import { threadUsage } from '../../src/thread-usage.js';
 
 const data = workerData as WorkerHostData;
 const emit = (e: ActorEvent) => data.eventPort.postMessage(e);
@@ -53,7 +54,7 @@ const api: WorkerHostApi = {
     }
   },
   async stats() {
-    return { actors: actors.size, heapUsed: 0, rss: 0 };
+    return { actors: actors.size, heapUsed: 0, rss: 0, usage: threadUsage() };
   },
 };
 

@@ -7,6 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { nodeEndpoint } from '../../src/actors/comlink-node.js';
 import { createLogger } from '../../src/log.js';
+import { threadUsage } from '../../src/thread-usage.js';
 import { AppError, toErrorData } from '../../src/domain/problems.js';
 import { ConnectionActor } from './actor.js';
 import type { ActorEvent, ActorRequest, Result, WorkerHostApi, WorkerHostData } from '../../src/actors/protocol.js';
@@ -41,7 +42,7 @@ const api: WorkerHostApi = {
   },
   async stats() {
     const m = process.memoryUsage();
-    return { actors: actors.size, heapUsed: m.heapUsed, rss: m.rss };
+    return { actors: actors.size, heapUsed: m.heapUsed, rss: m.rss, usage: threadUsage() };
   },
 };
 

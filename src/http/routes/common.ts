@@ -124,15 +124,19 @@ export async function callActor<R extends ActorRequest>(
     deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: req.type, request: { ...req, via: ctx.auth.kind, requestId: ctx.requestId }, outcome });
   };
   let result: ResultFor<R>;
+  const t0 = performance.now();
   try {
     result = await deps.gateway.request(connectionId, req, opts);
   } catch (err) {
     journal(err instanceof AppError ? { error: err.code, detail: err.message } : { error: 'INTERNAL' });
     throw err;
   }
+  const actorMs = performance.now() - t0;
   journal(outcomeOf(result));
-  const brokerMs = (result as { brokerMs?: unknown }).brokerMs;
+  const { brokerMs, settleMs } = result as { brokerMs?: unknown; settleMs?: unknown };
+  if (JOURNALED.has(req.type)) ctx.timing.add('actor', actorMs);
   if (typeof brokerMs === 'number') ctx.timing.add('broker', brokerMs);
+  if (typeof settleMs === 'number') ctx.timing.add('settle', settleMs);
   return result;
 }
 
