@@ -19,6 +19,8 @@ const CLOCK_TICKS_PER_SECOND = 100;
 export interface ThreadUsage {
   /** Node's thread id (0 = main thread), as in `--cpu-prof` file names. */
   threadId: number;
+  /** The kernel's thread id (/proc/<pid>/task/<tid>), 0 where unknown. */
+  tid: number;
   cpuMs: number;
   /** `proc`: measured CPU time; `elu`: event-loop active time stands in for it. */
   cpuSource: 'proc' | 'elu';
@@ -28,8 +30,8 @@ export interface ThreadUsage {
 
 let procReadable = true;
 
-/** CPU ms of the calling thread from /proc, or undefined where it cannot be read. */
-export function procThreadCpuMs(): number | undefined {
+/** CPU ms and kernel thread id of the calling thread from /proc, or undefined where it cannot be read. */
+export function procThreadCpu(): { cpuMs: number; tid: number } | undefined {
   if (!procReadable) return undefined;
   try {
     const stat = readFileSync('/proc/thread-self/stat', 'utf8');
@@ -37,7 +39,7 @@ export function procThreadCpuMs(): number | undefined {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // After comm: state is field 3, so utime (14) and stime (15) are at 11 and 12 here.
     const ticks = Number(fields[11]) + Number(fields[12]);
-    return Number.isFinite(ticks) ? (ticks * 1000) / CLOCK_TICKS_PER_SECOND : undefined;
+    return Number.isFinite(ticks) ? { cpuMs: (ticks * 1000) / CLOCK_TICKS_PER_SECOND, tid: Number.parseInt(stat, 10) } : undefined;
   } catch {
     procReadable = false;
     return undefined;
@@ -47,10 +49,11 @@ export function procThreadCpuMs(): number | undefined {
 /** The calling thread's usage so far. */
 export function threadUsage(): ThreadUsage {
   const elu = performance.eventLoopUtilization();
-  const cpu = procThreadCpuMs();
+  const cpu = procThreadCpu();
   return {
     threadId,
-    cpuMs: cpu ?? elu.active,
+    tid: cpu?.tid ?? 0,
+    cpuMs: cpu?.cpuMs ?? elu.active,
     cpuSource: cpu === undefined ? 'elu' : 'proc',
     loopActiveMs: elu.active,
     loopIdleMs: elu.idle,

@@ -101,48 +101,63 @@ export class ServiceMetrics {
         for (const [status, n] of Object.entries(metrics.sources.connectionStatuses())) this.set({ status }, n);
       },
     });
-    const cpu = new Counter({
+    // The four thread families are filled from one reading of every thread per scrape: the
+    // registry collects families concurrently, so each awaits the same snapshot.
+    new Counter({
       name: 'tradegate_thread_cpu_seconds_total',
       help: 'CPU time of each service thread (front, actor-<threadId>, paper-broker)',
       labelNames: ['thread'],
       registers,
+      async collect() {
+        this.reset();
+        for (const { thread, usage } of await metrics.threadSnapshot()) this.inc({ thread }, usage.cpuMs / 1000);
+      },
     });
-    const active = new Counter({
+    new Counter({
       name: 'tradegate_thread_event_loop_active_seconds_total',
       help: 'Time each thread spent running callbacks (event-loop active time)',
       labelNames: ['thread'],
       registers,
+      async collect() {
+        this.reset();
+        for (const { thread, usage } of await metrics.threadSnapshot()) this.inc({ thread }, usage.loopActiveMs / 1000);
+      },
     });
-    const elu = new Gauge({
+    new Gauge({
       name: 'tradegate_thread_event_loop_utilization',
       help: 'Event-loop utilisation of each thread since the previous scrape (0..1)',
       labelNames: ['thread'],
       registers,
-    });
-    const info = new Gauge({
-      name: 'tradegate_thread_info',
-      help: 'Thread names and Node thread ids (as in --cpu-prof file names); cpu_source proc = measured, elu = event-loop time stands in',
-      labelNames: ['thread', 'thread_id', 'cpu_source'],
-      registers,
-    });
-    // One collection reads every thread once and fills all four families.
-    new Gauge({
-      name: 'tradegate_threads',
-      help: 'Threads reporting usage',
-      registers,
       async collect() {
-        if (!metrics.sources) return;
-        const threads = await metrics.sources.threads();
-        for (const m of [cpu, active, elu, info]) m.reset();
-        for (const { thread, usage } of threads) {
-          cpu.inc({ thread }, usage.cpuMs / 1000);
-          active.inc({ thread }, usage.loopActiveMs / 1000);
-          elu.set({ thread }, metrics.utilisation(thread, usage));
-          info.set({ thread, thread_id: String(usage.threadId), cpu_source: usage.cpuSource }, 1);
-        }
-        this.set(threads.length);
+        this.reset();
+        for (const { thread, usage } of await metrics.threadSnapshot()) this.set({ thread }, metrics.utilisation(thread, usage));
       },
     });
+    new Gauge({
+      name: 'tradegate_thread_info',
+      help: 'Thread names, Node thread ids (as in --cpu-prof file names) and kernel tids; cpu_source proc = measured, elu = event-loop time stands in',
+      labelNames: ['thread', 'thread_id', 'tid', 'cpu_source'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const { thread, usage } of await metrics.threadSnapshot()) {
+          this.set({ thread, thread_id: String(usage.threadId), tid: String(usage.tid), cpu_source: usage.cpuSource }, 1);
+        }
+      },
+    });
+  }
+
+  private snapshot: Promise<NamedThreadUsage[]> | undefined;
+
+  /** Every thread's usage, read once per scrape however many families ask. */
+  private threadSnapshot(): Promise<NamedThreadUsage[]> {
+    if (!this.sources) return Promise.resolve([]);
+    if (!this.snapshot) {
+      this.snapshot = this.sources.threads();
+      const clear = (): void => void setImmediate(() => (this.snapshot = undefined));
+      this.snapshot.then(clear, clear);
+    }
+    return this.snapshot;
   }
 
   /** Connects the scrape-time sources (the server's hub and gateway, serve's threads). */
@@ -182,7 +197,8 @@ export class ServiceMetrics {
     return c;
   }
 
-  private utilisation(thread: string, u: ThreadUsage): number {
+  /** Event-loop utilisation of `thread` since the previous scrape. */
+  utilisation(thread: string, u: ThreadUsage): number {
     const last = this.lastLoop.get(thread) ?? { active: 0, idle: 0 };
     this.lastLoop.set(thread, { active: u.loopActiveMs, idle: u.loopIdleMs });
     const active = u.loopActiveMs - last.active;
