@@ -225,17 +225,32 @@ export interface ActorGateway {
 }
 
 // ---------------------------------------------------------------------------
-// The supervisor ↔ worker-host boundary (one worker may host several actors), exposed by
-// workers/connection-actor/host.ts over comlink; every answer is plain data.
+// The supervisor ↔ worker-host boundary (one worker may host several actors). Two planes:
+// - control (add, remove, stats): comlink on the worker's own port, rare;
+// - requests (the hot path): plain arrays on `requestPort`, one message per event-loop turn
+//   each way, matched by a numeric id. comlink added and removed a port listener per call
+//   (every reply ran past every pending call) and built ids and wire wrappers per message.
 
-/** What a worker host answers over comlink. */
+/** What a worker host answers over comlink (the control plane). */
 export interface WorkerHostApi {
   /** `resume`: re-added after a worker crash (status continues from RECONNECTING). */
   add(spec: ConnectionSpec, resume?: boolean): Promise<void>;
   /** Stops an actor; it reports nothing more (the supervisor announces DISABLED). */
   remove(connectionId: string): Promise<void>;
-  request(connectionId: string, req: ActorRequest): Promise<Result<unknown>>;
   stats(): Promise<WorkerStats>;
+}
+
+/** One request on `requestPort` (front → worker host); a message is an array of them. */
+export interface RequestEnvelope {
+  id: number;
+  connectionId: string;
+  req: ActorRequest;
+}
+
+/** One answer on `requestPort` (worker host → front); a message is an array of them. */
+export interface ReplyEnvelope {
+  id: number;
+  result: Result<unknown>;
 }
 
 /** Memory, actor count and thread usage of one worker host (the front exposes them on /metrics). */
@@ -250,6 +265,8 @@ export interface WorkerStats {
 export interface WorkerHostData {
   /** Events (status, accounts, bracket alerts, guards) flow one way on this port. */
   eventPort: MessagePort;
+  /** Requests in, answers out: RequestEnvelope[] / ReplyEnvelope[] per message. */
+  requestPort: MessagePort;
   logLevel: string;
   tuning?: Partial<ConnectionTuning>;
 }

@@ -109,9 +109,11 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
 
   function spawn(restarts = 0): Slot {
     const { port1, port2 } = new MessageChannel();
-    const data: WorkerHostData = { eventPort: port2, logLevel: opts.workerLogLevel ?? opts.logger.level, tuning: opts.tuning ?? {} };
-    const worker = new Worker(workerFile, { workerData: data, transferList: [port2] });
-    const slot: Slot = { worker, client: new ActorClient(worker, callTimeoutMs), eventPort: port1, connections: new Set(), closing: false, restarts };
+    const requests = new MessageChannel();
+    const data: WorkerHostData = { eventPort: port2, requestPort: requests.port2, logLevel: opts.workerLogLevel ?? opts.logger.level, tuning: opts.tuning ?? {} };
+    const worker = new Worker(workerFile, { workerData: data, transferList: [port2, requests.port2] });
+    const client = new ActorClient(worker, callTimeoutMs, requests.port1);
+    const slot: Slot = { worker, client, eventPort: port1, connections: new Set(), closing: false, restarts };
     port1.on('message', (event: ActorEvent) => {
       // Events of a connection removed or moved elsewhere are stale.
       if (placement.get(event.connectionId) === slot) publish(event);

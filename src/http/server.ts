@@ -56,6 +56,11 @@ export interface HttpServer {
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** The access line's logger: the same destination and bindings, no redaction pass (see PipelineDeps.accessLog). */
+function accessLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: [], censor: '[redacted]' } });
+}
 const SWEEP_MS = 60_000;
 
 /** Starts the HTTP front on config.host:config.port (0 = a free port). */
@@ -124,6 +129,7 @@ class Engine {
       bodyLimitBytes: config.bodyLimitBytes,
       clock: this.clock,
       logger,
+      accessLog: accessLogger(logger),
       ...(deps.metrics && { metrics: deps.metrics }),
       stream: (ex) => {
         if (ex.route !== HEALTH_STREAM_ROUTE || !ex.authd) return false;

@@ -19,6 +19,7 @@ import { createStrategyStore, type StrategyStore } from './strategies.js';
 import { createUserStore, type UserStore } from './users.js';
 import { createWebhookTokenStore, type WebhookTokenStore } from './webhook-tokens.js';
 import { createGuardStore, type GuardStore } from './guards.js';
+import { RecordCache } from './record-cache.js';
 
 export type { User } from './users.js';
 export type { ApiKeyView } from './api-keys.js';
@@ -108,9 +109,10 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     noMemInit: false,
   });
 
+  const meta = env.openDB({ name: 'meta' });
   let sealer: Sealer;
   try {
-    sealer = await checkDataKey(keyCheckSlot(env.openDB({ name: 'meta' })), (create) => loadDataKey(opts.dataDir, opts.dataKey, { create }), opts.dataDir);
+    sealer = await checkDataKey(keyCheckSlot(meta), (create) => loadDataKey(opts.dataDir, opts.dataKey, { create }), opts.dataDir);
   } catch (err) {
     await env.close();
     throw err;
@@ -137,9 +139,15 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     guards: named('guards'),
   };
 
+  // Records every request reads are cached in memory; every write to them (any process)
+  // moves the generation the cache checks (record-cache.ts).
+  const cache = new RecordCache(meta);
+  for (const db of [dbs.users, dbs.userNames, dbs.apiKeys, dbs.connections, dbs.webhookTokens, dbs.strategies, dbs.owners]) cache.watch(db);
+
   const ctx: StoreContext = {
     env,
     dbs,
+    cache,
     sealer,
     clock,
     logger: opts.logger,

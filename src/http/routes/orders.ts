@@ -75,7 +75,6 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       }
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
       const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'api') });
-      ctx.log.info({ orderId: result.order.orderId, accountId: owned.account.id, symbol: plan.order.symbol }, 'order placed');
       return { status: 201, body: placedOrderView(result) };
     },
   });
