@@ -50,6 +50,14 @@ export interface AccountsRequest {
   type: 'accounts';
 }
 
+/** One page of an account's working orders, serialized by the actor (JSON text of the array). */
+export interface WorkingOrdersPageRequest {
+  type: 'working-orders-page';
+  accountId: string;
+  offset: number;
+  limit: number;
+}
+
 export interface FindOrderRequest {
   type: 'find-by-clordid';
   accountId: string;
@@ -89,6 +97,7 @@ export type ActorRequest =
   | FlattenRequest
   | ListRequest
   | AccountsRequest
+  | WorkingOrdersPageRequest
   | FindOrderRequest
   | SetGuardsRequest
   | LockRequest
@@ -151,6 +160,8 @@ export interface ResultMap {
   'cancel-order': CancelOrderResult;
   flatten: FlattenResult;
   'working-orders': OrderRecord[];
+  /** `json`: the page's records as a JSON array text; `total`: working orders on the account. */
+  'working-orders-page': { json: string; total: number };
   positions: PositionRecord[];
   'trade-history': ClosedTrade[];
   accounts: AccountRecord[];

@@ -28,7 +28,7 @@ function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): n
 
 /** Waits until the broker has settled the order's acceptance (left PendingNew, or rejected). */
 async function settle(ctx: ActorContext, orderId: number): Promise<void> {
-  await ctx.mirror.waitFor(() => {
+  await ctx.mirror.waitForOrder(orderId, () => {
     const o = ctx.mirror.get('order', orderId);
     if (!o) return undefined;
     if (o.ordStatus === undefined || o.ordStatus === 'PendingNew') return rejectReasonOf(ctx.mirror, orderId) ? true : undefined;
