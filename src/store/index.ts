@@ -160,6 +160,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   };
 
   const sessions = createSessionStore(ctx);
+  const journal = createJournalStore(ctx);
   let closing: Promise<void> | undefined;
   return {
     dataDir: opts.dataDir,
@@ -170,15 +171,17 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     webhookTokens: createWebhookTokenStore(ctx),
     strategies: createStrategyStore(ctx),
     idempotency: createIdempotencyStore(ctx),
-    journal: createJournalStore(ctx),
+    journal,
     sessions,
     guards: createGuardStore(ctx),
     async flushed() {
+      await journal.drain();
       await env.committed;
       await env.flushed;
     },
     close() {
       closing ??= (async () => {
+        await journal.drain();
         await env.committed;
         await env.flushed;
         await env.close();
