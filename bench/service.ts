@@ -146,6 +146,8 @@ export class Service {
     const args = [
       // One V8 CPU profile per thread (worker threads inherit the flags), written at exit.
       ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile.dir}`] : []),
+      // As `npm start` and the bin's shebang run it (README "Performance": SSE memory).
+      '--max-semi-space-size=2',
       join(PACKAGE_ROOT, 'bin', 'tradegate.js'),
       'serve', '--paper',
       '--host', '127.0.0.1',
