@@ -58,6 +58,11 @@ const INDEXED: Record<string, string[]> = {
   position: ['accountId'],
 };
 
+/** Per indexed type: [field, index key] pairs (keys built once, not per event). */
+const INDEX_KEYS: Record<string, [string, string][]> = Object.fromEntries(
+  Object.entries(INDEXED).map(([type, fields]) => [type, fields.map((f) => [f, `${type}.${f}`] as [string, string])]),
+);
+
 /** One applied change (`Snapshot` after a full replace). */
 export interface MirrorChange {
   entityType: string;
@@ -86,42 +91,48 @@ export class Mirror {
     return t;
   }
 
-  private index(type: string, field: string): Map<unknown, Set<number>> {
-    const key = `${type}.${field}`;
+  private index(key: string): Map<unknown, Set<number>> {
     let ix = this.indexes.get(key);
     if (!ix) this.indexes.set(key, (ix = new Map()));
     return ix;
   }
 
   private unindex(type: string, e: Entity): void {
-    for (const f of INDEXED[type] ?? []) {
+    for (const [f, key] of INDEX_KEYS[type] ?? []) {
       const v = e[f];
       if (v === undefined || v === null) continue;
-      const ix = this.index(type, f);
-      ix.get(v)?.delete(e.id);
+      this.index(key).get(v)?.delete(e.id);
     }
   }
 
   private reindex(type: string, e: Entity): void {
-    for (const f of INDEXED[type] ?? []) {
+    for (const [f, key] of INDEX_KEYS[type] ?? []) {
       const v = e[f];
       if (v === undefined || v === null) continue;
-      const ix = this.index(type, f);
+      const ix = this.index(key);
       let set = ix.get(v);
       if (!set) ix.set(v, (set = new Set()));
       set.add(e.id);
     }
   }
 
+  /**
+   * Stores `raw` (a fresh object: parsed from a frame or an answer, never shared) or merges it
+   * into the stored entity in place: some deployments send partial entities on Updated. No copy
+   * per event; readers take what they need synchronously.
+   */
   private upsert(type: string, raw: Entity): Entity {
     const t = this.table(type);
     const prev = t.get(raw.id);
-    if (prev) this.unindex(type, prev);
-    // Merge rather than replace: some deployments send partial entities on Updated.
-    const next = prev ? { ...prev, ...raw } : { ...raw };
-    t.set(raw.id, next);
-    this.reindex(type, next);
-    return next;
+    if (!prev) {
+      t.set(raw.id, raw);
+      this.reindex(type, raw);
+      return raw;
+    }
+    this.unindex(type, prev);
+    Object.assign(prev, raw);
+    this.reindex(type, prev);
+    return prev;
   }
 
   /**
