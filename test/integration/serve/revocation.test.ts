@@ -2,7 +2,8 @@
  * Revocation takes effect on the next request although the server remembers verified keys
  * and tokens in memory: the CLI, another process, revokes a key the server has just served,
  * and the very next request with it is 401. The same for a webhook token deleted through the
- * API (the server's own write) and a key revoked while requests with it keep arriving.
+ * API (the server's own write), a key revoked from the web app (session + CSRF) and the
+ * session itself once signed out, and a key revoked while requests with it keep arriving.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { http } from '../../support/http.js';
@@ -26,6 +27,23 @@ describe('revocation with cached credentials', () => {
     expect((await http(s.url, 'GET', '/api/v1/me', { key: k.key })).status).toBe(401);
     // Other keys keep working (the whole cache was dropped, not poisoned).
     expect((await http(s.url, 'GET', '/api/v1/me', { key: s.apiKey })).status).toBe(200);
+  });
+
+  it('a key revoked from the web app is refused on the next request; a signed-out session at once', async () => {
+    const signed = await http(s.url, 'POST', '/api/v1/session', { body: { name: 'demo', password: s.login.password } });
+    expect(signed.status, signed.text).toBe(200);
+    const cookie = /^(tg_session=[^;]+);/.exec(signed.headers.get('set-cookie') ?? '')![1]!;
+    const session = { cookie, 'x-csrf-token': signed.json.csrfToken as string };
+    const created = await http(s.url, 'POST', '/api/v1/api-keys', { headers: session, body: { name: 'web-revoke', scopes: ['read'] } });
+    expect(created.status, created.text).toBe(201);
+    // Served (and so remembered) before the revocation.
+    for (let i = 0; i < 3; i++) expect((await http(s.url, 'GET', '/api/v1/me', { key: created.json.key as string })).status).toBe(200);
+    expect((await http(s.url, 'DELETE', `/api/v1/api-keys/${created.json.id as string}`, { headers: session })).status).toBe(204);
+    expect((await http(s.url, 'GET', '/api/v1/me', { key: created.json.key as string })).status).toBe(401);
+    expect((await http(s.url, 'GET', '/api/v1/session', { headers: { cookie } })).status).toBe(200);
+    expect((await http(s.url, 'DELETE', '/api/v1/session', { headers: session })).status).toBe(204);
+    expect((await http(s.url, 'GET', '/api/v1/session', { headers: { cookie } })).status).toBe(401);
+    expect((await http(s.url, 'GET', '/api/v1/accounts', { headers: { cookie } })).status).toBe(401);
   });
 
   it('a key revoked mid-stream stops exactly at the revocation', async () => {
