@@ -88,9 +88,10 @@ export async function workerStartMs(samples = 5): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < samples; i++) {
     const { port2 } = new MessageChannel();
-    const data: WorkerHostData = { eventPort: port2, logLevel: 'silent' };
+    const requests = new MessageChannel();
+    const data: WorkerHostData = { eventPort: port2, requestPort: requests.port2, logLevel: 'silent' };
     const t0 = performance.now();
-    const worker = new Worker(distPath(ACTOR_HOST_FILE), { workerData: data, transferList: [port2] });
+    const worker = new Worker(distPath(ACTOR_HOST_FILE), { workerData: data, transferList: [port2, requests.port2] });
     const remote = Comlink.wrap<WorkerHostApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]));
     await remote.stats();
     times.push(performance.now() - t0);

@@ -95,6 +95,8 @@ export interface BrokerOrder {
   ordStatus: string;
   parentId: number | null;
   clOrdId: string | null;
+  /** When the broker created the order (ISO, ms). */
+  timestamp: string;
 }
 
 /** Broker orders of the accounts named (all when `accountIds` is empty). */

@@ -1,11 +1,12 @@
 /**
  * Open-loop HTTP load: one schedule over a list of request templates (arrival i uses
- * template i mod n), keep-alive sockets, per-(tag, status) latency histograms. Runs inside a
- * piscina worker (see load-worker.ts) so the driver never shares a thread with it.
+ * template i mod n), keep-alive raw sockets with pre-serialised requests (raw-http.ts),
+ * per-(tag, status) latency histograms. Runs inside a piscina worker (see load-worker.ts) so
+ * the driver never shares a thread with it.
  */
-import http from 'node:http';
 import { encodeHistogram, type Histogram } from './hdr.js';
 import { runOpenLoop } from './open-loop.js';
+import { RawHttpPool, requestBytes } from './raw-http.js';
 
 /** One request shape. `{{seq}}` in the path, headers or body becomes a run-unique id. */
 export interface HttpRequestSpec {
@@ -65,6 +66,9 @@ export interface HttpLoadResult {
   collected: CollectedResponse[];
   /** First arrival to last completion. */
   elapsedMs: number;
+  /** Sockets the schedule opened, and the most requests it had in flight at once. */
+  sockets: number;
+  peakInFlight: number;
 }
 
 /** Converts a wall-clock time to this thread's performance.now() timeline. */
@@ -85,80 +89,60 @@ function fill(template: string, seq: string): string {
 export async function runHttpLoad(task: HttpLoadTask): Promise<HttpLoadResult> {
   if (task.requests.length === 0) throw new RangeError('requests must not be empty');
   const url = new URL(task.origin);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: task.maxSockets ?? 512, scheduling: 'lifo' });
+  const pool = new RawHttpPool(url.hostname, Number(url.port || 80), task.maxSockets ?? 512, 'idempotent-replayed');
   const timeoutMs = task.timeoutMs ?? 30_000;
   const errors: Record<string, number> = {};
   const collected: CollectedResponse[] = [];
-  const inFlight = new Set<http.ClientRequest>();
+  // Pre-serialised: a template without {{seq}} is the same bytes every time.
+  const fixed = task.requests.map((spec) =>
+    /\{\{seq\}\}/.test(`${spec.path}${JSON.stringify(spec.headers ?? {})}${spec.body ?? ''}`) ? undefined : bytesOf(spec, url.host, ''),
+  );
 
   const send = (index: number): Promise<string> => {
-    const spec = task.requests[index % task.requests.length]!;
+    const j = index % task.requests.length;
+    const spec = task.requests[j]!;
     const seq = `${task.uniquePrefix}-${index}`;
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(spec.headers ?? {})) headers[k] = fill(v, seq);
-    const body = spec.body === undefined ? undefined : Buffer.from(fill(spec.body, seq));
-    if (body) headers['content-length'] = String(body.length);
+    const payload = fixed[j] ?? bytesOf(spec, url.host, seq);
     return new Promise<string>((settle) => {
       let done = false;
-      const resolve = (label: string): void => {
+      const finish = (label: string): void => {
         if (done) return;
         done = true;
+        clearTimeout(timer);
         settle(label);
       };
       const collect = (status: number, body: unknown, replayed = false): void => {
         if (spec.collect) collected.push({ tag: spec.tag, status, seq, meta: spec.meta, replayed, body });
       };
-      const req = http.request(
-        {
-          agent,
-          host: url.hostname,
-          port: url.port,
-          method: spec.method,
-          path: fill(spec.path, seq),
-          headers,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            if (done) return;
-            const status = res.statusCode ?? 0;
-            if (spec.collect) {
-              const text = Buffer.concat(chunks).toString('utf8');
-              let parsed: unknown = text;
-              try {
-                parsed = JSON.parse(text);
-              } catch {
-                // not JSON: keep the text
-              }
-              collect(status, parsed, res.headers['idempotent-replayed'] === 'true');
-            }
-            resolve(`${spec.tag}:${status}`);
-          });
-          res.on('error', (err) => fail(err));
-        },
-      );
-      const fail = (err: Error): void => {
-        if (done) return;
-        const key = err.message || err.name;
-        errors[key] = (errors[key] ?? 0) + 1;
-        collect(0, { error: key });
-        resolve(`${spec.tag}:error`);
-      };
       // The deadline runs from the send, so time spent queued for a free socket counts too.
       const timer = setTimeout(() => {
         if (done) return;
         collect(0, { error: 'timeout' });
-        resolve(`${spec.tag}:timeout`);
-        req.destroy();
+        finish(`${spec.tag}:timeout`);
       }, timeoutMs);
-      inFlight.add(req);
-      req.once('close', () => {
-        clearTimeout(timer);
-        inFlight.delete(req);
-      });
-      req.on('error', fail);
-      req.end(body);
+      pool.request(payload, !!spec.collect).then(
+        (answer) => {
+          if (done) return;
+          if (spec.collect) {
+            const text = answer.body?.toString('utf8') ?? '';
+            let parsed: unknown = text;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              // not JSON: keep the text
+            }
+            collect(answer.status, parsed, answer.header === 'true');
+          }
+          finish(`${spec.tag}:${answer.status}`);
+        },
+        (err: Error) => {
+          if (done) return;
+          const key = err.message || err.name;
+          errors[key] = (errors[key] ?? 0) + 1;
+          collect(0, { error: key });
+          finish(`${spec.tag}:error`);
+        },
+      );
     });
   };
 
@@ -171,8 +155,7 @@ export async function runHttpLoad(task: HttpLoadTask): Promise<HttpLoadResult> {
     send,
   });
   // Nothing may keep sending after the phase: a request still queued would hit the next one.
-  for (const req of inFlight) req.destroy();
-  agent.destroy();
+  pool.destroy();
   return {
     kind: 'http',
     histograms: encodeAll(result.histograms),
@@ -183,7 +166,16 @@ export async function runHttpLoad(task: HttpLoadTask): Promise<HttpLoadResult> {
     errors,
     collected,
     elapsedMs: result.finishedAt - result.startedAt,
+    sockets: pool.socketsOpened,
+    peakInFlight: pool.peakInFlight,
   };
+}
+
+function bytesOf(spec: HttpRequestSpec, host: string, seq: string): Buffer {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(spec.headers ?? {})) headers[k] = fill(v, seq);
+  const body = spec.body === undefined ? undefined : Buffer.from(fill(spec.body, seq));
+  return requestBytes(spec.method, fill(spec.path, seq), host, headers, body);
 }
 
 /** Encodes a label → histogram map for posting across threads. */

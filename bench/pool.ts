@@ -25,6 +25,9 @@ export interface MergedHttpResult {
   errors: Record<string, number>;
   collected: CollectedResponse[];
   elapsedMs: number;
+  sockets: number;
+  /** Sum of the workers' peaks (an upper bound of the joint peak). */
+  peakInFlight: number;
 }
 
 /** Merges HTTP results (histograms added exactly, counts summed). */
@@ -45,6 +48,8 @@ export function mergeHttpResults(results: HttpLoadResult[]): MergedHttpResult {
     errors,
     collected: results.flatMap((r) => r.collected),
     elapsedMs: Math.max(0, ...results.map((r) => r.elapsedMs)),
+    sockets: results.reduce((n, r) => n + r.sockets, 0),
+    peakInFlight: results.reduce((n, r) => n + r.peakInFlight, 0),
   };
 }
 

@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Percentiles } from './hdr.js';
-import type { BenchSummary, Check, PlotSeries, ScenarioOutcome } from './summary.js';
+import type { BenchSummary, Check, CpuPerRequest, PlotSeries, ScenarioOutcome } from './summary.js';
 import { SCENARIOS } from './summary.js';
 import { renderLatencySvg } from './svg-plot.js';
 
@@ -25,6 +25,33 @@ export function cell(text: string): string {
 function latencyRow(label: string, p: Percentiles | undefined, note = ''): string {
   if (!p) return `| ${cell(label)} | – | – | – | – | – | – | ${cell(note)} |`;
   return `| ${cell(label)} | ${p.count} | ${ms(p.p50)} | ${ms(p.p90)} | ${ms(p.p99)} | ${ms(p.p999)} | ${ms(p.max)} | ${cell(note)} |`;
+}
+
+/** One row per measured phase: µs of CPU per request on each thread. */
+function cpuRows(s: BenchSummary): string[] {
+  const phases: [string, Record<string, CpuPerRequest> | undefined][] = [
+    ['orders', s.orders?.cpuUsPerRequest],
+    ['webhooks', s.webhooks?.cpuUsPerRequest],
+    ['reads', s.reads?.cpuUsPerRequest],
+  ];
+  const rows: string[] = [];
+  for (const [scenario, byPhase] of phases) {
+    for (const [phase, c] of Object.entries(byPhase ?? {})) {
+      rows.push(`| ${scenario} | ${cell(phase)} | ${c.requests} | ${c.front.toFixed(1)} | ${c.actors.toFixed(1)} | ${c.paperBroker.toFixed(1)} | ${c.process.toFixed(1)} |${c.source === 'elu' ? ' event-loop time (no /proc) |' : ' |'}`);
+    }
+  }
+  if (rows.length === 0) return [];
+  return [
+    '## CPU per request per thread (µs)',
+    '',
+    'Each thread of the service reads its own CPU time (/proc/thread-self/stat) and reports it on /metrics; a phase divides the growth by the requests it sent. ' +
+      '`process` is the whole service process (all threads, GC, LMDB writer, uWS I/O). CPU time does not depend on how busy the machine is.',
+    '',
+    '| scenario | phase | requests | front | actors | paper broker | process | note |',
+    '|---|---|---:|---:|---:|---:|---:|---|',
+    ...rows,
+    '',
+  ];
 }
 
 const LATENCY_HEAD = ['| measure | n | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | note |', '|---|---:|---:|---:|---:|---:|---:|---|'];
@@ -69,6 +96,12 @@ export function renderMarkdown(s: BenchSummary): string {
     if (o) out.push(`| ${name} | ${statusWord(o)} | ${(o.durationMs / 1000).toFixed(1)} |`);
   }
   out.push('');
+  out.push(...cpuRows(s));
+  if (s.profiles?.length) {
+    out.push('CPU profiles of every service thread (open in Chrome DevTools → Performance → Load profile):', '');
+    for (const p of s.profiles) out.push(`- ${p.scenario} / ${p.thread}: \`${p.file}\``);
+    out.push('');
+  }
 
   const o = s.orders;
   if (s.scenarios.orders) {
@@ -112,7 +145,7 @@ export function renderMarkdown(s: BenchSummary): string {
     if (w) {
       out.push(
         `${w.alerts} alerts over ${w.tokens} tokens inside 1 s: ${w.acked} acknowledged, ${w.lost} lost, ${w.duplicates} duplicates at the broker; ` +
-          `all at the broker ${ms(w.allAtBrokerMs)} ms after the first alert (broker polled every 100 ms); ${w.retriedDeduped} retried alerts deduplicated.`,
+          `all at the broker ${ms(w.allAtBrokerAfterLastMs)} ms after the last alert (${ms(w.allAtBrokerMs)} ms after the first; the broker's own order timestamps); ${w.retriedDeduped} retried alerts deduplicated.`,
         '',
       );
       out.push(...LATENCY_HEAD, latencyRow('alert acknowledgement', w.ackMs), '');

@@ -16,6 +16,7 @@ import { runOrders } from './scenarios/orders.js';
 import { runReads } from './scenarios/reads.js';
 import { runSse } from './scenarios/sse.js';
 import { runWebhooks } from './scenarios/webhooks.js';
+import { Service } from './service.js';
 import type { BenchSummary, MachineInfo, PlotSeries, ScenarioName } from './summary.js';
 import { SCENARIOS } from './summary.js';
 
@@ -61,6 +62,8 @@ export interface BenchOptions {
   keys?: number;
   /** Default: <package>/bench/results */
   outDir?: string;
+  /** Writes a .cpuprofile per service thread into <outDir>/profiles/<stamp>/<scenario>/. */
+  profile?: boolean;
   log?: (message: string) => void;
 }
 
@@ -88,10 +91,13 @@ export async function runBench(opts: BenchOptions): Promise<{ summary: BenchSumm
     fileLimit: machine.fileLimit,
     log,
   };
+  const outDir = opts.outDir ?? join(PACKAGE_ROOT, 'bench', 'results');
+  const profileDir = join(outDir, 'profiles', summary.startedAt.replace(/[:.]/g, '-'));
   try {
     for (const name of RUN_ORDER.filter((n) => opts.scenarios.includes(n))) {
       const t0 = Date.now();
       log(`bench: ${name}${opts.quick ? ' (quick)' : ''}`);
+      Service.profiling = opts.profile ? { dir: profileDir, scenario: name } : undefined;
       try {
         const run = await RUNNERS[name](ctx);
         (summary as unknown as Record<string, unknown>)[name] = run.summary;
@@ -106,13 +112,26 @@ export async function runBench(opts: BenchOptions): Promise<{ summary: BenchSumm
       }
     }
   } finally {
+    Service.profiling = undefined;
     await pool.close();
   }
+  summary.cpuUsPerRequest = headlineCpu(summary);
+  if (opts.profile) summary.profiles = Service.profiles.splice(0);
   summary.finishedAt = new Date().toISOString();
   summary.durationMs = Date.now() - started;
   const complete = !opts.quick && SCENARIOS.every((n) => opts.scenarios.includes(n));
-  const files = await writeReport(opts.outDir ?? join(PACKAGE_ROOT, 'bench', 'results'), summary, series, { summaryFile: complete });
+  const files = await writeReport(outDir, summary, series, { summaryFile: complete });
   return { summary, files, passed: allPassed(summary) };
+}
+
+/** The issue's headline CPU figures: GET /api/v1/accounts alone, and bracket orders at full load. */
+export function headlineCpu(summary: BenchSummary): BenchSummary['cpuUsPerRequest'] {
+  const out: NonNullable<BenchSummary['cpuUsPerRequest']> = {};
+  const accounts = summary.reads?.cpuUsPerRequest.accounts;
+  if (accounts) out.readsAccounts = accounts;
+  const orders = summary.orders?.cpuUsPerRequest.main;
+  if (orders) out.orders = orders;
+  return out;
 }
 
 /** Parses a scenario argument; undefined = all. */

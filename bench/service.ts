@@ -6,12 +6,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { cpuSnapshot, type CpuSnapshot } from './cpu.js';
 
 /** An HTTP answer with its parsed body. */
 export interface ApiAnswer<T = unknown> {
@@ -60,9 +61,26 @@ export async function rssKB(pid: number): Promise<number> {
   }
 }
 
+/** A `.cpuprofile` written by a service thread (open in Chrome DevTools → Performance). */
+export interface ProfileFile {
+  /** The scenario whose service wrote it. */
+  scenario: string;
+  /** front, actor-<threadId>, paper-broker (or thread-<id> for a thread that was not named). */
+  thread: string;
+  file: string;
+}
+
+/** `--cpu-prof` file names: CPU.<date>.<time>.<pid>.<threadId>.<seq>.cpuprofile */
+const CPU_PROFILE = /^CPU\.\d+\.\d+\.(\d+)\.(\d+)\.\d+\.cpuprofile$/;
+
 /** A running `tradegate serve --paper`. */
 export class Service {
   private static readonly live = new Set<Service>();
+  /** Set by `bench --profile`: every service writes a CPU profile per thread into `dir/<scenario>`. */
+  static profiling: { dir: string; scenario: string } | undefined;
+  /** Profiles written so far (renamed after their threads). */
+  static readonly profiles: ProfileFile[] = [];
+  private lastCpu: CpuSnapshot | undefined;
 
   /** Stops every service still running (the bench was interrupted). */
   static async stopAll(): Promise<void> {
@@ -77,7 +95,9 @@ export class Service {
     readonly dataDir: string,
     readonly port: number,
     readonly paperPort: number,
+    readonly metricsPort: number,
     private readonly logFile: string,
+    private readonly profile: { dir: string; scenario: string } | undefined,
   ) {
     this.exit = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
@@ -90,6 +110,17 @@ export class Service {
   /** `http://127.0.0.1:PORT` of the service. */
   get origin(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The service's /metrics (its own listener). */
+  get metricsUrl(): string {
+    return `http://127.0.0.1:${this.metricsPort}/metrics`;
+  }
+
+  /** CPU by thread now (see cpu.ts); remembered for naming the threads' profiles. */
+  async cpu(): Promise<CpuSnapshot> {
+    this.lastCpu = await cpuSnapshot(this.metricsUrl, this.pid);
+    return this.lastCpu;
   }
 
   /** The embedded paper broker's addresses. */
@@ -107,21 +138,29 @@ export class Service {
     const dataDir = await mkdtemp(join(tmpdir(), 'tradegate-bench-'));
     const port = await freePort();
     const paperPort = await freePort();
+    const metricsPort = await freePort();
     const logFile = join(dataDir, 'server.log');
     const log = createWriteStream(logFile);
+    const profile = Service.profiling && { dir: join(Service.profiling.dir, Service.profiling.scenario), scenario: Service.profiling.scenario };
+    if (profile) await mkdir(profile.dir, { recursive: true });
     const args = [
+      // One V8 CPU profile per thread (worker threads inherit the flags), written at exit.
+      ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile.dir}`] : []),
+      // As `npm start` and the bin's shebang run it (README "Performance": SSE memory).
+      '--max-semi-space-size=2',
       join(PACKAGE_ROOT, 'bin', 'tradegate.js'),
       'serve', '--paper',
       '--host', '127.0.0.1',
       '--port', String(port),
       '--paper-port', String(paperPort),
       '--data-dir', dataDir,
+      '--metrics-port', String(metricsPort),
       '--log-level', opts.logLevel ?? 'warn',
     ];
     const child = spawn(process.execPath, args, { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);
-    const service = new Service(child, dataDir, port, paperPort, logFile);
+    const service = new Service(child, dataDir, port, paperPort, metricsPort, logFile, profile);
     Service.live.add(service);
     try {
       await Promise.race([
@@ -203,12 +242,29 @@ export class Service {
   /** Stops the process (SIGTERM, then SIGKILL after 5 s) and removes the data dir. */
   async stop(): Promise<void> {
     Service.live.delete(this);
+    // Thread names for the profiles: the threads still running are the ones that write them.
+    if (this.profile && !this.exited) await this.cpu().catch(() => undefined);
     if (!this.exited && this.child.pid) {
       this.child.kill('SIGTERM');
       const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
       await this.exit;
       clearTimeout(timer);
     }
+    if (this.profile) await this.nameProfiles(this.profile);
     await rm(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** Renames this process's `--cpu-prof` files after their threads (`<scenario>-<thread>.cpuprofile`). */
+  private async nameProfiles(profile: { dir: string; scenario: string }): Promise<void> {
+    const names = this.lastCpu?.threadIds ?? {};
+    for (const file of await readdir(profile.dir).catch(() => [] as string[])) {
+      const m = CPU_PROFILE.exec(file);
+      if (!m || Number(m[1]) !== this.pid) continue;
+      const thread = names[m[2]!] ?? `thread-${m[2]}`;
+      let target = join(profile.dir, `${profile.scenario}-${thread}.cpuprofile`);
+      if (Service.profiles.some((p) => p.file === target)) target = join(profile.dir, `${profile.scenario}-${thread}-${m[2]}.cpuprofile`);
+      await rename(join(profile.dir, file), target);
+      Service.profiles.push({ scenario: profile.scenario, thread, file: target });
+    }
   }
 }

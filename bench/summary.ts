@@ -2,7 +2,11 @@
  * The machine-readable result of a bench run: the shape of `bench/results/latest.json`
  * (issue 6), plus each scenario's correctness checks. Latencies are milliseconds.
  */
+import type { CpuPerRequest } from './cpu.js';
 import type { Percentiles, SpectrumPoint } from './hdr.js';
+import type { ProfileFile } from './service.js';
+
+export type { CpuPerRequest } from './cpu.js';
 
 /** Scenario names, as `tradegate bench <scenario>` takes them. */
 export const SCENARIOS = ['orders', 'webhooks', 'sse', 'reads', 'actors'] as const;
@@ -71,6 +75,8 @@ export interface OrdersSummary {
   sendLagP99Ms: number;
   accountedAtBroker: boolean;
   duplicates: number;
+  /** CPU µs per request per thread: `floor` (GET /healthz), `lowLoad`, `main` (in-limit and over-limit keys together). */
+  cpuUsPerRequest: Record<string, CpuPerRequest>;
   /** Full runs with K > 50: the same orders from 50 keys (100/s) first, a load the service can carry. */
   lowLoad?: {
     keys: number;
@@ -92,6 +98,10 @@ export interface WebhooksSummary {
   lost: number;
   /** From the first alert's intended send time until every acknowledged order is at the broker. */
   allAtBrokerMs: number;
+  /** The same, from the last alert's intended send time (the issue's measure). */
+  allAtBrokerAfterLastMs: number;
+  /** CPU µs per alert per thread during the burst. */
+  cpuUsPerRequest: Record<string, CpuPerRequest>;
   ackMs: Percentiles;
   /** Retried alerts (same `id`) answered from the dedupe record without a second order. */
   retriedDeduped: number;
@@ -113,6 +123,10 @@ export interface SseSummary {
 export interface ReadsSummary {
   keys: number;
   ratePerSec: number;
+  /** = ratePerSec (the issue's name for it). */
+  offeredPerSec: number;
+  /** CPU µs per read per thread: `accounts` (GET /api/v1/accounts alone), `workingOrders` (alone), `mixed` (the measured run). */
+  cpuUsPerRequest: Record<string, CpuPerRequest>;
   durationMs: number;
   reqPerSec: number;
   latencyMs: Percentiles;
@@ -140,6 +154,13 @@ export interface BenchSummary {
   finishedAt: string;
   durationMs: number;
   scenarios: Partial<Record<ScenarioName, ScenarioOutcome>>;
+  /** The issue's headline: CPU µs per request per thread (see cpu.ts). */
+  cpuUsPerRequest?: {
+    readsAccounts?: Pick<CpuPerRequest, 'front'> & Partial<CpuPerRequest>;
+    orders?: Pick<CpuPerRequest, 'front' | 'actors' | 'paperBroker'> & Partial<CpuPerRequest>;
+  };
+  /** `bench --profile`: the .cpuprofile of every service thread, per scenario. */
+  profiles?: ProfileFile[];
   orders?: OrdersSummary;
   webhooks?: WebhooksSummary;
   sse?: SseSummary;

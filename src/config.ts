@@ -49,6 +49,10 @@ export const configSchema = z
     actorsMax: positiveInt.default(200),
     /** A price must lie within the product's reference price ÷ this … × this. */
     priceBandFactor: z.coerce.number().finite().min(1.5).max(1000).default(PRICE_BAND_FACTOR),
+    /** /metrics listener; loopback by default so it is never public by accident. */
+    metricsHost: z.string().min(1).default('127.0.0.1'),
+    /** Unset: 9464, or a free port when 9464 is taken; set: exactly this port (0 = a free port). */
+    metricsPort: port.optional(),
   })
   .strict();
 
@@ -80,6 +84,8 @@ const ENV: Record<string, keyof ConfigInput> = {
   QUOTA_API_KEYS: 'quotaApiKeys',
   ACTORS_MAX: 'actorsMax',
   PRICE_BAND_FACTOR: 'priceBandFactor',
+  METRICS_HOST: 'metricsHost',
+  METRICS_PORT: 'metricsPort',
 };
 
 /** Flag name (kebab-case) → config field. */
@@ -91,6 +97,7 @@ const FLAGS: Record<string, keyof ConfigInput> = {
   'paper-port': 'paperPort',
   'base-url': 'baseUrl',
   'log-level': 'logLevel',
+  'metrics-port': 'metricsPort',
 };
 
 export class ConfigError extends Error {

@@ -50,5 +50,7 @@ export function createLogger(
 
 /** Replaces webhook tokens and API keys inside a URL or path with a marker. */
 export function redactUrl(url: string): string {
+  // Most paths hold neither: skip the two regex passes.
+  if (!url.includes('whk_') && !url.includes('tgk_')) return url;
   return url.replace(/whk_[A-Za-z0-9]+_[A-Za-z0-9]+/g, 'whk_[redacted]').replace(/tgk_[A-Za-z0-9]+_[A-Za-z0-9]+/g, 'tgk_[redacted]');
 }

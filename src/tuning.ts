@@ -73,9 +73,11 @@ export const SUPERVISOR = Object.freeze({
    * Requests one connection may have in flight. Past it the answer is an immediate 503 with
    * Retry-After instead of an unbounded queue: under overload clients get a fast, safe "retry"
    * (nothing was sent) rather than timeouts and a backlog that keeps placing orders long after
-   * they gave up.
+   * they gave up. Sized so that a webhook burst (1,000 alerts on one account inside a second, the
+   * design's case) fits: alerts are never retried by TradingView, so a 503 loses them, while the
+   * actor works such a burst off in about a second.
    */
-  maxInFlightPerConnection: 512,
+  maxInFlightPerConnection: 2048,
   /** A crashed worker is restarted after base × 2^restarts ms, at most maxMs … */
   restartBaseMs: 100,
   restartMaxMs: 5000,

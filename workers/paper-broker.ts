@@ -5,6 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../src/log.js';
 import { startSim } from '../src/sim/index.js';
+import { threadUsage } from '../src/thread-usage.js';
 import type { SimWorkerData, SimWorkerMessage } from '../src/sim/worker.js';
 
 const port = parentPort;
@@ -15,6 +16,7 @@ const post = (m: SimWorkerMessage) => port.postMessage(m);
 try {
   const sim = await startSim({ ...opts, logger: logLevel ? createLogger(logLevel, undefined, { component: 'paper-broker' }) : undefined });
   port.on('message', (m: { type?: string }) => {
+    if (m?.type === 'usage') return post({ type: 'usage', usage: threadUsage() });
     if (m?.type !== 'close') return;
     void sim.close().then(() => {
       post({ type: 'closed' });

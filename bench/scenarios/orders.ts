@@ -6,6 +6,7 @@
  * order is looked up at the broker, duplicates are counted by clOrdId, and a sample of
  * idempotent requests is replayed to prove a replay places nothing.
  */
+import { cpuPerRequest, type CpuPerRequest } from '../cpu.js';
 import { mergeHistograms, subtractPercentiles } from '../hdr.js';
 import type { HttpRequestSpec } from '../http-load.js';
 import { check } from '../report.js';
@@ -76,11 +77,14 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
     const rawLogin = { name: `bench-raw-${ctx.runId}`, password: `pw-${ctx.runId}` };
     await service.control('POST', '/users', { ...rawLogin, accounts: [{ name: `RAW${ctx.runId}`.slice(0, 30) }] });
 
+    const cpu: Record<string, CpuPerRequest> = {};
     ctx.log(`orders: harness floor, GET /healthz at ${rate}/s`);
+    const floorCpu = await service.cpu();
     const floor = await ctx.pool.http({
       kind: 'http', origin: service.origin, ratePerSec: rate, durationMs: probeMs, uniquePrefix: `${ctx.runId}-floor`,
       requests: [{ method: 'GET', path: '/healthz', tag: 'healthz' }],
     });
+    cpu.floor = cpuPerRequest(floorCpu, await service.cpu(), floor.sent);
 
     const limitOrder = { action: 'Buy', symbol: contract, orderQty: 1, orderType: 'Limit', price: PINNED_PRICE * 0.8, timeInForce: 'GTC' };
     ctx.log(`orders: raw broker round trip at ${rate}/s`);
@@ -111,13 +115,16 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
     let low: Awaited<ReturnType<typeof ctx.pool.http>> | undefined;
     if (lowN > 0) {
       ctx.log(`orders: low load first, ${lowN} keys at 120/min (${lowN * PER_KEY_RATE}/s) for ${LOW_LOAD_MS / 1000} s`);
+      const lowCpu = await service.cpu();
       low = await ctx.pool.http({
         kind: 'http', origin: service.origin, ratePerSec: lowN * PER_KEY_RATE, durationMs: LOW_LOAD_MS, uniquePrefix: `${ctx.runId}-l`,
         requests: lowLoadKeys.map((k, i) => orderSpec(k, keysN + overN + i, i % 2 === 0 ? 'plain' : 'idem', i % 2 === 1)),
       });
+      cpu.lowLoad = cpuPerRequest(lowCpu, await service.cpu(), low.sent);
     }
     ctx.log(`orders: ${keysN} keys at 120/min (${rate}/s) + ${overN} keys at ${OVER_LIMIT_FACTOR}× for ${durationMs / 1000} s`);
     await ctx.pool.warm();
+    const mainCpu = await service.cpu();
     const start = Date.now() + 300;
     const [main, over] = await Promise.all([
       ctx.pool.http({
@@ -133,6 +140,8 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
 
     // An overloaded service keeps working off requests whose clients gave up; let it finish
     // so that retries meet a settled service and the broker count below is final.
+    // Read before the quiescence polls: they dump the broker's whole state, which is not order work.
+    cpu.main = cpuPerRequest(mainCpu, await service.cpu(), main.sent + over.sent);
     const settledMs = await waitForQuiescence(service, [account!.id]);
     if (settledMs > 5_000) notes.push(`the service kept placing orders for ${(settledMs / 1000).toFixed(0)} s after the run (backlog of abandoned requests)`);
 
@@ -240,6 +249,7 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
       sendLagP99Ms: r2(measured('lag', main.sendLag).p.p99),
       accountedAtBroker: atBroker.missing.length === 0 && atBroker.unacknowledged <= unknownOutcomes,
       duplicates: atBroker.duplicates,
+      cpuUsPerRequest: cpu,
     };
     if (low && lowE2e && lowIdem) {
       const lowCounts = statusCounts(low);

@@ -1,9 +1,12 @@
 /**
- * `reads`: K read keys, each at its 120/min limit, alternate GET /api/v1/accounts and
- * GET /v1/accounts/{id}/working-orders (served from the actor's live mirror of the broker)
- * on an open-loop schedule. A few resting orders are placed first so the working-orders
- * list is not empty, and its answer is checked against the broker.
+ * `reads`: K read keys (2,500; quick 250), each at its 120/min limit (5,000 req/s offered),
+ * alternate GET /api/v1/accounts and GET /v1/accounts/{id}/working-orders (served from the
+ * actor's live mirror of the broker) on an open-loop schedule. A few resting brackets are
+ * placed first so the working-orders list holds 150 records, and its answer is checked
+ * against the broker. Before the measured run, each endpoint alone for a few seconds gives
+ * its CPU per request per thread.
  */
+import { cpuPerRequest, type CpuPerRequest } from '../cpu.js';
 import { mergeHistograms } from '../hdr.js';
 import type { HttpRequestSpec } from '../http-load.js';
 import { check } from '../report.js';
@@ -16,8 +19,9 @@ const PER_KEY_RATE = 2;
 
 /** Runs the scenario on its own service. */
 export async function runReads(ctx: ScenarioContext): Promise<ScenarioRun<ReadsSummary>> {
-  const keysN = ctx.keys ?? (ctx.quick ? 50 : 500);
+  const keysN = ctx.keys ?? (ctx.quick ? 250 : 2500);
   const durationMs = ctx.quick ? 5_000 : 30_000;
+  const aloneMs = ctx.quick ? 2_000 : 5_000;
   const seedOrders = ctx.quick ? 10 : 50;
   const rate = keysN * PER_KEY_RATE;
   const service = await Service.start();
@@ -41,8 +45,22 @@ export async function runReads(ctx: ScenarioContext): Promise<ScenarioRun<ReadsS
         ? { method: 'GET', path: '/api/v1/accounts', tag: 'GET /api/v1/accounts', headers: { 'x-api-key': key } }
         : { method: 'GET', path: `/v1/accounts/${account!.id}/working-orders`, tag: 'GET /v1/accounts/{id}/working-orders', headers: { 'x-api-key': key } },
     );
+    // A short warm-up (code still cold from start-up would count in the first phase), then
+    // each endpoint alone (CPU per request per thread); every key stays below its 120 per 60 s:
+    // 2/s over the warm-up, both phases and the run (84 requests at most).
+    await ctx.pool.http({ kind: 'http', origin: service.origin, ratePerSec: rate, durationMs: ctx.quick ? 1_000 : 2_000, uniquePrefix: `${ctx.runId}-warm`, requests });
+    const cpu: Record<string, CpuPerRequest> = {};
+    for (const [phase, tag] of [['accounts', 'GET /api/v1/accounts'], ['workingOrders', 'GET /v1/accounts/{id}/working-orders']] as const) {
+      const alone = keys.map((key) => ({ ...requests.find((r) => r.tag === tag)!, headers: { 'x-api-key': key } }));
+      ctx.log(`reads: ${tag} alone at ${rate}/s for ${aloneMs / 1000} s`);
+      const before = await service.cpu();
+      const r = await ctx.pool.http({ kind: 'http', origin: service.origin, ratePerSec: rate, durationMs: aloneMs, uniquePrefix: `${ctx.runId}-${phase}`, requests: alone });
+      cpu[phase] = cpuPerRequest(before, await service.cpu(), r.sent);
+    }
     ctx.log(`reads: ${keysN} keys at 120/min (${rate}/s) for ${durationMs / 1000} s`);
+    const mixedBefore = await service.cpu();
     const run = await ctx.pool.http({ kind: 'http', origin: service.origin, ratePerSec: rate, durationMs, uniquePrefix: `${ctx.runId}-r`, requests });
+    cpu.mixed = cpuPerRequest(mixedBefore, await service.cpu(), run.sent);
 
     const ok = mergeHistograms(pick(run, (_, s) => s === '200'));
     const all = measured('reads (200)', ok);
@@ -60,7 +78,7 @@ export async function runReads(ctx: ScenarioContext): Promise<ScenarioRun<ReadsS
       check('working orders match the broker', listed === atBroker.length,
         `the service listed ${listed} working orders; the broker holds ${atBroker.length} working/suspended orders on the account`),
     ];
-    const summary: ReadsSummary = { keys: keysN, ratePerSec: rate, durationMs, reqPerSec, latencyMs: all.p, byEndpoint, non2xx };
+    const summary: ReadsSummary = { keys: keysN, ratePerSec: rate, offeredPerSec: rate, durationMs, reqPerSec, latencyMs: all.p, byEndpoint, non2xx, cpuUsPerRequest: cpu };
     return { summary, checks, notes: lagNote('reads', run.sendLag), series: [all.series] };
   } finally {
     await service.stop();

@@ -5,7 +5,7 @@
  * every acknowledged alert's order is there, nothing is there twice, retries placed nothing;
  * and how long until every order was at the broker.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { cpuPerRequest } from '../cpu.js';
 import { mergeHistograms } from '../hdr.js';
 import type { HttpRequestSpec } from '../http-load.js';
 import { check } from '../report.js';
@@ -57,43 +57,25 @@ export async function runWebhooks(ctx: ScenarioContext): Promise<ScenarioRun<Web
     });
     ctx.log(`webhooks: ${alerts} alerts over ${tokensN} tokens inside 1 s`);
     await ctx.pool.warm();
+    const cpuBefore = await service.cpu();
     const burstStart = Date.now() + 300;
-    const burstPromise = ctx.pool.http({
+    const burst = await ctx.pool.http({
       kind: 'http', origin: service.origin, ratePerSec: alerts, count: alerts, startAtEpochMs: burstStart,
       uniquePrefix: `${ctx.runId}-wh`, requests: tokens.map((t, i) => spec(t, i)),
     });
-    // Poll the broker while the burst runs: "all at the broker" is a broker-side time.
-    let allAtBrokerMs = Number.NaN;
-    let bursting = true;
-    const poller = (async () => {
-      while (bursting || Date.now() < burstStart + 30_000) {
-        const n = (await brokerOrders(service, [account!.id])).length - before;
-        if (n >= alerts) {
-          allAtBrokerMs = Date.now() - burstStart;
-          return;
-        }
-        if (!bursting && Number.isFinite(allAtBrokerMs)) return;
-        // The state dump costs the paper broker (inside the service) work: poll gently.
-        await sleep(100);
-      }
-    })().catch((err: unknown) => {
-      // The broker view is best effort while the burst runs; the checks below read it again.
-      ctx.log(`webhooks: broker polling failed: ${err instanceof Error ? err.message : String(err)}`);
-    });
-    const burst = await burstPromise;
-    bursting = false;
+    const cpu = { burst: cpuPerRequest(cpuBefore, await service.cpu(), burst.sent) };
     const answers = burst.collected;
     const acked = answers.filter((c) => c.status === 201);
     const orderIdOf = (body: unknown): string | undefined => {
       const id = (body as WebhookAnswer | null)?.order?.orderId;
       return id === undefined ? undefined : String(id);
     };
-    if (acked.length < alerts) {
-      // Not every alert was acknowledged: "all" means all acknowledged ones.
-      const ids = new Set((await brokerOrders(service, [account!.id])).map((o) => String(o.id)));
-      if (acked.every((c) => ids.has(orderIdOf(c.body)!))) allAtBrokerMs = Date.now() - burstStart;
-    }
-    await poller;
+    // "All at the broker" is a broker-side time: when the broker created the last acknowledged
+    // alert's order (its own timestamp, same clock as this process), not when a poll noticed.
+    const created = new Map((await brokerOrders(service, [account!.id])).map((o) => [String(o.id), Date.parse(o.timestamp)]));
+    const ackedAt = acked.map((c) => created.get(orderIdOf(c.body)!) ?? Number.NaN);
+    const allAtBrokerMs = acked.length > 0 && ackedAt.every(Number.isFinite) ? Math.max(...ackedAt) - burstStart : Number.NaN;
+    const lastAlertAt = ((alerts - 1) * 1000) / alerts;
 
     // A client that got no 201 (504 = outcome unknown, 5xx, dropped) retries with the same id.
     const unresolved = answers.filter((c) => c.status !== 201);
@@ -142,7 +124,9 @@ export async function runWebhooks(ctx: ScenarioContext): Promise<ScenarioRun<Web
     if (Object.keys(burst.errors).length) notes.push(`client errors: ${JSON.stringify(burst.errors)}`);
     const summary: WebhooksSummary = {
       alerts, tokens: tokensN, acked: acked.length, duplicates, lost,
-      allAtBrokerMs: Number.isFinite(allAtBrokerMs) ? allAtBrokerMs : -1, ackMs: ack.p, retriedDeduped: deduped,
+      allAtBrokerMs: Number.isFinite(allAtBrokerMs) ? allAtBrokerMs : -1,
+      allAtBrokerAfterLastMs: Number.isFinite(allAtBrokerMs) ? Math.round(allAtBrokerMs - lastAlertAt) : -1,
+      ackMs: ack.p, retriedDeduped: deduped, cpuUsPerRequest: cpu,
     };
     return { summary, checks, notes, series: [ack.series] };
   } finally {

@@ -1,32 +1,44 @@
 /**
- * The front's handle on one worker host. comlink alone drops error codes and leaves calls
- * pending forever when the worker dies; this client owns deadlines (BROKER_TIMEOUT), rejects
- * every pending call with a retryable BROKER_UNAVAILABLE on worker exit or error, and rebuilds
- * AppError from ErrorData by code.
+ * The front's handle on one worker host. Requests (the hot path) go as plain arrays on a
+ * dedicated MessagePort, batched per event-loop turn and matched back by a numeric id; the
+ * control plane (add, remove, stats) stays on comlink. This client owns what comlink alone
+ * lacks: deadlines (BROKER_TIMEOUT), a retryable BROKER_UNAVAILABLE for every pending call
+ * when the worker exits or errors, and AppError rebuilt from ErrorData by code.
  */
-import type { Worker } from 'node:worker_threads';
+import type { MessagePort, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { AppError, fromErrorData } from '../domain/problems.js';
 import { nodeEndpoint } from './comlink-node.js';
-import type { WorkerHostApi } from './protocol.js';
-import type { ActorRequest, Result } from './protocol.js';
+import type { ActorRequest, ReplyEnvelope, RequestEnvelope, WorkerHostApi, WorkerStats } from './protocol.js';
 import type { ConnectionSpec } from '../domain/connections.js';
 
 interface Pending {
+  resolve(value: unknown): void;
   reject(err: AppError): void;
+  timer: NodeJS.Timeout;
 }
 
 /** RPC client for one worker host. */
 export class ActorClient {
   private readonly remote: Comlink.Remote<WorkerHostApi>;
-  private readonly pending = new Set<Pending>();
+  /** Control-plane calls in flight (rejected when the worker dies). */
+  private readonly control = new Set<{ reject(err: AppError): void }>();
+  /** Hot-path requests in flight, by id. */
+  private readonly pending = new Map<number, Pending>();
+  private outbox: RequestEnvelope[] = [];
+  private flushing = false;
+  private nextId = 1;
   private dead: string | null = null;
 
   constructor(
     readonly worker: Worker,
     private readonly defaultTimeoutMs: number,
+    private readonly requestPort: MessagePort,
   ) {
     this.remote = Comlink.wrap<WorkerHostApi>(nodeEndpoint(worker as unknown as Parameters<typeof nodeEndpoint>[0]));
+    requestPort.on('message', (replies: ReplyEnvelope[]) => this.settle(replies));
+    // The port must not keep the process alive; the worker does that while it runs.
+    requestPort.unref();
     worker.once('exit', (code) => this.fail(`actor worker exited (code ${code})`));
     worker.once('error', (err) => this.fail(`actor worker failed: ${err.message}`));
   }
@@ -40,45 +52,83 @@ export class ActorClient {
     if (this.dead !== null) return;
     this.dead = reason;
     const err = new AppError('BROKER_UNAVAILABLE', reason);
-    for (const p of this.pending) p.reject(err);
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
     this.pending.clear();
+    this.outbox = [];
+    for (const c of this.control) c.reject(err);
+    this.control.clear();
+    this.requestPort.close();
   }
 
-  /** Runs one RPC with a deadline; settles exactly once. */
+  /** Sends a request to an actor on this worker; throws the actor's coded error. */
+  request(connectionId: string, req: ActorRequest, timeoutMs = this.defaultTimeoutMs): Promise<unknown> {
+    if (this.dead !== null) return Promise.reject(new AppError('BROKER_UNAVAILABLE', this.dead));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (this.pending.delete(id)) reject(new AppError('BROKER_TIMEOUT', `actor request ${req.type} did not complete within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      this.outbox.push({ id, connectionId, req });
+      if (!this.flushing) {
+        this.flushing = true;
+        // One message per turn: requests arriving together share one wake-up of the worker.
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.flushing = false;
+    if (this.outbox.length === 0 || this.dead !== null) return;
+    const batch = this.outbox;
+    this.outbox = [];
+    this.requestPort.postMessage(batch);
+  }
+
+  private settle(replies: ReplyEnvelope[]): void {
+    for (const { id, result } of replies) {
+      const p = this.pending.get(id);
+      // Gone: it timed out, or the worker died and everything was rejected already.
+      if (!p) continue;
+      this.pending.delete(id);
+      clearTimeout(p.timer);
+      if (result.ok) p.resolve(result.value);
+      else p.reject(fromErrorData(result.error));
+    }
+  }
+
+  /** Runs one control-plane call with a deadline; settles exactly once. */
   private call<T>(what: string, invoke: () => Promise<T>, timeoutMs: number): Promise<T> {
     if (this.dead !== null) return Promise.reject(new AppError('BROKER_UNAVAILABLE', this.dead));
     return new Promise<T>((resolve, reject) => {
-      const entry: Pending = {
-        reject: (err) => {
+      const entry = {
+        reject: (err: AppError) => {
           clearTimeout(timer);
           reject(err);
         },
       };
       const timer = setTimeout(() => {
-        this.pending.delete(entry);
+        this.control.delete(entry);
         reject(new AppError('BROKER_TIMEOUT', `${what} did not complete within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.pending.add(entry);
+      this.control.add(entry);
       invoke().then(
         (value) => {
-          if (!this.pending.delete(entry)) return;
+          if (!this.control.delete(entry)) return;
           clearTimeout(timer);
           resolve(value);
         },
         (err: unknown) => {
-          if (!this.pending.delete(entry)) return;
+          if (!this.control.delete(entry)) return;
           clearTimeout(timer);
           reject(new AppError('INTERNAL', `${what} failed in the actor worker: ${err instanceof Error ? err.message : String(err)}`));
         },
       );
     });
-  }
-
-  /** Sends a request to an actor on this worker; throws the actor's coded error. */
-  async request(connectionId: string, req: ActorRequest, timeoutMs = this.defaultTimeoutMs): Promise<unknown> {
-    const result = await this.call<Result<unknown>>(`actor request ${req.type}`, () => this.remote.request(connectionId, req) as Promise<Result<unknown>>, timeoutMs);
-    if (!result.ok) throw fromErrorData(result.error);
-    return result.value;
   }
 
   /** Starts (or restarts) an actor on this worker. */
@@ -91,8 +141,8 @@ export class ActorClient {
     return this.call('actor remove', () => this.remote.remove(connectionId), timeoutMs);
   }
 
-  /** Memory and actor count of the worker. */
-  stats(timeoutMs = this.defaultTimeoutMs): Promise<{ actors: number; heapUsed: number; rss: number }> {
+  /** Memory, actor count and thread usage of the worker. */
+  stats(timeoutMs = this.defaultTimeoutMs): Promise<WorkerStats> {
     return this.call('actor stats', () => this.remote.stats(), timeoutMs);
   }
 }

@@ -13,6 +13,7 @@ import type { AccountRecord, ClosedTrade, NewOrder, OrderRecord, PositionRecord 
 import type { ErrorData } from '../domain/problems.js';
 import type { GuardConfig, GuardName, GuardNarrowing, LockState } from '../domain/guards.js';
 import type { ConnectionTuning } from '../tuning.js';
+import type { ThreadUsage } from '../thread-usage.js';
 
 // ---------------------------------------------------------------------------
 // Requests (front → actor). Symbols are already resolved by the front (domain/order-plan).
@@ -47,6 +48,14 @@ export interface ListRequest {
 
 export interface AccountsRequest {
   type: 'accounts';
+}
+
+/** One page of an account's working orders, serialized by the actor (JSON text of the array). */
+export interface WorkingOrdersPageRequest {
+  type: 'working-orders-page';
+  accountId: string;
+  offset: number;
+  limit: number;
 }
 
 export interface FindOrderRequest {
@@ -88,6 +97,7 @@ export type ActorRequest =
   | FlattenRequest
   | ListRequest
   | AccountsRequest
+  | WorkingOrdersPageRequest
   | FindOrderRequest
   | SetGuardsRequest
   | LockRequest
@@ -105,6 +115,8 @@ export interface PlaceOrderResult {
   reconciled: boolean;
   /** Broker round trip in ms for Server-Timing. */
   brokerMs: number;
+  /** Wait after the answer until the broker's events settled the order (ms, Server-Timing `settle`). */
+  settleMs?: number;
 }
 
 export interface CancelOrderResult {
@@ -148,6 +160,8 @@ export interface ResultMap {
   'cancel-order': CancelOrderResult;
   flatten: FlattenResult;
   'working-orders': OrderRecord[];
+  /** `json`: the page's records as a JSON array text; `total`: working orders on the account. */
+  'working-orders-page': { json: string; total: number };
   positions: PositionRecord[];
   'trade-history': ClosedTrade[];
   accounts: AccountRecord[];
@@ -222,23 +236,48 @@ export interface ActorGateway {
 }
 
 // ---------------------------------------------------------------------------
-// The supervisor ↔ worker-host boundary (one worker may host several actors), exposed by
-// workers/connection-actor/host.ts over comlink; every answer is plain data.
+// The supervisor ↔ worker-host boundary (one worker may host several actors). Two planes:
+// - control (add, remove, stats): comlink on the worker's own port, rare;
+// - requests (the hot path): plain arrays on `requestPort`, one message per event-loop turn
+//   each way, matched by a numeric id. comlink added and removed a port listener per call
+//   (every reply ran past every pending call) and built ids and wire wrappers per message.
 
-/** What a worker host answers over comlink. */
+/** What a worker host answers over comlink (the control plane). */
 export interface WorkerHostApi {
   /** `resume`: re-added after a worker crash (status continues from RECONNECTING). */
   add(spec: ConnectionSpec, resume?: boolean): Promise<void>;
   /** Stops an actor; it reports nothing more (the supervisor announces DISABLED). */
   remove(connectionId: string): Promise<void>;
-  request(connectionId: string, req: ActorRequest): Promise<Result<unknown>>;
-  stats(): Promise<{ actors: number; heapUsed: number; rss: number }>;
+  stats(): Promise<WorkerStats>;
+}
+
+/** One request on `requestPort` (front → worker host); a message is an array of them. */
+export interface RequestEnvelope {
+  id: number;
+  connectionId: string;
+  req: ActorRequest;
+}
+
+/** One answer on `requestPort` (worker host → front); a message is an array of them. */
+export interface ReplyEnvelope {
+  id: number;
+  result: Result<unknown>;
+}
+
+/** Memory, actor count and thread usage of one worker host (the front exposes them on /metrics). */
+export interface WorkerStats {
+  actors: number;
+  heapUsed: number;
+  rss: number;
+  usage: ThreadUsage;
 }
 
 /** `workerData` of a worker host. */
 export interface WorkerHostData {
   /** Events (status, accounts, bracket alerts, guards) flow one way on this port. */
   eventPort: MessagePort;
+  /** Requests in, answers out: RequestEnvelope[] / ReplyEnvelope[] per message. */
+  requestPort: MessagePort;
   logLevel: string;
   tuning?: Partial<ConnectionTuning>;
 }

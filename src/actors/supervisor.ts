@@ -11,7 +11,7 @@ import { AppError } from '../domain/problems.js';
 import { distPath } from '../paths.js';
 import { ActorClient } from './actor-client.js';
 import { SUPERVISOR, type ConnectionTuning } from '../tuning.js';
-import type { WorkerHostData } from './protocol.js';
+import type { WorkerHostData, WorkerStats } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
@@ -68,7 +68,7 @@ export interface Supervisor extends ActorGateway {
   /** Number of live worker threads. */
   workerCount(): number;
   /** Memory stats of every worker. */
-  stats(): Promise<{ actors: number; heapUsed: number; rss: number }[]>;
+  stats(): Promise<WorkerStats[]>;
 }
 
 /** Creates the actor supervisor. */
@@ -111,9 +111,11 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
 
   function spawn(restarts = 0): Slot {
     const { port1, port2 } = new MessageChannel();
-    const data: WorkerHostData = { eventPort: port2, logLevel: opts.workerLogLevel ?? opts.logger.level, tuning: opts.tuning ?? {} };
-    const worker = new Worker(workerFile, { workerData: data, transferList: [port2] });
-    const slot: Slot = { worker, client: new ActorClient(worker, callTimeoutMs), eventPort: port1, connections: new Set(), closing: false, restarts };
+    const requests = new MessageChannel();
+    const data: WorkerHostData = { eventPort: port2, requestPort: requests.port2, logLevel: opts.workerLogLevel ?? opts.logger.level, tuning: opts.tuning ?? {} };
+    const worker = new Worker(workerFile, { workerData: data, transferList: [port2, requests.port2] });
+    const client = new ActorClient(worker, callTimeoutMs, requests.port1);
+    const slot: Slot = { worker, client, eventPort: port1, connections: new Set(), closing: false, restarts };
     port1.on('message', (event: ActorEvent) => {
       // Events of a connection removed or moved elsewhere are stale.
       if (placement.get(event.connectionId) === slot) publish(event);

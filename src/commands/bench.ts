@@ -1,5 +1,5 @@
 /**
- * `tradegate bench [orders|webhooks|sse|reads|actors] [--quick] [--keys K] [--out DIR]`: runs the load
+ * `tradegate bench [orders|webhooks|sse|reads|actors] [--quick] [--profile] [--keys K] [--out DIR]`: runs the load
  * scenarios of bench/ (compiled into dist/bench) against real `tradegate serve --paper`
  * processes and writes bench/results/<date>.json|.md|.svg and latest.json.
  * Exit code 0 when every scenario ran and every correctness check passed.
@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { quick: { type: 'boolean', default: false }, out: { type: 'string' }, keys: { type: 'string' } },
+    options: { quick: { type: 'boolean', default: false }, profile: { type: 'boolean', default: false }, out: { type: 'string' }, keys: { type: 'string' } },
     allowPositionals: true,
     strict: true,
   });
@@ -37,10 +37,11 @@ export async function run(argv: string[]): Promise<number> {
   const scenarios = parseScenario(positionals[0]);
   const keys = values.keys === undefined ? undefined : Number(values.keys);
   if (keys !== undefined && !(Number.isInteger(keys) && keys > 0)) throw new Error('--keys must be a positive integer');
-  const { summary, files, passed } = await runBench({ scenarios, quick: values.quick ?? false, keys, outDir: values.out });
+  const { summary, files, passed } = await runBench({ scenarios, quick: values.quick ?? false, keys, outDir: values.out, profile: values.profile ?? false });
   const { renderMarkdown } = await import('../../bench/report.js');
   process.stdout.write(renderMarkdown(summary));
   const written = [files.json, files.markdown, files.svg, files.latest, ...(files.summary ? [files.summary] : [])];
   process.stdout.write(`\nWrote ${written.join('\n      ')}\n`);
+  if (summary.profiles?.length) process.stdout.write(`CPU profiles (Chrome DevTools → Performance → Load profile):\n${summary.profiles.map((p) => `  ${p.file}`).join('\n')}\n`);
   return passed ? 0 : 1;
 }

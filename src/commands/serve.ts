@@ -10,9 +10,10 @@
 import { parseArgs } from 'node:util';
 import { connectionSpecFor } from '../actors/connection-spec.js';
 import type { ActorGateway } from '../actors/protocol.js';
-import { createSupervisor } from '../actors/supervisor.js';
+import { createSupervisor, type Supervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
+import { measuredGateway, ServiceMetrics, startMetricsListener, type MetricsListener, type NamedThreadUsage } from '../http/metrics.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createWebSessions } from '../http/session-auth.js';
 import { loadWebApp } from '../http/static-files.js';
@@ -61,8 +62,40 @@ function awaitAccounts(gateway: ActorGateway, connectionId: string, ms: number):
   });
 }
 
-function banner(config: Config, url: string, paperUrl: string | undefined, webBuilt: boolean): string {
+/** Default /metrics port (the Prometheus exporters' convention). */
+const DEFAULT_METRICS_PORT = 9464;
+
+/**
+ * Starts /metrics. An explicit METRICS_PORT must be free (like PORT); the default port falls
+ * back to a free one when taken, so a second instance on one machine still starts.
+ */
+async function startMetrics(config: Config, metrics: ServiceMetrics, log: Logger): Promise<MetricsListener> {
+  if (config.metricsPort !== undefined) {
+    return startMetricsListener(metrics, config.metricsHost, config.metricsPort).catch((err: unknown) => {
+      throw new Error(`cannot listen for /metrics on ${config.metricsHost}:${config.metricsPort} (METRICS_PORT): ${err instanceof Error ? err.message : String(err)}`);
+    });
+  }
+  try {
+    return await startMetricsListener(metrics, config.metricsHost, DEFAULT_METRICS_PORT);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    const listener = await startMetricsListener(metrics, config.metricsHost, 0);
+    log.warn({ port: listener.port }, `metrics port ${DEFAULT_METRICS_PORT} is taken; /metrics listens on a free port (set METRICS_PORT to fix one)`);
+    return listener;
+  }
+}
+
+/** The actor workers' and the paper broker's usage, named for /metrics. */
+async function serviceThreads(supervisor: Supervisor, paper: EmbeddedPaper | undefined): Promise<NamedThreadUsage[]> {
+  const [workers, broker] = await Promise.all([supervisor.stats().catch(() => []), paper?.current.usage().catch(() => undefined)]);
+  const out: NamedThreadUsage[] = workers.map((w) => ({ thread: `actor-${w.usage.threadId}`, usage: w.usage }));
+  if (broker) out.push({ thread: 'paper-broker', usage: broker });
+  return out;
+}
+
+function banner(config: Config, url: string, paperUrl: string | undefined, webBuilt: boolean, metricsUrl?: string): string {
   const lines = [`listening ${url}`, `  web app:      ${url}/${webBuilt ? '' : '  (not built: run npm run build)'}`, `  API docs:     ${url}/api-docs`];
+  if (metricsUrl) lines.push(`  metrics:      ${metricsUrl}`);
   if (config.baseUrl) lines.push(`  public URL:   ${config.baseUrl}`);
   if (paperUrl) lines.push(`  paper broker: ${paperUrl}`);
   lines.push(`  data:         ${config.dataDir}`);
@@ -121,8 +154,10 @@ export async function run(argv: string[]): Promise<number> {
   let paper: EmbeddedPaper | undefined;
   let gateway: ActorGateway | undefined;
   let server: HttpServer | undefined;
+  let metricsListener: MetricsListener | undefined;
 
   const shutdown = async () => {
+    await metricsListener?.close();
     await server?.close({ graceMs: SERVE.shutdownGraceMs });
     await gateway?.close();
     await paper?.close();
@@ -136,19 +171,25 @@ export async function run(argv: string[]): Promise<number> {
     if (config.paper) {
       paper = await startEmbeddedPaper({ store, dataDir: config.dataDir, port: config.paperPort, logLevel: config.logLevel, logger });
     }
-    gateway = createSupervisor({ threadsMax: config.actorThreadsMax, maxActors: config.actorsMax, logger, guards: (userId) => accountGuardsOf(store, userId) });
+    const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, maxActors: config.actorsMax, logger, guards: (userId) => accountGuardsOf(store, userId) });
+    const metrics = new ServiceMetrics();
+    gateway = measuredGateway(supervisor, metrics);
     let listenUrl: string | undefined;
     const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
     const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams });
     const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true });
     if (!web.built) logger.warn('web app not built (dist/web missing): run npm run build');
-    server = await startHttpServer({ config, store, gateway, routes, logger, sessionAuth: sessions.authenticate, web });
+    const embedded = paper;
+    server = await startHttpServer({
+      config, store, gateway, routes, logger, sessionAuth: sessions.authenticate, web, metrics, threads: () => serviceThreads(supervisor, embedded),
+    });
+    metricsListener = await startMetrics(config, metrics, logger);
     listenUrl = server.url;
     const publicUrl = (config.baseUrl ?? server.url).replace(/\/+$/, '');
 
     const demo = paper ? await bootstrapDemo({ store, dataDir: config.dataDir, paper: paper.broker, webUrl: publicUrl }) : null;
     await startConnections(store, gateway, paper?.endpoints, logger);
-    process.stdout.write(banner(config, server.url, paper?.url, web.built));
+    process.stdout.write(banner(config, server.url, paper?.url, web.built, metricsListener.url));
     if (demo) {
       const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);
       process.stdout.write(demoBanner(demo, accountIds, publicUrl, config.dataDir));

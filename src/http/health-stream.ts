@@ -124,25 +124,34 @@ export function openHealthStream(
     res.writeStatus(statusLine(200));
     for (const [name, value] of Object.entries({ ...responseHeaders, ...SSE_HEADERS })) res.writeHeader(name, value);
   });
-  const sink: SseSink = {
-    write(chunk) {
-      let ok = false;
-      res.cork(() => {
-        ok = res.write(chunk);
-      });
-      return ok;
-    },
-    end() {
-      res.cork(() => res.end());
-    },
-    close() {
-      res.close();
-    },
-  };
-  const sub = hub.subscribe(auth.userId, auth.principalId, sink);
+  const sub = hub.subscribe(auth.userId, auth.principalId, new UwsSink(res));
   handle.onAbort(() => sub.unsubscribe());
   res.onWritable(() => sub.drain());
   sub.send(formatRetry() + frames.join(''));
+}
+
+/**
+ * A stream's uWS transport: one object with prototype methods (an open stream is held for
+ * hours, ten thousand of them at once, so per-stream closures count).
+ */
+class UwsSink implements SseSink {
+  constructor(private readonly res: ResponseHandle['res']) {}
+
+  write(chunk: string): boolean {
+    let ok = false;
+    this.res.cork(() => {
+      ok = this.res.write(chunk);
+    });
+    return ok;
+  }
+
+  end(): void {
+    this.res.cork(() => this.res.end());
+  }
+
+  close(): void {
+    this.res.close();
+  }
 }
 
 function snapshot(deps: HealthStreamDeps, connection: { id: string; disabled?: boolean }): ConnectionStatusMessage {

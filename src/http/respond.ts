@@ -84,7 +84,8 @@ export function appErrorReply(err: AppError, headers: Record<string, string> = {
 export class ResponseHandle {
   aborted = false;
   finished = false;
-  private readonly abortHooks: (() => void)[] = [];
+  /** Allocated on the first hook: most requests register none (memory per open SSE stream counts). */
+  private abortHooks: (() => void)[] | undefined;
 
   /** `headOnly`: a HEAD request; answers carry their headers and Content-Length, never a body. */
   constructor(
@@ -93,7 +94,9 @@ export class ResponseHandle {
   ) {
     res.onAborted(() => {
       this.aborted = true;
-      for (const hook of this.abortHooks.splice(0)) hook();
+      const hooks = this.abortHooks;
+      this.abortHooks = undefined;
+      if (hooks) for (const hook of hooks) hook();
     });
   }
 
@@ -122,7 +125,7 @@ export class ResponseHandle {
   /** Runs `hook` if the client goes away before the answer is sent. */
   onAbort(hook: () => void): void {
     if (this.aborted) hook();
-    else this.abortHooks.push(hook);
+    else (this.abortHooks ??= []).push(hook);
   }
 
   /** Writes the whole answer; false when the client is gone or it was already answered. */

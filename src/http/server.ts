@@ -18,6 +18,8 @@ import { Authenticator, type SessionAuthenticator } from './auth.js';
 import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream, SSE_HEADERS } from './health-stream.js';
 import { recordGuardEvents } from './guard-events.js';
 import { IdempotencyGate } from './idempotency.js';
+import type { NamedThreadUsage, ServiceMetrics } from './metrics.js';
+import { threadUsage } from '../thread-usage.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { internalReply, replyStage, runPipeline, type Exchange, type PipelineDeps } from './pipeline.js';
 import { SlidingLogLimiter } from './rate-limit.js';
@@ -42,6 +44,10 @@ export interface HttpServerDeps {
   web?: WebApp;
   /** How often open streams' credentials are re-read (default STREAM_GUARD.recheckMs). */
   streamRecheckMs?: number;
+  /** Request metrics (/metrics); the server also feeds it SSE subscribers and connection statuses. */
+  metrics?: ServiceMetrics;
+  /** Every thread's usage for /metrics (serve passes its actor workers and paper broker); the front's own is added. */
+  threads?: () => Promise<NamedThreadUsage[]>;
 }
 
 export interface HttpServer {
@@ -57,6 +63,11 @@ export interface HttpServer {
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** The access line's logger: the same destination and bindings, no redaction pass (see PipelineDeps.accessLog). */
+function accessLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: [], censor: '[redacted]' } });
+}
 const SWEEP_MS = 60_000;
 
 /** Starts the HTTP front on config.host:config.port (0 = a free port). */
@@ -126,6 +137,8 @@ class Engine {
       bodyLimitBytes: config.bodyLimitBytes,
       clock: this.clock,
       logger,
+      accessLog: accessLogger(logger),
+      ...(deps.metrics && { metrics: deps.metrics }),
       stream: (ex) => {
         if (ex.route !== HEALTH_STREAM_ROUTE || !ex.authd) return false;
         // HEAD: what a GET would start with, and no stream.
@@ -141,6 +154,18 @@ class Engine {
       unrecord();
     };
     this.stopGuard = startStreamGuard(this.hub, store, deps.streamRecheckMs);
+    deps.metrics?.attach({
+      threads: async () => [{ thread: 'front', usage: threadUsage() }, ...((await deps.threads?.()) ?? [])],
+      sseSubscribers: () => this.hub.subscriberCount(),
+      connectionStatuses: () => {
+        const counts: Record<string, number> = {};
+        for (const c of store.connections.all()) {
+          const status = deps.gateway.status(c.id)?.status ?? (c.disabled ? 'DISABLED' : 'CONNECTING');
+          counts[status] = (counts[status] ?? 0) + 1;
+        }
+        return counts;
+      },
+    });
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
   }
@@ -173,16 +198,18 @@ class Engine {
       });
   }
 
+  /** /healthz, /readyz and the API docs, by path (built once). */
+  private readonly fixed = new Map<string, () => Reply>([
+    ['/healthz', () => jsonReply(200, { status: 'ok' })],
+    ['/readyz', () => (this.closing ? problemReply('SHUTTING_DOWN') : jsonReply(200, { status: 'ready' }))],
+    ['/api-docs', () => ({ status: 200, headers: { 'Content-Type': 'text/html; charset=utf-8' }, body: this.docsHtml })],
+    ['/api-docs/openapi.json', () => ({ status: 200, headers: { 'Content-Type': 'application/json' }, body: this.openapiJson })],
+  ]);
+
   /** /healthz, /readyz and the API docs (GET only; a trailing slash is tolerated). */
   private fixedRoute(method: string, rawPath: string): Reply | undefined {
     const path = rawPath.length > 1 && rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
-    const fixed: Record<string, () => Reply> = {
-      '/healthz': () => jsonReply(200, { status: 'ok' }),
-      '/readyz': () => (this.closing ? problemReply('SHUTTING_DOWN') : jsonReply(200, { status: 'ready' })),
-      '/api-docs': () => ({ status: 200, headers: { 'Content-Type': 'text/html; charset=utf-8' }, body: this.docsHtml }),
-      '/api-docs/openapi.json': () => ({ status: 200, headers: { 'Content-Type': 'application/json' }, body: this.openapiJson }),
-    };
-    const make = fixed[path];
+    const make = this.fixed.get(path);
     if (!make) return undefined;
     if (method !== 'GET') return problemReply('METHOD_NOT_ALLOWED', 'Use GET', {}, { Allow: 'GET, HEAD' });
     return make();

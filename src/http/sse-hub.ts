@@ -79,7 +79,8 @@ interface Channel {
 }
 
 class Subscriber implements SseSubscription {
-  private queue: string[] = [];
+  /** Created when the stream first congests (most never do). */
+  private queue: string[] | undefined;
   private queued = 0;
   private congested = false;
   closed = false;
@@ -94,7 +95,7 @@ class Subscriber implements SseSubscription {
   send(chunk: string): void {
     if (this.closed) return;
     if (this.congested) {
-      this.queue.push(chunk);
+      (this.queue ??= []).push(chunk);
       this.queued += chunk.length;
       if (this.queued > this.hub.maxBufferedBytes) this.hub.cut(this);
       return;
@@ -105,7 +106,7 @@ class Subscriber implements SseSubscription {
   drain(): boolean {
     if (this.closed) return true;
     this.congested = false;
-    while (this.queue.length > 0) {
+    while (this.queue && this.queue.length > 0) {
       const chunk = this.queue.shift() as string;
       this.queued -= chunk.length;
       if (!this.sink.write(chunk)) {
@@ -124,7 +125,7 @@ class Subscriber implements SseSubscription {
   end(graceful: boolean): void {
     if (this.closed) return;
     this.closed = true;
-    this.queue = [];
+    this.queue = undefined;
     if (graceful) this.sink.end();
     else this.sink.close();
   }

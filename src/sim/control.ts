@@ -281,7 +281,7 @@ function dump(core: SimCore, userName?: string): unknown {
     ordStatus: o.order.ordStatus, orderType: o.version.orderType, orderQty: o.version.orderQty, price: o.version.price ?? null,
     stopPrice: o.version.stopPrice ?? null, timeInForce: o.version.timeInForce, filledQty: o.filled,
     avgPx: o.filled ? o.filledValue / o.filled : null, parentId: o.parentId ?? null, ocoId: o.siblingId ?? null,
-    strategyId: o.strategyId ?? null, clOrdId: state.get('command', o.id)?.clOrdId ?? null,
+    strategyId: o.strategyId ?? null, clOrdId: state.get('command', o.id)?.clOrdId ?? null, timestamp: o.order.timestamp,
   }));
   const positions = state.list('position', accountIds).map((p: Entity) => ({
     id: p.id, accountId: p.accountId, contractId: p.contractId, symbol: symbol(p.contractId as number), netPos: p.netPos,

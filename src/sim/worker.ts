@@ -6,6 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import type { LevelWithSilent } from 'pino';
 import { distPath } from '../paths.js';
+import type { ThreadUsage } from '../thread-usage.js';
 import type { SimHandle, SimOptions } from './index.js';
 
 /** What crosses into the worker: SimOptions minus functions and objects, plus a log level. */
@@ -15,7 +16,8 @@ export type SimWorkerData = Omit<SimOptions, 'logger' | 'clock'> & { logLevel?: 
 export type SimWorkerMessage =
   | { type: 'ready'; port: number; url: string; restUrl: string; wsUrl: string; controlUrl: string }
   | { type: 'error'; message: string }
-  | { type: 'closed' };
+  | { type: 'closed' }
+  | { type: 'usage'; usage: ThreadUsage };
 
 /** A paper broker running on a worker thread. */
 export interface SimWorkerHandle extends SimHandle {
@@ -26,6 +28,8 @@ export interface SimWorkerHandle extends SimHandle {
    * state are gone. Registered after a crash, it is called at once.
    */
   onCrash(listener: (reason: string) => void): void;
+  /** The broker thread's CPU and event-loop usage so far (undefined once it has ended). */
+  usage(): Promise<ThreadUsage | undefined>;
 }
 
 /** Starts the paper broker in a worker thread; `close()` stops it and ends the thread. */
@@ -67,6 +71,14 @@ function watch(worker: Worker, ready: Extract<SimWorkerMessage, { type: 'ready' 
   worker.on('error', (err) => {
     if (!closing) crashed(`paper broker worker failed: ${err.message}`);
   });
+  let usageWaiters: ((u: ThreadUsage | undefined) => void)[] = [];
+  worker.on('message', (m: SimWorkerMessage) => {
+    if (m.type === 'usage') for (const w of usageWaiters.splice(0)) w(m.usage);
+  });
+  void ended.then(() => {
+    for (const w of usageWaiters.splice(0)) w(undefined);
+    usageWaiters = [];
+  });
   function crashed(reason: string): void {
     if (crash !== undefined) return;
     crash = reason;
@@ -78,6 +90,13 @@ function watch(worker: Worker, ready: Extract<SimWorkerMessage, { type: 'ready' 
     onCrash(listener) {
       if (crash !== undefined) listener(crash);
       else listeners.push(listener);
+    },
+    usage() {
+      if (exited) return Promise.resolve(undefined);
+      return new Promise((resolve) => {
+        // One question answers every waiter: the thread posts its usage once per request.
+        if (usageWaiters.push(resolve) === 1) worker.postMessage({ type: 'usage' });
+      });
     },
     close() {
       closing ??= (async () => {

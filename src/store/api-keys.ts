@@ -48,7 +48,11 @@ export interface ApiKeyStore {
   create(input: { userId: string; name: string; scopes: readonly Scope[] }): Promise<{ record: ApiKeyView; key: string }>;
   /** Strict format check without store access. */
   parseKey(raw: unknown): { id: string } | null;
-  /** The key's view when it is well-formed, known, matches and is not revoked; otherwise null. */
+  /**
+   * The key's view when it is well-formed, known, matches and is not revoked; otherwise null.
+   * The LMDB store remembers verified keys (a shared object: do not change it; its
+   * `lastUsedAt` may lag); any write to keys, by any process, makes it check again.
+   */
   verify(raw: unknown): ApiKeyView | null;
   /** A user's keys (revoked ones included), oldest first. */
   listByUser(userId: string): ApiKeyView[];
@@ -150,8 +154,19 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
     },
 
     verify(raw) {
+      // Per request: a known key costs one generation read, not a record read, a SHA-256 and a
+      // view (only keys that verified are remembered, so garbage cannot fill the cache).
+      const parsed = parseToken('tgk', raw);
+      if (!parsed) return null;
+      const slot = `apiKey:verified:${raw as string}`;
+      const known = ctx.cache.peek<ApiKeyView>(slot);
+      if (known) return known;
       const r = verifiedRow('tgk', raw, row);
-      return r && !r.revokedAt ? view(r) : null;
+      if (!r || r.revokedAt) return null;
+      const v = view(r);
+      ctx.cache.set(slot, v);
+      ctx.cache.set(`apiKey:view:${r.id}`, v);
+      return v;
     },
 
     ...ownedReads(ctx, 'apiKey', row, view),
@@ -181,6 +196,9 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
       if (!touches.due(id, now)) return;
       // Best effort: last-use time is informational and may be lost in a crash.
       lastUsed.put(['apiKey', id], now).catch((err: unknown) => ctx.logger?.warn({ err, keyId: id }, 'recording key use failed'));
+      // The remembered view follows (last use is not a record write: it moves no generation).
+      const remembered = ctx.cache.peek<ApiKeyView>(`apiKey:view:${id}`);
+      if (remembered) remembered.lastUsedAt = new Date(now).toISOString();
     },
   };
 }

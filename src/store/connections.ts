@@ -4,7 +4,7 @@
  */
 import type { BrokerCredentials, BrokerKind, Environment } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
-import { byCreation, ownedReads, type StoreContext } from './context.js';
+import { byCreation, cachedOwnedReads, type StoreContext } from './context.js';
 import { randomBase62, type Sealer } from './crypto.js';
 
 /** A connection as it may be shown (no credentials). */
@@ -135,12 +135,14 @@ export function createConnectionStore(ctx: StoreContext): ConnectionStore {
       return connectionView(rec);
     },
 
-    ...ownedReads(ctx, 'connection', row, connectionView),
+    ...cachedOwnedReads(ctx, 'connection', row, connectionView),
 
     all() {
-      const out: ConnectionRecord[] = [];
-      for (const { value } of connections.getRange()) out.push(connectionView(value as ConnectionRow));
-      return byCreation(out);
+      return ctx.cache.get('connection:all', () => {
+        const out: ConnectionRecord[] = [];
+        for (const { value } of connections.getRange()) out.push(connectionView(value as ConnectionRow));
+        return byCreation(out);
+      });
     },
 
     credentials(id) {

@@ -5,6 +5,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 import type { Logger } from '../log.js';
 import type { Sealer } from './crypto.js';
+import type { RecordCache } from './record-cache.js';
 
 /** The named databases inside the one LMDB environment. */
 export interface Dbs {
@@ -42,6 +43,8 @@ export type OwnedKind = 'apiKey' | 'connection' | 'webhookToken' | 'strategy';
 export interface StoreContext {
   env: RootDatabase;
   dbs: Dbs;
+  /** Memory of the records requests read; filled by reads outside write transactions only. */
+  cache: RecordCache;
   sealer: Sealer;
   clock: () => number;
   logger: Logger | undefined;
@@ -82,6 +85,27 @@ export function ownedReads<R extends { userId: string }, V extends { createdAt: 
   view: (r: R) => V,
 ): OwnedReads<V> {
   return ownedReadsOver((userId) => ownedIds(ctx, kind, userId), row, view);
+}
+
+/**
+ * ownedReads answered from the record cache (for kinds whose views are pure functions of the
+ * record: connections, strategies). Callers get shared objects and must not change them.
+ */
+export function cachedOwnedReads<R extends { userId: string }, V extends { createdAt: string; id: string }>(
+  ctx: StoreContext,
+  kind: OwnedKind,
+  row: (id: string) => R | undefined,
+  view: (r: R) => V,
+): OwnedReads<V> {
+  const direct = ownedReads(ctx, kind, row, view);
+  return {
+    listByUser: (userId) => ctx.cache.get(`${kind}:list:${userId}`, () => direct.listByUser(userId)),
+    getForUser: (userId, id) => {
+      const v = ctx.cache.get(`${kind}:id:${id}`, () => direct.byId(id));
+      return v && (v as unknown as { userId: string }).userId === userId ? v : undefined;
+    },
+    byId: (id) => ctx.cache.get(`${kind}:id:${id}`, () => direct.byId(id)),
+  };
 }
 
 /** ownedReads over any index of ids by owner (the NATS store keeps its own in memory). */

@@ -41,10 +41,39 @@ export function idempotencyHash(scope: string, key: string): string {
   return sha256Hex(JSON.stringify([scope, key]));
 }
 
+interface QueuedPut {
+  hash: string;
+  stored: IdempotencyRecord;
+  done(err?: unknown): void;
+}
+
 /** The idempotency store over a shared context. */
 export function createIdempotencyStore(ctx: StoreContext): IdempotencyStore {
   const { idempotency, idempotencyByTime } = ctx.dbs;
   const expired = (rec: IdempotencyRecord, now: number): boolean => now - rec.createdAt > IDEMPOTENCY_TTL_MS;
+
+  // Group commit. A durable transaction costs ~0.2–0.6 ms of CPU and an fsync whatever it
+  // holds; one per request was most of an idempotent order's cost. Records wait while the
+  // previous transaction is being committed and flushed, then all of them go in the next one
+  // together; a lone record is written at once (no fixed delay). Each caller still resolves
+  // only after its own record is committed and flushed: stored before the answer is sent.
+  let queue: QueuedPut[] = [];
+  let running = false;
+
+  async function commitAll(): Promise<void> {
+    while (queue.length > 0) {
+      const batch = queue;
+      queue = [];
+      try {
+        // Issued in one turn: lmdb-js puts them in one transaction.
+        await ctx.durable(Promise.all(batch.flatMap((q) => [idempotencyByTime.put([q.stored.createdAt, q.hash], true), idempotency.put(q.hash, q.stored)])));
+        for (const q of batch) q.done();
+      } catch (err) {
+        for (const q of batch) q.done(err);
+      }
+    }
+    running = false;
+  }
 
   function sweep(now = ctx.clock()): number {
     const found: [number, string][] = [];
@@ -82,9 +111,16 @@ export function createIdempotencyStore(ctx: StoreContext): IdempotencyStore {
         body: rec.body,
         createdAt,
       };
-      // Both puts land in the same batched transaction (same event turn). The client sees
-      // this response only after the flush, so every response it has seen can be replayed.
-      await ctx.durable(Promise.all([idempotencyByTime.put([createdAt, hash], true), idempotency.put(hash, stored)]));
+      // The client sees this response only after the flush, so every response it has seen
+      // can be replayed.
+      await new Promise<void>((resolve, reject) => {
+        queue.push({ hash, stored, done: (err) => (err === undefined ? resolve() : reject(err)) });
+        if (!running) {
+          running = true;
+          // Records arriving in this turn join the first transaction.
+          setImmediate(() => void commitAll());
+        }
+      });
     },
 
     sweep,

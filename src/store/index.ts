@@ -20,6 +20,7 @@ import { createStrategyStore, type StrategyStore } from './strategies.js';
 import { createUserStore, type UserStore } from './users.js';
 import { createWebhookTokenStore, type WebhookTokenStore } from './webhook-tokens.js';
 import { createGuardStore, type GuardStore } from './guards.js';
+import { RecordCache } from './record-cache.js';
 
 export type { User } from './users.js';
 export type { ApiKeyView } from './api-keys.js';
@@ -116,9 +117,10 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   }));
   makePrivate(lmdbPath, `${lmdbPath}-lock`, join(opts.dataDir, DATA_KEY_FILE));
 
+  const meta = env.openDB({ name: 'meta' });
   let sealer: Sealer;
   try {
-    sealer = await checkDataKey(keyCheckSlot(env.openDB({ name: 'meta' })), (create) => loadDataKey(opts.dataDir, opts.dataKey, { create }), opts.dataDir);
+    sealer = await checkDataKey(keyCheckSlot(meta), (create) => loadDataKey(opts.dataDir, opts.dataKey, { create }), opts.dataDir);
   } catch (err) {
     await env.close();
     throw err;
@@ -145,9 +147,15 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     guards: named('guards'),
   };
 
+  // Records every request reads are cached in memory; every write to them (any process)
+  // moves the generation the cache checks (record-cache.ts).
+  const cache = new RecordCache(meta);
+  for (const db of [dbs.users, dbs.userNames, dbs.apiKeys, dbs.connections, dbs.webhookTokens, dbs.strategies, dbs.owners]) cache.watch(db);
+
   const ctx: StoreContext = {
     env,
     dbs,
+    cache,
     sealer,
     clock,
     logger: opts.logger,
@@ -160,6 +168,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   };
 
   const sessions = createSessionStore(ctx);
+  const journal = createJournalStore(ctx);
   let closing: Promise<void> | undefined;
   return {
     dataDir: opts.dataDir,
@@ -170,15 +179,17 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     webhookTokens: createWebhookTokenStore(ctx),
     strategies: createStrategyStore(ctx),
     idempotency: createIdempotencyStore(ctx),
-    journal: createJournalStore(ctx),
+    journal,
     sessions,
     guards: createGuardStore(ctx),
     async flushed() {
+      await journal.drain();
       await env.committed;
       await env.flushed;
     },
     close() {
       closing ??= (async () => {
+        await journal.drain();
         await env.committed;
         await env.flushed;
         await env.close();

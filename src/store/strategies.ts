@@ -4,7 +4,7 @@
  */
 import type { LegInput, OrderType } from '../domain/orders.js';
 import { AppError } from '../domain/problems.js';
-import { ownedReads, type StoreContext } from './context.js';
+import { cachedOwnedReads, type StoreContext } from './context.js';
 import { randomBase62 } from './crypto.js';
 
 export interface StrategyFields {
@@ -99,7 +99,7 @@ export function createStrategyStore(ctx: StoreContext): StrategyStore {
       return rec;
     },
 
-    ...ownedReads(ctx, 'strategy', row, clean),
+    ...cachedOwnedReads(ctx, 'strategy', row, clean),
 
     async update(userId, id, patch) {
       if (patch.name !== undefined) checkName(patch.name);

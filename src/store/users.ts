@@ -89,8 +89,10 @@ export function createUserStore(ctx: StoreContext, hooks: { onPasswordChanged?: 
     },
 
     byId(id) {
-      const r = row(id);
-      return r && userView(r);
+      return ctx.cache.get(`user:${id}`, () => {
+        const r = row(id);
+        return r && userView(r);
+      });
     },
 
     byName(name) {

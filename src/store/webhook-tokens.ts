@@ -169,8 +169,17 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
     },
 
     verify(raw) {
+      // As API keys: verified tokens are remembered until any process writes tokens again.
+      if (!parseToken('whk', raw)) return null;
+      const slot = `webhookToken:verified:${raw as string}`;
+      const known = ctx.cache.peek<WebhookTokenRecord>(slot);
+      if (known) return known;
       const r = verifiedRow('whk', raw, row);
-      return r ? view(r) : null;
+      if (!r) return null;
+      const v = view(r);
+      ctx.cache.set(slot, v);
+      ctx.cache.set(`webhookToken:view:${r.id}`, v);
+      return v;
     },
 
     reveal(userId, id) {
@@ -247,6 +256,8 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
     touch(id, now) {
       if (!touches.due(id, now)) return;
       lastUsed.put(['webhookToken', id], now).catch((err: unknown) => ctx.logger?.warn({ err, tokenId: id }, 'recording token use failed'));
+      const remembered = ctx.cache.peek<WebhookTokenRecord>(`webhookToken:view:${id}`);
+      if (remembered) remembered.lastUsedAt = new Date(now).toISOString();
     },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * A worker host for supervisor tests: speaks WorkerHostApi like workers/connection-actor/host.ts
+ * A worker host for supervisor tests: speaks WorkerHostApi and the request plane like workers/connection-actor/host.ts
  * but runs no broker connection. Its behaviour is scripted by request type:
  * `accounts` answers [], `positions` never answers, `working-orders` kills the thread
  * mid-call, `find-by-clordid` answers a coded NOT_FOUND, `trade-history` reports the adds
@@ -12,6 +12,8 @@ import * as Comlink from 'comlink';
 import { nodeEndpoint } from '../../src/actors/comlink-node.js';
 import type { ActorEvent, ActorRequest, Result, WorkerHostApi, WorkerHostData } from '../../src/actors/protocol.js';
 import type { ConnectionSpec } from '../../src/domain/connections.js';
+import { threadUsage } from '../../src/thread-usage.js';
+import { serveRequests } from '../../workers/connection-actor/request-port.js';
 
 const data = workerData as WorkerHostData;
 const emit = (e: ActorEvent) => data.eventPort.postMessage(e);
@@ -33,28 +35,31 @@ const api: WorkerHostApi = {
     actors.delete(connectionId);
     emit({ type: 'status', connectionId, status: 'RECONNECTING', reason: 'disconnect', ts: Date.now(), detail: 'late event of a removed actor' });
   },
-  async request(_connectionId: string, req: ActorRequest): Promise<Result<unknown>> {
-    switch (req.type) {
-      case 'positions':
-        return new Promise(() => undefined);
-      case 'working-orders':
-        process.exit(7);
-      case 'find-by-clordid':
-        return { ok: false, error: { code: 'NOT_FOUND', message: `no order ${req.clOrdId}`, retryable: false } };
-      case 'trade-history':
-        return { ok: true, value: adds };
-      case 'lock': {
-        const lock = { guard: 'kill_switch' as const, since: 1, until: null, detail: req.detail ?? 'kill switch' };
-        emit({ type: 'guard', connectionId: _connectionId, accountId: req.accountId, guard: 'kill_switch', action: 'locked', ts: 1, detail: lock.detail, lock });
-        return { ok: true, value: null };
-      }
-      default:
-        return { ok: true, value: [] };
-    }
-  },
   async stats() {
-    return { actors: actors.size, heapUsed: 0, rss: 0 };
+    return { actors: actors.size, heapUsed: 0, rss: 0, usage: threadUsage() };
   },
 };
 
+/** The scripted answers of the request plane. */
+async function request(connectionId: string, req: ActorRequest): Promise<Result<unknown>> {
+  switch (req.type) {
+    case 'positions':
+      return new Promise(() => undefined);
+    case 'working-orders':
+      process.exit(7);
+    case 'find-by-clordid':
+      return { ok: false, error: { code: 'NOT_FOUND', message: `no order ${req.clOrdId}`, retryable: false } };
+    case 'trade-history':
+      return { ok: true, value: adds };
+    case 'lock': {
+      const lock = { guard: 'kill_switch' as const, since: 1, until: null, detail: req.detail ?? 'kill switch' };
+      emit({ type: 'guard', connectionId, accountId: req.accountId, guard: 'kill_switch', action: 'locked', ts: 1, detail: lock.detail, lock });
+      return { ok: true, value: null };
+    }
+    default:
+      return { ok: true, value: [] };
+  }
+}
+
 Comlink.expose(api, nodeEndpoint(parentPort!));
+serveRequests(data.requestPort, request);

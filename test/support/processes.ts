@@ -25,7 +25,8 @@ export interface Spawned {
 export function spawnTradegate(args: string[], env: Record<string, string> = {}): Spawned {
   const proc = spawn(process.execPath, ['bin/tradegate.js', ...args], {
     cwd: PACKAGE_ROOT,
-    env: { ...process.env, ...env },
+    // Tests run servers side by side: /metrics on a free port unless a test names one.
+    env: { ...process.env, METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -58,6 +59,8 @@ export async function awaitOutput(p: Spawned, re: RegExp, ms: number): Promise<R
 /** `serve --paper` after its first-run banner: where it listens, the demo key and accounts. */
 export interface Served extends Spawned {
   url: string;
+  /** `http://127.0.0.1:PORT/metrics` */
+  metricsUrl: string;
   paperUrl: string;
   controlUrl: string;
   apiKey: string;
@@ -84,6 +87,7 @@ export async function startServe(env: Record<string, string> = {}, opts: { logLe
   const served: Served = {
     ...p,
     url: pick(/^listening (\S+)$/m),
+    metricsUrl: pick(/^ {2}metrics: +(\S+)$/m),
     paperUrl,
     controlUrl: `${paperUrl}/control`,
     apiKey: pick(/^ {2}API key: +(tgk_\S+)$/m),

@@ -105,6 +105,9 @@ export class ConnectionActor {
       case 'working-orders':
         this.readable(req.accountId);
         return this.model.workingOrders(req.accountId);
+      case 'working-orders-page':
+        this.readable(req.accountId);
+        return this.model.workingOrdersPage(req.accountId, req.offset, req.limit);
       case 'positions':
         this.readable(req.accountId);
         return this.model.positions(req.accountId);

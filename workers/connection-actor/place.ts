@@ -28,7 +28,7 @@ function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): n
 
 /** Waits until the broker has settled the order's acceptance (left PendingNew, or rejected). */
 async function settle(ctx: ActorContext, orderId: number): Promise<void> {
-  await ctx.mirror.waitFor(() => {
+  await ctx.mirror.waitForOrder(orderId, () => {
     const o = ctx.mirror.get('order', orderId);
     if (!o) return undefined;
     if (o.ordStatus === undefined || o.ordStatus === 'PendingNew') return rejectReasonOf(ctx.mirror, orderId) ? true : undefined;
@@ -137,8 +137,9 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
     if (!orderId) throw new AppError('BROKER_REJECTED', 'broker returned no order id', { brokerReason: 'no orderId' });
     hold?.bind(orderId);
     ctx.model.note(orderId, note);
+    const t1 = performance.now();
     await settle(ctx, orderId);
-    return { order: recordOrThrow(ctx, req, orderId, 'single'), reconciled: false, brokerMs };
+    return { order: recordOrThrow(ctx, req, orderId, 'single'), reconciled: false, brokerMs, settleMs: since(t1) };
   }
 
   const bothAbsolute = (!req.takeProfit || isAbsolute(req.takeProfit)) && (!req.stopLoss || isAbsolute(req.stopLoss));
@@ -159,9 +160,11 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
     ctx.model.note(orderId, { ...note, role: 'entry', bracketId, legs: { takeProfit: tpId ? String(tpId) : null, stopLoss: slId ? String(slId) : null } });
     if (tpId) ctx.model.note(tpId, { ...note, role: 'take_profit', bracketId });
     if (slId) ctx.model.note(slId, { ...note, role: 'stop_loss', bracketId });
+    const t1 = performance.now();
     await settle(ctx, orderId);
     const legIds = [tpId, slId].filter((x): x is number => !!x);
     await Promise.all(legIds.map((id) => settle(ctx, id)));
+    const settleMs = since(t1);
     const order = recordOrThrow(ctx, req, orderId, 'entry');
     if (order.role !== 'entry') {
       // Linkage not visible in broker data (yet): state it from the answer's leg ids.
@@ -169,7 +172,7 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
       order.bracketId = bracketId;
       order.legs = { takeProfit: tpId ? String(tpId) : null, stopLoss: slId ? String(slId) : null };
     }
-    return { order, legs: legsResult(ctx, order), reconciled: false, brokerMs };
+    return { order, legs: legsResult(ctx, order), reconciled: false, brokerMs, settleMs };
   }
 
   const body = startStrategyBody(req, ref, offsetOf(req, req.takeProfit), offsetOf(req, req.stopLoss));
@@ -195,12 +198,14 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
   if (entry === undefined) throw new AppError('BROKER_TIMEOUT', `order strategy ${strategyId} started but its entry order did not appear in time`);
   hold?.bind(entry);
   ctx.model.note(entry, { ...note, role: 'entry', bracketId: String(entry) });
+  const t1 = performance.now();
   await settle(ctx, entry);
+  const settleMs = since(t1);
   const order = recordOrThrow(ctx, req, entry, 'entry');
   if (order.role !== 'entry') {
     order.role = 'entry';
     order.bracketId = String(entry);
   }
   const link = linkageOf(ctx.mirror, ctx.mirror.get('order', entry)!);
-  return { order, legs: link.role === 'entry' ? legsResult(ctx, order) : { takeProfit: null, stopLoss: null }, reconciled: false, brokerMs };
+  return { order, legs: link.role === 'entry' ? legsResult(ctx, order) : { takeProfit: null, stopLoss: null }, reconciled: false, brokerMs, settleMs };
 }

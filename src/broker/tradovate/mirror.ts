@@ -58,6 +58,11 @@ const INDEXED: Record<string, string[]> = {
   position: ['accountId'],
 };
 
+/** Per indexed type: [field, index key] pairs (keys built once, not per event). */
+const INDEX_KEYS: Record<string, [string, string][]> = Object.fromEntries(
+  Object.entries(INDEXED).map(([type, fields]) => [type, fields.map((f) => [f, `${type}.${f}`] as [string, string])]),
+);
+
 /** One applied change (`Snapshot` after a full replace). */
 export interface MirrorChange {
   entityType: string;
@@ -75,6 +80,8 @@ export class Mirror {
   private readonly tables = new Map<string, Map<number, Entity>>();
   private readonly indexes = new Map<string, Map<unknown, Set<number>>>();
   private readonly listeners = new Set<Listener>();
+  /** Waiters on one order's changes (waitForOrder): a change wakes its order's waiters only. */
+  private readonly orderWaiters = new Map<number, Set<() => void>>();
   /** Events applied since `expectSnapshot`, replayed over the snapshot when it arrives. */
   private journal: Array<[string, string, unknown]> | undefined;
 
@@ -84,42 +91,48 @@ export class Mirror {
     return t;
   }
 
-  private index(type: string, field: string): Map<unknown, Set<number>> {
-    const key = `${type}.${field}`;
+  private index(key: string): Map<unknown, Set<number>> {
     let ix = this.indexes.get(key);
     if (!ix) this.indexes.set(key, (ix = new Map()));
     return ix;
   }
 
   private unindex(type: string, e: Entity): void {
-    for (const f of INDEXED[type] ?? []) {
+    for (const [f, key] of INDEX_KEYS[type] ?? []) {
       const v = e[f];
       if (v === undefined || v === null) continue;
-      const ix = this.index(type, f);
-      ix.get(v)?.delete(e.id);
+      this.index(key).get(v)?.delete(e.id);
     }
   }
 
   private reindex(type: string, e: Entity): void {
-    for (const f of INDEXED[type] ?? []) {
+    for (const [f, key] of INDEX_KEYS[type] ?? []) {
       const v = e[f];
       if (v === undefined || v === null) continue;
-      const ix = this.index(type, f);
+      const ix = this.index(key);
       let set = ix.get(v);
       if (!set) ix.set(v, (set = new Set()));
       set.add(e.id);
     }
   }
 
+  /**
+   * Stores `raw` (a fresh object: parsed from a frame or an answer, never shared) or merges it
+   * into the stored entity in place: some deployments send partial entities on Updated. No copy
+   * per event; readers take what they need synchronously.
+   */
   private upsert(type: string, raw: Entity): Entity {
     const t = this.table(type);
     const prev = t.get(raw.id);
-    if (prev) this.unindex(type, prev);
-    // Merge rather than replace: some deployments send partial entities on Updated.
-    const next = prev ? { ...prev, ...raw } : { ...raw };
-    t.set(raw.id, next);
-    this.reindex(type, next);
-    return next;
+    if (!prev) {
+      t.set(raw.id, raw);
+      this.reindex(type, raw);
+      return raw;
+    }
+    this.unindex(type, prev);
+    Object.assign(prev, raw);
+    this.reindex(type, prev);
+    return prev;
   }
 
   /**
@@ -220,7 +233,43 @@ export class Mirror {
   }
 
   private emit(change: MirrorChange): void {
-    for (const l of [...this.listeners]) l(change);
+    // A listener may unsubscribe itself while called; Set iteration tolerates deletion.
+    for (const l of this.listeners) l(change);
+    if (this.orderWaiters.size === 0) return;
+    if (change.eventType === 'Snapshot') {
+      for (const set of [...this.orderWaiters.values()]) for (const wake of [...set]) wake();
+      return;
+    }
+    const id = orderKey(change);
+    const set = id === undefined ? undefined : this.orderWaiters.get(id);
+    if (set) for (const wake of [...set]) wake();
+  }
+
+  /**
+   * Like waitFor, for a probe that depends on one order only (its entity, versions, reports,
+   * fills, commands): re-checked on that order's changes, not on every change of the mirror,
+   * so a thousand orders settling at once cost a thousand checks, not a million.
+   */
+  waitForOrder<T>(orderId: number, probe: () => T | undefined, timeoutMs: number): Promise<T | undefined> {
+    const now = probe();
+    if (now !== undefined) return Promise.resolve(now);
+    return new Promise((resolve) => {
+      let set = this.orderWaiters.get(orderId);
+      if (!set) this.orderWaiters.set(orderId, (set = new Set()));
+      const waiters = set;
+      const done = (v: T | undefined): void => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (waiters.size === 0 && this.orderWaiters.get(orderId) === waiters) this.orderWaiters.delete(orderId);
+        resolve(v);
+      };
+      const wake = (): void => {
+        const v = probe();
+        if (v !== undefined) done(v);
+      };
+      waiters.add(wake);
+      const timer = setTimeout(() => done(undefined), timeoutMs);
+    });
   }
 
   /**
@@ -243,6 +292,15 @@ export class Mirror {
       const timer = setTimeout(() => done(undefined), timeoutMs);
     });
   }
+}
+
+/** The order a change concerns (the New command's id is its order's id, so its reports count too). */
+function orderKey(change: MirrorChange): number | undefined {
+  const e = change.entity;
+  if (!e) return undefined;
+  if (change.entityType === 'order') return e.id;
+  const ref = change.entityType === 'commandReport' ? e.commandId : e.orderId;
+  return typeof ref === 'number' ? ref : undefined;
 }
 
 function isEntity(e: unknown): e is Entity {

@@ -153,8 +153,22 @@ export class TradovateSocket {
     return !this.closed;
   }
 
+  private corked: { uncork(): void } | undefined;
+
   private sendRaw(text: string): void {
-    if (!this.closed && this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+    if (this.closed || this.ws.readyState !== WebSocket.OPEN) return;
+    // Requests sent in one turn (a batch from the front) leave in one write: the socket is
+    // corked until the turn's I/O is done, instead of one system call per frame.
+    const socket = (this.ws as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    if (socket && !this.corked) {
+      socket.cork();
+      this.corked = socket;
+      setImmediate(() => {
+        this.corked = undefined;
+        socket.uncork();
+      });
+    }
+    this.ws.send(text);
   }
 
   private onFrame(text: string): void {

@@ -138,6 +138,7 @@ export async function callActor<R extends ActorRequest>(
     deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: req.type, request: { ...req, via: ctx.auth.kind, requestId: ctx.requestId }, outcome });
   };
   let result: ResultFor<R>;
+  const t0 = performance.now();
   try {
     // A connection that gave up is answered here, without a round trip into its actor.
     const status = deps.gateway.status(connectionId);
@@ -147,9 +148,12 @@ export async function callActor<R extends ActorRequest>(
     journal(err instanceof AppError ? { error: err.code, detail: err.message } : { error: 'INTERNAL' });
     throw err;
   }
+  const actorMs = performance.now() - t0;
   journal(outcomeOf(result));
-  const brokerMs = (result as { brokerMs?: unknown }).brokerMs;
+  const { brokerMs, settleMs } = result as { brokerMs?: unknown; settleMs?: unknown };
+  if (JOURNALED.has(req.type)) ctx.timing.add('actor', actorMs);
   if (typeof brokerMs === 'number') ctx.timing.add('broker', brokerMs);
+  if (typeof settleMs === 'number') ctx.timing.add('settle', settleMs);
   return result;
 }
 
@@ -166,11 +170,30 @@ function decodeCursor(cursor: string | undefined): number {
 
 /** One page of `items` as `{ data, nextCursor }` (DESIGN §3 lists). */
 export function paginate<T>(items: readonly T[], query: ListQuery | undefined): { data: T[]; nextCursor: string | null } {
-  const limit = query?.limit ?? DEFAULT_LIMIT;
-  const start = decodeCursor(query?.cursor);
-  const data = items.slice(start, start + limit);
-  const next = start + data.length;
-  return { data, nextCursor: next < items.length ? Buffer.from(`o:${next}`).toString('base64url') : null };
+  const { offset, limit } = pageOf(query);
+  const data = items.slice(offset, offset + limit);
+  return { data, nextCursor: nextCursor(offset + data.length, items.length) };
+}
+
+/** Where a page starts and how long it is (a malformed cursor is a 400). */
+export function pageOf(query: ListQuery | undefined): { offset: number; limit: number } {
+  return { offset: decodeCursor(query?.cursor), limit: query?.limit ?? DEFAULT_LIMIT };
+}
+
+function nextCursor(next: number, total: number): string | null {
+  return next < total ? Buffer.from(`o:${next}`).toString('base64url') : null;
+}
+
+/**
+ * The same `{ data, nextCursor }` answer from a page already serialized elsewhere (`json`: the
+ * page's items as a JSON array text, `count` of them), without parsing it again.
+ */
+export function serializedPage(json: string, offset: number, count: number, total: number): { status: number; body: string; headers: Record<string, string> } {
+  return {
+    status: 200,
+    headers: { 'Content-Type': 'application/json' },
+    body: `{"data":${json},"nextCursor":${JSON.stringify(nextCursor(offset + count, total))}}`,
+  };
 }
 
 /** Documented error responses for the OpenAPI document. */

@@ -19,7 +19,7 @@ import {
   type ListQuery,
   type PlaceOrderBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, ownedAccount, paginate, requireActive, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, ownedAccount, pageOf, paginate, requireActive, serializedPage, type RouteDeps } from './common.js';
 
 /** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
 export function placedOrderView(result: PlaceOrderResult) {
@@ -75,7 +75,6 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       }
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
       const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'api') });
-      ctx.log.info({ orderId: result.order.orderId, accountId: owned.account.id, symbol: plan.order.symbol }, 'order placed');
       return { status: 201, body: placedOrderView(result) };
     },
   });
@@ -120,7 +119,9 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'read',
     operationId: 'listWorkingOrders',
     summary: 'Orders resting at the broker (unfilled entries, active TP/SL legs)',
-    description: 'Served from the connection’s live mirror of the broker; 503 while the connection is not CONNECTED (never stale data).',
+    description:
+      'Served from the connection’s live mirror of the broker; 503 while the connection is not CONNECTED (never stale data). ' +
+      'Oldest first; `?limit=` (1..500, default 100) and `?cursor=` (the previous page’s nextCursor).',
     tags: ['orders'],
     query: listQuerySchema,
     responses: [
@@ -129,8 +130,10 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     ],
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
-      const orders = await callActor(deps, ctx, owned.connectionId, { type: 'working-orders', accountId: owned.account.id });
-      return { status: 200, body: paginate(orders, ctx.req.query) };
+      const { offset, limit } = pageOf(ctx.req.query);
+      // The actor answers the page as JSON text it keeps between changes: nothing is rebuilt or cloned per read.
+      const page = await callActor(deps, ctx, owned.connectionId, { type: 'working-orders-page', accountId: owned.account.id, offset, limit });
+      return serializedPage(page.json, offset, Math.max(0, Math.min(limit, page.total - offset)), page.total);
     },
   });
 

@@ -84,7 +84,6 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
         const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook') }, timeout);
-        ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId, orderId: result.order.orderId }, 'webhook order');
         return { status: 201, body: { ...base, action: input.side, order: placedOrderView(result), flatten: null } };
       },
     }),

@@ -170,11 +170,11 @@ describe('bodies and validation (never 5xx)', () => {
 });
 
 describe('request ids and Server-Timing', () => {
-  it('generates a request id when none is given and reports handler metrics plus total', async () => {
+  it('generates a request id when none is given and reports the stages, the handler metrics and the total', async () => {
     const res = await fetch(h.url('/v1/accounts/1/orders'), json(h.keys.rw, { symbol: 'ES', qty: 1 }));
     expect(res.status).toBe(201);
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
-    expect(res.headers.get('server-timing')).toMatch(/^broker;dur=1\.5, total;dur=\d+(\.\d)?$/);
+    expect(res.headers.get('server-timing')).toMatch(/^auth;dur=\d+\.\d\d, validate;dur=\d+\.\d\d, broker;dur=1\.5, total;dur=\d+(\.\d)?$/);
   });
 });
 

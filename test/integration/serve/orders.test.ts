@@ -38,7 +38,7 @@ describe('placing orders', () => {
       const r = await place({ symbol, side: 'buy', qty: 1, type: 'market' });
       expect(r.status, `${symbol}: ${r.text}`).toBe(201);
       expect(r.json).toMatchObject({ symbol: ES, requestedSymbol: symbol, status: 'filled', role: 'single' });
-      expect(r.headers.get('server-timing')).toMatch(/broker;dur=[\d.]+, total;dur=[\d.]+/);
+      expect(r.headers.get('server-timing')).toMatch(/actor;dur=[\d.]+, broker;dur=[\d.]+, settle;dur=[\d.]+, total;dur=[\d.]+/);
     }
     expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(6);
   });

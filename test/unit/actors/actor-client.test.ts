@@ -1,25 +1,32 @@
 /**
- * ActorClient over a real worker thread (an inline comlink worker): deadlines, pending calls
- * rejected on worker exit, errors rebuilt by code.
+ * ActorClient over a real worker thread (an inline worker speaking the request plane on a
+ * MessagePort and comlink for control): deadlines, pending calls rejected on worker exit,
+ * errors rebuilt by code, many concurrent calls answered in batches and matched by id.
  */
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { afterEach, expect, test } from 'vitest';
 import { ActorClient } from '../../../src/actors/actor-client.js';
 import { AppError } from '../../../src/domain/problems.js';
 
 const WORKER = `
-const { parentPort } = require('node:worker_threads');
+const { parentPort, workerData } = require('node:worker_threads');
 const Comlink = require('comlink');
 const nodeEndpoint = require('comlink/dist/umd/node-adapter.js');
-Comlink.expose({
-  async request(connectionId, req) {
-    if (req.type === 'accounts') return { ok: true, value: [{ id: connectionId }] };
-    if (req.type === 'positions') return new Promise(() => {});
-    if (req.type === 'flatten') { setTimeout(() => process.exit(3), 20); return new Promise(() => {}); }
-    return { ok: false, error: { code: 'SYMBOL_MISMATCH', message: 'holds NQZ6', retryable: false, extensions: { held: ['NQZ6'] } } };
-  },
-  async add() {}, async remove() {}, async stats() { return { actors: 0, heapUsed: 0, rss: 0 }; },
-}, nodeEndpoint(parentPort));
+Comlink.expose({ async add() {}, async remove() {}, async stats() { return { actors: 0, heapUsed: 0, rss: 0 }; } }, nodeEndpoint(parentPort));
+async function answer(connectionId, req) {
+  if (req.type === 'accounts') return { ok: true, value: [{ id: connectionId }] };
+  if (req.type === 'find-by-clordid') {
+    await new Promise((r) => setTimeout(r, Number(req.clOrdId) % 7));
+    return { ok: true, value: req.clOrdId };
+  }
+  if (req.type === 'positions') return new Promise(() => {});
+  if (req.type === 'flatten') { setTimeout(() => process.exit(3), 20); return new Promise(() => {}); }
+  return { ok: false, error: { code: 'SYMBOL_MISMATCH', message: 'holds NQZ6', retryable: false, extensions: { held: ['NQZ6'] } } };
+}
+const port = workerData.requestPort;
+port.on('message', (batch) => {
+  for (const { id, connectionId, req } of batch) answer(connectionId, req).then((result) => port.postMessage([{ id, result }]));
+});
 `;
 
 let worker: Worker | undefined;
@@ -30,14 +37,22 @@ afterEach(async () => {
 });
 
 function client(timeoutMs = 2000): ActorClient {
-  worker = new Worker(WORKER, { eval: true });
-  return new ActorClient(worker, timeoutMs);
+  const { port1, port2 } = new MessageChannel();
+  worker = new Worker(WORKER, { eval: true, workerData: { requestPort: port2 }, transferList: [port2] });
+  return new ActorClient(worker, timeoutMs, port1);
 }
 
 test('a value comes back from the worker', async () => {
   const c = client();
   expect(await c.request('c1', { type: 'accounts' })).toEqual([{ id: 'c1' }]);
   expect(c.alive).toBe(true);
+});
+
+test('many concurrent calls, answered out of order, each get their own answer', async () => {
+  const c = client();
+  const ids = Array.from({ length: 200 }, (_, i) => String(i));
+  const answers = await Promise.all(ids.map((id) => c.request('c1', { type: 'find-by-clordid', accountId: 'a', clOrdId: id })));
+  expect(answers).toEqual(ids);
 });
 
 test('errors as data keep their code and extensions', async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { accountAtBroker, restingBracket, PINNED_PRICE, type BrokerOrder } from '../../../bench/fixtures.js';
 
 const order = (id: number, clOrdId: string | null, parentId: number | null = null): BrokerOrder => ({
-  id, accountId: 1, ordStatus: 'Working', parentId, clOrdId,
+  id, accountId: 1, ordStatus: 'Working', parentId, clOrdId, timestamp: '2026-11-21T19:45:00.000Z',
 });
 
 describe('broker accounting', () => {

@@ -35,7 +35,7 @@ describe('merging worker results', () => {
     };
     const part = (values: number[], errors: Record<string, number>): HttpLoadResult => ({
       kind: 'http', histograms: { 'k:200': h(values) }, sendLag: h([0]), sent: values.length, completed: values.length,
-      timedOut: 0, errors, collected: [], elapsedMs: 10,
+      timedOut: 0, errors, collected: [], elapsedMs: 10, sockets: 1, peakInFlight: 1,
     });
     const merged = mergeHttpResults([part([1, 2], { reset: 1 }), part([3], { reset: 2, refused: 1 })]);
     expect(merged.histograms.get('k:200')!.totalCount).toBe(3);

@@ -64,9 +64,13 @@ function summary(): BenchSummary {
       acceptedPerSec: 99, otherOutcomes: {}, e2eMs: p, allRequestsMs: p, brokerRttMs: p, brokerOsoRttMs: p, addedMs: p, idempotent: { e2eMs: p, addedMs: p },
       rejected429Ms: p, harnessFloorMs: p, ratios: { e2eOverBrokerP50: 2, e2eOverBrokerP99: 3, floorShareP50: 0.1, floorShareP99: 0.2 }, sendLagP99Ms: 0.1,
       accountedAtBroker: true, duplicates: 0,
+      cpuUsPerRequest: { main: { requests: 1200, front: 55.5, actors: 70, paperBroker: 90.2, process: 300, source: 'proc' } },
       lowLoad: { keys: 50, ratePerSec: 100, durationMs: 20_000, outcomes: { '201': 2000 }, e2eMs: p, addedMs: p, idempotent: { e2eMs: p, addedMs: p } },
     },
-    webhooks: { alerts: 1000, tokens: 100, acked: 1000, duplicates: 2, lost: 0, allAtBrokerMs: 900, ackMs: p, retriedDeduped: 100 },
+    webhooks: {
+      alerts: 1000, tokens: 100, acked: 1000, duplicates: 2, lost: 0, allAtBrokerMs: 900, allAtBrokerAfterLastMs: -99, ackMs: p, retriedDeduped: 100,
+      cpuUsPerRequest: { burst: { requests: 1000, front: 80, actors: 90, paperBroker: 100, process: 400, source: 'proc' } },
+    },
   };
 }
 

@@ -62,6 +62,7 @@ function routes(w: Pick<World, 'handled'>): RouteDef<any, any>[] {
       method: 'POST', path: '/orders', scope: 'trade', operationId: 'place', summary: 'place', responses: [], body: orderBody, idempotent: true,
       handler: async (ctx) => {
         w.handled.push(ctx);
+        ctx.log.debug({ handled: w.handled.length }, 'placing');
         ctx.timing.add('broker', 2.25);
         return { status: 201, body: { ...ctx.req.body, key: ctx.idempotencyKey ?? null } };
       },

@@ -1,4 +1,4 @@
-import { expect, test, vi } from 'vitest';
+import { describe, expect, it, test, vi } from 'vitest';
 import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
 
 test('a snapshot replaces everything that was there before', () => {
@@ -89,4 +89,30 @@ test('keeps entity types and fields it does not know (accountRiskStatus, new fie
   m.apply('order', 'Created', null);
   expect(m.get('accountRiskStatus', 1)?.adminAction).toBe('LockTradingImmediately');
   expect(m.all('order')).toEqual([]);
+});
+
+describe('waitForOrder', () => {
+  it('re-checks only on changes of its order (and on a snapshot), and resolves with the probe’s value', async () => {
+    const m = new Mirror();
+    let probes = 0;
+    const settled = m.waitForOrder(7, () => {
+      probes++;
+      return m.get('order', 7)?.ordStatus === 'Working' ? 'working' : undefined;
+    }, 1000);
+    for (let id = 100; id < 150; id++) m.apply('order', 'Created', { id, ordStatus: 'Working' });
+    m.apply('executionReport', 'Created', { id: 500, orderId: 99, ordStatus: 'Working' });
+    expect(probes).toBe(1);
+    m.apply('order', 'Created', { id: 7, ordStatus: 'PendingNew' });
+    m.apply('commandReport', 'Created', { id: 501, commandId: 7, commandStatus: 'RiskPassed' });
+    expect(probes).toBe(3);
+    m.apply('order', 'Updated', { id: 7, ordStatus: 'Working' });
+    expect(await settled).toBe('working');
+    m.apply('order', 'Updated', { id: 7, ordStatus: 'Filled' });
+    expect(probes).toBe(4);
+  });
+
+  it('resolves undefined at its deadline', async () => {
+    const m = new Mirror();
+    expect(await m.waitForOrder(1, () => undefined, 20)).toBeUndefined();
+  });
 });

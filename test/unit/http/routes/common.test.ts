@@ -37,11 +37,12 @@ describe('ownership', () => {
 });
 
 describe('callActor', () => {
-  it('sends to the account’s actor, reports broker time for Server-Timing and journals the trading outcome', async () => {
+  it('sends to the account’s actor, reports actor, broker and settle time for Server-Timing and journals the trading outcome', async () => {
     w.gateway.responder['cancel-order'] = () => ({ order: orderRecord({ status: 'cancelled' }), removedLegIds: [], replaced: null, remainderCancelled: false, brokerMs: 3.5 });
     const { ctx, timing } = context(w.a.userId);
     await callActor(w.deps, ctx, w.a.connectionId, { type: 'cancel-order', accountId: '101', orderId: '9001' });
-    expect(timing).toEqual([['broker', 3.5]]);
+    expect(timing.map(([name]) => name)).toEqual(['actor', 'broker']);
+    expect(timing[1]).toEqual(['broker', 3.5]);
     await w.store.flushed();
     const [entry] = await w.store.journal.list({ userId: w.a.userId, limit: 10 });
     expect(entry).toMatchObject({ kind: 'cancel-order', accountId: '101', outcome: { orderId: '9001', status: 'cancelled' } });

@@ -32,7 +32,7 @@ describe('POST /accounts/:id/orders', () => {
     expect(res.status).toBe(201);
     const body = placeOrderResponseSchema.parse(res.body);
     expect(body).toMatchObject({ orderId: '9001', symbol: 'ESZ6', requestedSymbol: 'ES1!', legs: { takeProfit: '9002', stopLoss: null }, reconciled: false });
-    expect(res.timing).toEqual([['broker', 12.5]]);
+    expect(res.timing.filter(([name]) => name !== 'actor')).toEqual([['broker', 12.5]]);
     expect(w.gateway.calls).toHaveLength(1);
     const sent = w.gateway.calls[0]!;
     expect(sent.connectionId).toBe(w.a.connectionId);
@@ -140,7 +140,7 @@ describe('DELETE /accounts/:id/orders/:orderId', () => {
     expect(res.status).toBe(200);
     expect(cancelOrderResponseSchema.parse(res.body).replaced).toEqual({ replacedOrderId: '9003', newOrderId: '9004' });
     expect(w.gateway.calls[0]!.req).toEqual({ type: 'cancel-order', accountId: '101', orderId: '9002' });
-    expect(res.timing).toEqual([['broker', 3]]);
+    expect(res.timing.filter(([name]) => name !== 'actor')).toEqual([['broker', 3]]);
   });
 
   it('answers 404 for another user’s account without calling the broker', async () => {
@@ -151,20 +151,27 @@ describe('DELETE /accounts/:id/orders/:orderId', () => {
 });
 
 describe('working orders and trade history', () => {
-  it('serves working orders from the actor, paginated with a cursor', async () => {
-    w.gateway.responder['working-orders'] = () => Array.from({ length: 5 }, (_, i) => orderRecord({ orderId: String(i) }));
+  it('serves working orders from the actor’s serialized pages, paginated with a cursor', async () => {
+    const records = Array.from({ length: 5 }, (_, i) => orderRecord({ orderId: String(i) }));
+    const asked: { offset: number; limit: number }[] = [];
+    w.gateway.responder['working-orders-page'] = (r) => {
+      asked.push({ offset: r.offset, limit: r.limit });
+      return { json: JSON.stringify(records.slice(r.offset, r.offset + r.limit)), total: records.length };
+    };
     const first = await call(w, 'GET', '/accounts/:id/working-orders', { userId: w.a.userId, params: { id: '101' }, query: { limit: '2' } });
-    const page1 = listOf(orderRecordSchema).parse(first.body);
+    expect(first.headers).toEqual({ 'Content-Type': 'application/json' });
+    const page1 = listOf(orderRecordSchema).parse(JSON.parse(first.body as string));
     expect(page1.data.map((o) => o.orderId)).toEqual(['0', '1']);
     expect(page1.nextCursor).not.toBeNull();
     const last = await call(w, 'GET', '/accounts/:id/working-orders', { userId: w.a.userId, params: { id: '101' }, query: { limit: '3', cursor: page1.nextCursor! } });
-    const page2 = listOf(orderRecordSchema).parse(last.body);
+    const page2 = listOf(orderRecordSchema).parse(JSON.parse(last.body as string));
     expect(page2.data.map((o) => o.orderId)).toEqual(['2', '3', '4']);
     expect(page2.nextCursor).toBeNull();
+    expect(asked).toEqual([{ offset: 0, limit: 2 }, { offset: 2, limit: 3 }]);
   });
 
   it('refuses a forged cursor', async () => {
-    w.gateway.responder['working-orders'] = () => [];
+    w.gateway.responder['working-orders-page'] = () => ({ json: '[]', total: 0 });
     const err = await callError(w, 'GET', '/accounts/:id/working-orders', { userId: w.a.userId, params: { id: '101' }, query: { cursor: 'bm9wZQ' } });
     expect(err.code).toBe('VALIDATION_FAILED');
   });

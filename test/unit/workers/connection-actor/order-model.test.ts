@@ -309,3 +309,22 @@ test('findByClOrdId: a strategy’s entry is its lowest linked order with the st
   expect(model.findByClOrdId('1', 'u1')?.id).toBe(52);
   expect(model.findByClOrdId('1', 'u2')).toBeUndefined();
 });
+
+test('working orders: only live orders are walked; pages are the records’ JSON, kept until the mirror changes', () => {
+  const { m, model } = setup();
+  const orders = Array.from({ length: 400 }, (_, i) => ({ id: 100 + i, accountId: 1, contractId: 5, action: 'Buy', ordStatus: i < 395 ? 'Filled' : 'Working' }));
+  m.replace({ contracts: [{ id: 5, name: 'ESZ6' }], orders, orderVersions: orders.map((o) => ({ id: o.id, orderId: o.id, orderQty: 1, orderType: 'Limit', price: 1 })) });
+  const all = model.workingOrders('1');
+  expect(all.map((o) => o.orderId)).toEqual(['495', '496', '497', '498', '499']);
+  const page = model.workingOrdersPage('1', 1, 3);
+  expect(page).toEqual({ json: JSON.stringify(all.slice(1, 4)), total: 5 });
+  expect(model.workingOrdersPage('1', 1, 3).json).toBe(page.json);
+  // A fill ends one; a new order starts working: the next page shows both.
+  m.apply('order', 'Updated', { id: 496, ordStatus: 'Filled' });
+  m.apply('order', 'Created', { id: 600, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' });
+  expect(model.workingOrdersPage('1', 0, 10).total).toBe(5);
+  expect(JSON.parse(model.workingOrdersPage('1', 0, 10).json).map((o: { orderId: string }) => o.orderId)).toEqual(['495', '497', '498', '499', '600']);
+  // What tradegate notes about an order is in its record at once.
+  model.note(600, { clientOrderId: 'mine' });
+  expect(JSON.parse(model.workingOrdersPage('1', 4, 1).json)[0].clientOrderId).toBe('mine');
+});

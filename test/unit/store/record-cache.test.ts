@@ -1,0 +1,87 @@
+/**
+ * The LMDB store's record cache: verified keys and tokens, connection and strategy lists are
+ * served from memory, and any write to them, through any store method or straight to the
+ * database, makes the next read see it. (Another process's writes: test/integration/serve/
+ * revocation.test.ts.)
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { GENERATION_KEY } from '../../../src/store/record-cache.js';
+import type { Store } from '../../../src/store/index.js';
+import { tempStore, type TempStore } from '../../support/store.js';
+
+let t: TempStore;
+let store: Store;
+let userId: string;
+
+beforeEach(async () => {
+  t = await tempStore();
+  store = t.store;
+  userId = (await store.users.create({ name: 'cache' })).id;
+});
+afterEach(async () => {
+  await t.cleanup();
+});
+
+const connection = (name: string) => ({
+  userId, name, broker: 'paper' as const, environment: 'paper' as const, restUrl: 'http://x/v1', wsUrl: 'ws://x/v1/websocket',
+  credentials: { name: 'u', password: 'p' },
+});
+
+describe('record cache (LMDB)', () => {
+  it('remembers a verified key, and forgets it on revocation', async () => {
+    const { key, record } = await store.apiKeys.create({ userId, name: 'k', scopes: ['read'] });
+    const first = store.apiKeys.verify(key);
+    expect(first?.id).toBe(record.id);
+    // The same object: no record read, no digest, no view built on the second request.
+    expect(store.apiKeys.verify(key)).toBe(first);
+    expect(await store.apiKeys.revoke(userId, record.id)).toBe(true);
+    expect(store.apiKeys.verify(key)).toBeNull();
+  });
+
+  it('never remembers a wrong secret', async () => {
+    const { key } = await store.apiKeys.create({ userId, name: 'k', scopes: ['read'] });
+    const wrong = `${key.slice(0, -1)}${key.endsWith('a') ? 'b' : 'a'}`;
+    expect(store.apiKeys.verify(wrong)).toBeNull();
+    expect(store.apiKeys.verify(wrong)).toBeNull();
+    expect(store.apiKeys.verify(key)).not.toBeNull();
+  });
+
+  it('sees a rebound or deleted webhook token at once', async () => {
+    const { token, record } = await store.webhookTokens.create({ userId, name: 't', accountId: '1' });
+    expect(store.webhookTokens.verify(token)?.accountId).toBe('1');
+    await store.webhookTokens.update(userId, record.id, { accountId: '2' });
+    expect(store.webhookTokens.verify(token)?.accountId).toBe('2');
+    await store.webhookTokens.remove(userId, record.id);
+    expect(store.webhookTokens.verify(token)).toBeNull();
+  });
+
+  it('serves connection lists from memory and sees every change', async () => {
+    const a = await store.connections.create(connection('a'));
+    const list = store.connections.listByUser(userId);
+    expect(store.connections.listByUser(userId)).toBe(list);
+    expect(store.connections.all()).toBe(store.connections.all());
+    await store.connections.setDisabled(a.id, true);
+    expect(store.connections.listByUser(userId).map((c) => c.disabled)).toEqual([true]);
+    expect(store.connections.byId(a.id)?.disabled).toBe(true);
+    const b = await store.connections.create(connection('b'));
+    expect(store.connections.listByUser(userId).map((c) => c.id).sort()).toEqual([a.id, b.id].sort());
+    expect(await store.connections.remove(userId, a.id)).toBe(true);
+    expect(store.connections.getForUser(userId, a.id)).toBeUndefined();
+    expect(store.connections.all().map((c) => c.id)).toEqual([b.id]);
+  });
+
+  it('a write that bypasses the store methods still moves the generation', async () => {
+    const { key, record } = await store.apiKeys.create({ userId, name: 'k', scopes: ['read'] });
+    expect(store.apiKeys.verify(key)).not.toBeNull();
+    const ctx = (await import('lmdb')).open({ path: `${t.dir}/tradegate.lmdb`, maxDbs: 32 });
+    // Another writer (what a CLI process does): revoke by writing the record directly.
+    const keys = ctx.openDB({ name: 'apiKeys' });
+    const meta = ctx.openDB({ name: 'meta' });
+    const before = meta.get(GENERATION_KEY);
+    await keys.put(record.id, { ...(keys.get(record.id) as object), revokedAt: new Date().toISOString() });
+    // This handle is not wrapped, so it must move the generation itself, as the store's own writes do.
+    await meta.put(GENERATION_KEY, Math.random());
+    expect(meta.get(GENERATION_KEY)).not.toBe(before);
+    expect(store.apiKeys.verify(key)).toBeNull();
+  });
+});
