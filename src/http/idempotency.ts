@@ -3,9 +3,10 @@
  * gate that decides between running the handler, replaying a stored answer, 409 (in flight)
  * and 422 (same key, another request).
  *
- * The in-flight marker lives in memory: the front thread is the only owner of this map, and
- * `begin` sets the marker before its first `await`, so two concurrent requests with one key
- * can never both pass. No durable write happens before the handler runs: the deterministic
+ * On one node the in-flight marker lives in memory: the front thread is the only owner of this
+ * map, and `begin` sets the marker before its first `await`, so two concurrent requests with
+ * one key can never both pass. In cluster mode the store's `claim` (a KV create) is the marker,
+ * so exactly one node runs a key; the map then only spares a round trip. No durable write happens before the handler runs: the deterministic
  * broker clOrdId (derived by the route from user + key) covers a crash in that window.
  *
  * What is stored after the handler answers: every status in 200..499 except 400, 401, 403,
@@ -16,7 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/problems.js';
-import type { IdempotencyRecord } from '../store/idempotency.js';
+import type { ClaimOutcome, IdempotencyRecord } from '../store/idempotency.js';
 import { IDEMPOTENCY_TTL_MS } from '../tuning.js';
 
 export type { IdempotencyRecord } from '../store/idempotency.js';
@@ -26,6 +27,8 @@ export interface IdempotencyStore {
   get(scope: string, key: string): IdempotencyRecord | undefined | Promise<IdempotencyRecord | undefined>;
   /** Durable: resolves once the record is committed and flushed. */
   put(scope: string, key: string, record: IdempotencyRecord): Promise<void>;
+  /** The cluster-wide in-flight marker (cluster store only; see store/idempotency.ts). */
+  claim?(scope: string, key: string, fingerprint: string): Promise<ClaimOutcome>;
 }
 
 const MAX_KEY_LENGTH = 255;
@@ -117,6 +120,7 @@ export class IdempotencyGate {
     if (this.inFlight.has(slot)) return { kind: 'in-flight' };
     // Claimed synchronously, before the first await: the single-owner guarantee.
     this.inFlight.add(slot);
+    if (this.store.claim) return this.beginClaimed(slot, scope, key, fingerprint);
     let existing: IdempotencyRecord | undefined;
     try {
       existing = await this.store.get(scope, key);
@@ -151,6 +155,49 @@ export class IdempotencyGate {
         },
         release: () => {
           if (!done) finish();
+        },
+      },
+    };
+  }
+
+  /**
+   * Cluster mode: the marker set above only spares this node a round trip for a key it is
+   * already running; the marker that counts is the store's claim, which exactly one request
+   * cluster-wide wins (a KV create).
+   */
+  private async beginClaimed(slot: string, scope: string, key: string, fingerprint: string): Promise<GateOutcome> {
+    let outcome: ClaimOutcome;
+    try {
+      outcome = await this.store.claim!(scope, key, fingerprint);
+    } catch (err) {
+      this.inFlight.delete(slot);
+      throw err;
+    }
+    if (outcome.kind !== 'claimed') {
+      this.inFlight.delete(slot);
+      if (outcome.kind === 'in-flight') return outcome;
+      return outcome.record.fingerprint === fingerprint ? { kind: 'replay', record: outcome.record } : { kind: 'mismatch' };
+    }
+    const { claim } = outcome;
+    let done = false;
+    const finish = (): void => {
+      if (done) throw new Error('idempotency ticket already finished');
+      done = true;
+      this.inFlight.delete(slot);
+    };
+    return {
+      kind: 'proceed',
+      ticket: {
+        commit: async (answer) => {
+          finish();
+          if (isStoredStatus(answer.status)) return claim.commit(answer);
+          await claim.release();
+          return false;
+        },
+        release: () => {
+          if (done) return;
+          finish();
+          void claim.release();
         },
       },
     };

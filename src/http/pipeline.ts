@@ -18,7 +18,7 @@ import { redactUrl } from '../log.js';
 import type { Authenticated, Authenticator } from './auth.js';
 import { ClientAbortedError, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
 import { parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
-import { rateLimitHeaders, type SlidingLogLimiter } from './rate-limit.js';
+import { rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.js';
 import { appErrorReply, problemReply, routeResponseReply, type Reply, type ResponseHandle } from './respond.js';
 import type { AuthContext, RouteContext, RouteDef, RouteRequest } from './route-types.js';
 import { stripApiPrefix, type Router } from './router.js';
@@ -65,7 +65,7 @@ export interface PipelineDeps {
   /** True once the server is shutting down. */
   closing(): boolean;
   auth: Authenticator;
-  limiters: { key: SlidingLogLimiter; webhook: SlidingLogLimiter };
+  limiters: { key: RateLimiter; webhook: RateLimiter };
   gate: IdempotencyGate;
   bodyLimitBytes: number;
   clock: () => number;
@@ -80,10 +80,22 @@ const ANONYMOUS: AuthContext = { userId: '', principalId: 'anonymous', scopes: [
 /** Runs one exchange to its answer. Synchronous up to the body read (see the file comment). */
 export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<void> {
   try {
-    const early = routeStage(deps, ex) ?? authStage(deps, ex) ?? limitStage(deps, ex);
+    const early = routeStage(deps, ex) ?? authStage(deps, ex);
     if (early) return replyStage(deps, ex, early);
+    // An in-memory limiter decides here, synchronously (a 429 throws); a shared one (cluster)
+    // answers later, and its round trip runs alongside the body read.
+    const limited = limitStage(deps, ex)?.then(
+      () => undefined,
+      (err: unknown) => ({ err }),
+    );
     // First await of the request: bodyStage registers onData before it suspends.
     const unread = await bodyStage(deps, ex);
+    const refused = limited && (await limited);
+    if (refused) {
+      // A body left half-read must still close the connection (its rest would be read as the next request).
+      if (unread?.closeConnection && refused.err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(refused.err), closeConnection: true });
+      throw refused.err;
+    }
     if (unread) return replyStage(deps, ex, unread);
     validateStage(ex);
     if (deps.stream(ex)) return logLine(deps, ex, 200);
@@ -124,17 +136,26 @@ export function authStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
   return undefined;
 }
 
-/** limit: counts the request against its key's (or webhook token's) rolling window; 429 when full. */
-export function limitStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
+/**
+ * limit: counts the request against its key's (or webhook token's) rolling window; 429 when
+ * full. Synchronous with an in-memory limiter; a promise with a shared one.
+ */
+export function limitStage(deps: PipelineDeps, ex: Exchange): Promise<void> | undefined {
   const authd = ex.authd;
   if (!authd) return undefined;
   const limiter = authd.bucket === 'key' ? deps.limiters.key : deps.limiters.webhook;
   const decision = limiter.hit(authd.rateKey, deps.clock());
-  Object.assign(ex.extra, rateLimitHeaders(authd.bucket, decision));
+  if (decision instanceof Promise) return decision.then((d) => applyDecision(ex, authd.bucket, d));
+  applyDecision(ex, authd.bucket, decision);
+  return undefined;
+}
+
+/** The rate-limit headers of a decision; throws the 429 for a rejection. */
+function applyDecision(ex: Exchange, bucket: string, decision: RateDecision): void {
+  Object.assign(ex.extra, rateLimitHeaders(bucket, decision));
   if (!decision.allowed) {
     throw new AppError('RATE_LIMITED', `Rate limit of ${decision.limit} requests per 60 s exceeded`, { limit: decision.limit }, decision.retryAfterSeconds);
   }
-  return undefined;
 }
 
 /**

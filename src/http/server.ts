@@ -20,7 +20,7 @@ import { recordGuardEvents } from './guard-events.js';
 import { IdempotencyGate } from './idempotency.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { internalReply, replyStage, runPipeline, type Exchange, type PipelineDeps } from './pipeline.js';
-import { SlidingLogLimiter } from './rate-limit.js';
+import { SlidingLogLimiter, type RateLimiter } from './rate-limit.js';
 import { jsonReply, problemReply, ResponseHandle, type Reply } from './respond.js';
 import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
@@ -38,6 +38,10 @@ export interface HttpServerDeps {
   sessionAuth?: SessionAuthenticator;
   /** The web app's pages and assets (served at `/`, outside the API prefixes). */
   web?: WebApp;
+  /** Rate limiters; default the in-memory sliding logs (cluster mode passes its shared ones). */
+  limiters?: { key: RateLimiter; webhook: RateLimiter };
+  /** Cluster mode: health events carry the cluster's event ids (see HealthHub `externalIds`). */
+  eventIds?: { position(): number };
 }
 
 export interface HttpServer {
@@ -103,7 +107,7 @@ class Engine {
     this.clock = deps.clock ?? Date.now;
     const routes = [...deps.routes, HEALTH_STREAM_ROUTE];
     this.auth = new Authenticator(store, this.clock, logger, deps.sessionAuth);
-    this.hub = new HealthHub({ clock: this.clock, heartbeatMs: config.sseHeartbeatMs, log: logger });
+    this.hub = new HealthHub({ clock: this.clock, heartbeatMs: config.sseHeartbeatMs, log: logger, ...(deps.eventIds && { externalIds: deps.eventIds }) });
     const doc = buildOpenApiDocument(routes, { config });
     this.openapiJson = JSON.stringify(doc);
     this.docsHtml = renderApiDocsPage(doc);
@@ -113,7 +117,7 @@ class Engine {
       fixedRoute: (method, path, headers) => this.fixedRoute(method, path) ?? deps.web?.serve(method, path, headers),
       closing: () => this.closing,
       auth: this.auth,
-      limiters: { key: new SlidingLogLimiter(config.rateLimitPerMin), webhook: new SlidingLogLimiter(config.webhookRateLimitPerMin) },
+      limiters: deps.limiters ?? { key: new SlidingLogLimiter(config.rateLimitPerMin), webhook: new SlidingLogLimiter(config.webhookRateLimitPerMin) },
       gate: new IdempotencyGate(store.idempotency, this.clock),
       bodyLimitBytes: config.bodyLimitBytes,
       clock: this.clock,

@@ -49,6 +49,8 @@ export interface NatsStoreOptions {
   logger?: Logger;
   /** In-flight marker lifetime (tests shorten it). */
   inFlightLeaseMs?: number;
+  /** This node's name, written into its idempotency markers (diagnostics). */
+  nodeId?: string;
 }
 
 /** The cluster store: `Store` with the cluster-wide idempotency claim. */
@@ -78,10 +80,29 @@ function keyCheckSlot(kv: KV, entry: KvEntry | null): KeyCheckSlot {
   };
 }
 
+/** Settings of a bucket the cluster creates; `allowDirect: false` makes every read go to the stream leader. */
+export interface BucketConfig {
+  history: number;
+  ttl: number;
+  replicas: number;
+  republishTo?: string;
+  allowDirect?: boolean;
+  /** Deadline of each call on the bucket (ms; the client's default otherwise). */
+  timeout?: number;
+}
+
 /** Opens a KV bucket, creating it with `config` when missing, and checks the settings that matter. */
-async function bucket(kvm: Kvm, name: string, config: { history: number; ttl: number; replicas: number; republishTo?: string }): Promise<KV> {
+export async function openBucket(kvm: Kvm, name: string, config: BucketConfig): Promise<KV> {
   const republish = config.republishTo === undefined ? undefined : { src: `$KV.${name}.>`, dest: `${config.republishTo}.>` };
-  const kv = await kvm.create(name, { history: config.history, ttl: config.ttl, replicas: config.replicas, storage: StorageType.File, ...(republish && { republish }) });
+  const kv = await kvm.create(name, {
+    history: config.history,
+    ttl: config.ttl,
+    replicas: config.replicas,
+    storage: StorageType.File,
+    ...(republish && { republish }),
+    ...(config.allowDirect !== undefined && { allow_direct: config.allowDirect }),
+    ...(config.timeout !== undefined && { timeout: config.timeout }),
+  });
   const status = await kv.status();
   // An existing bucket keeps its own settings: a different TTL would silently change how long
   // idempotency records (or records at all) live, and without republishing the mirrors would
@@ -103,8 +124,8 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   const kvm = new Kvm(js);
 
   const republishTo = `${prefix}.records`;
-  const records = await bucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas, republishTo });
-  const idempotencyKv = await bucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas });
+  const records = await openBucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas, republishTo });
+  const idempotencyKv = await openBucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas });
   const journalStream = `${prefix}_journal`;
   const subjectPrefix = `${prefix}.journal`;
   try {
@@ -156,7 +177,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     webhookTokens,
     strategies,
     sessions,
-    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs }),
+    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs, holder: opts.nodeId }),
     journal: createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track }),
     guards: createNatsGuardStore(ctx),
     flushed,
