@@ -99,7 +99,7 @@ export function run(argv: string[]): Promise<number> {
         }
       }
       const name = values.name ?? `${plan.environment}-${plan.brokerUser}`;
-      const { user, record } = await withStore(values['data-dir'], async (store) => {
+      const { user, record } = await withStore(values, async (store) => {
         const owner = resolveUser(store, values.user);
         const rec = await store.connections.create({
           userId: owner.id,
@@ -121,7 +121,7 @@ export function run(argv: string[]): Promise<number> {
     }
 
     if (sub === 'list') {
-      const connections = await withStore(values['data-dir'], async (store) => {
+      const connections = await withStore(values, async (store) => {
         const owner = resolveUser(store, values.user);
         return store.connections.listByUser(owner.id);
       });

@@ -40,7 +40,7 @@ export function run(argv: string[]): Promise<number> {
       if (!values.name) throw new UsageError('--name is required');
       const scopes = parseScopes(values.scopes);
       const name = values.name;
-      const { user, created } = await withStore(values['data-dir'], async (store) => {
+      const { user, created } = await withStore(values, async (store) => {
         const owner = resolveUser(store, values.user);
         return { user: owner, created: await store.apiKeys.create({ userId: owner.id, name, scopes }) };
       });
@@ -58,7 +58,7 @@ export function run(argv: string[]): Promise<number> {
 
     if (sub === 'list') {
       if (args.length > 0) throw new UsageError('keys list takes no positional arguments');
-      const keys = await withStore(values['data-dir'], async (store) => {
+      const keys = await withStore(values, async (store) => {
         const owner = resolveUser(store, values.user);
         return store.apiKeys.listByUser(owner.id);
       });
@@ -74,7 +74,7 @@ export function run(argv: string[]): Promise<number> {
       const [ref, ...extra] = args;
       if (!ref || extra.length > 0) throw new UsageError('keys revoke takes exactly one <id>');
       const id = keyIdFrom(ref);
-      const outcome = await withStore(values['data-dir'], async (store) => {
+      const outcome = await withStore(values, async (store) => {
         const existing = store.apiKeys.byId(id);
         if (!existing) throw new AppError('NOT_FOUND', `no API key with id '${id}'`);
         if (existing.revokedAt) return 'already';

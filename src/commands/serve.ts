@@ -6,6 +6,8 @@
  * Shutdown order matters: stop accepting and let requests in flight finish (their answers
  * may still need the actors and the idempotency store), then close streams and actors,
  * then the paper broker, and flush LMDB last.
+ *
+ * `serve --cluster nats://…` runs a cluster node instead (serve-cluster.ts).
  */
 import { parseArgs } from 'node:util';
 import { connectionSpecFor } from '../actors/connection-spec.js';
@@ -106,6 +108,7 @@ export async function run(argv: string[]): Promise<number> {
   // Listen for signals from the start: a SIGTERM during start-up still ends in an orderly
   // shutdown (once start-up finishes) instead of the default abrupt exit.
   const signalled = untilSignal();
+  if (config.cluster) return (await import('./serve-cluster.js')).runClusterNode(config, config.cluster, signalled);
   const logger = createLogger(config.logLevel);
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey ? { dataKey: config.dataKey } : {}), logger });
   // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.

@@ -1,0 +1,79 @@
+/**
+ * `tradegate serve --cluster nats://host:4222[,…] [--node-id NAME]`: one node of a cluster
+ * (README "Running a cluster"). The same HTTP front as a single node, over the NATS store,
+ * with the cluster's gateway (actors on whichever node owns each connection), shared rate
+ * limits and cluster-wide health event ids. No embedded paper broker: a cluster shares one
+ * broker, so paper connections point at a `tradegate sim` every node reaches.
+ *
+ * Shutdown: stop accepting and finish requests in flight, hand this node's connections to
+ * the others (stop the actors, free their owner records), then close the store and NATS.
+ */
+import { createSupervisor } from '../actors/supervisor.js';
+import { clusterReplicas, connectNats, defaultNodeId, startClusterNode, type ClusterNode } from '../cluster/node.js';
+import { ConfigError, type Config } from '../config.js';
+import { buildRoutes } from '../http/routes/index.js';
+import { startHttpServer, type HttpServer } from '../http/server.js';
+import { createLogger } from '../log.js';
+import { openNatsStore, type NatsStore } from '../store/nats/index.js';
+import { CLUSTER, SERVE } from '../tuning.js';
+
+/** Runs one cluster node until `signalled`; returns the exit code after a graceful shutdown. */
+export async function runClusterNode(config: Config, servers: string[], signalled: Promise<NodeJS.Signals>): Promise<number> {
+  if (config.paper) throw new ConfigError('--paper cannot be combined with --cluster: run `tradegate sim` once and add paper connections that point at it');
+  if (!config.dataKey) throw new ConfigError('cluster mode needs TRADEGATE_DATA_KEY (64 hex characters, the same on every node)');
+  const nodeId = config.nodeId ?? defaultNodeId();
+  const replicas = clusterReplicas(config, servers);
+  const logger = createLogger(config.logLevel).child({ node: nodeId });
+  const nc = await connectNats(servers, nodeId);
+  let store: NatsStore | undefined;
+  let node: ClusterNode | undefined;
+  let server: HttpServer | undefined;
+
+  const shutdown = async (): Promise<void> => {
+    await server?.close({ graceMs: SERVE.shutdownGraceMs });
+    await node?.close();
+    await store?.close();
+    await nc.drain().catch(() => undefined);
+  };
+
+  try {
+    store = await openNatsStore({
+      nc,
+      dataKey: config.dataKey,
+      prefix: config.clusterPrefix,
+      replicas,
+      dataDir: config.dataDir,
+      logger,
+      nodeId,
+      inFlightLeaseMs: CLUSTER.idempotencyMarkerMs,
+    });
+    const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, logger });
+    node = await startClusterNode({
+      nc,
+      store,
+      supervisor,
+      nodeId,
+      prefix: config.clusterPrefix,
+      replicas,
+      rateLimitPerMin: config.rateLimitPerMin,
+      webhookRateLimitPerMin: config.webhookRateLimitPerMin,
+      logger,
+    });
+    let listenUrl: string | undefined;
+    const routes = buildRoutes({ config, store, gateway: node.gateway, listenUrl: () => listenUrl });
+    server = await startHttpServer({ config, store, gateway: node.gateway, routes, logger, limiters: node.limiters, eventIds: node.eventIds });
+    listenUrl = server.url;
+    process.stdout.write(
+      [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  cluster node: ${nodeId} (${servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
+    );
+  } catch (err) {
+    await shutdown().catch(() => undefined);
+    throw err;
+  }
+
+  const signal = await signalled;
+  logger.info({ signal }, 'shutting down');
+  await shutdown();
+  process.stdout.write('stopped\n');
+  return 0;
+}
