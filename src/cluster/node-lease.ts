@@ -50,6 +50,8 @@ export interface NodeLeaseOptions {
   prefix: string;
   replicas: number;
   nodeId: string;
+  /** Names this process (default: random); see `holderName`. */
+  boot?: string;
   logger: Logger;
   clock?: () => number;
   timing?: Partial<LeaseTiming>;
@@ -60,6 +62,15 @@ export interface NodeLeaseOptions {
 }
 
 const keyOf = (node: string): string => `node.${node}`;
+
+/** A holder as one string (`<node>.<boot>`; node ids never contain a dot), for records that name their node. */
+export const holderName = (h: Holder): string => `${h.node}.${h.boot}`;
+
+/** The holder a `holderName` names, if it is one. */
+export function parseHolder(name: string): Holder | undefined {
+  const m = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9]+)$/.exec(name);
+  return m ? { node: m[1]!, boot: m[2]! } : undefined;
+}
 /** Dead nodes' records are cleaned up by the buckets' TTL. */
 const NODE_BUCKET_TTL_MS = 60 * 60 * 1000;
 
@@ -84,7 +95,7 @@ export class NodeLease {
     private readonly opts: NodeLeaseOptions,
     private readonly buckets: { kv: KV; name: string; republishTo: string }[],
   ) {
-    this.self = { node: opts.nodeId, boot: randomBase62(10) };
+    this.self = { node: opts.nodeId, boot: opts.boot ?? randomBase62(10) };
     this.timing = { ...CLUSTER, ...opts.timing };
     this.clock = opts.clock ?? Date.now;
     this.log = opts.logger.child({ component: 'node-lease' });

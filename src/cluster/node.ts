@@ -18,7 +18,7 @@ import { openBucket, type NatsStore } from '../store/nats/index.js';
 import { CLUSTER } from '../tuning.js';
 import { EventFeed } from './events.js';
 import { ClusterGateway } from './gateway.js';
-import { NodeLease, type LeaseTiming } from './node-lease.js';
+import { NodeLease, parseHolder, type LeaseTiming } from './node-lease.js';
 import { Ownership } from './ownership.js';
 import { SharedLogLimiter } from './rate-limit.js';
 
@@ -28,6 +28,8 @@ export interface ClusterNodeOptions {
   store: NatsStore;
   supervisor: Supervisor;
   nodeId: string;
+  /** Names this process (see NodeLease); the store's idempotency markers carry it. */
+  boot: string;
   prefix: string;
   replicas: number;
   rateLimitPerMin: number;
@@ -44,6 +46,8 @@ export interface ClusterNode {
   readonly limiters: { key: SharedLogLimiter; webhook: SharedLogLimiter };
   /** The newest cluster-wide event id applied here (the HTTP front's SSE ids). */
   readonly eventIds: { position(): number };
+  /** Whether the node process a record names (`holderName`) still holds its lease, by this node's view. */
+  isAlive(holder: string): boolean;
   /** Graceful leave: stops the actors, frees their connections for other nodes, drops the lease. */
   close(): Promise<void>;
 }
@@ -91,6 +95,7 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
     prefix,
     replicas,
     nodeId: opts.nodeId,
+    boot: opts.boot,
     logger: log,
     ...(opts.timing && { timing: opts.timing }),
     onLapse: () => void ownership?.stopAll(),
@@ -120,6 +125,11 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
     gateway,
     limiters,
     eventIds: { position: () => feed.position() },
+    isAlive(name) {
+      const holder = parseHolder(name);
+      // A record written by something else than a node (a CLI) lives until it expires.
+      return holder === undefined || lease.isAlive(holder);
+    },
     close() {
       closing ??= (async () => {
         await ownership.releaseAll();

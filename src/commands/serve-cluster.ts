@@ -10,10 +10,12 @@
  */
 import { createSupervisor } from '../actors/supervisor.js';
 import { clusterReplicas, connectNats, defaultNodeId, startClusterNode, type ClusterNode } from '../cluster/node.js';
+import { holderName } from '../cluster/node-lease.js';
 import { ConfigError, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger } from '../log.js';
+import { randomBase62 } from '../store/crypto.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
 import { CLUSTER, SERVE } from '../tuning.js';
 
@@ -22,6 +24,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   if (config.paper) throw new ConfigError('--paper cannot be combined with --cluster: run `tradegate sim` once and add paper connections that point at it');
   if (!config.dataKey) throw new ConfigError('cluster mode needs TRADEGATE_DATA_KEY (64 hex characters, the same on every node)');
   const nodeId = config.nodeId ?? defaultNodeId();
+  const boot = randomBase62(10);
   const replicas = clusterReplicas(config, servers);
   const logger = createLogger(config.logLevel).child({ node: nodeId });
   const nc = await connectNats(servers, nodeId);
@@ -44,7 +47,8 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       replicas,
       dataDir: config.dataDir,
       logger,
-      nodeId,
+      nodeId: holderName({ node: nodeId, boot }),
+      holderAlive: (holder) => node?.isAlive(holder) ?? true,
       inFlightLeaseMs: CLUSTER.idempotencyMarkerMs,
     });
     const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, logger });
@@ -53,6 +57,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       store,
       supervisor,
       nodeId,
+      boot,
       prefix: config.clusterPrefix,
       replicas,
       rateLimitPerMin: config.rateLimitPerMin,

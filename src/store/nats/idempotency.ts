@@ -50,7 +50,19 @@ const CLAIM_ATTEMPTS = 10;
 /** Idempotency over a KV bucket created with a 24 h `ttl`. */
 export function createNatsIdempotencyStore(
   kv: KV,
-  opts: { clock: () => number; logger: Logger | undefined; leaseMs?: number; holder?: string },
+  opts: {
+    clock: () => number;
+    logger: Logger | undefined;
+    leaseMs?: number;
+    /** Names this node in its markers. */
+    holder?: string;
+    /**
+     * Whether the node named in a marker still runs (cluster mode: its node lease). A marker of a
+     * node that died is taken over before it expires: the retry then reconciles by clOrdId (an
+     * actor still placing that clOrdId makes the retry wait for that attempt).
+     */
+    holderAlive?: (holder: string) => boolean;
+  },
 ): NatsIdempotencyStore {
   const { clock, logger } = opts;
   const leaseMs = opts.leaseMs ?? IN_FLIGHT_LEASE_MS;
@@ -132,7 +144,7 @@ export function createNatsIdempotencyStore(
       const v = e.json<Stored>();
       if (v.state === 'done' && !expired(v)) return { kind: 'done', record: record(v) };
       // Like the 24 h rule: expired only once strictly past its time.
-      if (v.state === 'in-flight' && v.expiresAt >= clock()) return { kind: 'in-flight' };
+      if (v.state === 'in-flight' && v.expiresAt >= clock() && (opts.holderAlive?.(v.holder) ?? true)) return { kind: 'in-flight' };
       // A marker whose node died, or a record older than 24 h by our clock: take it over,
       // unless another node does so first (then the next round sees its marker).
       try {

@@ -49,8 +49,10 @@ export interface NatsStoreOptions {
   logger?: Logger;
   /** In-flight marker lifetime (tests shorten it). */
   inFlightLeaseMs?: number;
-  /** This node's name, written into its idempotency markers (diagnostics). */
+  /** This node's name, written into its idempotency markers. */
   nodeId?: string;
+  /** Whether the node a marker names still runs (see createNatsIdempotencyStore). */
+  holderAlive?: (holder: string) => boolean;
 }
 
 /** The cluster store: `Store` with the cluster-wide idempotency claim. */
@@ -177,7 +179,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     webhookTokens,
     strategies,
     sessions,
-    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs, holder: opts.nodeId }),
+    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs, holder: opts.nodeId, holderAlive: opts.holderAlive }),
     journal: createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track }),
     guards: createNatsGuardStore(ctx),
     flushed,
