@@ -116,11 +116,11 @@ export const SERVE = Object.freeze({
  * that was acknowledged); another node may take them over only after `expiresAt +
  * takerMarginMs` by its wall clock, where `expiresAt = sent + leaseMs` as the holder wrote
  * it. The 1.5 s between the two covers clock skew between nodes and an event loop stalled
- * past a timer. A dead node's connections restart elsewhere after at most leaseMs +
- * takerMarginMs + scanMs (7.75 s) after its last renewal, plus the actor's broker login:
- * inside the 10 s target. While one lease copy's stream elects a leader the other copy
- * renews, so an election costs nothing; only an election of both copies that outlasts
- * leaseMs − holderMarginMs − renewMs (5.5 s) stops actors.
+ * past a timer. A dead node's connections restart elsewhere at most leaseMs + takerMarginMs
+ * + scanMs (6.75 s) after its last renewal, plus the actor's broker login (measured: CONNECTED
+ * 7.6–8.2 s after SIGKILL here): inside the 10 s target. While one lease copy's stream elects
+ * a leader the other copy renews, so an election costs nothing; only an election of both
+ * copies at once that outlasts leaseMs − holderMarginMs − renewMs (4.5 s) stops actors.
  */
 /** Cluster timings (see CLUSTER). */
 export interface ClusterTuning {
@@ -141,7 +141,7 @@ export interface ClusterTuning {
 
 export const CLUSTER: Readonly<ClusterTuning> = Object.freeze({
   /** A renewal makes the lease valid for this long after it was sent. */
-  leaseMs: 7000,
+  leaseMs: 6000,
   /** Renew this often… */
   renewMs: 500,
   /** …and this often while renewals fail. */
