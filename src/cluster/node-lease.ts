@@ -71,6 +71,8 @@ export function parseHolder(name: string): Holder | undefined {
   const m = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9]+)$/.exec(name);
   return m ? { node: m[1]!, boot: m[2]! } : undefined;
 }
+/** How long a starting node keeps trying to write its first lease. */
+const STARTUP_MS = 15_000;
 /** Dead nodes' records are cleaned up by the buckets' TTL. */
 const NODE_BUCKET_TTL_MS = 60 * 60 * 1000;
 
@@ -120,11 +122,19 @@ export class NodeLease {
     const lease = new NodeLease(opts, buckets);
     await Promise.all(lease.mirrors.map((m) => m.start()));
     await lease.waitForPredecessor();
-    await lease.renew();
-    if (lease.lapsed) {
-      lease.close();
-      throw new Error('could not write this node\'s lease to NATS');
+    // A bucket just created on a NATS cluster takes a moment to be reachable from every server
+    // (no responders meanwhile): keep trying for a while before giving up.
+    const deadline = performance.now() + STARTUP_MS;
+    while (lease.lapsed) {
+      await lease.renew(false);
+      if (!lease.lapsed) break;
+      if (performance.now() > deadline) {
+        lease.close();
+        throw new Error('could not write this node\'s lease to NATS');
+      }
+      await new Promise((r) => setTimeout(r, lease.timing.renewRetryMs));
     }
+    lease.scheduleRenewal(lease.timing.renewMs);
     lease.placementTimer = setInterval(() => void lease.keepLeadersApart(), lease.timing.placementCheckMs);
     lease.placementTimer.unref();
     return lease;
@@ -190,8 +200,8 @@ export class NodeLease {
     for (const m of this.mirrors) m.close();
   }
 
-  /** Writes the lease to every copy; one acknowledged copy extends it. Schedules the next renewal. */
-  private async renew(): Promise<void> {
+  /** Writes the lease to every copy; one acknowledged copy extends it. Schedules the next renewal (when `repeat`). */
+  private async renew(repeat = true): Promise<void> {
     if (this.closed) return;
     const sent = performance.now();
     const record: NodeRecord = { ...this.self, expiresAt: this.clock() + this.timing.leaseMs };
@@ -204,8 +214,12 @@ export class NodeLease {
       // One line per streak of failures, not one per retry.
       if (this.failures++ === 0) this.log.warn({ err: (results[0] as PromiseRejectedResult).reason }, 'lease renewal failed; retrying');
     }
-    const next = results.every((r) => r.status === 'fulfilled') ? this.timing.renewMs : this.timing.renewRetryMs;
-    this.renewTimer = setTimeout(() => void this.renew(), next);
+    if (repeat) this.scheduleRenewal(results.every((r) => r.status === 'fulfilled') ? this.timing.renewMs : this.timing.renewRetryMs);
+  }
+
+  private scheduleRenewal(ms: number): void {
+    if (this.closed) return;
+    this.renewTimer = setTimeout(() => void this.renew(), ms);
     this.renewTimer.unref();
   }
 
@@ -217,7 +231,10 @@ export class NodeLease {
     this.lapseTimer.unref();
     if (this.lapsed) {
       this.lapsed = false;
-      if (this.heldBefore) this.opts.onRestore();
+      if (this.heldBefore) {
+        this.log.warn({ node: this.self.node }, 'lease renewed after a lapse');
+        this.opts.onRestore();
+      }
       this.heldBefore = true;
     }
   }

@@ -8,11 +8,21 @@
  * and at the end the paper broker must hold exactly one order per acknowledged key: 0 lost,
  * 0 duplicated.
  */
-import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clOrdIdFor } from '../../../src/domain/order-plan.js';
-import { addClusterUser, brokerOrders, connectedOn, openClusterRecords, startClusterNode, type ClusterNodeProcess, type ClusterRecords, type ClusterUser } from '../../support/cluster.js';
+import {
+  addClusterUser,
+  brokerOrders,
+  connectedOn,
+  openClusterRecords,
+  ownersOf,
+  spread,
+  startClusterNode,
+  type ClusterNodeProcess,
+  type ClusterRecords,
+  type ClusterUser,
+} from '../../support/cluster.js';
 import { http } from '../../support/http.js';
 import { startNats, type NatsServer } from '../../support/nats.js';
 import { startSimProcess, type SimProcess } from '../../support/processes.js';
@@ -55,13 +65,7 @@ beforeAll(async () => {
   const started = await Promise.all(IDS.map((id) => startClusterNode([nats.url], id, NODE_ENV)));
   for (const n of started) nodes.set(n.nodeId, n);
   // The first node up takes every connection; rebalancing then hands a share to each of the others.
-  for (const deadline = Date.now() + 60_000; ; ) {
-    const load = new Map<string, number>();
-    for (const owner of (await owners()).values()) if (owner) load.set(owner, (load.get(owner) ?? 0) + 1);
-    if (IDS.every((id) => (load.get(id) ?? 0) >= 5)) break;
-    if (Date.now() > deadline) throw new Error(`connections not spread: ${JSON.stringify(Object.fromEntries(load))}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await spread(nc, users.map((u) => u.connectionId), IDS, 5);
   for (const u of users) await connectedOn(started[0]!.url, u.apiKey, 60_000);
   for (const id of IDS) await openStreams(id);
 }, 180_000);
@@ -76,15 +80,7 @@ afterAll(async () => {
 });
 
 /** Which node each connection's owner record names right now. */
-async function owners(): Promise<Map<string, string | null>> {
-  const kv = await new Kvm(nc).open('tradegate_owners');
-  const out = new Map<string, string | null>();
-  for (const u of users) {
-    const e = await kv.get(`owner.${u.connectionId}`);
-    out.set(u.connectionId, e?.operation === 'PUT' ? e.json<{ node: string | null }>().node : null);
-  }
-  return out;
-}
+const owners = () => ownersOf(nc, users.map((u) => u.connectionId));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
