@@ -10,8 +10,9 @@ interface CommandInfo {
 
 export const COMMANDS: Record<string, CommandInfo> = {
   serve: {
-    summary: 'run the HTTP/SSE service (add --paper for the embedded paper broker)',
-    usage: 'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--log-level L]',
+    summary: 'run the HTTP/SSE service (add --paper for the embedded paper broker, --cluster for a cluster node)',
+    usage:
+      'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--log-level L] [--cluster nats://host:4222[,…] [--node-id NAME]]',
   },
   sim: {
     summary: 'run the paper broker (Tradovate protocol simulator) standalone',
@@ -30,6 +31,10 @@ export const COMMANDS: Record<string, CommandInfo> = {
     summary: 'manage broker connections',
     usage:
       'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo --broker-user NAME | --tradovate-live --broker-user NAME) [--name N] [--password-stdin] [--json] | connections list --user U',
+  },
+  cluster: {
+    summary: 'move a single-node data dir into a cluster\'s NATS store',
+    usage: 'tradegate cluster import --data-dir DIR [--cluster nats://host:4222[,…]] [--json]',
   },
   bench: {
     summary: 'measure latency and throughput under the rate limit (see README "Performance")',

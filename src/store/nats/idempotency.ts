@@ -47,6 +47,11 @@ export interface NatsIdempotencyStore extends IdempotencyStore {
 
 const CLAIM_ATTEMPTS = 10;
 
+/** A finished answer as the bucket stores it (also what `cluster import` writes). */
+export function doneValue(fingerprint: string, answer: IdempotentAnswer, createdAt: number): string {
+  return JSON.stringify({ state: 'done', fingerprint, status: answer.status, headers: { ...answer.headers }, body: answer.body, createdAt } satisfies Stored);
+}
+
 /** Idempotency over a KV bucket created with a 24 h `ttl`. */
 export function createNatsIdempotencyStore(
   kv: KV,
@@ -76,8 +81,6 @@ export function createNatsIdempotencyStore(
     body,
     createdAt,
   });
-  const doneValue = (fingerprint: string, answer: IdempotentAnswer, createdAt: number): string =>
-    JSON.stringify({ state: 'done', fingerprint, status: answer.status, headers: { ...answer.headers }, body: answer.body, createdAt } satisfies Stored);
 
   function claimed(hash: string, revision: number, fingerprint: string): ClaimOutcome {
     let finished = false;

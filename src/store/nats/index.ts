@@ -20,6 +20,8 @@ import { IDEMPOTENCY_TTL_MS } from '../../tuning.js';
 import type { Store } from '../index.js';
 import { checkDataKey, type KeyCheckSlot } from '../key-check.js';
 import { createNatsIdempotencyStore, type NatsIdempotencyStore } from './idempotency.js';
+import type { StoreDump } from '../dump.js';
+import { importDump, type ImportReport } from './import.js';
 import { createNatsJournal } from './journal.js';
 import { createNatsSessionStore } from './sessions.js';
 import { createNatsGuardStore } from './guards.js';
@@ -58,6 +60,8 @@ export interface NatsStoreOptions {
 /** The cluster store: `Store` with the cluster-wide idempotency claim. */
 export interface NatsStore extends Store {
   readonly idempotency: NatsIdempotencyStore;
+  /** Writes a single-node store's rows into the cluster (`tradegate cluster import`; see import.ts). */
+  importDump(dump: StoreDump): Promise<ImportReport>;
 }
 
 const PREFIX = /^[A-Za-z0-9_-]{1,32}$/;
@@ -145,14 +149,19 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   const sealer = await checkDataKey(keyCheckSlot(records, await records.get(KEY_CHECK)), () => loadDataKey(opts.dataDir, opts.dataKey), `the NATS records in ${prefix}_records`);
   const mirror = new KvMirror(records, `${prefix}_records`, { logger, republish: { nc: opts.nc, subject: republishTo } });
   const pending = new Set<Promise<unknown>>();
+  let failed = 0;
   const ctx: NatsStoreContext = {
     mirror,
     sealer,
     clock,
     nowIso: () => new Date(clock()).toISOString(),
     logger,
+    failedWrites: () => failed,
     track(write, what) {
-      const p = write.catch((err: unknown) => logger?.warn({ err }, `${what} failed`));
+      const p = write.catch((err: unknown) => {
+        failed++;
+        logger?.warn({ err }, `${what} failed`);
+      });
       pending.add(p);
       void p.finally(() => pending.delete(p));
     },
@@ -171,6 +180,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     while (pending.size > 0) await Promise.all([...pending]);
   };
   let closing: Promise<void> | undefined;
+  const journal = createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track });
   return {
     dataDir: opts.dataDir,
     users,
@@ -180,7 +190,8 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     strategies,
     sessions,
     idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs, holder: opts.nodeId, holderAlive: opts.holderAlive }),
-    journal: createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track }),
+    journal,
+    importDump: (dump) => importDump(ctx, idempotencyKv, journal, flushed, dump),
     guards: createNatsGuardStore(ctx),
     flushed,
     close() {
