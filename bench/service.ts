@@ -102,23 +102,29 @@ export class Service {
     return this.child.pid ?? 0;
   }
 
-  /** Starts the service on fresh ports and a fresh data dir and waits until it is ready. */
-  static async start(opts: { logLevel?: string; startTimeoutMs?: number } = {}): Promise<Service> {
-    const dataDir = await mkdtemp(join(tmpdir(), 'tradegate-bench-'));
+  /**
+   * Starts the service on fresh ports and a fresh data dir and waits until it is ready.
+   * `serveArgs` replace `--paper --paper-port P` (e.g. a cluster node, or a service using an
+   * external paper broker); `dataDir` reuses a prepared one.
+   */
+  static async start(
+    opts: { logLevel?: string; startTimeoutMs?: number; serveArgs?: string[]; env?: Record<string, string>; dataDir?: string } = {},
+  ): Promise<Service> {
+    const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'tradegate-bench-')));
     const port = await freePort();
-    const paperPort = await freePort();
+    const paperPort = opts.serveArgs ? 0 : await freePort();
     const logFile = join(dataDir, 'server.log');
     const log = createWriteStream(logFile);
     const args = [
       join(PACKAGE_ROOT, 'bin', 'tradegate.js'),
-      'serve', '--paper',
+      'serve',
+      ...(opts.serveArgs ?? ['--paper', '--paper-port', String(paperPort)]),
       '--host', '127.0.0.1',
       '--port', String(port),
-      '--paper-port', String(paperPort),
       '--data-dir', dataDir,
       '--log-level', opts.logLevel ?? 'warn',
     ];
-    const child = spawn(process.execPath, args, { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);
     const service = new Service(child, dataDir, port, paperPort, logFile);

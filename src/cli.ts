@@ -38,7 +38,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
   bench: {
     summary: 'measure latency and throughput under the rate limit (see README "Performance")',
-    usage: 'tradegate bench [orders|webhooks|sse|reads|actors] [--quick] [--keys K] [--out DIR]',
+    usage: 'tradegate bench [orders|webhooks|sse|reads|actors|cluster] [--quick] [--keys K] [--out DIR]',
   },
 };
 

@@ -206,14 +206,16 @@ export class Ownership {
 
   /**
    * Hands connections over while this node runs more than its share and another live node
-   * runs two or more below it (see CLUSTER.rebalanceMs): stop, then mark free, so the
-   * underloaded node takes them at its next scan.
+   * runs at least two fewer than this one (see CLUSTER.rebalanceMs): stop, then mark free, so
+   * the less loaded node takes them at its next scan. A move only happens when it evens the
+   * load out, so two nodes never pass a connection back and forth.
    */
   private rebalance(share: number, load: Map<string, number>, now: number): void {
-    const excess = this.running.size - share;
+    const mine = this.running.size;
+    const excess = mine - share;
     if (excess <= 0 || now - this.lastShed < this.timing.rebalanceMs) return;
     let room = 0;
-    for (const [node, n] of load) if (node !== this.opts.lease.self.node && n <= share - 2) room += share - n;
+    for (const [node, n] of load) if (node !== this.opts.lease.self.node && n <= mine - 2) room += Math.max(0, share - n);
     if (room === 0) return;
     const settled = [...this.running].filter(([id, r]) => now - r.since >= this.timing.rebalanceMs && !this.busy.has(id));
     const give = settled.slice(0, Math.min(excess, room));

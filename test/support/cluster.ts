@@ -9,10 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { openNatsStore, type NatsStore } from '../../src/store/nats/index.js';
 import { http } from './http.js';
+
+export { ownersOf, spread } from '../../bench/cluster-setup.js';
 import { awaitOutput, spawnTradegate, type SimProcess, type Spawned } from './processes.js';
 import { TEST_DATA_KEY } from './store.js';
 
@@ -137,28 +138,6 @@ export async function connectedOn(url: string, apiKey: string, withinMs: number)
     if (list.length > 0 && list.every((c) => c.status === 'CONNECTED' && c.accountIds.length > 0)) return Date.now() - start;
     if (Date.now() - start > withinMs) throw new Error(`not CONNECTED on ${url} within ${withinMs} ms: ${r?.text}`);
     await new Promise((res) => setTimeout(res, 50));
-  }
-}
-
-/** Which node each connection's owner record names (null: free), read from the cluster's owners bucket. */
-export async function ownersOf(nc: NatsConnection, connectionIds: string[]): Promise<Map<string, string | null>> {
-  const kv = await new Kvm(nc).open('tradegate_owners');
-  const out = new Map<string, string | null>();
-  for (const id of connectionIds) {
-    const e = await kv.get(`owner.${id}`);
-    out.set(id, e?.operation === 'PUT' ? e.json<{ node: string | null }>().node : null);
-  }
-  return out;
-}
-
-/** Waits until every node in `nodeIds` runs at least `atLeast` of the connections (rebalancing spreads a cluster started node by node). */
-export async function spread(nc: NatsConnection, connectionIds: string[], nodeIds: string[], atLeast: number, withinMs = 60_000): Promise<void> {
-  for (const deadline = Date.now() + withinMs; ; ) {
-    const load = new Map<string, number>();
-    for (const owner of (await ownersOf(nc, connectionIds)).values()) if (owner) load.set(owner, (load.get(owner) ?? 0) + 1);
-    if (nodeIds.every((id) => (load.get(id) ?? 0) >= atLeast)) return;
-    if (Date.now() > deadline) throw new Error(`connections not spread: ${JSON.stringify(Object.fromEntries(load))}`);
-    await new Promise((r) => setTimeout(r, 250));
   }
 }
 

@@ -168,6 +168,17 @@ describe('connection ownership', () => {
     }
   });
 
+  it('evens out one connection per node too (share 1)', async () => {
+    c = cluster();
+    c.enabled.push('con_a', 'con_b', 'con_c');
+    const a = await c.startNode('a');
+    await until(() => a.running.size === 3, 5000, 'a running everything');
+    await c.startNode('b');
+    await c.startNode('c');
+    await until(() => c!.nodes.every((n) => n.running.size === 1), 8000, 'one each');
+    expect(everyOnce(c)).toBe(true);
+  });
+
   it('moves a dead node’s connections to the others once its lease has ended, resuming them under a new epoch', async () => {
     c = cluster();
     c.enabled.push('con_1', 'con_2', 'con_3', 'con_4');
