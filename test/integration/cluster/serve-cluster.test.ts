@@ -140,6 +140,24 @@ describe('three serve --cluster nodes', () => {
     expect(statuses[1]!.id!).toBeGreaterThan(statuses[0]!.id!);
   });
 
+  it('an account its broker stops reporting answers 403 Account is inactive on every node, whichever runs its connection', async () => {
+    const bob = await addClusterUser(records.store, sim, 'bob');
+    for (const n of nodes) await connectedOn(n.url, bob.apiKey, 30_000);
+    const account = bob.accounts[0]!;
+    expect((await http(sim.controlUrl, 'POST', `/accounts/${account}/deactivate`)).status).toBe(200);
+    for (const n of nodes) {
+      for (const deadline = Date.now() + 10_000; ; ) {
+        const r = await http(n.url, 'POST', `/api/v1/accounts/${account}/orders`, { key: bob.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' } });
+        if (r.status === 403) {
+          expect(r.json).toMatchObject({ code: 'ACCOUNT_INACTIVE', detail: 'Account is inactive' });
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`${n.nodeId}: ${r.status} ${r.text}`);
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    }
+  });
+
   it('journals trading actions in the cluster’s journal stream, whichever node took them', async () => {
     const entries = await records.store.journal.list({ userId: alice.userId, limit: 100 });
     const places = entries.filter((e) => e.kind === 'place-order');
