@@ -6,6 +6,7 @@
  * what `tradegate … --cluster` commands write to).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { openNatsStore } from '../src/store/nats/index.js';
-import { freePort, Service, waitFor } from './service.js';
+import { freePort, paperControl, Service, waitFor } from './service.js';
 
 /** The data key every node of the bench cluster shares (a bench-only value, not a secret). */
 const BENCH_DATA_KEY = 'be'.repeat(32);
@@ -39,16 +40,8 @@ export class SimBroker {
   }
 
   /** Calls the control API (`/control/...`). */
-  async control<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await fetch(`${this.url}/control${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`control ${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
-    return (text ? JSON.parse(text) : null) as T;
+  control<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    return paperControl<T>(this.url, method, path, body);
   }
 
   async stop(): Promise<void> {
@@ -66,29 +59,44 @@ export interface BenchUser {
   keys: string[];
 }
 
-/** Creates `users` broker logins (one account each) and, in `store`, a user with `keysPerUser` keys and a paper connection per login. */
+/** A user with a login at a paper broker, its connection and API keys (read and trade). */
+export interface PaperUser {
+  userId: string;
+  brokerUser: string;
+  accountId: string;
+  connectionId: string;
+  keys: { id: string; key: string }[];
+}
+
+/** Creates a login with one account at the paper broker, then in `store` the user, its paper connection and `keys` API keys. */
+export async function addPaperUser(store: Store, brokerUrl: string, name: string, keys: number): Promise<PaperUser> {
+  const brokerUser = `${name}-${randomBytes(3).toString('hex')}`;
+  const password = randomBytes(12).toString('base64url');
+  const login = await paperControl<{ accounts: { id: number }[] }>(brokerUrl, 'POST', '/users', { name: brokerUser, password, accounts: [{ name: `${brokerUser}-A` }] });
+  const user = await store.users.create({ name });
+  const connection = await store.connections.create({
+    userId: user.id,
+    name: 'paper',
+    broker: 'paper',
+    environment: 'paper',
+    restUrl: `${brokerUrl}/v1`,
+    wsUrl: `${brokerUrl.replace(/^http/, 'ws')}/v1/websocket`,
+    credentials: { name: brokerUser, password },
+  });
+  const created: PaperUser['keys'] = [];
+  for (let k = 0; k < keys; k += 50) {
+    const batch = Array.from({ length: Math.min(50, keys - k) }, () => store.apiKeys.create({ userId: user.id, name: 'k', scopes: ['read', 'trade'] }));
+    for (const c of await Promise.all(batch)) created.push({ id: c.record.id, key: c.key });
+  }
+  return { userId: user.id, brokerUser, accountId: String(login.accounts[0]!.id), connectionId: connection.id, keys: created };
+}
+
+/** `users` paper users with `keysPerUser` keys each, for one deployment. */
 async function populate(store: Store, sim: SimBroker, label: string, users: number, keysPerUser: number): Promise<BenchUser[]> {
   const out: BenchUser[] = [];
   for (let u = 0; u < users; u++) {
-    const name = `${label}-${u}-${Math.random().toString(36).slice(2, 8)}`;
-    const password = `pw-${Math.random().toString(36).slice(2)}`;
-    const login = await sim.control<{ accounts: { id: number }[] }>('POST', '/users', { name, password, accounts: [{ name: `${name}-A` }] });
-    const user = await store.users.create({ name });
-    const connection = await store.connections.create({
-      userId: user.id,
-      name: 'paper',
-      broker: 'paper',
-      environment: 'paper',
-      restUrl: `${sim.url}/v1`,
-      wsUrl: `${sim.url.replace(/^http/, 'ws')}/v1/websocket`,
-      credentials: { name, password },
-    });
-    const keys: string[] = [];
-    for (let k = 0; k < keysPerUser; k += 50) {
-      const batch = Array.from({ length: Math.min(50, keysPerUser - k) }, () => store.apiKeys.create({ userId: user.id, name: 'bench', scopes: ['read', 'trade'] }));
-      for (const created of await Promise.all(batch)) keys.push(created.key);
-    }
-    out.push({ accountId: String(login.accounts[0]!.id), connectionId: connection.id, keys });
+    const p = await addPaperUser(store, sim.url, `${label}-${u}`, keysPerUser);
+    out.push({ accountId: p.accountId, connectionId: p.connectionId, keys: p.keys.map((k) => k.key) });
   }
   await store.flushed();
   return out;

@@ -49,6 +49,19 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
 }
 
+/** Calls a paper broker's control API (`<brokerUrl>/control/...`); throws on a non-2xx answer. */
+export async function paperControl<T = unknown>(brokerUrl: string, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${brokerUrl}/control${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`control ${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
+  return (text ? JSON.parse(text) : null) as T;
+}
+
 /** Reads a process's resident set size (kB) from /proc; 0 where /proc is unavailable. */
 export async function rssKB(pid: number): Promise<number> {
   try {
@@ -189,16 +202,8 @@ export class Service {
   }
 
   /** Calls the paper broker's control API (`/control/...`). */
-  async control<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await fetch(`${this.paper.url}/control${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`control ${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
-    return (text ? JSON.parse(text) : null) as T;
+  control<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    return paperControl<T>(this.paper.url, method, path, body);
   }
 
   /** Resident set size of the service process (all its threads), kB. */

@@ -18,11 +18,13 @@ import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
 import { CLUSTER, SERVE } from '../tuning.js';
+import { serveUntilSignal } from './serve-lifecycle.js';
 
 /** Runs one cluster node until `signalled`; returns the exit code after a graceful shutdown. */
 export async function runClusterNode(config: Config, servers: string[], signalled: Promise<NodeJS.Signals>): Promise<number> {
   if (config.paper) throw new ConfigError('--paper cannot be combined with --cluster: run `tradegate sim` once and add paper connections that point at it');
-  if (!config.dataKey) throw new ConfigError('cluster mode needs TRADEGATE_DATA_KEY (64 hex characters, the same on every node)');
+  const dataKey = config.dataKey;
+  if (!dataKey) throw new ConfigError('cluster mode needs TRADEGATE_DATA_KEY (64 hex characters, the same on every node)');
   const nodeId = config.nodeId ?? defaultNodeId();
   const boot = randomBase62(10);
   const replicas = clusterReplicas(config, servers);
@@ -39,10 +41,10 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     await nc.drain().catch(() => undefined);
   };
 
-  try {
+  return serveUntilSignal(signalled, logger, async () => {
     store = await openNatsStore({
       nc,
-      dataKey: config.dataKey,
+      dataKey,
       prefix: config.clusterPrefix,
       replicas,
       dataDir: config.dataDir,
@@ -71,14 +73,5 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     process.stdout.write(
       [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  cluster node: ${nodeId} (${servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
     );
-  } catch (err) {
-    await shutdown().catch(() => undefined);
-    throw err;
-  }
-
-  const signal = await signalled;
-  logger.info({ signal }, 'shutting down');
-  await shutdown();
-  process.stdout.write('stopped\n');
-  return 0;
+  }, shutdown);
 }

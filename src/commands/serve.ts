@@ -24,6 +24,7 @@ import { openStore, type Store } from '../store/index.js';
 import { accountGuardsOf } from '../store/guards.js';
 import { SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
+import { serveUntilSignal } from './serve-lifecycle.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
 
 const BOOLEAN_FLAGS = new Set(['paper']);
@@ -135,7 +136,7 @@ export async function run(argv: string[]): Promise<number> {
     await store.close();
   };
 
-  try {
+  return serveUntilSignal(signalled, logger, async () => {
     if (config.paper) {
       paper = await startEmbeddedPaper({ store, dataDir: config.dataDir, port: config.paperPort, logLevel: config.logLevel, logger });
     }
@@ -155,14 +156,5 @@ export async function run(argv: string[]): Promise<number> {
       const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);
       process.stdout.write(demoBanner(demo, accountIds, publicUrl, config.dataDir));
     }
-  } catch (err) {
-    await shutdown().catch(() => undefined);
-    throw err;
-  }
-
-  const signal = await signalled;
-  logger.info({ signal }, 'shutting down');
-  await shutdown();
-  process.stdout.write('stopped\n');
-  return 0;
+  }, shutdown);
 }

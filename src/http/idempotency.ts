@@ -17,7 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/problems.js';
-import type { ClaimOutcome, IdempotencyRecord } from '../store/idempotency.js';
+import type { ClaimOutcome, IdempotencyRecord, IdempotentAnswer } from '../store/idempotency.js';
 import { IDEMPOTENCY_TTL_MS } from '../tuning.js';
 
 export type { IdempotencyRecord } from '../store/idempotency.js';
@@ -132,30 +132,40 @@ export class IdempotencyGate {
       this.inFlight.delete(slot);
       return existing.fingerprint === fingerprint ? { kind: 'replay', record: existing } : { kind: 'mismatch' };
     }
+    return {
+      kind: 'proceed',
+      ticket: this.ticket(slot, async (answer) => {
+        if (!isStoredStatus(answer.status)) return false;
+        await this.store.put(scope, key, { fingerprint, ...answer, createdAt: this.clock() });
+        return true;
+      }),
+    };
+  }
+
+  /**
+   * The ticket of the request holding `slot`: `store` runs at most once, and the key stays in
+   * flight until it has finished (a retry meets 409, then the stored answer, never a gap);
+   * `free` runs on a release instead.
+   */
+  private ticket(slot: string, store: (answer: IdempotentAnswer) => Promise<boolean>, free: () => void = () => undefined): IdempotencyTicket {
     let done = false;
     const finish = (): void => {
       done = true;
       this.inFlight.delete(slot);
     };
     return {
-      kind: 'proceed',
-      ticket: {
-        commit: async (answer) => {
-          if (done) throw new Error('idempotency ticket already finished');
-          if (!isStoredStatus(answer.status)) {
-            finish();
-            return false;
-          }
-          try {
-            await this.store.put(scope, key, { fingerprint, ...answer, createdAt: this.clock() });
-          } finally {
-            finish();
-          }
-          return true;
-        },
-        release: () => {
-          if (!done) finish();
-        },
+      commit: async (answer) => {
+        if (done) throw new Error('idempotency ticket already finished');
+        try {
+          return await store(answer);
+        } finally {
+          finish();
+        }
+      },
+      release: () => {
+        if (done) return;
+        finish();
+        free();
       },
     };
   }
@@ -179,27 +189,17 @@ export class IdempotencyGate {
       return outcome.record.fingerprint === fingerprint ? { kind: 'replay', record: outcome.record } : { kind: 'mismatch' };
     }
     const { claim } = outcome;
-    let done = false;
-    const finish = (): void => {
-      if (done) throw new Error('idempotency ticket already finished');
-      done = true;
-      this.inFlight.delete(slot);
-    };
     return {
       kind: 'proceed',
-      ticket: {
-        commit: async (answer) => {
-          finish();
+      ticket: this.ticket(
+        slot,
+        async (answer) => {
           if (isStoredStatus(answer.status)) return claim.commit(answer);
           await claim.release();
           return false;
         },
-        release: () => {
-          if (done) return;
-          finish();
-          void claim.release();
-        },
-      },
+        () => void claim.release(),
+      ),
     };
   }
 

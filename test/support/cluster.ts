@@ -5,13 +5,14 @@
  * do), broker logins at a `tradegate sim` process, and the nodes' JSON log lines.
  * Requires dist/ (built by `npm test`).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { openNatsStore, type NatsStore } from '../../src/store/nats/index.js';
 import { http } from './http.js';
+
+import { addPaperUser } from '../../bench/cluster-setup.js';
 
 export { ownersOf, spread } from '../../bench/cluster-setup.js';
 import { awaitOutput, spawnTradegate, type SimProcess, type Spawned } from './processes.js';
@@ -103,30 +104,8 @@ export interface ClusterUser {
 
 /** Creates a broker login at the sim, then the user, its key and its connection in the cluster store. */
 export async function addClusterUser(store: NatsStore, sim: SimProcess, name: string): Promise<ClusterUser> {
-  const brokerUser = `${name}-${randomBytes(3).toString('hex')}`;
-  const password = randomBytes(12).toString('base64url');
-  const login = await http(sim.controlUrl, 'POST', '/users', { body: { name: brokerUser, password, accounts: [{ name: `${brokerUser}-A` }] } });
-  if (login.status !== 201) throw new Error(`broker login: ${login.status} ${login.text}`);
-  const user = await store.users.create({ name });
-  const { record, key } = await store.apiKeys.create({ userId: user.id, name: 'k', scopes: ['read', 'trade'] });
-  const conn = await store.connections.create({
-    userId: user.id,
-    name: 'paper',
-    broker: 'paper',
-    environment: 'paper',
-    restUrl: `${sim.baseUrl}/v1`,
-    wsUrl: `${sim.baseUrl.replace(/^http/, 'ws')}/v1/websocket`,
-    credentials: { name: brokerUser, password },
-  });
-  return {
-    name,
-    userId: user.id,
-    apiKey: key,
-    keyId: record.id,
-    connectionId: conn.id,
-    brokerUser,
-    accounts: (login.json.accounts as { id: number }[]).map((a) => String(a.id)),
-  };
+  const u = await addPaperUser(store, sim.baseUrl, name, 1);
+  return { name, userId: u.userId, apiKey: u.keys[0]!.key, keyId: u.keys[0]!.id, connectionId: u.connectionId, brokerUser: u.brokerUser, accounts: [u.accountId] };
 }
 
 /** Polls node `url` until the user's connection is CONNECTED with its accounts; resolves with the ms it took. */
