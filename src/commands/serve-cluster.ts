@@ -1,6 +1,6 @@
 /**
  * `tradegate serve --cluster nats://host:4222[,…] [--node-id NAME]`: one node of a cluster
- * (README "Running a cluster"). The same HTTP front as a single node, over the NATS store,
+ * (README "Running a cluster"). The same HTTP front and web app as a single node, over the NATS store,
  * with the cluster's gateway (actors on whichever node owns each connection), shared rate
  * limits and cluster-wide health event ids. No embedded paper broker: a cluster shares one
  * broker, so paper connections point at a `tradegate sim` every node reaches.
@@ -18,7 +18,7 @@ import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
 import { CLUSTER, SERVE } from '../tuning.js';
-import { serveUntilSignal } from './serve-lifecycle.js';
+import { serveUntilSignal, startWebFront } from './serve-lifecycle.js';
 
 /** Runs one cluster node until `signalled`; returns the exit code after a graceful shutdown. */
 export async function runClusterNode(config: Config, servers: string[], signalled: Promise<NodeJS.Signals>): Promise<number> {
@@ -33,10 +33,12 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   let store: NatsStore | undefined;
   let node: ClusterNode | undefined;
   let server: HttpServer | undefined;
+  let front: ReturnType<typeof startWebFront> | undefined;
 
   const shutdown = async (): Promise<void> => {
     await server?.close({ graceMs: SERVE.shutdownGraceMs });
     await node?.close();
+    front?.stop();
     await store?.close();
     await nc.drain().catch(() => undefined);
   };
@@ -66,9 +68,20 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       webhookRateLimitPerMin: config.webhookRateLimitPerMin,
       logger,
     });
+    front = startWebFront(config, store, logger);
     let listenUrl: string | undefined;
-    const routes = buildRoutes({ config, store, gateway: node.gateway, listenUrl: () => listenUrl });
-    server = await startHttpServer({ config, store, gateway: node.gateway, routes, logger, limiters: node.limiters, eventIds: node.eventIds });
+    const routes = buildRoutes({ config, store, gateway: node.gateway, sessions: front.sessions, listenUrl: () => listenUrl });
+    server = await startHttpServer({
+      config,
+      store,
+      gateway: node.gateway,
+      routes,
+      logger,
+      sessionAuth: front.sessions.authenticate,
+      web: front.web,
+      limiters: node.limiters,
+      eventIds: node.eventIds,
+    });
     listenUrl = server.url;
     process.stdout.write(
       [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  cluster node: ${nodeId} (${servers.join(',')}, replicas ${replicas})`, ''].join('\n'),

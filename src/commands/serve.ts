@@ -16,15 +16,13 @@ import { createSupervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
-import { createWebSessions } from '../http/session-auth.js';
-import { loadWebApp } from '../http/static-files.js';
 import { createLogger, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type Store } from '../store/index.js';
 import { accountGuardsOf } from '../store/guards.js';
 import { SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
-import { serveUntilSignal } from './serve-lifecycle.js';
+import { serveUntilSignal, startWebFront } from './serve-lifecycle.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
 
 const BOOLEAN_FLAGS = new Set(['paper']);
@@ -115,13 +113,7 @@ export async function run(argv: string[]): Promise<number> {
   // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.
   store.idempotency.sweep();
   const stopSweeper = store.idempotency.startSweeper(SERVE.idempotencySweepMs);
-  const sessions = createWebSessions(config, store);
-  // Expired sessions are dropped from the store (they already fail lookup) and idle sign-in throttle state from memory.
-  const sessionSweeper = setInterval(() => {
-    sessions.throttle.sweep(Date.now());
-    store.sessions.sweep().catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
-  }, SERVE.sessionSweepMs);
-  sessionSweeper.unref();
+  const { sessions, web, stop: stopWebFront } = startWebFront(config, store, logger);
   let paper: EmbeddedPaper | undefined;
   let gateway: ActorGateway | undefined;
   let server: HttpServer | undefined;
@@ -131,7 +123,7 @@ export async function run(argv: string[]): Promise<number> {
     await gateway?.close();
     await paper?.close();
     stopSweeper();
-    clearInterval(sessionSweeper);
+    stopWebFront();
     await store.flushed();
     await store.close();
   };
@@ -143,8 +135,6 @@ export async function run(argv: string[]): Promise<number> {
     gateway = createSupervisor({ threadsMax: config.actorThreadsMax, logger, guards: (userId) => accountGuardsOf(store, userId) });
     let listenUrl: string | undefined;
     const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl });
-    const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true });
-    if (!web.built) logger.warn('web app not built (dist/web missing): run npm run build');
     server = await startHttpServer({ config, store, gateway, routes, logger, sessionAuth: sessions.authenticate, web });
     listenUrl = server.url;
     const publicUrl = (config.baseUrl ?? server.url).replace(/\/+$/, '');

@@ -1,6 +1,6 @@
 /**
- * Every record of a single-node store as it is stored (password hashes, key digests, sealed
- * secrets), read in one go: what `tradegate cluster import` moves into a cluster's NATS store
+ * Every record of a single-node store as it is stored (password hashes, key digests, session
+ * digests, sealed secrets), read in one go: what `tradegate cluster import` moves into a cluster's NATS store
  * (store/nats/import.ts). The record interfaces deliberately never return these rows; only
  * this module and the importer see them.
  */
@@ -9,6 +9,7 @@ import type { ConnectionRow } from './connections.js';
 import type { StoreContext } from './context.js';
 import type { IdempotencyRecord } from './idempotency.js';
 import type { JournalEntry } from './journal.js';
+import { isLive, type SessionRow } from './sessions.js';
 import type { StrategyRecord } from './strategies.js';
 import type { UserRow } from './users.js';
 import type { WebhookTokenRow } from './webhook-tokens.js';
@@ -21,6 +22,8 @@ export interface StoreDump {
   webhookTokens: WebhookTokenRow[];
   connections: ConnectionRow[];
   strategies: StrategyRecord[];
+  /** Web sessions still live (their digests: the browser keeps its cookie). */
+  sessions: SessionRow[];
   /** Last-use times (ms) by record kind and id. */
   lastUsed: { kind: string; id: string; at: number }[];
   /** Stored answers younger than 24 h, under their storage hash (sha256 of scope and key). */
@@ -42,6 +45,7 @@ export function dumpStore(ctx: StoreContext): StoreDump {
     webhookTokens: values<WebhookTokenRow>(dbs.webhookTokens),
     connections: values<ConnectionRow>(dbs.connections),
     strategies: values<StrategyRecord>(dbs.strategies),
+    sessions: values<SessionRow>(dbs.sessions).filter((r) => isLive(r, now)),
     lastUsed: [...dbs.lastUsed.getRange()].map(({ key, value }) => ({ kind: key[0], id: key[1], at: value })),
     idempotency: [...dbs.idempotency.getRange()]
       .map(({ key, value }) => ({ hash: key as string, record: value as IdempotencyRecord }))

@@ -1,7 +1,8 @@
 /**
  * `tradegate cluster import`: a single-node store's rows (store/dump.ts) written into the
  * cluster's buckets. Every record keeps its id, owner and creation time, users their password
- * hash, keys and tokens their digests (so existing API keys and webhook URLs keep working);
+ * hash, keys, tokens and live web sessions their digests (so existing API keys, webhook URLs and
+ * signed-in browsers keep working);
  * sealed secrets (broker credentials, webhook tokens) are opened with the source store's key
  * and sealed again with the cluster's, under the same binding to their record.
  *
@@ -29,7 +30,10 @@ export interface ImportCount {
 }
 
 /** The outcome per record kind. */
-export type ImportReport = Record<'users' | 'apiKeys' | 'webhookTokens' | 'connections' | 'strategies' | 'lastUsed' | 'idempotency' | 'journal', ImportCount>;
+export type ImportReport = Record<
+  'users' | 'apiKeys' | 'webhookTokens' | 'connections' | 'strategies' | 'sessions' | 'lastUsed' | 'idempotency' | 'journal',
+  ImportCount
+>;
 
 const count = (): ImportCount => ({ added: 0, present: 0, conflicts: [] });
 
@@ -47,6 +51,7 @@ export async function importDump(
     webhookTokens: count(),
     connections: count(),
     strategies: count(),
+    sessions: count(),
     lastUsed: count(),
     idempotency: count(),
     journal: count(),
@@ -74,6 +79,8 @@ export async function importDump(
     await owned(report.connections, 'connection', { ...c, sealedCredentials: reseal(c.sealedCredentials, connectionAad(c.id)) });
   }
   for (const s of dump.strategies) await owned(report.strategies, 'strategy', s);
+  // Signed-in browsers stay signed in: a session lives under its digest, as the NATS session store keeps it.
+  for (const r of dump.sessions) await put(report.sessions, `session.${r.digest}`, r, (e) => e.userId === r.userId, `session ${r.id} exists in the cluster with another owner`);
   for (const l of dump.lastUsed) await put(report.lastUsed, `lastUsed.${l.kind}.${l.id}`, l.at, () => true, '');
 
   for (const { hash, record } of dump.idempotency) {

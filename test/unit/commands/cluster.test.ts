@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { run } from '../../../src/commands/cluster.js';
 import { run as runKeys } from '../../../src/commands/keys.js';
 import { run as runUsers } from '../../../src/commands/users.js';
+import { openStore } from '../../../src/store/index.js';
 import { openNatsStore, type NatsStore } from '../../../src/store/nats/index.js';
 import { useCommandOutput, useDataDir } from '../../support/cli.js';
 import { startNats, type NatsServer } from '../../support/nats.js';
@@ -78,7 +79,11 @@ const importInto = (prefix: string, ...extra: string[]) => {
   return run(['import', '--data-dir', data.dir, '--cluster', nats.url, ...extra]);
 };
 
-test('moves every record; keys, tokens and passwords keep working; secrets open under the cluster key; a rerun adds nothing', async () => {
+test('moves every record; keys, tokens, passwords and sessions keep working; secrets open under the cluster key; a rerun adds nothing', async () => {
+  // A browser signed in now (the data dir's own fixture clock is in the past).
+  const lmdb = await openStore({ dataDir: data.dir });
+  const session = (await lmdb.sessions.create(secrets.userId, { idleMs: 3_600_000, maxAgeMs: 12 * 3_600_000 })).secret;
+  await lmdb.close();
   expect(await importInto('imp1', '--json')).toBe(0);
   const report = JSON.parse(out.join('')) as Record<string, { added: number; present: number; conflicts: string[] }>;
   expect(report.users).toEqual({ added: 1, present: 0, conflicts: [] });
@@ -95,6 +100,7 @@ test('moves every record; keys, tokens and passwords keep working; secrets open 
   expect(store.webhookTokens.verify(secrets.token)).toMatchObject({ id: secrets.tokenId, accountId: '1001', strategyId: secrets.strategyId });
   expect(store.webhookTokens.reveal(secrets.userId, secrets.tokenId)).toBe(secrets.token);
   expect(store.strategies.getForUser(secrets.userId, secrets.strategyId)).toMatchObject({ name: 'es-scalp' });
+  expect(store.sessions.lookup(session)).toMatchObject({ userId: secrets.userId });
   expect(await store.idempotency.get(`user:${secrets.userId}`, 'order-1')).toMatchObject({ status: 201, body: '{"orderId":"7"}\n' });
   expect((await store.journal.list({ userId: secrets.userId, limit: 10 })).map((e) => e.kind)).toEqual(['cancel-order', 'place-order']);
 
