@@ -20,17 +20,17 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
   users: {
     summary: 'manage users',
-    usage: 'tradegate users add <name> [--password-stdin] [--data-dir D] | tradegate users list [--data-dir D]',
+    usage: 'tradegate users add <name> [--password-stdin] | tradegate users list   [--data-dir D | --cluster nats://…]',
   },
   keys: {
     summary: 'manage API keys (a key is shown once, at creation)',
     usage:
-      'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U | keys revoke <id>   [--data-dir D]',
+      'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U | keys revoke <id>   [--data-dir D | --cluster nats://…]',
   },
   connections: {
     summary: 'manage broker connections',
     usage:
-      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo --broker-user NAME | --tradovate-live --broker-user NAME) [--name N] [--password-stdin] [--json] | connections list --user U',
+      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo --broker-user NAME | --tradovate-live --broker-user NAME) [--name N] [--password-stdin] [--json] | connections list --user U   [--data-dir D | --cluster nats://…]',
   },
   cluster: {
     summary: 'move a single-node data dir into a cluster\'s NATS store',

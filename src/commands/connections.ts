@@ -7,11 +7,11 @@ import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials, type Br
 import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
 const USAGE = [
-  'tradegate connections add --user U [--name N] [--json] [--data-dir D]',
+  'tradegate connections add --user U [--name N] [--json] [--data-dir D | --cluster nats://…]',
   '    --paper --paper-url http://HOST:PORT --paper-user NAME [--password-stdin]',
   '  | --tradovate-demo|--tradovate-live --broker-user NAME [--app-id A] [--app-version V] [--device-id D] [--cid N]',
   '    (password on the first line of stdin; with --cid, the API secret on the second)',
-  'tradegate connections list --user U [--json] [--data-dir D]',
+  'tradegate connections list --user U [--json] [--data-dir D | --cluster nats://…]',
 ].join('\n');
 
 export { TRADOVATE_URLS };

@@ -7,7 +7,7 @@ import type { Scope } from '../domain/connections.js';
 import { API_KEY_SCOPES } from '../store/api-keys.js';
 import { note, parseCommand, print, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
-const USAGE = 'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U [--json] | keys revoke <id>   [--data-dir D]';
+const USAGE = 'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U [--json] | keys revoke <id>   [--data-dir D | --cluster nats://…]';
 
 function parseScopes(raw: string | undefined): Scope[] {
   if (!raw) throw new UsageError('--scopes is required (read, trade or read,trade)');

@@ -4,7 +4,7 @@
  */
 import { parseCommand, print, readPassword, runCommand, table, UsageError, withStore } from './store-command.js';
 
-const USAGE = 'tradegate users add <name> [--password-stdin] [--json] | users list [--json]   [--data-dir D]';
+const USAGE = 'tradegate users add <name> [--password-stdin] [--json] | users list [--json]   [--data-dir D | --cluster nats://…]';
 
 /** Entry point of `tradegate users`. */
 export function run(argv: string[]): Promise<number> {
