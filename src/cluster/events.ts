@@ -35,6 +35,8 @@ interface Known {
 
 /** Events kept per connection and type (resume needs recent history, not all of it). */
 const MAX_PER_SUBJECT = 1000;
+/** How often the feed checks that its consumer keeps up (see checkForStall). */
+const STALL_CHECK_MS = 1000;
 /** A publish backlog past this is dropped, oldest first (JetStream down for minutes). */
 const MAX_OUTBOX = 10_000;
 
@@ -56,6 +58,14 @@ export class EventFeed {
   private publishing = false;
   private messages: ConsumerMessages | undefined;
   private applied = 0;
+  /** The newest stream sequence the consumer delivered (duplicates after a restart are skipped). */
+  private delivered = 0;
+  /** The stream's end when this node started: messages up to it only fill the caches. */
+  private catchUpTo = 0;
+  private caughtUp: () => void = () => undefined;
+  private stallTimer: NodeJS.Timeout | undefined;
+  private checking = false;
+  private behindAt: number | undefined;
   private closed = false;
   private readonly log: Logger;
   private readonly stream: string;
@@ -122,6 +132,7 @@ export class EventFeed {
   /** Stops following the stream; unpublished events are dropped. */
   close(): void {
     this.closed = true;
+    clearInterval(this.stallTimer);
     this.outbox.length = 0;
     void this.messages?.close();
   }
@@ -166,32 +177,64 @@ export class EventFeed {
    */
   private async follow(): Promise<void> {
     const { state } = await this.opts.jsm.streams.info(this.stream);
-    const catchUpTo = state.last_seq;
-    this.applied = catchUpTo;
-    const consumer = await this.opts.js.consumers.get(this.stream, {
-      filter_subjects: `${this.opts.prefix}.events.>`,
-      deliver_policy: state.messages > 0 ? DeliverPolicy.LastPerSubject : DeliverPolicy.New,
-    });
+    this.catchUpTo = state.last_seq;
+    this.applied = state.last_seq;
+    this.delivered = 0;
+    const ready = new Promise<void>((resolve) => (this.caughtUp = resolve));
+    if (state.messages === 0) this.caughtUp();
+    await this.consume(state.messages > 0 ? { deliver_policy: DeliverPolicy.LastPerSubject } : { deliver_policy: DeliverPolicy.New });
+    // A stream whose newest message is gone (max age) never delivers `catchUpTo`: do not wait forever.
+    const bound = setTimeout(this.caughtUp, CLUSTER.kvTimeoutMs * 2);
+    await ready;
+    clearTimeout(bound);
+    this.stallTimer = setInterval(() => void this.checkForStall(), STALL_CHECK_MS);
+    this.stallTimer.unref();
+  }
+
+  private async consume(from: { deliver_policy: DeliverPolicy; opt_start_seq?: number }): Promise<void> {
+    const consumer = await this.opts.js.consumers.get(this.stream, { filter_subjects: `${this.opts.prefix}.events.>`, ...from });
     const messages = await consumer.consume();
     this.messages = messages;
-    let caughtUp!: () => void;
-    const ready = new Promise<void>((resolve) => (caughtUp = resolve));
-    if (state.messages === 0) caughtUp();
     void (async () => {
       for await (const m of messages) {
         try {
-          const live = m.seq > catchUpTo;
+          if (m.seq <= this.delivered) continue;
+          this.delivered = m.seq;
+          const live = m.seq > this.catchUpTo;
           this.apply(m.json<Envelope>(), m.seq, live);
-          if (!live && m.seq === catchUpTo) caughtUp();
+          if (!live && m.seq === this.catchUpTo) this.caughtUp();
         } catch (err) {
           this.log.error({ err, seq: m.seq }, 'unreadable actor event; skipped');
         }
       }
     })();
-    // A stream whose newest message is gone (max age) never delivers `catchUpTo`: do not wait forever.
-    const bound = setTimeout(caughtUp, CLUSTER.kvTimeoutMs * 2);
-    await ready;
-    clearTimeout(bound);
+  }
+
+  /**
+   * After the NATS server that held the consumer dies, an ordered consumer can stay silent for
+   * many seconds before the client recreates it (as the record mirrors' watches did): when the
+   * stream holds events this feed has not seen and nothing arrived since the last check, the
+   * consumer is recreated from the next sequence.
+   */
+  private async checkForStall(): Promise<void> {
+    if (this.closed || this.checking) return;
+    this.checking = true;
+    try {
+      const { state } = await this.opts.jsm.streams.info(this.stream);
+      if (state.last_seq <= this.delivered) this.behindAt = undefined;
+      else if (this.behindAt === undefined || this.delivered > this.behindAt) this.behindAt = this.delivered;
+      else {
+        this.log.warn({ delivered: this.delivered, last: state.last_seq }, 'event stream consumer stalled; recreating it');
+        this.behindAt = undefined;
+        // Not awaited: closing a consumer whose server is gone may never answer.
+        void this.messages?.close().catch(() => undefined);
+        await this.consume({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.delivered + 1 });
+      }
+    } catch {
+      // NATS busy (e.g. electing a leader): check again next time.
+    } finally {
+      this.checking = false;
+    }
   }
 
   private apply(env: Envelope, seq: number, live: boolean): void {

@@ -239,7 +239,8 @@ export async function handlerStage(deps: PipelineDeps, ex: Exchange): Promise<St
 export async function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): Promise<void> {
   const ticket = ex.ticket;
   ex.ticket = undefined;
-  if (ticket && !(await commit(deps, ex, ticket, stop.reply))) stop = { reply: internalReply(ex) };
+  const unstored = ticket && (await commit(deps, ex, ticket, stop.reply));
+  if (unstored) stop = { reply: unstored };
   const total = performance.now() - ex.startedAt;
   const timing = [...ex.metrics, `total;dur=${total.toFixed(1)}`].join(', ');
   const sent = ex.handle.send({ ...stop.reply, headers: { ...stop.reply.headers, ...ex.extra, 'Server-Timing': timing } }, stop.closeConnection);
@@ -247,15 +248,19 @@ export async function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): 
   logLine(deps, ex, sent ? stop.reply.status : 499, stop.error);
 }
 
-/** Stores the answer before it is sent; false when the store failed. */
-async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicket, reply: Reply): Promise<boolean> {
+/**
+ * Stores the answer before it is sent; the answer to send instead when the store failed: its
+ * coded error (the cluster store unavailable: 503 with Retry-After, and the retry reconciles by
+ * clOrdId), else a 500.
+ */
+async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicket, reply: Reply): Promise<Reply | undefined> {
   const body = reply.body === undefined ? '' : reply.body.toString();
   try {
     await ticket.commit({ status: reply.status, headers: reply.headers, body });
-    return true;
+    return undefined;
   } catch (err) {
     deps.logger.error({ err, reqId: ex.requestId }, 'idempotency record not stored');
-    return false;
+    return err instanceof AppError ? appErrorReply(err) : internalReply(ex);
   }
 }
 

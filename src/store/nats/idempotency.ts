@@ -97,7 +97,12 @@ export function createNatsIdempotencyStore(
             await kv.update(hash, doneValue(fingerprint, answer, clock()), revision);
             return true;
           } catch (err) {
-            if (!isWrongRevision(err)) throw unavailable(err);
+            if (!isWrongRevision(err)) {
+              // Free the key if KV takes that much (a retry then reconciles by clOrdId at once);
+              // otherwise the marker runs out by itself.
+              await kv.delete(hash, { previousSeq: revision }).catch(() => undefined);
+              throw unavailable(err);
+            }
             logger?.warn({ key: hash }, 'idempotency marker was taken over before the answer was stored');
             return false;
           }

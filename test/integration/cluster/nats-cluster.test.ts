@@ -179,10 +179,17 @@ describe('three-server NATS cluster (replicas 3)', () => {
 
     // No actor stopped: no node's lease lapsed and no stream saw the connection leave CONNECTED.
     for (const n of nodes) expect(n.logs().filter((l) => l.msg.startsWith('lease lapsed')), n.nodeId).toEqual([]);
-    for (const s of streams) {
-      expect(s.events.filter((e) => e.type === 'status' && e.status !== 'CONNECTED')).toEqual([]);
-      s.close();
-    }
+    for (const s of streams) expect(s.events.filter((e) => e.type === 'status' && e.status !== 'CONNECTED')).toEqual([]);
+    // Health events still reach every node after the NATS servers' losses: the broker drops the connection.
+    const from = streams.map((s) => s.events.length);
+    expect((await http(sim.controlUrl, 'POST', '/connections/drop', { body: { user: first.brokerUser } })).status).toBe(200);
+    await Promise.all(
+      streams.map(async (s, i) => {
+        const down = await s.waitFor((e) => e.type === 'status' && e.status === 'RECONNECTING', from[i]!, 10_000);
+        await s.waitFor((e) => e.type === 'status' && e.status === 'CONNECTED', down.index + 1, 10_000);
+      }),
+    );
+    for (const s of streams) s.close();
     // Every node kept serving; a graceful stop is invisible, a crash costs at most the election.
     expect(traffic.unexpected).toEqual([]);
     expect(outages.stopped!).toBeLessThan(3000);

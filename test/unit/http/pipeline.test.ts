@@ -384,6 +384,24 @@ describe('handler and reply stages', () => {
     expect(await idempotencyStage(w.deps, ready('POST', '/v1/orders', 'k-lost').ex)).toBeUndefined();
   });
 
+  it('answers the store’s coded error (503 with Retry-After) when a cluster store cannot keep the answer', async () => {
+    const deps: PipelineDeps = {
+      ...w.deps,
+      gate: new IdempotencyGate({
+        get: () => undefined,
+        put: async () => {
+          throw new AppError('CLUSTER_UNAVAILABLE', 'idempotency store: timeout', {}, 1);
+        },
+      }),
+    };
+    const { ex, res } = ready('POST', '/v1/orders', 'k-cluster');
+    await idempotencyStage(deps, ex);
+    await replyStage(deps, ex, await handlerStage(deps, ex));
+    expect(res.status).toBe('503 Service Unavailable');
+    expect(res.header('Retry-After')).toBe('1');
+    expect(res.json()).toMatchObject({ code: 'CLUSTER_UNAVAILABLE' });
+  });
+
   it('logs 499 when the client left before the answer', async () => {
     const { ex, res } = ready('GET', '/v1/things/5');
     res.abort();
