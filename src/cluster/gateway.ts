@@ -59,15 +59,30 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   private readonly log: Logger;
   private readonly callTimeoutMs: number;
   private readonly unlisten: () => void;
+  private readonly ownListeners = new Set<(event: ActorEvent) => void>();
 
   constructor(private readonly opts: ClusterGatewayOptions) {
     this.log = opts.logger.child({ component: 'cluster-gateway' });
     this.callTimeoutMs = opts.callTimeoutMs ?? SUPERVISOR.callTimeoutMs;
     this.unlisten = opts.supervisor.onEvent((event) => {
       const run = this.local.get(event.connectionId);
-      if (run && !run.silent) opts.feed.publish(run.epoch, event);
+      if (!run || run.silent) return;
+      opts.feed.publish(run.epoch, event);
+      for (const listener of [...this.ownListeners]) listener(event);
     });
   }
+
+  /**
+   * The events of the actors this node runs, as it publishes them: what only the emitting node
+   * may act on (journaling a guard event, storing a lock), where every node would otherwise do
+   * it once per node from the feed.
+   */
+  readonly ownEvents = {
+    onEvent: (listener: (event: ActorEvent) => void): (() => void) => {
+      this.ownListeners.add(listener);
+      return () => this.ownListeners.delete(listener);
+    },
+  };
 
   /** Connects the ownership that drives start/stop (created after the gateway). */
   attach(ownership: Ownership): void {

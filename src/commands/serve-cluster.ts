@@ -16,6 +16,7 @@ import { buildRoutes } from '../http/routes/index.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
+import { accountGuardsOf } from '../store/guards.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
 import { CLUSTER, SERVE } from '../tuning.js';
 import { serveUntilSignal, startWebFront } from './serve-lifecycle.js';
@@ -44,7 +45,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   };
 
   return serveUntilSignal(signalled, logger, async () => {
-    store = await openNatsStore({
+    const shared = await openNatsStore({
       nc,
       dataKey,
       prefix: config.clusterPrefix,
@@ -55,7 +56,9 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       holderAlive: (holder) => node?.isAlive(holder) ?? true,
       inFlightLeaseMs: CLUSTER.idempotencyMarkerMs,
     });
-    const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, logger });
+    store = shared;
+    // Every actor starts with its owner's stored guards and locks, on whichever node takes it.
+    const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, logger, guards: (userId) => accountGuardsOf(shared, userId) });
     node = await startClusterNode({
       nc,
       store,
@@ -81,6 +84,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       web: front.web,
       limiters: node.limiters,
       eventIds: node.eventIds,
+      ownEvents: node.gateway.ownEvents,
     });
     listenUrl = server.url;
     process.stdout.write(

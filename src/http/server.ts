@@ -42,6 +42,11 @@ export interface HttpServerDeps {
   limiters?: { key: RateLimiter; webhook: RateLimiter };
   /** Cluster mode: health events carry the cluster's event ids (see HealthHub `externalIds`). */
   eventIds?: { position(): number };
+  /**
+   * Cluster mode: the events of the actors this node runs (the gateway's come from every node).
+   * Guard events are journaled and their locks stored from these, so once cluster-wide. Default: the gateway's.
+   */
+  ownEvents?: Pick<ActorGateway, 'onEvent'>;
 }
 
 export interface HttpServer {
@@ -129,7 +134,7 @@ class Engine {
       },
     };
     const unbridge = bridgeActorEvents(deps.gateway, store, this.hub);
-    const unrecord = recordGuardEvents(deps.gateway, store, logger);
+    const unrecord = recordGuardEvents(deps.ownEvents ?? deps.gateway, store, logger);
     this.unbridge = () => {
       unbridge();
       unrecord();

@@ -209,4 +209,36 @@ describe('node loss', () => {
       }
     }
   });
+  it('an account’s guards and kill-switch lock move with its connection: the node that takes it over starts the actor with them', { timeout: 120_000 }, async () => {
+    const u = users[0]!;
+    const account = u.accounts[0]!;
+    const victimId = (await owners()).get(u.connectionId)!;
+    const victim = nodes.get(victimId)!;
+    const survivor = [...nodes.values()].find((n) => n.nodeId !== victimId)!;
+    // Retried while the connection is still starting on its new node (503, as any client would).
+    const order = async (qty: number) => {
+      for (const deadline = Date.now() + 20_000; ; await sleep(100)) {
+        const r = await http(survivor.url, 'POST', `/api/v1/accounts/${account}/orders`, { key: u.apiKey, body: { symbol: 'ES1!', side: 'buy', qty, type: 'limit', price: 4000 } });
+        if (r.status !== 503 || Date.now() > deadline) return r;
+      }
+    };
+    expect((await http(survivor.url, 'PUT', `/api/v1/accounts/${account}/guards`, { key: u.apiKey, body: { maxOrderQty: 2 } })).status).toBe(200);
+    expect((await http(survivor.url, 'POST', `/api/v1/accounts/${account}/lock`, { key: u.apiKey, body: { flatten: false } })).status).toBe(200);
+    for (const deadline = Date.now() + 5000; records.store.guards.get(u.userId, account)?.lock?.guard !== 'kill_switch'; await sleep(25)) {
+      if (Date.now() > deadline) throw new Error('the lock was not stored');
+    }
+    await victim.crash();
+    nodes.delete(victimId);
+    closeStreams(victimId);
+    for (const deadline = Date.now() + 20_000; ; await sleep(100)) {
+      const owner = (await owners()).get(u.connectionId);
+      if (owner && owner !== victimId) break;
+      if (Date.now() > deadline) throw new Error('the connection did not move');
+    }
+    await connectedOn(survivor.url, u.apiKey, 20_000);
+    expect((await order(1)).json).toMatchObject({ code: 'RISK_GUARD', guard: 'kill_switch' });
+    expect((await http(survivor.url, 'POST', `/api/v1/accounts/${account}/unlock`, { key: u.apiKey })).status).toBe(200);
+    expect((await order(3)).json).toMatchObject({ code: 'RISK_GUARD', guard: 'max_order_qty', limit: 2 });
+    expect((await order(1)).status).toBe(201);
+  });
 });

@@ -3,10 +3,22 @@
  * sharing one nats-server: what a client sees whichever node it calls. Keys and revocations
  * reach every node at once; one idempotent order stays one broker order whichever nodes its
  * retries reach; the rate limit is exact across nodes; a webhook trades once; the health stream
- * resumes on another node; trading actions land in the cluster's journal.
+ * resumes on another node; risk guards work through nodes that do not run the connection;
+ * trading actions land in the cluster's journal.
  */
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addClusterUser, brokerOrders, connectedOn, openClusterRecords, startClusterNode, type ClusterNodeProcess, type ClusterRecords, type ClusterUser } from '../../support/cluster.js';
+import {
+  addClusterUser,
+  brokerOrders,
+  connectedOn,
+  openClusterRecords,
+  ownersOf,
+  startClusterNode,
+  type ClusterNodeProcess,
+  type ClusterRecords,
+  type ClusterUser,
+} from '../../support/cluster.js';
 import { http } from '../../support/http.js';
 import { startNats, type NatsServer } from '../../support/nats.js';
 import { startSimProcess, type SimProcess } from '../../support/processes.js';
@@ -17,11 +29,13 @@ let sim: SimProcess;
 let records: ClusterRecords;
 let nodes: ClusterNodeProcess[] = [];
 let alice: ClusterUser;
+let nc: NatsConnection;
 
 beforeAll(async () => {
   nats = await startNats();
   sim = await startSimProcess();
   records = await openClusterRecords([nats.url]);
+  nc = await connect({ servers: nats.url });
   alice = await addClusterUser(records.store, sim, 'alice');
   nodes = await Promise.all(['node1', 'node2', 'node3'].map((id) => startClusterNode([nats.url], id)));
   for (const n of nodes) await connectedOn(n.url, alice.apiKey, 30_000);
@@ -30,6 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()));
   await records?.close();
+  await nc?.close();
   await sim?.stop();
   await nats?.stopAndRemove();
 });
@@ -166,6 +181,58 @@ describe('three serve --cluster nodes', () => {
         if (Date.now() > deadline) throw new Error(`${n.nodeId}: ${r.status} ${r.text}`);
         await new Promise((res) => setTimeout(res, 50));
       }
+    }
+  });
+
+  it('risk guards through nodes that do not run the connection: set, refuse, lock and unlock there; guard events on every node, journaled and stored once', async () => {
+    const dave = await addClusterUser(records.store, sim, 'dave');
+    for (const n of nodes) await connectedOn(n.url, dave.apiKey, 30_000);
+    const owner = (await ownersOf(nc, [dave.connectionId])).get(dave.connectionId);
+    const [a, b] = nodes.filter((n) => n.nodeId !== owner) as [ClusterNodeProcess, ClusterNodeProcess];
+    expect(b).toBeDefined();
+    const account = dave.accounts[0]!;
+    const key = dave.apiKey;
+    const order = (n: ClusterNodeProcess, qty: number) =>
+      http(n.url, 'POST', `/api/v1/accounts/${account}/orders`, { key, body: { symbol: 'ES1!', side: 'buy', qty, type: 'limit', price: 4000 } });
+    const streams = await Promise.all(nodes.map((n) => openHealthStream(n.url, key)));
+    const guardEntries = async (action: string) =>
+      (await records.store.journal.list({ userId: dave.userId, limit: 100 })).filter((e) => e.kind === 'guard' && (e.request as { action: string }).action === action);
+    const eventually = async (what: string, check: () => Promise<boolean> | boolean) => {
+      for (const deadline = Date.now() + 5000; !(await check()); await new Promise((r) => setTimeout(r, 25))) {
+        if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
+      }
+    };
+    try {
+      // Set through a node that does not run the actor: stored, and the actor (asked over NATS) answers with them.
+      const put = await http(a.url, 'PUT', `/api/v1/accounts/${account}/guards`, { key, body: { maxOrderQty: 2 } });
+      expect(put.status).toBe(200);
+      expect(put.json).toMatchObject({ guards: { maxOrderQty: 2 }, lock: null, live: { positions: [] } });
+      for (const n of nodes) expect((await order(n, 3)).json).toMatchObject({ code: 'RISK_GUARD', guard: 'max_order_qty', limit: 2, value: 3, accountId: account });
+
+      // The kill switch through the other such node: in force at once on every node.
+      const locked = await http(b.url, 'POST', `/api/v1/accounts/${account}/lock`, { key, body: { flatten: false, reason: 'desk closed' } });
+      expect(locked.status).toBe(200);
+      expect(locked.json).toMatchObject({ lock: { guard: 'kill_switch', until: null, detail: 'desk closed' }, flatten: null });
+      for (const n of nodes) expect((await order(n, 1)).json).toMatchObject({ code: 'RISK_GUARD', guard: 'kill_switch' });
+      await eventually('the lock stored', () => records.store.guards.get(dave.userId, account)?.lock?.guard === 'kill_switch');
+      for (const s of streams) await s.waitFor((e) => e.type === 'guard' && (e as { action?: string }).action === 'locked', 0, 5000);
+      expect((await http(a.url, 'GET', `/api/v1/accounts/${account}/guards`, { key })).json).toMatchObject({ lock: { guard: 'kill_switch' } });
+
+      const unlocked = await http(a.url, 'POST', `/api/v1/accounts/${account}/unlock`, { key });
+      expect(unlocked.status).toBe(200);
+      expect(unlocked.json).toMatchObject({ lock: null });
+      expect((await order(b, 1)).status).toBe(201);
+      await eventually('the unlock stored', () => records.store.guards.get(dave.userId, account)?.lock === null);
+      for (const s of streams) await s.waitFor((e) => e.type === 'guard' && (e as { action?: string }).action === 'unlocked', 0, 5000);
+
+      // Once in the journal per event, not once per node (every node sees every event).
+      await eventually('guard events journaled', async () => (await guardEntries('unlocked')).length >= 1);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await guardEntries('refused')).toHaveLength(6);
+      expect(await guardEntries('locked')).toHaveLength(1);
+      expect(await guardEntries('unlocked')).toHaveLength(1);
+    } finally {
+      for (const s of streams) s.close();
     }
   });
 
