@@ -7,6 +7,7 @@
 import type { ApiKeyRow } from './api-keys.js';
 import type { ConnectionRow } from './connections.js';
 import type { StoreContext } from './context.js';
+import type { GuardRecord } from './guards.js';
 import type { IdempotencyRecord } from './idempotency.js';
 import type { JournalEntry } from './journal.js';
 import { isLive, type SessionRow } from './sessions.js';
@@ -22,6 +23,8 @@ export interface StoreDump {
   webhookTokens: WebhookTokenRow[];
   connections: ConnectionRow[];
   strategies: StrategyRecord[];
+  /** Risk guards and locks per account. */
+  guards: GuardRecord[];
   /** Web sessions still live (their digests: the browser keeps its cookie). */
   sessions: SessionRow[];
   /** Last-use times (ms) by record kind and id. */
@@ -45,6 +48,7 @@ export function dumpStore(ctx: StoreContext): StoreDump {
     webhookTokens: values<WebhookTokenRow>(dbs.webhookTokens),
     connections: values<ConnectionRow>(dbs.connections),
     strategies: values<StrategyRecord>(dbs.strategies),
+    guards: values<GuardRecord>(dbs.guards),
     sessions: values<SessionRow>(dbs.sessions).filter((r) => isLive(r, now)),
     lastUsed: [...dbs.lastUsed.getRange()].map(({ key, value }) => ({ kind: key[0], id: key[1], at: value })),
     idempotency: [...dbs.idempotency.getRange()]

@@ -2,7 +2,7 @@
  * `tradegate cluster import`: a single-node store's rows (store/dump.ts) written into the
  * cluster's buckets. Every record keeps its id, owner and creation time, users their password
  * hash, keys, tokens and live web sessions their digests (so existing API keys, webhook URLs and
- * signed-in browsers keep working);
+ * signed-in browsers keep working); accounts keep their risk guards and locks;
  * sealed secrets (broker credentials, webhook tokens) are opened with the source store's key
  * and sealed again with the cluster's, under the same binding to their record.
  *
@@ -31,7 +31,7 @@ export interface ImportCount {
 
 /** The outcome per record kind. */
 export type ImportReport = Record<
-  'users' | 'apiKeys' | 'webhookTokens' | 'connections' | 'strategies' | 'sessions' | 'lastUsed' | 'idempotency' | 'journal',
+  'users' | 'apiKeys' | 'webhookTokens' | 'connections' | 'strategies' | 'guards' | 'sessions' | 'lastUsed' | 'idempotency' | 'journal',
   ImportCount
 >;
 
@@ -51,6 +51,7 @@ export async function importDump(
     webhookTokens: count(),
     connections: count(),
     strategies: count(),
+    guards: count(),
     sessions: count(),
     lastUsed: count(),
     idempotency: count(),
@@ -79,6 +80,10 @@ export async function importDump(
     await owned(report.connections, 'connection', { ...c, sealedCredentials: reseal(c.sealedCredentials, connectionAad(c.id)) });
   }
   for (const s of dump.strategies) await owned(report.strategies, 'strategy', s);
+  // An account's guards and its lock (a kill switch or a day's loss lock stays in force after the move).
+  for (const g of dump.guards) {
+    await put(report.guards, `guards.${g.userId}.${g.accountId}`, g, (e) => JSON.stringify(e) === JSON.stringify(g), `guards of account ${g.accountId} differ in the cluster`);
+  }
   // Signed-in browsers stay signed in: a session lives under its digest, as the NATS session store keeps it.
   for (const r of dump.sessions) await put(report.sessions, `session.${r.digest}`, r, (e) => e.userId === r.userId, `session ${r.id} exists in the cluster with another owner`);
   for (const l of dump.lastUsed) await put(report.lastUsed, `lastUsed.${l.kind}.${l.id}`, l.at, () => true, '');

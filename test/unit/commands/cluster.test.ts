@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { run } from '../../../src/commands/cluster.js';
+import { NO_GUARDS } from '../../../src/domain/guards.js';
 import { run as runKeys } from '../../../src/commands/keys.js';
 import { run as runUsers } from '../../../src/commands/users.js';
 import { openStore } from '../../../src/store/index.js';
@@ -25,6 +26,7 @@ const data = useDataDir(async (store) => {
   secrets.userId = alice.id;
   secrets.apiKey = (await store.apiKeys.create({ userId: alice.id, name: 'bot', scopes: ['read', 'trade'] })).key;
   store.apiKeys.touch(store.apiKeys.parseKey(secrets.apiKey)!.id, Date.UTC(2026, 0, 5));
+  await store.apiKeys.setGuards(alice.id, store.apiKeys.parseKey(secrets.apiKey)!.id, { maxOrderQty: 1 });
   const revoked = await store.apiKeys.create({ userId: alice.id, name: 'old', scopes: ['read'] });
   secrets.revokedKey = revoked.key;
   await store.apiKeys.revoke(alice.id, revoked.record.id);
@@ -38,6 +40,9 @@ const data = useDataDir(async (store) => {
   const token = await store.webhookTokens.create({ userId: alice.id, name: 'tv', accountId: '1001', strategyId: strategy.id });
   secrets.token = token.token;
   secrets.tokenId = token.record.id;
+  // An account with guards, locked by the kill switch: the lock must stay in force in the cluster.
+  await store.guards.setConfig(alice.id, '1001', { ...NO_GUARDS, maxPositionPerContract: 3, dailyLossLimit: 500 });
+  await store.guards.setLock(alice.id, '1001', { guard: 'kill_switch', since: Date.UTC(2026, 0, 5), until: null, detail: 'kill switch (api-key)' });
   await store.idempotency.put(`user:${alice.id}`, 'order-1', { fingerprint: 'f'.repeat(64), status: 201, headers: { 'Content-Type': 'application/json' }, body: '{"orderId":"7"}\n', createdAt: Date.now() });
   // Older than 24 h when the import runs: not moved.
   await store.idempotency.put(`user:${alice.id}`, 'order-0', { fingerprint: 'f'.repeat(64), status: 201, headers: {}, body: '{}', createdAt: Date.now() - 25 * 3600_000 });
@@ -90,6 +95,7 @@ test('moves every record; keys, tokens, passwords and sessions keep working; sec
   expect(report.apiKeys!.added).toBe(2);
   expect(report.idempotency!.added).toBe(1);
   expect(report.journal!.added).toBe(2);
+  expect(report.guards).toEqual({ added: 1, present: 0, conflicts: [] });
 
   const store = await cluster('imp1');
   expect(store.users.byName('alice')?.id).toBe(secrets.userId);
@@ -100,6 +106,11 @@ test('moves every record; keys, tokens, passwords and sessions keep working; sec
   expect(store.webhookTokens.verify(secrets.token)).toMatchObject({ id: secrets.tokenId, accountId: '1001', strategyId: secrets.strategyId });
   expect(store.webhookTokens.reveal(secrets.userId, secrets.tokenId)).toBe(secrets.token);
   expect(store.strategies.getForUser(secrets.userId, secrets.strategyId)).toMatchObject({ name: 'es-scalp' });
+  expect(store.apiKeys.verify(secrets.apiKey)?.guards).toEqual({ maxOrderQty: 1 });
+  expect(store.guards.get(secrets.userId, '1001')).toMatchObject({
+    config: { maxPositionPerContract: 3, dailyLossLimit: 500, maxOrderQty: null },
+    lock: { guard: 'kill_switch', until: null, detail: 'kill switch (api-key)' },
+  });
   expect(store.sessions.lookup(session)).toMatchObject({ userId: secrets.userId });
   expect(await store.idempotency.get(`user:${secrets.userId}`, 'order-1')).toMatchObject({ status: 201, body: '{"orderId":"7"}\n' });
   expect((await store.journal.list({ userId: secrets.userId, limit: 10 })).map((e) => e.kind)).toEqual(['cancel-order', 'place-order']);
@@ -109,6 +120,7 @@ test('moves every record; keys, tokens, passwords and sessions keep working; sec
   const again = JSON.parse(out.join('')) as Record<string, { added: number; present: number }>;
   expect(Object.values(again).every((c) => c.added === 0)).toBe(true);
   expect(again.users!.present).toBe(1);
+  expect(again.guards!.present).toBe(1);
   expect(again.journal!.present).toBe(2);
   expect((await store.journal.list({ userId: secrets.userId, limit: 10 })).length).toBe(2);
 });
