@@ -100,7 +100,7 @@ export interface BrokerOrder {
 }
 
 /** Broker orders of the accounts named (all when `accountIds` is empty). */
-export async function brokerOrders(service: Service, accountIds: string[] = []): Promise<BrokerOrder[]> {
+export async function brokerOrders(service: Pick<Service, 'control'>, accountIds: string[] = []): Promise<BrokerOrder[]> {
   const state = await service.control<{ orders: BrokerOrder[] }>('GET', '/state');
   const wanted = new Set(accountIds.map(Number));
   return state.orders.filter((o) => wanted.size === 0 || wanted.has(o.accountId));

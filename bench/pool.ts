@@ -30,8 +30,11 @@ export interface MergedHttpResult {
   peakInFlight: number;
 }
 
+/** A worker's HTTP result, or one already merged (histograms encoded or decoded). */
+export type HttpResultPart = Omit<HttpLoadResult, 'kind' | 'histograms' | 'sendLag'> & { histograms: Record<string, string | Histogram>; sendLag: string | Histogram };
+
 /** Merges HTTP results (histograms added exactly, counts summed). */
-export function mergeHttpResults(results: HttpLoadResult[]): MergedHttpResult {
+export function mergeHttpResults(results: HttpResultPart[]): MergedHttpResult {
   const labels = new Set(results.flatMap((r) => Object.keys(r.histograms)));
   const histograms = new Map<string, Histogram>();
   for (const label of labels) {
@@ -71,6 +74,11 @@ export function splitHttpTask(task: HttpLoadTask, parts: number): HttpLoadTask[]
     requests: task.requests.filter((_, j) => j % p === w),
     uniquePrefix: `${task.uniquePrefix}w${w}`,
   }));
+}
+
+/** Several merged results (e.g. one per node of a cluster) folded into one. */
+export function mergeMerged(results: MergedHttpResult[]): MergedHttpResult {
+  return mergeHttpResults(results.map((r) => ({ ...r, histograms: Object.fromEntries(r.histograms) })));
 }
 
 /** The piscina pool that runs every load generator of a bench run. */

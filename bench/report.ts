@@ -196,6 +196,26 @@ export function renderMarkdown(s: BenchSummary): string {
     }
     out.push(...checksBlock(s.scenarios.actors));
   }
+  const c = s.cluster;
+  if (s.scenarios.cluster) {
+    out.push('## cluster — single node vs one and three cluster nodes', '');
+    if (c) {
+      out.push(
+        `${c.keys} keys at 120/min (${c.ratePerSec} req/s) for ${(c.durationMs / 1000).toFixed(0)} s of orders, then of reads, through each deployment; ` +
+          `${c.cores} cores shared by every process. Cluster mode adds ${ms(c.addedMs.orderP50)} ms (p50) / ${ms(c.addedMs.orderP99)} ms (p99) to an order, ` +
+          `${ms(c.addedMs.readP50)} ms (p50) to a read; spreading the load over three nodes adds ${ms(c.addedMs.hopOrderP50)} ms (p50) to an order. ` +
+          `Completed per second, 3 nodes : 1 node: orders ${c.ratios.ordersPerSec3to1}, reads ${c.ratios.readsPerSec3to1}.`,
+        '',
+        '| deployment | orders/s | reads/s | order p50 | order p99 | idempotent p50 | read p50 | read p99 |',
+        '|---|---:|---:|---:|---:|---:|---:|---:|',
+      );
+      for (const [label, r] of [['single node (LMDB)', c.single], ['1 cluster node', c.oneNode], ['3 cluster nodes', c.threeNodes]] as const) {
+        out.push(`| ${label} | ${ms(r.ordersPerSec)} | ${ms(r.readsPerSec)} | ${ms(r.orderMs.p50)} | ${ms(r.orderMs.p99)} | ${ms(r.idempotentOrderMs.p50)} | ${ms(r.readMs.p50)} | ${ms(r.readMs.p99)} |`);
+      }
+      out.push('');
+    }
+    out.push(...checksBlock(s.scenarios.cluster));
+  }
   return `${out.join('\n')}\n`;
 }
 

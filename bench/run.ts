@@ -12,6 +12,7 @@ import { LoadPool } from './pool.js';
 import { allPassed, writeReport, type WrittenReport } from './report.js';
 import type { ScenarioContext, ScenarioRun } from './scenario.js';
 import { runActors } from './scenarios/actors.js';
+import { runCluster } from './scenarios/cluster.js';
 import { runOrders } from './scenarios/orders.js';
 import { runReads } from './scenarios/reads.js';
 import { runSse } from './scenarios/sse.js';
@@ -28,10 +29,11 @@ const RUNNERS: Record<ScenarioName, Runner> = {
   reads: runReads,
   webhooks: runWebhooks,
   orders: runOrders,
+  cluster: runCluster,
 };
 
 /** Order of a full run: cheap and independent first, the long latency run last. */
-export const RUN_ORDER: readonly ScenarioName[] = ['actors', 'sse', 'reads', 'webhooks', 'orders'];
+export const RUN_ORDER: readonly ScenarioName[] = ['actors', 'sse', 'reads', 'webhooks', 'orders', 'cluster'];
 
 /** The bench process's open-file limit (`ulimit -n`), or 1024 when it cannot be read. */
 export function fileLimit(): number {

@@ -50,6 +50,19 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
 }
 
+/** Calls a paper broker's control API (`<brokerUrl>/control/...`); throws on a non-2xx answer. */
+export async function paperControl<T = unknown>(brokerUrl: string, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${brokerUrl}/control${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`control ${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
+  return (text ? JSON.parse(text) : null) as T;
+}
+
 /** Reads a process's resident set size (kB) from /proc; 0 where /proc is unavailable. */
 export async function rssKB(pid: number): Promise<number> {
   try {
@@ -133,11 +146,17 @@ export class Service {
     return this.child.pid ?? 0;
   }
 
-  /** Starts the service on fresh ports and a fresh data dir and waits until it is ready. */
-  static async start(opts: { logLevel?: string; startTimeoutMs?: number } = {}): Promise<Service> {
-    const dataDir = await mkdtemp(join(tmpdir(), 'tradegate-bench-'));
+  /**
+   * Starts the service on fresh ports and a fresh data dir and waits until it is ready.
+   * `serveArgs` replace `--paper --paper-port P` (e.g. a cluster node, or a service using an
+   * external paper broker); `dataDir` reuses a prepared one.
+   */
+  static async start(
+    opts: { logLevel?: string; startTimeoutMs?: number; serveArgs?: string[]; env?: Record<string, string>; dataDir?: string } = {},
+  ): Promise<Service> {
+    const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'tradegate-bench-')));
     const port = await freePort();
-    const paperPort = await freePort();
+    const paperPort = opts.serveArgs ? 0 : await freePort();
     const metricsPort = await freePort();
     const logFile = join(dataDir, 'server.log');
     const log = createWriteStream(logFile);
@@ -149,15 +168,15 @@ export class Service {
       // As `npm start` and the bin's shebang run it (README "Performance": SSE memory).
       '--max-semi-space-size=2',
       join(PACKAGE_ROOT, 'bin', 'tradegate.js'),
-      'serve', '--paper',
+      'serve',
+      ...(opts.serveArgs ?? ['--paper', '--paper-port', String(paperPort)]),
       '--host', '127.0.0.1',
       '--port', String(port),
-      '--paper-port', String(paperPort),
       '--data-dir', dataDir,
       '--metrics-port', String(metricsPort),
       '--log-level', opts.logLevel ?? 'warn',
     ];
-    const child = spawn(process.execPath, args, { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);
     const service = new Service(child, dataDir, port, paperPort, metricsPort, logFile, profile);
@@ -222,16 +241,8 @@ export class Service {
   }
 
   /** Calls the paper broker's control API (`/control/...`). */
-  async control<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await fetch(`${this.paper.url}/control${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`control ${method} ${path}: HTTP ${res.status} ${text.slice(0, 200)}`);
-    return (text ? JSON.parse(text) : null) as T;
+  control<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    return paperControl<T>(this.paper.url, method, path, body);
   }
 
   /** Resident set size of the service process (all its threads), kB. */

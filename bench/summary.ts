@@ -9,7 +9,7 @@ import type { ProfileFile } from './service.js';
 export type { CpuPerRequest } from './cpu.js';
 
 /** Scenario names, as `tradegate bench <scenario>` takes them. */
-export const SCENARIOS = ['orders', 'webhooks', 'sse', 'reads', 'actors'] as const;
+export const SCENARIOS = ['orders', 'webhooks', 'sse', 'reads', 'actors', 'cluster'] as const;
 /** One of SCENARIOS. */
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -146,6 +146,33 @@ export interface ActorsSummary {
   runs: { connections: number; rssDeltaMB: number; rssPerActorMB: number; startMs: number; startPerActorMs: number }[];
 }
 
+/** One deployment's run in the `cluster` scenario. */
+export interface ClusterRun {
+  nodes: number;
+  ordersPerSec: number;
+  readsPerSec: number;
+  orderMs: Percentiles;
+  idempotentOrderMs: Percentiles;
+  readMs: Percentiles;
+  outcomes: { orders: Record<string, number>; reads: Record<string, number> };
+}
+
+/** `cluster` section of latest.json: single node vs one and three cluster nodes at the same load. */
+export interface ClusterSummary {
+  keys: number;
+  ratePerSec: number;
+  durationMs: number;
+  /** Cores of the machine: every process of the run shared them. */
+  cores: number;
+  single: ClusterRun;
+  oneNode: ClusterRun;
+  threeNodes: ClusterRun;
+  /** Completed per second, 3 nodes over 1. */
+  ratios: { ordersPerSec3to1: number; readsPerSec3to1: number };
+  /** Cluster (one node) minus single node, and three nodes minus one (the hop), in ms. */
+  addedMs: { orderP50: number; orderP99: number; idempotentOrderP50: number; readP50: number; readP99: number; hopOrderP50: number; hopReadP50: number };
+}
+
 /** The whole of latest.json. */
 export interface BenchSummary {
   machine: MachineInfo;
@@ -166,6 +193,7 @@ export interface BenchSummary {
   sse?: SseSummary;
   reads?: ReadsSummary;
   actors?: ActorsSummary;
+  cluster?: ClusterSummary;
 }
 
 /** One curve of the latency-distribution plot. */

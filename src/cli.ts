@@ -12,8 +12,9 @@ interface CommandInfo {
 
 export const COMMANDS: Record<string, CommandInfo> = {
   serve: {
-    summary: 'run the HTTP/SSE service (add --paper for the embedded paper broker)',
-    usage: 'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--log-level L]',
+    summary: 'run the HTTP/SSE service (add --paper for the embedded paper broker, --cluster for a cluster node)',
+    usage:
+      'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--log-level L] [--cluster nats://host:4222[,…] [--node-id NAME]]',
   },
   sim: {
     summary: 'run the paper broker (Tradovate protocol simulator) standalone',
@@ -21,21 +22,25 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
   users: {
     summary: 'manage users',
-    usage: 'tradegate users add <name> [--password-stdin] [--data-dir D] | tradegate users list [--data-dir D]',
+    usage: 'tradegate users add <name> [--password-stdin] | tradegate users list   [--data-dir D | --cluster nats://…]',
   },
   keys: {
     summary: 'manage API keys (a key is shown once, at creation)',
     usage:
-      'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U | keys revoke <id>   [--data-dir D]',
+      'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U | keys revoke <id>   [--data-dir D | --cluster nats://…]',
   },
   connections: {
     summary: 'manage broker connections',
     usage:
-      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo --broker-user NAME | --tradovate-live --broker-user NAME) [--name N] [--password-stdin] [--json] | connections list --user U',
+      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo --broker-user NAME | --tradovate-live --broker-user NAME) [--name N] [--password-stdin] [--json] | connections list --user U   [--data-dir D | --cluster nats://…]',
+  },
+  cluster: {
+    summary: 'move a single-node data dir into a cluster\'s NATS store',
+    usage: 'tradegate cluster import --data-dir DIR [--cluster nats://host:4222[,…]] [--json]',
   },
   bench: {
     summary: 'measure latency and throughput under the rate limit (see README "Performance")',
-    usage: 'tradegate bench [orders|webhooks|sse|reads|actors] [--quick] [--keys K] [--out DIR]',
+    usage: 'tradegate bench [orders|webhooks|sse|reads|actors|cluster] [--quick] [--keys K] [--out DIR]',
   },
 };
 

@@ -9,6 +9,16 @@ import { MAX_ORDER_QTY, ORDER_QTY_CEILING, PRICE_BAND_FACTOR } from './domain/or
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
+/** Node ids and the cluster prefix become KV keys and subject tokens. */
+const NODE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const natsUrls = z
+  .string()
+  .transform((raw) => raw.split(',').map((u) => u.trim()).filter(Boolean))
+  .pipe(
+    z
+      .array(z.string().regex(/^(nats|tls):\/\/[^\s,/]+\/?$/, 'each server must be nats://host:port (or tls://host:port)'))
+      .min(1, 'name at least one NATS server'),
+  );
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', ''])]).transform((v) =>
   typeof v === 'boolean' ? v : v === 'true' || v === '1' || v === 'yes' || v === '',
 );
@@ -53,6 +63,14 @@ export const configSchema = z
     metricsHost: z.string().min(1).default('127.0.0.1'),
     /** Unset: 9464, or a free port when 9464 is taken; set: exactly this port (0 = a free port). */
     metricsPort: port.optional(),
+    /** Cluster mode: the NATS servers (`nats://host:4222`, comma-separated); absent = single node on LMDB. */
+    cluster: natsUrls.optional(),
+    /** This node's name in the cluster (leases, logs); default `<hostname>-<pid>`. */
+    nodeId: z.string().regex(NODE_ID, 'must be 1..64 characters of A-Z a-z 0-9 _ -').optional(),
+    /** JetStream replicas of the buckets and streams a cluster creates: 1 or 3 (default 3 with three or more servers listed, else 1). */
+    clusterReplicas: z.coerce.number().int().refine((n) => n === 1 || n === 3, 'must be 1 or 3').optional(),
+    /** Names the cluster's buckets and streams, so several clusters can share one NATS. */
+    clusterPrefix: z.string().regex(NODE_ID, 'must be 1..64 characters of A-Z a-z 0-9 _ -').max(32).default('tradegate'),
   })
   .strict();
 
@@ -86,6 +104,10 @@ const ENV: Record<string, keyof ConfigInput> = {
   PRICE_BAND_FACTOR: 'priceBandFactor',
   METRICS_HOST: 'metricsHost',
   METRICS_PORT: 'metricsPort',
+  TRADEGATE_CLUSTER: 'cluster',
+  TRADEGATE_NODE_ID: 'nodeId',
+  TRADEGATE_CLUSTER_REPLICAS: 'clusterReplicas',
+  TRADEGATE_CLUSTER_PREFIX: 'clusterPrefix',
 };
 
 /** Flag name (kebab-case) → config field. */
@@ -98,6 +120,8 @@ const FLAGS: Record<string, keyof ConfigInput> = {
   'base-url': 'baseUrl',
   'log-level': 'logLevel',
   'metrics-port': 'metricsPort',
+  cluster: 'cluster',
+  'node-id': 'nodeId',
 };
 
 export class ConfigError extends Error {

@@ -116,3 +116,69 @@ export const SERVE = Object.freeze({
   /** A paper broker worker that died is restarted after this long. */
   paperRestartMs: 1000,
 });
+
+/**
+ * Cluster mode (README "Running a cluster"). A node's lease is one KV record per node, kept in
+ * two buckets whose stream leaders sit on different NATS servers, so a JetStream leader
+ * election (4–9 s after a server dies on nats-server 2.9) never stops every copy at once.
+ *
+ * Why these numbers: a node that cannot renew stops its actors at `sent + leaseMs −
+ * holderMarginMs` (by its own monotonic clock, `sent` being when it sent the last renewal
+ * that was acknowledged); another node may take them over only after `expiresAt +
+ * takerMarginMs` by its wall clock, where `expiresAt = sent + leaseMs` as the holder wrote
+ * it. The 1.5 s between the two covers clock skew between nodes and an event loop stalled
+ * past a timer. A dead node's connections restart elsewhere at most leaseMs + takerMarginMs
+ * + scanMs (6.75 s) after its last renewal, plus the actor's broker login (measured: CONNECTED
+ * 7.6–8.2 s after SIGKILL here): inside the 10 s target. While one lease copy's stream elects
+ * a leader the other copy renews, so an election costs nothing; only an election of both
+ * copies at once that outlasts leaseMs − holderMarginMs − renewMs (4.5 s) stops actors.
+ */
+/** Cluster timings (see CLUSTER). */
+export interface ClusterTuning {
+  leaseMs: number;
+  renewMs: number;
+  renewRetryMs: number;
+  holderMarginMs: number;
+  takerMarginMs: number;
+  scanMs: number;
+  overShareDelayMs: number;
+  rebalanceMs: number;
+  kvTimeoutMs: number;
+  placementCheckMs: number;
+  forwardGraceMs: number;
+  idempotencyMarkerMs: number;
+  eventsMaxAgeMs: number;
+}
+
+export const CLUSTER: Readonly<ClusterTuning> = Object.freeze({
+  /** A renewal makes the lease valid for this long after it was sent. */
+  leaseMs: 6000,
+  /** Renew this often… */
+  renewMs: 500,
+  /** …and this often while renewals fail. */
+  renewRetryMs: 250,
+  /** The holder stops this long before its lease ends. */
+  holderMarginMs: 1000,
+  /** A taker waits this long after a lease ended. */
+  takerMarginMs: 500,
+  /** How often a node looks for connections without a live owner. */
+  scanMs: 250,
+  /** An orphan a node would take beyond its fair share waits this long for a less loaded node. */
+  overShareDelayMs: 1000,
+  /**
+   * A node running more than its share hands the excess to a node running two or more below
+   * it, at most this often and only connections it has run this long (a move is a reconnect,
+   * so it must not churn): how a cluster started node by node spreads its actors.
+   */
+  rebalanceMs: 10_000,
+  /** Deadline of one KV or JetStream call on the lease and event paths. */
+  kvTimeoutMs: 2000,
+  /** How often a node checks that the two lease copies have different stream leaders. */
+  placementCheckMs: 5000,
+  /** Forwarded actor calls wait this much longer than the owner's own deadline, so the owner's answer wins. */
+  forwardGraceMs: 500,
+  /** An idempotency marker protects its key this long: any request (forwarded actor call included) ends before. */
+  idempotencyMarkerMs: 20_000,
+  /** Health events kept for Last-Event-ID resume. */
+  eventsMaxAgeMs: 24 * 60 * 60 * 1000,
+});

@@ -215,8 +215,11 @@ export type ActorEvent = StatusEvent | AccountsEvent | BracketAlertEvent | Guard
 // What the HTTP front sees of the actor system (implemented by src/actors/supervisor.ts).
 
 export interface ActorGateway {
-  /** Starts (or restarts) the actor for a connection. */
-  addConnection(spec: ConnectionSpec): Promise<void>;
+  /**
+   * Starts (or restarts) the actor for a connection. `resume`: the connection ran before (on
+   * another node, or a crashed worker) and reports RECONNECTING until it is back.
+   */
+  addConnection(spec: ConnectionSpec, opts?: { resume?: boolean }): Promise<void>;
   /** Stops the actor; announces DISABLED once (nothing for an unknown connection). */
   removeConnection(connectionId: string): Promise<void>;
   /**
@@ -229,8 +232,11 @@ export interface ActorGateway {
   status(connectionId: string): StatusEvent | undefined;
   /** Last known accounts of a connection (inactive ones included). */
   accounts(connectionId: string): AccountRecord[];
-  /** Subscribes to every actor event; returns the unsubscribe function. */
-  onEvent(listener: (event: ActorEvent) => void): () => void;
+  /**
+   * Subscribes to every actor event; returns the unsubscribe function. In cluster mode events
+   * come through the cluster's event stream and carry its sequence as `id` (the SSE id).
+   */
+  onEvent(listener: (event: ActorEvent, id?: number) => void): () => void;
   /** Stops every actor and worker. */
   close(): Promise<void>;
 }

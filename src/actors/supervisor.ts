@@ -161,7 +161,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   }
 
   return {
-    async addConnection(given) {
+    async addConnection(given, addOpts) {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
       const spec = opts.guards ? { ...given, guards: opts.guards(given.userId) } : given;
       // A restart of a running connection is not a new actor; a new one past the ceiling is refused.
@@ -175,9 +175,11 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
         placement.set(spec.connectionId, slot);
         slot.connections.add(spec.connectionId);
       }
-      // Known as CONNECTING until the actor reports; the actor itself emits the event.
-      statuses.set(spec.connectionId, { type: 'status', connectionId: spec.connectionId, status: 'CONNECTING', reason: 'connect', ts: Date.now() });
-      await slot.client.add(spec);
+      // Known as CONNECTING (RECONNECTING when resumed) until the actor reports; the actor itself emits the event.
+      const resume = addOpts?.resume ?? false;
+      const status = resume ? ({ status: 'RECONNECTING', reason: 'disconnect' } as const) : ({ status: 'CONNECTING', reason: 'connect' } as const);
+      statuses.set(spec.connectionId, { type: 'status', connectionId: spec.connectionId, ...status, ts: Date.now() });
+      await slot.client.add(spec, resume);
     },
 
     async removeConnection(connectionId) {

@@ -1,5 +1,5 @@
 /**
- * `tradegate bench [orders|webhooks|sse|reads|actors] [--quick] [--profile] [--keys K] [--out DIR]`: runs the load
+ * `tradegate bench [orders|webhooks|sse|reads|actors|cluster] [--quick] [--profile] [--keys K] [--out DIR]`: runs the load
  * scenarios of bench/ (compiled into dist/bench) against real `tradegate serve --paper`
  * processes and writes bench/results/<date>.json|.md|.svg and latest.json.
  * Exit code 0 when every scenario ran and every correctness check passed.

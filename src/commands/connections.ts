@@ -8,11 +8,11 @@ import { checkQuota } from '../http/quotas.js';
 import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
 const USAGE = [
-  'tradegate connections add --user U [--name N] [--json] [--data-dir D]',
+  'tradegate connections add --user U [--name N] [--json] [--data-dir D | --cluster nats://…]',
   '    --paper --paper-url http://HOST:PORT --paper-user NAME [--password-stdin]',
   '  | --tradovate-demo|--tradovate-live --broker-user NAME [--app-id A] [--app-version V] [--device-id D] [--cid N]',
   '    (password on the first line of stdin; with --cid, the API secret on the second)',
-  'tradegate connections list --user U [--json] [--data-dir D]',
+  'tradegate connections list --user U [--json] [--data-dir D | --cluster nats://…]',
 ].join('\n');
 
 export { TRADOVATE_URLS };
@@ -100,7 +100,7 @@ export function run(argv: string[]): Promise<number> {
         }
       }
       const name = values.name ?? `${plan.environment}-${plan.brokerUser}`;
-      const { user, record } = await withStore(values['data-dir'], async (store, config) => {
+      const { user, record } = await withStore(values, async (store, config) => {
         const owner = resolveUser(store, values.user);
         checkQuota(store, config, owner.id, 'connections');
         const rec = await store.connections.create({
@@ -123,7 +123,7 @@ export function run(argv: string[]): Promise<number> {
     }
 
     if (sub === 'list') {
-      const connections = await withStore(values['data-dir'], async (store) => {
+      const connections = await withStore(values, async (store) => {
         const owner = resolveUser(store, values.user);
         return store.connections.listByUser(owner.id);
       });

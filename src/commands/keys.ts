@@ -8,7 +8,7 @@ import { checkQuota } from '../http/quotas.js';
 import { API_KEY_SCOPES } from '../store/api-keys.js';
 import { note, parseCommand, print, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
-const USAGE = 'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U [--json] | keys revoke <id>   [--data-dir D]';
+const USAGE = 'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U [--json] | keys revoke <id>   [--data-dir D | --cluster nats://…]';
 
 function parseScopes(raw: string | undefined): Scope[] {
   if (!raw) throw new UsageError('--scopes is required (read, trade or read,trade)');
@@ -41,7 +41,7 @@ export function run(argv: string[]): Promise<number> {
       if (!values.name) throw new UsageError('--name is required');
       const scopes = parseScopes(values.scopes);
       const name = values.name;
-      const { user, created } = await withStore(values['data-dir'], async (store, config) => {
+      const { user, created } = await withStore(values, async (store, config) => {
         const owner = resolveUser(store, values.user);
         checkQuota(store, config, owner.id, 'apiKeys');
         return { user: owner, created: await store.apiKeys.create({ userId: owner.id, name, scopes }) };
@@ -60,7 +60,7 @@ export function run(argv: string[]): Promise<number> {
 
     if (sub === 'list') {
       if (args.length > 0) throw new UsageError('keys list takes no positional arguments');
-      const keys = await withStore(values['data-dir'], async (store) => {
+      const keys = await withStore(values, async (store) => {
         const owner = resolveUser(store, values.user);
         return store.apiKeys.listByUser(owner.id);
       });
@@ -76,7 +76,7 @@ export function run(argv: string[]): Promise<number> {
       const [ref, ...extra] = args;
       if (!ref || extra.length > 0) throw new UsageError('keys revoke takes exactly one <id>');
       const id = keyIdFrom(ref);
-      const outcome = await withStore(values['data-dir'], async (store) => {
+      const outcome = await withStore(values, async (store) => {
         const existing = store.apiKeys.byId(id);
         if (!existing) throw new AppError('NOT_FOUND', `no API key with id '${id}'`);
         if (existing.revokedAt) return 'already';

@@ -6,23 +6,24 @@
  * Shutdown order matters: stop accepting and let requests in flight finish (their answers
  * may still need the actors and the idempotency store), then close streams and actors,
  * then the paper broker, and flush LMDB last.
+ *
+ * `serve --cluster nats://…` runs a cluster node instead (serve-cluster.ts).
  */
 import { parseArgs } from 'node:util';
 import { connectionSpecFor } from '../actors/connection-spec.js';
 import type { ActorGateway } from '../actors/protocol.js';
-import { createSupervisor, type Supervisor } from '../actors/supervisor.js';
+import { createSupervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
-import { measuredGateway, ServiceMetrics, startMetricsListener, type MetricsListener, type NamedThreadUsage } from '../http/metrics.js';
+import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
-import { createWebSessions } from '../http/session-auth.js';
-import { loadWebApp } from '../http/static-files.js';
 import { createLogger, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type Store } from '../store/index.js';
 import { accountGuardsOf } from '../store/guards.js';
 import { SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
+import { serveThreads as serviceThreads, serveUntilSignal, startMetrics, startWebFront } from './serve-lifecycle.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
 
 const BOOLEAN_FLAGS = new Set(['paper']);
@@ -60,37 +61,6 @@ function awaitAccounts(gateway: ActorGateway, connectionId: string, ms: number):
       if (e.type === 'accounts' && e.connectionId === connectionId && e.accounts.length) done(e.accounts.map((a) => a.id));
     });
   });
-}
-
-/** Default /metrics port (the Prometheus exporters' convention). */
-const DEFAULT_METRICS_PORT = 9464;
-
-/**
- * Starts /metrics. An explicit METRICS_PORT must be free (like PORT); the default port falls
- * back to a free one when taken, so a second instance on one machine still starts.
- */
-async function startMetrics(config: Config, metrics: ServiceMetrics, log: Logger): Promise<MetricsListener> {
-  if (config.metricsPort !== undefined) {
-    return startMetricsListener(metrics, config.metricsHost, config.metricsPort).catch((err: unknown) => {
-      throw new Error(`cannot listen for /metrics on ${config.metricsHost}:${config.metricsPort} (METRICS_PORT): ${err instanceof Error ? err.message : String(err)}`);
-    });
-  }
-  try {
-    return await startMetricsListener(metrics, config.metricsHost, DEFAULT_METRICS_PORT);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-    const listener = await startMetricsListener(metrics, config.metricsHost, 0);
-    log.warn({ port: listener.port }, `metrics port ${DEFAULT_METRICS_PORT} is taken; /metrics listens on a free port (set METRICS_PORT to fix one)`);
-    return listener;
-  }
-}
-
-/** The actor workers' and the paper broker's usage, named for /metrics. */
-async function serviceThreads(supervisor: Supervisor, paper: EmbeddedPaper | undefined): Promise<NamedThreadUsage[]> {
-  const [workers, broker] = await Promise.all([supervisor.stats().catch(() => []), paper?.current.usage().catch(() => undefined)]);
-  const out: NamedThreadUsage[] = workers.map((w) => ({ thread: `actor-${w.usage.threadId}`, usage: w.usage }));
-  if (broker) out.push({ thread: 'paper-broker', usage: broker });
-  return out;
 }
 
 function banner(config: Config, url: string, paperUrl: string | undefined, webBuilt: boolean, metricsUrl?: string): string {
@@ -139,18 +109,13 @@ export async function run(argv: string[]): Promise<number> {
   // Listen for signals from the start: a SIGTERM during start-up still ends in an orderly
   // shutdown (once start-up finishes) instead of the default abrupt exit.
   const signalled = untilSignal();
+  if (config.cluster) return (await import('./serve-cluster.js')).runClusterNode(config, config.cluster, signalled);
   const logger = createLogger(config.logLevel);
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey ? { dataKey: config.dataKey } : {}), logger });
   // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.
   store.idempotency.sweep();
   const stopSweeper = store.idempotency.startSweeper(SERVE.idempotencySweepMs);
-  const sessions = createWebSessions(config, store);
-  // Expired sessions are dropped from the store (they already fail lookup) and idle sign-in throttle state from memory.
-  const sessionSweeper = setInterval(() => {
-    sessions.throttle.sweep(Date.now());
-    store.sessions.sweep().catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
-  }, SERVE.sessionSweepMs);
-  sessionSweeper.unref();
+  const { sessions, web, stop: stopWebFront } = startWebFront(config, store, logger);
   let paper: EmbeddedPaper | undefined;
   let gateway: ActorGateway | undefined;
   let server: HttpServer | undefined;
@@ -162,12 +127,12 @@ export async function run(argv: string[]): Promise<number> {
     await gateway?.close();
     await paper?.close();
     stopSweeper();
-    clearInterval(sessionSweeper);
+    stopWebFront();
     await store.flushed();
     await store.close();
   };
 
-  try {
+  return serveUntilSignal(signalled, logger, async () => {
     if (config.paper) {
       paper = await startEmbeddedPaper({ store, dataDir: config.dataDir, port: config.paperPort, logLevel: config.logLevel, logger });
     }
@@ -177,8 +142,6 @@ export async function run(argv: string[]): Promise<number> {
     let listenUrl: string | undefined;
     const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
     const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams });
-    const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true });
-    if (!web.built) logger.warn('web app not built (dist/web missing): run npm run build');
     const embedded = paper;
     server = await startHttpServer({
       config, store, gateway, routes, logger, sessionAuth: sessions.authenticate, web, metrics, threads: () => serviceThreads(supervisor, embedded),
@@ -194,14 +157,5 @@ export async function run(argv: string[]): Promise<number> {
       const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);
       process.stdout.write(demoBanner(demo, accountIds, publicUrl, config.dataDir));
     }
-  } catch (err) {
-    await shutdown().catch(() => undefined);
-    throw err;
-  }
-
-  const signal = await signalled;
-  logger.info({ signal }, 'shutting down');
-  await shutdown();
-  process.stdout.write('stopped\n');
-  return 0;
+  }, shutdown);
 }

@@ -15,18 +15,31 @@ export class UsageError extends Error {
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** parseArgs in strict mode, with its errors turned into UsageError; always accepts --data-dir. */
+/** parseArgs in strict mode, with its errors turned into UsageError; always accepts --data-dir and --cluster. */
 export function parseCommand<O extends Options>(argv: string[], options: O) {
   try {
-    return parseArgs({ args: argv, options: { ...options, 'data-dir': { type: 'string' } }, allowPositionals: true, strict: true });
+    return parseArgs({ args: argv, options: { ...options, 'data-dir': { type: 'string' }, cluster: { type: 'string' } }, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError(err instanceof Error ? err.message : String(err));
   }
 }
 
-/** Opens the store of the configured data dir, runs `fn`, and always closes the store. */
-export async function withStore<T>(dataDirFlag: string | undefined, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
-  const config = loadConfig(dataDirFlag === undefined ? {} : { 'data-dir': dataDirFlag });
+/** The flags every store command shares. */
+export interface StoreFlags {
+  'data-dir'?: string | undefined;
+  cluster?: string | undefined;
+}
+
+/**
+ * Opens the store the flags and environment name (the data dir's LMDB, or the cluster's NATS
+ * store with `--cluster`/TRADEGATE_CLUSTER), runs `fn`, and always closes the store.
+ */
+export async function withStore<T>(flags: StoreFlags, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
+  const config = loadConfig({ 'data-dir': flags['data-dir'], cluster: flags.cluster });
+  if (config.cluster) {
+    const { withClusterStore } = await import('./cluster-store.js');
+    return withClusterStore(config, config.cluster, (store) => fn(store, config));
+  }
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey && { dataKey: config.dataKey }), warn: note });
   try {
     return await fn(store, config);

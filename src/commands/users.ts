@@ -4,7 +4,7 @@
  */
 import { parseCommand, print, readPassword, runCommand, table, UsageError, withStore } from './store-command.js';
 
-const USAGE = 'tradegate users add <name> [--password-stdin] [--json] | users list [--json]   [--data-dir D]';
+const USAGE = 'tradegate users add <name> [--password-stdin] [--json] | users list [--json]   [--data-dir D | --cluster nats://…]';
 
 /** Entry point of `tradegate users`. */
 export function run(argv: string[]): Promise<number> {
@@ -20,7 +20,7 @@ export function run(argv: string[]): Promise<number> {
       if (!name || extra.length > 0) throw new UsageError('users add takes exactly one <name>');
       // Read the secret before opening the store, so a missing password leaves no half-made user.
       const password = values['password-stdin'] ? await readPassword() : undefined;
-      const user = await withStore(values['data-dir'], (store) =>
+      const user = await withStore(values, (store) =>
         store.users.create(password === undefined ? { name } : { name, password }),
       );
       if (values.json) print(JSON.stringify(user));
@@ -30,7 +30,7 @@ export function run(argv: string[]): Promise<number> {
 
     if (sub === 'list') {
       if (args.length > 0) throw new UsageError('users list takes no arguments');
-      const users = await withStore(values['data-dir'], async (store) => store.users.list());
+      const users = await withStore(values, async (store) => store.users.list());
       if (values.json) print(JSON.stringify(users));
       else print(table(['NAME', 'ID', 'CREATED'], users.map((u) => [u.name, u.id, u.createdAt])));
       return 0;

@@ -33,6 +33,7 @@ export const PROBLEMS = {
   BROKER_UNAVAILABLE: { status: 503, title: 'Broker connection unavailable' },
   SHUTTING_DOWN: { status: 503, title: 'Server is shutting down' },
   ACTOR_LIMIT_REACHED: { status: 503, title: 'The service runs as many broker connections as it is configured for' },
+  CLUSTER_UNAVAILABLE: { status: 503, title: 'Cluster store unavailable' },
   BROKER_TIMEOUT: { status: 504, title: 'Broker did not answer in time' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
@@ -94,7 +95,7 @@ export interface ErrorData {
   retryAfterSeconds?: number;
 }
 
-const RETRYABLE = new Set<ProblemCode>(['BROKER_UNAVAILABLE', 'BROKER_TIMEOUT', 'RATE_LIMITED', 'IDEMPOTENCY_KEY_IN_USE', 'SHUTTING_DOWN']);
+const RETRYABLE = new Set<ProblemCode>(['BROKER_UNAVAILABLE', 'BROKER_TIMEOUT', 'RATE_LIMITED', 'IDEMPOTENCY_KEY_IN_USE', 'SHUTTING_DOWN', 'CLUSTER_UNAVAILABLE']);
 
 /** Converts any thrown value into ErrorData; unknown errors become INTERNAL. */
 export function toErrorData(err: unknown): ErrorData {

@@ -32,8 +32,9 @@ export interface OwnerStore {
 }
 
 /**
- * Publishes status, bracket-alert and guard events to the streams of the connection's owner; returns
- * the unsubscribe function. Owners are cached per connection, and the entry is dropped when
+ * Publishes status, bracket-alert and guard events to the streams of the connection's owner
+ * (with their cluster-wide id in cluster mode); returns the unsubscribe function. Owners are
+ * cached per connection, and the entry is dropped when
  * the connection is removed (DISABLED) or started afresh (CONNECTING on `connect`, as a re-added
  * connection is), so a connection that comes back under another user reports to that user.
  */
@@ -47,12 +48,12 @@ export function bridgeActorEvents(gateway: Pick<ActorGateway, 'onEvent'>, store:
     }
     return owner;
   };
-  return gateway.onEvent((event) => {
+  return gateway.onEvent((event, id) => {
     if (event.type === 'accounts') return;
     const lifecycle = event.type === 'status' ? event : undefined;
     if (lifecycle?.status === 'CONNECTING' && lifecycle.reason === 'connect') owners.delete(event.connectionId);
     const userId = ownerOf(event.connectionId);
-    if (userId) hub.publish(userId, event);
+    if (userId) hub.publish(userId, event, id);
     if (lifecycle?.status === 'DISABLED') owners.delete(event.connectionId);
   });
 }

@@ -3,9 +3,10 @@
  * gate that decides between running the handler, replaying a stored answer, 409 (in flight)
  * and 422 (same key, another request).
  *
- * The in-flight marker lives in memory: the front thread is the only owner of this map, and
- * `begin` sets the marker before its first `await`, so two concurrent requests with one key
- * can never both pass. No durable write happens before the handler runs: the deterministic
+ * On one node the in-flight marker lives in memory: the front thread is the only owner of this
+ * map, and `begin` sets the marker before its first `await`, so two concurrent requests with
+ * one key can never both pass. In cluster mode the store's `claim` (a KV create) is the marker,
+ * so exactly one node runs a key; the map then only spares a round trip. No durable write happens before the handler runs: the deterministic
  * broker clOrdId (derived by the route from user + key) covers a crash in that window.
  *
  * What is stored after the handler answers: every status in 200..499 except 400, 401, 403,
@@ -16,7 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { AppError } from '../domain/problems.js';
-import type { IdempotencyRecord } from '../store/idempotency.js';
+import type { ClaimOutcome, IdempotencyRecord, IdempotentAnswer } from '../store/idempotency.js';
 import { IDEMPOTENCY_TTL_MS } from '../tuning.js';
 
 export type { IdempotencyRecord } from '../store/idempotency.js';
@@ -26,6 +27,8 @@ export interface IdempotencyStore {
   get(scope: string, key: string): IdempotencyRecord | undefined | Promise<IdempotencyRecord | undefined>;
   /** Durable: resolves once the record is committed and flushed. */
   put(scope: string, key: string, record: IdempotencyRecord): Promise<void>;
+  /** The cluster-wide in-flight marker (cluster store only; see store/idempotency.ts). */
+  claim?(scope: string, key: string, fingerprint: string): Promise<ClaimOutcome>;
 }
 
 const MAX_KEY_LENGTH = 255;
@@ -124,6 +127,7 @@ export class IdempotencyGate {
     if (this.inFlight.has(slot)) return { kind: 'in-flight' };
     // Claimed synchronously, before the first await: the single-owner guarantee.
     this.inFlight.add(slot);
+    if (this.store.claim) return this.beginClaimed(slot, scope, key, fingerprint);
     let existing: IdempotencyRecord | undefined;
     try {
       existing = await this.store.get(scope, key);
@@ -135,32 +139,75 @@ export class IdempotencyGate {
       this.inFlight.delete(slot);
       return existing.fingerprint === fingerprint ? { kind: 'replay', record: existing } : { kind: 'mismatch' };
     }
+    return {
+      kind: 'proceed',
+      ticket: this.ticket(slot, async (answer) => {
+        if (!isStoredStatus(answer.status, answer.code)) return false;
+        const { status, headers, body } = answer;
+        await this.store.put(scope, key, { fingerprint, status, headers, body, createdAt: this.clock() });
+        return true;
+      }),
+    };
+  }
+
+  /**
+   * The ticket of the request holding `slot`: `store` runs at most once, and the key stays in
+   * flight until it has finished (a retry meets 409, then the stored answer, never a gap);
+   * `free` runs on a release instead.
+   */
+  private ticket(slot: string, store: (answer: IdempotentAnswer & { code?: string | undefined }) => Promise<boolean>, free: () => void = () => undefined): IdempotencyTicket {
     let done = false;
     const finish = (): void => {
       done = true;
       this.inFlight.delete(slot);
     };
     return {
-      kind: 'proceed',
-      ticket: {
-        commit: async (answer) => {
-          if (done) throw new Error('idempotency ticket already finished');
-          if (!isStoredStatus(answer.status, answer.code)) {
-            finish();
-            return false;
-          }
-          try {
-            const { status, headers, body } = answer;
-            await this.store.put(scope, key, { fingerprint, status, headers, body, createdAt: this.clock() });
-          } finally {
-            finish();
-          }
-          return true;
-        },
-        release: () => {
-          if (!done) finish();
-        },
+      commit: async (answer) => {
+        if (done) throw new Error('idempotency ticket already finished');
+        try {
+          return await store(answer);
+        } finally {
+          finish();
+        }
       },
+      release: () => {
+        if (done) return;
+        finish();
+        free();
+      },
+    };
+  }
+
+  /**
+   * Cluster mode: the marker set above only spares this node a round trip for a key it is
+   * already running; the marker that counts is the store's claim, which exactly one request
+   * cluster-wide wins (a KV create).
+   */
+  private async beginClaimed(slot: string, scope: string, key: string, fingerprint: string): Promise<GateOutcome> {
+    let outcome: ClaimOutcome;
+    try {
+      outcome = await this.store.claim!(scope, key, fingerprint);
+    } catch (err) {
+      this.inFlight.delete(slot);
+      throw err;
+    }
+    if (outcome.kind !== 'claimed') {
+      this.inFlight.delete(slot);
+      if (outcome.kind === 'in-flight') return outcome;
+      return outcome.record.fingerprint === fingerprint ? { kind: 'replay', record: outcome.record } : { kind: 'mismatch' };
+    }
+    const { claim } = outcome;
+    return {
+      kind: 'proceed',
+      ticket: this.ticket(
+        slot,
+        async (answer) => {
+          if (isStoredStatus(answer.status, answer.code)) return claim.commit({ status: answer.status, headers: answer.headers, body: answer.body });
+          await claim.release();
+          return false;
+        },
+        () => void claim.release(),
+      ),
     };
   }
 

@@ -20,7 +20,7 @@ import type { Authenticated, Authenticator } from './auth.js';
 import { ClientAbortedError, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
 import { parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
 import type { ServiceMetrics } from './metrics.js';
-import { rateLimitHeaders, type SlidingLogLimiter } from './rate-limit.js';
+import { rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.js';
 import { repeatedHeaderError } from './request-head.js';
 import { appErrorReply, problemReply, routeResponseReply, type Reply, type ResponseHandle } from './respond.js';
 import type { AuthContext, RouteContext, RouteDef, RouteRequest } from './route-types.js';
@@ -77,7 +77,7 @@ export interface PipelineDeps {
   /** True once the server is shutting down. */
   closing(): boolean;
   auth: Authenticator;
-  limiters: { key: SlidingLogLimiter; webhook: SlidingLogLimiter };
+  limiters: { key: RateLimiter; webhook: RateLimiter };
   gate: IdempotencyGate;
   bodyLimitBytes: number;
   clock: () => number;
@@ -100,13 +100,25 @@ const ANONYMOUS: AuthContext = { userId: '', principalId: 'anonymous', scopes: [
 export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<void> {
   try {
     const t0 = performance.now();
-    const early = routeStage(deps, ex) ?? authStage(deps, ex) ?? limitStage(deps, ex);
+    const early = routeStage(deps, ex) ?? authStage(deps, ex);
     if (early) return replyStage(deps, ex, early);
+    // An in-memory limiter decides here, synchronously (a 429 throws); a shared one (cluster)
+    // answers later, and its round trip runs alongside the body read.
+    const limited = limitStage(deps, ex)?.then(
+      () => undefined,
+      (err: unknown) => ({ err }),
+    );
     // Trading routes report where their time went (Server-Timing); reads only their total.
     const staged = ex.route!.idempotent === true;
     if (staged) ex.stageMs = { auth: performance.now() - t0 };
     // First await of the request: bodyStage registers onData before it suspends.
     const unread = await bodyStage(deps, ex);
+    const refused = limited && (await limited);
+    if (refused) {
+      // A body left half-read must still close the connection (its rest would be read as the next request).
+      if (unread?.closeConnection && refused.err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(refused.err), closeConnection: true });
+      throw refused.err;
+    }
     if (unread) return replyStage(deps, ex, unread);
     const t1 = performance.now();
     validateStage(ex);
@@ -165,18 +177,27 @@ export function authStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
   return undefined;
 }
 
-/** limit: counts the request against its key's (or webhook token's) rolling window; 429 when full. */
-export function limitStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
+/**
+ * limit: counts the request against its key's (or webhook token's) rolling window; 429 when
+ * full. Synchronous with an in-memory limiter; a promise with a shared one.
+ */
+export function limitStage(deps: PipelineDeps, ex: Exchange): Promise<void> | undefined {
   const authd = ex.authd;
   if (!authd) return undefined;
   const limiter = authd.bucket === 'key' ? deps.limiters.key : deps.limiters.webhook;
   const decision = limiter.hit(authd.rateKey, deps.clock());
-  Object.assign(ex.extra, rateLimitHeaders(authd.bucket, decision));
+  if (decision instanceof Promise) return decision.then((d) => applyDecision(ex, authd.bucket, d));
+  applyDecision(ex, authd.bucket, decision);
+  return undefined;
+}
+
+/** The rate-limit headers of a decision; throws the 429 for a rejection. */
+function applyDecision(ex: Exchange, bucket: string, decision: RateDecision): void {
+  Object.assign(ex.extra, rateLimitHeaders(bucket, decision));
   if (!decision.allowed) {
-    ex.limitedBy = authd.bucket;
+    ex.limitedBy = bucket;
     throw new AppError('RATE_LIMITED', `Rate limit of ${decision.limit} requests per 60 s exceeded`, { limit: decision.limit }, decision.retryAfterSeconds);
   }
-  return undefined;
 }
 
 /**
@@ -285,7 +306,8 @@ export async function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): 
   ex.ticket = undefined;
   if (ticket) {
     const t = performance.now();
-    if (!(await commit(deps, ex, ticket, stop.reply))) stop = { reply: internalReply(ex) };
+    const unstored = await commit(deps, ex, ticket, stop.reply);
+    if (unstored) stop = { reply: unstored };
     if (ex.stageMs) ex.stageMs.idem = (ex.stageMs.idem ?? 0) + performance.now() - t;
   }
   const total = performance.now() - ex.startedAt;
@@ -308,15 +330,19 @@ function serverTiming(ex: Exchange, totalMs: number): string {
   return `${out}total;dur=${totalMs.toFixed(1)}`;
 }
 
-/** Stores the answer before it is sent; false when the store failed. */
-async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicket, reply: Reply): Promise<boolean> {
+/**
+ * Stores the answer before it is sent; the answer to send instead when the store failed: its
+ * coded error (the cluster store unavailable: 503 with Retry-After, and the retry reconciles by
+ * clOrdId), else a 500.
+ */
+async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicket, reply: Reply): Promise<Reply | undefined> {
   const body = reply.body === undefined ? '' : reply.body.toString();
   try {
     await ticket.commit({ status: reply.status, headers: reply.headers, body, code: reply.code });
-    return true;
+    return undefined;
   } catch (err) {
     deps.logger.error({ err, reqId: ex.requestId }, 'idempotency record not stored');
-    return false;
+    return err instanceof AppError ? appErrorReply(err) : internalReply(ex);
   }
 }
 

@@ -10,19 +10,21 @@
  * - a clock that steps backwards is treated as standing still for that key, so the log stays
  *   ordered and the limit can never be exceeded by a clock jump.
  */
+import { inWindow, rateDecision, type RateDecision } from '../domain/rate-window.js';
 
-/** Outcome of one `hit`, with everything the response headers need. */
-export interface RateDecision {
-  allowed: boolean;
-  limit: number;
-  /** Slots left in the current window after this request. */
-  remaining: number;
-  /** Whole seconds until the oldest logged request leaves the window (0 when the log is empty). */
-  resetSeconds: number;
-  /** Epoch milliseconds at which the next slot frees (now when the log is empty). */
-  resetAtMs: number;
-  /** For rejections: whole seconds to wait, at least 1. */
-  retryAfterSeconds: number;
+export type { RateDecision } from '../domain/rate-window.js';
+
+/**
+ * What the pipeline's limit stage counts requests with: this in-memory log on a single node,
+ * a log shared through NATS KV in cluster mode (src/cluster/rate-limit.ts). A synchronous
+ * answer keeps the single-node path free of any await.
+ */
+export interface RateLimiter {
+  readonly limit: number;
+  /** Counts a request for `key` at `nowMs` if a slot is free; rejected requests are not logged. */
+  hit(key: string, nowMs: number): RateDecision | Promise<RateDecision>;
+  /** Forgets keys whose whole log has expired (bounded memory for idle keys). */
+  sweep(nowMs: number): void;
 }
 
 /** One key's log: a fixed ring of accepted timestamps, oldest at `head`. */
@@ -42,7 +44,7 @@ class Ring {
 
   /** Drops entries that left the half-open window (now − windowMs, now]. */
   expire(now: number, windowMs: number): void {
-    while (this.size > 0 && now - this.oldest() >= windowMs) {
+    while (this.size > 0 && !inWindow(this.oldest(), now, windowMs)) {
       this.head = (this.head + 1) % this.times.length;
       this.size--;
     }
@@ -55,7 +57,7 @@ class Ring {
 }
 
 /** Per-key exact limiter: `limit` requests in any rolling `windowMs`. */
-export class SlidingLogLimiter {
+export class SlidingLogLimiter implements RateLimiter {
   private readonly logs = new Map<string, Ring>();
 
   constructor(
@@ -103,16 +105,7 @@ export class SlidingLogLimiter {
   }
 
   private describe(ring: Ring, now: number, allowed: boolean): RateDecision {
-    const resetAtMs = ring.size > 0 ? ring.oldest() + this.windowMs : now;
-    const resetSeconds = Math.max(0, Math.ceil((resetAtMs - now) / 1000));
-    return {
-      allowed,
-      limit: this.limit,
-      remaining: this.limit - ring.size,
-      resetSeconds,
-      resetAtMs,
-      retryAfterSeconds: Math.max(1, resetSeconds),
-    };
+    return rateDecision(this.limit, this.windowMs, ring.size, ring.oldest(), now, allowed);
   }
 }
 

@@ -22,7 +22,7 @@ import type { NamedThreadUsage, ServiceMetrics } from './metrics.js';
 import { threadUsage } from '../thread-usage.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { internalReply, replyStage, runPipeline, type Exchange, type PipelineDeps } from './pipeline.js';
-import { SlidingLogLimiter } from './rate-limit.js';
+import { SlidingLogLimiter, type RateLimiter } from './rate-limit.js';
 import { readRequestHead } from './request-head.js';
 import { jsonReply, problemReply, ResponseHandle, type Reply } from './respond.js';
 import type { RouteDef } from './route-types.js';
@@ -48,6 +48,15 @@ export interface HttpServerDeps {
   metrics?: ServiceMetrics;
   /** Every thread's usage for /metrics (serve passes its actor workers and paper broker); the front's own is added. */
   threads?: () => Promise<NamedThreadUsage[]>;
+  /** Rate limiters; default the in-memory sliding logs (cluster mode passes its shared ones). */
+  limiters?: { key: RateLimiter; webhook: RateLimiter };
+  /** Cluster mode: health events carry the cluster's event ids (see HealthHub `externalIds`). */
+  eventIds?: { position(): number };
+  /**
+   * Cluster mode: the events of the actors this node runs (the gateway's come from every node).
+   * Guard events are journaled and their locks stored from these, so once cluster-wide. Default: the gateway's.
+   */
+  ownEvents?: Pick<ActorGateway, 'onEvent'>;
 }
 
 export interface HttpServer {
@@ -122,7 +131,7 @@ class Engine {
     this.clock = deps.clock ?? Date.now;
     const routes = [...deps.routes, HEALTH_STREAM_ROUTE];
     this.auth = new Authenticator(store, this.clock, logger, deps.sessionAuth);
-    this.hub = new HealthHub({ clock: this.clock, heartbeatMs: config.sseHeartbeatMs, log: logger });
+    this.hub = new HealthHub({ clock: this.clock, heartbeatMs: config.sseHeartbeatMs, log: logger, ...(deps.eventIds && { externalIds: deps.eventIds }) });
     const doc = buildOpenApiDocument(routes, { config });
     this.openapiJson = JSON.stringify(doc);
     this.docsHtml = renderApiDocsPage(doc);
@@ -132,7 +141,7 @@ class Engine {
       fixedRoute: (method, path, headers) => this.fixedRoute(method, path) ?? deps.web?.serve(method, path, headers),
       closing: () => this.closing,
       auth: this.auth,
-      limiters: { key: new SlidingLogLimiter(config.rateLimitPerMin), webhook: new SlidingLogLimiter(config.webhookRateLimitPerMin) },
+      limiters: deps.limiters ?? { key: new SlidingLogLimiter(config.rateLimitPerMin), webhook: new SlidingLogLimiter(config.webhookRateLimitPerMin) },
       gate: new IdempotencyGate(store.idempotency, this.clock),
       bodyLimitBytes: config.bodyLimitBytes,
       clock: this.clock,
@@ -148,7 +157,7 @@ class Engine {
       },
     };
     const unbridge = bridgeActorEvents(deps.gateway, store, this.hub);
-    const unrecord = recordGuardEvents(deps.gateway, store, logger);
+    const unrecord = recordGuardEvents(deps.ownEvents ?? deps.gateway, store, logger);
     this.unbridge = () => {
       unbridge();
       unrecord();

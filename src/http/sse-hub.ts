@@ -43,8 +43,11 @@ export interface SseSubscription {
 
 /** What serve and the routes use to push events. */
 export interface SseHub {
-  /** Publishes a `status`, `bracket-alert` or `guard` event to every stream of the user (and the resume ring). */
-  publish(userId: string, event: PublishedMessage): void;
+  /**
+   * Publishes a `status`, `bracket-alert` or `guard` event to every stream of the user (and
+   * the resume ring). `id`: the event's cluster-wide id (cluster mode); otherwise the hub numbers it.
+   */
+  publish(userId: string, event: PublishedMessage, id?: number): void;
   /** Number of open streams. */
   subscriberCount(): number;
   /** Ends every stream (graceful shutdown). */
@@ -70,6 +73,12 @@ export interface SseHubOptions {
   /** Bytes a congested stream may queue before it is cut. */
   maxBufferedBytes?: number;
   log?: Logger;
+  /**
+   * Cluster mode: event ids are given with each event (the sequence of the cluster's event
+   * stream, the same on every node, so Last-Event-ID resumes on any node); `position()` is the
+   * newest id this node has applied.
+   */
+  externalIds?: { position(): number };
 }
 
 interface Channel {
@@ -149,28 +158,30 @@ export class HealthHub implements SseHub {
   private count = 0;
   private readonly timer: NodeJS.Timeout;
   private readonly log: Logger | undefined;
+  private readonly externalIds: { position(): number } | undefined;
 
   constructor(options: SseHubOptions) {
     this.clock = options.clock ?? Date.now;
     this.ringSize = options.ringSize ?? 512;
     this.maxBufferedBytes = options.maxBufferedBytes ?? 256 * 1024;
     this.log = options.log;
+    this.externalIds = options.externalIds;
     // Ids start at the hub's start time, so ids from a previous process (lower) fall below
-    // every ring's floor and get fresh snapshots instead of a wrong resume.
-    this.base = Math.floor(this.clock());
+    // every ring's floor and get fresh snapshots instead of a wrong resume. With cluster ids,
+    // every event after `position()` reaches this hub, so rings hold everything from there.
+    this.base = this.externalIds ? this.externalIds.position() : Math.floor(this.clock());
     this.timer = setInterval(() => this.heartbeat(), options.heartbeatMs);
     this.timer.unref();
   }
 
   /** Current sequence number of a user's stream (the id snapshots and heartbeats carry). */
   currentId(userId: string): number {
-    return this.channel(userId).seq;
+    return this.externalIds ? this.externalIds.position() : this.channel(userId).seq;
   }
 
   /** Frames after `lastId` for resume, or undefined when the ring no longer covers it. */
   resume(userId: string, lastId: number): string[] | undefined {
-    const ch = this.channel(userId);
-    return ch.ring.since(lastId, ch.seq);
+    return this.channel(userId).ring.since(lastId, this.currentId(userId));
   }
 
   /** Open streams of one principal (API key), for the per-key cap. */
@@ -187,9 +198,13 @@ export class HealthHub implements SseHub {
     return sub;
   }
 
-  publish(userId: string, event: PublishedMessage): void {
+  publish(userId: string, event: PublishedMessage, id?: number): void {
     const ch = this.channel(userId);
-    ch.seq++;
+    if (this.externalIds) {
+      // Each node applies the stream in order, so ids only grow; a repeat is a duplicate.
+      if (id === undefined || id <= ch.seq) return;
+      ch.seq = id;
+    } else ch.seq++;
     const message =
       event.type === 'bracket-alert' ? bracketAlertMessage(event) : event.type === 'guard' ? guardMessage(event) : statusMessage(event, 'status');
     const frame = formatSseEvent(ch.seq, message);
@@ -200,9 +215,10 @@ export class HealthHub implements SseHub {
   /** Sends one heartbeat to every stream (one serialization per user). */
   heartbeat(): void {
     const ts = this.clock();
+    const position = this.externalIds?.position();
     for (const ch of this.channels.values()) {
       if (ch.subscribers.size === 0) continue;
-      const frame = formatSseEvent(ch.seq, { type: 'heartbeat', ts });
+      const frame = formatSseEvent(position ?? ch.seq, { type: 'heartbeat', ts });
       for (const sub of ch.subscribers) sub.send(frame);
     }
   }

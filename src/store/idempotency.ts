@@ -1,7 +1,7 @@
 /**
  * Finished idempotent responses, keyed by sha256 of (scope, Idempotency-Key) so raw keys are
- * never stored. In-flight markers are not kept here: the front thread owns those in memory
- * (DESIGN §3). Records live 24 h; LMDB has no TTL, so reads ignore expired records and a
+ * never stored. On one node in-flight markers are not kept here: the front thread owns those
+ * in memory (DESIGN §3); the cluster store keeps them in KV (`claim`). Records live 24 h; LMDB has no TTL, so reads ignore expired records and a
  * sweeper deletes them through a createdAt index.
  */
 import type { StoreContext } from './context.js';
@@ -22,6 +22,20 @@ export interface IdempotencyRecord {
   createdAt: number;
 }
 
+/** The answer to store when a claimed request finished. */
+export type IdempotentAnswer = Pick<IdempotencyRecord, 'status' | 'headers' | 'body'>;
+
+/** Held by the one request (cluster-wide) allowed to run for a key; finish it exactly once. */
+export interface IdempotencyClaim {
+  /** Stores the answer in place of the marker; false when the marker was taken over meanwhile (nothing stored). */
+  commit(answer: IdempotentAnswer): Promise<boolean>;
+  /** Frees the key without storing anything. */
+  release(): Promise<void>;
+}
+
+/** What `claim` found. The gate decides replay vs 422 by comparing fingerprints of a `done` record. */
+export type ClaimOutcome = { kind: 'claimed'; claim: IdempotencyClaim } | { kind: 'done'; record: IdempotencyRecord } | { kind: 'in-flight' };
+
 export interface IdempotencyStore {
   /**
    * The live record for (scope, key); expired records read as absent. LMDB answers
@@ -34,6 +48,12 @@ export interface IdempotencyStore {
   sweep(now?: number): number;
   /** Runs `sweep` every `intervalMs` (timer unref'd); returns the stop function. */
   startSweeper(intervalMs: number): () => void;
+  /**
+   * Claims (scope, key) for one request cluster-wide, or says what holds it. Only the cluster
+   * store has it (its in-flight marker is a KV record); on one node the gate keeps the marker
+   * in memory.
+   */
+  claim?(scope: string, key: string, fingerprint: string): Promise<ClaimOutcome>;
 }
 
 /** The storage key: sha256 over an unambiguous encoding of (scope, key). */

@@ -11,6 +11,7 @@ import { createApiKeyStore, type ApiKeyStore } from './api-keys.js';
 import { createConnectionStore, type ConnectionStore } from './connections.js';
 import type { Dbs, StoreContext } from './context.js';
 import { DATA_KEY_FILE, loadDataKey, type Sealer } from './crypto.js';
+import { dumpStore, type StoreDump } from './dump.js';
 import { makePrivate, sharedDirWarning, withPrivateUmask } from './file-modes.js';
 import { checkDataKey, type KeyCheckSlot } from './key-check.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
@@ -47,7 +48,7 @@ export interface StoreOptions {
   warn?: (message: string) => void;
 }
 
-/** Every record kind of the service, over one LMDB environment. */
+/** Every record kind of the service (LMDB on one node, NATS KV in a cluster). */
 export interface Store {
   readonly dataDir: string;
   readonly users: UserStore;
@@ -64,6 +65,12 @@ export interface Store {
   flushed(): Promise<void>;
   /** Waits for pending writes, then closes the environment. */
   close(): Promise<void>;
+}
+
+/** The LMDB store, which can also hand over all its rows (`tradegate cluster import`). */
+export interface LmdbStore extends Store {
+  /** Every record as stored (see dump.ts). */
+  dump(): StoreDump;
 }
 
 const KEY_CHECK = 'keyCheck';
@@ -83,7 +90,7 @@ function keyCheckSlot(meta: Database): KeyCheckSlot {
 }
 
 /** Opens (creating if needed) the data dir's LMDB environment. */
-export async function openStore(opts: StoreOptions): Promise<Store> {
+export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
   const clock = opts.clock ?? Date.now;
   // 0700: the directory holds the data key file; nobody else needs to list or read it.
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
@@ -182,6 +189,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     journal,
     sessions,
     guards: createGuardStore(ctx),
+    dump: () => dumpStore(ctx),
     async flushed() {
       await journal.drain();
       await env.committed;

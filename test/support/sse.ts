@@ -3,8 +3,8 @@
  * parses its messages as they arrive.
  */
 
-/** One parsed SSE message. */
-export type HealthEvent = { type: string; connectionId?: string; status?: string; reason?: string; detail?: string; ts: number };
+/** One parsed SSE message; `id` is its SSE id (the `id:` line). */
+export type HealthEvent = { type: string; connectionId?: string; status?: string; reason?: string; detail?: string; ts: number; id?: number };
 
 /** Opens the stream as `openHealthStream` does, returning the HTTP status instead of throwing on a refusal. */
 export async function streamStatus(url: string, apiKey: string): Promise<number> {
@@ -23,11 +23,11 @@ export interface HealthStream {
   ended: Promise<void>;
 }
 
-/** Opens `GET /api/v1/connection-health/stream` and parses `data:` lines in the background. */
-export async function openHealthStream(url: string, apiKey: string): Promise<HealthStream> {
+/** Opens `GET /api/v1/connection-health/stream` (resuming after `lastEventId` when given) and parses its messages in the background. */
+export async function openHealthStream(url: string, apiKey: string, opts: { lastEventId?: number } = {}): Promise<HealthStream> {
   const abort = new AbortController();
   const res = await fetch(`${url}/api/v1/connection-health/stream`, {
-    headers: { 'x-api-key': apiKey, accept: 'text/event-stream' },
+    headers: { 'x-api-key': apiKey, accept: 'text/event-stream', ...(opts.lastEventId !== undefined && { 'last-event-id': String(opts.lastEventId) }) },
     signal: abort.signal,
   });
   if (res.status !== 200) throw new Error(`health stream: ${res.status} ${await res.text()}`);
@@ -43,14 +43,14 @@ export async function openHealthStream(url: string, apiKey: string): Promise<Hea
         buffer += decoder.decode(chunk, { stream: true });
         let cut: number;
         while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const data = buffer
-            .slice(0, cut)
-            .split('\n')
+          const lines = buffer.slice(0, cut).split('\n');
+          const data = lines
             .filter((l) => l.startsWith('data:'))
             .map((l) => l.slice(5).trimStart())
             .join('\n');
+          const id = lines.find((l) => l.startsWith('id:'));
           buffer = buffer.slice(cut + 2);
-          if (data) events.push(JSON.parse(data) as HealthEvent);
+          if (data) events.push({ ...(JSON.parse(data) as HealthEvent), ...(id && { id: Number(id.slice(3).trim()) }) });
         }
         for (const w of waiters) w();
       }

@@ -34,6 +34,20 @@ describe('loadConfig', () => {
     expect(() => loadConfig({}, { LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
   });
 
+  it('reads the cluster settings: NATS servers as a list, node id, replicas, prefix', () => {
+    expect(loadConfig({}, {}).cluster).toBeUndefined();
+    const c = loadConfig({ cluster: 'nats://a:4222, nats://b:4222', 'node-id': 'n1' }, { TRADEGATE_CLUSTER_REPLICAS: '3' });
+    expect(c.cluster).toEqual(['nats://a:4222', 'nats://b:4222']);
+    expect(c.nodeId).toBe('n1');
+    expect(c.clusterReplicas).toBe(3);
+    expect(c.clusterPrefix).toBe('tradegate');
+    expect(loadConfig({}, { TRADEGATE_CLUSTER: 'nats://127.0.0.1:4222' }).cluster).toEqual(['nats://127.0.0.1:4222']);
+    expect(() => loadConfig({ cluster: 'http://a:4222' }, {})).toThrow(/--cluster \/ TRADEGATE_CLUSTER: each server must be nats:\/\//);
+    expect(() => loadConfig({ cluster: ' , ' }, {})).toThrow(/at least one NATS server/);
+    expect(() => loadConfig({ 'node-id': 'a b' }, {})).toThrow(/--node-id \/ TRADEGATE_NODE_ID/);
+    expect(() => loadConfig({}, { TRADEGATE_CLUSTER_REPLICAS: '2' })).toThrow(/must be 1 or 3/);
+  });
+
   it('rejects unknown flags', () => {
     expect(() => loadConfig({ prot: '1' }, {})).toThrow(/unknown option --prot/);
   });

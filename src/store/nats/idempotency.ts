@@ -13,9 +13,18 @@
  * `get` or `claim` is one KV round trip.
  */
 import type { KV } from '@nats-io/kv';
+import { AppError } from '../../domain/problems.js';
 import { randomBase62 } from '../crypto.js';
 import { IDEMPOTENCY_TTL_MS } from '../../tuning.js';
-import { idempotencyHash, type IdempotencyRecord, type IdempotencyStore } from '../idempotency.js';
+import {
+  idempotencyHash,
+  type ClaimOutcome,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  type IdempotentAnswer,
+} from '../idempotency.js';
+
+export type { ClaimOutcome, IdempotencyClaim, IdempotentAnswer } from '../idempotency.js';
 import type { Logger } from '../../log.js';
 import { isWrongRevision } from './kv-mirror.js';
 
@@ -29,20 +38,6 @@ type Stored = ({ state: 'in-flight'; holder: string; expiresAt: number } | ({ st
   fingerprint: string;
 };
 
-/** The answer to store when a claimed request finished. */
-export type IdempotentAnswer = Pick<IdempotencyRecord, 'status' | 'headers' | 'body'>;
-
-/** Held by the one request (cluster-wide) allowed to run for a key; finish it exactly once. */
-export interface IdempotencyClaim {
-  /** Stores the answer in place of the marker; false when the marker was taken over meanwhile (nothing stored). */
-  commit(answer: IdempotentAnswer): Promise<boolean>;
-  /** Frees the key without storing anything. */
-  release(): Promise<void>;
-}
-
-/** What `claim` found. The gate decides replay vs 422 by comparing fingerprints of a `done` record. */
-export type ClaimOutcome = { kind: 'claimed'; claim: IdempotencyClaim } | { kind: 'done'; record: IdempotencyRecord } | { kind: 'in-flight' };
-
 /** The store's idempotency interface plus the cluster-wide in-flight marker. */
 export interface NatsIdempotencyStore extends IdempotencyStore {
   get(scope: string, key: string): Promise<IdempotencyRecord | undefined>;
@@ -52,15 +47,32 @@ export interface NatsIdempotencyStore extends IdempotencyStore {
 
 const CLAIM_ATTEMPTS = 10;
 
+/** A finished answer as the bucket stores it (also what `cluster import` writes). */
+export function doneValue(fingerprint: string, answer: IdempotentAnswer, createdAt: number): string {
+  return JSON.stringify({ state: 'done', fingerprint, status: answer.status, headers: { ...answer.headers }, body: answer.body, createdAt } satisfies Stored);
+}
+
 /** Idempotency over a KV bucket created with a 24 h `ttl`. */
 export function createNatsIdempotencyStore(
   kv: KV,
-  opts: { clock: () => number; logger: Logger | undefined; leaseMs?: number },
+  opts: {
+    clock: () => number;
+    logger: Logger | undefined;
+    leaseMs?: number;
+    /** Names this node in its markers. */
+    holder?: string;
+    /**
+     * Whether the node named in a marker still runs (cluster mode: its node lease). A marker of a
+     * node that died is taken over before it expires: the retry then reconciles by clOrdId (an
+     * actor still placing that clOrdId makes the retry wait for that attempt).
+     */
+    holderAlive?: (holder: string) => boolean;
+  },
 ): NatsIdempotencyStore {
   const { clock, logger } = opts;
   const leaseMs = opts.leaseMs ?? IN_FLIGHT_LEASE_MS;
-  /** Names this store instance in its markers (diagnostics only). */
-  const holder = randomBase62(8);
+  /** Names the node in its markers (diagnostics only). */
+  const holder = opts.holder ?? randomBase62(8);
   const expired = (rec: { createdAt: number }): boolean => clock() - rec.createdAt > IDEMPOTENCY_TTL_MS;
   const record = ({ fingerprint, status, headers, body, createdAt }: Stored & { state: 'done' }): IdempotencyRecord => ({
     fingerprint,
@@ -69,8 +81,6 @@ export function createNatsIdempotencyStore(
     body,
     createdAt,
   });
-  const doneValue = (fingerprint: string, answer: IdempotentAnswer, createdAt: number): string =>
-    JSON.stringify({ state: 'done', fingerprint, status: answer.status, headers: { ...answer.headers }, body: answer.body, createdAt } satisfies Stored);
 
   function claimed(hash: string, revision: number, fingerprint: string): ClaimOutcome {
     let finished = false;
@@ -87,7 +97,12 @@ export function createNatsIdempotencyStore(
             await kv.update(hash, doneValue(fingerprint, answer, clock()), revision);
             return true;
           } catch (err) {
-            if (!isWrongRevision(err)) throw err;
+            if (!isWrongRevision(err)) {
+              // Free the key if KV takes that much (a retry then reconciles by clOrdId at once);
+              // otherwise the marker runs out by itself.
+              await kv.delete(hash, { previousSeq: revision }).catch(() => undefined);
+              throw unavailable(err);
+            }
             logger?.warn({ key: hash }, 'idempotency marker was taken over before the answer was stored');
             return false;
           }
@@ -105,7 +120,7 @@ export function createNatsIdempotencyStore(
 
   return {
     async get(scope, key) {
-      const e = await kv.get(idempotencyHash(scope, key));
+      const e = await kv.get(idempotencyHash(scope, key)).catch((err: unknown) => Promise.reject(unavailable(err)));
       if (!e || e.operation !== 'PUT') return undefined;
       const v = e.json<Stored>();
       return v.state === 'done' && !expired(v) ? record(v) : undefined;
@@ -115,36 +130,44 @@ export function createNatsIdempotencyStore(
       await kv.put(idempotencyHash(scope, key), doneValue(rec.fingerprint, rec, rec.createdAt ?? clock()));
     },
 
-    async claim(scope, key, fingerprint) {
-      const hash = idempotencyHash(scope, key);
-      const marker = (): string => JSON.stringify({ state: 'in-flight', fingerprint, holder, expiresAt: clock() + leaseMs } satisfies Stored);
-      for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-        try {
-          return claimed(hash, await kv.create(hash, marker()), fingerprint);
-        } catch (err) {
-          if (!isWrongRevision(err)) throw err;
-        }
-        const e = await kv.get(hash);
-        // Released or expired between our create and this read: create again.
-        if (!e || e.operation !== 'PUT') continue;
-        const v = e.json<Stored>();
-        if (v.state === 'done' && !expired(v)) return { kind: 'done', record: record(v) };
-        // Like the 24 h rule: expired only once strictly past its time.
-        if (v.state === 'in-flight' && v.expiresAt >= clock()) return { kind: 'in-flight' };
-        // A marker whose node died, or a record older than 24 h by our clock: take it over,
-        // unless another node does so first (then the next round sees its marker).
-        try {
-          return claimed(hash, await kv.update(hash, marker(), e.revision), fingerprint);
-        } catch (err) {
-          if (!isWrongRevision(err)) throw err;
-        }
-      }
-      // Ten rounds of losing races: someone is working on this key right now.
-      return { kind: 'in-flight' };
-    },
+    claim: (scope, key, fingerprint) => claim(scope, key, fingerprint).catch((err: unknown) => Promise.reject(unavailable(err))),
 
     // The bucket's max_age expires records server-side; reads ignore older ones by the clock.
     sweep: () => 0,
     startSweeper: () => () => undefined,
   };
+
+  async function claim(scope: string, key: string, fingerprint: string): Promise<ClaimOutcome> {
+    const hash = idempotencyHash(scope, key);
+    const marker = (): string => JSON.stringify({ state: 'in-flight', fingerprint, holder, expiresAt: clock() + leaseMs } satisfies Stored);
+    for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+      try {
+        return claimed(hash, await kv.create(hash, marker()), fingerprint);
+      } catch (err) {
+        if (!isWrongRevision(err)) throw err;
+      }
+      const e = await kv.get(hash);
+      // Released or expired between our create and this read: create again.
+      if (!e || e.operation !== 'PUT') continue;
+      const v = e.json<Stored>();
+      if (v.state === 'done' && !expired(v)) return { kind: 'done', record: record(v) };
+      // Like the 24 h rule: expired only once strictly past its time.
+      if (v.state === 'in-flight' && v.expiresAt >= clock() && (opts.holderAlive?.(v.holder) ?? true)) return { kind: 'in-flight' };
+      // A marker whose node died, or a record older than 24 h by our clock: take it over,
+      // unless another node does so first (then the next round sees its marker).
+      try {
+        return claimed(hash, await kv.update(hash, marker(), e.revision), fingerprint);
+      } catch (err) {
+        if (!isWrongRevision(err)) throw err;
+      }
+    }
+    // Ten rounds of losing races: someone is working on this key right now.
+    return { kind: 'in-flight' };
+  }
+}
+
+/** A failed KV call, as the client sees it: 503 with Retry-After (never an unguarded request). */
+function unavailable(err: unknown): unknown {
+  if (err instanceof AppError) return err;
+  return new AppError('CLUSTER_UNAVAILABLE', `idempotency store: ${err instanceof Error ? err.message : String(err)}`, {}, 1);
 }

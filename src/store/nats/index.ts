@@ -20,6 +20,8 @@ import { IDEMPOTENCY_TTL_MS } from '../../tuning.js';
 import type { Store } from '../index.js';
 import { checkDataKey, type KeyCheckSlot } from '../key-check.js';
 import { createNatsIdempotencyStore, type NatsIdempotencyStore } from './idempotency.js';
+import type { StoreDump } from '../dump.js';
+import { importDump, type ImportReport } from './import.js';
 import { createNatsJournal } from './journal.js';
 import { createNatsSessionStore } from './sessions.js';
 import { createNatsGuardStore } from './guards.js';
@@ -49,11 +51,17 @@ export interface NatsStoreOptions {
   logger?: Logger;
   /** In-flight marker lifetime (tests shorten it). */
   inFlightLeaseMs?: number;
+  /** This node's name, written into its idempotency markers. */
+  nodeId?: string;
+  /** Whether the node a marker names still runs (see createNatsIdempotencyStore). */
+  holderAlive?: (holder: string) => boolean;
 }
 
 /** The cluster store: `Store` with the cluster-wide idempotency claim. */
 export interface NatsStore extends Store {
   readonly idempotency: NatsIdempotencyStore;
+  /** Writes a single-node store's rows into the cluster (`tradegate cluster import`; see import.ts). */
+  importDump(dump: StoreDump): Promise<ImportReport>;
 }
 
 const PREFIX = /^[A-Za-z0-9_-]{1,32}$/;
@@ -78,10 +86,29 @@ function keyCheckSlot(kv: KV, entry: KvEntry | null): KeyCheckSlot {
   };
 }
 
+/** Settings of a bucket the cluster creates; `allowDirect: false` makes every read go to the stream leader. */
+export interface BucketConfig {
+  history: number;
+  ttl: number;
+  replicas: number;
+  republishTo?: string;
+  allowDirect?: boolean;
+  /** Deadline of each call on the bucket (ms; the client's default otherwise). */
+  timeout?: number;
+}
+
 /** Opens a KV bucket, creating it with `config` when missing, and checks the settings that matter. */
-async function bucket(kvm: Kvm, name: string, config: { history: number; ttl: number; replicas: number; republishTo?: string }): Promise<KV> {
+export async function openBucket(kvm: Kvm, name: string, config: BucketConfig): Promise<KV> {
   const republish = config.republishTo === undefined ? undefined : { src: `$KV.${name}.>`, dest: `${config.republishTo}.>` };
-  const kv = await kvm.create(name, { history: config.history, ttl: config.ttl, replicas: config.replicas, storage: StorageType.File, ...(republish && { republish }) });
+  const kv = await kvm.create(name, {
+    history: config.history,
+    ttl: config.ttl,
+    replicas: config.replicas,
+    storage: StorageType.File,
+    ...(republish && { republish }),
+    ...(config.allowDirect !== undefined && { allow_direct: config.allowDirect }),
+    ...(config.timeout !== undefined && { timeout: config.timeout }),
+  });
   const status = await kv.status();
   // An existing bucket keeps its own settings: a different TTL would silently change how long
   // idempotency records (or records at all) live, and without republishing the mirrors would
@@ -103,8 +130,8 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   const kvm = new Kvm(js);
 
   const republishTo = `${prefix}.records`;
-  const records = await bucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas, republishTo });
-  const idempotencyKv = await bucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas });
+  const records = await openBucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas, republishTo });
+  const idempotencyKv = await openBucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas });
   const journalStream = `${prefix}_journal`;
   const subjectPrefix = `${prefix}.journal`;
   try {
@@ -122,14 +149,19 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   const sealer = await checkDataKey(keyCheckSlot(records, await records.get(KEY_CHECK)), () => loadDataKey(opts.dataDir, opts.dataKey), `the NATS records in ${prefix}_records`);
   const mirror = new KvMirror(records, `${prefix}_records`, { logger, republish: { nc: opts.nc, subject: republishTo } });
   const pending = new Set<Promise<unknown>>();
+  let failed = 0;
   const ctx: NatsStoreContext = {
     mirror,
     sealer,
     clock,
     nowIso: () => new Date(clock()).toISOString(),
     logger,
+    failedWrites: () => failed,
     track(write, what) {
-      const p = write.catch((err: unknown) => logger?.warn({ err }, `${what} failed`));
+      const p = write.catch((err: unknown) => {
+        failed++;
+        logger?.warn({ err }, `${what} failed`);
+      });
       pending.add(p);
       void p.finally(() => pending.delete(p));
     },
@@ -148,6 +180,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     while (pending.size > 0) await Promise.all([...pending]);
   };
   let closing: Promise<void> | undefined;
+  const journal = createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track });
   return {
     dataDir: opts.dataDir,
     users,
@@ -156,8 +189,9 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     webhookTokens,
     strategies,
     sessions,
-    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs }),
-    journal: createNatsJournal(js, jsm, { stream: journalStream, subjectPrefix, clock, track: ctx.track }),
+    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs, holder: opts.nodeId, holderAlive: opts.holderAlive }),
+    journal,
+    importDump: (dump) => importDump(ctx, idempotencyKv, journal, flushed, dump),
     guards: createNatsGuardStore(ctx),
     flushed,
     close() {

@@ -26,13 +26,16 @@ import {
 } from '../webhook-tokens.js';
 import { fromBase64, LastUsed, OwnedTable, toBase64, type NatsStoreContext } from './tables.js';
 
+/** The KV key of a user: its name (hex), so that KV create makes names unique. */
+export const userKey = (name: string): string => `user.${Buffer.from(name, 'utf8').toString('hex')}`;
+
 /**
  * Users live under `user.<hex of name>`: the name is the key, so KV create makes it unique
  * across nodes in one write (names are immutable). Ids are found through an in-memory index.
  */
 export function createNatsUserStore(ctx: NatsStoreContext, hooks: { onPasswordChanged?: (userId: string) => Promise<unknown> } = {}): UserStore {
   const { mirror } = ctx;
-  const keyOf = (name: string): string => `user.${Buffer.from(name, 'utf8').toString('hex')}`;
+  const keyOf = userKey;
   const keyById = new Map<string, string>();
   mirror.onChange((key, value) => {
     const row = value as UserRow | undefined;

@@ -18,6 +18,8 @@ export interface NatsStoreContext {
   logger: Logger | undefined;
   /** Keeps an un-awaited write (last use, journal) for `flushed()`, logging its failure. */
   track(write: Promise<unknown>, what: string): void;
+  /** How many tracked writes have failed so far. */
+  failedWrites(): number;
 }
 
 /** Ids we generate are base62 with a kind prefix; anything else cannot name a KV key and reads as unknown. */

@@ -1,15 +1,16 @@
 /**
  * Measurements behind the cluster rate-limit design (docs/cluster-design.md): the round trip
  * of a KV compare-and-set and of a NATS request/reply on loopback (one server, and a 3-server
- * cluster with replicas 3), and a prototype of the chosen limiter — the key's sliding log kept
- * in KV and changed only by compare-and-set, each node batching its own concurrent requests —
- * which must admit exactly 120 of 1,000 concurrent requests spread over three connections.
+ * cluster with replicas 3), and the chosen limiter (src/cluster/rate-limit.ts) — the key's
+ * sliding log kept in KV and changed only by compare-and-set, each node batching its own
+ * concurrent requests — which must admit exactly 120 of 1,000 concurrent requests spread over
+ * three connections.
  * Latencies are printed for the design note, never asserted (shared cores make them noisy).
  */
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isWrongRevision } from '../../../src/store/nats/kv-mirror.js';
+import { SharedLogLimiter } from '../../../src/cluster/rate-limit.js';
 import { startNats, startNatsCluster, type NatsCluster, type NatsServer } from '../../support/nats.js';
 
 const LIMIT = 120;
@@ -19,69 +20,6 @@ function percentiles(samples: number[]): string {
   const s = [...samples].sort((a, b) => a - b);
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!.toFixed(2);
   return `p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${s.at(-1)!.toFixed(2)} ms (n=${s.length})`;
-}
-
-/**
- * One node's side of the prototype limiter. Requests for a key queue on the node; one batch at
- * a time reads the log (or reuses the revision of its own last write), admits what fits and
- * writes the new log with a revision check. A lost race re-reads and retries; a full log
- * rejects without writing.
- */
-class CasSlidingLog {
-  casAttempts = 0;
-  conflicts = 0;
-  private readonly queues = new Map<string, ((admitted: boolean) => void)[]>();
-  private readonly running = new Set<string>();
-  private readonly last = new Map<string, { revision: number; log: number[] }>();
-
-  constructor(private readonly kv: KV) {}
-
-  hit(key: string): Promise<boolean> {
-    return new Promise((resolve) => {
-      const q = this.queues.get(key) ?? [];
-      this.queues.set(key, q);
-      q.push(resolve);
-      if (!this.running.has(key)) void this.drain(key);
-    });
-  }
-
-  private async drain(key: string): Promise<void> {
-    this.running.add(key);
-    const q = this.queues.get(key)!;
-    while (q.length > 0) {
-      const batch = q.splice(0);
-      let known = this.last.get(key);
-      for (;;) {
-        if (!known) {
-          const e = await this.kv.get(key);
-          known = e?.operation === 'PUT' ? { revision: e.revision, log: e.json<number[]>() } : { revision: 0, log: [] };
-        }
-        const now = Date.now();
-        const log = known.log.filter((t) => now - t < WINDOW_MS);
-        const admitted = Math.min(batch.length, LIMIT - log.length);
-        if (admitted <= 0) {
-          // Rejecting on the cached log is safe: every writer drops only expired entries, so its
-          // unexpired entries are still in the current log (which may hold more, never fewer).
-          batch.forEach((r) => r(false));
-          break;
-        }
-        const next = [...log, ...Array<number>(admitted).fill(now)];
-        try {
-          this.casAttempts++;
-          const revision =
-            known.revision === 0 ? await this.kv.create(key, JSON.stringify(next)) : await this.kv.update(key, JSON.stringify(next), known.revision);
-          this.last.set(key, { revision, log: next });
-          batch.forEach((r, i) => r(i < admitted));
-          break;
-        } catch (err) {
-          if (!isWrongRevision(err)) throw err;
-          this.conflicts++;
-          known = undefined;
-        }
-      }
-    }
-    this.running.delete(key);
-  }
 }
 
 async function casRoundTrips(kv: KV, n: number): Promise<number[]> {
@@ -124,23 +62,23 @@ async function requestRoundTrips(a: NatsConnection, b: NatsConnection, n: number
 }
 
 async function burst(conns: NatsConnection[], bucket: string): Promise<{ admitted: number; latencies: number[]; stored: number; attempts: number; conflicts: number }> {
-  const limiters = await Promise.all(conns.map(async (c) => new CasSlidingLog(await new Kvm(c).open(bucket))));
+  const limiters = await Promise.all(conns.map(async (c) => new SharedLogLimiter(await new Kvm(c).open(bucket), 'key', LIMIT)));
   const latencies: number[] = [];
   const results = await Promise.all(
     Array.from({ length: 1000 }, async (_, i) => {
       const t = performance.now();
-      const ok = await limiters[i % limiters.length]!.hit('key-1');
+      const d = await limiters[i % limiters.length]!.hit('key-1');
       latencies.push(performance.now() - t);
-      return ok;
+      return d.allowed;
     }),
   );
-  const stored = (await (await new Kvm(conns[0]!).open(bucket)).get('key-1'))!.json<number[]>().length;
+  const stored = (await (await new Kvm(conns[0]!).open(bucket)).get('key.key-1'))!.json<number[]>().length;
   return {
     admitted: results.filter(Boolean).length,
     latencies,
     stored,
-    attempts: limiters.reduce((n, l) => n + l.casAttempts, 0),
-    conflicts: limiters.reduce((n, l) => n + l.conflicts, 0),
+    attempts: limiters.reduce((n, l) => n + l.stats.writes, 0),
+    conflicts: limiters.reduce((n, l) => n + l.stats.conflicts, 0),
   };
 }
 
@@ -165,14 +103,14 @@ for (const setup of ['one server (replicas 1)', '3-server cluster (replicas 3)']
     it('admits exactly 120 of 1,000 concurrent requests for one key over three connections, and prints the round trips', async () => {
       const cas = await casRoundTrips(kv, 1000);
       const req = await requestRoundTrips(conns[1]!, conns[2]!, 1000);
-      const alone = new CasSlidingLog(kv);
+      const alone = new SharedLogLimiter(kv, 'key', LIMIT);
       const sequential: number[] = [];
       for (let i = 0; i < LIMIT; i++) {
         const t = performance.now();
-        expect(await alone.hit('key-alone')).toBe(true);
+        expect((await alone.hit('key-alone')).allowed).toBe(true);
         sequential.push(performance.now() - t);
       }
-      expect(await alone.hit('key-alone')).toBe(false);
+      expect((await alone.hit('key-alone')).allowed).toBe(false);
       const b = await burst(conns, 'ratelimit');
       expect(b.admitted).toBe(LIMIT);
       expect(b.stored).toBe(LIMIT);

@@ -69,7 +69,8 @@ describe('risk guards through the service', () => {
     expect(broker.orders).toHaveLength(3);
     expect(broker.net).toBe(3);
     await eventually(async () => guardEvents('refused').length === 47, '47 refusals on the health stream', 5000);
-    expect(guardEvents('refused')[0]).toEqual({ type: 'guard', accountId: acc, guard: 'max_position', action: 'refused', ts: expect.any(Number), detail: 'the position could reach 4 contracts (max 3)' });
+    // `id`: the SSE id the stream support reads from the message's id: line (the payload itself is exact).
+    expect(guardEvents('refused')[0]).toEqual({ type: 'guard', accountId: acc, guard: 'max_position', action: 'refused', ts: expect.any(Number), detail: 'the position could reach 4 contracts (max 3)', id: expect.any(Number) });
     // Exits still go: the position can be closed by an alert.
     const token2 = http(token.json.url, 'POST', '', { raw: JSON.stringify({ action: 'sell', symbol: 'ES1!', qty: 3 }) });
     expect((await token2).status).toBe(201);

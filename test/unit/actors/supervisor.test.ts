@@ -50,6 +50,16 @@ describe('supervisor', () => {
     expect(slots.size).toBe(4);
   });
 
+  it('resumes a connection that ran elsewhere: RECONNECTING until the actor reports, and the host is told to resume', async () => {
+    const s = start();
+    const back = next(s, status('c9', 'CONNECTED'));
+    const adding = s.addConnection(spec('c9'), { resume: true });
+    expect(s.status('c9')).toMatchObject({ status: 'RECONNECTING', reason: 'disconnect' });
+    await adding;
+    expect(await back).toMatchObject({ reason: 'reconnect' });
+    expect(await s.request('c9', { type: 'trade-history', accountId: 'x' })).toEqual([{ connectionId: 'c9', resume: true }]);
+  });
+
   it('starts an actor, remembers its status and accounts, and relays requests and coded errors', async () => {
     const s = start();
     expect(s.status('c1')).toBeUndefined();

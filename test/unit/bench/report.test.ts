@@ -58,6 +58,7 @@ function summary(): BenchSummary {
       webhooks: { status: 'failed', durationMs: 5_000, checks: [{ name: 'no duplicates', ok: false, detail: '2 | duplicated' }] },
       actors: { status: 'error', durationMs: 10, checks: [], reason: 'bench/actors.js not built' },
       sse: { status: 'error', durationMs: 10, checks: [], reason: 'service exited\nSyntaxError: Unexpected token\n  at x (y.js:1)' },
+      cluster: { status: 'ok', durationMs: 60_000, checks: [], notes: ['2 CPU cores: the three nodes … share them'] },
     },
     orders: {
       keys: 50, overLimitKeys: 2, ratePerSec: 100, durationMs: 10_000, sent: 1200, accepted: 990, rejected429: 210,
@@ -71,7 +72,17 @@ function summary(): BenchSummary {
       alerts: 1000, tokens: 100, acked: 1000, duplicates: 2, lost: 0, allAtBrokerMs: 900, allAtBrokerAfterLastMs: -99, ackMs: p, retriedDeduped: 100,
       cpuUsPerRequest: { burst: { requests: 1000, front: 80, actors: 90, paperBroker: 100, process: 400, source: 'proc' } },
     },
+    cluster: {
+      keys: 60, ratePerSec: 120, durationMs: 20_000, cores: 2,
+      single: clusterRun(1, p), oneNode: clusterRun(1, p), threeNodes: clusterRun(3, p),
+      ratios: { ordersPerSec3to1: 0.98, readsPerSec3to1: 1.01 },
+      addedMs: { orderP50: 1.2, orderP99: 3.4, idempotentOrderP50: 1.9, readP50: 0.8, readP99: 2.1, hopOrderP50: 0.6, hopReadP50: 0.5 },
+    },
   };
+}
+
+function clusterRun(nodes: number, p: ReturnType<typeof percentiles>) {
+  return { nodes, ordersPerSec: 120, readsPerSec: 120, orderMs: p, idempotentOrderMs: p, readMs: p, outcomes: { orders: { '201': 2400 }, reads: { '200': 2400 } } };
 }
 
 const dirs: string[] = [];
@@ -126,6 +137,10 @@ describe('bench report', () => {
     expect(md).toContain('harness floor');
     expect(md).toContain('raw broker round trip');
     expect(md).toContain('| POST order at 100 req/s (201) | 1000 |');
+    expect(md).toContain('Cluster mode adds 1.20 ms (p50) / 3.40 ms (p99) to an order');
+    expect(md).toContain('3 nodes : 1 node: orders 0.98, reads 1.01');
+    expect(md).toMatch(/\| 3 cluster nodes \| 120 \| 120 \|/);
+    expect(md).toContain('⚠️ 2 CPU cores');
   });
 
   it('writes dated json/md/svg and rewrites latest.json in the issue shape', async () => {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
 import { IDEMPOTENCY_TTL_MS } from '../../../src/tuning.js';
+import type { ClaimOutcome } from '../../../src/store/idempotency.js';
 import { IdempotencyGate, canonicalJson, isStoredStatus, parseIdempotencyKey, requestFingerprint, type IdempotencyRecord, type IdempotencyStore, type IdempotencyTicket } from '../../../src/http/idempotency.js';
 
 /** In-memory stand-in for store.idempotency with exactly its get/put contract. */
@@ -71,6 +72,70 @@ describe('isStoredStatus', () => {
   it('stores executed outcomes, never pre-execution rejections or 5xx', () => {
     for (const s of [200, 201, 204, 409, 422]) expect(isStoredStatus(s)).toBe(true);
     for (const s of [400, 401, 403, 404, 429, 500, 503, 504]) expect(isStoredStatus(s)).toBe(false);
+  });
+});
+
+/** A store with the cluster's claim contract, kept in memory (the NATS version is tested in test/unit/store/nats). */
+class ClaimingStore extends FakeStore {
+  readonly markers = new Map<string, string>();
+  claims = 0;
+  async claim(scope: string, key: string, fingerprint: string): Promise<ClaimOutcome> {
+    this.claims++;
+    const slot = `${scope}|${key}`;
+    const record = this.records.get(slot);
+    if (record) return { kind: 'done', record };
+    if (this.markers.has(slot)) return { kind: 'in-flight' };
+    this.markers.set(slot, fingerprint);
+    return {
+      kind: 'claimed',
+      claim: {
+        commit: async (answer) => {
+          this.markers.delete(slot);
+          this.records.set(slot, { fingerprint, ...answer, createdAt: 0 });
+          return true;
+        },
+        release: async () => {
+          this.markers.delete(slot);
+        },
+      },
+    };
+  }
+}
+
+describe('IdempotencyGate over a claiming (cluster) store', () => {
+  it('takes the in-flight marker from the store, so another node holding the key means 409', async () => {
+    const store = new ClaimingStore();
+    const gate = new IdempotencyGate(store, () => 0);
+    // Another node claimed the key.
+    store.markers.set('u1|k', 'fp');
+    expect(await gate.begin('u1', 'k', 'fp')).toEqual({ kind: 'in-flight' });
+    store.markers.clear();
+    const first = await gate.begin('u1', 'k', 'fp');
+    expect(first.kind).toBe('proceed');
+    // Same node, same key: answered from memory without asking the store.
+    const claims = store.claims;
+    expect(await gate.begin('u1', 'k', 'fp')).toEqual({ kind: 'in-flight' });
+    expect(store.claims).toBe(claims);
+    await (first as { ticket: IdempotencyTicket }).ticket.commit({ status: 201, headers: { 'Content-Type': 'application/json' }, body: '{"id":1}' });
+    expect(store.markers.size).toBe(0);
+    expect(await gate.begin('u1', 'k', 'fp')).toMatchObject({ kind: 'replay', record: { status: 201, body: '{"id":1}' } });
+    expect(await gate.begin('u1', 'k', 'other')).toEqual({ kind: 'mismatch' });
+    expect(gate.inFlightCount()).toBe(0);
+  });
+
+  it('releases the store marker for an unstored status and on release, and never stores twice', async () => {
+    const store = new ClaimingStore();
+    const gate = new IdempotencyGate(store, () => 0);
+    const a = (await gate.begin('u1', 'a', 'fp')) as { ticket: IdempotencyTicket };
+    expect(await a.ticket.commit({ status: 503, headers: {}, body: '' })).toBe(false);
+    expect(store.markers.size).toBe(0);
+    expect(store.records.size).toBe(0);
+    await expect(a.ticket.commit({ status: 201, headers: {}, body: '' })).rejects.toThrow(/already finished/);
+    const b = (await gate.begin('u1', 'b', 'fp')) as { ticket: IdempotencyTicket };
+    b.ticket.release();
+    await Promise.resolve();
+    expect(store.markers.size).toBe(0);
+    expect((await gate.begin('u1', 'b', 'fp')).kind).toBe('proceed');
   });
 });
 

@@ -18,7 +18,7 @@ import {
   type PipelineDeps,
   type Stop,
 } from '../../../src/http/pipeline.js';
-import { SlidingLogLimiter } from '../../../src/http/rate-limit.js';
+import { SlidingLogLimiter, type RateLimiter } from '../../../src/http/rate-limit.js';
 import { jsonReply, ResponseHandle } from '../../../src/http/respond.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../../../src/http/route-types.js';
 import { Router } from '../../../src/http/router.js';
@@ -385,6 +385,24 @@ describe('handler and reply stages', () => {
     expect(await idempotencyStage(w.deps, ready('POST', '/v1/orders', 'k-lost').ex)).toBeUndefined();
   });
 
+  it('answers the store’s coded error (503 with Retry-After) when a cluster store cannot keep the answer', async () => {
+    const deps: PipelineDeps = {
+      ...w.deps,
+      gate: new IdempotencyGate({
+        get: () => undefined,
+        put: async () => {
+          throw new AppError('CLUSTER_UNAVAILABLE', 'idempotency store: timeout', {}, 1);
+        },
+      }),
+    };
+    const { ex, res } = ready('POST', '/v1/orders', 'k-cluster');
+    await idempotencyStage(deps, ex);
+    await replyStage(deps, ex, await handlerStage(deps, ex));
+    expect(res.status).toBe('503 Service Unavailable');
+    expect(res.header('Retry-After')).toBe('1');
+    expect(res.json()).toMatchObject({ code: 'CLUSTER_UNAVAILABLE' });
+  });
+
   it('logs 499 when the client left before the answer', async () => {
     const { ex, res } = ready('GET', '/v1/things/5');
     res.abort();
@@ -418,6 +436,36 @@ describe('runPipeline', () => {
     expect(res.status).toBe('500 Internal Server Error');
     expect(w.deps.gate.inFlightCount()).toBe(0);
     expect(w.stored.size).toBe(0);
+  });
+
+  it('with a shared (asynchronous) limiter: reads the body while the limit is decided, then answers 429 when refused', async () => {
+    const decisions: ((allowed: boolean) => void)[] = [];
+    const sync = new SlidingLogLimiter(100);
+    const shared: RateLimiter = {
+      limit: 1,
+      sweep: () => undefined,
+      hit: () => new Promise((resolve) => decisions.push((allowed) => resolve({ ...sync.hit('x', 0), allowed, limit: 1, retryAfterSeconds: 7 }))),
+    };
+    const deps: PipelineDeps = { ...w.deps, limiters: { key: shared, webhook: shared } };
+    const headers = { 'x-api-key': 'tgk_a_rw', 'content-type': 'application/json', 'content-length': '23' };
+    const refused = exchange('POST', '/api/v1/orders', headers);
+    const done = runPipeline(deps, refused.ex);
+    // The body reader is registered inside the uWS callback although the limiter has not answered.
+    expect(refused.res.reading).toBe(true);
+    refused.res.feed('{"symbol":"ES","qty":1}', true);
+    decisions.shift()!(false);
+    await done;
+    expect(refused.res.status).toBe('429 Too Many Requests');
+    expect(refused.res.header('Retry-After')).toBe('7');
+    expect(w.handled).toHaveLength(0);
+
+    const admitted = exchange('POST', '/api/v1/orders', headers);
+    const next = runPipeline(deps, admitted.ex);
+    decisions.shift()!(true);
+    admitted.res.feed('{"symbol":"ES","qty":1}', true);
+    await next;
+    expect(admitted.res.status).toBe('201 Created');
+    expect(admitted.res.header('RateLimit-Policy')).toBe('"key";q=1;w=60');
   });
 
   it('answers a stage’s coded error with its problem body', async () => {

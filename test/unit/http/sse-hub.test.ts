@@ -95,6 +95,28 @@ describe('HealthHub', () => {
     expect(hub.resume('u1', 999)).toBeUndefined();
   });
 
+  it('with cluster ids: keeps the ids it is given, so a stream resumes from an id another node sent', () => {
+    const position = { value: 40 };
+    const hub = makeHub({ externalIds: { position: () => position.value } });
+    const sink = new FakeSink();
+    hub.subscribe('u1', 'k1', sink);
+    position.value = 43;
+    hub.publish('u1', status(1), 43);
+    // A repeat (or an older id) is a duplicate delivery, not a new event.
+    hub.publish('u1', status(1), 43);
+    position.value = 47;
+    hub.publish('u1', status(2), 47);
+    expect(sink.chunks.map((c) => /^id: (\d+)/.exec(c)?.[1])).toEqual(['43', '47']);
+    // Snapshots and heartbeats carry the node's position in the stream, not a per-user counter.
+    position.value = 52;
+    expect(hub.currentId('u1')).toBe(52);
+    expect(hub.resume('u1', 43)).toEqual([expect.stringContaining('"ts":2')]);
+    expect(hub.resume('u1', 52)).toEqual([]);
+    // Before this hub started following (40), or ahead of what it has applied: fresh snapshots.
+    expect(hub.resume('u1', 39)).toBeUndefined();
+    expect(hub.resume('u1', 60)).toBeUndefined();
+  });
+
   it('queues while congested, flushes on drain, and cuts a consumer past the byte bound', () => {
     const hub = makeHub({ maxBufferedBytes: 1000 });
     const slow = new FakeSink();

@@ -73,6 +73,19 @@ describe('cluster idempotency claims', () => {
     expect((await a.idempotency.get('user:u', 'k'))?.body).toBe(answer.body);
   });
 
+  it('takes over the marker of a node the cluster knows is dead before it expires; a live node keeps its marker', async () => {
+    const alive = new Set(['n1.boot1']);
+    const holderAlive = (h: string) => alive.has(h);
+    const a = await nodes.open(undefined, { nodeId: 'n1.boot1', holderAlive });
+    const b = await nodes.open(undefined, { nodeId: 'n2.boot2', holderAlive });
+    const dead = claimOf(await a.idempotency.claim('user:u', 'k', FP))!;
+    expect((await b.idempotency.claim('user:u', 'k', FP)).kind).toBe('in-flight');
+    alive.delete('n1.boot1');
+    const taker = claimOf(await b.idempotency.claim('user:u', 'k', FP));
+    expect(taker).toBeDefined();
+    expect(await dead.commit(answer)).toBe(false);
+  });
+
   it('a late release of a taken-over claim does not free the new holder', async () => {
     const [a, b, c] = nodes.stores as [typeof nodes.stores[0], typeof nodes.stores[0], typeof nodes.stores[0]];
     const dead = claimOf(await a.idempotency.claim('user:u', 'k', FP))!;

@@ -1,0 +1,213 @@
+/**
+ * The cluster's ActorGateway (README "Running a cluster"): the HTTP front calls it exactly as
+ * it calls the supervisor on a single node. A request for a connection whose actor runs on
+ * this node goes straight to the local supervisor; any other goes by NATS request/reply to
+ * `<prefix>.actor.<connection>`, which only the node running that actor subscribes to. The
+ * request and its result are the same plain data as across the thread boundary
+ * (actors/protocol.ts), errors as ErrorData. No responders (nobody runs it right now: a node
+ * died and its lease has not ended yet) → 503 BROKER_UNAVAILABLE with Retry-After; no answer
+ * in time → 504 BROKER_TIMEOUT, whose retry with the same Idempotency-Key reconciles by
+ * clOrdId wherever the actor runs by then.
+ *
+ * Statuses, accounts and events of every connection come from the event feed (events.ts);
+ * events of the actors this node runs go into it, stamped with their owner epoch.
+ */
+import { errors, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { ActorEvent, ActorGateway, ActorRequest, Result, ResultFor } from '../actors/protocol.js';
+import type { Supervisor } from '../actors/supervisor.js';
+import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
+import type { AccountRecord } from '../domain/orders.js';
+import { AppError, fromErrorData, toErrorData } from '../domain/problems.js';
+import type { Logger } from '../log.js';
+import { CLUSTER, SUPERVISOR } from '../tuning.js';
+import type { EventFeed } from './events.js';
+import type { ActorHost, Ownership } from './ownership.js';
+
+/** A forwarded call: the request and the owner's own deadline for it. */
+interface Forwarded {
+  req: ActorRequest;
+  timeoutMs: number;
+}
+
+interface Local {
+  epoch: number;
+  sub: Subscription;
+  /** Set before a silent stop: the supervisor's DISABLED for it must not be published. */
+  silent: boolean;
+  /** Being stopped: calls get 503 (retry: the connection is moving), never the supervisor's 404. */
+  stopping: boolean;
+  /** The start in progress (a stop waits for it). */
+  started: Promise<void>;
+}
+
+/** Options of ClusterGateway. */
+export interface ClusterGatewayOptions {
+  nc: NatsConnection;
+  prefix: string;
+  supervisor: Supervisor;
+  feed: EventFeed;
+  /** The actor spec of a stored connection (opens its credentials). */
+  specFor(connectionId: string): ConnectionSpec;
+  logger: Logger;
+  callTimeoutMs?: number;
+}
+
+/** See module comment. Implements ActorHost for Ownership, which decides what runs here. */
+export class ClusterGateway implements ActorGateway, ActorHost {
+  private readonly local = new Map<string, Local>();
+  private ownership: Ownership | undefined;
+  private readonly log: Logger;
+  private readonly callTimeoutMs: number;
+  private readonly unlisten: () => void;
+  private readonly ownListeners = new Set<(event: ActorEvent) => void>();
+
+  constructor(private readonly opts: ClusterGatewayOptions) {
+    this.log = opts.logger.child({ component: 'cluster-gateway' });
+    this.callTimeoutMs = opts.callTimeoutMs ?? SUPERVISOR.callTimeoutMs;
+    this.unlisten = opts.supervisor.onEvent((event) => {
+      const run = this.local.get(event.connectionId);
+      if (!run || run.silent) return;
+      opts.feed.publish(run.epoch, event);
+      for (const listener of [...this.ownListeners]) listener(event);
+    });
+  }
+
+  /**
+   * The events of the actors this node runs, as it publishes them: what only the emitting node
+   * may act on (journaling a guard event, storing a lock), where every node would otherwise do
+   * it once per node from the feed.
+   */
+  readonly ownEvents = {
+    onEvent: (listener: (event: ActorEvent) => void): (() => void) => {
+      this.ownListeners.add(listener);
+      return () => this.ownListeners.delete(listener);
+    },
+  };
+
+  /** Connects the ownership that drives start/stop (created after the gateway). */
+  attach(ownership: Ownership): void {
+    this.ownership = ownership;
+  }
+
+  // ---- ActorHost: what ownership asks of this node.
+
+  async start(connectionId: string, epoch: number, resume: boolean): Promise<void> {
+    const subject = this.subjectOf(connectionId);
+    // A queue group: should two nodes ever both subscribe, a request still reaches one of them.
+    const sub = this.opts.nc.subscribe(subject, { queue: 'owner', callback: (err, msg) => (err ? undefined : void this.serve(connectionId, msg)) });
+    let release!: () => void;
+    const run: Local = { epoch, sub, silent: false, stopping: false, started: new Promise<void>((r) => (release = r)) };
+    this.local.set(connectionId, run);
+    try {
+      if (resume) {
+        // Subscribers everywhere learn first that the connection is moving.
+        this.opts.feed.publish(epoch, { type: 'status', connectionId, status: 'RECONNECTING', reason: 'disconnect', ts: Date.now(), detail: 'owner node changed' });
+      }
+      await this.opts.supervisor.addConnection(this.opts.specFor(connectionId), { resume });
+    } catch (err) {
+      sub.unsubscribe();
+      if (this.local.get(connectionId) === run) this.local.delete(connectionId);
+      throw err;
+    } finally {
+      release();
+    }
+  }
+
+  async stop(connectionId: string, disabled: boolean): Promise<void> {
+    const run = this.local.get(connectionId);
+    if (!run) return;
+    run.silent = !disabled;
+    run.stopping = true;
+    run.sub.unsubscribe();
+    await run.started;
+    await this.opts.supervisor.removeConnection(connectionId);
+    if (this.local.get(connectionId) === run) this.local.delete(connectionId);
+  }
+
+  // ---- ActorGateway: what the HTTP front asks.
+
+  /** A connection added on this node: ownership picks it up (here or elsewhere) at once. */
+  async addConnection(_spec: ConnectionSpec): Promise<void> {
+    this.ownership?.scanSoon();
+  }
+
+  /** A connection removed: its owner stops it once the record is gone (here: at the next scan, now). */
+  async removeConnection(_connectionId: string): Promise<void> {
+    this.ownership?.scanSoon();
+  }
+
+  async request<R extends ActorRequest>(connectionId: string, req: R, opts?: { timeoutMs?: number }): Promise<ResultFor<R>> {
+    const timeoutMs = opts?.timeoutMs ?? this.callTimeoutMs;
+    if (this.local.has(connectionId)) return this.requestLocal(connectionId, req, timeoutMs);
+    let reply;
+    try {
+      const body: Forwarded = { req, timeoutMs };
+      reply = await this.opts.nc.request(this.subjectOf(connectionId), JSON.stringify(body), { timeout: timeoutMs + CLUSTER.forwardGraceMs });
+    } catch (err) {
+      throw forwardError(connectionId, err, timeoutMs);
+    }
+    const result = reply.json<Result<ResultFor<R>>>();
+    if (!result.ok) throw fromErrorData(result.error);
+    return result.value;
+  }
+
+  status(connectionId: string): StatusEvent | undefined {
+    return this.opts.feed.status(connectionId) ?? this.opts.supervisor.status(connectionId);
+  }
+
+  accounts(connectionId: string): AccountRecord[] {
+    const known = this.opts.feed.accounts(connectionId);
+    return known.length > 0 ? known : this.opts.supervisor.accounts(connectionId);
+  }
+
+  onEvent(listener: (event: ActorEvent, id?: number) => void): () => void {
+    return this.opts.feed.onEvent(listener);
+  }
+
+  /** Stops serving; the actors themselves are stopped by ownership (release) and the supervisor. */
+  async close(): Promise<void> {
+    for (const run of this.local.values()) run.sub.unsubscribe();
+    this.unlisten();
+    await this.opts.supervisor.close();
+  }
+
+  private subjectOf(connectionId: string): string {
+    return `${this.opts.prefix}.actor.${connectionId}`;
+  }
+
+  /** A call into the actor this node runs; one stopped (or stopping) since the caller looked is a 503 (it is moving). */
+  private requestLocal<R extends ActorRequest>(connectionId: string, req: R, timeoutMs: number): Promise<ResultFor<R>> {
+    const run = this.local.get(connectionId);
+    if (!run || run.stopping) return Promise.reject(new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving to another node; retry`, {}, 1));
+    return this.opts.supervisor.request(connectionId, req, { timeoutMs });
+  }
+
+  /** Answers a forwarded call from the local actor. */
+  private async serve(connectionId: string, msg: Msg): Promise<void> {
+    let result: Result<unknown>;
+    try {
+      const { req, timeoutMs } = msg.json<Forwarded>();
+      result = { ok: true, value: await this.requestLocal(connectionId, req, timeoutMs) };
+    } catch (err) {
+      result = { ok: false, error: toErrorData(err) };
+    }
+    try {
+      msg.respond(JSON.stringify(result));
+    } catch (err) {
+      this.log.warn({ err, connectionId }, 'answering a forwarded actor call failed');
+    }
+  }
+}
+
+/** What a failed forward means to the client (see module comment). */
+function forwardError(connectionId: string, err: unknown, timeoutMs: number): AppError {
+  const noResponders =
+    err instanceof errors.NoRespondersError ||
+    (err instanceof errors.RequestError && err.isNoResponders()) ||
+    (err instanceof Error && err.cause instanceof errors.NoRespondersError);
+  if (noResponders) return new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} has no running actor right now (its node is changing); retry`, {}, 1);
+  if (err instanceof errors.TimeoutError || (err instanceof Error && err.cause instanceof errors.TimeoutError)) {
+    return new AppError('BROKER_TIMEOUT', `the actor of ${connectionId} did not answer within ${timeoutMs} ms; retry with the same Idempotency-Key`);
+  }
+  return new AppError('BROKER_UNAVAILABLE', `forwarding to the actor of ${connectionId} failed: ${err instanceof Error ? err.message : String(err)}`, {}, 1);
+}

@@ -1,0 +1,144 @@
+/**
+ * One cluster node's moving parts, wired together (README "Running a cluster"): the event
+ * feed, the node lease, connection ownership, the gateway the HTTP front calls, and the
+ * shared rate limiters. `serve --cluster` starts one and hands its gateway, limiters and event
+ * ids to the HTTP front; everything else of the node (routes, pipeline, store interface) is
+ * the single-node code.
+ */
+import { hostname } from 'node:os';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connectionSpecFor } from '../actors/connection-spec.js';
+import type { Supervisor } from '../actors/supervisor.js';
+import { AppError } from '../domain/problems.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import { openBucket, type NatsStore } from '../store/nats/index.js';
+import { CLUSTER } from '../tuning.js';
+import { EventFeed } from './events.js';
+import { ClusterGateway } from './gateway.js';
+import { NodeLease, parseHolder, type LeaseTiming } from './node-lease.js';
+import { Ownership } from './ownership.js';
+import { SharedLogLimiter } from './rate-limit.js';
+
+/** Options of startClusterNode. */
+export interface ClusterNodeOptions {
+  nc: NatsConnection;
+  store: NatsStore;
+  supervisor: Supervisor;
+  nodeId: string;
+  /** Names this process (see NodeLease); the store's idempotency markers carry it. */
+  boot: string;
+  prefix: string;
+  replicas: number;
+  rateLimitPerMin: number;
+  webhookRateLimitPerMin: number;
+  logger: Logger;
+  /** Lease timing (tests); production uses CLUSTER. */
+  timing?: Partial<LeaseTiming>;
+}
+
+/** A running cluster node. */
+export interface ClusterNode {
+  readonly nodeId: string;
+  readonly gateway: ClusterGateway;
+  readonly limiters: { key: SharedLogLimiter; webhook: SharedLogLimiter };
+  /** The newest cluster-wide event id applied here (the HTTP front's SSE ids). */
+  readonly eventIds: { position(): number };
+  /** Whether the node process a record names (`holderName`) still holds its lease, by this node's view. */
+  isAlive(holder: string): boolean;
+  /** Graceful leave: stops the actors, frees their connections for other nodes, drops the lease. */
+  close(): Promise<void>;
+}
+
+/** The node id when none is configured: host name and process id, as a KV-safe token. */
+export function defaultNodeId(): string {
+  return `${hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 48)}-${process.pid}`;
+}
+
+/** JetStream replicas: configured, else 3 when three or more servers are listed, else 1. */
+export function clusterReplicas(config: Config, servers: string[]): number {
+  return config.clusterReplicas ?? (servers.length >= 3 ? 3 : 1);
+}
+
+/** Connects to the NATS servers of a cluster, retrying for ever once connected. */
+export function connectNats(servers: string[], nodeId: string): Promise<NatsConnection> {
+  return connect({ servers, name: `tradegate-${nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000, timeout: CLUSTER.kvTimeoutMs * 2 });
+}
+
+/** Starts the node's cluster parts over an open store (see module comment). */
+export async function startClusterNode(opts: ClusterNodeOptions): Promise<ClusterNode> {
+  const { nc, store, prefix, replicas, logger } = opts;
+  const js = jetstream(nc, { timeout: CLUSTER.kvTimeoutMs });
+  const jsm = await jetstreamManager(nc, { timeout: CLUSTER.kvTimeoutMs });
+  const kvm = new Kvm(js);
+  const log = logger;
+
+  const feed = await EventFeed.start({ js, jsm, prefix, replicas, nodeId: opts.nodeId, logger: log });
+  const gateway = new ClusterGateway({
+    nc,
+    prefix,
+    supervisor: opts.supervisor,
+    feed,
+    logger: log,
+    specFor(connectionId) {
+      const record = store.connections.byId(connectionId);
+      if (!record) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
+      return connectionSpecFor(record, store.connections.credentials(connectionId));
+    },
+  });
+  let ownership: Ownership | undefined;
+  const lease = await NodeLease.start({
+    nc,
+    kvm,
+    prefix,
+    replicas,
+    nodeId: opts.nodeId,
+    boot: opts.boot,
+    logger: log,
+    ...(opts.timing && { timing: opts.timing }),
+    onLapse: () => void ownership?.stopAll(),
+    onRestore: () => ownership?.scanSoon(),
+  });
+  ownership = await Ownership.start({
+    nc,
+    kvm,
+    prefix,
+    replicas,
+    lease,
+    host: gateway,
+    logger: log,
+    enabled: () => store.connections.all().flatMap((c) => (c.disabled ? [] : [c.id])),
+  });
+  gateway.attach(ownership);
+
+  const rateKv = await openBucket(kvm, `${prefix}_ratelimit`, { history: 1, ttl: 60_000, replicas, timeout: CLUSTER.kvTimeoutMs });
+  const limiters = {
+    key: new SharedLogLimiter(rateKv, 'key', opts.rateLimitPerMin, { logger: log }),
+    webhook: new SharedLogLimiter(rateKv, 'webhook', opts.webhookRateLimitPerMin, { logger: log }),
+  };
+
+  let closing: Promise<void> | undefined;
+  return {
+    nodeId: opts.nodeId,
+    gateway,
+    limiters,
+    eventIds: { position: () => feed.position() },
+    isAlive(name) {
+      const holder = parseHolder(name);
+      // A record written by something else than a node (a CLI) lives until it expires.
+      return holder === undefined || lease.isAlive(holder);
+    },
+    close() {
+      closing ??= (async () => {
+        await ownership.releaseAll();
+        await lease.release();
+        await gateway.close();
+        await feed.flushed();
+        feed.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * `tradegate serve --cluster nats://host:4222[,…] [--node-id NAME]`: one node of a cluster
+ * (README "Running a cluster"). The same HTTP front and web app as a single node, over the NATS store,
+ * with the cluster's gateway (actors on whichever node owns each connection), shared rate
+ * limits and cluster-wide health event ids. No embedded paper broker: a cluster shares one
+ * broker, so paper connections point at a `tradegate sim` every node reaches.
+ *
+ * Shutdown: stop accepting and finish requests in flight, hand this node's connections to
+ * the others (stop the actors, free their owner records), then close the store and NATS.
+ */
+import { createSupervisor } from '../actors/supervisor.js';
+import { clusterReplicas, connectNats, defaultNodeId, startClusterNode, type ClusterNode } from '../cluster/node.js';
+import { holderName } from '../cluster/node-lease.js';
+import { ConfigError, type Config } from '../config.js';
+import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
+import { buildRoutes } from '../http/routes/index.js';
+import { startHttpServer, type HttpServer } from '../http/server.js';
+import { createLogger } from '../log.js';
+import { randomBase62 } from '../store/crypto.js';
+import { accountGuardsOf } from '../store/guards.js';
+import { openNatsStore, type NatsStore } from '../store/nats/index.js';
+import { CLUSTER, SERVE } from '../tuning.js';
+import { serveThreads, serveUntilSignal, startMetrics, startWebFront } from './serve-lifecycle.js';
+
+/** Runs one cluster node until `signalled`; returns the exit code after a graceful shutdown. */
+export async function runClusterNode(config: Config, servers: string[], signalled: Promise<NodeJS.Signals>): Promise<number> {
+  if (config.paper) throw new ConfigError('--paper cannot be combined with --cluster: run `tradegate sim` once and add paper connections that point at it');
+  const dataKey = config.dataKey;
+  if (!dataKey) throw new ConfigError('cluster mode needs TRADEGATE_DATA_KEY (64 hex characters, the same on every node)');
+  const nodeId = config.nodeId ?? defaultNodeId();
+  const boot = randomBase62(10);
+  const replicas = clusterReplicas(config, servers);
+  const logger = createLogger(config.logLevel).child({ node: nodeId });
+  const nc = await connectNats(servers, nodeId);
+  let store: NatsStore | undefined;
+  let node: ClusterNode | undefined;
+  let server: HttpServer | undefined;
+  let front: ReturnType<typeof startWebFront> | undefined;
+  let metricsListener: MetricsListener | undefined;
+
+  const shutdown = async (): Promise<void> => {
+    await metricsListener?.close();
+    await server?.close({ graceMs: SERVE.shutdownGraceMs });
+    await node?.close();
+    front?.stop();
+    await store?.close();
+    await nc.drain().catch(() => undefined);
+  };
+
+  return serveUntilSignal(signalled, logger, async () => {
+    const shared = await openNatsStore({
+      nc,
+      dataKey,
+      prefix: config.clusterPrefix,
+      replicas,
+      dataDir: config.dataDir,
+      logger,
+      nodeId: holderName({ node: nodeId, boot }),
+      holderAlive: (holder) => node?.isAlive(holder) ?? true,
+      inFlightLeaseMs: CLUSTER.idempotencyMarkerMs,
+    });
+    store = shared;
+    // Every actor starts with its owner's stored guards and locks, on whichever node takes it.
+    const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, maxActors: config.actorsMax, logger, guards: (userId) => accountGuardsOf(shared, userId) });
+    node = await startClusterNode({
+      nc,
+      store,
+      supervisor,
+      nodeId,
+      boot,
+      prefix: config.clusterPrefix,
+      replicas,
+      rateLimitPerMin: config.rateLimitPerMin,
+      webhookRateLimitPerMin: config.webhookRateLimitPerMin,
+      logger,
+    });
+    front = startWebFront(config, store, logger);
+    let listenUrl: string | undefined;
+    const metrics = new ServiceMetrics();
+    const gateway = measuredGateway(node.gateway, metrics);
+    // Revoking a key, signing out or changing a password ends the matching streams on this node at once
+    // (the other nodes' stream guards see the shared record change within their recheck).
+    const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
+    const routes = buildRoutes({ config, store, gateway, sessions: front.sessions, listenUrl: () => listenUrl, streams });
+    server = await startHttpServer({
+      config,
+      store,
+      gateway,
+      metrics,
+      threads: () => serveThreads(supervisor),
+      routes,
+      logger,
+      sessionAuth: front.sessions.authenticate,
+      web: front.web,
+      limiters: node.limiters,
+      eventIds: node.eventIds,
+      ownEvents: node.gateway.ownEvents,
+    });
+    metricsListener = await startMetrics(config, metrics, logger);
+    listenUrl = server.url;
+    process.stdout.write(
+      [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  metrics:      ${metricsListener.url}`, `  cluster node: ${nodeId} (${servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
+    );
+  }, shutdown);
+}

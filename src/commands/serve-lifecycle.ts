@@ -1,0 +1,79 @@
+/**
+ * What every `serve` process runs, single node or cluster node alike: the web app's front
+ * (sessions, swept now and then, and the static files), and the process's life — start up
+ * (shutting down what started if that fails), then run until SIGTERM/SIGINT and shut down.
+ */
+import type { Supervisor } from '../actors/supervisor.js';
+import type { Config } from '../config.js';
+import { startMetricsListener, type MetricsListener, type NamedThreadUsage, type ServiceMetrics } from '../http/metrics.js';
+import { createWebSessions, type WebSessions } from '../http/session-auth.js';
+import { loadWebApp, type WebApp } from '../http/static-files.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/index.js';
+import { SERVE } from '../tuning.js';
+import type { EmbeddedPaper } from './serve-paper.js';
+
+/** Web sessions over `store` and the web app's files; `stop` ends the session sweeper. */
+export function startWebFront(config: Config, store: Store, logger: Logger): { sessions: WebSessions; web: WebApp; stop(): void } {
+  const sessions = createWebSessions(config, store);
+  // Expired sessions are dropped from the store (they already fail lookup) and idle sign-in throttle state from memory.
+  const sweeper = setInterval(() => {
+    sessions.throttle.sweep(Date.now());
+    store.sessions.sweep().catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
+  }, SERVE.sessionSweepMs);
+  sweeper.unref();
+  const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true });
+  if (!web.built) logger.warn('web app not built (dist/web missing): run npm run build');
+  return { sessions, web, stop: () => clearInterval(sweeper) };
+}
+
+/** Runs `start`, waits for `signalled`, runs `shutdown`; returns the exit code. */
+export async function serveUntilSignal(
+  signalled: Promise<NodeJS.Signals>,
+  logger: Logger,
+  start: () => Promise<void>,
+  shutdown: () => Promise<void>,
+): Promise<number> {
+  try {
+    await start();
+  } catch (err) {
+    await shutdown().catch(() => undefined);
+    throw err;
+  }
+  const signal = await signalled;
+  logger.info({ signal }, 'shutting down');
+  await shutdown();
+  process.stdout.write('stopped\n');
+  return 0;
+}
+
+/** Default /metrics port (the Prometheus exporters' convention). */
+const DEFAULT_METRICS_PORT = 9464;
+
+/**
+ * Starts /metrics. An explicit METRICS_PORT must be free (like PORT); the default port falls
+ * back to a free one when taken, so a second instance on one machine still starts.
+ */
+export async function startMetrics(config: Config, metrics: ServiceMetrics, log: Logger): Promise<MetricsListener> {
+  if (config.metricsPort !== undefined) {
+    return startMetricsListener(metrics, config.metricsHost, config.metricsPort).catch((err: unknown) => {
+      throw new Error(`cannot listen for /metrics on ${config.metricsHost}:${config.metricsPort} (METRICS_PORT): ${err instanceof Error ? err.message : String(err)}`);
+    });
+  }
+  try {
+    return await startMetricsListener(metrics, config.metricsHost, DEFAULT_METRICS_PORT);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    const listener = await startMetricsListener(metrics, config.metricsHost, 0);
+    log.warn({ port: listener.port }, `metrics port ${DEFAULT_METRICS_PORT} is taken; /metrics listens on a free port (set METRICS_PORT to fix one)`);
+    return listener;
+  }
+}
+
+/** The actor workers' and the paper broker's usage, named for /metrics. */
+export async function serveThreads(supervisor: Supervisor, paper?: EmbeddedPaper): Promise<NamedThreadUsage[]> {
+  const [workers, broker] = await Promise.all([supervisor.stats().catch(() => []), paper?.current.usage().catch(() => undefined)]);
+  const out: NamedThreadUsage[] = workers.map((w) => ({ thread: `actor-${w.usage.threadId}`, usage: w.usage }));
+  if (broker) out.push({ thread: 'paper-broker', usage: broker });
+  return out;
+}

@@ -1,0 +1,86 @@
+/**
+ * The lease rule with real processes: a `serve --cluster` node cut off from NATS (a proxy
+ * stops carrying its bytes; the process itself runs on) must stop its actors before another
+ * node starts them. Both nodes log with the same machine clock, so their timestamps order
+ * the two events. Back on the network, the cut-off node must not start them again.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLUSTER } from '../../../src/tuning.js';
+import { addClusterUser, connectedOn, openClusterRecords, startClusterNode, type ClusterNodeProcess, type ClusterRecords, type ClusterUser } from '../../support/cluster.js';
+import { http } from '../../support/http.js';
+import { startNats, type NatsServer } from '../../support/nats.js';
+import { startSimProcess, type SimProcess } from '../../support/processes.js';
+import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
+
+let nats: NatsServer & { stopAndRemove(): Promise<void> };
+let sim: SimProcess;
+let records: ClusterRecords;
+let proxy: TcpProxy;
+let users: ClusterUser[];
+let cut: ClusterNodeProcess;
+let other: ClusterNodeProcess;
+
+beforeAll(async () => {
+  nats = await startNats();
+  sim = await startSimProcess();
+  records = await openClusterRecords([nats.url]);
+  users = [await addClusterUser(records.store, sim, 'ann'), await addClusterUser(records.store, sim, 'ben')];
+  proxy = await startTcpProxy(nats.port);
+  // Alone at first, this node takes both connections.
+  cut = await startClusterNode([`nats://127.0.0.1:${proxy.port}`], 'cut');
+  for (const u of users) await connectedOn(cut.url, u.apiKey, 30_000);
+  other = await startClusterNode([nats.url], 'other');
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([cut?.crash(), other?.stop()]);
+  await proxy?.close();
+  await records?.close();
+  await sim?.stop();
+  await nats?.stopAndRemove();
+});
+
+const line = (n: ClusterNodeProcess, msg: string) => n.logs().filter((l) => l.msg === msg);
+
+async function until<T>(get: () => T | undefined, withinMs: number, what: string): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    const v = get();
+    if (v !== undefined) return v;
+    if (Date.now() - start > withinMs) throw new Error(`${what}: not within ${withinMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('a node cut off from NATS', () => {
+  it('stops its actors before another node starts them, and does not start them again once back', { timeout: 90_000 }, async () => {
+    proxy.pause();
+    const pausedAt = Date.now();
+    const taken = await until(() => {
+      const l = line(other, 'connection taken over from a node whose lease ended');
+      return l.length >= users.length ? l : undefined;
+    }, 20_000, 'the other node taking both connections');
+    const stopped = line(cut, 'lease lapsed: actors stopped');
+    expect(stopped).toHaveLength(1);
+    const stoppedAt = stopped[0]!.time;
+    for (const t of taken) {
+      // The order the lease exists for, with the two margins between them.
+      expect(stoppedAt).toBeLessThan(t.time);
+      expect(t.time - stoppedAt).toBeGreaterThanOrEqual(CLUSTER.holderMarginMs + CLUSTER.takerMarginMs - 500);
+    }
+    console.info(`cut off at +0 ms; its actors stopped at +${stoppedAt - pausedAt} ms; the other node took them at +${taken.map((t) => t.time - pausedAt).join(', +')} ms`);
+    // The cut-off node stopped within its lease (counted from its last renewal before the cut).
+    expect(stoppedAt - pausedAt).toBeLessThanOrEqual(CLUSTER.leaseMs);
+    for (const u of users) await connectedOn(other.url, u.apiKey, 10_000);
+
+    // Back on the network: the node renews again, finds the connections owned elsewhere, leaves them there.
+    proxy.resume();
+    const resumedAt = Date.now();
+    await until(() => (cut.logs().some((l) => l.time > resumedAt && l.msg === 'lease renewed after a lapse') ? true : undefined), 15_000, 'renewing again');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(cut.logs().filter((l) => l.time > resumedAt && (l.msg === 'connection taken' || l.msg.startsWith('connection taken over')))).toEqual([]);
+    // …and serves their requests by forwarding them to the node that runs them now.
+    const r = await http(cut.url, 'GET', `/api/v1/accounts/${users[0]!.accounts[0]}/working-orders`, { key: users[0]!.apiKey });
+    expect(r.status).toBe(200);
+  });
+});

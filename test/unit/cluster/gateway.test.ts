@@ -1,0 +1,192 @@
+/**
+ * The cluster gateway and event feed over a real nats-server, with scripted supervisors in
+ * place of actor threads: requests reach the node that runs the connection by request/reply,
+ * errors cross as data, no responders is a retryable 503 and silence a 504; statuses and
+ * accounts of every connection are known on every node, with the stream sequence as their
+ * event id, and events of a previous owner are dropped.
+ */
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ActorEvent, ActorRequest } from '../../../src/actors/protocol.js';
+import type { Supervisor } from '../../../src/actors/supervisor.js';
+import { EventFeed } from '../../../src/cluster/events.js';
+import { ClusterGateway } from '../../../src/cluster/gateway.js';
+import type { ConnectionSpec } from '../../../src/domain/connections.js';
+import { AppError } from '../../../src/domain/problems.js';
+import { createLogger } from '../../../src/log.js';
+import { randomBase62 } from '../../../src/store/crypto.js';
+import { startNats, type NatsServer } from '../../support/nats.js';
+
+const logger = createLogger('silent');
+
+/** A supervisor that answers requests through `answer` and reports what the test emits. */
+function scriptedSupervisor(answer: (id: string, req: ActorRequest) => Promise<unknown>) {
+  const listeners = new Set<(e: ActorEvent) => void>();
+  const emit = (e: ActorEvent) => listeners.forEach((l) => l(e));
+  const added: { id: string; resume: boolean }[] = [];
+  const sup = {
+    added,
+    emit,
+    async addConnection(spec: ConnectionSpec, opts?: { resume?: boolean }) {
+      added.push({ id: spec.connectionId, resume: opts?.resume ?? false });
+      emit({ type: 'status', connectionId: spec.connectionId, status: 'CONNECTED', reason: opts?.resume ? 'reconnect' : 'connect', ts: 1 });
+    },
+    async removeConnection(id: string) {
+      emit({ type: 'status', connectionId: id, status: 'DISABLED', reason: 'disabled', ts: 2 });
+    },
+    request: (id: string, req: ActorRequest) => answer(id, req),
+    status: () => undefined,
+    accounts: () => [],
+    onEvent(l: (e: ActorEvent) => void) {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+    async close() {},
+  };
+  return sup as unknown as Supervisor & { added: typeof added; emit: typeof emit };
+}
+
+const spec = (id: string): ConnectionSpec => ({
+  connectionId: id, userId: 'u1', broker: 'paper', environment: 'paper', restUrl: 'http://x/v1', wsUrl: 'ws://x', credentials: { name: 'n', password: 'p' },
+  budget: { perMinute: 1, perHour: 1 },
+});
+
+let nats: NatsServer & { stopAndRemove(): Promise<void> };
+beforeAll(async () => {
+  nats = await startNats();
+});
+afterAll(async () => {
+  await nats?.stopAndRemove();
+});
+
+interface Node {
+  nc: NatsConnection;
+  feed: EventFeed;
+  gateway: ClusterGateway;
+  sup: ReturnType<typeof scriptedSupervisor>;
+}
+
+const open: Node[] = [];
+afterEach(async () => {
+  for (const n of open.splice(0)) {
+    n.feed.close();
+    await n.gateway.close();
+    await n.nc.close();
+  }
+});
+
+async function node(prefix: string, name: string, answer: (id: string, req: ActorRequest) => Promise<unknown> = async () => []): Promise<Node> {
+  const nc = await connect({ servers: nats.url });
+  const feed = await EventFeed.start({ js: jetstream(nc), jsm: await jetstreamManager(nc), prefix, replicas: 1, nodeId: name, logger });
+  const sup = scriptedSupervisor(answer);
+  const gateway = new ClusterGateway({ nc, prefix, supervisor: sup, feed, specFor: spec, logger, callTimeoutMs: 300 });
+  const n = { nc, feed, gateway, sup };
+  open.push(n);
+  return n;
+}
+
+/** Waits until `check` holds (events cross NATS asynchronously). */
+async function until(check: () => boolean, what: string, withinMs = 3000): Promise<void> {
+  const start = Date.now();
+  while (!check()) {
+    if (Date.now() - start > withinMs) throw new Error(`${what}: not within ${withinMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Retries while the owner's subscription has not reached the server yet (no responders). */
+async function whenServed<T>(call: () => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!(err instanceof AppError && /no running actor/.test(err.message)) || i > 50) throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
+describe('cluster gateway', () => {
+  it('forwards requests to the node that runs the connection; coded errors cross as data', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const a = await node(prefix, 'a', async (_id, req) => {
+      if (req.type === 'cancel-order') throw new AppError('ORDER_NOT_WORKING', 'already filled', { order: { orderId: '9' } });
+      return [{ orderId: '1', served: 'a' }];
+    });
+    const b = await node(prefix, 'b', async () => {
+      throw new Error('b runs nothing');
+    });
+    await a.gateway.start('con_1', 1, false);
+    expect(await whenServed(() => b.gateway.request('con_1', { type: 'working-orders', accountId: '7' }))).toEqual([{ orderId: '1', served: 'a' }]);
+    const err = await b.gateway.request('con_1', { type: 'cancel-order', accountId: '7', orderId: '9' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect(err).toMatchObject({ code: 'ORDER_NOT_WORKING', message: 'already filled', extensions: { order: { orderId: '9' } } });
+    // The owner itself calls its own supervisor, no hop.
+    expect(await a.gateway.request('con_1', { type: 'working-orders', accountId: '7' })).toEqual([{ orderId: '1', served: 'a' }]);
+  });
+
+  it('no node running the connection → 503 BROKER_UNAVAILABLE with Retry-After at once; a silent owner → 504', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const a = await node(prefix, 'a', () => new Promise(() => undefined));
+    const b = await node(prefix, 'b');
+    const t = performance.now();
+    const none = await b.gateway.request('con_x', { type: 'positions', accountId: '7' }).catch((e: unknown) => e);
+    expect(none).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1 });
+    expect(performance.now() - t).toBeLessThan(250);
+    await a.gateway.start('con_2', 1, false);
+    const silent = await whenServed(() => b.gateway.request('con_2', { type: 'positions', accountId: '7' }, { timeoutMs: 200 })).catch((e: unknown) => e);
+    expect(silent).toMatchObject({ code: 'BROKER_TIMEOUT' });
+  });
+
+  it('a connection being stopped answers 503 (it is moving), not its supervisor’s 404', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    let stopping!: () => void;
+    const a = await node(prefix, 'a');
+    await a.gateway.start('con_3', 1, false);
+    a.sup.removeConnection = () => new Promise<void>((r) => (stopping = r));
+    const stop = a.gateway.stop('con_3', false);
+    await expect(a.gateway.request('con_3', { type: 'positions', accountId: '7' })).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+    stopping();
+    await stop;
+  });
+
+  it('every node knows every connection’s status and accounts, with stream sequences as event ids; a previous owner’s events are dropped', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const a = await node(prefix, 'a');
+    const b = await node(prefix, 'b');
+    const seen: [ActorEvent, number | undefined][] = [];
+    b.gateway.onEvent((e, id) => seen.push([e, id]));
+    await a.gateway.start('con_4', 1, false);
+    a.sup.emit({ type: 'accounts', connectionId: 'con_4', accounts: [{ id: '70', name: 'A', connectionId: 'con_4', broker: 'paper', environment: 'paper', active: true }] });
+    await until(() => b.gateway.accounts('con_4').length === 1, 'accounts on b');
+    expect(b.gateway.status('con_4')).toMatchObject({ status: 'CONNECTED' });
+    const ids = seen.map(([, id]) => id!);
+    expect(ids).toEqual([...ids].sort((x, y) => x - y));
+    expect(ids[0]).toBeGreaterThan(0);
+
+    // Another node takes over under epoch 2: it announces RECONNECTING first, then its actor reports.
+    await a.gateway.stop('con_4', false);
+    await b.gateway.start('con_4', 2, true);
+    expect(b.sup.added).toEqual([{ id: 'con_4', resume: true }]);
+    await until(() => seen.some(([e]) => e.type === 'status' && e.status === 'CONNECTED' && e.reason === 'reconnect'), 'reconnected');
+    const statuses = seen.filter(([e]) => e.type === 'status').map(([e]) => (e as { status: string }).status);
+    // A silent stop publishes nothing (no DISABLED): the connection moved, it was not removed.
+    expect(statuses).toEqual(['CONNECTED', 'RECONNECTING', 'CONNECTED']);
+    // A late event of the old owner (epoch 1) changes nothing anywhere.
+    a.feed.publish(1, { type: 'status', connectionId: 'con_4', status: 'FAILED', reason: 'fatal-error', ts: 3 });
+    await a.feed.flushed();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(b.gateway.status('con_4')).toMatchObject({ status: 'CONNECTED' });
+    expect(seen.some(([e]) => e.type === 'status' && e.status === 'FAILED')).toBe(false);
+
+    // A node started now learns the latest status and accounts from the stream.
+    const c = await node(prefix, 'c');
+    expect(c.gateway.status('con_4')).toMatchObject({ status: 'CONNECTED', reason: 'reconnect' });
+    expect(c.gateway.accounts('con_4').map((x) => x.id)).toEqual(['70']);
+    expect(c.feed.position()).toBe(b.feed.position());
+    // Removing announces DISABLED.
+    await b.gateway.stop('con_4', true);
+    await until(() => c.gateway.status('con_4')?.status === 'DISABLED', 'DISABLED on c');
+  });
+});
