@@ -7,6 +7,7 @@ import {
   guardConfig,
   isExit,
   lockRefusal,
+  NO_GUARDS,
   pnlTrip,
   withOrder,
   type ContractExposure,
@@ -119,6 +120,91 @@ describe('narrowing by a token or key', () => {
         if (pyramid) expect(l.noPyramiding).toBe(true);
       }),
     );
+  });
+});
+
+describe('refusal details name the numbers (what a user reads in the 403)', () => {
+  it('each guard words its refusal with the limit and the value', () => {
+    expect(check({ maxOrderQty: 5 }, buy(6))!.detail).toBe('6 contracts exceed the 5 per order');
+    expect(check({ maxPositionPerContract: 3 }, buy(1), { net: 2, buying: 1, selling: 0 })!.detail).toBe('the position could reach 4 contracts (max 3)');
+    expect(check({ maxPositionTotal: 4 }, buy(1), { net: 1, buying: 0, selling: 0 }, 4)!.detail).toBe("the account's positions could reach 5 contracts (max 4)");
+    expect(check({ allowedProducts: ['ES', 'MES'] }, buy(1, 'NQ'))!.detail).toBe('NQ is not an allowed product (ES, MES)');
+    expect(check({ direction: 'long_only' }, sell())!.detail).toBe('sell entries are not allowed (long_only)');
+    expect(check({ flatOnly: true }, buy(), { net: 1, buying: 1, selling: 2 })).toEqual({ guard: 'flat_only', limit: 0, value: 2, detail: 'entries only while flat; the contract has 1 open and 3 working' });
+    expect(check({ noPyramiding: true }, buy(), { net: 1, buying: 0, selling: 0 })!.detail).toBe('a buy would add to 1 contracts already long or working');
+    expect(check({ noPyramiding: true }, sell(), { net: -2, buying: 0, selling: 0 })).toEqual({ guard: 'no_pyramiding', limit: 0, value: 2, detail: 'a sell would add to 2 contracts already short or working' });
+    const closed = { timeZone: 'America/Chicago', flattenAtEnd: false, windows: [{ days: ['mon' as const], start: '10:01', end: '15:00' }] };
+    expect(check({ tradingWindows: closed })!.detail).toBe('entries are allowed only inside the trading windows; it is Mon 10:00 America/Chicago');
+  });
+
+  it('an empty intersection of products allows none and says so', () => {
+    const r = check({ allowedProducts: ['ES'] }, buy(1, 'ES'), flat, 0, [{ allowedProducts: ['NQ'] }]);
+    expect(r).toEqual({ guard: 'allowed_products', limit: [], value: 'ES', detail: 'ES is not an allowed product (none)' });
+  });
+
+  it('a lock refusal says who locked it, until when, and why', () => {
+    expect(lockRefusal({ guard: 'kill_switch', since: 0, until: null, detail: 'away' }).detail).toBe('account locked by kill_switch until unlocked: away');
+    expect(lockRefusal({ guard: 'daily_loss', since: 0, until: Date.UTC(2026, 10, 23, 23), detail: 'loss 1000' }).detail).toBe('account locked by daily_loss until 2026-11-23T23:00:00.000Z: loss 1000');
+  });
+
+  it('flat only counts working orders on either side', () => {
+    expect(check({ flatOnly: true }, buy(), { net: 0, buying: 0, selling: 1 })).toMatchObject({ guard: 'flat_only', value: 1 });
+    expect(check({ flatOnly: true }, buy(), { net: -1, buying: 0, selling: 0 })).toMatchObject({ guard: 'flat_only', value: 1 });
+  });
+
+  it('the allowed direction passes on a one-sided account', () => {
+    expect(check({ direction: 'short_only' }, sell())).toBeNull();
+    expect(check({ direction: 'long_only' }, buy())).toBeNull();
+  });
+
+  it('no guard at all is the default of every field', () => {
+    expect(guardConfig({})).toEqual({
+      maxOrderQty: null,
+      maxPositionPerContract: null,
+      maxPositionTotal: null,
+      allowedProducts: null,
+      direction: 'both',
+      noPyramiding: false,
+      flatOnly: false,
+      tradingWindows: null,
+      webhookFlatOnly: false,
+      dailyLossLimit: null,
+      dailyProfitTarget: null,
+    });
+    expect(Object.isFrozen(NO_GUARDS)).toBe(true);
+  });
+});
+
+describe('narrowing, field by field', () => {
+  const account = guardConfig({ maxOrderQty: 5, maxPositionPerContract: 4, maxPositionTotal: 6 });
+
+  it('a narrowing that leaves a number out (or null) keeps the account’s number', () => {
+    for (const n of [{}, { maxOrderQty: null, maxPositionPerContract: null, maxPositionTotal: null }] as GuardNarrowing[]) {
+      expect(effectiveLimits(account, [n], 'api')).toMatchObject({ maxOrderQty: 5, maxPositionPerContract: 4, maxPositionTotal: 6 });
+    }
+    expect(effectiveLimits(guardConfig({}), [{ maxOrderQty: 2 }], 'api').maxOrderQty).toBe(2);
+  });
+
+  it('one direction on the narrowing closes only the other side', () => {
+    expect(effectiveLimits(account, [{ direction: 'long_only' }], 'api')).toMatchObject({ long: true, short: false });
+    expect(effectiveLimits(account, [{ direction: 'short_only' }], 'api')).toMatchObject({ long: false, short: true });
+    expect(effectiveLimits(account, [{ direction: 'both' }], 'api')).toMatchObject({ long: true, short: true });
+  });
+
+  it('no pyramiding and flat only: either side turns them on, neither side off', () => {
+    const off = effectiveLimits(account, [{ noPyramiding: false, flatOnly: false }], 'api');
+    expect(off).toMatchObject({ noPyramiding: false, flatOnly: false });
+    expect(effectiveLimits(account, [{}], 'api')).toMatchObject({ noPyramiding: false, flatOnly: false });
+    expect(effectiveLimits(account, [{ noPyramiding: true }], 'api')).toMatchObject({ noPyramiding: true, flatOnly: false });
+    expect(effectiveLimits(account, [{ flatOnly: true }], 'api')).toMatchObject({ noPyramiding: false, flatOnly: true });
+    const on = guardConfig({ noPyramiding: true, flatOnly: true });
+    expect(effectiveLimits(on, [{ noPyramiding: false, flatOnly: false }], 'api')).toMatchObject({ noPyramiding: true, flatOnly: true });
+  });
+
+  it('a narrowing’s trading windows apply on top of the account’s', () => {
+    const closed = { timeZone: 'America/Chicago', flattenAtEnd: false, windows: [{ days: ['mon' as const], start: '11:00', end: '15:00' }] };
+    expect(check({}, buy(), flat, 0, [{ tradingWindows: closed }])).toMatchObject({ guard: 'trading_window' });
+    expect(effectiveLimits(account, [{ tradingWindows: closed }], 'api').windows).toEqual([closed]);
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
-import { Exposure } from '../../../../workers/connection-actor/exposure.js';
+import { Exposure, latestPositions } from '../../../../workers/connection-actor/exposure.js';
 
 const A = 7;
 const C = 1;
@@ -149,4 +149,92 @@ describe('Exposure', () => {
     mirror.apply('order', 'Deleted', { id: 77 });
     expect(exposure.total(String(A))).toBe(2);
   });
+
+  it('a broker that keeps one position per trade date counts only the newest, per account and contract', () => {
+    const positions = [
+      { id: 9, accountId: A, contractId: C, netPos: 3 },
+      { id: 4, accountId: A, contractId: C, netPos: 1 },
+      { id: 5, accountId: 8, contractId: C, netPos: -2 },
+      { id: 6, accountId: A, contractId: 2, netPos: 1 },
+    ];
+    for (const order of [positions, [...positions].reverse()]) {
+      const { mirror, now } = setup({ positions: order });
+      expect(now().net).toBe(3);
+      expect(latestPositions(mirror).map((p) => p.id).sort()).toEqual([5, 6, 9]);
+    }
+  });
+
+  it('lists only contracts with something in them; an unknown account has none', () => {
+    const { exposure, order, status } = setup();
+    expect(exposure.contracts('nobody')).toEqual([]);
+    const id = order('Sell', 2);
+    expect(exposure.contracts(String(A))).toEqual([{ contractId: C, exposure: { net: 0, buying: 0, selling: 2 } }]);
+    status(id, 'Canceled');
+    expect(exposure.contracts(String(A))).toEqual([]);
+    expect(exposure.total(String(A))).toBe(0);
+  });
+
+  it('learns contract names from live contract events (a nameless contract is not indexed)', () => {
+    const { mirror, exposure } = setup();
+    mirror.apply('contract', 'Created', { id: 3, name: 'CLF7' });
+    mirror.apply('contract', 'Created', { id: 4 });
+    expect(exposure.contractId('CLF7')).toBe(3);
+    expect(exposure.contractId('undefined')).toBeUndefined();
+  });
+
+  it('inactive (busted) fills and fill deletions never move the position, live or in a snapshot', () => {
+    const { mirror, order, now } = setup();
+    const id = order('Buy', 2);
+    mirror.apply('fill', 'Created', { id: 901, orderId: id, contractId: C, action: 'Buy', qty: 1, price: 5000, active: false });
+    expect(now()).toEqual({ net: 0, buying: 2, selling: 0 });
+    mirror.apply('fill', 'Created', { id: 902, orderId: id, contractId: C, action: 'Buy', qty: 1, price: 5000 });
+    mirror.apply('fill', 'Deleted', { id: 902 });
+    expect(now()).toEqual({ net: 1, buying: 1, selling: 0 });
+    const fresh = setup({
+      orders: [{ id: 60, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Working' }],
+      orderVersions: [{ id: 61, orderId: 60, orderQty: 3 }],
+      fills: [
+        { id: 62, orderId: 60, contractId: C, action: 'Buy', qty: 1, price: 5000 },
+        { id: 63, orderId: 60, contractId: C, action: 'Buy', qty: 1, price: 5000, active: false },
+      ],
+    });
+    expect(fresh.now()).toEqual({ net: 0, buying: 2, selling: 0 });
+  });
+
+  it('the same early fill delivered twice counts once; a fill without a contract id uses its order’s', () => {
+    const { mirror, now } = setup();
+    const id = nextId++;
+    const early = { id: nextId++, orderId: id, action: 'Buy', qty: 2, price: 5000 };
+    mirror.apply('fill', 'Created', early);
+    mirror.apply('fill', 'Updated', early);
+    mirror.apply('order', 'Created', { id, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Filled' });
+    mirror.apply('orderVersion', 'Created', { id: nextId++, orderId: id, orderQty: 2 });
+    expect(now()).toEqual({ net: 2, buying: 0, selling: 0 });
+  });
+
+  it('a deleted order stops counting; a version for an unknown order changes nothing', () => {
+    const { mirror, order, now } = setup();
+    const id = order('Buy', 2);
+    mirror.apply('orderVersion', 'Created', { id: nextId++, orderId: 424242, orderQty: 5 });
+    mirror.apply('orderVersion', 'Created', { id: nextId++, orderQty: 5 });
+    expect(now()).toEqual({ net: 0, buying: 2, selling: 0 });
+    mirror.apply('order', 'Deleted', { id });
+    expect(now()).toEqual({ net: 0, buying: 0, selling: 0 });
+  });
+
+  it('a snapshot skips final orders and counts a working order’s fills against its quantity', () => {
+    const { now, exposure } = setup({
+      positions: [{ id: 70, accountId: A, contractId: C, netPos: 1 }],
+      orders: [
+        { id: 71, accountId: A, contractId: C, action: 'Sell', ordStatus: 'Working' },
+        { id: 72, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Expired' },
+        { id: 73, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Rejected' },
+      ],
+      orderVersions: [{ id: 74, orderId: 71, orderQty: 4 }, { id: 75, orderId: 72, orderQty: 2 }, { id: 76, orderId: 73, orderQty: 2 }],
+      fills: [{ id: 77, orderId: 71, contractId: C, action: 'Sell', qty: 1, price: 5000 }],
+    });
+    expect(now()).toEqual({ net: 1, buying: 0, selling: 3 });
+    expect(exposure.total(String(A))).toBe(2);
+  });
 });
+
