@@ -137,7 +137,7 @@ describe('the web app', () => {
     const measured = `first page on screen after ${attempts.map((t) => t.toFixed(0)).join(' / ')} ms (best of three)`;
     await annotate(measured); // shown by --reporter=verbose
     expect(ready, measured).toBeLessThanOrEqual(300);
-  });
+  }, 60_000);
 
   it('sign-in page: accessible, readable at 375 px, refuses a wrong password with the API’s words', async () => {
     if (!(await signInHeading().isVisible())) await openSignIn();
