@@ -69,6 +69,11 @@ export interface NewOrder {
   stopLoss?: BracketLeg | null;
   clientOrderId?: string | null;
   /**
+   * The contract's price band, on orders whose bracket has offset legs: the actor checks where
+   * those legs land from the entry's real fill against it (domain/fill-anchor.ts).
+   */
+  priceBand?: { min: number; max: number; reference: number };
+  /**
    * Deterministic broker clOrdId (derived from user + Idempotency-Key when one is given).
    * Before placing, the actor looks it up in its synced mirror; if the broker already has
    * an order with it, that order is the answer (no second order).

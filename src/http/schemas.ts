@@ -24,7 +24,12 @@ export const connectionStatusSchema = z.enum(['CONNECTING', 'CONNECTED', 'RECONN
 export const bracketLegSchema = z.union([
   z.strictObject({ price: price.describe('Absolute price; must sit on the contract tick') }),
   z.strictObject({
-    ticks: z.number().int().positive().max(100_000).describe('Offset in ticks from the average fill price, direction-aware'),
+    ticks: z
+      .number()
+      .int()
+      .positive()
+      .max(100_000)
+      .describe('Offset in ticks from the average fill price, direction-aware; must land inside the price band from the price the entry can really fill at (400 PRICE_OUT_OF_RANGE)'),
   }),
 ]);
 

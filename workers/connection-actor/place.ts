@@ -11,7 +11,10 @@ import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import type { Hold } from './exposure.js';
 import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
-import { referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
+import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
+import { checkLegsFromFill, offsetLegs } from '../../src/domain/fill-anchor.js';
+import { priceBand } from '../../src/domain/order-plan.js';
+import { contractRoot } from '../../src/domain/symbols.js';
 import type { PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
 
 function isAbsolute(leg: BracketLeg | null | undefined): leg is { price: number } {
@@ -24,6 +27,26 @@ function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): n
   const ref = referencePrice(req.orderType, req.price, req.stopPrice);
   if (ref === null) throw new AppError('VALIDATION_FAILED', 'a bracket mixing a price and an offset needs an entry price');
   return Math.abs(leg.price - ref);
+}
+
+/**
+ * Refuses (PRICE_OUT_OF_RANGE) a bracket whose offset legs would land outside the band, or at
+ * or below zero, from where the entry really fills: the broker hangs them from the fill, not
+ * from the price the order names. The market's last price comes from the quote feed; without
+ * one, a leg below the fill must stay above zero from the lowest fill the entry allows.
+ */
+async function checkOffsetLegs(ctx: ActorContext, req: PlaceOrderRequest): Promise<void> {
+  const product = contractRoot(req.symbol);
+  if (!product) return;
+  const legs = offsetLegs(req, (leg) => offsetOf(req, leg)!, product.tickSize);
+  if (legs.length === 0) return;
+  const band = req.priceBand ?? priceBand(product.referencePrice, product.tickSize, PRICE_BAND_FACTOR);
+  const contract = ctx.mirror.all('contract').find((c) => c.name === req.symbol);
+  const last = contract && ctx.market ? ((await ctx.market.lastPrice(contract.id)) ?? null) : null;
+  const { anchor, errors } = checkLegsFromFill(req, legs, product.tickSize, band, req.symbol, last);
+  if (errors.length === 0) return;
+  const detail = errors.map((e) => `${e.path}: ${e.message}`).join('; ');
+  throw new AppError('PRICE_OUT_OF_RANGE', detail, { errors, band: { min: band.min, max: band.max, reference: band.reference }, anchor });
 }
 
 /** Waits until the broker has settled the order's acceptance (left PendingNew, or rejected). */
@@ -108,6 +131,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   }
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
+  await checkOffsetLegs(ctx, req);
   // From the guards' check to the send nothing awaits: the order's contracts are held from the
   // check until the broker reports the order, so concurrent orders see each other.
   const hold = ctx.guards?.admit(req) ?? null;

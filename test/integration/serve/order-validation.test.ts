@@ -1,0 +1,82 @@
+/**
+ * What an order must satisfy before anything reaches the broker, over real HTTP against
+ * `serve --paper`: a bracket's tick-offset legs are checked from where the entry really fills
+ * (never a stop past zero), by the API and by webhook alerts alike.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { control, simState } from '../../support/sim.js';
+import { eventually, http } from '../../support/http.js';
+import { startServe, type Served } from '../../support/processes.js';
+
+let s: Served;
+let acc: string;
+let hook: string;
+const ES = (() => {
+  const r = resolveSymbol('ES', new Date());
+  if (!r.ok) throw new Error(r.reason);
+  return r.contract;
+})();
+const api = (method: string, path: string, body?: unknown) => http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}) });
+const place = (body: unknown) => api('POST', `/api/v1/accounts/${acc}/orders`, body);
+const alert = (body: unknown) => http(hook, 'POST', '', { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } });
+const working = async () => (await api('GET', `/api/v1/accounts/${acc}/working-orders`)).json.data as any[];
+const brokerOrders = async () => (await simState(s)).orders.length as number;
+
+beforeAll(async () => {
+  s = await startServe({ RATE_LIMIT_PER_MIN: '100000', WEBHOOK_RATE_LIMIT_PER_MIN: '100000' });
+  acc = s.accounts[0]!;
+  await control(s, 'POST', '/prices', { symbol: ES, price: 5000 });
+  const t = await api('POST', '/api/v1/webhook-tokens', { accountId: acc, name: 'TV' });
+  expect(t.status, t.text).toBe(201);
+  hook = t.json.url;
+}, 60_000);
+afterAll(async () => {
+  expect(await s?.stop()).toBe(0);
+});
+
+describe('tick-offset legs hang from the real fill', () => {
+  const refused = (r: { status: number; json: any; text: string }, leg: string, anchor: number) => {
+    expect(r.status, r.text).toBe(400);
+    expect(r.json).toMatchObject({ code: 'PRICE_OUT_OF_RANGE', band: { min: 1000, max: 25000, reference: 5000 }, anchor: { price: anchor } });
+    expect(r.json.errors).toEqual([{ path: leg, message: expect.stringContaining(`the expected fill ${anchor}`) }]);
+  };
+
+  it('a buy limit above the market with a stop wider than the fill is refused, nothing sent (the audit’s -10000 stop)', async () => {
+    const before = await brokerOrders();
+    const r = await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 20000, stopLoss: { ticks: 60000 } });
+    refused(r, 'stopLoss.ticks', 5000);
+    expect(r.json.detail).toContain('is -10000, outside 1000..25000');
+    expect(await brokerOrders()).toBe(before);
+  });
+
+  it('the same order through a webhook alert is refused the same way', async () => {
+    const before = await brokerOrders();
+    const r = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, orderType: 'limit', price: 20000, stopLoss: { ticks: 60000 } });
+    refused(r, 'stopLoss.ticks', 5000);
+    expect(await brokerOrders()).toBe(before);
+  });
+
+  it('a market order is checked from the live price, not the reference price', async () => {
+    await control(s, 'POST', '/prices', { symbol: ES, price: 3000 });
+    try {
+      const before = await brokerOrders();
+      refused(await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'market', stopLoss: { ticks: 15990 } }), 'stopLoss.ticks', 3000);
+      expect(await brokerOrders()).toBe(before);
+      const ok = await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'market', stopLoss: { ticks: 7990 } });
+      expect(ok.status, ok.text).toBe(201);
+      await eventually(async () => (await working()).find((o) => o.orderId === ok.json.legs.stopLoss)?.stopPrice === 1002.5, 'stop at 3000 - 1997.5');
+    } finally {
+      await control(s, 'POST', '/prices', { symbol: ES, price: 5000 });
+      expect((await api('POST', `/api/v1/accounts/${acc}/flatten`, {})).status).toBe(200);
+    }
+  });
+
+  it('a buy limit above the market with a sane stop is placed, and its stop rests from the fill', async () => {
+    const r = await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 20000, stopLoss: { ticks: 20 } });
+    expect(r.status, r.text).toBe(201);
+    expect(r.json).toMatchObject({ status: 'filled', avgFillPrice: 5000 });
+    await eventually(async () => (await working()).find((o) => o.orderId === r.json.legs.stopLoss)?.stopPrice === 4995, 'stop 20 ticks under 5000');
+    expect((await api('POST', `/api/v1/accounts/${acc}/flatten`, {})).status).toBe(200);
+  });
+});
