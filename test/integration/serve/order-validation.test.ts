@@ -80,3 +80,21 @@ describe('tick-offset legs hang from the real fill', () => {
     expect((await api('POST', `/api/v1/accounts/${acc}/flatten`, {})).status).toBe(200);
   });
 });
+
+describe('order ids in paths are matched exactly, like account ids', () => {
+  it('a loose spelling of a working order’s id is 404 and cancels nothing; the exact id cancels it', async () => {
+    const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4800 });
+    expect(r.status, r.text).toBe(201);
+    const id = r.json.orderId as string;
+    const n = Number(id);
+    for (const loose of [`0${id}`, `0x${n.toString(16)}`, `${id}.0`, `${id}.0000000001`, (n / 10).toString() + 'e1', `+${id}`, `${id}%20`, `%20${id}`]) {
+      const c = await api('DELETE', `/v1/accounts/${acc}/orders/${loose}`);
+      expect(c.status, `${loose}: ${c.text}`).toBe(404);
+      expect(c.json.code).toBe('NOT_FOUND');
+    }
+    expect((await working()).map((o) => o.orderId)).toContain(id);
+    const c = await api('DELETE', `/api/v1/accounts/${acc}/orders/${id}`);
+    expect(c.status, c.text).toBe(200);
+    expect(c.json.order).toMatchObject({ orderId: id, status: 'cancelled' });
+  });
+});
