@@ -98,3 +98,19 @@ describe('order ids in paths are matched exactly, like account ids', () => {
     expect(c.json.order).toMatchObject({ orderId: id, status: 'cancelled' });
   });
 });
+
+describe('webhook qty', () => {
+  it('a string qty is digits only, as the error says: "1.0" and " 1" are refused, "1" is placed', async () => {
+    const before = await brokerOrders();
+    for (const qty of ['1.0', ' 1', '1 ', '1e0']) {
+      const r = await alert({ action: 'buy', symbol: 'ES1!', qty, orderType: 'limit', price: 4800 });
+      expect(r.status, `${JSON.stringify(qty)}: ${r.text}`).toBe(400);
+      expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'qty', message: expect.stringContaining('digits only in a string') }] });
+    }
+    expect(await brokerOrders()).toBe(before);
+    const ok = await alert({ action: 'buy', symbol: 'ES1!', qty: '1', orderType: 'limit', price: 4800 });
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.json.order).toMatchObject({ qty: 1, status: 'working' });
+    expect((await api('DELETE', `/api/v1/accounts/${acc}/orders/${ok.json.order.orderId}`)).status).toBe(200);
+  });
+});
