@@ -1,7 +1,9 @@
 /**
- * What an order must satisfy before anything reaches the broker, over real HTTP against
+ * What the API refuses before anything reaches the broker, over real HTTP against
  * `serve --paper`: a bracket's tick-offset legs are checked from where the entry really fills
- * (never a stop past zero), by the API and by webhook alerts alike.
+ * (never a stop past zero), by the API and by webhook alerts alike; order ids in paths are exact;
+ * a webhook qty is digits only; strategy leg prices and guard products that could never trade
+ * are refused when written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../../src/domain/symbols.js';
@@ -112,5 +114,25 @@ describe('webhook qty', () => {
     expect(ok.status, ok.text).toBe(201);
     expect(ok.json.order).toMatchObject({ qty: 1, status: 'working' });
     expect((await api('DELETE', `/api/v1/accounts/${acc}/orders/${ok.json.order.orderId}`)).status).toBe(200);
+  });
+});
+
+describe('strategies and guards refuse what could never trade, when they are written', () => {
+  it('a strategy whose stop is 1e21 is 400 at POST (not when an alert fires), naming the leg', async () => {
+    const r = await api('POST', '/api/v1/strategies', { name: 'audit', takeProfit: { price: 4000.1 }, stopLoss: { price: 1e21 } });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json).toMatchObject({ code: 'PRICE_OUT_OF_RANGE', errors: [{ path: 'stopLoss.price' }] });
+    const es = await api('POST', '/api/v1/strategies', { name: 'es', symbol: 'ES1!', takeProfit: { price: 4000.1 } });
+    expect(es.status, es.text).toBe(400);
+    expect(es.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'takeProfit.price' }] });
+    expect((await api('GET', '/api/v1/strategies')).json.data).toEqual([]);
+  });
+
+  it('allowedProducts with an unknown root is 400 naming it, instead of silently blocking every entry', async () => {
+    const r = await api('PUT', `/api/v1/accounts/${acc}/guards`, { allowedProducts: ['ES', 'ZZZ'] });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json.code).toBe('VALIDATION_FAILED');
+    expect(r.json.errors).toEqual([{ path: 'allowedProducts', message: expect.stringContaining('unknown product root ZZZ') }]);
+    expect((await api('GET', `/api/v1/accounts/${acc}/guards`)).json.guards.allowedProducts).toBeNull();
   });
 });
