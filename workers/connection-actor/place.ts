@@ -100,6 +100,31 @@ function legsResult(ctx: ActorContext, entry: OrderRecord): PlaceOrderResult['le
 }
 
 /**
+ * The answer for an order the broker already has under the request's clOrdId (a retry after a
+ * timeout or a crash). When the first attempt never got to note what the broker cannot hold
+ * (it timed out before the answer, or ran in a process that died), it is noted now from the
+ * request — the same key names the same request — so the answer carries what a normal 201
+ * carries: requestedSymbol, clientOrderId, the bracket's role and its legs.
+ */
+function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): PlaceOrderResult {
+  const hasBracket = !!req.takeProfit || !!req.stopLoss;
+  if (!ctx.model.noteOf(id)) {
+    const note = { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null };
+    ctx.model.note(id, hasBracket ? { ...note, role: 'entry', bracketId: String(id) } : note);
+    const link = linkageOf(ctx.mirror, ctx.mirror.get('order', id)!);
+    // OSO legs are noted like the first attempt notes them; a strategy's are not (they come with the fill).
+    if (hasBracket && link.role === 'entry' && ctx.mirror.by('order', 'parentId', id).length > 0) {
+      if (link.takeProfit) ctx.model.note(link.takeProfit, { ...note, role: 'take_profit', bracketId: String(id) });
+      if (link.stopLoss) ctx.model.note(link.stopLoss, { ...note, role: 'stop_loss', bracketId: String(id) });
+    }
+  }
+  const order = ctx.model.record(id, req.symbol)!;
+  const result: PlaceOrderResult = { order, reconciled: true, brokerMs: 0 };
+  if (order.role === 'entry' || hasBracket) result.legs = legsResult(ctx, order);
+  return result;
+}
+
+/**
  * Places an order (single or bracket), reconciling by clOrdId first. A retry that arrives
  * while the first attempt is still waiting on the broker (the front timed out and let go)
  * waits for that attempt instead of racing it: the mirror cannot know an order the broker
@@ -123,12 +148,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   ctx.conn.requireConnected();
   const account = ctx.model.account(req.accountId);
   const existing = ctx.model.findByClOrdId(req.accountId, req.clOrdId);
-  if (existing) {
-    const order = ctx.model.record(existing.id, req.symbol)!;
-    const result: PlaceOrderResult = { order, reconciled: true, brokerMs: 0 };
-    if (order.role === 'entry') result.legs = legsResult(ctx, order);
-    return result;
-  }
+  if (existing) return reconciled(ctx, req, existing.id);
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
   await checkOffsetLegs(ctx, req);
