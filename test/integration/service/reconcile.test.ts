@@ -24,8 +24,9 @@ beforeAll(async () => {
   await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
 }, 60_000);
 afterAll(async () => {
+  if (!s) return;
   await control(s.sim, 'DELETE', '/faults');
-  await s?.close();
+  await s.close();
 });
 
 const post = (body: unknown, key: string) => http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body, headers: { 'Idempotency-Key': key } });
