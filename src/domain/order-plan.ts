@@ -110,8 +110,9 @@ function givenTicks(c: PriceCheck, path: string, value: number | null): number |
 /**
  * A bracket leg in ticks. An absolute leg is checked like any given price. A relative leg is
  * projected from the entry's price when the order names one, else (market orders: the fill is
- * not known yet) from the product's reference price; the projection must stay in the band, so
- * a stop can never be computed past zero.
+ * not known yet) from the product's reference price; the projection must stay in the band.
+ * The fill may be elsewhere (a buy limit above the market fills at the market): the actor
+ * checks the legs again from the price the entry can really fill at (fill-anchor.ts).
  */
 function planLeg(c: PriceCheck, name: 'takeProfit' | 'stopLoss', leg: LegInput | null | undefined, sign: 1 | -1, refTicks: number | null): PlannedLeg | null {
   if (!leg) return null;
@@ -208,6 +209,7 @@ export function planOrder(input: OrderInput, accountId: string, now: Date, limit
       takeProfit: toBracketLeg(takeProfit),
       stopLoss: toBracketLeg(stopLoss),
       clientOrderId: input.clientOrderId ?? null,
+      ...(bracket === 'relative' || bracket === 'mixed' ? { priceBand: { min: c.band.min, max: c.band.max, reference: c.band.reference } } : {}),
     },
     product: { root: resolved.root, tickSize, pointValue },
     bracket,

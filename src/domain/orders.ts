@@ -38,6 +38,17 @@ export function isOrderQty(qty: number, max: number = MAX_ORDER_QTY): boolean {
 }
 
 /**
+ * A broker order id from a path, strictly: canonical decimal digits (no sign, no leading zero,
+ * no exponent, hex or fraction) within the safe integers; undefined otherwise. `010000337`,
+ * `0x9897d1` and `1.0000337e7` are not order 10000337.
+ */
+export function parseOrderId(text: string): number | undefined {
+  if (!/^[1-9][0-9]{0,15}$/.test(text)) return undefined;
+  const id = Number(text);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
+/**
  * The price an entry is expected to fill at, when the order names one: the limit price of
  * limit and stop-limit orders, the trigger of stop orders; null for market orders.
  */
@@ -68,6 +79,11 @@ export interface NewOrder {
   takeProfit?: BracketLeg | null;
   stopLoss?: BracketLeg | null;
   clientOrderId?: string | null;
+  /**
+   * The contract's price band, on orders whose bracket has offset legs: the actor checks where
+   * those legs land from the entry's real fill against it (domain/fill-anchor.ts).
+   */
+  priceBand?: { min: number; max: number; reference: number };
   /**
    * Deterministic broker clOrdId (derived from user + Idempotency-Key when one is given).
    * Before placing, the actor looks it up in its synced mirror; if the broker already has

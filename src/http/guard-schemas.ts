@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { MAX_ORDER_QTY } from '../domain/orders.js';
+import { getProduct, listProducts } from '../domain/products.js';
 import { isTimeZone, parseClock, WEEKDAYS, type Weekday } from '../domain/trading-time.js';
 import { CME_DAY } from '../domain/trading-time.js';
 
@@ -50,7 +51,12 @@ const tradingWindowsSchema = z
 const products = z
   .array(z.string().regex(/^[A-Za-z0-9]{1,8}$/, 'a product root such as ES or MNQ').transform((p) => p.toUpperCase()))
   .max(100)
-  .describe('Product roots entries may trade (ES, MES, NQ …)');
+  // An unknown root would silently block every entry: refused, naming each one.
+  .superRefine((roots, ctx) => {
+    const unknown = [...new Set(roots.filter((r) => getProduct(r) === undefined))];
+    if (unknown.length) ctx.addIssue({ code: 'custom', message: `unknown product root${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${listProducts().map((p) => p.root).join(', ')})` });
+  })
+  .describe(`Product roots entries may trade, from the catalogue: ${listProducts().map((p) => p.root).join(', ')} (an unknown root is a 400)`);
 
 const direction = z.enum(['both', 'long_only', 'short_only']);
 

@@ -104,8 +104,9 @@ function operation(route: RouteDef<any, any>): Json {
     name: m[1],
     in: 'path',
     required: true,
-    schema: { type: 'string' },
+    schema: m[1] === 'orderId' ? { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } : { type: 'string' },
     ...(route.scope === 'webhook' && m[1] === 'token' ? { description: 'The webhook token (whk_<id>_<secret>): it is the credential' } : {}),
+    ...(m[1] === 'orderId' ? { description: 'The broker’s order id exactly as listed (decimal digits, no leading zero); any other spelling is 404' } : {}),
   }));
   if (route.query) {
     const q = jsonSchemaOf(route.query, 'input');

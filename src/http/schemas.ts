@@ -24,7 +24,12 @@ export const connectionStatusSchema = z.enum(['CONNECTING', 'CONNECTED', 'RECONN
 export const bracketLegSchema = z.union([
   z.strictObject({ price: price.describe('Absolute price; must sit on the contract tick') }),
   z.strictObject({
-    ticks: z.number().int().positive().max(100_000).describe('Offset in ticks from the average fill price, direction-aware'),
+    ticks: z
+      .number()
+      .int()
+      .positive()
+      .max(100_000)
+      .describe('Offset in ticks from the average fill price, direction-aware; must land inside the price band from the price the entry can really fill at (400 PRICE_OUT_OF_RANGE)'),
   }),
 ]);
 
@@ -319,7 +324,7 @@ const webhookLeg = z.union([scalar, z.looseObject({ price: scalar.optional(), ti
 const WEBHOOK_FIELDS: Record<WebhookField, { schema: z.ZodType; doc?: string }> = {
   action: { schema: z.string(), doc: 'buy | sell | close | flat | flatten | exit (aliases long → buy, short → sell)' },
   symbol: { schema: z.string(), doc: 'any accepted symbol form, e.g. {{ticker}}' },
-  qty: { schema: scalar, doc: 'numeric strings accepted' },
+  qty: { schema: scalar, doc: 'a whole number of contracts ≥ 1: a number, or a string of digits only ("2"; not "2.0", " 2" or "1e3")' },
   orderType: { schema: z.string(), doc: 'market | limit | stop | stop_limit (default market)' },
   price: { schema: scalar, doc: 'Limit price; ignored (with a warning) for market orders' },
   stopPrice: { schema: scalar },

@@ -188,9 +188,9 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
   throw invalid(path, 'must be {"price": n}, {"ticks": n} or a bare number (= price)');
 }
 
-/** A quantity: a whole number of contracts ≥ 1, as a number or digits ("2", "2.0"); the per-order cap is the plan's. */
+/** A quantity: a whole number of contracts ≥ 1, as a number or a string of digits only ("2"; not "2.0" or " 2"); the per-order cap is the plan's. */
 function parseQty(value: unknown): number {
-  const plain = typeof value === 'number' || (typeof value === 'string' && /^\s*\d+(\.0*)?\s*$/.test(value));
+  const plain = typeof value === 'number' || (typeof value === 'string' && /^\d+$/.test(value));
   const n = plain ? toNumber(value) : undefined;
   if (n === undefined || !Number.isSafeInteger(n) || n < 1) throw invalid('qty', 'must be a whole number of contracts, at least 1 (digits only in a string)');
   return n;

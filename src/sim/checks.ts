@@ -21,12 +21,14 @@ export interface CheckFailure {
  */
 export const SIM_MAX_ORDER_QTY = 10_000;
 
-/** Checks an orderVersion: a type the sim matches and its prices on the contract's tick grid. */
+/** Checks an orderVersion: a type the sim matches and its prices above zero on the contract's tick grid. */
 export function validateVersion(state: SimState, contractId: number, v: Entity): CheckFailure | undefined {
   const type = v.orderType as string;
   if (!MATCHED_TYPES.has(type)) return { status: 'ExecutionRejected', reason: 'Unsupported', text: `Order type ${type} is not supported by the paper broker` };
   const tick = state.contracts.productOf(contractId).tickSize;
-  const onTick = (p: unknown) => typeof p === 'number' && isOnTick(p, tick);
+  // A price at or below zero is refused as an exchange refuses it: a stop computed past zero
+  // (an offset wider than the fill price) must never rest as if it protected anything.
+  const onTick = (p: unknown) => typeof p === 'number' && p > 0 && isOnTick(p, tick);
   const distance = (p: unknown) => typeof p === 'number' && p !== 0 && isOnTick(Math.abs(p), tick);
   const price = v.price;
   const stop = v.stopPrice;
@@ -38,7 +40,9 @@ export function validateVersion(state: SimState, contractId: number, v: Entity):
   // A trailing stop needs its distance (pegDifference) or a starting stop to measure it from.
   if (type === 'TrailingStop') valid &&= peg !== undefined ? distance(peg) && (stop === undefined || onTick(stop)) : onTick(stop);
   if (type === 'TrailingStopLimit' && peg !== undefined) valid &&= distance(peg);
-  return valid ? undefined : { status: 'ExecutionRejected', reason: 'InvalidPrice', text: 'Invalid price increment' };
+  if (valid) return undefined;
+  const notPositive = [price, stop].some((p) => typeof p === 'number' && p <= 0);
+  return { status: 'ExecutionRejected', reason: 'InvalidPrice', text: notPositive ? 'Price must be positive' : 'Invalid price increment' };
 }
 
 /** Account limits for an order of `orderQty` that adds `addedQty` contracts in its direction. */

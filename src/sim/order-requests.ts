@@ -3,6 +3,7 @@
  * way Tradovate does, resolve account and contract, and drive the engine. Results are shaped
  * as Tradovate's (`{orderId}`, `{orderId, oso1Id, oso2Id}`, `{commandId}`, failures in HTTP 200).
  */
+import { validateVersion } from './checks.js';
 import type { Engine, OrderAction, OrderRec, OrderSpec } from './engine.js';
 import {
   accessDenied, asBody, failure, num, ok, oneOf, optBool, optNum, optStr, str, WireError, type WireResult,
@@ -71,7 +72,7 @@ export function placeOrder(engine: Engine, userId: number, raw: unknown): WireRe
   return ok({ orderId: rec.id });
 }
 
-/** `order/placeoso` → `{orderId, oso1Id, oso2Id?}`; legs wait `Suspended` for the entry. */
+/** `order/placeoso` → `{orderId, oso1Id, oso2Id?}`; legs wait `Suspended` for the entry, which is refused with a refused leg. */
 export function placeOso(engine: Engine, userId: number, raw: unknown): WireResult {
   const body = asBody(raw);
   if (!body.bracket1) throw new WireError(400, 'No usable value for bracket1\nDid not find value which can be converted into RestrainedOrderVersion');
@@ -83,8 +84,11 @@ export function placeOso(engine: Engine, userId: number, raw: unknown): WireResu
   entry.legIds = legs.map((l) => l.id);
   if (legs.length === 2) engine.pair(legs[0]!, legs[1]!);
   // Legs first: an entry that fills on arrival activates legs that must already be Suspended.
+  const refused = legs.map((l) => validateVersion(engine.state, l.contractId, l.version)).find((p) => p !== undefined);
   for (const leg of legs) engine.submit(leg, { riskCheck: false, suspended: true });
-  engine.submit(entry, { riskCheck: true });
+  // An entry whose protection was refused (a price at or below zero, off the tick) never trades unprotected.
+  if (refused) engine.reject(entry, refused.status, refused.reason, `Bracket refused: ${refused.text}`);
+  else engine.submit(entry, { riskCheck: true });
   return ok({ orderId: entry.id, oso1Id: legs[0]!.id, ...(legs[1] ? { oso2Id: legs[1].id } : {}) });
 }
 

@@ -15,6 +15,7 @@ import { startSim, type SimHandle } from '../../src/sim/index.js';
 import { accountGuardsOf } from '../../src/store/guards.js';
 import type { Store } from '../../src/store/index.js';
 import type { ConnectionTuning } from '../../src/tuning.js';
+import type { ConnectionSpec } from '../../src/domain/connections.js';
 import { eventually, http, type Reply } from './http.js';
 import { control } from './sim.js';
 import { tempStore, type TempStore } from './store.js';
@@ -40,7 +41,7 @@ export interface InProcessService {
 let counter = 0;
 
 /** Starts the service in-process with one user, an API key and a paper connection with `accounts`. */
-export async function startInProcessService(opts: { accounts?: string[]; tuning?: Partial<ConnectionTuning> } = {}): Promise<InProcessService> {
+export async function startInProcessService(opts: { accounts?: string[]; tuning?: Partial<ConnectionTuning>; spec?: Partial<ConnectionSpec> } = {}): Promise<InProcessService> {
   const sim = await startSim({ priceStepMs: 0, heartbeatMs: 500 });
   const t: TempStore = await tempStore({ clock: Date.now });
   const clock = new BigInt64Array(new SharedArrayBuffer(8));
@@ -66,7 +67,7 @@ export async function startInProcessService(opts: { accounts?: string[]; tuning?
     let listening: string | undefined;
     server = await startHttpServer({ config, store, gateway, routes: buildRoutes({ config, store, gateway, listenUrl: () => listening }), logger });
     listening = server.url;
-    await gateway.addConnection(connectionSpecFor(record, store.connections.credentials(record.id)));
+    await gateway.addConnection({ ...connectionSpecFor(record, store.connections.credentials(record.id)), ...opts.spec });
     await eventually(async () => gateway.status(record.id)?.status === 'CONNECTED' && gateway.accounts(record.id).length > 0, 'connection CONNECTED', 15_000);
   };
   const down = async () => {

@@ -55,6 +55,7 @@ export class ConnectionActor {
     this.conn.onMarketData((data) => quotes.handle(data));
     this.guards = new GuardKeeper({ ctx: this.ctx, now: clockOf(t), tickMs: t.guardTickMs, initial: spec.guards ?? {}, quotes });
     this.ctx.guards = this.guards;
+    this.ctx.market = quotes;
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
     this.conn.mirror.onChange((change) => {
       const alert = watch.check(change);

@@ -5,7 +5,7 @@
  * failed after its entry filled, and reports each once as a BracketAlertEvent.
  */
 import type { Mirror, MirrorChange } from '../../src/broker/tradovate/mirror.js';
-import { fillsOf, linkageOf } from '../../src/broker/tradovate/order-records.js';
+import { fillsOf, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import type { BracketAlertEvent } from '../../src/actors/protocol.js';
 
 /** Remembers what was reported so each exposure raises one alert. */
@@ -25,7 +25,9 @@ export class BracketWatch {
       const link = linkageOf(this.mirror, e);
       if (link.role !== 'take_profit' && link.role !== 'stop_loss') return null;
       if (link.entryId === null || fillsOf(this.mirror, link.entryId).qty === 0) return null;
-      return this.once(`leg:${e.id}`, String(e.accountId), String(link.entryId), `${link.role} leg ${e.id} of filled entry ${link.entryId} is ${String(e.ordStatus).toLowerCase()}: position unprotected`);
+      const reason = e.ordStatus === 'Rejected' ? rejectReasonOf(this.mirror, e.id) : null;
+      const state = `${String(e.ordStatus).toLowerCase()}${reason ? ` (${reason})` : ''}`;
+      return this.once(`leg:${e.id}`, String(e.accountId), String(link.entryId), `${link.role} leg ${e.id} of filled entry ${link.entryId} is ${state}: position unprotected`);
     }
     if (change.entityType === 'orderStrategy' && (e.status === 'ExecutionFailed' || e.status === 'NotEnoughLiquidity')) {
       const entry = this.mirror

@@ -26,6 +26,8 @@ export interface ActorContext {
   placing: Map<string, Promise<PlaceOrderResult>>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
   guards?: { admit(req: PlaceOrderRequest): Hold | null };
+  /** Last prices (quotes), to check where a bracket's offset legs land; absent without market data. */
+  market?: { lastPrice(contractId: number): Promise<number | undefined> };
 }
 
 /** Milliseconds since `t0` (performance clock), rounded to 0.1 ms. */

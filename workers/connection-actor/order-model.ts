@@ -8,7 +8,7 @@ import type { Entity, Mirror } from '../../src/broker/tradovate/mirror.js';
 import { AppError } from '../../src/domain/problems.js';
 import { contractName, statusOf, toOrderRecord, type OrderNote } from '../../src/broker/tradovate/order-records.js';
 import { pairTrades, type FillInput } from '../../src/domain/trades.js';
-import { FINAL_STATUSES, type AccountRecord, type ClosedTrade, type OrderRecord, type PositionRecord } from '../../src/domain/orders.js';
+import { FINAL_STATUSES, parseOrderId, type AccountRecord, type ClosedTrade, type OrderRecord, type PositionRecord } from '../../src/domain/orders.js';
 import type { ConnectionSpec } from '../../src/domain/connections.js';
 
 /** The order model over one connection's mirror. */
@@ -106,8 +106,8 @@ export class OrderModel {
 
   /** The broker order entity, scoped to an account. */
   orderEntity(accountId: string, orderId: string): Entity | undefined {
-    const id = Number(orderId);
-    if (!Number.isSafeInteger(id)) return undefined;
+    const id = parseOrderId(orderId);
+    if (id === undefined) return undefined;
     const o = this.mirror.get('order', id);
     return o && String(o.accountId) === accountId ? o : undefined;
   }

@@ -11,7 +11,10 @@ import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import type { Hold } from './exposure.js';
 import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
-import { referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
+import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
+import { checkLegsFromFill, offsetLegs } from '../../src/domain/fill-anchor.js';
+import { priceBand } from '../../src/domain/order-plan.js';
+import { contractRoot } from '../../src/domain/symbols.js';
 import type { PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
 
 function isAbsolute(leg: BracketLeg | null | undefined): leg is { price: number } {
@@ -24,6 +27,26 @@ function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): n
   const ref = referencePrice(req.orderType, req.price, req.stopPrice);
   if (ref === null) throw new AppError('VALIDATION_FAILED', 'a bracket mixing a price and an offset needs an entry price');
   return Math.abs(leg.price - ref);
+}
+
+/**
+ * Refuses (PRICE_OUT_OF_RANGE) a bracket whose offset legs would land outside the band, or at
+ * or below zero, from where the entry really fills: the broker hangs them from the fill, not
+ * from the price the order names. The market's last price comes from the quote feed; without
+ * one, a leg below the fill must stay above zero from the lowest fill the entry allows.
+ */
+async function checkOffsetLegs(ctx: ActorContext, req: PlaceOrderRequest): Promise<void> {
+  const product = contractRoot(req.symbol);
+  if (!product) return;
+  const legs = offsetLegs(req, (leg) => offsetOf(req, leg)!, product.tickSize);
+  if (legs.length === 0) return;
+  const band = req.priceBand ?? priceBand(product.referencePrice, product.tickSize, PRICE_BAND_FACTOR);
+  const contract = ctx.mirror.all('contract').find((c) => c.name === req.symbol);
+  const last = contract && ctx.market ? ((await ctx.market.lastPrice(contract.id)) ?? null) : null;
+  const { anchor, errors } = checkLegsFromFill(req, legs, product.tickSize, band, req.symbol, last);
+  if (errors.length === 0) return;
+  const detail = errors.map((e) => `${e.path}: ${e.message}`).join('; ');
+  throw new AppError('PRICE_OUT_OF_RANGE', detail, { errors, band: { min: band.min, max: band.max, reference: band.reference }, anchor });
 }
 
 /** Waits until the broker has settled the order's acceptance (left PendingNew, or rejected). */
@@ -77,6 +100,31 @@ function legsResult(ctx: ActorContext, entry: OrderRecord): PlaceOrderResult['le
 }
 
 /**
+ * The answer for an order the broker already has under the request's clOrdId (a retry after a
+ * timeout or a crash). When the first attempt never got to note what the broker cannot hold
+ * (it timed out before the answer, or ran in a process that died), it is noted now from the
+ * request — the same key names the same request — so the answer carries what a normal 201
+ * carries: requestedSymbol, clientOrderId, the bracket's role and its legs.
+ */
+function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): PlaceOrderResult {
+  const hasBracket = !!req.takeProfit || !!req.stopLoss;
+  if (!ctx.model.noteOf(id)) {
+    const note = { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null };
+    ctx.model.note(id, hasBracket ? { ...note, role: 'entry', bracketId: String(id) } : note);
+    const link = linkageOf(ctx.mirror, ctx.mirror.get('order', id)!);
+    // OSO legs are noted like the first attempt notes them; a strategy's are not (they come with the fill).
+    if (hasBracket && link.role === 'entry' && ctx.mirror.by('order', 'parentId', id).length > 0) {
+      if (link.takeProfit) ctx.model.note(link.takeProfit, { ...note, role: 'take_profit', bracketId: String(id) });
+      if (link.stopLoss) ctx.model.note(link.stopLoss, { ...note, role: 'stop_loss', bracketId: String(id) });
+    }
+  }
+  const order = ctx.model.record(id, req.symbol)!;
+  const result: PlaceOrderResult = { order, reconciled: true, brokerMs: 0 };
+  if (order.role === 'entry' || hasBracket) result.legs = legsResult(ctx, order);
+  return result;
+}
+
+/**
  * Places an order (single or bracket), reconciling by clOrdId first. A retry that arrives
  * while the first attempt is still waiting on the broker (the front timed out and let go)
  * waits for that attempt instead of racing it: the mirror cannot know an order the broker
@@ -100,14 +148,10 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   ctx.conn.requireConnected();
   const account = ctx.model.account(req.accountId);
   const existing = ctx.model.findByClOrdId(req.accountId, req.clOrdId);
-  if (existing) {
-    const order = ctx.model.record(existing.id, req.symbol)!;
-    const result: PlaceOrderResult = { order, reconciled: true, brokerMs: 0 };
-    if (order.role === 'entry') result.legs = legsResult(ctx, order);
-    return result;
-  }
+  if (existing) return reconciled(ctx, req, existing.id);
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
+  await checkOffsetLegs(ctx, req);
   // From the guards' check to the send nothing awaits: the order's contracts are held from the
   // check until the broker reports the order, so concurrent orders see each other.
   const hold = ctx.guards?.admit(req) ?? null;

@@ -3,6 +3,7 @@
  * trade history. Symbols are resolved and prices checked before any broker traffic.
  */
 import type { PlaceOrderResult } from '../../actors/protocol.js';
+import { parseOrderId } from '../../domain/orders.js';
 import { AppError } from '../../domain/problems.js';
 import { clOrdIdFor, dryRunBody, planOrder } from '../../domain/order-plan.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
@@ -96,6 +97,8 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     ],
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+      // Ids are matched exactly, like account ids: `010000337` or `1e7` names no order.
+      if (parseOrderId(ctx.req.params.orderId!) === undefined) throw new AppError('NOT_FOUND', 'Not found');
       const result = await callActor(deps, ctx, owned.connectionId, {
         type: 'cancel-order',
         accountId: owned.account.id,

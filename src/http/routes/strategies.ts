@@ -3,6 +3,7 @@
  * point at, so an alert can leave those fields out.
  */
 import { AppError } from '../../domain/problems.js';
+import { checkStrategyLegs, type StrategyLegs } from '../../domain/strategy-legs.js';
 import { resolveSymbol } from '../../domain/symbols.js';
 import type { StrategyFields, StrategyPatch, StrategyRecord } from '../../store/strategies.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
@@ -16,7 +17,7 @@ import {
   type ListQuery,
   type UpdateStrategyBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, nowOf, paginate, quotas, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, nowOf, orderLimits, paginate, quotas, type RouteDeps } from './common.js';
 
 /** The public view of a strategy (absent optionals as null). */
 export function strategyView(s: StrategyRecord) {
@@ -40,7 +41,18 @@ function checkSymbol(deps: RouteDeps, symbol: string | null | undefined): void {
   if (!resolved.ok) throw new AppError('UNKNOWN_SYMBOL', `Unknown symbol '${symbol}': ${resolved.reason}`, { symbol });
 }
 
+/** The strategy's symbol and leg prices as they will be stored: each price one that can trade. */
+function checkLegs(deps: RouteDeps, legs: StrategyLegs): void {
+  checkSymbol(deps, legs.symbol);
+  checkStrategyLegs(legs, nowOf(deps), orderLimits(deps.config).priceBandFactor);
+}
+
 const notFound = () => new AppError('NOT_FOUND', 'Not found');
+
+const LEGS_DOC =
+  'Leg prices are checked when the strategy is written: on the tick and inside the price band of the strategy’s symbol ' +
+  '(400 PRICE_OUT_OF_RANGE or VALIDATION_FAILED naming the leg); without a symbol, each price must be one some product can trade, ' +
+  'and both legs one product can trade together.';
 
 /** Strategy CRUD routes. */
 export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
@@ -65,15 +77,16 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'trade',
     operationId: 'createStrategy',
     summary: 'Create a strategy',
+    description: LEGS_DOC,
     tags: ['strategies'],
     body: createStrategyBodySchema,
     responses: [
       { status: 201, description: 'Created', schema: strategySchema },
-      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'QUOTA_EXCEEDED', ...AUTH_ERRORS),
+      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', 'QUOTA_EXCEEDED', ...AUTH_ERRORS),
     ],
     async handler(ctx) {
       const b = ctx.req.body;
-      checkSymbol(deps, b.symbol);
+      checkLegs(deps, b);
       const fields: StrategyFields = { name: b.name, description: b.description ?? '' };
       if (b.symbol) fields.symbol = b.symbol;
       if (b.qty) fields.qty = b.qty;
@@ -106,16 +119,20 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'trade',
     operationId: 'updateStrategy',
     summary: 'Change a strategy (null clears an optional field)',
+    description: `${LEGS_DOC} A new symbol is checked against the legs kept, and new legs against the symbol kept.`,
     tags: ['strategies'],
     body: updateStrategyBodySchema,
     responses: [
       { status: 200, description: 'Updated', schema: strategySchema },
-      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', ...AUTH_ERRORS, 'NOT_FOUND'),
+      ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', ...AUTH_ERRORS, 'NOT_FOUND'),
     ],
     async handler(ctx) {
       const b = ctx.req.body;
-      if (!deps.store.strategies.getForUser(ctx.auth.userId, ctx.req.params.id!)) throw notFound();
-      checkSymbol(deps, b.symbol);
+      const current = deps.store.strategies.getForUser(ctx.auth.userId, ctx.req.params.id!);
+      if (!current) throw notFound();
+      // A new symbol is checked against the legs kept, new legs against the symbol kept.
+      const pick = <K extends keyof StrategyLegs>(k: K): StrategyLegs[K] => (b[k] !== undefined ? b[k] : current[k]);
+      checkLegs(deps, { symbol: pick('symbol'), takeProfit: pick('takeProfit'), stopLoss: pick('stopLoss') });
       const patch: StrategyPatch = {};
       if (b.name !== undefined) patch.name = b.name;
       if (b.description !== undefined) patch.description = b.description ?? '';

@@ -109,6 +109,24 @@ describe('place', () => {
     expect(record(legs.stopLoss!)).toMatchObject({ role: 'stop_loss', side: 'buy', stopPrice: 5005, bracketId: entryId });
   });
 
+  test('offset legs are checked from where the entry fills at the live market: a stop past zero is PRICE_OUT_OF_RANGE and nothing is sent', async () => {
+    const before = (await h.control('GET', '/state')).orders.length;
+    const err = await h.callError(order({ price: 20000, stopLoss: { offsetPoints: 15000 } }));
+    expect(err).toMatchObject({ code: 'PRICE_OUT_OF_RANGE', extensions: { anchor: { price: 5000, last: 5000 }, band: { min: 1000, max: 25000 } } });
+    expect(err.extensions.errors).toEqual([{ path: 'stopLoss.ticks', message: expect.stringContaining('60000 ticks below the expected fill 5000') }]);
+    expect((await h.control('GET', '/state')).orders).toHaveLength(before);
+  });
+
+  test('a leg the broker refuses after the fill (the market gapped through a sell stop) raises a bracket alert with the reason', async () => {
+    // From a fill at the stop (1500) the target lands at 1025; the gap fills the stop at 400, and the target at -75 is refused.
+    const r = await h.call(order({ side: 'sell', orderType: 'stop', price: null, stopPrice: 1500, takeProfit: { offsetPoints: 475 } }));
+    expect(r.order.status).toBe('working');
+    await h.control('POST', '/prices', { symbol: SYMBOL, price: 400 });
+    const alert = await h.until(() => h.events.find((e) => e.type === 'bracket-alert'));
+    expect(alert).toMatchObject({ accountId: account, orderId: r.order.orderId });
+    expect((alert as { detail: string }).detail).toMatch(/^take_profit leg \d+ of filled entry \d+ is rejected \(InvalidPrice: Price must be positive\): position unprotected$/);
+  });
+
   test('a broker risk reject is BROKER_REJECTED with the broker reason', async () => {
     await h.control('POST', `/accounts/${account}/limits`, { maxOrderQty: 2 });
     const err = await h.callError(order({ qty: 5 }));

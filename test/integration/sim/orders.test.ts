@@ -203,6 +203,27 @@ describe('brackets', () => {
     expect(bad.d).toEqual({ errorText: 'Invalid or missed parameters' });
   });
 
+  it('refuses a price at or below zero like an exchange: an order, an OSO with such a leg (its entry too), a strategy leg computed past zero', async () => {
+    const reason = async (orderId: number) => (await c.event('commandReport', (e) => e.commandId === orderId && e.commandStatus === 'ExecutionRejected')).entity;
+    const limit = await c.request('order/placeorder', '', order({ orderType: 'Limit', price: -10 }));
+    await statusOf(limit.d.orderId, 'Rejected');
+    expect(await reason(limit.d.orderId)).toMatchObject({ rejectReason: 'InvalidPrice', text: 'Price must be positive' });
+
+    // The stop leg would rest at -10: the entry never trades unprotected.
+    const { d } = await c.request('order/placeoso', '', oso({ orderType: 'Market', bracket2: { action: 'Sell', orderType: 'Stop', stopPrice: -10 } }));
+    await statusOf(d.orderId, 'Rejected');
+    expect(await reason(d.orderId)).toMatchObject({ rejectReason: 'InvalidPrice', text: 'Bracket refused: Price must be positive' });
+    await statusOf(d.oso2Id, 'Rejected');
+    expect(c.events('fill').some((f) => f.entity.orderId === d.orderId)).toBe(false);
+
+    // A stop 6000 points below a fill at 5000: the leg is refused when the entry fills (the alarm is the client's to raise).
+    const params = { entryVersion: { orderQty: 1, orderType: 'Market', timeInForce: 'Day' }, brackets: [{ qty: 1, profitTarget: 10, stopLoss: -6000, trailingStop: false }] };
+    const r = await c.request('orderstrategy/startorderstrategy', '', { accountId, accountSpec: 'ann-A', symbol: 'ESZ6', action: 'Buy', orderStrategyTypeId: 2, params: JSON.stringify(params) });
+    const sl = (await c.event('orderStrategyLink', (e) => e.orderStrategyId === r.d.orderStrategy.id && e.label === 'sl1')).entity.orderId;
+    await statusOf(sl, 'Rejected');
+    expect(await reason(sl)).toMatchObject({ rejectReason: 'InvalidPrice', text: 'Price must be positive' });
+  });
+
   it('places OCO pairs: {orderId, ocoId}; filling one cancels the other', async () => {
     const { d } = await c.request('order/placeoco', '', order({ action: 'Sell', orderType: 'Limit', price: 5020, other: { action: 'Sell', orderType: 'Stop', stopPrice: 4980 } }));
     await statusOf(d.ocoId, 'Working');

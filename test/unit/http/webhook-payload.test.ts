@@ -24,8 +24,8 @@ describe('parseWebhookPayload actions and aliases', () => {
 
   it('accepts ticker for symbol and quantity/contracts for qty, numeric strings included', () => {
     expect(orderOf(parseWebhookPayload({ action: 'buy', ticker: 'MNQ1!', quantity: '2' }, NOW))).toMatchObject({ symbol: 'MNQ1!', qty: 2 });
-    expect(orderOf(parseWebhookPayload({ action: 'buy', ticker: 'MNQ1!', contracts: ' 3 ' }, NOW))).toMatchObject({ qty: 3 });
-    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: '1.0', price: '5001.25', orderType: 'LIMIT' }, NOW))).toMatchObject({
+    expect(orderOf(parseWebhookPayload({ action: 'buy', ticker: 'MNQ1!', contracts: '3' }, NOW))).toMatchObject({ qty: 3 });
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: '1', price: '5001.25', orderType: 'LIMIT' }, NOW))).toMatchObject({
       qty: 1,
       price: 5001.25,
       type: 'limit',
@@ -33,12 +33,14 @@ describe('parseWebhookPayload actions and aliases', () => {
   });
 
   it('refuses quantities that are not plain whole numbers of contracts (the per-order cap is the plan’s)', () => {
-    for (const qty of [0, -1, 1.5, 1e308, '1e308', '1e3', '0x10', '+2', '2.5', ' ', 'two', true, [2], { n: 2 }]) {
-      expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty }, NOW), String(qty)).toThrow(/qty/);
+    for (const qty of [0, -1, 1.5, 1e308, '1e308', '1e3', '0x10', '+2', '2.5', ' ', 'two', true, [2], { n: 2 }, '1.0', '2.', ' 1', '3 ', '\t3', '0', '9007199254740993']) {
+      expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty }, NOW), JSON.stringify(qty)).toThrow(/qty: must be a whole number of contracts, at least 1 \(digits only in a string\)/);
     }
     expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 10_000 }, NOW)).qty).toBe(10_000);
-    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: ' 3 ' }, NOW)).qty).toBe(3);
-    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: '2.0' }, NOW)).qty).toBe(2);
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: '3' }, NOW)).qty).toBe(3);
+    expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 2.0 }, NOW)).qty).toBe(2);
+    // Strings of digits are exactly the positive safe integers they spell.
+    fc.assert(fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), (n) => orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: String(n) }, NOW)).qty === n));
   });
 
   it('warns when an alias repeats a field already given', () => {
@@ -363,9 +365,9 @@ describe('parseWebhookPayload: exact answers', () => {
     expect(orderOf(parse({ action: 'buy', takeProfit: { price: null, ticks: 4 }, stopLoss: { ticks: null, price: 4990 } }))).toMatchObject({ takeProfit: { ticks: 4 }, stopLoss: { price: 4990 } });
   });
 
-  it('reads plain whole quantities and normalises order types', () => {
-    expect(['12', '2.00', '3.', ' 4 '].map((qty) => orderOf(parse({ action: 'buy', qty })).qty)).toEqual([12, 2, 3, 4]);
-    for (const qty of ['2x', '1.5', '.5', '0']) expect(() => parse({ action: 'buy', qty }), qty).toThrow(/qty/);
+  it('reads whole quantities (digits only in a string) and normalises order types', () => {
+    expect(['12', '4', '007'].map((qty) => orderOf(parse({ action: 'buy', qty })).qty)).toEqual([12, 4, 7]);
+    for (const qty of ['2x', '1.5', '.5', '0', '2.00', '3.', ' 4 ']) expect(() => parse({ action: 'buy', qty }), qty).toThrow(/qty/);
     expect(['Stop-Limit', ' LIMIT ', 'stop limit', 'StopMarket', 'stop  market'].map((orderType) => orderOf(parse({ action: 'buy', orderType })).type)).toEqual(['stop_limit', 'limit', 'stop_limit', 'stop', 'stop']);
   });
 

@@ -23,6 +23,15 @@ it('accepts supported types with prices on the tick grid and names the reason ot
   expect(validateVersion(state, contractId, { id: 1, orderType: 'QTS', price: 75 })?.reason).toBe('Unsupported');
 });
 
+it('refuses a price or stop at or below zero as an exchange does, with its own text', () => {
+  const check = (v: Record<string, unknown>) => validateVersion(state, contractId, { id: 1, ...v });
+  for (const v of [{ orderType: 'Limit', price: 0 }, { orderType: 'Limit', price: -10 }, { orderType: 'Stop', stopPrice: -0.01 }, { orderType: 'StopLimit', price: 1, stopPrice: 0 }, { orderType: 'TrailingStop', stopPrice: -1 }]) {
+    expect(check(v), JSON.stringify(v)).toMatchObject({ status: 'ExecutionRejected', reason: 'InvalidPrice', text: 'Price must be positive' });
+  }
+  expect(check({ orderType: 'Stop', stopPrice: 0.01 })).toBeUndefined();
+  expect(check({ orderType: 'Limit', price: 75.125 })?.text).toBe('Invalid price increment');
+});
+
 it('checks MIT and trailing orders: a touch price, a stop or a non-zero trailing distance on the tick grid', () => {
   const check = (v: Record<string, unknown>) => validateVersion(state, contractId, { id: 1, ...v })?.reason;
   expect(check({ orderType: 'MIT', price: 75.12 })).toBeUndefined();

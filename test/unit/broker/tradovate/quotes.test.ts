@@ -61,6 +61,34 @@ describe('quotes', () => {
     expect(failing.sent).toHaveLength(2);
   });
 
+  it('lastPrice subscribes, answers with the first quote, then from what it holds; the contract stays subscribed whatever the guards want', async () => {
+    const { feed: f, sent } = feed();
+    const first = f.lastPrice(7, 5000);
+    expect(sent).toEqual([['md/subscribeQuote', { symbol: 7 }]]);
+    f.handle({ quotes: [{ contractId: 7, entries: { Trade: { price: 5000 } } }] });
+    expect(await first).toBe(5000);
+    f.handle({ quotes: [{ contractId: 7, entries: { Trade: { price: 3000 } } }] });
+    expect(await f.lastPrice(7)).toBe(3000);
+    f.want(new Set());
+    expect(sent).toHaveLength(1);
+    expect(await f.lastPrice(7)).toBe(3000);
+    // After a reconnect the old price is stale: the next ask waits for a fresh quote.
+    f.reset();
+    const again = f.lastPrice(7, 5000);
+    expect(sent.at(-1)).toEqual(['md/subscribeQuote', { symbol: 7 }]);
+    f.handle({ quotes: [{ contractId: 7, entries: { Trade: { price: 3100 } } }] });
+    expect(await again).toBe(3100);
+  });
+
+  it('lastPrice answers undefined when no quote comes in time or the subscription fails, and does not ask again at once after a failure', async () => {
+    const { feed: f } = feed();
+    expect(await f.lastPrice(8, 20)).toBeUndefined();
+    const failing = feed(new Set(['md/subscribeQuote']));
+    expect(await failing.feed.lastPrice(9, 5000)).toBeUndefined();
+    expect(await failing.feed.lastPrice(9, 5000)).toBeUndefined();
+    expect(failing.sent).toHaveLength(1);
+  });
+
   it('on a market-data host of its own: opens that socket when a quote is wanted, prices arrive on it, closes it when none is', async () => {
     sim = await startSim({ priceStepMs: 0, heartbeatMs: 500 });
     const { token } = await userWithToken(sim, `md${process.pid}`);

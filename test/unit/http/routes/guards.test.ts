@@ -81,10 +81,22 @@ describe('GET/PUT /accounts/{id}/guards', () => {
     [{ tradingWindows: { windows: [{ days: ['funday'], start: '08:30', end: '15:00' }] } }, 'tradingWindows.windows.0.days.0'],
     [{ tradingWindows: { windows: Array.from({ length: 9 }, (_, i) => ({ days: ['mon'], start: `0${i}:00`, end: `0${i}:30` })) } }, 'tradingWindows.windows'],
     [{ allowedProducts: ['E S'] }, 'allowedProducts.0'],
+    [{ allowedProducts: ['ES', 'ZZZ'] }, 'allowedProducts'],
   ])('PUT refuses %j (at %s)', async (body, path) => {
     const parsed = route(w, 'PUT', '/accounts/:id/guards').body!.safeParse(body);
     expect(parsed.success).toBe(false);
     if (!parsed.success) expect(parsed.error.issues.map((i) => i.path.join('.'))).toContain(path);
+  });
+});
+
+describe('allowedProducts', () => {
+  it('an unknown product root is refused, each one named, in the account’s guards and in every narrowing', () => {
+    const parsed = route(w, 'PUT', '/accounts/:id/guards').body!.safeParse({ allowedProducts: ['es', 'ZZZ', 'FOO', 'zzz'] });
+    expect(parsed.success).toBe(false);
+    if (!parsed.success) expect(parsed.error.issues).toEqual([expect.objectContaining({ path: ['allowedProducts'], message: expect.stringMatching(/^unknown product roots ZZZ, FOO \(known: .*\bES\b.*\)$/) })]);
+    expect(route(w, 'PUT', '/api-keys/:id/guards').body!.safeParse({ allowedProducts: ['ZZZ'] }).success).toBe(false);
+    expect(route(w, 'POST', '/webhook-tokens').body!.safeParse({ accountId: '101', name: 't', guards: { allowedProducts: ['ZZZ'] } }).success).toBe(false);
+    expect(route(w, 'PUT', '/accounts/:id/guards').body!.safeParse({ allowedProducts: ['mes', '6e'] }).success).toBe(true);
   });
 });
 

@@ -29,6 +29,23 @@ describe('strategies', () => {
     expect((await callError(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'x', symbol: 'NOPE' } })).code).toBe('UNKNOWN_SYMBOL');
   });
 
+  it('refuses leg prices that can never trade when the strategy is written, not when an alert fires', async () => {
+    const post = (body: Record<string, unknown>) => callError(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'x', ...body } });
+    const audit = await post({ takeProfit: { price: 4000.1 }, stopLoss: { price: 1e21 } });
+    expect(audit).toMatchObject({ code: 'PRICE_OUT_OF_RANGE', extensions: { errors: [{ path: 'stopLoss.price' }] } });
+    expect((await post({ symbol: 'ES1!', takeProfit: { price: 4000.1 } })).code).toBe('VALIDATION_FAILED');
+    expect((await post({ symbol: 'ES1!', stopLoss: { price: 30000 } })).extensions).toMatchObject({ band: { min: 1000, max: 25000 } });
+    expect(w.store.strategies.listByUser(w.a.userId)).toEqual([]);
+
+    const s = strategySchema.parse((await call(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'es', symbol: 'ES1!', takeProfit: { price: 5100 } } })).body);
+    const patch = (body: Record<string, unknown>) => callError(w, 'PATCH', '/strategies/:id', { userId: w.a.userId, params: { id: s.id }, body });
+    // A new symbol meets the legs kept, and new legs the symbol kept.
+    expect((await patch({ symbol: 'CL1!' })).code).toBe('PRICE_OUT_OF_RANGE');
+    expect((await patch({ stopLoss: { price: 4999.9 } })).code).toBe('VALIDATION_FAILED');
+    const moved = await call(w, 'PATCH', '/strategies/:id', { userId: w.a.userId, params: { id: s.id }, body: { symbol: 'CL1!', takeProfit: { price: 80.5 } } });
+    expect(moved.body).toMatchObject({ symbol: 'CL1!', takeProfit: { price: 80.5 } });
+  });
+
   it('hides other users’ strategies (404 on read, patch and delete)', async () => {
     const s = await w.store.strategies.create(w.b.userId, { name: 'b', description: '' });
     for (const [method, body] of [['GET', undefined], ['PATCH', { name: 'mine' }], ['DELETE', undefined]] as const) {

@@ -29,6 +29,14 @@ test('a stop-loss rejected after its entry filled raises one alert naming the ex
   expect(alerts[0]!.detail).toContain('unprotected');
 });
 
+test('the alert names the broker’s reason for a rejected leg', () => {
+  const { m, alerts } = oso(true);
+  m.apply('command', 'Created', { id: 2, orderId: 2, commandType: 'New' });
+  m.apply('commandReport', 'Created', { id: 4, commandId: 2, commandStatus: 'ExecutionRejected', rejectReason: 'InvalidPrice', text: 'Price must be positive' });
+  m.apply('order', 'Updated', { id: 2, ordStatus: 'Rejected' });
+  expect(alerts[0]!.detail).toBe('stop_loss leg 2 of filled entry 1 is rejected (InvalidPrice: Price must be positive): position unprotected');
+});
+
 test('a leg rejected before any fill is not an exposure', () => {
   const { m, alerts } = oso(false);
   m.apply('order', 'Updated', { id: 2, ordStatus: 'Rejected' });

@@ -120,7 +120,7 @@ test('account(): NOT_FOUND names the id; a known active account whose entity van
   expect(() => model.account('1')).toThrow(expect.objectContaining({ code: 'ACCOUNT_INACTIVE', extensions: { accountId: '1' } }));
 });
 
-test('orderEntity is scoped to the account and refuses ids that are not integers', () => {
+test('orderEntity is scoped to the account and refuses ids that are not canonical decimal integers', () => {
   const { m, model } = setup();
   m.replace({ orders: [{ id: 10, accountId: 1 }, { id: 11, accountId: 2 }] });
   expect(model.orderEntity('1', '10')?.id).toBe(10);
@@ -129,6 +129,7 @@ test('orderEntity is scoped to the account and refuses ids that are not integers
   expect(model.orderEntity('1', '10.5')).toBeUndefined();
   expect(model.orderEntity('1', 'x')).toBeUndefined();
   expect(model.orderEntity('1', '99')).toBeUndefined();
+  for (const loose of ['010', '0xa', '1e1', '10.0', '+10', ' 10', '10 ']) expect(model.orderEntity('1', loose), loose).toBeUndefined();
 });
 
 test('record() builds an order record with what tradegate noted, or null for an unknown id', () => {

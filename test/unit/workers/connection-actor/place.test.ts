@@ -25,6 +25,20 @@ describe('placeOrder: single orders', () => {
     expect(retry).toMatchObject({ reconciled: true, brokerMs: 0, order: { orderId: first.order.orderId } });
   });
 
+  it('an order the broker has but tradegate never noted (a timed-out first attempt, a crash) answers with what the request says', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const req = newOrder({ clientOrderId: 'mine', takeProfit: { price: 5010 }, stopLoss: { price: 4990 } });
+    const entry = broker.addOrder({ clOrdId: req.clOrdId, price: 5000 });
+    const tp = broker.addOrder({ action: 'Sell', orderType: 'Limit', price: 5010, parentId: entry, ordStatus: 'Suspended' });
+    const sl = broker.addOrder({ action: 'Sell', orderType: 'Stop', stopPrice: 4990, parentId: entry, ordStatus: 'Suspended' });
+    const r = await placeOrder(ctx, req);
+    expect(broker.bodies('order/placeoso')).toEqual([]);
+    expect(r.order).toMatchObject({ orderId: String(entry), requestedSymbol: 'ES1!', clientOrderId: 'mine', role: 'entry', bracketId: String(entry), legs: { takeProfit: String(tp), stopLoss: String(sl) } });
+    expect(r.legs?.takeProfit).toMatchObject({ orderId: String(tp), requestedSymbol: 'ES1!', role: 'take_profit', bracketId: String(entry) });
+    expect(r.legs?.stopLoss).toMatchObject({ orderId: String(sl), requestedSymbol: 'ES1!', role: 'stop_loss', bracketId: String(entry) });
+    expect(r.reconciled).toBe(true);
+  });
+
   it('a retry arriving while the first attempt waits on the broker waits for it instead of racing it', async () => {
     const { broker, ctx } = fakeActorContext();
     const held = broker.hold('order/placeorder');

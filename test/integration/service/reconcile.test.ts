@@ -1,0 +1,106 @@
+/**
+ * An idempotent order retried after a 504 through the whole service (HTTP front, supervisor,
+ * actor thread) against the paper broker: the broker was slow, the first attempt timed out, the
+ * order reached the broker anyway. The retry with the same key is reconciled by clOrdId — one
+ * broker order — and answers the same fields a normal 201 carries.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { eventually, http } from '../../support/http.js';
+import { startInProcessService, type InProcessService } from '../../support/service.js';
+import { control, simState } from '../../support/sim.js';
+
+const front = resolveSymbol('ES', new Date());
+if (!front.ok) throw new Error(front.reason);
+const ES = front.contract;
+
+let s: InProcessService;
+let acc: string;
+
+beforeAll(async () => {
+  // The broker answers order requests after 300 ms at most, or they time out in the actor.
+  s = await startInProcessService({ spec: { requestTimeoutMs: 300 } });
+  acc = s.accounts[0]!;
+  await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+}, 60_000);
+afterAll(async () => {
+  if (!s) return;
+  await control(s.sim, 'DELETE', '/faults');
+  await s.close();
+});
+
+const post = (body: unknown, key: string) => http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body, headers: { 'Idempotency-Key': key } });
+const brokerOrders = async () => ((await simState(s.sim)).orders as any[]).filter((o) => String(o.accountId) === acc);
+
+/** The first attempt times out (504) while the broker is slow; the order reaches the broker anyway. */
+async function timedOut(body: unknown, key: string, brokerOrdersAfter: number): Promise<void> {
+  await control(s.sim, 'POST', '/faults', { latencyMs: 800 });
+  try {
+    const first = await post(body, key);
+    expect(first.status, first.text).toBe(504);
+    expect(first.json.code).toBe('BROKER_TIMEOUT');
+    await eventually(async () => (await brokerOrders()).length >= brokerOrdersAfter, 'the slow order reached the broker');
+  } finally {
+    await control(s.sim, 'DELETE', '/faults');
+  }
+}
+
+/** A 201 body without what differs between two orders (ids, times, live state). */
+function shape(body: any): unknown {
+  const strip = (o: any) =>
+    o && { ...o, orderId: typeof o.orderId, bracketId: o.bracketId === null ? null : typeof o.bracketId, createdAt: 0, updatedAt: 0, status: 0, filledQty: 0, avgFillPrice: 0, legs: o.legs && { takeProfit: typeof o.legs.takeProfit, stopLoss: typeof o.legs.stopLoss } };
+  return { ...strip(body), reconciled: 0, legOrders: body.legOrders && { takeProfit: strip(body.legOrders.takeProfit), stopLoss: strip(body.legOrders.stopLoss) } };
+}
+
+describe('a retry after a 504 is reconciled with the order the broker already has', () => {
+  it('a single order: one broker order, and the answer carries requestedSymbol and clientOrderId like a normal 201', async () => {
+    const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4900, clientOrderId: 'mine-1' };
+    const normal = await post(body, 'normal-single');
+    expect(normal.status, normal.text).toBe(201);
+    const before = (await brokerOrders()).length;
+    await timedOut(body, 'slow-single', before + 1);
+    const retry = await post(body, 'slow-single');
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.json).toMatchObject({ reconciled: true, symbol: ES, requestedSymbol: 'ES1!', clientOrderId: 'mine-1', role: 'single' });
+    expect(shape(retry.json)).toEqual(shape(normal.json));
+    expect(await brokerOrders()).toHaveLength(before + 1);
+  });
+
+  it('an absolute bracket: the entry with its legs (ids and orders), the legs named like a normal 201’s', async () => {
+    const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4900, takeProfit: { price: 4950 }, stopLoss: { price: 4850 } };
+    const normal = await post(body, 'normal-oso');
+    expect(normal.status, normal.text).toBe(201);
+    const before = (await brokerOrders()).length;
+    await timedOut(body, 'slow-oso', before + 3);
+    const retry = await post(body, 'slow-oso');
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.json).toMatchObject({ reconciled: true, requestedSymbol: 'ES1!', role: 'entry', bracketId: retry.json.orderId });
+    expect(retry.json.legOrders.takeProfit).toMatchObject({ orderId: retry.json.legs.takeProfit, role: 'take_profit', requestedSymbol: 'ES1!', price: 4950 });
+    expect(retry.json.legOrders.stopLoss).toMatchObject({ orderId: retry.json.legs.stopLoss, role: 'stop_loss', requestedSymbol: 'ES1!', stopPrice: 4850 });
+    expect(shape(retry.json)).toEqual(shape(normal.json));
+    expect(await brokerOrders()).toHaveLength(before + 3);
+  });
+
+  it('a relative bracket whose entry filled: the legs the broker hung from the fill', async () => {
+    const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
+    const normal = await post(body, 'normal-strategy');
+    expect(normal.status, normal.text).toBe(201);
+    const strategies = async () => new Set((await brokerOrders()).map((o) => o.strategyId).filter((id) => id !== null)).size;
+    const before = await strategies();
+    await control(s.sim, 'POST', '/faults', { latencyMs: 800 });
+    try {
+      const first = await post(body, 'slow-strategy');
+      expect(first.status, first.text).toBe(504);
+      await eventually(async () => (await strategies()) > before, 'the slow strategy reached the broker');
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+    }
+    const retry = await post(body, 'slow-strategy');
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.json).toMatchObject({ reconciled: true, requestedSymbol: 'ES1!', role: 'entry', status: 'filled' });
+    expect(retry.json.legOrders.takeProfit).toMatchObject({ orderId: retry.json.legs.takeProfit, role: 'take_profit', price: 5010 });
+    expect(retry.json.legOrders.stopLoss).toMatchObject({ orderId: retry.json.legs.stopLoss, role: 'stop_loss', stopPrice: 4995 });
+    expect(shape(retry.json)).toEqual(shape(normal.json));
+    expect(await strategies()).toBe(before + 1);
+  });
+});
