@@ -14,7 +14,10 @@ export default defineConfig({
     // running every file at once makes timing-sensitive protocol tests flaky.
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'default', include: ['test/**/*.test.ts'], provide: { storeBackend: 'lmdb' } } },
+      { extends: true, test: { name: 'default', include: ['test/**/*.test.ts'], exclude: ['dist/**', 'node_modules/**', 'test/e2e/**'], provide: { storeBackend: 'lmdb' } } },
+      // The browser tests time a first page load: `npm test` runs them after the rest, on a machine
+      // no other test file shares (their own server, browser and the page are what is measured).
+      { extends: true, test: { name: 'browser', include: ['test/e2e/**/*.test.ts'], provide: { storeBackend: 'lmdb' } } },
       {
         extends: true,
         test: {
