@@ -192,9 +192,10 @@ function problemSchema(): Json {
       code: { type: 'string', enum: Object.keys(PROBLEMS) },
       errors: {
         type: 'array',
-        description: 'VALIDATION_FAILED: every invalid field',
+        description: 'VALIDATION_FAILED: the invalid fields, at most 20',
         items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } },
       },
+      errorsOmitted: { type: 'integer', description: 'VALIDATION_FAILED: further problems not listed in errors' },
       requiredScope: { type: 'string', enum: ['read', 'trade'] },
       requestId: { type: 'string', description: 'INTERNAL: quote it when reporting' },
     },

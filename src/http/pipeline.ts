@@ -121,7 +121,8 @@ export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<voi
     }
     if (unread) return replyStage(deps, ex, unread);
     const t1 = performance.now();
-    validateStage(ex);
+    if (ex.authd) validateStage(ex);
+    else validateAnonymous(deps, ex);
     if (deps.stream(ex)) return logLine(deps, ex, 200);
     ex.handle.holdInput();
     const t2 = performance.now();
@@ -229,6 +230,16 @@ export function validateStage(ex: Exchange): void {
   const raw = ex.rawBody ?? Buffer.alloc(0);
   const body = route.body ? validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType), 'body') : undefined;
   ex.request = { method: route.method, path: ex.path, params: ex.params!, query, headers: ex.headers, body, rawBody: raw, ip: ex.ip };
+}
+
+/** validate, on a public route: a refused request counts against the address (Authenticator.noteRefusedBody). */
+function validateAnonymous(deps: PipelineDeps, ex: Exchange): void {
+  try {
+    validateStage(ex);
+  } catch (err) {
+    deps.auth.noteRefusedBody(ex.ip);
+    throw err;
+  }
 }
 
 /** A route without query parameters takes none. */
