@@ -134,14 +134,74 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined, leni
       errors: [{ path: '', message: `more than ${MAX_JSON_FIELDS} fields (${members})` }],
     });
   }
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (err) {
     const reason = err instanceof Error ? err.message : 'invalid JSON';
     throw new AppError('VALIDATION_FAILED', 'Request body is not valid JSON', {
       errors: [{ path: '', message: reason }],
     });
   }
+  // JSON.parse keeps the last of repeated keys: `{"qty":1,"qty":5}` would place 5. Fewer keys
+  // parsed than members written means one was repeated (a count, not a second parse).
+  if (members > 0 && keyCount(value) !== members) {
+    const path = firstRepeatedKey(text) ?? '';
+    throw new AppError('VALIDATION_FAILED', `${path || 'body'}: given more than once`, { errors: [{ path, message: 'given more than once' }] });
+  }
+  return value;
+}
+
+/** Own keys of every object in a parsed JSON value (nesting is bounded by MAX_JSON_DEPTH). */
+function keyCount(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  let n = 0;
+  if (Array.isArray(value)) {
+    for (const item of value) n += keyCount(item);
+    return n;
+  }
+  for (const key in value) {
+    n++;
+    n += keyCount((value as Record<string, unknown>)[key]);
+  }
+  return n;
+}
+
+/**
+ * The dotted path (`takeProfit.price`, `legs.0.qty`) of the first key written twice in one
+ * object of valid JSON text; keys compare as parsed, so `"q\u0074y"` repeats `"qty"`.
+ */
+export function firstRepeatedKey(text: string): string | undefined {
+  // One frame per open object (its keys so far) or array (null), with the key or index being read.
+  const frames: { keys: Set<string> | null; at: string; index: number }[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      const start = i;
+      for (i++; text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+      const frame = frames[frames.length - 1];
+      if (expectKey && frame?.keys) {
+        const key = JSON.parse(text.slice(start, i + 1)) as string;
+        if (frame.keys.has(key)) return [...frames.slice(0, -1).map((f) => f.at), key].join('.');
+        frame.keys.add(key);
+        frame.at = key;
+        expectKey = false;
+      }
+    } else if (c === 0x7b) {
+      frames.push({ keys: new Set(), at: '', index: 0 });
+      expectKey = true;
+    } else if (c === 0x5b) {
+      frames.push({ keys: null, at: '0', index: 0 });
+    } else if (c === 0x7d || c === 0x5d) {
+      frames.pop();
+    } else if (c === 0x2c) {
+      const frame = frames[frames.length - 1];
+      if (frame?.keys) expectKey = true;
+      else if (frame) frame.at = String(++frame.index);
+    }
+  }
+  return undefined;
 }
 
 /** One entry of the `errors` extension. */

@@ -1,10 +1,12 @@
 /**
- * Bodies built to cost the server (README "Limits and quotas"), over real HTTP against
- * `serve --paper`: thousands of unknown fields cost a bounded amount of work and a small answer,
- * and a client without credentials cannot repeat them without limit.
+ * Bodies built to cost the server or to be read two ways (README "Limits and quotas"), over real
+ * HTTP against `serve --paper`: thousands of unknown fields cost a bounded amount of work and a
+ * small answer, a client without credentials cannot repeat them without limit, and a key written
+ * twice is refused rather than the last one winning.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { http, httpFrom } from '../../support/http.js';
+import { simState } from '../../support/sim.js';
 import { startServe, type Served } from '../../support/processes.js';
 
 let s: Served;
@@ -72,5 +74,31 @@ describe('refused bodies without credentials count against the address', () => {
       expect(r.status).toBe(400);
     }
     expect((await signIn(from, '{}')).status).toBe(400);
+  });
+});
+
+describe('a key written twice', () => {
+  const place = (raw: string) => http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, raw, headers: { 'content-type': 'application/json' } });
+  const ordersAtBroker = async () => ((await simState(s)).orders as unknown[]).length;
+
+  it('{"qty":1,"qty":5} is refused naming qty, and nothing reaches the broker (it used to place 5)', async () => {
+    const before = await ordersAtBroker();
+    for (const [raw, path] of [
+      ['{"symbol":"ES","side":"buy","qty":1,"type":"market","qty":5}', 'qty'],
+      [String.raw`{"symbol":"ES","side":"buy","qty":1,"type":"market","q\u0074y":5}`, 'qty'],
+      ['{"symbol":"ES","side":"buy","qty":1,"type":"market","takeProfit":{"ticks":40,"ticks":4}}', 'takeProfit.ticks'],
+    ] as const) {
+      const r = await place(raw);
+      expect(r.status, raw).toBe(400);
+      expect(r.json, raw).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path, message: 'given more than once' }] });
+    }
+    expect(await ordersAtBroker()).toBe(before);
+  });
+
+  it('webhook alerts too', async () => {
+    const url = (await http(s.url, 'POST', '/api/v1/webhook-tokens', { key: s.apiKey, body: { accountId: acc, name: 'dupes' } })).json.url as string;
+    const r = await http(s.url, 'POST', new URL(url).pathname, { raw: '{"action":"buy","symbol":"ES","qty":"1","qty":"5"}', headers: { 'content-type': 'text/plain' } });
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'qty' }] });
   });
 });

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../../../src/domain/problems.js';
-import { hasBody, isJsonMediaType, jsonMemberCount, jsonNestsDeeperThan, MAX_JSON_DEPTH, MAX_JSON_FIELDS, MAX_LISTED_ERRORS, parseJsonBody, validate } from '../../../src/http/body.js';
+import { firstRepeatedKey, hasBody, isJsonMediaType, jsonMemberCount, jsonNestsDeeperThan, MAX_JSON_DEPTH, MAX_JSON_FIELDS, MAX_LISTED_ERRORS, parseJsonBody, validate } from '../../../src/http/body.js';
 
 const schema = z.strictObject({ symbol: z.string(), qty: z.number().int().positive(), takeProfit: z.strictObject({ price: z.number() }).optional() });
 
@@ -61,6 +61,26 @@ describe('media types and JSON parsing', () => {
     expect(jsonMemberCount(fields(10), 32)).toBe(20);
     expect(parseJsonBody(Buffer.from(fields(MAX_JSON_FIELDS / 2)), 'application/json', false)).toBeTypeOf('object');
     expect(codeOf(() => parseJsonBody(Buffer.from(fields(MAX_JSON_FIELDS / 2 + 1)), 'application/json', false))).toBe('VALIDATION_FAILED');
+  });
+
+  it('refuses a key written twice in one object, naming it, instead of keeping the last', () => {
+    const refused = (text: string) => {
+      try {
+        parseJsonBody(Buffer.from(text), 'application/json', false);
+        return 'parsed';
+      } catch (err) {
+        const e = err as AppError;
+        return `${e.code} ${(e.extensions['errors'] as { path: string }[])[0]!.path}: ${e.message}`;
+      }
+    };
+    expect(refused('{"qty":1,"qty":5}')).toBe('VALIDATION_FAILED qty: qty: given more than once');
+    expect(refused(String.raw`{"qty":1,"q\u0074y":5}`)).toBe('VALIDATION_FAILED qty: qty: given more than once');
+    expect(refused('{"symbol":"ES","takeProfit":{"price":1,"ticks":2,"price":3}}')).toBe('VALIDATION_FAILED takeProfit.price: takeProfit.price: given more than once');
+    expect(refused('{"legs":[{"a":1},{"a":2,"b":{},"a":3}]}')).toBe('VALIDATION_FAILED legs.1.a: legs.1.a: given more than once');
+    // The same key in different objects, and keys that look alike inside strings, are fine.
+    expect(refused('{"a":{"x":1},"b":{"x":1},"c":[{"x":1},{"x":2}],"d":"\\"a\\":1,\\"a\\":2"}')).toBe('parsed');
+    expect(refused('{"__proto__":1,"a":[1,2,{"__proto__":2}]}')).toBe('parsed');
+    expect(firstRepeatedKey('[{"k":[1,{"z":1,"z":2}]}]')).toBe('0.k.1.z');
   });
 
   it('hasBody looks at Content-Length and chunked encoding', () => {
