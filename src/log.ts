@@ -48,9 +48,42 @@ export function createLogger(
   return destination ? pino(options, destination as pino.DestinationStream) : pino(options);
 }
 
-/** Replaces webhook tokens and API keys inside a URL or path with a marker. */
+const WEBHOOK_TOKEN = /whk_[A-Za-z0-9]+_[A-Za-z0-9]+/g;
+const API_KEY = /tgk_[A-Za-z0-9]+_[A-Za-z0-9]+/g;
+/** What a path must contain for redactUrl to look closer (an escape may spell any of them). */
+const SUSPECT = /%|whk_|tgk_|webhooks/i;
+
+function decodeSegment(raw: string): string {
+  if (!raw.includes('%')) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * Replaces webhook tokens and API keys inside a URL or path with a marker, however the path
+ * spells them: the router decodes every segment (`/webhooks/%77hk_…` and `whk%5F…` authenticate),
+ * so segments are decoded here too, and everything after a `webhooks` segment is redacted
+ * whatever it looks like. A path with nothing to redact is returned as it came.
+ */
 export function redactUrl(url: string): string {
-  // Most paths hold neither: skip the two regex passes.
-  if (!url.includes('whk_') && !url.includes('tgk_')) return url;
-  return url.replace(/whk_[A-Za-z0-9]+_[A-Za-z0-9]+/g, 'whk_[redacted]').replace(/tgk_[A-Za-z0-9]+_[A-Za-z0-9]+/g, 'tgk_[redacted]');
+  // Most paths hold none of it: one regex test.
+  if (!SUSPECT.test(url)) return url;
+  let redacted = false;
+  let afterWebhooks = false;
+  const parts = url.split('/').map((raw) => {
+    const segment = decodeSegment(raw);
+    if (afterWebhooks && segment !== '') {
+      redacted = true;
+      return segment.startsWith('whk_') ? 'whk_[redacted]' : '[redacted]';
+    }
+    if (segment.toLowerCase() === 'webhooks') afterWebhooks = true;
+    const out = segment.replace(WEBHOOK_TOKEN, 'whk_[redacted]').replace(API_KEY, 'tgk_[redacted]');
+    if (out === segment) return raw;
+    redacted = true;
+    return out;
+  });
+  return redacted ? parts.join('/') : url;
 }

@@ -7,15 +7,17 @@
  */
 import type { MessagePort, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
-import { AppError, fromErrorData } from '../domain/problems.js';
+import { AppError, fromErrorData, RequestNotSentError } from '../domain/problems.js';
 import { nodeEndpoint } from './comlink-node.js';
 import type { ActorRequest, ReplyEnvelope, RequestEnvelope, WorkerHostApi, WorkerStats } from './protocol.js';
 import type { ConnectionSpec } from '../domain/connections.js';
 
 interface Pending {
   resolve(value: unknown): void;
-  reject(err: AppError): void;
+  reject(err: Error): void;
   timer: NodeJS.Timeout;
+  /** Withdraws the call when true at the flush (ActorCallOptions.cancelled). */
+  cancelled?: (() => boolean) | undefined;
 }
 
 /** RPC client for one worker host. */
@@ -63,15 +65,18 @@ export class ActorClient {
     this.requestPort.close();
   }
 
-  /** Sends a request to an actor on this worker; throws the actor's coded error. */
-  request(connectionId: string, req: ActorRequest, timeoutMs = this.defaultTimeoutMs): Promise<unknown> {
+  /**
+   * Sends a request to an actor on this worker; throws the actor's coded error, or
+   * RequestNotSentError when `cancelled` says so at the flush (nothing was sent).
+   */
+  request(connectionId: string, req: ActorRequest, timeoutMs = this.defaultTimeoutMs, cancelled?: () => boolean): Promise<unknown> {
     if (this.dead !== null) return Promise.reject(new AppError('BROKER_UNAVAILABLE', this.dead));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         if (this.pending.delete(id)) reject(new AppError('BROKER_TIMEOUT', `actor request ${req.type} did not complete within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
+      this.pending.set(id, { resolve, reject, timer, cancelled });
       this.outbox.push({ id, connectionId, req });
       if (!this.flushing) {
         this.flushing = true;
@@ -84,9 +89,28 @@ export class ActorClient {
   private flush(): void {
     this.flushing = false;
     if (this.outbox.length === 0 || this.dead !== null) return;
-    const batch = this.outbox;
+    let batch = this.outbox;
     this.outbox = [];
-    this.requestPort.postMessage(batch);
+    // The last moment a call can be withdrawn: uWS has parsed this turn's input by now, so a
+    // client that closed (or pipelined, which uWS answers by closing) is known to be gone.
+    for (let i = 0; i < batch.length; i++) {
+      const p = this.pending.get(batch[i]!.id);
+      if (p?.cancelled?.()) {
+        batch = batch.filter((env) => !this.withdraw(env.id));
+        break;
+      }
+    }
+    if (batch.length > 0) this.requestPort.postMessage(batch);
+  }
+
+  /** Rejects a pending call whose caller is gone, before it is sent; true when withdrawn. */
+  private withdraw(id: number): boolean {
+    const p = this.pending.get(id);
+    if (!p?.cancelled?.()) return false;
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    p.reject(new RequestNotSentError('the client went away before the request was sent'));
+    return true;
   }
 
   private settle(replies: ReplyEnvelope[]): void {

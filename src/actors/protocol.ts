@@ -214,6 +214,17 @@ export type ActorEvent = StatusEvent | AccountsEvent | BracketAlertEvent | Guard
 // ---------------------------------------------------------------------------
 // What the HTTP front sees of the actor system (implemented by src/actors/supervisor.ts).
 
+/** Options of one actor call. */
+export interface ActorCallOptions {
+  timeoutMs?: number;
+  /**
+   * Asked once, just before the call leaves this thread (the turn's batch, after uWS has parsed
+   * everything the client sent with it): true withdraws the call, which then rejects with
+   * RequestNotSentError and never reaches the actor.
+   */
+  cancelled?: () => boolean;
+}
+
 export interface ActorGateway {
   /**
    * Starts (or restarts) the actor for a connection. `resume`: the connection ran before (on
@@ -227,7 +238,7 @@ export interface ActorGateway {
    * AppError (BROKER_UNAVAILABLE when the actor is down or the worker died mid-call,
    * BROKER_TIMEOUT past the deadline, or the actor's own coded error).
    */
-  request<R extends ActorRequest>(connectionId: string, req: R, opts?: { timeoutMs?: number }): Promise<ResultFor<R>>;
+  request<R extends ActorRequest>(connectionId: string, req: R, opts?: ActorCallOptions): Promise<ResultFor<R>>;
   /** Last known status of a connection (CONNECTING until the actor reports). */
   status(connectionId: string): StatusEvent | undefined;
   /** Last known accounts of a connection (inactive ones included). */

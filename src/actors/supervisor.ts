@@ -13,7 +13,7 @@ import { ActorClient } from './actor-client.js';
 import { SUPERVISOR, type ConnectionTuning } from '../tuning.js';
 import type { WorkerHostData, WorkerStats } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
-import type { ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
+import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import { NO_GUARDS, type AccountGuards } from '../domain/guards.js';
 
@@ -197,7 +197,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       if (known) publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection removed' });
     },
 
-    async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: { timeoutMs?: number }): Promise<ResultFor<R>> {
+    async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: ActorCallOptions): Promise<ResultFor<R>> {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
       if (!specs.has(connectionId)) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
       // Noted before the call: a worker restarting now starts with the new guards.
@@ -208,7 +208,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       if (pending >= maxInFlight) throw new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is at capacity (${maxInFlight} requests in flight)`, {}, 1);
       inFlight.set(connectionId, pending + 1);
       try {
-        return (await slot.client.request(connectionId, req, ropts?.timeoutMs)) as ResultFor<R>;
+        return (await slot.client.request(connectionId, req, ropts?.timeoutMs, ropts?.cancelled)) as ResultFor<R>;
       } finally {
         const left = (inFlight.get(connectionId) ?? 1) - 1;
         if (left > 0) inFlight.set(connectionId, left);

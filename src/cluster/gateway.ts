@@ -13,11 +13,11 @@
  * events of the actors this node runs go into it, stamped with their owner epoch.
  */
 import { errors, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import type { ActorEvent, ActorGateway, ActorRequest, Result, ResultFor } from '../actors/protocol.js';
+import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, Result, ResultFor } from '../actors/protocol.js';
 import type { Supervisor } from '../actors/supervisor.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import type { AccountRecord } from '../domain/orders.js';
-import { AppError, fromErrorData, toErrorData } from '../domain/problems.js';
+import { AppError, fromErrorData, RequestNotSentError, toErrorData } from '../domain/problems.js';
 import type { Logger } from '../log.js';
 import { CLUSTER, SUPERVISOR } from '../tuning.js';
 import type { EventFeed } from './events.js';
@@ -136,9 +136,16 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     this.ownership?.scanSoon();
   }
 
-  async request<R extends ActorRequest>(connectionId: string, req: R, opts?: { timeoutMs?: number }): Promise<ResultFor<R>> {
+  async request<R extends ActorRequest>(connectionId: string, req: R, opts?: ActorCallOptions): Promise<ResultFor<R>> {
     const timeoutMs = opts?.timeoutMs ?? this.callTimeoutMs;
-    if (this.local.has(connectionId)) return this.requestLocal(connectionId, req, timeoutMs);
+    if (this.local.has(connectionId)) return this.requestLocal(connectionId, req, timeoutMs, opts?.cancelled);
+    const cancelled = opts?.cancelled;
+    if (cancelled) {
+      // What the actor client's batch does locally: wait until the turn's input is parsed, so a
+      // client already gone (closed, or pipelined: uWS closes) is known before anything is sent.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (cancelled()) throw new RequestNotSentError('the client went away before the request was sent');
+    }
     let reply;
     try {
       const body: Forwarded = { req, timeoutMs };
@@ -176,10 +183,10 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   }
 
   /** A call into the actor this node runs; one stopped (or stopping) since the caller looked is a 503 (it is moving). */
-  private requestLocal<R extends ActorRequest>(connectionId: string, req: R, timeoutMs: number): Promise<ResultFor<R>> {
+  private requestLocal<R extends ActorRequest>(connectionId: string, req: R, timeoutMs: number, cancelled?: () => boolean): Promise<ResultFor<R>> {
     const run = this.local.get(connectionId);
     if (!run || run.stopping) return Promise.reject(new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving to another node; retry`, {}, 1));
-    return this.opts.supervisor.request(connectionId, req, { timeoutMs });
+    return this.opts.supervisor.request(connectionId, req, cancelled ? { timeoutMs, cancelled } : { timeoutMs });
   }
 
   /** Answers a forwarded call from the local actor. */

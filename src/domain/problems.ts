@@ -64,6 +64,15 @@ export function problem(code: ProblemCode, detail?: string, extensions: Record<s
  * An error that carries a catalogue code; thrown inside handlers and turned into a problem
  * response at the edge. Also the shape errors take when they cross a thread boundary.
  */
+/**
+ * A request withdrawn before it left the front, because the HTTP client that asked for it is
+ * gone (nobody could learn its outcome, and a retry would repeat it). Not an AppError: it is
+ * never answered, and the access log shows 499.
+ */
+export class RequestNotSentError extends Error {
+  override name = 'RequestNotSentError';
+}
+
 export class AppError extends Error {
   override name = 'AppError';
   readonly code: ProblemCode;

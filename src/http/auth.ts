@@ -90,7 +90,7 @@ export class Authenticator {
     ip: string,
     method = 'GET',
   ): Authenticated | undefined {
-    if (scope === 'none') return undefined;
+    if (scope === 'none') return this.anonymous(ip);
     const now = this.clock();
     // Webhooks are exempt from the per-IP failure limit: TradingView sends every user's
     // alerts from the same four addresses, so one user's stale token URL must not block
@@ -154,6 +154,24 @@ export class Authenticator {
       rateKey: `webhook:${view.id}`,
       bucket: 'webhook',
     };
+  }
+
+  /**
+   * A public route (sign-in): refused with 429, before its body is read, while the address is
+   * over its failures (bad keys, and bodies refused on public routes: noteRefusedBody).
+   */
+  private anonymous(ip: string): undefined {
+    const blocked = this.failures.isExhausted(ip, this.clock());
+    if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed requests from this address', {}, blocked.retryAfterSeconds);
+    return undefined;
+  }
+
+  /**
+   * A public route refused the body (400, 415): counted against the address like a failed
+   * authentication, so a client cannot make the front validate junk without a credential, unbounded.
+   */
+  noteRefusedBody(ip: string): void {
+    this.failures.hit(ip, this.clock());
   }
 
   private fail(ip: string, now: number, err: AppError): AppError {

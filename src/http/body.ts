@@ -75,9 +75,21 @@ export function isJsonMediaType(contentType: string | undefined): boolean {
  */
 export const MAX_JSON_DEPTH = 32;
 
-/** Whether JSON text nests arrays/objects deeper than `max` (a linear scan, no recursion). */
-export function jsonNestsDeeperThan(text: string, max: number): boolean {
+/**
+ * Most object members (fields, counted over every level) a JSON body may have. Far above any
+ * request shape we accept (an order with both legs has about 15; a webhook alert about 20), far
+ * below what costs: JSON.parse of 6,000 distinct keys (59 KB) took ~8 ms of CPU, and listing each
+ * unknown one made a 257 KB answer (~30 ms per request together).
+ */
+export const MAX_JSON_FIELDS = 256;
+
+/**
+ * One linear pass over JSON text, no recursion: the number of object members (colons outside
+ * strings), or -1 as soon as arrays/objects nest deeper than `maxDepth`.
+ */
+export function jsonMemberCount(text: string, maxDepth: number): number {
   let depth = 0;
+  let members = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -85,11 +97,17 @@ export function jsonNestsDeeperThan(text: string, max: number): boolean {
       if (c === 0x5c) i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
+    else if (c === 0x3a) members++;
     else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return true;
+      if (++depth > maxDepth) return -1;
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return false;
+  return members;
+}
+
+/** Whether JSON text nests arrays/objects deeper than `max` (a linear scan, no recursion). */
+export function jsonNestsDeeperThan(text: string, max: number): boolean {
+  return jsonMemberCount(text, max) < 0;
 }
 
 /**
@@ -104,19 +122,86 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined, leni
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
   }
   const text = raw.toString('utf8');
-  if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
+  const members = jsonMemberCount(text, MAX_JSON_DEPTH);
+  if (members < 0) {
     throw new AppError('VALIDATION_FAILED', `Request body nests deeper than ${MAX_JSON_DEPTH} levels`, {
       errors: [{ path: '', message: `nesting deeper than ${MAX_JSON_DEPTH} levels` }],
     });
   }
+  // Refused before JSON.parse and the schema: their cost grows with the number of distinct keys.
+  if (members > MAX_JSON_FIELDS) {
+    throw new AppError('VALIDATION_FAILED', `Request body has more than ${MAX_JSON_FIELDS} fields`, {
+      errors: [{ path: '', message: `more than ${MAX_JSON_FIELDS} fields (${members})` }],
+    });
+  }
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (err) {
     const reason = err instanceof Error ? err.message : 'invalid JSON';
     throw new AppError('VALIDATION_FAILED', 'Request body is not valid JSON', {
       errors: [{ path: '', message: reason }],
     });
   }
+  // JSON.parse keeps the last of repeated keys: `{"qty":1,"qty":5}` would place 5. Fewer keys
+  // parsed than members written means one was repeated (a count, not a second parse).
+  if (members > 0 && keyCount(value) !== members) {
+    const path = firstRepeatedKey(text) ?? '';
+    throw new AppError('VALIDATION_FAILED', `${path || 'body'}: given more than once`, { errors: [{ path, message: 'given more than once' }] });
+  }
+  return value;
+}
+
+/** Own keys of every object in a parsed JSON value (nesting is bounded by MAX_JSON_DEPTH). */
+function keyCount(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  let n = 0;
+  if (Array.isArray(value)) {
+    for (const item of value) n += keyCount(item);
+    return n;
+  }
+  for (const key in value) {
+    n++;
+    n += keyCount((value as Record<string, unknown>)[key]);
+  }
+  return n;
+}
+
+/**
+ * The dotted path (`takeProfit.price`, `legs.0.qty`) of the first key written twice in one
+ * object of valid JSON text; keys compare as parsed, so `"q\u0074y"` repeats `"qty"`.
+ */
+export function firstRepeatedKey(text: string): string | undefined {
+  // One frame per open object (its keys so far) or array (null), with the key or index being read.
+  const frames: { keys: Set<string> | null; at: string; index: number }[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      const start = i;
+      for (i++; text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+      const frame = frames[frames.length - 1];
+      if (expectKey && frame?.keys) {
+        const key = JSON.parse(text.slice(start, i + 1)) as string;
+        if (frame.keys.has(key)) return [...frames.slice(0, -1).map((f) => f.at), key].join('.');
+        frame.keys.add(key);
+        frame.at = key;
+        expectKey = false;
+      }
+    } else if (c === 0x7b) {
+      frames.push({ keys: new Set(), at: '', index: 0 });
+      expectKey = true;
+    } else if (c === 0x5b) {
+      frames.push({ keys: null, at: '0', index: 0 });
+    } else if (c === 0x7d || c === 0x5d) {
+      frames.pop();
+    } else if (c === 0x2c) {
+      const frame = frames[frames.length - 1];
+      if (frame?.keys) expectKey = true;
+      else if (frame) frame.at = String(++frame.index);
+    }
+  }
+  return undefined;
 }
 
 /** One entry of the `errors` extension. */
@@ -125,14 +210,21 @@ export interface FieldError {
   message: string;
 }
 
-/** Flattens zod issues; unknown keys become one entry per key (`stopLos: Unknown field`). */
-export function zodIssuesToErrors(issues: readonly z.core.$ZodIssue[], prefix = ''): FieldError[] {
+/** Most entries the `errors` of a VALIDATION_FAILED answer lists; `errorsOmitted` counts the rest. */
+export const MAX_LISTED_ERRORS = 20;
+
+/** Flattens zod issues, at most `max` entries; unknown keys become one entry per key (`stopLos: Unknown field`). */
+export function zodIssuesToErrors(issues: readonly z.core.$ZodIssue[], prefix = '', max = Number.POSITIVE_INFINITY): FieldError[] {
   const out: FieldError[] = [];
   const unknown = prefix === 'query' ? 'Unknown query parameter' : 'Unknown field';
   for (const issue of issues) {
+    if (out.length >= max) break;
     const base = [prefix, ...issue.path.map(String)].filter((p) => p !== '').join('.');
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: base ? `${base}.${key}` : key, message: unknown });
+      for (const key of issue.keys) {
+        if (out.length >= max) break;
+        out.push({ path: base ? `${base}.${key}` : key, message: unknown });
+      }
     } else {
       out.push({ path: base, message: issue.message });
     }
@@ -140,12 +232,21 @@ export function zodIssuesToErrors(issues: readonly z.core.$ZodIssue[], prefix = 
   return out;
 }
 
-/** Validates with a zod schema; 400 VALIDATION_FAILED listing every problem. */
+/** How many entries zodIssuesToErrors would list without a cap. */
+function errorCount(issues: readonly z.core.$ZodIssue[]): number {
+  let n = 0;
+  for (const issue of issues) n += issue.code === 'unrecognized_keys' ? issue.keys.length : 1;
+  return n;
+}
+
+/** Validates with a zod schema; 400 VALIDATION_FAILED listing the problems (at most MAX_LISTED_ERRORS). */
 export function validate<T>(schema: z.ZodType<T>, value: unknown, what: 'body' | 'query'): T {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  const errors = zodIssuesToErrors(parsed.error.issues, what === 'query' ? 'query' : '');
+  const { issues } = parsed.error;
+  const errors = zodIssuesToErrors(issues, what === 'query' ? 'query' : '', MAX_LISTED_ERRORS);
   const first = errors[0];
   const detail = first ? `${first.path || what}: ${first.message}` : `Invalid ${what}`;
-  throw new AppError('VALIDATION_FAILED', detail, { errors });
+  const omitted = errorCount(issues) - errors.length;
+  throw new AppError('VALIDATION_FAILED', detail, omitted > 0 ? { errors, errorsOmitted: omitted } : { errors });
 }

@@ -15,8 +15,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ActorGateway, ActorRequest, ResultFor } from '../actors/protocol.js';
-import { AppError } from '../domain/problems.js';
+import type { ActorCallOptions, ActorGateway, ActorRequest, ResultFor } from '../actors/protocol.js';
+import { AppError, RequestNotSentError } from '../domain/problems.js';
 import type { ThreadUsage } from '../thread-usage.js';
 
 /** One thread's usage, named as in the `thread` label (`front`, `actor-<threadId>`, `paper-broker`). */
@@ -219,7 +219,7 @@ export function measuredGateway(gateway: ActorGateway, metrics: ServiceMetrics):
     accounts: (id) => gateway.accounts(id),
     onEvent: (listener) => gateway.onEvent(listener),
     close: () => gateway.close(),
-    async request<R extends ActorRequest>(connectionId: string, req: R, opts?: { timeoutMs?: number }): Promise<ResultFor<R>> {
+    async request<R extends ActorRequest>(connectionId: string, req: R, opts?: ActorCallOptions): Promise<ResultFor<R>> {
       const t0 = performance.now();
       try {
         const result = await gateway.request(connectionId, req, opts);
@@ -227,7 +227,7 @@ export function measuredGateway(gateway: ActorGateway, metrics: ServiceMetrics):
         metrics.actorCall(req.type, 'ok', (performance.now() - t0) / 1000, typeof brokerMs === 'number' && brokerMs > 0 ? brokerMs : undefined);
         return result;
       } catch (err) {
-        metrics.actorCall(req.type, err instanceof AppError ? err.code : 'INTERNAL', (performance.now() - t0) / 1000, undefined);
+        metrics.actorCall(req.type, err instanceof AppError ? err.code : err instanceof RequestNotSentError ? 'NOT_SENT' : 'INTERNAL', (performance.now() - t0) / 1000, undefined);
         throw err;
       }
     },

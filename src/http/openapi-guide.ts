@@ -78,7 +78,9 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
       title: 'Error catalogue',
       paragraphs: [
         'Errors are RFC 9457 problem details (Content-Type: application/problem+json): { "type", "title", "status", "detail", "code", …extensions }. ' +
-          'code is stable; match on it, not on detail.',
+          'code is stable; match on it, not on detail. ' +
+          'A method a path does not list is answered 405 METHOD_NOT_ALLOWED with Allow naming the methods it has (HEAD wherever GET is); ' +
+          'every operation documents that and any other unlisted error as its default response.',
       ],
       table: {
         head: ['code', 'status', 'title'],

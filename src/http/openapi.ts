@@ -38,6 +38,8 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
 }
 
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
+/** Every operation's `default`: the errors it does not list, 405 for the methods its path lacks among them. */
+const DEFAULT_RESPONSE = { $ref: '#/components/responses/Problem' };
 const RATE_HEADERS = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
 
 /** `/accounts/:id` → `/accounts/{id}`. */
@@ -55,10 +57,10 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
     (paths[path] as Record<string, Json>)[route.method.toLowerCase()] = operation(route);
   }
   const root = { servers: [{ url: '/' }] };
-  paths['/healthz'] = { get: { ...root, operationId: 'healthz', summary: 'Liveness', tags: ['service'], security: [], responses: { 200: { description: 'The process is up' } } } };
-  paths['/readyz'] = { get: { ...root, operationId: 'readyz', summary: 'Readiness', tags: ['service'], security: [], responses: { 200: { description: 'Accepting requests' }, 503: problemResponse('Shutting down') } } };
-  paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML' } } } };
-  paths['/api-docs/openapi.json'] = { get: { ...root, operationId: 'openApi', summary: 'This documentation as OpenAPI 3.1 JSON', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document' } } } };
+  paths['/healthz'] = { get: { ...root, operationId: 'healthz', summary: 'Liveness', tags: ['service'], security: [], responses: { 200: { description: 'The process is up' }, default: DEFAULT_RESPONSE } } };
+  paths['/readyz'] = { get: { ...root, operationId: 'readyz', summary: 'Readiness', tags: ['service'], security: [], responses: { 200: { description: 'Accepting requests' }, 503: problemResponse('Shutting down'), default: DEFAULT_RESPONSE } } };
+  paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML' }, default: DEFAULT_RESPONSE } } };
+  paths['/api-docs/openapi.json'] = { get: { ...root, operationId: 'openApi', summary: 'This documentation as OpenAPI 3.1 JSON', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document' }, default: DEFAULT_RESPONSE } } };
 
   return {
     openapi: '3.1.0',
@@ -86,6 +88,15 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
         },
       },
       schemas: { Problem: problemSchema(), ...sseSchemas() },
+      responses: {
+        Problem: {
+          description:
+            'Any error this operation does not list, as a problem from the catalogue; among them 405 METHOD_NOT_ALLOWED, the answer to a ' +
+            'method its path does not list, with Allow naming the methods the path has (HEAD wherever GET is)',
+          headers: { Allow: { $ref: '#/components/headers/Allow' } },
+          content: { 'application/problem+json': { schema: PROBLEM_REF } },
+        },
+      },
       headers: componentHeaders(options.config.rateLimitPerMin),
     },
     'x-problem-codes': Object.entries(PROBLEMS).map(([code, p]) => ({ code, status: p.status, title: p.title, type: problemType(code as keyof typeof PROBLEMS) })),
@@ -172,7 +183,7 @@ function operation(route: RouteDef<any, any>): Json {
     if (Object.keys(rateHeaders).length) res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), ...rateHeaders };
     if (status === '429' || status === '503') res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), 'Retry-After': { $ref: '#/components/headers/Retry-After' } };
   }
-  op['responses'] = responses;
+  op['responses'] = { ...responses, default: DEFAULT_RESPONSE };
   return op;
 }
 
@@ -193,9 +204,10 @@ function problemSchema(): Json {
       code: { type: 'string', enum: Object.keys(PROBLEMS) },
       errors: {
         type: 'array',
-        description: 'VALIDATION_FAILED: every invalid field',
+        description: 'VALIDATION_FAILED: the invalid fields, at most 20',
         items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } },
       },
+      errorsOmitted: { type: 'integer', description: 'VALIDATION_FAILED: further problems not listed in errors' },
       requiredScope: { type: 'string', enum: ['read', 'trade'] },
       requestId: { type: 'string', description: 'INTERNAL: quote it when reporting' },
     },
@@ -261,5 +273,6 @@ function componentHeaders(limit: number): Record<string, Json> {
     'X-RateLimit-Reset': h('Epoch second at which the next slot frees', 'integer'),
     'Retry-After': h('Seconds to wait before retrying', 'integer'),
     'Idempotent-Replayed': h('true when this answer is a replay of the first request with this Idempotency-Key'),
+    Allow: h('405: the methods this path has, e.g. "PATCH, DELETE" or "GET, HEAD"'),
   };
 }

@@ -14,7 +14,7 @@
  */
 import { z } from 'zod';
 import type { Logger } from '../log.js';
-import { AppError } from '../domain/problems.js';
+import { AppError, RequestNotSentError } from '../domain/problems.js';
 import { redactUrl } from '../log.js';
 import type { Authenticated, Authenticator } from './auth.js';
 import { ClientAbortedError, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
@@ -121,8 +121,10 @@ export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<voi
     }
     if (unread) return replyStage(deps, ex, unread);
     const t1 = performance.now();
-    validateStage(ex);
+    if (ex.authd) validateStage(ex);
+    else validateAnonymous(deps, ex);
     if (deps.stream(ex)) return logLine(deps, ex, 200);
+    ex.handle.holdInput();
     const t2 = performance.now();
     const replayed = await idempotencyStage(deps, ex);
     if (ex.stageMs) {
@@ -230,6 +232,16 @@ export function validateStage(ex: Exchange): void {
   ex.request = { method: route.method, path: ex.path, params: ex.params!, query, headers: ex.headers, body, rawBody: raw, ip: ex.ip };
 }
 
+/** validate, on a public route: a refused request counts against the address (Authenticator.noteRefusedBody). */
+function validateAnonymous(deps: PipelineDeps, ex: Exchange): void {
+  try {
+    validateStage(ex);
+  } catch (err) {
+    deps.auth.noteRefusedBody(ex.ip);
+    throw err;
+  }
+}
+
 /** A route without query parameters takes none. */
 const NO_QUERY = z.strictObject({});
 
@@ -277,11 +289,14 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
 
 /** handler: runs the route; its AppError becomes the problem answer, anything else a 500. */
 export async function handlerStage(deps: PipelineDeps, ex: Exchange): Promise<Stop> {
+  // A write whose client is gone is not started: its answer cannot be sent, and a retry would repeat it.
+  if (ex.method !== 'GET' && ex.handle.aborted) return notStarted(ex);
   let log: Logger | undefined;
   const ctx: RouteContext<unknown, unknown> = {
     req: ex.request!,
     auth: ex.authd?.auth ?? ANONYMOUS,
     requestId: ex.requestId,
+    clientGone: () => ex.handle.aborted,
     timing: { add: (name, dur) => ex.metrics.push(`${name.replace(/[^\w-]/g, '_')};dur=${dur.toFixed(1)}`) },
     // A child logger (with its redaction setup) costs tens of µs: built only for a route that logs.
     get log() {
@@ -292,8 +307,17 @@ export async function handlerStage(deps: PipelineDeps, ex: Exchange): Promise<St
   try {
     return { reply: routeResponseReply(await ex.route!.handler(ctx)) };
   } catch (err) {
+    // Withdrawn before it reached the actor (callActor): the same as not started.
+    if (err instanceof RequestNotSentError) return notStarted(ex);
     return { reply: err instanceof AppError ? appErrorReply(err) : internalReply(ex), error: err };
   }
+}
+
+/** A request not run because its client left: its idempotency key is free again; the line says 499. */
+function notStarted(ex: Exchange): Stop {
+  ex.ticket?.release();
+  ex.ticket = undefined;
+  return { reply: internalReply(ex) };
 }
 
 /**

@@ -86,6 +86,8 @@ export class ResponseHandle {
   finished = false;
   /** Allocated on the first hook: most requests register none (memory per open SSE stream counts). */
   private abortHooks: (() => void)[] | undefined;
+  /** Reading from the connection is paused until the answer (holdInput). */
+  private held = false;
 
   /** `headOnly`: a HEAD request; answers carry their headers and Content-Length, never a body. */
   constructor(
@@ -128,11 +130,30 @@ export class ResponseHandle {
     else (this.abortHooks ??= []).push(hook);
   }
 
+  /**
+   * Stops reading the connection until this answer is sent, if it is still pending at the end of
+   * this event-loop turn. uWS closes a keep-alive connection, unanswered, when the next request
+   * is parsed while an answer is pending ("async pipelining is not supported"); held, the next
+   * request waits in the kernel and is read after this answer. Bytes read in the same turn as
+   * this request (sent in the same packet) are parsed anyway: that close cannot be avoided.
+   * Call it only once the body has been read (a paused body never arrives). An answer sent within
+   * the turn costs one setImmediate and no syscall; a client that leaves while reading is paused
+   * is noticed when its answer is written.
+   */
+  holdInput(): void {
+    setImmediate(() => {
+      if (!this.open) return;
+      this.res.pause();
+      this.held = true;
+    });
+  }
+
   /** Writes the whole answer; false when the client is gone or it was already answered. */
   send(reply: Reply, closeConnection = false): boolean {
     if (!this.open) return false;
     this.finished = true;
     this.res.cork(() => {
+      if (this.held) this.res.resume();
       this.res.writeStatus(statusLine(reply.status));
       for (const [name, value] of Object.entries(reply.headers)) this.res.writeHeader(name, value);
       const noBody = reply.status === 204 || reply.status === 304;

@@ -68,6 +68,8 @@ export interface RouteContext<B = unknown, Q = unknown> {
   log: Logger;
   /** The idempotency key in force for this request (header, or `idempotencyKeyFrom`), if any. */
   idempotencyKey?: string;
+  /** True once the HTTP client is gone (closed, or uWS closed it): the answer can no longer be sent. */
+  clientGone?: () => boolean;
 }
 
 export interface RouteResponse {

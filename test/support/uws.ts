@@ -59,6 +59,17 @@ export class FakeResponse {
     return this;
   }
 
+  /** Reading paused (uWS `pause`): what happened, in order (`pause`, `resume`, `end`). */
+  readonly reads: string[] = [];
+
+  pause(): void {
+    this.reads.push('pause');
+  }
+
+  resume(): void {
+    this.reads.push('resume');
+  }
+
   cork(fn: () => void): this {
     fn();
     return this;
@@ -80,6 +91,7 @@ export class FakeResponse {
   }
 
   end(body?: string | Buffer, closeConnection?: boolean): this {
+    if (this.reads.length > 0) this.reads.push('end');
     this.body = body === undefined ? undefined : body.toString();
     this.ended = true;
     this.closedConnection = !!closeConnection;

@@ -37,5 +37,16 @@ describe('logger redaction', () => {
   it('redacts tokens embedded in URLs', () => {
     expect(redactUrl('/api/v1/webhooks/whk_abc123_DEF456')).toBe('/api/v1/webhooks/whk_[redacted]');
     expect(redactUrl('key tgk_abc_def here')).toBe('key tgk_[redacted] here');
+    expect(redactUrl('/api/v1/accounts/7/orders')).toBe('/api/v1/accounts/7/orders');
+    expect(redactUrl('/api/v1/accounts/%37/orders')).toBe('/api/v1/accounts/%37/orders');
+  });
+
+  it('redacts tokens however the path encodes them, and anything after a webhooks segment', () => {
+    expect(redactUrl('/api/v1/webhooks/%77hk_abc_DEF')).toBe('/api/v1/webhooks/whk_[redacted]');
+    expect(redactUrl('/api/v1/webhooks/whk%5Fabc_DEF')).toBe('/api/v1/webhooks/whk_[redacted]');
+    expect(redactUrl('/api/v1/%77ebhooks/%2577hk_abc_DEF')).toBe('/api/v1/%77ebhooks/[redacted]');
+    expect(redactUrl('/v1//WEBHOOKS/anything-at-all/')).toBe('/v1//WEBHOOKS/[redacted]/');
+    expect(redactUrl('/api/v1/webhooks%2Fwhk_abc_DEF')).toBe('/api/v1/webhooks/whk_[redacted]');
+    expect(redactUrl('/api/v1/things/%74gk_abc_DEF/x%ZZ')).toBe('/api/v1/things/tgk_[redacted]/x%ZZ');
   });
 });

@@ -7,7 +7,7 @@ import type { AccountRecord, OrderLimits } from '../../domain/orders.js';
 import type { ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
 import { connectionFailed } from '../../domain/connections.js';
 import type { Config } from '../../config.js';
-import { AppError, type ProblemCode, PROBLEMS } from '../../domain/problems.js';
+import { AppError, type ProblemCode, PROBLEMS, RequestNotSentError } from '../../domain/problems.js';
 import type { Store } from '../../store/index.js';
 import type { AuthContext, ResponseDoc, RouteContext } from '../route-types.js';
 import { createWebSessions, type WebSessions } from '../session-auth.js';
@@ -143,9 +143,11 @@ export async function callActor<R extends ActorRequest>(
     // A connection that gave up is answered here, without a round trip into its actor.
     const status = deps.gateway.status(connectionId);
     if (status?.status === 'FAILED') throw connectionFailed(connectionId, status.detail);
-    result = await deps.gateway.request(connectionId, req, opts);
+    // A trading action (each route's first and only side effect) is withdrawn if its client is gone before it is sent.
+    const cancelled = JOURNALED.has(req.type) ? ctx.clientGone : undefined;
+    result = await deps.gateway.request(connectionId, req, cancelled ? { ...opts, cancelled } : opts);
   } catch (err) {
-    journal(err instanceof AppError ? { error: err.code, detail: err.message } : { error: 'INTERNAL' });
+    journal(err instanceof AppError ? { error: err.code, detail: err.message } : err instanceof RequestNotSentError ? { error: 'NOT_SENT', detail: err.message } : { error: 'INTERNAL' });
     throw err;
   }
   const actorMs = performance.now() - t0;

@@ -52,3 +52,25 @@ it('never writes an API key or a webhook token', async () => {
   for (const key of Object.values(h.keys)) expect(all).not.toContain(key);
   expect(all).toContain('whk_[redacted]');
 });
+
+it('never writes a webhook token spelt with percent escapes, which the router decodes and accepts', async () => {
+  const token = h.webhookToken;
+  const secret = token.slice(token.lastIndexOf('_') + 1);
+  const everyChar = [...token].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('');
+  const paths = [
+    `/api/v1/webhooks/%77hk_${token.slice(4)}`,
+    `/api/v1/webhooks/whk%5F${token.slice(4)}`,
+    `/api/v1/%77ebhooks/${token}`,
+    `/v1//webhooks/${everyChar}/`,
+    `/api/v1/webhooks/${token.slice(0, -3)}${encodeURIComponent(secret.slice(-3))}`,
+  ];
+  for (const [i, path] of paths.entries()) {
+    const r = await fetch(h.url(path), { method: 'POST', headers: { 'X-Request-Id': `log-enc-${i}`, 'Content-Type': 'application/json' }, body: '{"action":"buy"}' });
+    // Authenticated (the alert route answered, not the 404 of an unknown token).
+    expect(r.status, path).toBe(200);
+    const [line] = await lineFor(`log-enc-${i}`);
+    expect(JSON.stringify(line), path).not.toContain(secret);
+    expect(line!['path'], path).toMatch(/\/(whk_)?\[redacted\]\/?$/);
+  }
+  expect(JSON.stringify(lines)).not.toContain(secret);
+});

@@ -78,6 +78,33 @@ describe('documented 4xx for broken requests', () => {
     expect((await http(s.url, 'GET', '/api/v1/nope', { key: s.apiKey })).json.code).toBe('NOT_FOUND');
     expect((await http(s.url, 'PUT', ordersPath(), { key: s.apiKey })).status).toBe(405);
   });
+
+  it('every path of /api-docs answers the methods it does not list with 405 and Allow, and the document says so', async () => {
+    const doc = (await http(s.url, 'GET', '/api-docs/openapi.json')).json;
+    const problem = doc.components.responses.Problem;
+    expect(problem.description).toContain('405 METHOD_NOT_ALLOWED');
+    expect(problem.headers.Allow).toEqual({ $ref: '#/components/headers/Allow' });
+    const paths = doc.paths as Record<string, Record<string, any>>;
+    // A concrete path can fit more than one template (`/connections/tradovate` is also `/connections/{id}`): Allow is all of theirs.
+    const fits = (template: string, concrete: string) => new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(concrete);
+    let checked = 0;
+    for (const [template, item] of Object.entries(paths)) {
+      const concrete = template.replace(/\{[^}]+\}/g, 'x1');
+      const all = Object.entries(paths).filter(([t]) => fits(t, concrete)).flatMap(([, i]) => Object.keys(i).map((m) => m.toUpperCase()));
+      const allow = [...new Set([...all, ...(all.includes('GET') ? ['HEAD'] : [])])].sort().join(', ');
+      const root = Object.values(item)[0].servers !== undefined;
+      const path = `${root ? '' : '/api/v1'}${concrete}`;
+      for (const op of Object.values(item)) expect(op.responses.default, `${template}`).toEqual({ $ref: '#/components/responses/Problem' });
+      for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => !all.includes(m))) {
+        const r = await http(s.url, method, path);
+        expect(r.status, `${method} ${path}`).toBe(405);
+        expect(r.headers.get('allow'), `${method} ${path}`).toBe(allow);
+        expect(r.json.code).toBe('METHOD_NOT_ALLOWED');
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(50);
+  });
 });
 
 describe('every route that takes a body answers broken bodies with the documented 4xx', () => {

@@ -80,3 +80,21 @@ test('when the worker dies every pending call rejects BROKER_UNAVAILABLE (retrya
   const later = (await c.request('c1', { type: 'accounts' }).catch((e: unknown) => e)) as AppError;
   expect(later.code).toBe('BROKER_UNAVAILABLE');
 });
+
+test('a call whose caller is gone by the turn’s flush is withdrawn (RequestNotSentError); the rest of the batch is sent', async () => {
+  const { RequestNotSentError } = await import('../../../src/domain/problems.js');
+  const c = client();
+  let gone = false;
+  const withdrawn = c.request('c1', { type: 'find-by-clordid', accountId: 'a', clOrdId: '1' }, 2000, () => gone).catch((e: unknown) => e);
+  const kept = c.request('c1', { type: 'find-by-clordid', accountId: 'a', clOrdId: '2' }, 2000, () => false);
+  // The caller goes away later in the same turn (uWS closed its connection), before the flush.
+  gone = true;
+  expect(await withdrawn).toBeInstanceOf(RequestNotSentError);
+  expect(await kept).toBe('2');
+  // Asked only at the flush: once sent, a call runs to its answer.
+  let later = false;
+  const sent = c.request('c1', { type: 'find-by-clordid', accountId: 'a', clOrdId: '3' }, 2000, () => later);
+  await new Promise((r) => setImmediate(r));
+  later = true;
+  expect(await sent).toBe('3');
+});

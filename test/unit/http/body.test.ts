@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../../../src/domain/problems.js';
-import { hasBody, isJsonMediaType, jsonNestsDeeperThan, MAX_JSON_DEPTH, parseJsonBody, validate } from '../../../src/http/body.js';
+import { firstRepeatedKey, hasBody, isJsonMediaType, jsonMemberCount, jsonNestsDeeperThan, MAX_JSON_DEPTH, MAX_JSON_FIELDS, MAX_LISTED_ERRORS, parseJsonBody, validate } from '../../../src/http/body.js';
 
 const schema = z.strictObject({ symbol: z.string(), qty: z.number().int().positive(), takeProfit: z.strictObject({ price: z.number() }).optional() });
 
@@ -55,6 +55,34 @@ describe('media types and JSON parsing', () => {
     expect(jsonNestsDeeperThan(text, 4)).toBe(false);
   });
 
+  it('counts object members outside strings, and refuses more than MAX_JSON_FIELDS before parsing', () => {
+    expect(jsonMemberCount('{"a":1,"b":{"c":":","d":[{"e":"\\":"}]}}', 32)).toBe(5);
+    const fields = (n: number) => JSON.stringify(Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, { v: i }])));
+    expect(jsonMemberCount(fields(10), 32)).toBe(20);
+    expect(parseJsonBody(Buffer.from(fields(MAX_JSON_FIELDS / 2)), 'application/json', false)).toBeTypeOf('object');
+    expect(codeOf(() => parseJsonBody(Buffer.from(fields(MAX_JSON_FIELDS / 2 + 1)), 'application/json', false))).toBe('VALIDATION_FAILED');
+  });
+
+  it('refuses a key written twice in one object, naming it, instead of keeping the last', () => {
+    const refused = (text: string) => {
+      try {
+        parseJsonBody(Buffer.from(text), 'application/json', false);
+        return 'parsed';
+      } catch (err) {
+        const e = err as AppError;
+        return `${e.code} ${(e.extensions['errors'] as { path: string }[])[0]!.path}: ${e.message}`;
+      }
+    };
+    expect(refused('{"qty":1,"qty":5}')).toBe('VALIDATION_FAILED qty: qty: given more than once');
+    expect(refused(String.raw`{"qty":1,"q\u0074y":5}`)).toBe('VALIDATION_FAILED qty: qty: given more than once');
+    expect(refused('{"symbol":"ES","takeProfit":{"price":1,"ticks":2,"price":3}}')).toBe('VALIDATION_FAILED takeProfit.price: takeProfit.price: given more than once');
+    expect(refused('{"legs":[{"a":1},{"a":2,"b":{},"a":3}]}')).toBe('VALIDATION_FAILED legs.1.a: legs.1.a: given more than once');
+    // The same key in different objects, and keys that look alike inside strings, are fine.
+    expect(refused('{"a":{"x":1},"b":{"x":1},"c":[{"x":1},{"x":2}],"d":"\\"a\\":1,\\"a\\":2"}')).toBe('parsed');
+    expect(refused('{"__proto__":1,"a":[1,2,{"__proto__":2}]}')).toBe('parsed');
+    expect(firstRepeatedKey('[{"k":[1,{"z":1,"z":2}]}]')).toBe('0.k.1.z');
+  });
+
   it('hasBody looks at Content-Length and chunked encoding', () => {
     expect(hasBody({ 'content-length': '3' })).toBe(true);
     expect(hasBody({ 'content-length': '0' })).toBe(false);
@@ -73,6 +101,25 @@ describe('validate', () => {
       expect(e.code).toBe('VALIDATION_FAILED');
       const paths = (e.extensions['errors'] as { path: string }[]).map((x) => x.path).sort();
       expect(paths).toEqual(['qty', 'stopLos', 'symbol', 'takeProfit.extra', 'takeProfit.price']);
+    }
+  });
+
+  it('lists at most MAX_LISTED_ERRORS problems and counts the rest in errorsOmitted', () => {
+    const body = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`x${i}`, 1]));
+    try {
+      validate(schema, { ...body, qty: 'one' }, 'body');
+      expect.unreachable();
+    } catch (err) {
+      const ext = (err as AppError).extensions as { errors: unknown[]; errorsOmitted: number };
+      expect(ext.errors).toHaveLength(MAX_LISTED_ERRORS);
+      // symbol missing, qty wrong, 100 unknown
+      expect(ext.errors.length + ext.errorsOmitted).toBe(102);
+    }
+    try {
+      validate(schema, { qty: 0 }, 'body');
+      expect.unreachable();
+    } catch (err) {
+      expect((err as AppError).extensions).not.toHaveProperty('errorsOmitted');
     }
   });
 

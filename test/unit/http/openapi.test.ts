@@ -69,7 +69,8 @@ describe('buildOpenApiDocument', () => {
       content: { 'application/json': { schema: { type: 'object', additionalProperties: false, required: ['symbol', 'qty'], properties: { qty: { type: 'integer' } } } } },
     });
     const responses = place['responses'] as Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
-    expect(Object.keys(responses).sort()).toEqual(['201', '400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503']);
+    expect(Object.keys(responses).sort()).toEqual(['201', '400', '401', '403', '404', '409', '413', '415', '422', '429', '500', '503', 'default']);
+    expect(responses['default']).toEqual({ $ref: '#/components/responses/Problem' });
     expect(responses['201']!.content!['application/json']).toMatchObject({ schema: { properties: { orderId: { type: 'string' } } } });
     expect(responses['409']!.content!['application/problem+json']).toEqual({ schema: { $ref: '#/components/schemas/Problem' } });
     expect(Object.keys(responses['201']!.headers!)).toEqual(expect.arrayContaining(['Idempotent-Replayed', 'RateLimit', 'RateLimit-Policy']));

@@ -468,6 +468,82 @@ describe('runPipeline', () => {
     expect(admitted.res.header('RateLimit-Policy')).toBe('"key";q=1;w=60');
   });
 
+  it('does not start a write whose client left while its key was claimed (a cluster store answers later), and frees the key', async () => {
+    const deps: PipelineDeps = {
+      ...w.deps,
+      gate: new IdempotencyGate({ get: () => new Promise((r) => setTimeout(() => r(undefined), 5)), put: async () => undefined }),
+    };
+    const headers = { 'x-api-key': 'tgk_a_rw', 'idempotency-key': 'k-gone', 'content-type': 'application/json', 'content-length': '23' };
+    const { ex, res } = exchange('POST', '/api/v1/orders', headers);
+    const done = runPipeline(deps, ex);
+    res.feed('{"symbol":"ES","qty":1}', true);
+    await new Promise((r) => setTimeout(r, 1));
+    res.abort();
+    await done;
+    expect(w.handled).toHaveLength(0);
+    expect(deps.gate.inFlightCount()).toBe(0);
+    expect(w.log.some((l) => l.includes('"status":499'))).toBe(true);
+  });
+
+  it('a write whose client is gone when it reaches the actor is withdrawn: not run, key freed, 499', async () => {
+    const { RequestNotSentError } = await import('../../../src/domain/problems.js');
+    const seen: boolean[] = [];
+    let uwsParsesThePipelinedRequest = () => undefined as void;
+    const deps: PipelineDeps = {
+      ...w.deps,
+      router: new Router([
+        defineRoute({
+          method: 'POST', path: '/orders', scope: 'trade', operationId: 'place', summary: 'place', responses: [], body: orderBody, idempotent: true,
+          // What callActor does: the gateway asks clientGone at the turn's flush.
+          handler: async (ctx) => {
+            // The handler runs before uWS reads on; then it parses the next request and closes.
+            seen.push(ctx.clientGone!());
+            uwsParsesThePipelinedRequest();
+            await new Promise((r) => setImmediate(r));
+            seen.push(ctx.clientGone!());
+            if (ctx.clientGone!()) throw new RequestNotSentError('gone');
+            return { status: 201, body: {} };
+          },
+        }),
+      ]),
+    };
+    const headers = { 'x-api-key': 'tgk_a_rw', 'idempotency-key': 'k-flush', 'content-type': 'application/json', 'content-length': '23' };
+    const { ex, res } = exchange('POST', '/api/v1/orders', headers);
+    uwsParsesThePipelinedRequest = () => res.abort();
+    const done = runPipeline(deps, ex);
+    res.feed('{"symbol":"ES","qty":1}', true);
+    await done;
+    expect(seen).toEqual([false, true]);
+    expect(res.ended).toBe(false);
+    expect(deps.gate.inFlightCount()).toBe(0);
+    expect(w.stored.size).toBe(0);
+    expect(w.log.some((l) => l.includes('"status":499'))).toBe(true);
+  });
+
+  it('holds the connection’s input while an answer is pending past the turn, and resumes it before the answer', async () => {
+    const slow: PipelineDeps = {
+      ...w.deps,
+      router: new Router([
+        defineRoute({
+          method: 'GET', path: '/slow', scope: 'read', operationId: 'slow', summary: 'slow', responses: [],
+          handler: async () => {
+            await new Promise((r) => setTimeout(r, 5));
+            return { status: 200, body: {} };
+          },
+        }),
+      ]),
+    };
+    const pending = exchange('GET', '/api/v1/slow', { 'x-api-key': 'tgk_a_rw' });
+    await runPipeline(slow, pending.ex);
+    expect(pending.res.reads).toEqual(['pause', 'resume', 'end']);
+    // Answered within the turn: never paused.
+    const quick = exchange('GET', '/api/v1/things/1', { 'x-api-key': 'tgk_a_rw' });
+    await runPipeline(w.deps, quick.ex);
+    await new Promise((r) => setImmediate(r));
+    expect(quick.res.ended).toBe(true);
+    expect(quick.res.reads).toEqual([]);
+  });
+
   it('answers a stage’s coded error with its problem body', async () => {
     const { ex, res } = exchange('GET', '/api/v1/things/1', {});
     await runPipeline(w.deps, ex);

@@ -1,0 +1,132 @@
+/**
+ * Pipelining behind a slow answer (README "HTTP edge cases"), raw sockets against `serve --paper`.
+ * uWS closes a keep-alive connection, unanswered, when a request is parsed while the previous
+ * answer is still pending. The service never places an order whose client is gone that way,
+ * and a request arriving later waits until the pending answer is out.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { control } from '../../support/sim.js';
+import { eventually, http } from '../../support/http.js';
+import { startServe, type Served } from '../../support/processes.js';
+import { header, parseResponses, rawExchange, rawRequest } from '../../support/raw-http.js';
+
+let s: Served;
+let acc: string;
+const ES = (() => {
+  const r = resolveSymbol('ES', new Date());
+  if (!r.ok) throw new Error(r.reason);
+  return r.contract;
+})();
+const workingAt = async (price: number) =>
+  ((await http(s.url, 'GET', `/api/v1/accounts/${acc}/working-orders`, { key: s.apiKey })).json.data as { price: number }[]).filter((o) => o.price === price).length;
+const order = (price: number, headers: [string, string][] = []) =>
+  rawRequest('POST', `/api/v1/accounts/${acc}/orders`, [['X-API-Key', s.apiKey], ['Content-Type', 'application/json'], ...headers], JSON.stringify({ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price }));
+/** The access-log lines of requests to `path` so far. */
+const accessLines = (method: string, path: string) =>
+  s
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('"msg":"request"'))
+    .map((l) => JSON.parse(l) as { method: string; path: string; status: number })
+    .filter((l) => l.method === method && l.path === path);
+const settle = () => new Promise((r) => setTimeout(r, 400));
+
+beforeAll(async () => {
+  s = await startServe({ RATE_LIMIT_PER_MIN: '100000' }, { logLevel: 'info' });
+  acc = s.accounts[0]!;
+  await control(s, 'POST', '/prices', { symbol: ES, price: 5000 });
+}, 60_000);
+afterEach(async () => {
+  await control(s, 'DELETE', '/faults');
+});
+afterAll(async () => {
+  expect(await s?.stop()).toBe(0);
+});
+
+describe('a request pipelined in the same write as an order', () => {
+  it('the connection is closed unanswered (uWS), and the order is not placed: a plain retry is safe', async () => {
+    const ordersPath = `/api/v1/accounts/${acc}/orders`;
+    const before = accessLines('POST', ordersPath).length;
+    const r = await rawExchange(s.url, [order(4801) + rawRequest('GET', '/healthz')], { waitMs: 3000 });
+    expect(r.text).toBe('');
+    expect(r.closedAfterMs).not.toBeNull();
+    await settle();
+    expect(await workingAt(4801)).toBe(0);
+    // The access log says the client went away (499).
+    const lines = await eventually(async () => accessLines('POST', ordersPath).length > before && accessLines('POST', ordersPath).slice(before), 'the access line');
+    expect(lines.map((l) => l.status)).toEqual([499]);
+    // The retry places it, once.
+    const retry = await http(s.url, 'POST', ordersPath, { key: s.apiKey, body: { symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4801 } });
+    expect(retry.status, retry.text).toBe(201);
+    expect(await workingAt(4801)).toBe(1);
+  });
+
+  it('with an Idempotency-Key the key stays free: the retry places the order (no 409, no replay of a lost answer)', async () => {
+    const headers: [string, string][] = [['Idempotency-Key', 'pipelined-1']];
+    const r = await rawExchange(s.url, [order(4802, headers) + rawRequest('GET', '/healthz')], { waitMs: 3000 });
+    expect(r.text).toBe('');
+    await settle();
+    expect(await workingAt(4802)).toBe(0);
+    const retry = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, {
+      key: s.apiKey,
+      headers: { 'Idempotency-Key': 'pipelined-1' },
+      body: { symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4802 },
+    });
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    const again = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, {
+      key: s.apiKey,
+      headers: { 'Idempotency-Key': 'pipelined-1' },
+      body: { symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4802 },
+    });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await workingAt(4802)).toBe(1);
+  });
+
+  it('a cancel pipelined in the same write is not sent either', async () => {
+    const placed = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4803 } });
+    expect(placed.status, placed.text).toBe(201);
+    const cancel = rawRequest('DELETE', `/api/v1/accounts/${acc}/orders/${placed.json.orderId}`, [['X-API-Key', s.apiKey]]);
+    const r = await rawExchange(s.url, [cancel + rawRequest('GET', '/healthz')], { waitMs: 3000 });
+    expect(r.text).toBe('');
+    await settle();
+    expect(await workingAt(4803)).toBe(1);
+  });
+});
+
+describe('a request pipelined while an answer is pending', () => {
+  it('waits for the order’s answer and is answered after it, on the same connection', async () => {
+    // The broker answers in 400 ms: the second request surely arrives while the order is pending.
+    await control(s, 'POST', '/faults', { latencyMs: 400 });
+    const r = await rawExchange(s.url, [order(4804), rawRequest('GET', '/healthz')], { waitMs: 1500, gapMs: 150 });
+    const [placed, health] = parseResponses(r.text, ['POST', 'GET']);
+    expect(placed?.status, r.text).toBe(201);
+    expect(JSON.parse(placed!.body)).toMatchObject({ price: 4804, status: 'working' });
+    expect(health).toMatchObject({ status: 200, body: '{"status":"ok"}' });
+    expect(r.closedAfterMs).toBeNull();
+    expect(await workingAt(4804)).toBe(1);
+  });
+
+  it('the same with a slow read behind the order', async () => {
+    await control(s, 'POST', '/faults', { latencyMs: 300 });
+    const positions = rawRequest('GET', `/api/v1/accounts/${acc}/positions`, [['X-API-Key', s.apiKey]]);
+    const r = await rawExchange(s.url, [rawRequest('GET', '/healthz'), order(4805), positions], { waitMs: 1500, gapMs: 100 });
+    const answers = parseResponses(r.text, ['GET', 'POST', 'GET']);
+    expect(answers.map((a) => a.status), r.text).toEqual([200, 201, 200]);
+    expect(JSON.parse(answers[2]!.body)).toHaveProperty('data');
+    expect(r.closedAfterMs).toBeNull();
+  });
+
+  it('requests queued together behind it are read together: the pending answer is sent, then uWS closes; a queued order is not placed', async () => {
+    await control(s, 'POST', '/faults', { latencyMs: 400 });
+    const r = await rawExchange(s.url, [order(4806), order(4807) + rawRequest('GET', '/healthz')], { waitMs: 4000, gapMs: 150 });
+    const answers = parseResponses(r.text, ['POST', 'POST', 'GET']);
+    expect(answers.map((a) => a.status), r.text).toEqual([201]);
+    expect(r.closedAfterMs).not.toBeNull();
+    await control(s, 'DELETE', '/faults');
+    await settle();
+    expect(await workingAt(4806)).toBe(1);
+    expect(await workingAt(4807)).toBe(0);
+  });
+});
