@@ -251,8 +251,10 @@ export class Exposure {
       this.seenFills.add(f.id);
       this.filled.set(Number(f.orderId), (this.filled.get(Number(f.orderId)) ?? 0) + Number(f.qty ?? 0));
     }
-    for (const o of this.mirror.all('order')) if (!GONE.has(String(o.ordStatus))) this.recount(o.id);
+    // Holds count before the orders: recounting a reported order ends its hold, which takes the
+    // hold's contracts back out of the books.
     for (const h of this.holds) this.adjust(h.accountId, h.contractId, h.side, h.qty);
+    for (const o of this.mirror.all('order')) if (!GONE.has(String(o.ordStatus))) this.recount(o.id);
     for (const [orderId, h] of [...this.bound]) if (this.reported(orderId)) this.endHold(h);
   }
 }
