@@ -140,25 +140,25 @@ export class Exposure {
   }
 
   private apply(change: MirrorChange): void {
+    if (change.entityType === '*') return this.rebuild();
+    // Only the snapshot change comes without an entity.
     const e = change.entity;
+    if (!e) return;
     switch (change.entityType) {
-      case '*':
-        return this.rebuild();
       case 'contract':
-        if (e && typeof e.name === 'string') this.names.set(e.name, e.id);
+        if (typeof e.name === 'string') this.names.set(e.name, e.id);
         return;
       case 'fill':
-        if (e && change.eventType !== 'Deleted') this.fill(e);
+        if (change.eventType !== 'Deleted') this.fill(e);
         return;
       case 'order':
-        if (!e) return;
         if (change.eventType === 'Deleted') return this.place(e.id, null);
         this.recount(e.id);
         for (const f of this.orphans.get(e.id) ?? []) this.fill(f);
         this.orphans.delete(e.id);
         return;
       case 'orderVersion':
-        if (e && typeof e.orderId === 'number') this.recount(e.orderId);
+        if (typeof e.orderId === 'number') this.recount(e.orderId);
         return;
     }
   }
