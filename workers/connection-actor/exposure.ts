@@ -140,25 +140,25 @@ export class Exposure {
   }
 
   private apply(change: MirrorChange): void {
+    if (change.entityType === '*') return this.rebuild();
+    // Only the snapshot change comes without an entity.
     const e = change.entity;
+    if (!e) return;
     switch (change.entityType) {
-      case '*':
-        return this.rebuild();
       case 'contract':
-        if (e && typeof e.name === 'string') this.names.set(e.name, e.id);
+        if (typeof e.name === 'string') this.names.set(e.name, e.id);
         return;
       case 'fill':
-        if (e && change.eventType !== 'Deleted') this.fill(e);
+        if (change.eventType !== 'Deleted') this.fill(e);
         return;
       case 'order':
-        if (!e) return;
         if (change.eventType === 'Deleted') return this.place(e.id, null);
         this.recount(e.id);
         for (const f of this.orphans.get(e.id) ?? []) this.fill(f);
         this.orphans.delete(e.id);
         return;
       case 'orderVersion':
-        if (e && typeof e.orderId === 'number') this.recount(e.orderId);
+        if (typeof e.orderId === 'number') this.recount(e.orderId);
         return;
     }
   }
@@ -251,8 +251,10 @@ export class Exposure {
       this.seenFills.add(f.id);
       this.filled.set(Number(f.orderId), (this.filled.get(Number(f.orderId)) ?? 0) + Number(f.qty ?? 0));
     }
-    for (const o of this.mirror.all('order')) if (!GONE.has(String(o.ordStatus))) this.recount(o.id);
+    // Holds count before the orders: recounting a reported order ends its hold, which takes the
+    // hold's contracts back out of the books.
     for (const h of this.holds) this.adjust(h.accountId, h.contractId, h.side, h.qty);
+    for (const o of this.mirror.all('order')) if (!GONE.has(String(o.ordStatus))) this.recount(o.id);
     for (const [orderId, h] of [...this.bound]) if (this.reported(orderId)) this.endHold(h);
   }
 }

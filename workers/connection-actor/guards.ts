@@ -44,6 +44,8 @@ interface AccountState {
   flattening: boolean;
   /** Start of the trading day whose P&L limit already tripped (one trip per day). */
   trippedDay: number | null;
+  /** The day's P&L lock while a kill switch covers it: it takes over when the kill switch is lifted. */
+  dayLock: LockState | null;
   /** The account's limits without a narrowing, per origin (built once per guards change). */
   limits: Partial<Record<'api' | 'webhook', EffectiveLimits>>;
 }
@@ -132,7 +134,11 @@ export class GuardKeeper {
   /** Kill switch: locks the account until unlocked, then flattens it unless `flattenToo` is false. */
   async lock(accountId: string, flattenToo: boolean, detail = 'kill switch'): Promise<LockResult> {
     const state = this.state(accountId);
-    if (state.lock?.guard !== 'kill_switch') this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail });
+    if (state.lock?.guard !== 'kill_switch') {
+      // A P&L lock (or none) under the kill switch: it still ends only with its day, not at the unlock.
+      state.dayLock = state.lock;
+      this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail });
+    }
     let result: LockResult['flatten'] = null;
     if (flattenToo) {
       try {
@@ -150,7 +156,10 @@ export class GuardKeeper {
     return { status: this.status(accountId), flatten: result };
   }
 
-  /** Lifts a kill-switch lock; a P&L lock lasts until the next trading day (409). */
+  /**
+   * Lifts a kill-switch lock; a P&L lock lasts until the next trading day (409), and one that
+   * tripped under the kill switch is what remains after it.
+   */
   unlock(accountId: string): GuardStatus {
     const state = this.accounts.get(accountId);
     const lock = state?.lock;
@@ -163,6 +172,9 @@ export class GuardKeeper {
       });
     }
     this.clearLock(accountId, state, 'kill_switch', 'unlocked');
+    const dayLock = state.dayLock;
+    state.dayLock = null;
+    if (dayLock?.until && this.now() < dayLock.until) this.setLock(accountId, state, dayLock);
     return this.status(accountId);
   }
 
@@ -242,8 +254,11 @@ export class GuardKeeper {
     state.trippedDay = day.start;
     const what = trip.guard === 'daily_loss' ? `the daily loss limit of ${trip.limit}` : `the profit target of ${trip.limit}`;
     const detail = `P&L of the day ${pnl} reached ${what}`;
-    // A kill-switch lock is stronger (it lasts until unlocked): keep it, flatten all the same.
-    if (state.lock?.guard !== 'kill_switch') this.setLock(accountId, state, { guard: trip.guard, since: this.now(), until: day.end, detail });
+    // A kill-switch lock is stronger (it lasts until unlocked): keep it, flatten all the same,
+    // and keep the day's lock for when it is lifted.
+    const lock: LockState = { guard: trip.guard, since: this.now(), until: day.end, detail };
+    if (state.lock?.guard === 'kill_switch') state.dayLock = lock;
+    else this.setLock(accountId, state, lock);
     this.flattenFor(accountId, state, trip.guard, detail);
   }
 
@@ -309,7 +324,7 @@ export class GuardKeeper {
 }
 
 function fresh(config: GuardConfig, lock: LockState | null): AccountState {
-  return { config, lock, inside: null, owed: null, flattening: false, trippedDay: null, limits: {} };
+  return { config, lock, inside: null, owed: null, flattening: false, trippedDay: null, dayLock: null, limits: {} };
 }
 
 function summary(r: FlattenResult): string {

@@ -236,5 +236,88 @@ describe('Exposure', () => {
     expect(now()).toEqual({ net: 1, buying: 0, selling: 3 });
     expect(exposure.total(String(A))).toBe(2);
   });
-});
 
+  it('a position with nothing working is listed among the account’s contracts', () => {
+    const { exposure } = setup({ positions: [{ id: 80, accountId: A, contractId: C, netPos: -2 }] });
+    expect(exposure.contracts(String(A))).toEqual([{ contractId: C, exposure: { net: -2, buying: 0, selling: 0 } }]);
+  });
+
+  it('holds end one by one: releasing one leaves another bound to its order until that order is reported', () => {
+    const { mirror, exposure, now } = setup();
+    const first = exposure.hold(String(A), C, 'buy', 1);
+    const second = exposure.hold(String(A), C, 'buy', 2);
+    const [id1, id2] = [nextId++, nextId++];
+    first.bind(id1);
+    second.bind(id2);
+    first.release();
+    expect(now().buying).toBe(2);
+    mirror.apply('order', 'Created', { id: id2, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Working' });
+    mirror.apply('orderVersion', 'Created', { id: nextId++, orderId: id2, orderQty: 2 });
+    // The order's own quantity replaces the hold's: 2, not 4.
+    expect(now().buying).toBe(2);
+  });
+
+  it('a fill deletion is never counted as a fill, even for a fill never seen', () => {
+    const { mirror, order, now } = setup();
+    const id = order('Buy', 2);
+    mirror.apply('fill', 'Deleted', { id: nextId++, orderId: id, contractId: C, action: 'Buy', qty: 1, price: 5000 });
+    expect(now()).toEqual({ net: 0, buying: 2, selling: 0 });
+  });
+
+  it('different fills arriving before their order all count when it shows up', () => {
+    const { mirror, now } = setup();
+    const id = nextId++;
+    mirror.apply('fill', 'Created', { id: nextId++, orderId: id, contractId: C, action: 'Buy', qty: 1, price: 5000 });
+    mirror.apply('fill', 'Created', { id: nextId++, orderId: id, contractId: C, action: 'Buy', qty: 2, price: 5000 });
+    mirror.apply('order', 'Created', { id, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Filled' });
+    mirror.apply('orderVersion', 'Created', { id: nextId++, orderId: id, orderQty: 3 });
+    expect(now()).toEqual({ net: 3, buying: 0, selling: 0 });
+  });
+
+  it('a one-cancels-other pair without a parent counts its larger leg once', () => {
+    const { mirror, order, now } = setup();
+    const a = order('Sell', 2);
+    const b = order('Sell', 3, { ocoId: a });
+    mirror.apply('order', 'Updated', { ...mirror.get('order', a)!, ocoId: b });
+    expect(now()).toEqual({ net: 0, buying: 0, selling: 3 });
+  });
+
+  it('separate orders, separate brackets and separate one-cancels-other pairs each count', () => {
+    const { mirror, order, now } = setup();
+    order('Buy', 1);
+    order('Buy', 2);
+    expect(now().buying).toBe(3);
+    for (const entry of [order('Buy', 1), order('Buy', 1)]) order('Sell', 1, { parentId: entry });
+    expect(now()).toEqual({ net: 0, buying: 5, selling: 2 });
+    for (let i = 0; i < 2; i++) {
+      const a = order('Sell', 1);
+      const b = order('Sell', 1, { ocoId: a });
+      mirror.apply('order', 'Updated', { ...mirror.get('order', a)!, ocoId: b });
+    }
+    expect(now()).toEqual({ net: 0, buying: 5, selling: 4 });
+  });
+
+  it('a resync ends the holds of orders the snapshot reports, working or final, and keeps the others', () => {
+    const { mirror, exposure, now } = setup();
+    const working = exposure.hold(String(A), C, 'buy', 2);
+    const rejected = exposure.hold(String(A), C, 'buy', 3);
+    const unreported = exposure.hold(String(A), C, 'sell', 1);
+    working.bind(90);
+    rejected.bind(91);
+    unreported.bind(92);
+    expect(now()).toEqual({ net: 0, buying: 5, selling: 1 });
+    mirror.replace({
+      accounts: [{ id: A, name: 'A' }],
+      contracts: [{ id: C, name: 'ESZ6' }],
+      orders: [
+        { id: 90, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Working' },
+        { id: 91, accountId: A, contractId: C, action: 'Buy', ordStatus: 'Rejected' },
+      ],
+      orderVersions: [{ id: 93, orderId: 90, orderQty: 2 }, { id: 94, orderId: 91, orderQty: 3 }],
+    });
+    expect(now()).toEqual({ net: 0, buying: 2, selling: 1 });
+    unreported.release();
+    working.release();
+    expect(now()).toEqual({ net: 0, buying: 2, selling: 0 });
+  });
+});

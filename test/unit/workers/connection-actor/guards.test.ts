@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { GuardEvent } from '../../../../src/actors/protocol.js';
-import { guardConfig, type GuardConfig, type LockState } from '../../../../src/domain/guards.js';
+import type { QuoteFeed } from '../../../../src/broker/tradovate/quotes.js';
+import { guardConfig, NO_GUARDS, type GuardConfig, type LockState } from '../../../../src/domain/guards.js';
 import { tradingDay, zonedToUtc } from '../../../../src/domain/trading-time.js';
 import { GuardKeeper } from '../../../../workers/connection-actor/guards.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
@@ -9,16 +10,63 @@ import { rejected, thrown } from '../../../support/errors.js';
 
 // Monday 2026-11-23 10:00 America/Chicago.
 const MON_10 = zonedToUtc(2026, 11, 23, 600, 'America/Chicago');
+const MON_15 = zonedToUtc(2026, 11, 23, 15 * 60, 'America/Chicago');
+const DAY = tradingDay(MON_10);
+const WINDOWS = { timeZone: 'America/Chicago', flattenAtEnd: true, windows: [{ days: ['mon' as const], start: '08:30', end: '15:00' }] };
 
-function setup(config: Partial<GuardConfig> | null, lock: LockState | null = null) {
+/** A quote feed that records what the keeper asks of it. */
+function quoteFeed() {
+  const calls: string[] = [];
+  const feed = {
+    want: (ids: ReadonlySet<number>) => calls.push(`want ${[...ids].sort((a, b) => a - b).join(',')}`),
+    reset: () => calls.push('reset'),
+    close: () => calls.push('close'),
+  };
+  return { feed: feed as unknown as QuoteFeed, calls };
+}
+
+function setup(config: Partial<GuardConfig> | null, lock: LockState | null = null, opts: { quotes?: QuoteFeed; more?: Record<string, Partial<GuardConfig>> } = {}) {
   const { broker, ctx, events } = fakeActorContext(50);
   const clock = { now: MON_10 };
-  const keeper = new GuardKeeper({ ctx, now: () => clock.now, tickMs: 1000, initial: config ? { [ACCOUNT]: { config: guardConfig(config), lock } } : {} });
+  const initial = Object.fromEntries([
+    ...(config ? [[ACCOUNT, { config: guardConfig(config), lock }]] : []),
+    ...Object.entries(opts.more ?? {}).map(([id, c]) => [id, { config: guardConfig(c), lock: null }]),
+  ]);
+  const keeper = new GuardKeeper({ ctx, now: () => clock.now, tickMs: 1000, initial, ...(opts.quotes ? { quotes: opts.quotes } : {}) });
   ctx.guards = keeper;
   const guardEvents = () => events.filter((e): e is GuardEvent => e.type === 'guard');
+  // Resolves with the first guard event that matches, as soon as it is emitted.
+  const waiters = new Set<() => void>();
+  const emit = ctx.emit;
+  ctx.emit = (e) => {
+    emit(e);
+    for (const w of [...waiters]) w();
+  };
+  const event = (action: GuardEvent['action'], guard?: GuardEvent['guard']) =>
+    new Promise<GuardEvent>((resolve) => {
+      const check = () => {
+        const e = guardEvents().find((x) => x.action === action && (guard === undefined || x.guard === guard));
+        if (e) {
+          waiters.delete(check);
+          resolve(e);
+        }
+      };
+      waiters.add(check);
+      check();
+    });
+  // Lets a flatten the keeper started run to its end (the fake broker answers without timers).
   const settle = () => new Promise((r) => setTimeout(r, 0));
-  return { broker, ctx, keeper, clock, guardEvents, settle };
+  // A position of `qty` (negative: short) taken at `price`, bypassing the guards.
+  const position = (qty: number, price = 5000) => {
+    const id = broker.addOrder({ action: qty > 0 ? 'Buy' : 'Sell', qty: Math.abs(qty) });
+    broker.fill(id, Math.abs(qty), price);
+  };
+  return { broker, ctx, keeper, clock, guardEvents, event, settle, position };
 }
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('GuardKeeper.admit', () => {
   it('an account without guards and an order without narrowing hold nothing', () => {
@@ -34,10 +82,43 @@ describe('GuardKeeper.admit', () => {
     expect(guardEvents()).toMatchObject([{ type: 'guard', connectionId: 'c1', accountId: ACCOUNT, guard: 'max_order_qty', action: 'refused', ts: MON_10 }]);
   });
 
+  it('an admitted entry holds its contracts until released: a second entry is checked against it', () => {
+    const { keeper } = setup({ maxPositionPerContract: 2 });
+    const hold = keeper.admit(newOrder({ qty: 2 }))!;
+    expect(keeper.exposure.contract(ACCOUNT, CONTRACT)).toEqual({ net: 0, buying: 2, selling: 0 });
+    expect(thrown(() => keeper.admit(newOrder())).extensions).toMatchObject({ guard: 'max_position', value: 3 });
+    hold.release();
+    expect(keeper.admit(newOrder())).not.toBeNull();
+  });
+
   it('a token’s narrowing applies even to an account without guards', () => {
     const { keeper } = setup(null);
     const err = thrown(() => keeper.admit({ ...newOrder(), narrowing: [{ allowedProducts: ['NQ'] }] }));
     expect(err.extensions).toMatchObject({ guard: 'allowed_products', value: 'ES' });
+  });
+
+  it('a narrowing tightens the account’s own guards for its orders only, before and after orders without one', () => {
+    const { keeper } = setup({ maxOrderQty: 5 });
+    keeper.admit(newOrder({ qty: 3 }))!.release();
+    expect(thrown(() => keeper.admit({ ...newOrder({ qty: 3 }), narrowing: [{ maxOrderQty: 2 }] })).extensions).toMatchObject({ guard: 'max_order_qty', limit: 2 });
+    keeper.admit(newOrder({ qty: 5 }))!.release();
+    expect(thrown(() => keeper.admit(newOrder({ qty: 6 }))).extensions).toMatchObject({ limit: 5 });
+  });
+
+  it('webhookFlatOnly refuses alerts but not API orders while the contract is not flat', () => {
+    const { keeper, position } = setup({ webhookFlatOnly: true });
+    position(1);
+    expect(keeper.admit(newOrder())).not.toBeNull();
+    expect(keeper.admit({ ...newOrder(), origin: 'api' })).not.toBeNull();
+    expect(thrown(() => keeper.admit({ ...newOrder(), origin: 'webhook' })).extensions).toMatchObject({ guard: 'flat_only' });
+  });
+
+  it('a product outside the symbol catalogue is its symbol without month and year', () => {
+    const { broker, keeper } = setup({ allowedProducts: ['XYZ'] });
+    broker.mirror.apply('contract', 'Created', { id: 9, name: 'XYZZ6' });
+    expect(keeper.admit(newOrder({ symbol: 'XYZZ6' }))).not.toBeNull();
+    keeper.setGuards(ACCOUNT, guardConfig({ allowedProducts: ['ES'] }));
+    expect(thrown(() => keeper.admit(newOrder({ symbol: 'XYZZ6' }))).extensions).toMatchObject({ guard: 'allowed_products', value: 'XYZ' });
   });
 
   it('while locked: entries refused, exits placed', async () => {
@@ -52,9 +133,28 @@ describe('GuardKeeper.admit', () => {
     expect((await rejected(placeOrder(ctx, newOrder({ side: 'sell', qty: 1 })))).extensions).toMatchObject({ guard: 'kill_switch' });
   });
 
-  it('a contract the connection cannot name yet is a retryable 503, not a guess', () => {
+  it('a contract the connection cannot name yet is a retryable 503 naming it, not a guess', () => {
     const { keeper } = setup({ maxPositionPerContract: 1 });
-    expect(thrown(() => keeper.admit(newOrder({ symbol: 'NQZ6' }))).code).toBe('BROKER_UNAVAILABLE');
+    const err = thrown(() => keeper.admit(newOrder({ symbol: 'NQZ6' })));
+    expect(err).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1 });
+    expect(err.message).toContain('NQZ6');
+  });
+});
+
+describe('setGuards', () => {
+  it('new guards apply to the next order at once; a lock stays', async () => {
+    const { keeper } = setup({ maxOrderQty: 1 });
+    keeper.admit(newOrder())!.release();
+    expect(keeper.setGuards(ACCOUNT, guardConfig({ maxOrderQty: 3 })).config.maxOrderQty).toBe(3);
+    keeper.admit(newOrder({ qty: 3 }))!.release();
+    await keeper.lock(ACCOUNT, false);
+    expect(keeper.setGuards(ACCOUNT, guardConfig({})).lock).toMatchObject({ guard: 'kill_switch' });
+  });
+
+  it('an account without guards gets them', () => {
+    const { keeper } = setup(null);
+    keeper.setGuards(ACCOUNT, guardConfig({ maxOrderQty: 1 }));
+    expect(thrown(() => keeper.admit(newOrder({ qty: 2 }))).extensions).toMatchObject({ guard: 'max_order_qty' });
   });
 });
 
@@ -70,69 +170,217 @@ describe('kill switch', () => {
     expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
     expect(guardEvents().map((e) => [e.guard, e.action])).toEqual([['kill_switch', 'locked'], ['kill_switch', 'flattened']]);
     expect(guardEvents()[0]!.lock).toMatchObject({ guard: 'kill_switch' });
+    expect(guardEvents()[1]!.detail).toBe('cancelled 1 orders, ESZ6 liquidated (1)');
     expect(keeper.unlock(ACCOUNT).lock).toBeNull();
-    expect(guardEvents().at(-1)).toMatchObject({ action: 'unlocked', lock: null });
+    expect(guardEvents().at(-1)).toMatchObject({ guard: 'kill_switch', action: 'unlocked', detail: 'unlocked', lock: null });
+  });
+
+  it('without a reason the lock says “kill switch”; locking again keeps the first lock and reports nothing new', async () => {
+    const { keeper, clock, guardEvents } = setup(null);
+    await keeper.lock(ACCOUNT, false);
+    clock.now += 60_000;
+    const again = await keeper.lock(ACCOUNT, false, 'again');
+    expect(again.status.lock).toEqual({ guard: 'kill_switch', since: MON_10, until: null, detail: 'kill switch' });
+    expect(guardEvents().filter((e) => e.action === 'locked')).toHaveLength(1);
+    // The account had no guards: it still has none, only the lock.
+    expect(again.status.config).toEqual(NO_GUARDS);
+  });
+
+  it('the flatten summary names every position closed, says when there was none, and which liquidations failed', async () => {
+    const { broker, keeper, guardEvents, position } = setup(null);
+    expect((await keeper.lock(ACCOUNT, true)).flatten).toMatchObject({ cancelledOrderIds: [], positions: [] });
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'cancelled 0 orders, no position' });
+    keeper.unlock(ACCOUNT);
+    position(1);
+    broker.mirror.apply('contract', 'Created', { id: 2, name: 'NQZ6' });
+    broker.mirror.apply('position', 'Created', { id: 600, accountId: Number(ACCOUNT), contractId: 2, netPos: -2, netPrice: 20000 });
+    await keeper.lock(ACCOUNT, true);
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'cancelled 0 orders, ESZ6 liquidated (1), NQZ6 liquidated (2)' });
+    keeper.unlock(ACCOUNT);
+    position(2);
+    broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'UnknownReason', failureText: 'market closed' });
+    await keeper.lock(ACCOUNT, true);
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'cancelled 0 orders, ESZ6 failed' });
   });
 
   it('a flatten that fails keeps the lock and is retried on the tick until it goes through', async () => {
-    const { broker, ctx, keeper, guardEvents, settle } = setup(null);
+    const { broker, ctx, keeper, guardEvents, event, settle } = setup(null);
     const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
     broker.fill(Number(o.order.orderId), 1, 5000);
     broker.connected = false;
     const r = await keeper.lock(ACCOUNT, true);
-    expect(r.flatten).toMatchObject({ error: expect.stringContaining('RECONNECTING') });
+    expect(r.flatten).toEqual({ error: 'broker connection is RECONNECTING' });
     expect(r.status.lock?.guard).toBe('kill_switch');
+    expect(guardEvents().at(-1)).toMatchObject({ guard: 'kill_switch', action: 'flatten-failed', detail: 'broker connection is RECONNECTING; retrying' });
     keeper.tick();
     await settle();
     expect(guardEvents().filter((e) => e.action === 'flatten-failed')).toHaveLength(1);
     broker.connected = true;
     keeper.tick();
-    await new Promise((res) => setTimeout(res, 100));
+    expect(await event('flattened', 'kill_switch')).toMatchObject({ detail: 'kill switch: cancelled 0 orders, ESZ6 liquidated (1)' });
     expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
-    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', guard: 'kill_switch' });
+  });
+
+  it.each([
+    ['NOT_FOUND', 'an account the connection does not have', '99', () => {}],
+    ['ACCOUNT_INACTIVE', 'an account the broker no longer reports', ACCOUNT, (s: ReturnType<typeof setup>) => s.broker.mirror.apply('account', 'Deleted', { id: Number(ACCOUNT) })],
+  ])('lock with flatten answers %s for %s (nothing to retry)', async (code, _what, accountId, drop) => {
+    const s = setup(null);
+    drop(s);
+    expect((await rejected(s.keeper.lock(accountId, true))).code).toBe(code);
+  });
+
+  it('unlock of an account that is not locked changes nothing and reports nothing', () => {
+    const { keeper, guardEvents } = setup({ maxOrderQty: 1 });
+    expect(keeper.unlock(ACCOUNT).lock).toBeNull();
+    expect(keeper.unlock('99').lock).toBeNull();
+    expect(guardEvents()).toEqual([]);
   });
 });
 
+describe('status', () => {
+  it('an account without guards: no guards, no lock, no window, nothing held', () => {
+    const { keeper } = setup(null);
+    expect(keeper.status('99')).toMatchObject({ accountId: '99', config: NO_GUARDS, lock: null, inWindow: null, positions: [] });
+  });
+
+  it('a lock whose day is over is lifted when status is read, before any tick', () => {
+    const lock: LockState = { guard: 'daily_loss', since: MON_10 - 1000, until: MON_10 + 1000, detail: 'x' };
+    const { keeper, clock, guardEvents } = setup({ dailyLossLimit: 1000 }, lock);
+    expect(keeper.status(ACCOUNT).lock).toEqual(lock);
+    clock.now = MON_10 + 1000;
+    expect(keeper.status(ACCOUNT).lock).toBeNull();
+    expect(guardEvents()).toMatchObject([{ guard: 'daily_loss', action: 'unlocked', detail: 'the next trading day began', lock: null }]);
+  });
+
+  it('a contract the connection has no name for is listed by its id', () => {
+    const { broker, keeper } = setup({});
+    broker.mirror.apply('order', 'Created', { id: 500, accountId: Number(ACCOUNT), contractId: 99, action: 'Sell', ordStatus: 'Working' });
+    broker.mirror.apply('orderVersion', 'Created', { id: 501, orderId: 500, orderQty: 2 });
+    expect(keeper.status(ACCOUNT).positions).toEqual([{ symbol: '99', net: 0, buying: 0, selling: 2, exposure: 2 }]);
+  });
+});
+
+describe('clock and quotes', () => {
+  it('start ticks every tickMs until stop; stop closes the quote feed', () => {
+    vi.useFakeTimers();
+    const quotes = quoteFeed();
+    const { keeper } = setup({}, null, { quotes: quotes.feed });
+    keeper.start();
+    keeper.start();
+    vi.advanceTimersByTime(2000);
+    expect(quotes.calls).toEqual(['want ', 'want ']);
+    keeper.stop();
+    vi.advanceTimersByTime(2000);
+    expect(quotes.calls).toEqual(['want ', 'want ', 'close']);
+  });
+
+  it('a keeper without a quote feed reconnects and stops all the same', () => {
+    const { keeper } = setup({ dailyLossLimit: 100 });
+    keeper.start();
+    expect(() => keeper.connected()).not.toThrow();
+    expect(() => keeper.stop()).not.toThrow();
+  });
+
+  it('quotes are wanted for the contracts held by accounts with a loss limit or a profit target, and only while connected', () => {
+    const quotes = quoteFeed();
+    const { broker, keeper } = setup({ dailyLossLimit: 100 }, null, { quotes: quotes.feed, more: { '8': { dailyProfitTarget: 100 }, '9': { maxOrderQty: 1 } } });
+    otherPosition(broker, 7, 1, 500);
+    otherPosition(broker, 8, 2, 501);
+    otherPosition(broker, 9, 3, 502);
+    keeper.tick();
+    expect(quotes.calls.at(-1)).toBe('want 1,2');
+    keeper.setGuards('9', guardConfig({ dailyLossLimit: 50 }));
+    expect(quotes.calls.at(-1)).toBe('want 1,2,3');
+    // After a reconnect the old socket's subscriptions are gone: forget them, then ask again.
+    quotes.calls.length = 0;
+    keeper.connected();
+    expect(quotes.calls).toEqual(['reset', 'want 1,2,3']);
+    quotes.calls.length = 0;
+    broker.connected = false;
+    keeper.tick();
+    expect(quotes.calls).toEqual([]);
+  });
+});
+
+/** A position entity on any account (the fake broker fills account 7 only). */
+function otherPosition(broker: ReturnType<typeof setup>['broker'], accountId: number, contractId: number, id: number) {
+  broker.mirror.apply('position', 'Created', { id, accountId, contractId, netPos: 1, netPrice: 100 });
+}
+
 describe('trading windows', () => {
   it('entries refused outside; with flattenAtEnd the account is flattened when the window closes', async () => {
-    const windows = { timeZone: 'America/Chicago', flattenAtEnd: true, windows: [{ days: ['mon' as const], start: '08:30', end: '15:00' }] };
-    const { broker, ctx, keeper, clock, guardEvents } = setup({ tradingWindows: windows });
-    const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
-    broker.fill(Number(o.order.orderId), 1, 5000);
+    const { broker, ctx, keeper, clock, event, position } = setup({ tradingWindows: WINDOWS });
+    position(1);
     keeper.tick();
     expect(keeper.status(ACCOUNT).inWindow).toBe(true);
-    clock.now = zonedToUtc(2026, 11, 23, 15 * 60, 'America/Chicago');
+    clock.now = MON_15;
     keeper.tick();
-    await new Promise((res) => setTimeout(res, 100));
+    expect(await event('flattened')).toMatchObject({ guard: 'trading_window', detail: 'the trading window ended: cancelled 0 orders, ESZ6 liquidated (1)' });
     expect(broker.bodies('order/liquidateposition')).toEqual([expect.objectContaining({ accountId: 7, contractId: CONTRACT })]);
-    expect(guardEvents().find((e) => e.action === 'flattened')).toMatchObject({ guard: 'trading_window' });
     expect((await rejected(placeOrder(ctx, newOrder()))).extensions).toMatchObject({ guard: 'trading_window', value: 'Mon 15:00 America/Chicago' });
-    // Starting outside a window is not a window closing: nothing is flattened at start-up.
-    const late = setup({ tradingWindows: windows });
-    late.clock.now = clock.now;
+  });
+
+  it('nothing is flattened while inside a window, nor when the keeper starts outside one', async () => {
+    const inside = setup({ tradingWindows: WINDOWS });
+    inside.position(1);
+    inside.keeper.tick();
+    inside.keeper.tick();
+    const late = setup({ tradingWindows: WINDOWS });
+    late.position(1);
+    late.clock.now = MON_15;
     late.keeper.tick();
     late.keeper.tick();
-    expect(late.broker.bodies('order/liquidateposition')).toEqual([]);
+    await inside.settle();
+    for (const s of [inside, late]) {
+      expect(s.broker.bodies('order/liquidateposition')).toEqual([]);
+      expect(s.guardEvents()).toEqual([]);
+    }
+  });
+
+  it.each([
+    ['an account the connection does not have', '99', 'account 99 is not on this connection'],
+    ['an account the broker no longer reports', ACCOUNT, 'Account is inactive'],
+  ])('a guard flatten of %s is dropped, not retried', async (_what, accountId, message) => {
+    const s = setup(null, null, { more: { [accountId]: { tradingWindows: WINDOWS } } });
+    s.position(1);
+    s.broker.mirror.apply('account', 'Deleted', { id: Number(accountId) });
+    s.keeper.tick();
+    s.clock.now = MON_15;
+    s.keeper.tick();
+    expect((await s.event('flatten-failed')).detail).toBe(`the trading window ended: ${message}; retrying`);
+    await s.settle();
+    // Were it still owed, the next tick would flatten it now that the account is back.
+    s.broker.mirror.apply('account', 'Created', { id: Number(accountId), name: 'BACK', active: true });
+    s.ctx.model.refreshAccounts();
+    s.keeper.tick();
+    await s.settle();
+    expect(s.guardEvents().filter((e) => e.action === 'flattened')).toEqual([]);
   });
 });
 
 describe('daily loss limit and profit target', () => {
   it('open loss reaching the limit locks until the next trading day and flattens; unlock is refused; the next day lifts it', async () => {
-    const { broker, ctx, keeper, clock, guardEvents } = setup({ dailyLossLimit: 500 });
+    const { broker, ctx, keeper, clock, guardEvents, event } = setup({ dailyLossLimit: 500 });
     const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null, qty: 2 }));
     broker.fill(Number(o.order.orderId), 2, 5000);
     keeper.pnl.mark(CONTRACT, 4995.25);
     expect(guardEvents()).toEqual([]);
     keeper.pnl.mark(CONTRACT, 4995);
-    const day = tradingDay(MON_10);
-    expect(guardEvents()[0]).toMatchObject({ guard: 'daily_loss', action: 'locked', lock: { guard: 'daily_loss', until: day.end } });
-    await new Promise((res) => setTimeout(res, 100));
+    const detail = 'P&L of the day -500 reached the daily loss limit of 500';
+    expect(guardEvents()[0]).toMatchObject({ guard: 'daily_loss', action: 'locked', detail, lock: { guard: 'daily_loss', until: DAY.end, detail } });
+    expect(await event('flattened')).toMatchObject({ guard: 'daily_loss', detail: `${detail}: cancelled 0 orders, ESZ6 liquidated (2)` });
     expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
-    expect(thrown(() => keeper.unlock(ACCOUNT))).toMatchObject({ code: 'CONFLICT', extensions: { guard: 'daily_loss' } });
+    const until = new Date(DAY.end).toISOString();
+    expect(thrown(() => keeper.unlock(ACCOUNT))).toMatchObject({
+      code: 'CONFLICT',
+      message: `the account is locked by daily_loss until ${until}: such a lock lifts when the next trading day begins`,
+      extensions: { guard: 'daily_loss', lockedUntil: until },
+    });
     // Further quotes do not trip it again the same day.
     keeper.pnl.mark(CONTRACT, 4990);
     expect(guardEvents().filter((e) => e.action === 'locked')).toHaveLength(1);
-    clock.now = day.end;
+    clock.now = DAY.end;
     keeper.tick();
     expect(keeper.status(ACCOUNT).lock).toBeNull();
     expect(guardEvents().at(-1)).toMatchObject({ action: 'unlocked', guard: 'daily_loss', lock: null });
@@ -144,32 +392,112 @@ describe('daily loss limit and profit target', () => {
     broker.fill(Number(o.order.orderId), 1, 5000);
     broker.mirror.apply('fillPair', 'Created', { id: 900, positionId: broker.mirror.all('position')[0]!.id, buyFillId: 1, sellFillId: 2, qty: 1, buyPrice: 5000, sellPrice: 4992 });
     expect(keeper.status(ACCOUNT).day.realized).toBe(-400);
-    clock.now = tradingDay(MON_10).end + 1000;
+    clock.now = DAY.end + 1000;
     // Without the roll, −400 realized + −150 open would trip the limit on this check.
     keeper.pnl.mark(CONTRACT, 4997);
     await placeOrder(ctx, newOrder());
     expect(keeper.status(ACCOUNT)).toMatchObject({ lock: null, day: { realized: 0, open: -150 } });
   });
 
-  it('a P&L lock restored at start-up for today does not trip (or report) again', () => {
-    const day = tradingDay(MON_10);
-    const lock: LockState = { guard: 'daily_loss', since: MON_10 - 1000, until: day.end, detail: 'x' };
-    const { keeper, guardEvents } = setup({ dailyLossLimit: 1, dailyProfitTarget: null }, lock);
-    keeper.pnl.mark(CONTRACT, 1);
+  it('a P&L lock restored at start-up for today does not trip (or report, or flatten) again', async () => {
+    const lock: LockState = { guard: 'daily_loss', since: MON_10 - 1000, until: DAY.end, detail: 'x' };
+    const { broker, keeper, guardEvents, settle, position } = setup({ dailyLossLimit: 100, dailyProfitTarget: null }, lock);
+    position(1);
+    keeper.pnl.mark(CONTRACT, 4990);
     keeper.tick();
+    await settle();
     expect(guardEvents()).toEqual([]);
+    expect(broker.bodies('order/liquidateposition')).toEqual([]);
     expect(keeper.status(ACCOUNT).lock).toEqual(lock);
   });
 
+  it('yesterday’s P&L lock, restored after its day ended, does not stand in for today’s', () => {
+    const lock: LockState = { guard: 'daily_loss', since: DAY.start - 3_600_000, until: DAY.start, detail: 'yesterday' };
+    const { keeper, position } = setup({ dailyLossLimit: 100 }, lock);
+    position(1);
+    keeper.pnl.mark(CONTRACT, 4990);
+    expect(keeper.status(ACCOUNT).lock).toMatchObject({ guard: 'daily_loss', since: MON_10, until: DAY.end });
+  });
+
   it('the profit target trips the same way; a kill-switch lock stays in force', async () => {
-    const { broker, ctx, keeper, guardEvents } = setup({ dailyProfitTarget: 100 });
-    const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
-    broker.fill(Number(o.order.orderId), 1, 5000);
+    const { keeper, event, position } = setup({ dailyProfitTarget: 100 });
+    position(1);
     await keeper.lock(ACCOUNT, false);
     keeper.pnl.mark(CONTRACT, 5002);
     expect(keeper.status(ACCOUNT).lock?.guard).toBe('kill_switch');
-    await new Promise((res) => setTimeout(res, 100));
-    expect(guardEvents().find((e) => e.action === 'flattened')).toMatchObject({ guard: 'profit_target' });
+    expect(await event('flattened', 'profit_target')).toMatchObject({ detail: 'P&L of the day 100 reached the profit target of 100: cancelled 0 orders, ESZ6 liquidated (1)' });
+  });
+
+  it('a P&L limit reached under a kill switch still locks the account for the rest of the day when the kill switch is lifted', async () => {
+    const { keeper, clock, event, guardEvents, position } = setup({ dailyLossLimit: 100 });
+    position(1);
+    await keeper.lock(ACCOUNT, false);
+    keeper.pnl.mark(CONTRACT, 4990);
+    await event('flattened', 'daily_loss');
+    const status = keeper.unlock(ACCOUNT);
+    expect(status.lock).toMatchObject({ guard: 'daily_loss', until: DAY.end, detail: 'P&L of the day -500 reached the daily loss limit of 100' });
+    expect(guardEvents().slice(-2).map((e) => [e.guard, e.action])).toEqual([['kill_switch', 'unlocked'], ['daily_loss', 'locked']]);
+    expect(thrown(() => keeper.admit(newOrder())).extensions).toMatchObject({ guard: 'daily_loss' });
+    // Past its day, the kill switch lifted leaves nothing behind (and reports no lock).
+    await keeper.lock(ACCOUNT, false);
+    clock.now = DAY.end;
+    expect(keeper.unlock(ACCOUNT).lock).toBeNull();
+    expect(guardEvents().at(-1)).toMatchObject({ guard: 'kill_switch', action: 'unlocked' });
+  });
+
+  it('a kill switch over a P&L lock cannot be used to lift the P&L lock early', async () => {
+    const { keeper, position } = setup({ dailyLossLimit: 100 });
+    position(1);
+    keeper.pnl.mark(CONTRACT, 4990);
+    await keeper.lock(ACCOUNT, false);
+    expect(keeper.unlock(ACCOUNT).lock).toMatchObject({ guard: 'daily_loss', until: DAY.end });
+  });
+
+  it('a limit trips once a day, even under a kill switch and with the position still open', async () => {
+    const { broker, keeper, event, settle, guardEvents, position } = setup({ dailyLossLimit: 100 });
+    position(1);
+    broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'UnknownReason', failureText: 'market closed' });
+    await keeper.lock(ACCOUNT, false);
+    keeper.pnl.mark(CONTRACT, 4990);
+    expect((await event('flattened', 'daily_loss')).detail).toMatch(/ESZ6 failed$/);
+    await settle();
+    keeper.pnl.mark(CONTRACT, 4980);
+    keeper.tick();
+    await settle();
+    expect(guardEvents().filter((e) => e.action === 'flattened')).toHaveLength(1);
+  });
+
+  it('a guard flatten that fails is reported once, retried on each tick, and reported again when it goes through', async () => {
+    const { broker, keeper, event, settle, guardEvents, position } = setup({ dailyLossLimit: 100 });
+    position(1);
+    broker.connected = false;
+    keeper.pnl.mark(CONTRACT, 4990);
+    const detail = 'P&L of the day -500 reached the daily loss limit of 100';
+    expect(await event('flatten-failed')).toMatchObject({ guard: 'daily_loss', detail: `${detail}: broker connection is RECONNECTING; retrying` });
+    await settle();
+    keeper.tick();
+    await settle();
+    expect(guardEvents().filter((e) => e.action === 'flatten-failed')).toHaveLength(1);
+    broker.connected = true;
+    keeper.tick();
+    expect(await event('flattened')).toMatchObject({ guard: 'daily_loss', detail: `${detail}: cancelled 0 orders, ESZ6 liquidated (1)` });
+  });
+
+  it('a guard flatten in flight is not started twice (the window ends during a P&L flatten)', async () => {
+    const { broker, keeper, clock, event, settle, position } = setup({ dailyLossLimit: 100, tradingWindows: WINDOWS });
+    position(1);
+    keeper.tick();
+    const held = broker.hold('order/liquidateposition');
+    keeper.pnl.mark(CONTRACT, 4990);
+    await held.reached;
+    clock.now = MON_15;
+    keeper.tick();
+    keeper.tick();
+    await settle();
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
+    held.release();
+    await event('flattened', 'daily_loss');
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
   });
 
   it('status shows the day, its P&L and the exposure per contract', async () => {
@@ -180,7 +508,7 @@ describe('daily loss limit and profit target', () => {
     keeper.pnl.mark(CONTRACT, 5001);
     const s = keeper.status(ACCOUNT);
     expect(s).toMatchObject({ accountId: ACCOUNT, config: { maxPositionPerContract: 5 }, lock: null, inWindow: null });
-    expect(s.day).toMatchObject({ ...tradingDay(MON_10), open: 100, pnl: 100 });
+    expect(s.day).toMatchObject({ ...DAY, open: 100, pnl: 100 });
     expect(s.positions).toEqual([{ symbol: 'ESZ6', net: 2, buying: 1, selling: 0, exposure: 3 }]);
   });
 });

@@ -91,4 +91,143 @@ describe('SessionPnl', () => {
     pnl.mark(9, 20);
     expect(of().open).toBe(0);
   });
+
+  it('an account without P&L has zeros and holds nothing', () => {
+    const { pnl } = setup();
+    expect(pnl.of('nobody')).toEqual({ realized: 0, fees: 0, open: 0, total: 0 });
+    expect(pnl.held('nobody')).toEqual([]);
+  });
+
+  it('a contract the mirror does not know yet counts 0 per point until it arrives, then its point value', () => {
+    const { mirror, pnl, of } = setup();
+    mirror.apply('position', 'Created', { id: 21, accountId: A, contractId: 5, netPos: 2, netPrice: 100 });
+    pnl.mark(5, 110);
+    expect(of().open).toBe(0);
+    // NQ: $20 a point → 2 × 10 × 20.
+    mirror.apply('contract', 'Created', { id: 5, name: 'NQZ6' });
+    expect(of().open).toBe(400);
+  });
+
+  it('a price that is not a number leaves the mark as it was', () => {
+    const { mirror, pnl, of } = setup();
+    mirror.apply('position', 'Created', { id: 20, accountId: A, contractId: ES, netPos: 1, netPrice: 5000 });
+    pnl.mark(ES, 5002);
+    pnl.mark(ES, Number.NaN);
+    expect(of().open).toBe(100);
+  });
+
+  it('until a quote comes, every fill of the contract moves the mark', () => {
+    const { mirror, pnl, of } = setup();
+    mirror.apply('position', 'Created', { id: 20, accountId: A, contractId: ES, netPos: 1, netPrice: 5000 });
+    mirror.apply('fill', 'Created', { id: 30, orderId: 10, contractId: ES, action: 'Buy', qty: 1, price: 5004 });
+    expect(of().open).toBe(200);
+    mirror.apply('fill', 'Created', { id: 31, orderId: 11, contractId: ES, action: 'Buy', qty: 1, price: 4998 });
+    expect(of().open).toBe(-100);
+    pnl.mark(ES, 5001);
+    mirror.apply('fill', 'Created', { id: 32, orderId: 12, contractId: ES, action: 'Buy', qty: 1, price: 4990 });
+    expect(of().open).toBe(50);
+  });
+
+  it('deletions never count: not a deleted fill pair, nor a deleted fill’s price', () => {
+    const { mirror, of } = setup({ orders: [{ id: 10, accountId: A, contractId: ES }] });
+    mirror.apply('position', 'Created', { id: 20, accountId: A, contractId: ES, netPos: 1, netPrice: 5000 });
+    mirror.apply('fill', 'Created', { id: 30, orderId: 10, contractId: ES, action: 'Buy', qty: 1, price: 5000 });
+    mirror.apply('fill', 'Deleted', { id: 31, orderId: 10, contractId: ES, action: 'Buy', qty: 1, price: 4000 });
+    mirror.apply('fillPair', 'Deleted', { id: 40, positionId: 20, buyFillId: 30, sellFillId: 31, qty: 1, buyPrice: 5000, sellPrice: 4000 });
+    expect(of()).toEqual({ realized: 0, fees: 0, open: 0, total: 0 });
+  });
+
+  it('a quote revalues every account holding the contract, and no longer one that went flat', () => {
+    const { mirror, pnl, of, changed } = setup();
+    mirror.apply('position', 'Created', { id: 20, accountId: A, contractId: ES, netPos: 1, netPrice: 5000 });
+    mirror.apply('position', 'Created', { id: 21, accountId: 8, contractId: ES, netPos: -1, netPrice: 5000 });
+    pnl.mark(ES, 5001);
+    expect([of().open, pnl.of('8').open]).toEqual([50, -50]);
+    mirror.apply('position', 'Updated', { id: 20, accountId: A, contractId: ES, netPos: 0, netPrice: 0 });
+    changed.length = 0;
+    pnl.mark(ES, 5002);
+    expect(changed).toEqual(['8']);
+  });
+
+  it('every fill pair and fee counts once: repeats and inactive (busted) pairs do not', () => {
+    const { mirror, of } = setup({ orders: [{ id: 10, accountId: A, contractId: ES }], positions: [{ id: 20, accountId: A, contractId: ES, netPos: 0 }] });
+    const pair = { id: 40, positionId: 20, buyFillId: 1, sellFillId: 2, qty: 1, buyPrice: 5000, sellPrice: 5001, active: true };
+    mirror.apply('fillPair', 'Created', pair);
+    mirror.apply('fillPair', 'Updated', pair);
+    mirror.apply('fillPair', 'Created', { ...pair, id: 41, sellPrice: 5002 });
+    mirror.apply('fillPair', 'Created', { ...pair, id: 42, sellPrice: 5100, active: false });
+    for (const id of [30, 31]) mirror.apply('fill', 'Created', { id, orderId: 10, contractId: ES, action: 'Buy', qty: 1, price: 5000 });
+    mirror.apply('fillFee', 'Created', { id: 30, commission: 1 });
+    mirror.apply('fillFee', 'Updated', { id: 30, commission: 1 });
+    mirror.apply('fillFee', 'Created', { id: 31, commission: 2 });
+    expect(of()).toMatchObject({ realized: 150, fees: 3, total: 147 });
+  });
+
+  it('every fee kind of a fillFee counts, other fields do not', () => {
+    const { mirror, of } = setup({ orders: [{ id: 10, accountId: A, contractId: ES }] });
+    mirror.apply('fill', 'Created', { id: 30, orderId: 10, contractId: ES, action: 'Buy', qty: 1, price: 5000, timestamp: at(NOW) });
+    const kinds = ['commission', 'clearingFee', 'exchangeFee', 'nfaFee', 'brokerageFee', 'ipFee', 'orderRoutingFee', 'datafeedFee', 'otherFee'];
+    // 1, 2, 4, … 256: any kind left out shows in the sum.
+    mirror.apply('fillFee', 'Created', { id: 30, ...Object.fromEntries(kinds.map((k, i) => [k, 2 ** i])), fillId: 30, currencyId: 1 });
+    expect(of().fees).toBe(511);
+  });
+
+  it('a live fee counts even when its fill carries no time', () => {
+    const { mirror, of } = setup({ orders: [{ id: 10, accountId: A, contractId: ES }] });
+    mirror.apply('fill', 'Created', { id: 30, orderId: 10, contractId: ES, action: 'Buy', qty: 1, price: 5000 });
+    mirror.apply('fillFee', 'Created', { id: 30, commission: 1.5 });
+    expect(of().fees).toBe(1.5);
+  });
+
+  it('pairs of an unknown position and fees of an unknown fill or order are ignored', () => {
+    const { mirror, of } = setup({ fills: [{ id: 31, orderId: 99, contractId: ES, qty: 1, timestamp: at(NOW) }] });
+    mirror.apply('fillPair', 'Created', { id: 40, positionId: 999, buyFillId: 1, sellFillId: 2, qty: 1, buyPrice: 5000, sellPrice: 4000 });
+    mirror.apply('fillFee', 'Created', { id: 30, commission: 1 });
+    mirror.apply('fillFee', 'Created', { id: 31, commission: 1 });
+    expect(of()).toEqual({ realized: 0, fees: 0, open: 0, total: 0 });
+  });
+
+  it('a resync counts only the fees of fills inside the day', () => {
+    const { of } = setup({
+      orders: [{ id: 10, accountId: A, contractId: ES }],
+      fills: [
+        { id: 30, orderId: 10, contractId: ES, qty: 1, timestamp: at(DAY.start - 60_000) },
+        { id: 31, orderId: 10, contractId: ES, qty: 1, timestamp: at(DAY.start + 60_000) },
+      ],
+      fillFees: [{ id: 30, commission: 5 }, { id: 31, commission: 2 }],
+    });
+    expect(of().fees).toBe(2);
+  });
+
+  it('a resync dates a pair by its latest known fill time: from the day’s first millisecond on', () => {
+    const { of } = setup({
+      orders: [{ id: 10, accountId: A, contractId: ES }],
+      positions: [{ id: 20, accountId: A, contractId: ES, netPos: 0 }],
+      fills: [
+        { id: 31, orderId: 10, contractId: ES, qty: 1, timestamp: at(DAY.start + 60_000) },
+        { id: 32, orderId: 10, contractId: ES, qty: 1 },
+        { id: 33, orderId: 10, contractId: ES, qty: 1, timestamp: at(DAY.start) },
+        { id: 34, orderId: 10, contractId: ES, qty: 1, timestamp: at(DAY.start - 1) },
+      ],
+      fillPairs: [
+        // One fill unknown to the mirror, the other inside the day: $50.
+        { id: 40, positionId: 20, buyFillId: 30, sellFillId: 31, qty: 1, buyPrice: 5000, sellPrice: 5001 },
+        // One fill without a time, the other inside the day: $100.
+        { id: 41, positionId: 20, buyFillId: 32, sellFillId: 31, qty: 1, buyPrice: 5000, sellPrice: 5002 },
+        // Closed at the very start of the day: $200.
+        { id: 42, positionId: 20, buyFillId: 34, sellFillId: 33, qty: 1, buyPrice: 5000, sellPrice: 5004 },
+        // Closed a millisecond before the day: not counted.
+        { id: 43, positionId: 20, buyFillId: 34, sellFillId: 34, qty: 1, buyPrice: 5000, sellPrice: 5008 },
+      ],
+    });
+    expect(of().realized).toBe(350);
+  });
+
+  it('a resync reports an account whose day is gone from the snapshot', () => {
+    const { mirror, changed, of } = setup({ positions: [{ id: 20, accountId: A, contractId: ES, netPos: 1, netPrice: 5000 }] });
+    changed.length = 0;
+    mirror.replace({ contracts: [{ id: ES, name: 'ESZ6' }] });
+    expect(changed).toEqual([String(A)]);
+    expect(of()).toEqual({ realized: 0, fees: 0, open: 0, total: 0 });
+  });
 });
