@@ -76,9 +76,11 @@ describe('supervisor', () => {
   });
 
   it('caps requests in flight per connection with an immediate 503 and Retry-After 1; a deadline frees the slot', async () => {
-    const s = start({ maxInFlightPerConnection: 2, callTimeoutMs: 300 });
+    // The deadline is the calls' own: a supervisor-wide 300 ms would also bound the worker's
+    // start, which takes longer than that on a loaded machine.
+    const s = start({ maxInFlightPerConnection: 2 });
     await s.addConnection(spec('c1'));
-    const held = [s.request('c1', { type: 'positions', accountId: 'a' }), s.request('c1', { type: 'positions', accountId: 'a' })];
+    const held = [s.request('c1', { type: 'positions', accountId: 'a' }, { timeoutMs: 300 }), s.request('c1', { type: 'positions', accountId: 'a' }, { timeoutMs: 300 })];
     const refused = await rejected(s.request('c1', { type: 'accounts' }));
     expect(refused).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1 });
     for (const h of held) expect((await rejected(h)).code).toBe('BROKER_TIMEOUT');
