@@ -32,11 +32,10 @@ describe('POST /connections account names', () => {
     expect([first.status, second.status], `${first.text} ${second.text}`).toEqual([201, 201]);
   });
 
-  it('answers 409 CONFLICT with the broker reason when the broker already has the name', async () => {
+  it('accepts a name another connection’s login already has (paper account names are per login)', async () => {
     expect((await api('POST', '/api/v1/connections', { accounts: [{ name: 'TAKEN-1' }] })).status).toBe(201);
     const again = await api('POST', '/api/v1/connections', { accounts: [{ name: 'OTHER-1' }, { name: 'TAKEN-1' }] });
-    expect(again.status, again.text).toBe(409);
-    expect(again.json).toMatchObject({ code: 'CONFLICT', brokerReason: 'account TAKEN-1 exists' });
+    expect(again.status, again.text).toBe(201);
   });
 
   it('refuses names the broker could not show (spaces, control characters) with 400', async () => {
