@@ -163,6 +163,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   return {
     async addConnection(given, addOpts) {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
+      if (addOpts?.ifStopped && specs.has(given.connectionId)) return;
       const spec = opts.guards ? { ...given, guards: opts.guards(given.userId) } : given;
       // A restart of a running connection is not a new actor; a new one past the ceiling is refused.
       if (!specs.has(spec.connectionId) && opts.maxActors !== undefined && specs.size >= opts.maxActors) {

@@ -22,6 +22,8 @@ export interface PaperBroker {
   wsUrl: string;
   /** Opens a login with these accounts at the paper broker (and remembers it for the next start). */
   openLogin(login: { name: string; password: string; accounts: string[] }): Promise<void>;
+  /** Removes a login at the paper broker and forgets it (a refused create's, a deleted connection's) unless a stored connection still uses it. */
+  closeLogin(name: string): Promise<void>;
 }
 
 /** Everything the routes need; passed once to buildRoutes. */
@@ -225,20 +227,6 @@ export function quotas(deps: RouteDeps): QuotaGate {
   if (!gate) gates.set(deps, (gate = new QuotaGate(deps.store, deps.config)));
   return gate;
 }
-
-/**
- * ACTOR_LIMIT_REACHED (503) when the service already runs ACTORS_MAX connection actors (one
- * per enabled connection of any user): checked before anything is opened at a broker.
- */
-export function requireActorCapacity(deps: RouteDeps): void {
-  const running = deps.store.connections.all().filter((c) => !c.disabled).length;
-  if (running >= deps.config.actorsMax) {
-    throw new AppError('ACTOR_LIMIT_REACHED', `The service runs its maximum of ${deps.config.actorsMax} broker connections (ACTORS_MAX)`, { limit: deps.config.actorsMax }, ACTOR_LIMIT_RETRY_S);
-  }
-}
-
-/** Retry-After of ACTOR_LIMIT_REACHED: a slot frees only when a connection is deleted somewhere. */
-export const ACTOR_LIMIT_RETRY_S = 60;
 
 /** The per-order limits of this deployment (ORDER_QTY_MAX, PRICE_BAND_FACTOR). */
 export function orderLimits(config: Config): OrderLimits {

@@ -1,7 +1,7 @@
 /**
  * Broker connections: list with live status, add a paper connection (with the embedded paper
  * broker; per-user quota and the service's actor ceiling), rename or give new credentials,
- * reconnect a FAILED one, delete one. Credentials never appear in a response.
+ * reconnect a FAILED one, delete one (with its paper login). Credentials never appear in a response.
  */
 import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
@@ -18,7 +18,7 @@ import {
   type ListQuery,
   type UpdateConnectionBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, paginate, quotas, requireActorCapacity, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, paginate, quotas, type RouteDeps } from './common.js';
 
 /** The public view of a connection with its current status. */
 export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
@@ -76,7 +76,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         deps,
         ctx.auth.userId,
         { name: ctx.req.body?.name ?? 'Paper', broker: 'paper', environment: 'paper', restUrl: paper.restUrl, wsUrl: paper.wsUrl, credentials: { name: login.name, password: login.password } },
-        () => paper.openLogin(login),
+        { open: () => paper.openLogin(login), close: () => paper.closeLogin(login.name) },
       );
       return { status: 201, body: connectionView(deps, record) };
     },
@@ -89,7 +89,8 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     operationId: 'deleteConnection',
     summary: 'Stop and delete a connection; tokens bound to its accounts become inactive with the reason',
     description:
-      'Stops the connection’s actor (the health stream reports DISABLED), deletes the connection and frees its quota slot. ' +
+      'Stops the connection’s actor (the health stream reports DISABLED), deletes the connection and frees its quota slot; ' +
+      'a paper connection’s login at the embedded paper broker is removed with it. ' +
       'Webhook tokens bound to its accounts become inactive: their record carries `inactiveReason` and their alerts answer ' +
       '403 ACCOUNT_INACTIVE with that reason, until rebound (PATCH /webhook-tokens/{id} {accountId}). Resting orders at the ' +
       'broker are not touched: flatten the accounts first if that is what you want.',
@@ -98,10 +99,17 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const { userId } = ctx.auth;
       const id = ctx.req.params.id!;
-      if (!deps.store.connections.getForUser(userId, id)) throw new AppError('NOT_FOUND', 'Not found');
+      const record = deps.store.connections.getForUser(userId, id);
+      if (!record) throw new AppError('NOT_FOUND', 'Not found');
       const accountIds = deps.gateway.accounts(id).map((a) => a.id);
-      await deps.gateway.removeConnection(id);
+      const login = record.broker === 'paper' && deps.paper ? deps.store.connections.credentials(id).name : undefined;
+      // The record goes first: the sync of other processes' changes (connection-sync.ts) starts
+      // any stored connection without an actor, so it must not see this one stopped but stored.
       if (!(await deps.store.connections.remove(userId, id))) throw new AppError('NOT_FOUND', 'Not found');
+      await deps.gateway.removeConnection(id);
+      if (login) {
+        await deps.paper!.closeLogin(login).catch((err: unknown) => ctx.log.warn({ err, connectionId: id }, 'paper login not removed'));
+      }
       const tokens = await deps.store.webhookTokens.deactivateForAccounts(userId, accountIds, `its connection ${id} was deleted`);
       journal(ctx, 'connection-remove', { connectionId: id }, { removed: true, accountIds, inactiveTokenIds: tokens });
       return { status: 204 };
@@ -174,22 +182,33 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
 
 /**
  * Stores a new connection and starts its actor, under the user's connection quota and the
- * service's actor ceiling (checked before anything is opened at a broker); `open` runs first
- * inside the quota reservation (the paper login). A connection whose actor cannot start is not kept.
+ * service's actor ceiling, both admitted before anything is opened at a broker. `open` runs
+ * first (the paper login) and `close` undoes it: a connection whose actor cannot start is not
+ * kept, and neither is its paper login.
  */
-export async function startConnection(deps: RouteDeps, userId: string, input: Omit<NewConnection, 'userId'>, open?: () => Promise<void>): Promise<ConnectionRecord> {
-  requireActorCapacity(deps);
-  return quotas(deps).create(userId, 'connections', async () => {
-    await open?.();
-    const record = await deps.store.connections.create({ ...input, userId });
-    try {
-      await deps.gateway.addConnection(connectionSpecFor(record, input.credentials, deps.paper));
-    } catch (err) {
-      await deps.store.connections.remove(userId, record.id);
-      throw err;
-    }
-    return record;
-  });
+export async function startConnection(
+  deps: RouteDeps,
+  userId: string,
+  input: Omit<NewConnection, 'userId'>,
+  login?: { open(): Promise<void>; close(): Promise<void> },
+): Promise<ConnectionRecord> {
+  const gate = quotas(deps);
+  return gate.create(userId, 'connections', () =>
+    gate.actor(async () => {
+      await login?.open();
+      let record: ConnectionRecord | undefined;
+      try {
+        record = await deps.store.connections.create({ ...input, userId });
+        // A connection the sync of another process's changes started already is left running.
+        await deps.gateway.addConnection(connectionSpecFor(record, input.credentials, deps.paper), { ifStopped: true });
+        return record;
+      } catch (err) {
+        if (record) await deps.store.connections.remove(userId, record.id);
+        await login?.close().catch(() => undefined);
+        throw err;
+      }
+    }),
+  );
 }
 
 /** The stored credentials with the given fields replaced (`username` is the broker's `name`). */

@@ -37,7 +37,7 @@ describe('connections', () => {
 
   it('adds a paper connection: a fresh login with the named accounts at the paper broker, then its actor', async () => {
     const opened: { name: string; password: string; accounts: string[] }[] = [];
-    w.deps.paper = { restUrl: 'http://127.0.0.1:9/v1', wsUrl: 'ws://127.0.0.1:9/v1/websocket', openLogin: async (login) => void opened.push(login) };
+    w.deps.paper = { restUrl: 'http://127.0.0.1:9/v1', wsUrl: 'ws://127.0.0.1:9/v1/websocket', openLogin: async (login) => void opened.push(login), closeLogin: async () => undefined };
     const routes = buildRoutes(w.deps);
     const add = routes.find((r) => r.method === 'POST' && r.path === '/connections')!;
     const res = await add.handler({
