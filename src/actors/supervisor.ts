@@ -69,6 +69,8 @@ export interface Supervisor extends ActorGateway {
   workerCount(): number;
   /** Memory stats of every worker. */
   stats(): Promise<WorkerStats[]>;
+  /** Ids of the connections it runs an actor for (added and not removed). */
+  running(): string[];
 }
 
 /** Creates the actor supervisor. */
@@ -227,6 +229,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
 
     workerOf: (connectionId) => placement.get(connectionId)?.worker,
     workerCount: () => [...slots].filter((s) => s.client.alive).length,
+    running: () => [...specs.keys()],
     stats: () => Promise.all([...slots].filter((s) => s.client.alive).map((s) => s.client.stats())),
 
     async close() {

@@ -1,10 +1,12 @@
 /**
  * Broker connections: list with live status, add a paper connection (with the embedded paper
  * broker; per-user quota and the service's actor ceiling), rename or give new credentials,
- * reconnect a FAILED one, delete one (with its paper login). Credentials never appear in a response.
+ * reconnect a FAILED one (or start one without an actor; at most once per RECONNECT_MIN_INTERVAL_S),
+ * delete one (with its paper login). Credentials never appear in a response.
  */
 import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
+import { ReconnectThrottle } from '../reconnect-throttle.js';
 import { randomBase62 } from '../../store/crypto.js';
 import type { ConnectionRecord, NewConnection } from '../../store/connections.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
@@ -37,6 +39,7 @@ export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
 
 /** Connection routes. */
 export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  const throttle = new ReconnectThrottle(deps.config.reconnectMinIntervalS * 1000, deps.now ? () => deps.now!().getTime() : Date.now);
   const list = defineRoute<undefined, ListQuery>({
     method: 'GET',
     path: '/connections',
@@ -137,7 +140,10 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const credentials = given ? mergedCredentials(deps.store.connections.credentials(id), given) : undefined;
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
-      if (credentials && !record.disabled) await restart(record, credentials);
+      if (credentials && !record.disabled) {
+        throttle.note(id);
+        await restart(record, credentials);
+      }
       journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });
       return { status: 200, body: connectionView(deps, record) };
     },
@@ -148,21 +154,30 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/connections/:id/reconnect',
     scope: 'trade',
     operationId: 'reconnectConnection',
-    summary: 'Restart a FAILED connection with its stored credentials',
+    summary: 'Restart a FAILED connection (or start one that has no actor) with its stored credentials',
     description:
       'A connection goes FAILED when the broker refuses its credentials or asks for a captcha, and then stops trying (retrying ' +
       'only extends a broker lockout); its requests answer 409 CONNECTION_FAILED. Once the cause is fixed at the broker, this ' +
-      'starts it afresh: 202 with status CONNECTING, then CONNECTED (or FAILED again) on the health stream. Only a FAILED ' +
-      'connection can be reconnected (409 CONFLICT otherwise: the others reconnect by themselves).',
+      'starts it afresh: 202 with status CONNECTING, then CONNECTED (or FAILED again) on the health stream. It also starts a ' +
+      'stored connection that runs no actor (one whose start failed, e.g. at the actor ceiling). Any other status is 409 ' +
+      'CONFLICT: those reconnect by themselves, and one login is in flight at a time. Each reconnect is a broker login, so a ' +
+      'connection is reconnected by hand at most once per RECONNECT_MIN_INTERVAL_S (default 30 s; a PATCH with new ' +
+      'credentials starts the interval too): 429 RATE_LIMITED with Retry-After within it.',
     tags: ['connections'],
-    responses: [{ status: 202, description: 'Restarting', schema: connectionSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT')],
+    responses: [{ status: 202, description: 'Restarting', schema: connectionSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', 'ACTOR_LIMIT_REACHED')],
     async handler(ctx) {
       const record = deps.store.connections.getForUser(ctx.auth.userId, ctx.req.params.id!);
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
-      const status = connectionView(deps, record).status;
-      if (status !== 'FAILED') throw new AppError('CONFLICT', `Connection is ${status}; only a FAILED connection is reconnected by hand`, { connectionStatus: status });
+      const live = deps.gateway.status(record.id);
+      // No status: the connection runs no actor (the supervisor knows every one it started).
+      if (record.disabled || (live && live.status !== 'FAILED')) {
+        const status = connectionView(deps, record).status;
+        throw new AppError('CONFLICT', `Connection is ${status}; only a FAILED connection (or one not running) is reconnected by hand`, { connectionStatus: status });
+      }
+      // Taken before the first await: concurrent reconnects cannot both pass.
+      throttle.take(record.id);
       await restart(record, deps.store.connections.credentials(record.id));
-      journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true });
+      journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true, started: !live });
       return { status: 202, body: connectionView(deps, record) };
     },
   });
