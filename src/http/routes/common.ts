@@ -116,6 +116,12 @@ export function requireActive(owned: OwnedAccount): void {
 
 const JOURNALED = new Set<ActorRequest['type']>(['place-order', 'cancel-order', 'flatten']);
 
+/**
+ * Requests an actor answers whatever its connection's state: guards and locks are its own
+ * records (stored too), not broker reads, so they stay readable and settable while FAILED.
+ */
+const ANY_STATE = new Set<ActorRequest['type']>(['guard-status', 'set-guards', 'lock', 'unlock']);
+
 /** What the journal keeps of an actor answer: ids and states, not whole records. */
 function outcomeOf(result: unknown): unknown {
   const r = result as { order?: { orderId: string; status: string }; cancelledOrderIds?: string[]; positions?: unknown; reconciled?: boolean };
@@ -144,7 +150,7 @@ export async function callActor<R extends ActorRequest>(
   try {
     // A connection that gave up is answered here, without a round trip into its actor.
     const status = deps.gateway.status(connectionId);
-    if (status?.status === 'FAILED') throw connectionFailed(connectionId, status.detail);
+    if (status?.status === 'FAILED' && !ANY_STATE.has(req.type)) throw connectionFailed(connectionId, status.detail);
     result = await deps.gateway.request(connectionId, req, opts);
   } catch (err) {
     journal(err instanceof AppError ? { error: err.code, detail: err.message } : { error: 'INTERNAL' });

@@ -171,6 +171,53 @@ describe('leaving FAILED (item 3)', () => {
     }
   });
 
+  it('guards and the kill switch work on a FAILED connection; the owed flatten runs when it is back, before anything trades (item 4)', async () => {
+    const created = await api('POST', '/api/v1/connections', { name: 'locked', accounts: [{ name: 'LOCK-1' }] });
+    const id = created.json.id as string;
+    const [account] = (await connected(id)).accountIds;
+    const buy = { symbol: 'ES', side: 'buy', qty: 1, type: 'market' };
+    expect((await api('POST', `/api/v1/accounts/${account}/orders`, buy)).status).toBe(201);
+    const position = async () => ((await api('GET', `/api/v1/accounts/${account}/positions`)).json?.data ?? []) as { netQty: number }[];
+    await eventually(async () => (await position()).some((p) => p.netQty === 1), 'a long position');
+    const brokerUser = await brokerUserOf('LOCK-1');
+    const stream = await openHealthStream(s.url, s.apiKey);
+    try {
+      await control(s, 'POST', '/faults', { rejectAuth: 'Incorrect username or password' });
+      let from = stream.events.length;
+      await control(s, 'POST', '/auth/expire', { user: brokerUser });
+      await control(s, 'POST', '/connections/drop', { user: brokerUser });
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', from, 15_000);
+
+      const plain = await api('POST', `/api/v1/accounts/${account}/lock`, { flatten: false });
+      expect(plain.status, plain.text).toBe(200);
+      expect(plain.json).toMatchObject({ lock: { guard: 'kill_switch', flattenPending: false }, flatten: null });
+      expect((await api('GET', `/api/v1/accounts/${account}/guards`)).json).toMatchObject({ lock: { guard: 'kill_switch' } });
+      const put = await api('PUT', `/api/v1/accounts/${account}/guards`, { maxOrderQty: 5 });
+      expect(put.status, put.text).toBe(200);
+      expect(put.json).toMatchObject({ guards: { maxOrderQty: 5 }, lock: { guard: 'kill_switch' } });
+      const flattening = await api('POST', `/api/v1/accounts/${account}/lock`, { reason: 'before the fix' });
+      expect(flattening.status, flattening.text).toBe(200);
+      expect(flattening.json.lock).toMatchObject({ guard: 'kill_switch', flattenPending: true });
+      expect(flattening.json.flatten.error).toMatch(/^not flattened: .*Incorrect username or password.*flatten runs once the connection is CONNECTED again$/);
+
+      // Fixed at the broker, restarted: flat and locked before any alert can trade.
+      await control(s, 'DELETE', '/faults');
+      from = stream.events.length;
+      expect((await reconnect(id)).status).toBe(202);
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTED', from, 20_000);
+      await eventually(async () => (await position()).every((p) => p.netQty === 0), 'flat after the restart', 15_000);
+      const refused = await api('POST', `/api/v1/accounts/${account}/orders`, buy);
+      expect(refused.status, refused.text).toBe(403);
+      expect(refused.json).toMatchObject({ code: 'RISK_GUARD', guard: 'kill_switch' });
+      await eventually(async () => (await api('GET', `/api/v1/accounts/${account}/guards`)).json.lock?.flattenPending === false, 'flatten no longer pending');
+      expect((await api('POST', `/api/v1/accounts/${account}/unlock`)).json.lock).toBeNull();
+      expect((await api('POST', `/api/v1/accounts/${account}/orders`, buy)).status).toBe(201);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+      stream.close();
+    }
+  });
+
   it('PATCH with new credentials restarts the connection with them: wrong password → FAILED, right one → CONNECTED', async () => {
     await control(s, 'POST', '/users', { name: 'patch-login', password: 'right-pass', accounts: [{ name: 'PATCH-1' }] });
     const created = await api('POST', '/api/v1/connections', { name: 'patched' });
