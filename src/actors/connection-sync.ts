@@ -21,12 +21,17 @@
  */
 import type { ConnectionSpec } from '../domain/connections.js';
 import type { Logger } from '../log.js';
-import type { ConnectionRecord } from '../store/connections.js';
 import { CONNECTION_SYNC } from '../tuning.js';
 import type { ActorGateway } from './protocol.js';
 
+/** What the sync reads of a stored connection (a store ConnectionRecord is one). */
+export interface SyncedConnection {
+  id: string;
+  disabled: boolean;
+}
+
 /** What the sync needs; the hooks carry what serve adds (paper logins, webhook tokens). */
-export interface ConnectionSyncOptions {
+export interface ConnectionSyncOptions<ConnectionRecord extends SyncedConnection = SyncedConnection> {
   /** The stored connections, through the record cache (the same array while nothing changed). */
   connections: { all(): readonly ConnectionRecord[] };
   gateway: Pick<ActorGateway, 'addConnection' | 'removeConnection' | 'accounts'>;
@@ -54,7 +59,7 @@ export interface ConnectionSync {
 }
 
 /** Starts the periodic sync; the first comparison runs after one interval (and retries what serve could not start at start-up). */
-export function startConnectionSync(opts: ConnectionSyncOptions): ConnectionSync {
+export function startConnectionSync<ConnectionRecord extends SyncedConnection>(opts: ConnectionSyncOptions<ConnectionRecord>): ConnectionSync {
   const log = opts.logger.child({ component: 'connection-sync' });
   const clock = opts.clock ?? Date.now;
   const recheckMs = opts.recheckMs ?? CONNECTION_SYNC.recheckMs;

@@ -9,7 +9,7 @@
  */
 import type { GuardStatus, LockResult } from '../../actors/protocol.js';
 import { NO_GUARDS, type GuardNarrowing, type LockState } from '../../domain/guards.js';
-import { AppError } from '../../domain/problems.js';
+import { AppError, type ProblemCode } from '../../domain/problems.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import {
   guardConfigBodySchema,
@@ -21,7 +21,7 @@ import {
   type GuardNarrowingBody,
   type LockBody,
 } from '../guard-schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, callActor, errors, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
 import { SESSION_ERRORS } from './api-keys.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -66,11 +66,17 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   if (found) return { accountId, connectionId: actorRuns(deps, found.connectionId) ? found.connectionId : null };
   const unsynced = unsyncedAccountsError(deps, userId);
-  if (unsynced?.code === 'CONNECTION_FAILED' && GUARD_ACCOUNT_ID.test(accountId)) return { accountId, connectionId: null };
+  if (unsynced?.code === 'CONNECTION_FAILED') {
+    if (GUARD_ACCOUNT_ID.test(accountId)) return { accountId, connectionId: null };
+    throw new AppError('NOT_FOUND', 'Not found');
+  }
   throw unsynced ?? new AppError('NOT_FOUND', 'Not found');
 }
 
 const GUARD_ACCOUNT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Guard routes never answer CONNECTION_FAILED: a FAILED connection's actor still takes them. */
+const GUARD_BROKER_ERRORS: ProblemCode[] = ['BROKER_UNAVAILABLE', 'BROKER_TIMEOUT'];
 
 /** Whether an actor runs the connection now (any status but none yet and DISABLED). */
 function actorRuns(deps: RouteDeps, connectionId: string): boolean {
@@ -110,7 +116,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: 'An account’s risk guards, its lock and what they see now (day P&L, exposure)',
     description: GUARDS_DOC,
     tags: ['guards'],
-    responses: [{ status: 200, description: 'Guards', schema: guardsViewSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', ...BROKER_ERRORS)],
+    responses: [{ status: 200, description: 'Guards', schema: guardsViewSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', ...GUARD_BROKER_ERRORS)],
     async handler(ctx) {
       const target = guardTarget(deps, ctx.auth.userId, ctx.req.params.id!);
       const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, target, { type: 'guard-status' });
@@ -129,7 +135,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: guardConfigBodySchema,
     responses: [
       { status: 200, description: 'Guards in force', schema: guardsViewSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'UNSUPPORTED_MEDIA_TYPE', ...BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'UNSUPPORTED_MEDIA_TYPE', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
       const target = guardTarget(deps, ctx.auth.userId, ctx.req.params.id!);
@@ -157,7 +163,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: lockBodySchema.optional(),
     responses: [
       { status: 200, description: 'Locked', schema: guardsViewSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', ...BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
       const { userId } = ctx.auth;
@@ -191,7 +197,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     tags: ['guards'],
     responses: [
       { status: 200, description: 'Unlocked (or was not locked)', schema: guardsViewSchema },
-      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', ...BROKER_ERRORS),
+      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
       const { userId } = ctx.auth;

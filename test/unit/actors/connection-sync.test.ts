@@ -46,12 +46,12 @@ class Actors {
 let sync: ConnectionSync | undefined;
 afterEach(() => sync?.stop());
 
-function setup(extra: Partial<ConnectionSyncOptions> = {}) {
+function setup(extra: Partial<ConnectionSyncOptions<ConnectionRecord>> = {}) {
   const records = new Records();
   const actors = new Actors();
   let now = 0;
   const retired: [string, string[]][] = [];
-  sync = startConnectionSync({
+  sync = startConnectionSync<ConnectionRecord>({
     connections: records,
     gateway: actors.gateway,
     running: () => actors.running,
