@@ -82,10 +82,10 @@ export function startConnectionSync<ConnectionRecord extends SyncedConnection>(o
       const current = enabledNow(record.id);
       if (!current || stopped) return true;
       await opts.gateway.addConnection(opts.specFor(current), { ifStopped: true });
-      log.info({ connectionId: record.id }, 'connection added by another process started');
+      log.info({ connectionId: record.id }, 'stored connection without an actor started');
       return true;
     } catch (err) {
-      log.warn({ connectionId: record.id, err: err instanceof Error ? err.message : String(err) }, 'connection added by another process not started');
+      log.warn({ connectionId: record.id, err: err instanceof Error ? err.message : String(err) }, 'stored connection without an actor not started; retried later');
       return false;
     }
   }
@@ -93,7 +93,7 @@ export function startConnectionSync<ConnectionRecord extends SyncedConnection>(o
   async function retire(id: string, record: ConnectionRecord | undefined, gone: boolean): Promise<void> {
     const accountIds = opts.gateway.accounts(id).map((a) => a.id);
     await opts.gateway.removeConnection(id);
-    log.info({ connectionId: id, gone }, gone ? 'connection removed by another process stopped' : 'connection disabled by another process stopped');
+    log.info({ connectionId: id, gone }, gone ? 'actor of a removed connection stopped' : 'actor of a disabled connection stopped');
     if (gone && record && opts.retired) await opts.retired(record, accountIds).catch((err: unknown) => log.warn({ err, connectionId: id }, 'cleaning up after a removed connection failed'));
   }
 
