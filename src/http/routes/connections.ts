@@ -39,7 +39,9 @@ export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
 
 /** Connection routes. */
 export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
-  const throttle = new ReconnectThrottle(deps.config.reconnectMinIntervalS * 1000, deps.now ? () => deps.now!().getTime() : Date.now);
+  // Made at first use: building the route table reads no dependency.
+  let made: ReconnectThrottle | undefined;
+  const throttle = (): ReconnectThrottle => (made ??= new ReconnectThrottle(deps.config.reconnectMinIntervalS * 1000, deps.now ? () => deps.now!().getTime() : Date.now));
   const list = defineRoute<undefined, ListQuery>({
     method: 'GET',
     path: '/connections',
@@ -141,7 +143,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       if (credentials && !record.disabled) {
-        throttle.note(id);
+        throttle().note(id);
         await restart(record, credentials);
       }
       journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });
@@ -175,7 +177,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         throw new AppError('CONFLICT', `Connection is ${status}; only a FAILED connection (or one not running) is reconnected by hand`, { connectionStatus: status });
       }
       // Taken before the first await: concurrent reconnects cannot both pass.
-      throttle.take(record.id);
+      throttle().take(record.id);
       await restart(record, deps.store.connections.credentials(record.id));
       journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true, started: !live });
       return { status: 202, body: connectionView(deps, record) };
