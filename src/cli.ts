@@ -32,7 +32,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   connections: {
     summary: 'manage broker connections',
     usage:
-      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo --broker-user NAME | --tradovate-live --broker-user NAME) [--name N] [--password-stdin] [--json] | connections list --user U   [--data-dir D | --cluster nats://…]',
+      'tradegate connections add --user U (--paper --paper-url URL --paper-user NAME | --tradovate-demo --broker-user NAME | --tradovate-live --broker-user NAME) [--name N] [--password-stdin] [--json] | connections list --user U | connections remove|disable|enable <id>   [--data-dir D | --cluster nats://…]',
   },
   cluster: {
     summary: 'move a single-node data dir into a cluster\'s NATS store',

@@ -57,6 +57,11 @@ export const configSchema = z
     quotaApiKeys: positiveInt.default(50),
     /** Connection actors the whole service runs (each ~17 MB and a share of a thread). */
     actorsMax: positiveInt.default(200),
+    /**
+     * Shortest time between two manual reconnects of one connection. Each is a broker login; on
+     * Tradovate repeated failed logins end in a captcha lock for an hour that no program can lift.
+     */
+    reconnectMinIntervalS: positiveInt.max(3600).default(30),
     /** A price must lie within the product's reference price ÷ this … × this. */
     priceBandFactor: z.coerce.number().finite().min(1.5).max(1000).default(PRICE_BAND_FACTOR),
     /** /metrics listener; loopback by default so it is never public by accident. */
@@ -101,6 +106,7 @@ const ENV: Record<string, keyof ConfigInput> = {
   QUOTA_STRATEGIES: 'quotaStrategies',
   QUOTA_API_KEYS: 'quotaApiKeys',
   ACTORS_MAX: 'actorsMax',
+  RECONNECT_MIN_INTERVAL_S: 'reconnectMinIntervalS',
   PRICE_BAND_FACTOR: 'priceBandFactor',
   METRICS_HOST: 'metricsHost',
   METRICS_PORT: 'metricsPort',

@@ -103,6 +103,14 @@ export const STREAM_GUARD = Object.freeze({
   recheckMs: 1000,
 });
 
+/** Connections changed by another process (the CLI) while serve runs (src/actors/connection-sync.ts). */
+export const CONNECTION_SYNC = Object.freeze({
+  /** How often the stored connections are looked at (one LMDB read while nothing changed). */
+  recheckMs: 1000,
+  /** A start that failed (the actor ceiling, the paper broker restarting) is tried again after this long. */
+  retryMs: 30_000,
+});
+
 /** `tradegate serve`. */
 export const SERVE = Object.freeze({
   /** Requests in flight get this long to finish at shutdown. */

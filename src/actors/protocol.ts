@@ -228,9 +228,10 @@ export interface ActorCallOptions {
 export interface ActorGateway {
   /**
    * Starts (or restarts) the actor for a connection. `resume`: the connection ran before (on
-   * another node, or a crashed worker) and reports RECONNECTING until it is back.
+   * another node, or a crashed worker) and reports RECONNECTING until it is back. `ifStopped`:
+   * leave an actor that runs already alone (a new connection someone else started first).
    */
-  addConnection(spec: ConnectionSpec, opts?: { resume?: boolean }): Promise<void>;
+  addConnection(spec: ConnectionSpec, opts?: { resume?: boolean; ifStopped?: boolean }): Promise<void>;
   /** Stops the actor; announces DISABLED once (nothing for an unknown connection). */
   removeConnection(connectionId: string): Promise<void>;
   /**

@@ -69,6 +69,8 @@ export interface Supervisor extends ActorGateway {
   workerCount(): number;
   /** Memory stats of every worker. */
   stats(): Promise<WorkerStats[]>;
+  /** Ids of the connections it runs an actor for (added and not removed). */
+  running(): string[];
 }
 
 /** Creates the actor supervisor. */
@@ -163,6 +165,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   return {
     async addConnection(given, addOpts) {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
+      if (addOpts?.ifStopped && specs.has(given.connectionId)) return;
       const spec = opts.guards ? { ...given, guards: opts.guards(given.userId) } : given;
       // A restart of a running connection is not a new actor; a new one past the ceiling is refused.
       if (!specs.has(spec.connectionId) && opts.maxActors !== undefined && specs.size >= opts.maxActors) {
@@ -226,6 +229,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
 
     workerOf: (connectionId) => placement.get(connectionId)?.worker,
     workerCount: () => [...slots].filter((s) => s.client.alive).length,
+    running: () => [...specs.keys()],
     stats: () => Promise.all([...slots].filter((s) => s.client.alive).map((s) => s.client.stats())),
 
     async close() {

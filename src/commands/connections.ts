@@ -1,11 +1,14 @@
 /**
- * `tradegate connections add|list`. Broker passwords come from stdin only (never argv, which
- * other local users can read in the process list) and are stored sealed.
+ * `tradegate connections add|list|remove|disable|enable`. Broker passwords come from stdin only
+ * (never argv, which other local users can read in the process list) and are stored sealed. A
+ * server running on the same data dir picks the changes up within about a second
+ * (actors/connection-sync.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials, type BrokerKind, type Environment } from '../domain/connections.js';
 import { checkQuota } from '../http/quotas.js';
-import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
+import { AppError } from '../domain/problems.js';
+import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore, type StoreFlags } from './store-command.js';
 
 const USAGE = [
   'tradegate connections add --user U [--name N] [--json] [--data-dir D | --cluster nats://…]',
@@ -13,6 +16,7 @@ const USAGE = [
   '  | --tradovate-demo|--tradovate-live --broker-user NAME [--app-id A] [--app-version V] [--device-id D] [--cid N]',
   '    (password on the first line of stdin; with --cid, the API secret on the second)',
   'tradegate connections list --user U [--json] [--data-dir D | --cluster nats://…]',
+  'tradegate connections remove|disable|enable <id> [--data-dir D | --cluster nats://…]',
 ].join('\n');
 
 export { TRADOVATE_URLS };
@@ -78,6 +82,7 @@ export function run(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
     });
     const [sub, ...args] = positionals;
+    if (sub === 'remove' || sub === 'disable' || sub === 'enable') return changeConnection(sub, args, values);
     if (args.length > 0) throw new UsageError(`unexpected argument '${args[0]}'`);
 
     if (sub === 'add') {
@@ -137,4 +142,19 @@ export function run(argv: string[]): Promise<number> {
 
     throw new UsageError(sub ? `unknown subcommand '${sub}'` : 'missing subcommand');
   });
+}
+
+/** `remove|disable|enable <id>`: deletes a connection, or stops or restarts its actor without deleting it. */
+async function changeConnection(sub: 'remove' | 'disable' | 'enable', args: string[], values: StoreFlags): Promise<number> {
+  const [id, extra] = args;
+  if (!id) throw new UsageError(`connections ${sub} needs the connection id`);
+  if (extra !== undefined) throw new UsageError(`unexpected argument '${extra}'`);
+  await withStore(values, async (store) => {
+    const record = store.connections.byId(id);
+    if (!record) throw new AppError('NOT_FOUND', `unknown connection '${id}'`);
+    if (sub === 'remove') await store.connections.remove(record.userId, id);
+    else await store.connections.setDisabled(id, sub === 'disable');
+  });
+  print(`${sub === 'remove' ? 'removed' : `${sub}d`} connection ${id}`);
+  return 0;
 }

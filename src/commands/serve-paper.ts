@@ -1,7 +1,8 @@
 /**
  * The embedded paper broker of `serve --paper`: runs it on a worker thread, re-creates the
- * stored paper logins at every start, restarts it on the same port when its thread dies, and
- * opens logins for POST /connections.
+ * stored paper logins at every start, restarts it on the same port when its thread dies, opens
+ * logins for POST /connections and removes them for DELETE /connections/{id} (and when a create is
+ * refused after its login was opened), so `paper-logins.json` names live connections only.
  *
  * The paper broker keeps its state in memory, so every start re-creates the logins the store
  * knows, in creation order, with the same credentials and account names. A fresh broker
@@ -16,7 +17,7 @@ import type { LevelWithSilent } from 'pino';
 import type { PaperBroker } from '../http/routes/common.js';
 import type { Logger } from '../log.js';
 import { AppError } from '../domain/problems.js';
-import { createPaperLogin, PaperRefusedError, type PaperEndpoints, type PaperLogin } from '../sim/control-client.js';
+import { createPaperLogin, PaperRefusedError, removePaperLogin, type PaperEndpoints, type PaperLogin } from '../sim/control-client.js';
 import { startSimInWorker, type SimWorkerHandle } from '../sim/worker.js';
 import { makePrivate, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import type { Store } from '../store/index.js';
@@ -35,31 +36,74 @@ function readLogins(dataDir: string): PaperLogins {
   }
 }
 
-/** Remembers a paper login's account names so the next start can re-create them. */
-export function rememberPaperLogin(dataDir: string, login: string, accounts: string[]): void {
-  const all = { ...readLogins(dataDir), [login]: accounts };
+function writeLogins(dataDir: string, all: PaperLogins): void {
   const tmp = join(dataDir, `${LOGINS_FILE}.tmp`);
   writeFileSync(tmp, JSON.stringify(all, null, 2), { mode: PRIVATE_FILE_MODE });
   makePrivate(tmp); // a leftover temp file keeps its old mode through writeFileSync
   renameSync(tmp, join(dataDir, LOGINS_FILE));
 }
 
+/** Remembers a paper login's account names so the next start can re-create them. */
+export function rememberPaperLogin(dataDir: string, login: string, accounts: string[]): void {
+  writeLogins(dataDir, { ...readLogins(dataDir), [login]: accounts });
+}
+
+/** Forgets a paper login: the next start does not re-create it. */
+export function forgetPaperLogin(dataDir: string, login: string): void {
+  const all = readLogins(dataDir);
+  if (!(login in all)) return;
+  delete all[login];
+  writeLogins(dataDir, all);
+}
+
+/**
+ * Opens one stored paper connection's login at the paper broker, with the account names
+ * remembered for it (or `<NAME>-1`): at every start for every enabled paper connection, and
+ * for a paper connection another process (the CLI) added while the service runs.
+ * True when the broker has the login now (opened here, or it had it already).
+ */
+export async function restorePaperLogin(store: Pick<Store, 'connections'>, dataDir: string, controlUrl: string, connectionId: string, log?: Logger): Promise<boolean> {
+  const creds = store.connections.credentials(connectionId);
+  const accounts = readLogins(dataDir)[creds.name] ?? [`${creds.name.toUpperCase()}-1`];
+  try {
+    await createPaperLogin(controlUrl, { name: creds.name, password: creds.password, accounts });
+    return true;
+  } catch (err) {
+    if (err instanceof PaperRefusedError && err.reason === `user ${creds.name} exists`) return true;
+    log?.warn({ connectionId, err: err instanceof Error ? err.message : String(err) }, 'paper login not restored');
+    return false;
+  }
+}
+
+/** Login names the stored paper connections log in as. */
+function paperLoginsInUse(store: Pick<Store, 'connections'>): Set<string> {
+  return new Set(store.connections.all().filter((c) => c.broker === 'paper').map((c) => store.connections.credentials(c.id).name));
+}
+
+/** True while a stored paper connection logs in as `login`. */
+function paperLoginInUse(store: Pick<Store, 'connections'>, login: string): boolean {
+  return paperLoginsInUse(store).has(login);
+}
+
+/**
+ * Forgets the logins remembered for connections that are gone (left by creates refused before
+ * they were rolled back, or connections deleted while the service was down), so they are not
+ * re-created; run at start, before any connection is added. Returns their names.
+ */
+export function prunePaperLogins(store: Pick<Store, 'connections'>, dataDir: string): string[] {
+  const used = paperLoginsInUse(store);
+  const stale = Object.keys(readLogins(dataDir)).filter((name) => !used.has(name));
+  for (const name of stale) forgetPaperLogin(dataDir, name);
+  return stale;
+}
+
 /** Re-creates every enabled paper connection's login at a fresh paper broker, oldest first. */
 export async function restorePaperLogins(store: Store, dataDir: string, controlUrl: string, log?: Logger): Promise<void> {
-  const known = readLogins(dataDir);
   const records = store.connections
     .all()
     .filter((c) => c.broker === 'paper' && !c.disabled)
     .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
-  for (const record of records) {
-    const creds = store.connections.credentials(record.id);
-    const accounts = known[creds.name] ?? [`${creds.name.toUpperCase()}-1`];
-    try {
-      await createPaperLogin(controlUrl, { name: creds.name, password: creds.password, accounts });
-    } catch (err) {
-      log?.warn({ connectionId: record.id, err: err instanceof Error ? err.message : String(err) }, 'paper login not restored');
-    }
-  }
+  for (const record of records) await restorePaperLogin(store, dataDir, controlUrl, record.id, log);
 }
 
 /**
@@ -78,8 +122,11 @@ export interface EmbeddedPaper {
   /** Base URL (for the banner). */
   readonly url: string;
   readonly endpoints: PaperEndpoints;
-  /** The routes' handle on it (POST /connections opens logins). */
-  readonly broker: PaperBroker;
+  /** The routes' handle on it (POST /connections opens logins, DELETE closes them). */
+  readonly broker: PaperBroker & {
+    /** Opens a stored paper connection's login if the broker lacks it (a connection the CLI added while the service runs). */
+    ensureLogin(connectionId: string): Promise<boolean>;
+  };
   /** The worker currently running it (tests end it to play a crash). */
   readonly current: SimWorkerHandle;
   /** Resolves after the next restart (tests). */
@@ -104,6 +151,7 @@ export async function startEmbeddedPaper(opts: EmbeddedPaperOptions): Promise<Em
   const { store, dataDir, logger } = opts;
   const start = (port: number) => startSimInWorker({ port, host: '127.0.0.1', logLevel: opts.logLevel });
   let current = await start(opts.port);
+  prunePaperLogins(store, dataDir);
   await restorePaperLogins(store, dataDir, current.controlUrl, logger);
   const port = current.port;
   let closed = false;
@@ -152,6 +200,14 @@ export async function startEmbeddedPaper(opts: EmbeddedPaperOptions): Promise<Em
         }
         rememberPaperLogin(dataDir, login.name, login.accounts);
       },
+      async closeLogin(name: string) {
+        // Connections added by the CLI may share a login: it stays while one of them is stored.
+        if (paperLoginInUse(store, name)) return;
+        // Forgotten first: even if the broker cannot be reached now, the next start does not bring it back.
+        forgetPaperLogin(dataDir, name);
+        await removePaperLogin(current.controlUrl, name);
+      },
+      ensureLogin: (connectionId: string) => restorePaperLogin(store, dataDir, current.controlUrl, connectionId, logger),
     },
     restarted: () => new Promise((resolve) => restartWaiters.push(resolve)),
     async close() {

@@ -12,7 +12,8 @@
 import { parseArgs } from 'node:util';
 import { connectionSpecFor } from '../actors/connection-spec.js';
 import type { ActorGateway } from '../actors/protocol.js';
-import { createSupervisor } from '../actors/supervisor.js';
+import { startConnectionSync, type ConnectionSync } from '../actors/connection-sync.js';
+import { createSupervisor, type Supervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
@@ -44,6 +45,34 @@ async function startConnections(store: Store, gateway: ActorGateway, paper: Pape
       log.error({ connectionId: record.id, err: err instanceof Error ? err.message : String(err) }, 'connection not started');
     }
   }
+}
+
+/**
+ * Starts and stops actors for connections another process (the CLI) adds, removes, disables or
+ * enables while this one runs. A paper connection's login is opened at the embedded broker first
+ * (as at start-up); a removed one's webhook tokens become inactive with the reason, as after
+ * DELETE /connections/{id}, and its paper login is closed.
+ */
+function syncConnections(store: Store, supervisor: Supervisor, gateway: ActorGateway, paper: EmbeddedPaper | undefined, log: Logger): ConnectionSync {
+  /** Paper login of each paper connection seen (its credentials are gone with its record). */
+  const logins = new Map<string, string>();
+  return startConnectionSync({
+    connections: store.connections,
+    gateway,
+    running: () => supervisor.running(),
+    specFor: (record) => connectionSpecFor(record, store.connections.credentials(record.id), paper?.endpoints),
+    prepare: async (record) => (record.broker === 'paper' && paper ? paper.broker.ensureLogin(record.id) : true),
+    noticed(record) {
+      if (record.broker === 'paper' && paper) logins.set(record.id, store.connections.credentials(record.id).name);
+    },
+    async retired(record, accountIds) {
+      await store.webhookTokens.deactivateForAccounts(record.userId, accountIds, `its connection ${record.id} was deleted`);
+      const login = logins.get(record.id);
+      logins.delete(record.id);
+      if (login && paper) await paper.broker.closeLogin(login);
+    },
+    logger: log,
+  });
 }
 
 /** Resolves with the connection's account ids once it reports some, or [] after `ms`. */
@@ -120,8 +149,10 @@ export async function run(argv: string[]): Promise<number> {
   let gateway: ActorGateway | undefined;
   let server: HttpServer | undefined;
   let metricsListener: MetricsListener | undefined;
+  let sync: ConnectionSync | undefined;
 
   const shutdown = async () => {
+    sync?.stop();
     await metricsListener?.close();
     await server?.close({ graceMs: SERVE.shutdownGraceMs });
     await gateway?.close();
@@ -152,6 +183,7 @@ export async function run(argv: string[]): Promise<number> {
 
     const demo = paper ? await bootstrapDemo({ store, dataDir: config.dataDir, paper: paper.broker, webUrl: publicUrl }) : null;
     await startConnections(store, gateway, paper?.endpoints, logger);
+    sync = syncConnections(store, supervisor, gateway, paper, logger);
     process.stdout.write(banner(config, server.url, paper?.url, web.built, metricsListener.url));
     if (demo) {
       const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);

@@ -74,6 +74,12 @@ export interface LockState {
   since: number;
   until: number | null;
   detail: string;
+  /**
+   * Kill switch only: the flatten it asked for has not gone through yet (the connection was
+   * down, FAILED or not running). Stored with the lock, so every actor that starts with it
+   * flattens the account once CONNECTED; cleared when that succeeds, dropped by an unlock.
+   */
+  flattenOwed?: true;
 }
 
 /** An account's guards and lock, as the actor is given them. */

@@ -103,6 +103,7 @@ export const lockViewSchema = z.object({
   since: isoTime,
   until: isoTime.nullable().describe('null: until unlocked (kill switch)'),
   detail: z.string(),
+  flattenPending: z.boolean().describe('Kill switch: the flatten it asked for has not run yet (the connection was not CONNECTED); it runs once it is'),
 });
 
 const guardConfigSchema = guardConfigBodySchema;
@@ -119,8 +120,11 @@ export const guardsViewSchema = z.object({
       positions: z.array(z.object({ symbol: z.string(), net: z.number(), buying: z.number(), selling: z.number(), exposure: z.number() })),
     })
     .nullable()
-    .describe('What the connection’s actor sees now; null while it is not running'),
-  flatten: z.unknown().optional().describe('lock: the flatten outcome (cancelled orders, closed positions), or `{error}` when it failed and is being retried'),
+    .describe('What the connection’s actor sees now (as of its last sync while the connection is not CONNECTED); null while no actor runs the account'),
+  flatten: z
+    .unknown()
+    .optional()
+    .describe('lock: the flatten outcome (cancelled orders, closed positions), or `{error}` saying why it has not run yet (it runs once the connection is CONNECTED; `lock.flattenPending`)'),
 });
 
 /** GET/PUT /api-keys/{id}/guards answer. */

@@ -213,7 +213,7 @@ export class ServiceMetrics {
  */
 export function measuredGateway(gateway: ActorGateway, metrics: ServiceMetrics): ActorGateway {
   return {
-    addConnection: (spec) => gateway.addConnection(spec),
+    addConnection: (spec, opts) => gateway.addConnection(spec, opts),
     removeConnection: (id) => gateway.removeConnection(id),
     status: (id) => gateway.status(id),
     accounts: (id) => gateway.accounts(id),

@@ -17,7 +17,7 @@ export interface GuideSection {
   code?: string;
 }
 
-type GuideConfig = Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes'>;
+type GuideConfig = Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes' | 'reconnectMinIntervalS'>;
 
 /** The guide for a configuration (limits are quoted as configured). */
 export function buildGuide(config: GuideConfig): GuideSection[] {
@@ -55,6 +55,9 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
         `Webhook URLs are limited per token: ${config.webhookRateLimitPerMin} per rolling 60 s.`,
         `Headers on every keyed response: RateLimit-Policy: "key";q=${config.rateLimitPerMin};w=60, RateLimit: "key";r=<remaining>;t=<seconds until a slot frees>, ` +
           'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset (epoch second the next slot frees). 429 adds Retry-After (same instant as t).',
+        `POST /api/v1/connections/{id}/reconnect: at most once per ${config.reconnectMinIntervalS} s per connection (RECONNECT_MIN_INTERVAL_S), since each is a broker ` +
+          'login and repeated failed logins lock a Tradovate user out for an hour; within it 429 RATE_LIMITED with Retry-After. A PATCH with new credentials starts the interval.',
+        'Quotas (409 QUOTA_EXCEEDED) and the actor ceiling (503 ACTOR_LIMIT_REACHED) are exact under concurrency: N concurrent creates under a limit Q create exactly min(N, Q).',
       ],
     },
     {
@@ -127,6 +130,9 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
       paragraphs: [
         'PUT /api/v1/accounts/{id}/guards sets an account\'s guards (scope trade; a field left out = no such guard); GET reads them with what they see now ' +
           '(the day\'s P&L, exposure per contract). POST /api/v1/accounts/{id}/lock is the kill switch (flattens unless {"flatten":false}); /unlock lifts it.',
+        'Guards and locks are stored per account and work in every connection state (FAILED included); every actor starts with them. A lock whose flatten ' +
+          'cannot run now answers 200 with flatten: {error} saying why and lock.flattenPending: true; the flatten runs as soon as the connection is CONNECTED ' +
+          'again, while entries stay refused. An unlock drops a pending flatten.',
         'They are enforced inside the connection\'s actor against the broker\'s live positions and working orders, one order after the other: an entry is ' +
           'checked with every earlier order counted (in flight included), so a burst cannot overshoot. A refused entry is 403 RISK_GUARD with guard, limit and ' +
           'value (what the order would have reached); nothing reaches the broker.',

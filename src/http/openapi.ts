@@ -15,7 +15,7 @@ import { SESSION_COOKIE } from './session-auth.js';
 type Json = Record<string, unknown>;
 
 export interface OpenApiOptions {
-  config: Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes'>;
+  config: Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes' | 'reconnectMinIntervalS'>;
   version?: string;
 }
 

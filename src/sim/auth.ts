@@ -90,6 +90,12 @@ export class Auth {
     return n;
   }
 
+  /** Revokes every session of a user (its login was removed): its tokens are refused from now on. */
+  revoke(userId: number): void {
+    for (const s of this.sessions.get(userId) ?? []) s.revoked = true;
+    this.sessions.delete(userId);
+  }
+
   /** Counts one request; false when the user-level limit is exceeded. */
   allow(userId: number): boolean {
     const now = this.opts.clock();

@@ -51,3 +51,10 @@ export async function createPaperLogin(controlUrl: string, login: PaperLogin): P
   if (!res.ok) throw new PaperRefusedError(res.status, refusalReason(text), `login '${login.name}'`);
   return text ? (JSON.parse(text) as unknown) : null;
 }
+
+/** Removes a login (and with it its accounts) at the paper broker; a login it does not have is no error. */
+export async function removePaperLogin(controlUrl: string, name: string): Promise<void> {
+  const res = await fetch(`${controlUrl.replace(/\/+$/, '')}/users?name=${encodeURIComponent(name)}`, { method: 'DELETE' });
+  const text = await res.text();
+  if (!res.ok && res.status !== 404) throw new PaperRefusedError(res.status, refusalReason(text), `removing login '${name}'`);
+}

@@ -5,7 +5,7 @@
  */
 import { isOnTick } from './contracts.js';
 import { NO_FAULTS, type Faults, type SimCore } from './core.js';
-import type { AccountRules, AccountState, Entity } from './state.js';
+import type { AccountRules, AccountState, Entity, SimUser } from './state.js';
 import type { WsSession } from './ws-session.js';
 
 /** A control answer: HTTP status and JSON body. */
@@ -74,6 +74,8 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
   switch (key) {
     case 'POST /users':
       return createUser(core, body);
+    case 'DELETE /users':
+      return removeUser(deps, userOf(core, query.get('name') ?? undefined) ?? bad('unknown user', 404));
     case 'POST /accounts': {
       const user = userOf(core, body.user ?? body.userId) ?? bad('unknown user', 404);
       return done(addAccount(core, user.id, body), 201);
@@ -84,7 +86,7 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
     case 'POST /accounts/:id/reactivate': {
       const account = state.accounts.get(id) ?? bad('unknown account', 404);
       const active = path.endsWith('reactivate');
-      if (active && !account.active && activeNamed(core, account.entity.name as string)) bad(`an active account is named ${String(account.entity.name)}`, 409);
+      if (active && !account.active && activeNamed(core, account.userId, account.entity.name as string)) bad(`an active account is named ${String(account.entity.name)}`, 409);
       state.setActive(id, active);
       return done({ id, name: account.entity.name, active });
     }
@@ -105,7 +107,7 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
       const account = state.accounts.get(id) ?? bad('unknown account', 404);
       const name = body.name === undefined ? (account.entity.name as string) : typeof body.name === 'string' && body.name ? body.name : bad('name must be a non-empty string');
       const balance = positive(body.balance, 'balance');
-      if (activeNamed(core, name, id)) bad(`account ${name} exists`, 409);
+      if (activeNamed(core, account.userId, name, id)) bad(`account ${name} exists`, 409);
       const fresh = core.rules.reset(account, { name, balance });
       return done({ ...limitsOf(fresh), name, previousId: id, balance: fresh.initialBalance }, 201);
     }
@@ -188,9 +190,13 @@ function userOf(core: SimCore, ref: unknown) {
   return undefined;
 }
 
-/** True when an active account (other than `except`) has this name: names identify accounts (`accountSpec`). */
-function activeNamed(core: SimCore, name: string, except?: number): boolean {
-  for (const a of core.engine.state.accounts.values()) if (a.active && a.entity.name === name && a.entity.id !== except) return true;
+/**
+ * True when another active account of the user (other than `except`) has this name. Names
+ * identify a user's accounts (`accountSpec`, `account/find`, both looked up among the user's own
+ * accounts), so they are unique per user: two logins may each have an account named X.
+ */
+function activeNamed(core: SimCore, userId: number, name: string, except?: number): boolean {
+  for (const a of core.engine.state.accounts.values()) if (a.active && a.userId === userId && a.entity.name === name && a.entity.id !== except) return true;
   return false;
 }
 
@@ -214,7 +220,7 @@ function limitsOf(a: AccountState) {
 function addAccount(core: SimCore, userId: number, spec: Body): { id: number; name: string } {
   const state = core.engine.state;
   const name = typeof spec.name === 'string' && spec.name ? spec.name : bad('account name is required');
-  if (activeNamed(core, name)) bad(`account ${name} exists`, 409);
+  if (activeNamed(core, userId, name)) bad(`account ${name} exists`, 409);
   const balance = positive(spec.balance, 'balance') ?? 50_000;
   const rules = rulesOf(core, spec);
   const account = state.addAccount(userId, name, balance);
@@ -231,7 +237,6 @@ function createUser(core: SimCore, body: Body): ControlResult {
   const specs = (body.accounts ?? []) as Body[];
   const names = specs.map((s) => s?.name);
   if (names.some((n) => typeof n !== 'string' || !n) || new Set(names).size !== names.length) bad('each account needs a unique name');
-  for (const n of names) if (activeNamed(core, n as string)) bad(`account ${String(n)} exists`, 409);
   // Every spec is checked before anything is created: a refused request leaves no half-made user.
   for (const s of specs) {
     positive(s.balance, 'balance');
@@ -240,6 +245,20 @@ function createUser(core: SimCore, body: Body): ControlResult {
   const user = state.addUser(name, password);
   const accounts = specs.map((s) => addAccount(core, user.id, s));
   return done({ userId: user.id, name, accounts }, 201);
+}
+
+/**
+ * Removes a login: its accounts leave its view (subscribers get `account` `Deleted`), its tokens
+ * stop working, its sockets close, and its name (and its account names) can be used again.
+ */
+function removeUser(deps: ControlDeps, user: SimUser): ControlResult {
+  const state = deps.core.engine.state;
+  for (const id of user.accountIds) state.setActive(id, false);
+  deps.core.auth.revoke(user.id);
+  for (const s of deps.sessions()) if (s.userId === user.id) s.terminate();
+  state.usersByName.delete(user.name);
+  state.users.delete(user.id);
+  return done({ userId: user.id, name: user.name, accounts: user.accountIds });
 }
 
 function selectSessions(deps: ControlDeps, body: Body): WsSession[] {

@@ -6,7 +6,7 @@
  */
 import { Mirror, type Entity } from '../../src/broker/tradovate/mirror.js';
 import type { ActorEvent } from '../../src/actors/protocol.js';
-import type { ConnectionSpec } from '../../src/domain/connections.js';
+import { connectionFailed, type ConnectionSpec } from '../../src/domain/connections.js';
 import type { NewOrder } from '../../src/domain/orders.js';
 import { AppError } from '../../src/domain/problems.js';
 import { createLogger } from '../../src/log.js';
@@ -35,7 +35,11 @@ export class FakeBroker implements BrokerLink {
     this.mirror.replace({ accounts: [{ id: Number(ACCOUNT), name: 'DEMO7', active: true }], contracts: [{ id: CONTRACT, name: 'ESZ6' }] });
   }
 
+  /** Set: the connection gave up (FAILED) with this detail. */
+  failed: string | undefined;
+
   requireConnected(): void {
+    if (this.failed !== undefined) throw connectionFailed(this.spec.connectionId, this.failed);
     if (!this.connected) throw new AppError('BROKER_UNAVAILABLE', 'broker connection is RECONNECTING');
   }
 

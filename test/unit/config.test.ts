@@ -55,9 +55,9 @@ describe('loadConfig', () => {
 
 describe('limits and quotas settings', () => {
   it('defaults and environment names', () => {
-    expect(loadConfig({}, {})).toMatchObject({ orderQtyMax: 10_000, priceBandFactor: 5, quotaConnections: 10, quotaWebhookTokens: 100, quotaStrategies: 100, quotaApiKeys: 50, actorsMax: 200 });
-    const c = loadConfig({}, { ORDER_QTY_MAX: '50', PRICE_BAND_FACTOR: '2.5', QUOTA_CONNECTIONS: '3', QUOTA_WEBHOOK_TOKENS: '4', QUOTA_STRATEGIES: '5', QUOTA_API_KEYS: '6', ACTORS_MAX: '7' });
-    expect(c).toMatchObject({ orderQtyMax: 50, priceBandFactor: 2.5, quotaConnections: 3, quotaWebhookTokens: 4, quotaStrategies: 5, quotaApiKeys: 6, actorsMax: 7 });
+    expect(loadConfig({}, {})).toMatchObject({ orderQtyMax: 10_000, priceBandFactor: 5, quotaConnections: 10, quotaWebhookTokens: 100, quotaStrategies: 100, quotaApiKeys: 50, actorsMax: 200, reconnectMinIntervalS: 30 });
+    const c = loadConfig({}, { ORDER_QTY_MAX: '50', PRICE_BAND_FACTOR: '2.5', QUOTA_CONNECTIONS: '3', QUOTA_WEBHOOK_TOKENS: '4', QUOTA_STRATEGIES: '5', QUOTA_API_KEYS: '6', ACTORS_MAX: '7', RECONNECT_MIN_INTERVAL_S: '8' });
+    expect(c).toMatchObject({ orderQtyMax: 50, priceBandFactor: 2.5, quotaConnections: 3, quotaWebhookTokens: 4, quotaStrategies: 5, quotaApiKeys: 6, actorsMax: 7, reconnectMinIntervalS: 8 });
   });
 
   it('refuses values that would disable a limit, naming the setting', () => {

@@ -143,13 +143,16 @@ export class GuardKeeper {
     if (flattenToo) {
       try {
         result = await flatten(this.ctx, { type: 'flatten', accountId });
-        this.emit(accountId, 'kill_switch', 'flattened', summary(result));
+        state.owed = null;
+        this.emit(accountId, 'kill_switch', 'flattened', summary(result), this.settleOwed(state));
       } catch (err) {
         if (err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'ACCOUNT_INACTIVE')) throw err;
-        // The lock holds; the flatten is owed and retried on every tick until it goes through.
-        const message = err instanceof Error ? err.message : String(err);
+        // The lock holds; the flatten is owed (on the stored lock too, so a restarted actor still
+        // owes it) and runs at the first tick the connection is CONNECTED.
+        const message = owedFlattenMessage(err);
         state.owed = { guard: 'kill_switch', detail };
-        this.emit(accountId, 'kill_switch', 'flatten-failed', `${message}; retrying`);
+        if (state.lock?.guard === 'kill_switch' && !state.lock.flattenOwed) state.lock = { ...state.lock, flattenOwed: true };
+        this.emit(accountId, 'kill_switch', 'flatten-failed', message, state.lock);
         result = { error: message };
       }
     }
@@ -171,6 +174,8 @@ export class GuardKeeper {
         lockedUntil: until,
       });
     }
+    // A flatten the kill switch still owed is dropped with it: after an unlock, positions are the trader's again.
+    if (state.owed?.guard === 'kill_switch') state.owed = null;
     this.clearLock(accountId, state, 'kill_switch', 'unlocked');
     const dayLock = state.dayLock;
     state.dayLock = null;
@@ -217,7 +222,8 @@ export class GuardKeeper {
         this.flattenFor(accountId, state, 'trading_window', 'the trading window ended');
       }
       state.inside = inside;
-      if (state.owed && !state.flattening) this.flattenFor(accountId, state, state.owed.guard, state.owed.detail);
+      // An owed flatten waits for the connection (a FAILED one only comes back when restarted).
+      if (state.owed && !state.flattening && this.connectedNow()) this.flattenFor(accountId, state, state.owed.guard, state.owed.detail);
       this.checkPnl(accountId);
     }
     this.syncQuotes();
@@ -270,7 +276,7 @@ export class GuardKeeper {
     flatten(this.ctx, { type: 'flatten', accountId })
       .then((result) => {
         state.owed = null;
-        this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}`);
+        this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}`, this.settleOwed(state));
       })
       .catch((err: unknown) => {
         const code = err instanceof AppError ? err.code : 'INTERNAL';
@@ -282,6 +288,23 @@ export class GuardKeeper {
       .finally(() => {
         state.flattening = false;
       });
+  }
+
+  /** The lock without its owed flatten once that went through (for the event that stores it), or undefined when unchanged. */
+  private settleOwed(state: AccountState): LockState | undefined {
+    if (!state.lock?.flattenOwed) return undefined;
+    const { flattenOwed: _done, ...lock } = state.lock;
+    state.lock = lock;
+    return lock;
+  }
+
+  private connectedNow(): boolean {
+    try {
+      this.ctx.conn.requireConnected();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private setLock(accountId: string, state: AccountState, lock: LockState): void {
@@ -324,7 +347,18 @@ export class GuardKeeper {
 }
 
 function fresh(config: GuardConfig, lock: LockState | null): AccountState {
-  return { config, lock, inside: null, owed: null, flattening: false, trippedDay: null, dayLock: null, limits: {} };
+  // A kill switch stored with its flatten still owed (set while the connection was down) owes it here too.
+  const owed = lock?.guard === 'kill_switch' && lock.flattenOwed ? { guard: 'kill_switch' as const, detail: lock.detail } : null;
+  return { config, lock, inside: null, owed, flattening: false, trippedDay: null, dayLock: null, limits: {} };
+}
+
+/** What a kill switch answers when its flatten cannot run now. */
+function owedFlattenMessage(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof AppError && err.code === 'CONNECTION_FAILED') {
+    return `not flattened: ${message}. The lock holds, and the flatten runs once the connection is CONNECTED again`;
+  }
+  return `${message}; the lock holds, and the flatten is retried until it goes through`;
 }
 
 function summary(r: FlattenResult): string {

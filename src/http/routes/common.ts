@@ -22,6 +22,8 @@ export interface PaperBroker {
   wsUrl: string;
   /** Opens a login with these accounts at the paper broker (and remembers it for the next start). */
   openLogin(login: { name: string; password: string; accounts: string[] }): Promise<void>;
+  /** Removes a login at the paper broker and forgets it (a refused create's, a deleted connection's) unless a stored connection still uses it. */
+  closeLogin(name: string): Promise<void>;
 }
 
 /** Everything the routes need; passed once to buildRoutes. */
@@ -114,6 +116,12 @@ export function requireActive(owned: OwnedAccount): void {
 
 const JOURNALED = new Set<ActorRequest['type']>(['place-order', 'cancel-order', 'flatten']);
 
+/**
+ * Requests an actor answers whatever its connection's state: guards and locks are its own
+ * records (stored too), not broker reads, so they stay readable and settable while FAILED.
+ */
+const ANY_STATE = new Set<ActorRequest['type']>(['guard-status', 'set-guards', 'lock', 'unlock']);
+
 /** What the journal keeps of an actor answer: ids and states, not whole records. */
 function outcomeOf(result: unknown): unknown {
   const r = result as { order?: { orderId: string; status: string }; cancelledOrderIds?: string[]; positions?: unknown; reconciled?: boolean };
@@ -142,7 +150,7 @@ export async function callActor<R extends ActorRequest>(
   try {
     // A connection that gave up is answered here, without a round trip into its actor.
     const status = deps.gateway.status(connectionId);
-    if (status?.status === 'FAILED') throw connectionFailed(connectionId, status.detail);
+    if (status?.status === 'FAILED' && !ANY_STATE.has(req.type)) throw connectionFailed(connectionId, status.detail);
     // A trading action (each route's first and only side effect) is withdrawn if its client is gone before it is sent.
     const cancelled = JOURNALED.has(req.type) ? ctx.clientGone : undefined;
     result = await deps.gateway.request(connectionId, req, cancelled ? { ...opts, cancelled } : opts);
@@ -227,20 +235,6 @@ export function quotas(deps: RouteDeps): QuotaGate {
   if (!gate) gates.set(deps, (gate = new QuotaGate(deps.store, deps.config)));
   return gate;
 }
-
-/**
- * ACTOR_LIMIT_REACHED (503) when the service already runs ACTORS_MAX connection actors (one
- * per enabled connection of any user): checked before anything is opened at a broker.
- */
-export function requireActorCapacity(deps: RouteDeps): void {
-  const running = deps.store.connections.all().filter((c) => !c.disabled).length;
-  if (running >= deps.config.actorsMax) {
-    throw new AppError('ACTOR_LIMIT_REACHED', `The service runs its maximum of ${deps.config.actorsMax} broker connections (ACTORS_MAX)`, { limit: deps.config.actorsMax }, ACTOR_LIMIT_RETRY_S);
-  }
-}
-
-/** Retry-After of ACTOR_LIMIT_REACHED: a slot frees only when a connection is deleted somewhere. */
-export const ACTOR_LIMIT_RETRY_S = 60;
 
 /** The per-order limits of this deployment (ORDER_QTY_MAX, PRICE_BAND_FACTOR). */
 export function orderLimits(config: Config): OrderLimits {

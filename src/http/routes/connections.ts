@@ -1,10 +1,12 @@
 /**
  * Broker connections: list with live status, add a paper connection (with the embedded paper
  * broker; per-user quota and the service's actor ceiling), rename or give new credentials,
- * reconnect a FAILED one, delete one. Credentials never appear in a response.
+ * reconnect a FAILED one (or start one without an actor; at most once per RECONNECT_MIN_INTERVAL_S),
+ * delete one (with its paper login). Credentials never appear in a response.
  */
 import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
+import { ReconnectThrottle } from '../reconnect-throttle.js';
 import { randomBase62 } from '../../store/crypto.js';
 import type { ConnectionRecord, NewConnection } from '../../store/connections.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
@@ -18,7 +20,7 @@ import {
   type ListQuery,
   type UpdateConnectionBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, paginate, quotas, requireActorCapacity, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, paginate, quotas, type RouteDeps } from './common.js';
 
 /** The public view of a connection with its current status. */
 export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
@@ -37,6 +39,9 @@ export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
 
 /** Connection routes. */
 export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  // Made at first use: building the route table reads no dependency.
+  let made: ReconnectThrottle | undefined;
+  const throttle = (): ReconnectThrottle => (made ??= new ReconnectThrottle(deps.config.reconnectMinIntervalS * 1000, deps.now ? () => deps.now!().getTime() : Date.now));
   const list = defineRoute<undefined, ListQuery>({
     method: 'GET',
     path: '/connections',
@@ -76,7 +81,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         deps,
         ctx.auth.userId,
         { name: ctx.req.body?.name ?? 'Paper', broker: 'paper', environment: 'paper', restUrl: paper.restUrl, wsUrl: paper.wsUrl, credentials: { name: login.name, password: login.password } },
-        () => paper.openLogin(login),
+        { open: () => paper.openLogin(login), close: () => paper.closeLogin(login.name) },
       );
       return { status: 201, body: connectionView(deps, record) };
     },
@@ -89,7 +94,8 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     operationId: 'deleteConnection',
     summary: 'Stop and delete a connection; tokens bound to its accounts become inactive with the reason',
     description:
-      'Stops the connection’s actor (the health stream reports DISABLED), deletes the connection and frees its quota slot. ' +
+      'Stops the connection’s actor (the health stream reports DISABLED), deletes the connection and frees its quota slot; ' +
+      'a paper connection’s login at the embedded paper broker is removed with it. ' +
       'Webhook tokens bound to its accounts become inactive: their record carries `inactiveReason` and their alerts answer ' +
       '403 ACCOUNT_INACTIVE with that reason, until rebound (PATCH /webhook-tokens/{id} {accountId}). Resting orders at the ' +
       'broker are not touched: flatten the accounts first if that is what you want.',
@@ -98,10 +104,17 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const { userId } = ctx.auth;
       const id = ctx.req.params.id!;
-      if (!deps.store.connections.getForUser(userId, id)) throw new AppError('NOT_FOUND', 'Not found');
+      const record = deps.store.connections.getForUser(userId, id);
+      if (!record) throw new AppError('NOT_FOUND', 'Not found');
       const accountIds = deps.gateway.accounts(id).map((a) => a.id);
-      await deps.gateway.removeConnection(id);
+      const login = record.broker === 'paper' && deps.paper ? deps.store.connections.credentials(id).name : undefined;
+      // The record goes first: the sync of other processes' changes (connection-sync.ts) starts
+      // any stored connection without an actor, so it must not see this one stopped but stored.
       if (!(await deps.store.connections.remove(userId, id))) throw new AppError('NOT_FOUND', 'Not found');
+      await deps.gateway.removeConnection(id);
+      if (login) {
+        await deps.paper!.closeLogin(login).catch((err: unknown) => ctx.log.warn({ err, connectionId: id }, 'paper login not removed'));
+      }
       const tokens = await deps.store.webhookTokens.deactivateForAccounts(userId, accountIds, `its connection ${id} was deleted`);
       journal(ctx, 'connection-remove', { connectionId: id }, { removed: true, accountIds, inactiveTokenIds: tokens });
       return { status: 204 };
@@ -129,7 +142,10 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const credentials = given ? mergedCredentials(deps.store.connections.credentials(id), given) : undefined;
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
-      if (credentials && !record.disabled) await restart(record, credentials);
+      if (credentials && !record.disabled) {
+        throttle().note(id);
+        await restart(record, credentials);
+      }
       journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });
       return { status: 200, body: connectionView(deps, record) };
     },
@@ -140,21 +156,30 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/connections/:id/reconnect',
     scope: 'trade',
     operationId: 'reconnectConnection',
-    summary: 'Restart a FAILED connection with its stored credentials',
+    summary: 'Restart a FAILED connection (or start one that has no actor) with its stored credentials',
     description:
       'A connection goes FAILED when the broker refuses its credentials or asks for a captcha, and then stops trying (retrying ' +
       'only extends a broker lockout); its requests answer 409 CONNECTION_FAILED. Once the cause is fixed at the broker, this ' +
-      'starts it afresh: 202 with status CONNECTING, then CONNECTED (or FAILED again) on the health stream. Only a FAILED ' +
-      'connection can be reconnected (409 CONFLICT otherwise: the others reconnect by themselves).',
+      'starts it afresh: 202 with status CONNECTING, then CONNECTED (or FAILED again) on the health stream. It also starts a ' +
+      'stored connection that runs no actor (one whose start failed, e.g. at the actor ceiling). Any other status is 409 ' +
+      'CONFLICT: those reconnect by themselves, and one login is in flight at a time. Each reconnect is a broker login, so a ' +
+      'connection is reconnected by hand at most once per RECONNECT_MIN_INTERVAL_S (default 30 s; a PATCH with new ' +
+      'credentials starts the interval too): 429 RATE_LIMITED with Retry-After within it.',
     tags: ['connections'],
-    responses: [{ status: 202, description: 'Restarting', schema: connectionSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT')],
+    responses: [{ status: 202, description: 'Restarting', schema: connectionSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', 'ACTOR_LIMIT_REACHED')],
     async handler(ctx) {
       const record = deps.store.connections.getForUser(ctx.auth.userId, ctx.req.params.id!);
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
-      const status = connectionView(deps, record).status;
-      if (status !== 'FAILED') throw new AppError('CONFLICT', `Connection is ${status}; only a FAILED connection is reconnected by hand`, { connectionStatus: status });
+      const live = deps.gateway.status(record.id);
+      // No status: the connection runs no actor (the supervisor knows every one it started).
+      if (record.disabled || (live && live.status !== 'FAILED')) {
+        const status = connectionView(deps, record).status;
+        throw new AppError('CONFLICT', `Connection is ${status}; only a FAILED connection (or one not running) is reconnected by hand`, { connectionStatus: status });
+      }
+      // Taken before the first await: concurrent reconnects cannot both pass.
+      throttle().take(record.id);
       await restart(record, deps.store.connections.credentials(record.id));
-      journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true });
+      journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true, started: !live });
       return { status: 202, body: connectionView(deps, record) };
     },
   });
@@ -174,22 +199,33 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
 
 /**
  * Stores a new connection and starts its actor, under the user's connection quota and the
- * service's actor ceiling (checked before anything is opened at a broker); `open` runs first
- * inside the quota reservation (the paper login). A connection whose actor cannot start is not kept.
+ * service's actor ceiling, both admitted before anything is opened at a broker. `open` runs
+ * first (the paper login) and `close` undoes it: a connection whose actor cannot start is not
+ * kept, and neither is its paper login.
  */
-export async function startConnection(deps: RouteDeps, userId: string, input: Omit<NewConnection, 'userId'>, open?: () => Promise<void>): Promise<ConnectionRecord> {
-  requireActorCapacity(deps);
-  return quotas(deps).create(userId, 'connections', async () => {
-    await open?.();
-    const record = await deps.store.connections.create({ ...input, userId });
-    try {
-      await deps.gateway.addConnection(connectionSpecFor(record, input.credentials, deps.paper));
-    } catch (err) {
-      await deps.store.connections.remove(userId, record.id);
-      throw err;
-    }
-    return record;
-  });
+export async function startConnection(
+  deps: RouteDeps,
+  userId: string,
+  input: Omit<NewConnection, 'userId'>,
+  login?: { open(): Promise<void>; close(): Promise<void> },
+): Promise<ConnectionRecord> {
+  const gate = quotas(deps);
+  return gate.create(userId, 'connections', () =>
+    gate.actor(async () => {
+      await login?.open();
+      let record: ConnectionRecord | undefined;
+      try {
+        record = await deps.store.connections.create({ ...input, userId });
+        // A connection the sync of another process's changes started already is left running.
+        await deps.gateway.addConnection(connectionSpecFor(record, input.credentials, deps.paper), { ifStopped: true });
+        return record;
+      } catch (err) {
+        if (record) await deps.store.connections.remove(userId, record.id);
+        await login?.close().catch(() => undefined);
+        throw err;
+      }
+    }),
+  );
 }
 
 /** The stored credentials with the given fields replaced (`username` is the broker's `name`). */

@@ -1,13 +1,15 @@
 /**
  * Risk guards (README "Risk guards"): an account's guards (GET/PUT), the kill switch
  * (POST lock/unlock) and an API key's narrowing of the guards (GET/PUT, web session only, like
- * all key management). Guards are stored
- * first (they must outlive a restart) and then handed to the connection's actor, which
- * enforces them; a webhook token's narrowing is a field of the token (webhook-tokens.ts).
+ * all key management). Guards and locks are stored records of (user, account): they are stored
+ * and then handed to the connection's actor, which enforces them, in every connection state
+ * (FAILED included: the actor answers guard requests without its broker). When no actor runs
+ * the account, the record alone is written and every actor of the user starts with it. A
+ * webhook token's narrowing is a field of the token (webhook-tokens.ts).
  */
 import type { GuardStatus, LockResult } from '../../actors/protocol.js';
 import { NO_GUARDS, type GuardNarrowing, type LockState } from '../../domain/guards.js';
-import { AppError } from '../../domain/problems.js';
+import { AppError, type ProblemCode } from '../../domain/problems.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import {
   guardConfigBodySchema,
@@ -19,17 +21,18 @@ import {
   type GuardNarrowingBody,
   type LockBody,
 } from '../guard-schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, ownedAccount, type OwnedAccount, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, callActor, errors, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
 import { SESSION_ERRORS } from './api-keys.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-
 function lockView(lock: LockState | null | undefined) {
-  return lock ? { guard: lock.guard, since: iso(lock.since), until: lock.until === null ? null : iso(lock.until), detail: lock.detail } : null;
+  return lock
+    ? { guard: lock.guard, since: iso(lock.since), until: lock.until === null ? null : iso(lock.until), detail: lock.detail, flattenPending: lock.flattenOwed === true }
+    : null;
 }
 
-/** The guards view: stored guards, the lock, and what the actor sees now (null when it is not running). */
+/** The guards view: stored guards, the lock, and what the actor sees now (null when none runs the account). */
 function guardsView(deps: RouteDeps, userId: string, accountId: string, live: GuardStatus | null) {
   const stored = deps.store.guards.get(userId, accountId);
   return {
@@ -44,15 +47,58 @@ function guardsView(deps: RouteDeps, userId: string, accountId: string, live: Gu
   };
 }
 
-/** The actor's status of an account; null while the actor cannot be asked (not running, restarting). */
-async function liveStatus(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, req: { type: 'guard-status' | 'set-guards' } & Record<string, unknown>) {
+/** An account the guard routes act on, and the connection whose actor runs it now (null: none does). */
+interface GuardTarget {
+  accountId: string;
+  connectionId: string | null;
+}
+
+/**
+ * The caller's account for the guard routes. Guards and locks are records of (user, account),
+ * so they do not need the connection to be CONNECTED: an account its connection reported is
+ * served whatever that connection's state (FAILED included). An account no connection reported
+ * since the service started is accepted too while a connection of the caller gave up before it
+ * reported its accounts (FAILED): its guards and lock are stored and every actor of the user
+ * starts with them, so they are in force from the first moment the account is back. Otherwise
+ * the answer is ownedAccount's (503 while a connection is still connecting, 404).
+ */
+function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardTarget {
+  const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
+  if (found) return { accountId, connectionId: actorRuns(deps, found.connectionId) ? found.connectionId : null };
+  const unsynced = unsyncedAccountsError(deps, userId);
+  if (unsynced?.code === 'CONNECTION_FAILED') {
+    if (GUARD_ACCOUNT_ID.test(accountId)) return { accountId, connectionId: null };
+    throw new AppError('NOT_FOUND', 'Not found');
+  }
+  throw unsynced ?? new AppError('NOT_FOUND', 'Not found');
+}
+
+const GUARD_ACCOUNT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Guard routes never answer CONNECTION_FAILED: a FAILED connection's actor still takes them. */
+const GUARD_BROKER_ERRORS: ProblemCode[] = ['BROKER_UNAVAILABLE', 'BROKER_TIMEOUT'];
+
+/** Whether an actor runs the connection now (any status but none yet and DISABLED). */
+function actorRuns(deps: RouteDeps, connectionId: string): boolean {
+  const status = deps.gateway.status(connectionId)?.status;
+  return status !== undefined && status !== 'DISABLED';
+}
+
+/** The actor's status of an account; null while no actor can be asked (none runs it, or it is restarting). */
+async function liveStatus(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, target: GuardTarget, req: { type: 'guard-status' | 'set-guards' } & Record<string, unknown>) {
+  if (!target.connectionId) return null;
   try {
-    return (await callActor(deps, ctx, owned.connectionId, { ...req, accountId: owned.account.id } as never)) as GuardStatus;
+    return (await callActor(deps, ctx, target.connectionId, { ...req, accountId: target.accountId } as never)) as GuardStatus;
   } catch (err) {
     if (err instanceof AppError && (err.code === 'BROKER_UNAVAILABLE' || err.code === 'BROKER_TIMEOUT')) return null;
     throw err;
   }
 }
+
+/** What a lock's flatten answers when no actor runs the account: it is owed on the stored lock. */
+const FLATTEN_OWED_NO_ACTOR =
+  'not flattened: no running connection reports this account now (its connection is FAILED, disabled or not started). ' +
+  'The lock holds, and the flatten runs once its connection is CONNECTED again';
 
 const GUARDS_DOC =
   'Entries that break a guard are refused with 403 RISK_GUARD naming the guard (`guard`), its limit (`limit`) and the value the order ' +
@@ -70,11 +116,11 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: 'An account’s risk guards, its lock and what they see now (day P&L, exposure)',
     description: GUARDS_DOC,
     tags: ['guards'],
-    responses: [{ status: 200, description: 'Guards', schema: guardsViewSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', ...BROKER_ERRORS)],
+    responses: [{ status: 200, description: 'Guards', schema: guardsViewSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', ...GUARD_BROKER_ERRORS)],
     async handler(ctx) {
-      const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
-      const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, owned, { type: 'guard-status' });
-      return { status: 200, body: guardsView(deps, ctx.auth.userId, owned.account.id, live) };
+      const target = guardTarget(deps, ctx.auth.userId, ctx.req.params.id!);
+      const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, target, { type: 'guard-status' });
+      return { status: 200, body: guardsView(deps, ctx.auth.userId, target.accountId, live) };
     },
   });
 
@@ -89,15 +135,15 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: guardConfigBodySchema,
     responses: [
       { status: 200, description: 'Guards in force', schema: guardsViewSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'UNSUPPORTED_MEDIA_TYPE', ...BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'UNSUPPORTED_MEDIA_TYPE', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
-      const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+      const target = guardTarget(deps, ctx.auth.userId, ctx.req.params.id!);
       const config = ctx.req.body;
-      await deps.store.guards.setConfig(ctx.auth.userId, owned.account.id, config);
-      const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, owned, { type: 'set-guards', config });
-      ctx.log.info({ accountId: owned.account.id }, 'guards set');
-      return { status: 200, body: guardsView(deps, ctx.auth.userId, owned.account.id, live) };
+      await deps.store.guards.setConfig(ctx.auth.userId, target.accountId, config);
+      const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, target, { type: 'set-guards', config });
+      ctx.log.info({ accountId: target.accountId }, 'guards set');
+      return { status: 200, body: guardsView(deps, ctx.auth.userId, target.accountId, live) };
     },
   });
 
@@ -109,24 +155,35 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: 'Kill switch: refuse every entry until unlocked; flattens the account unless `{"flatten":false}`',
     description:
       'The lock is in force as soon as this answers; exits, cancels and flatten still work. With flatten (the default) working orders ' +
-      'are cancelled and positions closed; if that fails (broker disconnected) the lock holds and the flatten is retried until it goes through.',
+      'are cancelled and positions closed. The lock works in every connection state: it is stored, and an actor that (re)starts ' +
+      'starts with it. When the flatten cannot run now (the connection is RECONNECTING, FAILED, or not running) the answer is still ' +
+      '200 with the lock, `flatten: {error}` says why, the lock shows `flattenPending: true`, and the flatten runs as soon as the ' +
+      'connection is CONNECTED (after a reconnect or new credentials too), before anything else can trade. An unlock drops it.',
     tags: ['guards'],
     body: lockBodySchema.optional(),
     responses: [
       { status: 200, description: 'Locked', schema: guardsViewSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', ...BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
-      const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+      const { userId } = ctx.auth;
+      const target = guardTarget(deps, userId, ctx.req.params.id!);
       const body = ctx.req.body ?? { flatten: true };
       const detail = body.reason ?? `kill switch (${ctx.auth.kind})`;
-      const result: LockResult = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, {
-        type: 'lock',
-        accountId: owned.account.id,
-        flatten: body.flatten,
-        detail,
-      });
-      return { status: 200, body: { ...guardsView(deps, ctx.auth.userId, owned.account.id, result.status), flatten: result.flatten } };
+      if (target.connectionId) {
+        const result: LockResult = await callActor(deps, ctx as RouteContext<unknown, unknown>, target.connectionId, {
+          type: 'lock',
+          accountId: target.accountId,
+          flatten: body.flatten,
+          detail,
+        });
+        // Stored before the answer (the actor's event stores it too, a moment later): a restart right after starts locked.
+        await deps.store.guards.setLock(userId, target.accountId, result.status.lock);
+        return { status: 200, body: { ...guardsView(deps, userId, target.accountId, result.status), flatten: result.flatten } };
+      }
+      const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
+      ctx.log.info({ accountId: target.accountId, flattenOwed: lock.flattenOwed === true }, 'account locked while no actor runs it');
+      return { status: 200, body: { ...guardsView(deps, userId, target.accountId, null), flatten: body.flatten ? { error: FLATTEN_OWED_NO_ACTOR } : null } };
     },
   });
 
@@ -140,12 +197,27 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     tags: ['guards'],
     responses: [
       { status: 200, description: 'Unlocked (or was not locked)', schema: guardsViewSchema },
-      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', ...BROKER_ERRORS),
+      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
-      const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
-      const status = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'unlock', accountId: owned.account.id });
-      return { status: 200, body: guardsView(deps, ctx.auth.userId, owned.account.id, status) };
+      const { userId } = ctx.auth;
+      const target = guardTarget(deps, userId, ctx.req.params.id!);
+      if (target.connectionId) {
+        const status = await callActor(deps, ctx as RouteContext<unknown, unknown>, target.connectionId, { type: 'unlock', accountId: target.accountId });
+        await deps.store.guards.setLock(userId, target.accountId, status.lock);
+        return { status: 200, body: guardsView(deps, userId, target.accountId, status) };
+      }
+      const lock = deps.store.guards.get(userId, target.accountId)?.lock;
+      if (lock) {
+        // As the actor decides: a P&L lock lasts until the next trading day.
+        if (lock.guard !== 'kill_switch' && (lock.until === null || lock.until > Date.now())) {
+          const until = lock.until === null ? null : iso(lock.until);
+          throw new AppError('CONFLICT', `the account is locked by ${lock.guard} until ${until}: such a lock lifts when the next trading day begins`, { guard: lock.guard, lockedUntil: until });
+        }
+        await deps.store.guards.setLock(userId, target.accountId, null);
+        journalGuard(ctx as RouteContext<unknown, unknown>, target.accountId, lock.guard, 'unlocked', { detail: 'unlocked while no actor runs the account', lock: null });
+      }
+      return { status: 200, body: guardsView(deps, userId, target.accountId, null) };
     },
   });
 
@@ -187,6 +259,22 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       return { status: 200, body: { keyId: updated.id, guards: updated.guards ?? null } };
     },
   });
+
+  /** The kill switch as a stored record (no actor runs the account): in force when one starts with it, flatten owed if asked. */
+  async function storeKillSwitch(ctx: RouteContext<unknown, unknown>, accountId: string, detail: string, flatten: boolean): Promise<LockState> {
+    const { userId } = ctx.auth;
+    const prev = deps.store.guards.get(userId, accountId)?.lock;
+    const base: LockState = prev?.guard === 'kill_switch' ? prev : { guard: 'kill_switch', since: Date.now(), until: null, detail };
+    const lock: LockState = flatten ? { ...base, flattenOwed: true } : base;
+    await deps.store.guards.setLock(userId, accountId, lock);
+    journalGuard(ctx, accountId, 'kill_switch', 'locked', { detail, lock });
+    return lock;
+  }
+
+  /** Journals a guard change made without an actor (the actor's own events are journaled by guard-events.ts). */
+  function journalGuard(ctx: RouteContext<unknown, unknown>, accountId: string, guard: string, action: string, outcome: unknown): void {
+    deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: 'guard', request: { guard, action, via: ctx.auth.kind, requestId: ctx.requestId }, outcome });
+  }
 
   return [get, put, lock, unlock, keyGet, keyPut];
 }

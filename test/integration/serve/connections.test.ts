@@ -10,10 +10,12 @@ import { control, simState } from '../../support/sim.js';
 import { openHealthStream } from '../../support/sse.js';
 
 let s: Served;
+/** Short enough for the flows below to wait it out, long enough for a burst to land inside it. */
+const RECONNECT_INTERVAL_S = 8;
 const api = (method: string, path: string, body?: unknown) => http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}) });
 
 beforeAll(async () => {
-  s = await startServe({ RATE_LIMIT_PER_MIN: '100000' });
+  s = await startServe({ RATE_LIMIT_PER_MIN: '100000', RECONNECT_MIN_INTERVAL_S: String(RECONNECT_INTERVAL_S) });
 }, 60_000);
 afterAll(async () => {
   expect(await s?.stop()).toBe(0);
@@ -32,11 +34,10 @@ describe('POST /connections account names', () => {
     expect([first.status, second.status], `${first.text} ${second.text}`).toEqual([201, 201]);
   });
 
-  it('answers 409 CONFLICT with the broker reason when the broker already has the name', async () => {
+  it('accepts a name another connection’s login already has (paper account names are per login)', async () => {
     expect((await api('POST', '/api/v1/connections', { accounts: [{ name: 'TAKEN-1' }] })).status).toBe(201);
     const again = await api('POST', '/api/v1/connections', { accounts: [{ name: 'OTHER-1' }, { name: 'TAKEN-1' }] });
-    expect(again.status, again.text).toBe(409);
-    expect(again.json).toMatchObject({ code: 'CONFLICT', brokerReason: 'account TAKEN-1 exists' });
+    expect(again.status, again.text).toBe(201);
   });
 
   it('refuses names the broker could not show (spaces, control characters) with 400', async () => {
@@ -52,6 +53,16 @@ async function brokerUserOf(accountName: string): Promise<string> {
   const user = users.find((u) => u.accounts.some((a) => a.name === accountName));
   if (!user) throw new Error(`no broker user holds ${accountName}`);
   return user.name;
+}
+
+/** POST /reconnect, waiting out a 429 (the manual reconnect interval) as a client should. */
+async function reconnect(id: string) {
+  for (;;) {
+    const r = await api('POST', `/api/v1/connections/${id}/reconnect`);
+    if (r.status !== 429) return r;
+    expect(r.json.code).toBe('RATE_LIMITED');
+    await new Promise((done) => setTimeout(done, Number(r.headers.get('retry-after')) * 1000));
+  }
 }
 
 async function connected(id: string): Promise<{ accountIds: string[] }> {
@@ -92,7 +103,7 @@ describe('leaving FAILED (item 3)', () => {
 
       // Still refused at the broker: a reconnect goes CONNECTING, then FAILED again.
       const early = stream.events.length;
-      const again = await api('POST', `/api/v1/connections/${id}/reconnect`);
+      const again = await reconnect(id);
       expect(again.status, again.text).toBe(202);
       expect(again.json.status).toBe('CONNECTING');
       const connecting = await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTING', early, 10_000);
@@ -101,7 +112,7 @@ describe('leaving FAILED (item 3)', () => {
       // Fixed at the broker: reconnect → CONNECTED, and the order under the same key now runs.
       await control(s, 'DELETE', '/faults');
       const later = stream.events.length;
-      expect((await api('POST', `/api/v1/connections/${id}/reconnect`)).status).toBe(202);
+      expect((await reconnect(id)).status).toBe(202);
       const back = await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTING', later, 10_000);
       await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTED', back.index + 1, 15_000);
       await connected(id);
@@ -112,6 +123,95 @@ describe('leaving FAILED (item 3)', () => {
       const notFailed = await api('POST', `/api/v1/connections/${id}/reconnect`);
       expect(notFailed.status).toBe(409);
       expect(notFailed.json).toMatchObject({ code: 'CONFLICT', connectionStatus: 'CONNECTED' });
+    } finally {
+      await control(s, 'DELETE', '/faults');
+      stream.close();
+    }
+  });
+
+  it('a burst of reconnects on a FAILED connection logs in at most once: the rest are 409 (login in flight) or 429 with Retry-After (item 3)', async () => {
+    const created = await api('POST', '/api/v1/connections', { name: 'burst', accounts: [{ name: 'BURST-1' }] });
+    const id = created.json.id as string;
+    await connected(id);
+    const brokerUser = await brokerUserOf('BURST-1');
+    const stream = await openHealthStream(s.url, s.apiKey);
+    try {
+      await control(s, 'POST', '/faults', { rejectAuth: 'Incorrect username or password' });
+      let from = stream.events.length;
+      await control(s, 'POST', '/auth/expire', { user: brokerUser });
+      await control(s, 'POST', '/connections/drop', { user: brokerUser });
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', from, 15_000);
+      // A first reconnect (still refused at the broker): FAILED again at once.
+      from = stream.events.length;
+      expect((await reconnect(id)).status).toBe(202);
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', from, 15_000);
+
+      // Ten more in a row, as a client retrying in a loop would: at most one login (the warm-up's interval is likely still running).
+      from = stream.events.length;
+      const burst = [];
+      for (let i = 0; i < 10; i++) burst.push(await api('POST', `/api/v1/connections/${id}/reconnect`));
+      const started = burst.filter((r) => r.status === 202).length;
+      expect(started).toBeLessThanOrEqual(1);
+      for (const r of burst.filter((x) => x.status !== 202)) {
+        if (r.status === 429) {
+          expect(r.json).toMatchObject({ code: 'RATE_LIMITED', connectionId: id });
+          expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+          expect(Number(r.headers.get('retry-after'))).toBeLessThanOrEqual(RECONNECT_INTERVAL_S);
+        } else expect(r.json, r.text).toMatchObject({ code: 'CONFLICT', connectionStatus: 'CONNECTING' });
+      }
+      expect(burst.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+
+      // After the interval one reconnect goes through. Logins before its own: one per 202 of the burst, none for the refused ones.
+      expect((await reconnect(id)).status).toBe(202);
+      const logins = () => stream.events.slice(from).filter((e) => e.connectionId === id && e.status === 'CONNECTING').length;
+      await eventually(async () => logins() === started + 1, `${started + 1} logins (the burst's and the last), saw ${logins()}`, 15_000);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+      stream.close();
+    }
+  });
+
+  it('guards and the kill switch work on a FAILED connection; the owed flatten runs when it is back, before anything trades (item 4)', async () => {
+    const created = await api('POST', '/api/v1/connections', { name: 'locked', accounts: [{ name: 'LOCK-1' }] });
+    const id = created.json.id as string;
+    const [account] = (await connected(id)).accountIds;
+    const buy = { symbol: 'ES', side: 'buy', qty: 1, type: 'market' };
+    expect((await api('POST', `/api/v1/accounts/${account}/orders`, buy)).status).toBe(201);
+    const position = async () => ((await api('GET', `/api/v1/accounts/${account}/positions`)).json?.data ?? []) as { netQty: number }[];
+    await eventually(async () => (await position()).some((p) => p.netQty === 1), 'a long position');
+    const brokerUser = await brokerUserOf('LOCK-1');
+    const stream = await openHealthStream(s.url, s.apiKey);
+    try {
+      await control(s, 'POST', '/faults', { rejectAuth: 'Incorrect username or password' });
+      let from = stream.events.length;
+      await control(s, 'POST', '/auth/expire', { user: brokerUser });
+      await control(s, 'POST', '/connections/drop', { user: brokerUser });
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', from, 15_000);
+
+      const plain = await api('POST', `/api/v1/accounts/${account}/lock`, { flatten: false });
+      expect(plain.status, plain.text).toBe(200);
+      expect(plain.json).toMatchObject({ lock: { guard: 'kill_switch', flattenPending: false }, flatten: null });
+      expect((await api('GET', `/api/v1/accounts/${account}/guards`)).json).toMatchObject({ lock: { guard: 'kill_switch' } });
+      const put = await api('PUT', `/api/v1/accounts/${account}/guards`, { maxOrderQty: 5 });
+      expect(put.status, put.text).toBe(200);
+      expect(put.json).toMatchObject({ guards: { maxOrderQty: 5 }, lock: { guard: 'kill_switch' } });
+      const flattening = await api('POST', `/api/v1/accounts/${account}/lock`, { reason: 'before the fix' });
+      expect(flattening.status, flattening.text).toBe(200);
+      expect(flattening.json.lock).toMatchObject({ guard: 'kill_switch', flattenPending: true });
+      expect(flattening.json.flatten.error).toMatch(/^not flattened: .*Incorrect username or password.*flatten runs once the connection is CONNECTED again$/);
+
+      // Fixed at the broker, restarted: flat and locked before any alert can trade.
+      await control(s, 'DELETE', '/faults');
+      from = stream.events.length;
+      expect((await reconnect(id)).status).toBe(202);
+      await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTED', from, 20_000);
+      await eventually(async () => (await position()).every((p) => p.netQty === 0), 'flat after the restart', 15_000);
+      const refused = await api('POST', `/api/v1/accounts/${account}/orders`, buy);
+      expect(refused.status, refused.text).toBe(403);
+      expect(refused.json).toMatchObject({ code: 'RISK_GUARD', guard: 'kill_switch' });
+      await eventually(async () => (await api('GET', `/api/v1/accounts/${account}/guards`)).json.lock?.flattenPending === false, 'flatten no longer pending');
+      expect((await api('POST', `/api/v1/accounts/${account}/unlock`)).json.lock).toBeNull();
+      expect((await api('POST', `/api/v1/accounts/${account}/orders`, buy)).status).toBe(201);
     } finally {
       await control(s, 'DELETE', '/faults');
       stream.close();

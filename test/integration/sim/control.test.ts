@@ -41,6 +41,38 @@ describe('POST /control/users and /control/accounts', () => {
   });
 });
 
+describe('account names', () => {
+  it('are unique per user: two logins may both have an account named X, one login cannot have two active ones', async () => {
+    const ann = await ctl(sim, 'POST', '/users', { name: 'ann', password: 'pw', accounts: [{ name: 'SAME1' }] });
+    const bob = await ctl(sim, 'POST', '/users', { name: 'bob', password: 'pw', accounts: [{ name: 'SAME1' }] });
+    expect([ann.status, bob.status]).toEqual([201, 201]);
+    expect(bob.body.accounts[0].id).not.toBe(ann.body.accounts[0].id);
+    expect(await ctl(sim, 'POST', '/accounts', { user: 'ann', name: 'SAME1' })).toEqual({ status: 409, body: { error: 'account SAME1 exists' } });
+    // Each user's name lookups (accountSpec, account/find) find its own account.
+    const token = (await login('bob')).body.accessToken;
+    const found = await rest(sim, 'GET', '/account/find?name=SAME1', undefined, token);
+    expect(found.body.id).toBe(bob.body.accounts[0].id);
+    // A reset or a reactivation checks the account's own user only.
+    const reset = await ctl(sim, 'POST', `/accounts/${ann.body.accounts[0].id}/reset`, {});
+    expect(reset.status).toBe(201);
+  });
+});
+
+describe('DELETE /control/users?name=', () => {
+  it('removes a login: its accounts vanish, its tokens and sockets stop, and its names are free again', async () => {
+    const u = await userWithToken(sim, 'ann', ['A']);
+    const { c } = await syncedClient(sim, u.token, u.userId);
+    const removed = await ctl(sim, 'DELETE', '/users?name=ann');
+    expect(removed).toEqual({ status: 200, body: { userId: u.userId, name: 'ann', accounts: u.accountIds } });
+    await c.closed;
+    expect((await rest(sim, 'GET', '/account/list', undefined, u.token)).status).toBe(401);
+    expect((await login('ann')).body.errorText).toBeTruthy();
+    expect((await ctl(sim, 'GET', '/state')).body.users).toEqual([]);
+    expect((await ctl(sim, 'POST', '/users', { name: 'ann', password: 'pw', accounts: [{ name: 'ann-A' }] })).status).toBe(201);
+    expect((await ctl(sim, 'DELETE', '/users?name=nobody')).status).toBe(404);
+  });
+});
+
 describe('GET /control/state', () => {
   it('dumps users, accounts, orders, positions and fills, optionally for one user', async () => {
     const a = await userWithToken(sim, 'ann');

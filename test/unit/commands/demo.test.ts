@@ -11,7 +11,7 @@ let paper: PaperBroker;
 beforeEach(async () => {
   t = await tempStore();
   opened = [];
-  paper = { restUrl: 'http://127.0.0.1:7/v1', wsUrl: 'ws://127.0.0.1:7/v1/websocket', openLogin: async (l) => void opened.push(l) };
+  paper = { restUrl: 'http://127.0.0.1:7/v1', wsUrl: 'ws://127.0.0.1:7/v1/websocket', openLogin: async (l) => void opened.push(l), closeLogin: async () => undefined };
 });
 afterEach(() => t.cleanup());
 

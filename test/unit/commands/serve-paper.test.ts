@@ -27,14 +27,17 @@ async function accountNames(restUrl: string, name: string, password: string): Pr
   return ((await list.json()) as { name: string }[]).map((a) => a.name);
 }
 
-async function storePaperConnection(name: string, password: string, accounts: string[]): Promise<void> {
-  const user = await t.store.users.create({ name: `u-${name}` });
-  await t.store.connections.create({
+async function storePaperConnection(name: string, password: string, accounts: string[], remember = true): Promise<{ userId: string; id: string }> {
+  const user = t.store.users.byName(`u-${name}`) ?? (await t.store.users.create({ name: `u-${name}` }));
+  const record = await t.store.connections.create({
     userId: user.id, name: 'Paper', broker: 'paper', environment: 'paper',
     restUrl: 'http://old/v1', wsUrl: 'ws://old/v1/websocket', credentials: { name, password },
   });
-  rememberPaperLogin(t.dir, name, accounts);
+  if (remember) rememberPaperLogin(t.dir, name, accounts);
+  return { userId: user.id, id: record.id };
 }
+
+const remembered = () => JSON.parse(readFileSync(join(t.dir, 'paper-logins.json'), 'utf8')) as Record<string, string[]>;
 
 test('re-creates the stored paper logins with their account names at start', async () => {
   await storePaperConnection('kept', 'pw-kept', ['K1', 'K2']);
@@ -77,4 +80,37 @@ test('a login the broker refuses becomes a coded error, never a 500', () => {
   expect(loginRefusal(new PaperRefusedError(400, 'password is required', 'x'))).toMatchObject({ code: 'BROKER_REJECTED' });
   expect(loginRefusal(new PaperRefusedError(500, 'boom', 'x'))).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1 });
   expect(loginRefusal(new TypeError('fetch failed'))).toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+});
+
+test('closeLogin removes the login at the broker and from the file, unless a stored connection still uses it', async () => {
+  paper = await start();
+  await paper.broker.openLogin({ name: 'gone', password: 'pw-g', accounts: ['G1'] });
+  await paper.broker.closeLogin('gone');
+  expect(await accountNames(paper.broker.restUrl, 'gone', 'pw-g')).toBeNull();
+  expect(remembered()).toEqual({});
+  // Its account name is free again at the broker.
+  await paper.broker.openLogin({ name: 'again', password: 'pw-a', accounts: ['G1'] });
+
+  await storePaperConnection('shared', 'pw-s', ['S1']);
+  await paper.broker.ensureLogin(t.store.connections.all().find((c) => t.store.connections.credentials(c.id).name === 'shared')!.id);
+  await paper.broker.closeLogin('shared');
+  expect(await accountNames(paper.broker.restUrl, 'shared', 'pw-s')).toEqual(['S1']);
+  expect(remembered()).toMatchObject({ shared: ['S1'] });
+});
+
+test('ensureLogin opens a stored connection’s login the broker lacks, and is content when it has it', async () => {
+  paper = await start();
+  const { id } = await storePaperConnection('late', 'pw-l', ['L1']);
+  expect(await accountNames(paper.broker.restUrl, 'late', 'pw-l')).toBeNull();
+  expect(await paper.broker.ensureLogin(id)).toBe(true);
+  expect(await accountNames(paper.broker.restUrl, 'late', 'pw-l')).toEqual(['L1']);
+  expect(await paper.broker.ensureLogin(id)).toBe(true);
+});
+
+test('at start, logins remembered for connections that are gone are forgotten and not re-created', async () => {
+  await storePaperConnection('kept', 'pw-k', ['K1']);
+  rememberPaperLogin(t.dir, 'leaked', ['X1']);
+  paper = await start();
+  expect(remembered()).toEqual({ kept: ['K1'] });
+  expect(await accountNames(paper.endpoints.restUrl, 'kept', 'pw-k')).toEqual(['K1']);
 });

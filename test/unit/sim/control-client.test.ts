@@ -22,7 +22,7 @@ test('a refused login throws with the broker’s status', async () => {
 
 test('a refusal carries the status and the broker’s own reason', async () => {
   await createPaperLogin(sim.controlUrl, { name: 'cc3', password: 'pw', accounts: ['C4'] });
-  const err = await createPaperLogin(sim.controlUrl, { name: 'cc4', password: 'pw', accounts: ['C4'] }).catch((e: unknown) => e);
+  const err = await createPaperLogin(sim.controlUrl, { name: 'cc3', password: 'pw', accounts: ['C5'] }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(PaperRefusedError);
-  expect(err).toMatchObject({ status: 409, reason: 'account C4 exists' });
+  expect(err).toMatchObject({ status: 409, reason: 'user cc3 exists' });
 });

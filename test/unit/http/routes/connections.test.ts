@@ -37,7 +37,7 @@ describe('connections', () => {
 
   it('adds a paper connection: a fresh login with the named accounts at the paper broker, then its actor', async () => {
     const opened: { name: string; password: string; accounts: string[] }[] = [];
-    w.deps.paper = { restUrl: 'http://127.0.0.1:9/v1', wsUrl: 'ws://127.0.0.1:9/v1/websocket', openLogin: async (login) => void opened.push(login) };
+    w.deps.paper = { restUrl: 'http://127.0.0.1:9/v1', wsUrl: 'ws://127.0.0.1:9/v1/websocket', openLogin: async (login) => void opened.push(login), closeLogin: async () => undefined };
     const routes = buildRoutes(w.deps);
     const add = routes.find((r) => r.method === 'POST' && r.path === '/connections')!;
     const res = await add.handler({
@@ -87,6 +87,36 @@ describe('leaving FAILED and deleting', () => {
     const res = await call(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id: w.a.connectionId } });
     expect(res.status).toBe(202);
     expect(w.gateway.added.map((s) => [s.connectionId, s.credentials])).toEqual([[w.a.connectionId, w.store.connections.credentials(w.a.connectionId)]]);
+  });
+
+  it('reconnect starts a stored connection that runs no actor (its start failed, or nothing started it yet)', async () => {
+    w.gateway.statusOf.delete(w.a.connectionId);
+    const res = await call(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id: w.a.connectionId } });
+    expect(res.status).toBe(202);
+    expect(w.gateway.added.map((s) => s.connectionId)).toEqual([w.a.connectionId]);
+  });
+
+  it('reconnect is 409 while a login is in flight (CONNECTING) and for a disabled connection', async () => {
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'CONNECTING', reason: 'connect', ts: 1 });
+    expect(await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id: w.a.connectionId } })).toMatchObject({ code: 'CONFLICT', extensions: { connectionStatus: 'CONNECTING' } });
+    failed(w);
+    await w.store.connections.setDisabled(w.a.connectionId, true);
+    expect(await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id: w.a.connectionId } })).toMatchObject({ code: 'CONFLICT', extensions: { connectionStatus: 'DISABLED' } });
+    expect(w.gateway.added).toEqual([]);
+  });
+
+  it('a second manual reconnect within RECONNECT_MIN_INTERVAL_S is 429 RATE_LIMITED with Retry-After, and starts nothing', async () => {
+    failed(w);
+    expect((await call(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id: w.a.connectionId } })).status).toBe(202);
+    failed(w); // the login was refused again at once
+    const again = await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id: w.a.connectionId } });
+    expect(again).toMatchObject({ code: 'RATE_LIMITED', status: 429, retryAfterSeconds: 30, extensions: { connectionId: w.a.connectionId } });
+    expect(again.message).toContain('RECONNECT_MIN_INTERVAL_S');
+    expect(w.gateway.added).toHaveLength(1);
+    // Another connection has its own interval; new credentials are never refused but start the interval.
+    w.gateway.statusOf.set(w.b.connectionId, { type: 'status', connectionId: w.b.connectionId, status: 'FAILED', reason: 'fatal-error', ts: 1 });
+    expect((await call(w, 'PATCH', '/connections/:id', { userId: w.b.userId, params: { id: w.b.connectionId }, body: { credentials: { password: 'new' } } })).status).toBe(200);
+    expect((await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.b.userId, params: { id: w.b.connectionId } })).code).toBe('RATE_LIMITED');
   });
 
   it('PATCH merges new credentials, restarts with them, and renames without a restart', async () => {

@@ -123,6 +123,67 @@ describe('lock / unlock', () => {
   });
 });
 
+describe('guards and locks in every connection state (item 4)', () => {
+  const setStatus = (status: 'FAILED' | 'DISABLED' | 'CONNECTING') =>
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status, reason: 'fatal-error', ts: 1, detail: 'bad password' });
+
+  it('on a FAILED connection: GET/PUT guards and lock reach the actor (no 409), and the lock is stored before the answer', async () => {
+    setStatus('FAILED');
+    const owed = { guard: 'kill_switch' as const, since: DAY.start, until: null, detail: 'kill switch (api-key)', flattenOwed: true as const };
+    w.gateway.responder['guard-status'] = () => status();
+    w.gateway.responder['set-guards'] = (req: { config: any }) => status({ config: req.config });
+    w.gateway.responder.lock = () => ({ status: status({ lock: owed }), flatten: { error: 'not flattened: Broker connection failed (bad password)…' } });
+    expect((await call(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params })).status).toBe(200);
+    expect((await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params, body: { maxOrderQty: 2 } })).body).toMatchObject({ guards: { maxOrderQty: 2 } });
+    const locked = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params });
+    expect(locked.body).toMatchObject({ lock: { guard: 'kill_switch', flattenPending: true }, flatten: { error: expect.stringContaining('not flattened') } });
+    expect(w.store.guards.get(w.a.userId, '101')?.lock).toEqual(owed);
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['guard-status', 'set-guards', 'lock']);
+    // Orders still get the connection's 409, without a round trip.
+    expect((await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params })).code).toBe('CONNECTION_FAILED');
+    w.gateway.responder.unlock = () => status();
+    await call(w, 'POST', '/accounts/:id/unlock', { userId: w.a.userId, params });
+    expect(w.store.guards.get(w.a.userId, '101')?.lock).toBeNull();
+  });
+
+  it('with no actor running the account: the lock is stored with the flatten owed, and the answer says it did not run', async () => {
+    setStatus('DISABLED');
+    const locked = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params, body: { reason: 'before new credentials' } });
+    expect(locked.body).toMatchObject({
+      lock: { guard: 'kill_switch', until: null, detail: 'before new credentials', flattenPending: true },
+      live: null,
+      flatten: { error: expect.stringMatching(/^not flattened: .*the flatten runs once its connection is CONNECTED again$/) },
+    });
+    expect(w.store.guards.get(w.a.userId, '101')?.lock).toMatchObject({ guard: 'kill_switch', flattenOwed: true });
+    expect(w.gateway.calls).toEqual([]);
+    // Without flatten: locked, nothing owed; a second lock keeps the first one's time and reason.
+    await call(w, 'POST', '/accounts/:id/unlock', { userId: w.a.userId, params });
+    expect(w.store.guards.get(w.a.userId, '101')?.lock).toBeNull();
+    const plain = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params, body: { flatten: false } });
+    expect(plain.body).toMatchObject({ lock: { flattenPending: false }, flatten: null });
+    const again = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params, body: { flatten: false, reason: 'other' } });
+    expect(again.body).toMatchObject({ lock: { detail: 'kill switch (api-key)' } });
+    // A P&L lock of today is not lifted by hand, with or without an actor.
+    await w.store.guards.setLock(w.a.userId, '101', { guard: 'daily_loss', since: DAY.start, until: Date.now() + 3_600_000, detail: 'loss' });
+    expect(await callError(w, 'POST', '/accounts/:id/unlock', { userId: w.a.userId, params })).toMatchObject({ code: 'CONFLICT', extensions: { guard: 'daily_loss' } });
+  });
+
+  it('an account no connection reported yet: stored while a connection of the caller FAILED before syncing; 503 while one connects; else 404', async () => {
+    setStatus('FAILED');
+    w.gateway.accountsOf.set(w.a.connectionId, []);
+    const put = await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '555' }, body: { maxOrderQty: 1 } });
+    expect(put.body).toMatchObject({ accountId: '555', guards: { maxOrderQty: 1 }, live: null });
+    expect((await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params: { id: '555' }, body: { flatten: false } })).body).toMatchObject({ lock: { guard: 'kill_switch' } });
+    expect(w.store.guards.get(w.a.userId, '555')).toMatchObject({ config: { maxOrderQty: 1 }, lock: { guard: 'kill_switch' } });
+    expect(w.gateway.calls).toEqual([]);
+    // Another user's account ids are never theirs to read: they get their own (empty) record.
+    expect(w.store.guards.get(w.b.userId, '555')).toBeUndefined();
+    setStatus('CONNECTING');
+    expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '556' } })).code).toBe('BROKER_UNAVAILABLE');
+    expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.b.userId, params: { id: '556' } })).code).toBe('NOT_FOUND');
+  });
+});
+
 describe('API key narrowing (web session only, like all key management)', () => {
   it('GET/PUT for the owner; 404 for another user’s key; {} removes it; the key list shows it', async () => {
     const { record } = await w.store.apiKeys.create({ userId: w.a.userId, name: 'bot', scopes: ['trade'] });

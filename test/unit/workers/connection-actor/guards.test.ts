@@ -209,7 +209,7 @@ describe('kill switch', () => {
     broker.fill(Number(o.order.orderId), 1, 5000);
     broker.connected = false;
     const r = await keeper.lock(ACCOUNT, true);
-    expect(r.flatten).toEqual({ error: 'broker connection is RECONNECTING' });
+    expect(r.flatten).toEqual({ error: 'broker connection is RECONNECTING; the lock holds, and the flatten is retried until it goes through' });
     expect(r.status.lock?.guard).toBe('kill_switch');
     expect(guardEvents().at(-1)).toMatchObject({ guard: 'kill_switch', action: 'flatten-failed', detail: 'broker connection is RECONNECTING; retrying' });
     keeper.tick();
@@ -307,6 +307,52 @@ describe('clock and quotes', () => {
 function otherPosition(broker: ReturnType<typeof setup>['broker'], accountId: number, contractId: number, id: number) {
   broker.mirror.apply('position', 'Created', { id, accountId, contractId, netPos: 1, netPrice: 100 });
 }
+
+describe('kill switch while the connection is FAILED (item 4)', () => {
+  it('locks at once and says the flatten did not run; the owed flatten rides on the lock, so an actor started with it flattens once CONNECTED', async () => {
+    const { broker, ctx, keeper, guardEvents } = setup(null);
+    const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
+    broker.fill(Number(o.order.orderId), 1, 5000);
+    broker.failed = 'authentication refused: bad password';
+    const r = await keeper.lock(ACCOUNT, true, 'before new credentials');
+    expect(r.status.lock).toMatchObject({ guard: 'kill_switch', flattenOwed: true });
+    expect(r.flatten).toEqual({ error: expect.stringMatching(/^not flattened: Broker connection failed \(authentication refused: bad password\).*flatten runs once the connection is CONNECTED again$/) });
+    expect(thrown(() => keeper.admit(newOrder())).extensions).toMatchObject({ guard: 'kill_switch' });
+    // Stored from the event, as the front stores every lock change.
+    const stored = guardEvents().find((e) => e.action === 'flatten-failed')!;
+    expect(stored).toMatchObject({ action: 'flatten-failed', lock: { flattenOwed: true } });
+    // While FAILED the tick does not try (nor log) again.
+    keeper.tick();
+    await new Promise((res) => setTimeout(res, 20));
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(0);
+
+    // The connection restarts with new credentials: a new actor, started with the stored lock.
+    broker.failed = undefined;
+    const restarted = new GuardKeeper({ ctx, now: () => MON_10, tickMs: 1000, initial: { [ACCOUNT]: { config: guardConfig({}), lock: stored.lock! } } });
+    ctx.guards = restarted;
+    expect(thrown(() => restarted.admit(newOrder())).extensions).toMatchObject({ guard: 'kill_switch' });
+    restarted.tick();
+    await new Promise((res) => setTimeout(res, 100));
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
+    const done = guardEvents().at(-1)!;
+    expect(done).toMatchObject({ action: 'flattened', guard: 'kill_switch' });
+    expect(done.lock).toEqual({ guard: 'kill_switch', since: expect.any(Number), until: null, detail: 'before new credentials' });
+    expect(restarted.status(ACCOUNT).lock).not.toHaveProperty('flattenOwed');
+  });
+
+  it('guards can be read and set on a FAILED connection, and an unlock drops the owed flatten', async () => {
+    const { broker, keeper } = setup(null);
+    broker.failed = 'captcha';
+    expect(keeper.setGuards(ACCOUNT, guardConfig({ maxOrderQty: 1 })).config.maxOrderQty).toBe(1);
+    await keeper.lock(ACCOUNT, true);
+    expect(keeper.unlock(ACCOUNT).lock).toBeNull();
+    broker.failed = undefined;
+    keeper.tick();
+    await new Promise((res) => setTimeout(res, 50));
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(0);
+    expect(broker.sent.filter((x) => x.endpoint === 'order/cancelorder')).toHaveLength(0);
+  });
+});
 
 describe('trading windows', () => {
   it('entries refused outside; with flattenAtEnd the account is flattened when the window closes', async () => {
