@@ -211,7 +211,7 @@ describe('kill switch', () => {
     const r = await keeper.lock(ACCOUNT, true);
     expect(r.flatten).toEqual({ error: 'broker connection is RECONNECTING; the lock holds, and the flatten is retried until it goes through' });
     expect(r.status.lock?.guard).toBe('kill_switch');
-    expect(guardEvents().at(-1)).toMatchObject({ guard: 'kill_switch', action: 'flatten-failed', detail: 'broker connection is RECONNECTING; retrying' });
+    expect(guardEvents().at(-1)).toMatchObject({ guard: 'kill_switch', action: 'flatten-failed', detail: 'broker connection is RECONNECTING; the lock holds, and the flatten is retried until it goes through' });
     keeper.tick();
     await settle();
     expect(guardEvents().filter((e) => e.action === 'flatten-failed')).toHaveLength(1);
