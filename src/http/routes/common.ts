@@ -185,15 +185,11 @@ function nextCursor(next: number, total: number): string | null {
 }
 
 /**
- * The same `{ data, nextCursor }` answer from a page already serialized elsewhere (`json`: the
+ * The `{ data, nextCursor }` answer text from a page already serialized elsewhere (`json`: the
  * page's items as a JSON array text, `count` of them), without parsing it again.
  */
-export function serializedPage(json: string, offset: number, count: number, total: number): { status: number; body: string; headers: Record<string, string> } {
-  return {
-    status: 200,
-    headers: { 'Content-Type': 'application/json' },
-    body: `{"data":${json},"nextCursor":${JSON.stringify(nextCursor(offset + count, total))}}`,
-  };
+export function serializedPage(json: string, offset: number, count: number, total: number): string {
+  return `{"data":${json},"nextCursor":${JSON.stringify(nextCursor(offset + count, total))}}`;
 }
 
 /** Documented error responses for the OpenAPI document. */
