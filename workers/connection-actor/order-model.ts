@@ -75,7 +75,7 @@ export class OrderModel {
 
   /** Merges what tradegate knows about an order it placed. */
   note(orderId: number, note: OrderNote): void {
-    this.notes.set(orderId, { ...this.notes.get(orderId), ...note });
+    this.notes.set(orderId, Object.assign({}, this.notes.get(orderId), note));
     this.changed();
   }
 

@@ -135,7 +135,7 @@ export async function callActor<R extends ActorRequest>(
   const journal = (outcome: unknown) => {
     if (!JOURNALED.has(req.type)) return;
     const accountId = 'accountId' in req ? req.accountId : null;
-    deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: req.type, request: { ...req, via: ctx.auth.kind, requestId: ctx.requestId }, outcome });
+    deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: req.type, request: Object.assign({}, req, { via: ctx.auth.kind, requestId: ctx.requestId }), outcome });
   };
   let result: ResultFor<R>;
   const t0 = performance.now();

@@ -24,14 +24,16 @@ import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderL
 /** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
 export function placedOrderView(result: PlaceOrderResult) {
   const legs = result.legs ?? null;
-  const order = { ...result.order };
+  // Object.assign, not `{ ...order, more }`: on Node 20 a literal that starts with a spread and
+  // adds keys costs several µs per object.
+  const view = Object.assign({}, result.order, { legOrders: legs, reconciled: result.reconciled });
   if (legs) {
-    order.legs = {
-      takeProfit: order.legs.takeProfit ?? legs.takeProfit?.orderId ?? null,
-      stopLoss: order.legs.stopLoss ?? legs.stopLoss?.orderId ?? null,
+    view.legs = {
+      takeProfit: view.legs.takeProfit ?? legs.takeProfit?.orderId ?? null,
+      stopLoss: view.legs.stopLoss ?? legs.stopLoss?.orderId ?? null,
     };
   }
-  return { ...order, legOrders: legs, reconciled: result.reconciled };
+  return view;
 }
 
 /** Answer bytes of a working-orders page object (kept as long as the page itself is). */

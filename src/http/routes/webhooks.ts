@@ -76,7 +76,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         if (intent.kind === 'flatten') {
           const flatten = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, intent.symbol, timeout);
           ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
-          return { status: 200, body: { ...base, action: 'flatten', order: null, flatten } };
+          return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
         }
         const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
         const defaults: StrategyDefaults | null = strategy ?? null;
@@ -84,7 +84,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
         const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook') }, timeout);
-        return { status: 201, body: { ...base, action: input.side, order: placedOrderView(result), flatten: null } };
+        return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: null }) };
       },
     }),
   ];
