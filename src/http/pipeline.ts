@@ -239,6 +239,7 @@ const NO_QUERY = z.strictObject({});
  */
 export function queryParams(raw: string): Record<string, string> {
   const out: Record<string, string> = {};
+  if (raw === '') return out;
   for (const [name, value] of new URLSearchParams(raw)) {
     if (Object.hasOwn(out, name)) {
       throw new AppError('VALIDATION_FAILED', `query.${name}: given more than once`, { errors: [{ path: `query.${name}`, message: 'given more than once' }] });
