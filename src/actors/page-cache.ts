@@ -17,7 +17,7 @@
 import type { WorkingOrdersPage } from './protocol.js';
 
 /** Pages kept per connection at most (a client walking many cursors must not grow it without bound). */
-export const MAX_PAGES_PER_CONNECTION = 16;
+export const MAX_PAGES_PER_CONNECTION = 8;
 
 interface ConnectionPages {
   /** Changes whenever the connection's pages are forgotten; tickets carry it. */
