@@ -160,8 +160,7 @@ export interface ResultMap {
   'cancel-order': CancelOrderResult;
   flatten: FlattenResult;
   'working-orders': OrderRecord[];
-  /** `json`: the page's records as a JSON array text; `total`: working orders on the account. */
-  'working-orders-page': { json: string; total: number };
+  'working-orders-page': WorkingOrdersPage;
   positions: PositionRecord[];
   'trade-history': ClosedTrade[];
   accounts: AccountRecord[];
@@ -170,6 +169,17 @@ export interface ResultMap {
   lock: LockResult;
   unlock: GuardStatus;
   'guard-status': GuardStatus;
+}
+
+/**
+ * One page of working orders: `json`, the page's records as a JSON array text; `total`, working
+ * orders on the account; `version`, the actor's page version it was served at (the supervisor
+ * keeps the page until a WorkingOrdersChanged notice with a newer version).
+ */
+export interface WorkingOrdersPage {
+  json: string;
+  total: number;
+  version?: number;
 }
 
 export type ResultFor<R extends ActorRequest> = ResultMap[R['type']];
@@ -210,6 +220,20 @@ export interface GuardEvent {
 
 /** Everything an actor reports; status events are the domain's StatusEvent. */
 export type ActorEvent = StatusEvent | AccountsEvent | BracketAlertEvent | GuardEvent;
+
+/**
+ * Worker host → supervisor only, never published as an ActorEvent: the working orders of the
+ * connection changed after a page was served (pages served before `version` are stale). Sent
+ * at most once per page served, so an order flow nobody reads costs no messages.
+ */
+export interface WorkingOrdersChanged {
+  type: 'working-orders-changed';
+  connectionId: string;
+  version: number;
+}
+
+/** What travels on a worker host's event port. */
+export type WorkerEventMessage = ActorEvent | WorkingOrdersChanged;
 
 // ---------------------------------------------------------------------------
 // What the HTTP front sees of the actor system (implemented by src/actors/supervisor.ts).
@@ -292,7 +316,7 @@ export interface WorkerStats {
 
 /** `workerData` of a worker host. */
 export interface WorkerHostData {
-  /** Events (status, accounts, bracket alerts, guards) flow one way on this port. */
+  /** Events (status, accounts, bracket alerts, guards) and WorkingOrdersChanged notices flow one way on this port. */
   eventPort: MessagePort;
   /** Requests in, answers out: RequestEnvelope[] / ReplyEnvelope[] per message. */
   requestPort: MessagePort;

@@ -13,7 +13,8 @@ import { ActorClient } from './actor-client.js';
 import { SUPERVISOR, type ConnectionTuning } from '../tuning.js';
 import type { WorkerHostData, WorkerStats } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
-import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, ResultFor } from './protocol.js';
+import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, ResultFor, WorkerEventMessage, WorkingOrdersPage } from './protocol.js';
+import { WorkingOrdersCache } from './page-cache.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import { NO_GUARDS, type AccountGuards } from '../domain/guards.js';
 
@@ -87,6 +88,8 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   const statuses = new Map<string, StatusEvent>();
   const accounts = new Map<string, AccountRecord[]>();
   const listeners = new Set<(e: ActorEvent) => void>();
+  /** Working-order pages served by the actors, read again without a round trip (page-cache.ts). */
+  const pages = new WorkingOrdersCache();
   let closed = false;
 
   /** Keeps a connection's spec in step with its guards, so a restarted worker starts with the current ones. */
@@ -102,6 +105,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     if (event.type === 'guard' && event.lock !== undefined) noteGuards(event.connectionId, event.accountId, { lock: event.lock });
     if (event.type === 'status') statuses.set(event.connectionId, event);
     if (event.type === 'accounts') accounts.set(event.connectionId, event.accounts);
+    if (event.type === 'status' || event.type === 'accounts') pages.reset(event.connectionId);
     for (const l of [...listeners]) {
       try {
         l(event);
@@ -118,9 +122,11 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     const worker = new Worker(workerFile, { workerData: data, transferList: [port2, requests.port2] });
     const client = new ActorClient(worker, callTimeoutMs, requests.port1);
     const slot: Slot = { worker, client, eventPort: port1, connections: new Set(), closing: false, restarts };
-    port1.on('message', (event: ActorEvent) => {
+    port1.on('message', (message: WorkerEventMessage) => {
       // Events of a connection removed or moved elsewhere are stale.
-      if (placement.get(event.connectionId) === slot) publish(event);
+      if (placement.get(message.connectionId) !== slot) return;
+      if (message.type === 'working-orders-changed') pages.changed(message.connectionId, message.version);
+      else publish(message);
     });
     worker.on('exit', (code) => onExit(slot, code));
     worker.on('error', (err) => log.error({ err }, 'actor worker error'));
@@ -182,11 +188,13 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       const resume = addOpts?.resume ?? false;
       const status = resume ? ({ status: 'RECONNECTING', reason: 'disconnect' } as const) : ({ status: 'CONNECTING', reason: 'connect' } as const);
       statuses.set(spec.connectionId, { type: 'status', connectionId: spec.connectionId, ...status, ts: Date.now() });
+      pages.reset(spec.connectionId);
       await slot.client.add(spec, resume);
     },
 
     async removeConnection(connectionId) {
       const known = specs.delete(connectionId);
+      pages.reset(connectionId);
       const slot = placement.get(connectionId);
       placement.delete(connectionId);
       if (slot) {
@@ -203,6 +211,15 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: ActorCallOptions): Promise<ResultFor<R>> {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
       if (!specs.has(connectionId)) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
+      // A page read again while nothing changed is answered here (the actor answers 503 itself while not CONNECTED).
+      let ticket = 0;
+      if (req.type === 'working-orders-page') {
+        if (statuses.get(connectionId)?.status === 'CONNECTED') {
+          const kept = pages.get(connectionId, req.accountId, req.offset, req.limit);
+          if (kept) return kept as ResultFor<R>;
+        }
+        ticket = pages.ticket(connectionId);
+      }
       // Noted before the call: a worker restarting now starts with the new guards.
       if (req.type === 'set-guards') noteGuards(connectionId, req.accountId, { config: req.config });
       const slot = placement.get(connectionId);
@@ -211,7 +228,9 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       if (pending >= maxInFlight) throw new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is at capacity (${maxInFlight} requests in flight)`, {}, 1);
       inFlight.set(connectionId, pending + 1);
       try {
-        return (await slot.client.request(connectionId, req, ropts?.timeoutMs, ropts?.cancelled)) as ResultFor<R>;
+        const value = (await slot.client.request(connectionId, req, ropts?.timeoutMs, ropts?.cancelled)) as ResultFor<R>;
+        if (req.type === 'working-orders-page') pages.keep(connectionId, ticket, req.accountId, req.offset, req.limit, value as WorkingOrdersPage);
+        return value;
       } finally {
         const left = (inFlight.get(connectionId) ?? 1) - 1;
         if (left > 0) inFlight.set(connectionId, left);

@@ -28,6 +28,7 @@ export interface WebhookTokenView {
   accountId: string;
   strategyId?: string | null;
   guards?: GuardNarrowing | null;
+  inactiveReason?: string | null;
 }
 
 /** The slice of the store authentication uses. */
@@ -146,7 +147,7 @@ export class Authenticator {
     const touch = this.store.webhookTokens.touch;
     const tokenId = view.id;
     if (touch) this.record(`webhook:${tokenId}`, now, () => touch.call(this.store.webhookTokens, tokenId, now));
-    const webhook = { tokenId: view.id, accountId: view.accountId, strategyId: view.strategyId ?? null };
+    const webhook = { tokenId: view.id, accountId: view.accountId, strategyId: view.strategyId ?? null, inactiveReason: view.inactiveReason ?? null };
     const auth: AuthContext = { userId: view.userId, principalId: `webhook:${view.id}`, scopes: ['trade'], kind: 'webhook', webhook };
     if (view.guards) auth.narrowing = view.guards;
     return {

@@ -251,6 +251,7 @@ const NO_QUERY = z.strictObject({});
  */
 export function queryParams(raw: string): Record<string, string> {
   const out: Record<string, string> = {};
+  if (raw === '') return out;
   for (const [name, value] of new URLSearchParams(raw)) {
     if (Object.hasOwn(out, name)) {
       throw new AppError('VALIDATION_FAILED', `query.${name}: given more than once`, { errors: [{ path: `query.${name}`, message: 'given more than once' }] });
@@ -281,7 +282,7 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   if (outcome.kind === 'replay') {
     deps.metrics?.replayed();
     const r = outcome.record;
-    return { reply: { status: r.status, headers: { ...r.headers, 'Idempotent-Replayed': 'true' }, body: r.body } };
+    return { reply: { status: r.status, headers: Object.assign({}, r.headers, { 'Idempotent-Replayed': 'true' }), body: r.body } };
   }
   ex.ticket = outcome.ticket;
   return undefined;
@@ -336,7 +337,7 @@ export async function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): 
   }
   const total = performance.now() - ex.startedAt;
   const timing = serverTiming(ex, total);
-  const sent = ex.handle.send({ ...stop.reply, headers: { ...stop.reply.headers, ...ex.extra, 'Server-Timing': timing } }, stop.closeConnection);
+  const sent = ex.handle.send(stop.reply, stop.closeConnection, ex.extra, timing);
   // 499: the client went away before the answer (nginx's convention).
   logLine(deps, ex, sent ? stop.reply.status : 499, stop.error);
 }

@@ -18,6 +18,7 @@ export interface Reply {
 }
 
 export const JSON_TYPE = 'application/json';
+const SERVER_TIMING = 'Server-Timing';
 export const PROBLEM_TYPE = 'application/problem+json';
 
 const REASONS: Record<number, string> = {
@@ -74,7 +75,7 @@ export function appErrorReply(err: AppError, headers: Record<string, string> = {
   const extra: Record<string, string> = {};
   const retryAfter = err.retryAfterSeconds ?? (err.status === 503 ? DEFAULT_UNAVAILABLE_RETRY_AFTER_S : undefined);
   if (retryAfter !== undefined) extra['Retry-After'] = String(retryAfter);
-  return problemBodyReply(err.toProblem(), { ...extra, ...headers });
+  return problemBodyReply(err.toProblem(), Object.assign(extra, headers));
 }
 
 /**
@@ -148,14 +149,32 @@ export class ResponseHandle {
     });
   }
 
-  /** Writes the whole answer; false when the client is gone or it was already answered. */
-  send(reply: Reply, closeConnection = false): boolean {
+  /**
+   * Writes the whole answer; false when the client is gone or it was already answered. `extra`
+   * headers (the request's own: id, rate limit) replace the answer's of the same name, and
+   * `serverTiming` replaces any Server-Timing: the headers of `{ ...reply.headers, ...extra,
+   * 'Server-Timing': serverTiming }`, written without building that object (a spread-merge
+   * cost ~10 µs per request on Node 20).
+   */
+  send(reply: Reply, closeConnection = false, extra?: Readonly<Record<string, string>>, serverTiming?: string): boolean {
     if (!this.open) return false;
     this.finished = true;
     this.res.cork(() => {
-      if (this.held) this.res.resume();
-      this.res.writeStatus(statusLine(reply.status));
-      for (const [name, value] of Object.entries(reply.headers)) this.res.writeHeader(name, value);
+      const res = this.res;
+      if (this.held) res.resume();
+      res.writeStatus(statusLine(reply.status));
+      const own = reply.headers;
+      for (const name in own) {
+        const value = name === SERVER_TIMING && serverTiming !== undefined ? serverTiming : extra !== undefined && Object.hasOwn(extra, name) ? extra[name]! : own[name]!;
+        res.writeHeader(name, value);
+      }
+      if (extra !== undefined) {
+        for (const name in extra) {
+          if (Object.hasOwn(own, name)) continue;
+          res.writeHeader(name, name === SERVER_TIMING && serverTiming !== undefined ? serverTiming : extra[name]!);
+        }
+      }
+      if (serverTiming !== undefined && !Object.hasOwn(own, SERVER_TIMING) && !(extra !== undefined && Object.hasOwn(extra, SERVER_TIMING))) res.writeHeader(SERVER_TIMING, serverTiming);
       const noBody = reply.status === 204 || reply.status === 304;
       if (noBody || this.headOnly) this.endWithoutBody(noBody ? undefined : Buffer.byteLength(reply.body ?? ''), closeConnection);
       else if (reply.body === undefined || reply.body.length === 0) this.res.end(undefined, closeConnection);
@@ -170,8 +189,9 @@ export class ResponseHandle {
  * Content-Type go out as they are; anything else is JSON (problem+json for problem bodies).
  */
 export function routeResponseReply(r: { status: number; body?: unknown; headers?: Record<string, string> }): Reply {
-  const headers: Record<string, string> = { ...(r.headers ?? {}) };
-  const hasType = Object.keys(headers).some((h) => h.toLowerCase() === 'content-type');
+  const headers: Record<string, string> = Object.assign({}, r.headers);
+  let hasType = false;
+  for (const h in headers) if (h.length === 12 && h.toLowerCase() === 'content-type') hasType = true;
   if (r.body === undefined || r.status === 204) return { status: r.status, headers };
   if ((typeof r.body === 'string' || Buffer.isBuffer(r.body)) && hasType) return { status: r.status, headers, body: r.body };
   if (!hasType) headers['Content-Type'] = isProblemBody(r.body) ? PROBLEM_TYPE : JSON_TYPE;

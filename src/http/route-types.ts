@@ -37,6 +37,8 @@ export interface WebhookPrincipal {
   tokenId: string;
   accountId: string;
   strategyId: string | null;
+  /** Why the token is inactive (its account went away), as verified; null or absent when active. */
+  inactiveReason?: string | null;
 }
 
 /** Server-Timing collector: `broker;dur=…, total;dur=…`. */

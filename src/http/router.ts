@@ -38,59 +38,81 @@ export function stripApiPrefix(path: string): string | undefined {
   return undefined;
 }
 
+interface Compiled<R extends Routable> {
+  route: R;
+  segments: Segment[];
+  /** Literal segments: a literal beats a parameter (`/tokens/new` over `/tokens/:id`). */
+  literals: number;
+}
+
 /** A compiled route table. */
 export class Router<R extends Routable> {
-  private readonly compiled: { route: R; segments: Segment[] }[];
+  /** Routes by segment count, in table order: a request only meets routes of its own length. */
+  private readonly byLength = new Map<number, Compiled<R>[]>();
 
   constructor(routes: readonly R[]) {
     const seen = new Set<string>();
-    this.compiled = routes.map((route) => {
-      const shape = `${route.method} ${compile(route.path)
-        .map((s) => ('param' in s ? ':' : s.literal))
-        .join('/')}`;
+    for (const route of routes) {
+      const segments = compile(route.path);
+      const shape = `${route.method} ${segments.map((s) => ('param' in s ? ':' : s.literal)).join('/')}`;
       if (seen.has(shape)) throw new Error(`duplicate route ${route.method} ${route.path}`);
       seen.add(shape);
-      return { route, segments: compile(route.path) };
-    });
+      const list = this.byLength.get(segments.length) ?? [];
+      list.push({ route, segments, literals: segments.filter((s) => 'literal' in s).length });
+      this.byLength.set(segments.length, list);
+    }
   }
 
   /** Matches a path relative to the API prefix (e.g. `/accounts/7/orders`). */
   match(method: string, relativePath: string): RouteMatch<R> {
-    let parts: string[];
-    try {
-      parts = splitPath(relativePath).map((p) => decodeURIComponent(p));
-    } catch {
-      return { kind: 'not-found' };
-    }
-    const allow = new Set<string>();
-    let best: { route: R; params: Record<string, string>; literals: number } | undefined;
-    for (const c of this.compiled) {
-      const params = matchSegments(c.segments, parts);
-      if (!params) continue;
-      allow.add(c.route.method);
+    const parts = pathParts(relativePath);
+    const candidates = parts && this.byLength.get(parts.length);
+    if (!parts || !candidates) return { kind: 'not-found' };
+    let best: Compiled<R> | undefined;
+    let anyMethod = false;
+    for (const c of candidates) {
+      if (!fits(c.segments, parts)) continue;
+      anyMethod = true;
       if (c.route.method !== method) continue;
-      // A literal segment beats a parameter (`/tokens/new` over `/tokens/:id`).
-      const literals = c.segments.filter((s) => 'literal' in s).length;
-      if (!best || literals > best.literals) best = { route: c.route, params, literals };
+      if (!best || c.literals > best.literals) best = c;
     }
-    if (best) return { kind: 'found', route: best.route, params: best.params };
-    if (allow.size === 0) return { kind: 'not-found' };
+    if (best) return { kind: 'found', route: best.route, params: paramsOf(best.segments, parts) };
+    if (!anyMethod) return { kind: 'not-found' };
+    const allow = new Set<string>();
+    for (const c of candidates) if (fits(c.segments, parts)) allow.add(c.route.method);
     return { kind: 'method-not-allowed', allow: [...allow].sort() };
   }
 }
 
-function matchSegments(segments: Segment[], parts: string[]): Record<string, string> | undefined {
-  if (segments.length !== parts.length) return undefined;
-  const params: Record<string, string> = {};
+/** The path's non-empty segments, percent-decoded; undefined when one cannot be decoded. */
+function pathParts(path: string): string[] | undefined {
+  const parts = splitPath(path);
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    if (!part.includes('%')) continue;
+    try {
+      parts[i] = decodeURIComponent(part);
+    } catch {
+      return undefined;
+    }
+  }
+  return parts;
+}
+
+function fits(segments: Segment[], parts: string[]): boolean {
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i] as Segment;
     const part = parts[i] as string;
-    if ('param' in seg) {
-      if (part.length === 0) return undefined;
-      params[seg.param] = part;
-    } else if (seg.literal !== part) {
-      return undefined;
-    }
+    if ('param' in seg ? part.length === 0 : seg.literal !== part) return false;
+  }
+  return true;
+}
+
+function paramsOf(segments: Segment[], parts: string[]): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i] as Segment;
+    if ('param' in seg) params[seg.param] = parts[i] as string;
   }
   return params;
 }

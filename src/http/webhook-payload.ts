@@ -251,7 +251,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     for (const key of ['qty', 'orderType', 'price', 'stopPrice', 'takeProfit', 'stopLoss', 'timeInForce']) {
       if (fields[key] !== undefined) warnings.push(`'${key}' ignored for action ${actionText}`);
     }
-    return { ...common, kind: 'flatten', ...(symbol !== undefined ? { symbol } : {}) };
+    return Object.assign({}, common, { kind: 'flatten' as const }, symbol !== undefined ? { symbol } : {});
   }
   const side = ACTIONS[actionText];
   if (!side) throw invalid('action', `'${actionText}' is not one of buy, sell, long, short, close, flat, flatten, exit`);
@@ -271,7 +271,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     if (TIFS.has(tif)) order.timeInForce = tif as TimeInForce;
     else warnings.push(`timeInForce '${String(fields.timeInForce)}' not supported; day used`);
   }
-  return { ...common, kind: 'order', order };
+  return Object.assign({}, common, { kind: 'order' as const, order });
 }
 
 /**

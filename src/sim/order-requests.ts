@@ -50,17 +50,19 @@ function resolveOrder(engine: Engine, userId: number, raw: unknown): { spec: Ord
   const accountId = accountOf(engine, userId, body);
   const contract = engine.state.contracts.find(symbol);
   if (accountId === undefined || !contract) return accessDenied();
+  // Object.assign, not `{ ...fields, more }`: on Node 20 a literal that starts with a spread and
+  // adds keys costs several µs per object, and an order builds three of them.
   return {
-    spec: {
-      ...fields, accountId, contractId: contract.id, action, orderQty,
+    spec: Object.assign({}, fields, {
+      accountId, contractId: contract.id, action, orderQty,
       isAutomated: optBool(body, 'isAutomated'), customTag50: optStr(body, 'customTag50'),
-    },
+    }),
   };
 }
 
 function legSpec(entry: OrderSpec, raw: unknown): OrderSpec {
   const b = asBody(raw);
-  return { ...entry, ...versionFields(b), action: oneOf(b, 'action', ACTIONS) };
+  return Object.assign({}, entry, versionFields(b), { action: oneOf(b, 'action', ACTIONS) });
 }
 
 /** `order/placeorder` → `{orderId}`. */
@@ -80,7 +82,7 @@ export function placeOso(engine: Engine, userId: number, raw: unknown): WireResu
   if (!('spec' in r)) return r;
   const specs = [legSpec(r.spec, body.bracket1), ...(body.bracket2 ? [legSpec(r.spec, body.bracket2)] : [])];
   const entry = engine.create(r.spec);
-  const legs = specs.map((s) => engine.create({ ...s, customTag50: undefined }, { parentId: entry.id }));
+  const legs = specs.map((s) => engine.create(Object.assign({}, s, { customTag50: undefined }), { parentId: entry.id }));
   entry.legIds = legs.map((l) => l.id);
   if (legs.length === 2) engine.pair(legs[0]!, legs[1]!);
   // Legs first: an entry that fills on arrival activates legs that must already be Suspended.

@@ -6,6 +6,10 @@
  * this thread has seen (as `{ connectionId, resume, guards? }`), and `lock` reports a guard
  * `locked` event with the lock, as the real actor does. Adding reports CONNECTED and an
  * account; removing reports a late RECONNECTING (a stale event the supervisor must drop).
+ * Working-order pages: `working-orders-page` answers `[n]` for its n-th call (so a test tells
+ * a kept page from a fresh one) at the current version; `unlock` moves the version, announces
+ * it (WorkingOrdersChanged) and then a guard `unlocked` event; `cancel-order` reports
+ * RECONNECTING and `flatten` CONNECTED.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import * as Comlink from 'comlink';
@@ -18,6 +22,8 @@ import { serveRequests } from '../../workers/connection-actor/request-port.js';
 const data = workerData as WorkerHostData;
 const emit = (e: ActorEvent) => data.eventPort.postMessage(e);
 const adds: { connectionId: string; resume: boolean; guards?: ConnectionSpec['guards'] }[] = [];
+let pageCalls = 0;
+let pageVersion = 1;
 const actors = new Set<string>();
 
 const api: WorkerHostApi = {
@@ -56,6 +62,20 @@ async function request(connectionId: string, req: ActorRequest): Promise<Result<
       emit({ type: 'guard', connectionId, accountId: req.accountId, guard: 'kill_switch', action: 'locked', ts: 1, detail: lock.detail, lock });
       return { ok: true, value: null };
     }
+    case 'working-orders-page':
+      pageCalls++;
+      return { ok: true, value: { json: `[${pageCalls}]`, total: 1, version: pageVersion } };
+    case 'unlock':
+      pageVersion++;
+      data.eventPort.postMessage({ type: 'working-orders-changed', connectionId, version: pageVersion });
+      emit({ type: 'guard', connectionId, accountId: req.accountId, guard: 'kill_switch', action: 'unlocked', ts: 1, detail: 'unlocked', lock: null });
+      return { ok: true, value: null };
+    case 'cancel-order':
+      emit({ type: 'status', connectionId, status: 'RECONNECTING', reason: 'disconnect', ts: Date.now() });
+      return { ok: true, value: null };
+    case 'flatten':
+      emit({ type: 'status', connectionId, status: 'CONNECTED', reason: 'reconnect', ts: Date.now() });
+      return { ok: true, value: null };
     default:
       return { ok: true, value: [] };
   }

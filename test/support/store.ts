@@ -70,13 +70,21 @@ export async function tempStore(opts: { dataKey?: string; clock?: () => number }
   return t;
 }
 
-/** Every file under dir, recursively, as bytes (tests look for plaintext secrets in them). */
+/**
+ * Every file under dir, recursively, as bytes (tests look for plaintext secrets in them). A file
+ * or folder that disappears during the walk is skipped: on the NATS store the directory is the
+ * shared server's, and other tests' streams are deleted while this one reads.
+ */
 export function allFiles(dir: string): { path: string; bytes: Buffer }[] {
   const out: { path: string; bytes: Buffer }[] = [];
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) out.push(...allFiles(path));
-    else out.push({ path, bytes: readFileSync(path) });
+    try {
+      if (statSync(path).isDirectory()) out.push(...allFiles(path));
+      else out.push({ path, bytes: readFileSync(path) });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
   }
   return out;
 }

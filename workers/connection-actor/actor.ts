@@ -13,7 +13,7 @@ import { placeOrder } from './place.js';
 import { cancelOrder } from './cancel.js';
 import { flatten } from './flatten.js';
 import type { ActorContext } from './context.js';
-import type { ActorEvent, ActorRequest, Result, ResultMap } from '../../src/actors/protocol.js';
+import type { ActorEvent, ActorRequest, Result, ResultMap, WorkingOrdersChanged } from '../../src/actors/protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../../src/domain/connections.js';
 import { BracketWatch } from './bracket-watch.js';
 import { GuardKeeper } from './guards.js';
@@ -37,11 +37,13 @@ export class ConnectionActor {
   private readonly ctx: ActorContext;
   private readonly brokerPointValues = new Map<string, number>();
 
+  /** `notify`: the supervisor-only notices (working orders changed after a page was served). */
   constructor(
     readonly spec: ConnectionSpec,
     emit: (event: ActorEvent) => void,
     logger: Logger,
     tuning: Partial<ConnectionTuning> = {},
+    notify: (notice: WorkingOrdersChanged) => void = () => {},
   ) {
     const t = { ...CONNECTION_TUNING, ...tuning };
     const log = logger.child({ connectionId: spec.connectionId });
@@ -49,7 +51,7 @@ export class ConnectionActor {
       if (e.status === 'CONNECTED') this.guards.connected();
       emit(e);
     });
-    this.model = new OrderModel(this.conn.mirror, spec);
+    this.model = new OrderModel(this.conn.mirror, spec, (version) => notify({ type: 'working-orders-changed', connectionId: spec.connectionId, version }));
     this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map() };
     const quotes = new QuoteFeed(this.conn, (contractId, price) => this.guards.pnl.mark(contractId, price), log, spec.mdWsUrl);
     this.conn.onMarketData((data) => quotes.handle(data));

@@ -111,12 +111,14 @@ export class Exposure {
     if (!this.holds.has(h)) return;
     if (this.reported(orderId)) return this.endHold(h);
     this.bound.set(orderId, h);
+    h.boundIds.push(orderId);
   }
 
   /** @internal */
   endHold(h: HeldOrder): void {
     if (!this.holds.delete(h)) return;
-    for (const [id, b] of this.bound) if (b === h) this.bound.delete(id);
+    // Its own ids, not a walk over every bound hold (hundreds are bound during a burst).
+    for (const id of h.boundIds) if (this.bound.get(id) === h) this.bound.delete(id);
     this.adjust(h.accountId, h.contractId, h.side, -h.qty);
   }
 
@@ -260,6 +262,9 @@ export class Exposure {
 }
 
 class HeldOrder implements Hold {
+  /** The broker order ids this hold was bound to. */
+  readonly boundIds: number[] = [];
+
   constructor(
     private readonly owner: Exposure,
     readonly accountId: string,

@@ -12,7 +12,7 @@ import { threadUsage } from '../../src/thread-usage.js';
 import { AppError, toErrorData } from '../../src/domain/problems.js';
 import { ConnectionActor } from './actor.js';
 import { serveRequests } from './request-port.js';
-import type { ActorEvent, ActorRequest, Result, WorkerHostApi, WorkerHostData } from '../../src/actors/protocol.js';
+import type { ActorRequest, Result, WorkerEventMessage, WorkerHostApi, WorkerHostData } from '../../src/actors/protocol.js';
 import type { ConnectionSpec } from '../../src/domain/connections.js';
 import type { LevelWithSilent } from 'pino';
 
@@ -20,7 +20,7 @@ const data = workerData as WorkerHostData;
 const logger = createLogger(data.logLevel as LevelWithSilent, undefined, { worker: 'connection-actor' });
 const actors = new Map<string, ConnectionActor>();
 
-function emit(event: ActorEvent): void {
+function emit(event: WorkerEventMessage): void {
   data.eventPort.postMessage(event);
 }
 
@@ -28,7 +28,7 @@ const api: WorkerHostApi = {
   async add(spec: ConnectionSpec, resume = false): Promise<void> {
     const old = actors.get(spec.connectionId);
     if (old) await old.stop();
-    const actor = new ConnectionActor(spec, emit, logger, data.tuning);
+    const actor = new ConnectionActor(spec, emit, logger, data.tuning, emit);
     actors.set(spec.connectionId, actor);
     actor.start(resume);
   },

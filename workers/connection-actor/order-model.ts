@@ -10,6 +10,13 @@ import { contractName, statusOf, toOrderRecord, type OrderNote } from '../../src
 import { pairTrades, type FillInput } from '../../src/domain/trades.js';
 import { FINAL_STATUSES, parseOrderId, type AccountRecord, type ClosedTrade, type OrderRecord, type PositionRecord } from '../../src/domain/orders.js';
 import type { ConnectionSpec } from '../../src/domain/connections.js';
+import type { WorkingOrdersPage } from '../../src/actors/protocol.js';
+
+/**
+ * Page versions, shared by every actor of this worker thread so they only grow, even across an
+ * actor replaced on the same worker: the supervisor compares them per worker.
+ */
+let pageVersions = 0;
 
 /** The order model over one connection's mirror. */
 export class OrderModel {
@@ -23,18 +30,33 @@ export class OrderModel {
   private readonly live = new Map<number, Set<number>>();
   /** Working orders of an account as JSON texts, one per record, until anything changes. */
   private readonly pages = new Map<string, string[]>();
+  /** Version of the working orders: moves with every change that may alter a record. */
+  private version = ++pageVersions;
+  /** A page went out since the last change (the front may be keeping it). */
+  private served = false;
 
+  /** `pagesChanged`: told the new version when working orders change after a page was served. */
   constructor(
     private readonly mirror: Mirror,
     private readonly spec: ConnectionSpec,
+    private readonly pagesChanged: (version: number) => void = () => {},
   ) {
     mirror.onChange((change) => {
       if (change.eventType === 'Snapshot') this.reindexLive();
       else if (change.entityType === 'order' && change.entity) this.track(change.entity, change.eventType === 'Deleted');
       // A record reads its versions, fills, reports, legs and contract: any of these may
       // change it, so every serialized page is dropped (reads recompute on demand).
-      if (change.entityType !== 'account' && change.entityType !== 'cashBalance') this.pages.clear();
+      if (change.entityType !== 'account' && change.entityType !== 'cashBalance') this.changed();
     });
+  }
+
+  /** Drops the serialized pages; tells the front once when it may hold one. */
+  private changed(): void {
+    this.version = ++pageVersions;
+    if (this.pages.size > 0) this.pages.clear();
+    if (!this.served) return;
+    this.served = false;
+    this.pagesChanged(this.version);
   }
 
   private track(order: Entity, deleted: boolean): void {
@@ -53,8 +75,8 @@ export class OrderModel {
 
   /** Merges what tradegate knows about an order it placed. */
   note(orderId: number, note: OrderNote): void {
-    this.notes.set(orderId, { ...this.notes.get(orderId), ...note });
-    this.pages.clear();
+    this.notes.set(orderId, Object.assign({}, this.notes.get(orderId), note));
+    this.changed();
   }
 
   noteOf(orderId: number): OrderNote | undefined {
@@ -135,13 +157,14 @@ export class OrderModel {
    * A page of workingOrders as JSON text, from records serialized once and kept until the
    * mirror changes: repeated reads of 150 orders cost a slice and a join, not 150 records.
    */
-  workingOrdersPage(accountId: string, offset: number, limit: number): { json: string; total: number } {
+  workingOrdersPage(accountId: string, offset: number, limit: number): WorkingOrdersPage {
     let texts = this.pages.get(accountId);
     if (!texts) {
       texts = this.workingOrders(accountId).map((r) => JSON.stringify(r));
       this.pages.set(accountId, texts);
     }
-    return { json: `[${texts.slice(offset, offset + limit).join(',')}]`, total: texts.length };
+    this.served = true;
+    return { json: `[${texts.slice(offset, offset + limit).join(',')}]`, total: texts.length, version: this.version };
   }
 
   /** Open positions (non-zero net), the newest position entity per contract. */

@@ -201,9 +201,9 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
     const slId = sl !== null ? (tp !== null ? second : first) : null;
     const bracketId = String(orderId);
     // The answer is the authority on linkage; brokers differ in how legs point at entries.
-    ctx.model.note(orderId, { ...note, role: 'entry', bracketId, legs: { takeProfit: tpId ? String(tpId) : null, stopLoss: slId ? String(slId) : null } });
-    if (tpId) ctx.model.note(tpId, { ...note, role: 'take_profit', bracketId });
-    if (slId) ctx.model.note(slId, { ...note, role: 'stop_loss', bracketId });
+    ctx.model.note(orderId, { requestedSymbol: note.requestedSymbol, clientOrderId: note.clientOrderId, role: 'entry', bracketId, legs: { takeProfit: tpId ? String(tpId) : null, stopLoss: slId ? String(slId) : null } });
+    if (tpId) ctx.model.note(tpId, { requestedSymbol: note.requestedSymbol, clientOrderId: note.clientOrderId, role: 'take_profit', bracketId });
+    if (slId) ctx.model.note(slId, { requestedSymbol: note.requestedSymbol, clientOrderId: note.clientOrderId, role: 'stop_loss', bracketId });
     const t1 = performance.now();
     await settle(ctx, orderId);
     const legIds = [tpId, slId].filter((x): x is number => !!x);
@@ -241,7 +241,7 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
   }
   if (entry === undefined) throw new AppError('BROKER_TIMEOUT', `order strategy ${strategyId} started but its entry order did not appear in time`);
   hold?.bind(entry);
-  ctx.model.note(entry, { ...note, role: 'entry', bracketId: String(entry) });
+  ctx.model.note(entry, { requestedSymbol: note.requestedSymbol, clientOrderId: note.clientOrderId, role: 'entry', bracketId: String(entry) });
   const t1 = performance.now();
   await settle(ctx, entry);
   const settleMs = since(t1);

@@ -129,9 +129,21 @@ export class Mirror {
       this.reindex(type, raw);
       return raw;
     }
-    this.unindex(type, prev);
+    // Only indexed fields that change move between index sets: most updates (status, fills)
+    // touch none, and an account's set of order ids holds its whole history.
+    for (const [f, key] of INDEX_KEYS[type] ?? []) {
+      if (!(f in raw)) continue;
+      const before = prev[f];
+      const after = raw[f];
+      if (before === after) continue;
+      const ix = this.index(key);
+      if (before !== undefined && before !== null) ix.get(before)?.delete(prev.id);
+      if (after === undefined || after === null) continue;
+      let set = ix.get(after);
+      if (!set) ix.set(after, (set = new Set()));
+      set.add(prev.id);
+    }
     Object.assign(prev, raw);
-    this.reindex(type, prev);
     return prev;
   }
 

@@ -143,7 +143,7 @@ export async function callActor<R extends ActorRequest>(
   const journal = (outcome: unknown) => {
     if (!JOURNALED.has(req.type)) return;
     const accountId = 'accountId' in req ? req.accountId : null;
-    deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: req.type, request: { ...req, via: ctx.auth.kind, requestId: ctx.requestId }, outcome });
+    deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: req.type, request: Object.assign({}, req, { via: ctx.auth.kind, requestId: ctx.requestId }), outcome });
   };
   let result: ResultFor<R>;
   const t0 = performance.now();
@@ -195,15 +195,11 @@ function nextCursor(next: number, total: number): string | null {
 }
 
 /**
- * The same `{ data, nextCursor }` answer from a page already serialized elsewhere (`json`: the
+ * The `{ data, nextCursor }` answer text from a page already serialized elsewhere (`json`: the
  * page's items as a JSON array text, `count` of them), without parsing it again.
  */
-export function serializedPage(json: string, offset: number, count: number, total: number): { status: number; body: string; headers: Record<string, string> } {
-  return {
-    status: 200,
-    headers: { 'Content-Type': 'application/json' },
-    body: `{"data":${json},"nextCursor":${JSON.stringify(nextCursor(offset + count, total))}}`,
-  };
+export function serializedPage(json: string, offset: number, count: number, total: number): string {
+  return `{"data":${json},"nextCursor":${JSON.stringify(nextCursor(offset + count, total))}}`;
 }
 
 /** Documented error responses for the OpenAPI document. */

@@ -75,6 +75,40 @@ describe('supervisor', () => {
     expect((await rejected(s.request('nope', { type: 'accounts' }))).code).toBe('NOT_FOUND');
   });
 
+  it('answers a working-orders page again from the front until the actor announces a change; never while not CONNECTED', async () => {
+    const s = start();
+    const up = next(s, status('c1', 'CONNECTED'));
+    await s.addConnection(spec('c1'));
+    await up;
+    const read = () => s.request('c1', { type: 'working-orders-page', accountId: 'acc-c1', offset: 0, limit: 10 });
+    const first = await read();
+    expect(first.json).toBe('[1]');
+    expect(await read()).toBe(first);
+    // Another page is another entry.
+    expect((await s.request('c1', { type: 'working-orders-page', accountId: 'acc-c1', offset: 0, limit: 5 })).json).toBe('[2]');
+    // The actor's working orders change: announced on the event port, ahead of the guard event awaited here.
+    const unlocked = next(s, (e) => e.type === 'guard' && e.action === 'unlocked');
+    await s.request('c1', { type: 'unlock', accountId: 'acc-c1' });
+    await unlocked;
+    const fresh = await read();
+    expect(fresh.json).toBe('[3]');
+    expect(await read()).toBe(fresh);
+    // Not CONNECTED: every read goes to the actor (which answers 503 in real life).
+    const down = next(s, status('c1', 'RECONNECTING'));
+    await s.request('c1', { type: 'cancel-order', accountId: 'acc-c1', orderId: '1' });
+    await down;
+    expect((await read()).json).toBe('[4]');
+    expect((await read()).json).toBe('[5]');
+    // Back: a page is kept again, and only pages read since.
+    events.length = 0;
+    const back = next(s, status('c1', 'CONNECTED'));
+    await s.request('c1', { type: 'flatten', accountId: 'acc-c1' });
+    await back;
+    const again = await read();
+    expect(again.json).toBe('[6]');
+    expect(await read()).toBe(again);
+  });
+
   it('caps requests in flight per connection with an immediate 503 and Retry-After 1; a deadline frees the slot', async () => {
     // The deadline is the calls' own: a supervisor-wide 300 ms would also bound the worker's
     // start, which takes longer than that on a loaded machine.

@@ -76,7 +76,7 @@ describe('Authenticator', () => {
     expect(codeOf(() => auth.authenticate('read', { 'x-api-key': 'tgk_aaa_rw' }, {}, '1.1.1.1'))).toBe('ok');
     expect(auth.authenticate('none', {}, {}, '1.1.1.1')).toBeUndefined();
     expect(auth.authenticate('webhook', {}, { token: 'whk_t_ok' }, '1.1.1.1')).toMatchObject({
-      auth: { userId: 'u1', principalId: 'webhook:t1', kind: 'webhook', webhook: { tokenId: 't1', accountId: '7', strategyId: null } },
+      auth: { userId: 'u1', principalId: 'webhook:t1', kind: 'webhook', webhook: { tokenId: 't1', accountId: '7', strategyId: null, inactiveReason: null } },
       rateKey: 'webhook:t1',
       bucket: 'webhook',
     });

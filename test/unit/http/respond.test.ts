@@ -1,7 +1,8 @@
 /** Problem answers from thrown AppErrors (src/http/respond.ts). */
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
-import { appErrorReply, DEFAULT_UNAVAILABLE_RETRY_AFTER_S } from '../../../src/http/respond.js';
+import { appErrorReply, DEFAULT_UNAVAILABLE_RETRY_AFTER_S, ResponseHandle, routeResponseReply } from '../../../src/http/respond.js';
+import { FakeResponse } from '../../support/uws.js';
 
 describe('appErrorReply', () => {
   it('carries the thrower’s Retry-After', () => {
@@ -20,5 +21,46 @@ describe('appErrorReply', () => {
 
   it('adds no Retry-After to other errors', () => {
     expect(appErrorReply(new AppError('NOT_FOUND', 'Not found')).headers['Retry-After']).toBeUndefined();
+  });
+});
+
+describe('ResponseHandle.send', () => {
+  it('writes the answer’s headers, then the request’s own (which win over the answer’s), then Server-Timing, each name once', () => {
+    const fake = new FakeResponse();
+    const handle = new ResponseHandle(fake.res);
+    const reply = { status: 429, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '5', 'Server-Timing': 'old' }, body: '{}' };
+    expect(handle.send(reply, false, { 'X-Request-Id': 'r1', 'Retry-After': '7' }, 'total;dur=1.0')).toBe(true);
+    expect(fake.headers).toEqual([
+      ['Content-Type', 'application/problem+json'],
+      ['Retry-After', '7'],
+      ['Server-Timing', 'total;dur=1.0'],
+      ['X-Request-Id', 'r1'],
+    ]);
+    expect(fake.body).toBe('{}');
+    // The answer object itself is left as it was (idempotency records keep it).
+    expect(reply.headers).toEqual({ 'Content-Type': 'application/problem+json', 'Retry-After': '5', 'Server-Timing': 'old' });
+  });
+
+  it('adds Server-Timing after the request’s headers when neither set has one; without extras it writes the answer as it is', () => {
+    const a = new FakeResponse();
+    new ResponseHandle(a.res).send({ status: 200, headers: { 'Content-Type': 'application/json' }, body: '[]' }, false, { 'X-Request-Id': 'r2' }, 'total;dur=0.1');
+    expect(a.headers).toEqual([['Content-Type', 'application/json'], ['X-Request-Id', 'r2'], ['Server-Timing', 'total;dur=0.1']]);
+    const b = new FakeResponse();
+    new ResponseHandle(b.res).send({ status: 200, headers: { 'Content-Type': 'application/json', 'Server-Timing': 'x;dur=1' }, body: '[]' });
+    expect(b.headers).toEqual([['Content-Type', 'application/json'], ['Server-Timing', 'x;dur=1']]);
+  });
+});
+
+describe('routeResponseReply', () => {
+  it('serializes bodies as JSON unless the handler set a Content-Type (any case), and copies the handler’s headers', () => {
+    const headers = { 'Cache-Control': 'no-store' };
+    const json = routeResponseReply({ status: 200, body: { a: 1 }, headers });
+    expect(json).toEqual({ status: 200, headers: { 'Cache-Control': 'no-store', 'Content-Type': 'application/json' }, body: '{"a":1}' });
+    expect(headers).toEqual({ 'Cache-Control': 'no-store' });
+    const text = routeResponseReply({ status: 200, body: 'hi', headers: { 'content-type': 'text/plain' } });
+    expect(text).toEqual({ status: 200, headers: { 'content-type': 'text/plain' }, body: 'hi' });
+    const problem = routeResponseReply({ status: 404, body: { code: 'NOT_FOUND', status: 404, title: 'Not Found' } });
+    expect(problem.headers['Content-Type']).toBe('application/problem+json');
+    expect(routeResponseReply({ status: 204, body: { a: 1 } })).toEqual({ status: 204, headers: {} });
   });
 });

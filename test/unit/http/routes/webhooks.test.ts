@@ -30,7 +30,7 @@ afterEach(() => w.close());
 /** The principal the auth stage derives from the token (verified against the store, as it is now). */
 function verified(): WebhookPrincipal | undefined {
   const view = w.store.webhookTokens.verify(rawToken);
-  return view ? { tokenId: view.id, accountId: view.accountId, strategyId: view.strategyId ?? null } : undefined;
+  return view ? { tokenId: view.id, accountId: view.accountId, strategyId: view.strategyId ?? null, inactiveReason: view.inactiveReason ?? null } : undefined;
 }
 
 const alert = (body: unknown, idempotencyKey?: string, webhook = verified()) =>
@@ -122,6 +122,16 @@ describe('POST /webhooks/:token account state', () => {
     const ok = await alert({ action: 'buy', symbol: 'ES', qty: 1 });
     expect(ok.status).toBe(201);
     expect(w.gateway.calls[0]!.req).toMatchObject({ accountId: '103' });
+  });
+
+  it('answers 403 with the reason for a token made inactive (its connection deleted) until it is rebound', async () => {
+    await w.store.webhookTokens.deactivateForAccounts(w.a.userId, ['101'], `its connection ${w.a.connectionId} was deleted`);
+    const err = await alertError({ action: 'buy', symbol: 'ES', qty: 1 });
+    expect(err.code).toBe('ACCOUNT_INACTIVE');
+    expect(err.message).toBe(`Account is inactive: its connection ${w.a.connectionId} was deleted; rebind the token`);
+    expect(w.gateway.calls).toHaveLength(0);
+    await call(w, 'PATCH', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: tokenId }, body: { accountId: '101' } });
+    expect((await alert({ action: 'buy', symbol: 'ES', qty: 1 })).status).toBe(201);
   });
 
   it('answers 403 when the account vanished from a connected broker entirely', async () => {

@@ -318,8 +318,8 @@ test('working orders: only live orders are walked; pages are the records’ JSON
   const all = model.workingOrders('1');
   expect(all.map((o) => o.orderId)).toEqual(['495', '496', '497', '498', '499']);
   const page = model.workingOrdersPage('1', 1, 3);
-  expect(page).toEqual({ json: JSON.stringify(all.slice(1, 4)), total: 5 });
-  expect(model.workingOrdersPage('1', 1, 3).json).toBe(page.json);
+  expect(page).toEqual({ json: JSON.stringify(all.slice(1, 4)), total: 5, version: expect.any(Number) });
+  expect(model.workingOrdersPage('1', 1, 3)).toEqual(page);
   // A fill ends one; a new order starts working: the next page shows both.
   m.apply('order', 'Updated', { id: 496, ordStatus: 'Filled' });
   m.apply('order', 'Created', { id: 600, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' });
@@ -328,4 +328,29 @@ test('working orders: only live orders are walked; pages are the records’ JSON
   // What tradegate notes about an order is in its record at once.
   model.note(600, { clientOrderId: 'mine' });
   expect(JSON.parse(model.workingOrdersPage('1', 4, 1).json)[0].clientOrderId).toBe('mine');
+});
+
+test('working orders: a change after a page was served is announced once, with a newer version; none while nobody reads', () => {
+  const m = new Mirror();
+  const changed: number[] = [];
+  const model = new OrderModel(m, spec, (version) => changed.push(version));
+  m.replace({ contracts: [{ id: 5, name: 'ESZ6' }], orders: [{ id: 1, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' }] });
+  // No page served yet: order traffic costs no notices.
+  m.apply('order', 'Created', { id: 2, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' });
+  expect(changed).toEqual([]);
+  const first = model.workingOrdersPage('1', 0, 10);
+  m.apply('order', 'Updated', { id: 2, ordStatus: 'Filled' });
+  m.apply('order', 'Updated', { id: 1, ordStatus: 'Filled' });
+  expect(changed).toHaveLength(1);
+  expect(changed[0]).toBeGreaterThan(first.version!);
+  // Served again: the next change (a note too) is announced again, newer still.
+  const second = model.workingOrdersPage('1', 0, 10);
+  expect(second.version).toBeGreaterThanOrEqual(changed[0]!);
+  model.note(1, { clientOrderId: 'x' });
+  expect(changed).toHaveLength(2);
+  expect(changed[1]).toBeGreaterThan(second.version!);
+  // Account and cash changes leave the records as they are.
+  model.workingOrdersPage('1', 0, 10);
+  m.apply('cashBalance', 'Updated', { id: 9, accountId: 1, amount: 5 });
+  expect(changed).toHaveLength(2);
 });
