@@ -10,8 +10,8 @@
  * fair share (enabled connections / live nodes, rounded up), and after CLUSTER.overShareDelayMs
  * otherwise, so a restarted cluster spreads its actors and an orphan never waits for a balance
  * that cannot come. Before taking a connection from a node, it reads that node's lease from
- * the stream leaders (NodeLease.confirmEnded). Running actors are never moved to rebalance
- * (a move is a reconnect).
+ * the stream leaders (NodeLease.confirmEnded). A move is a reconnect, so running actors move
+ * only to even out a clear imbalance, in one handover (see `rebalance`).
  */
 import type { KV } from '@nats-io/kv';
 import type { Kvm } from '@nats-io/kv';
