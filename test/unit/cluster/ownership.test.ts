@@ -56,7 +56,7 @@ function cluster() {
   const nodes: TestNode[] = [];
   const proxies: TcpProxy[] = [];
 
-  async function startNode(name: string, opts: { viaProxy?: boolean; scan?: OwnershipTiming } = {}): Promise<TestNode & { proxy?: TcpProxy }> {
+  async function startNode(name: string, opts: { viaProxy?: boolean; scan?: OwnershipTiming; lease?: LeaseTiming } = {}): Promise<TestNode & { proxy?: TcpProxy }> {
     let proxy: TcpProxy | undefined;
     if (opts.viaProxy) proxies.push((proxy = await startTcpProxy(nats.port)));
     const nc = await connect({ servers: `nats://127.0.0.1:${proxy?.port ?? nats.port}`, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
@@ -74,7 +74,7 @@ function cluster() {
     };
     let ownership: Ownership | undefined;
     const lease = await NodeLease.start({
-      nc, kvm, prefix, replicas: 1, nodeId: name, logger, timing: TIMING,
+      nc, kvm, prefix, replicas: 1, nodeId: name, logger, timing: opts.lease ?? TIMING,
       onLapse: () => void ownership?.stopAll(),
       onRestore: () => ownership?.scanSoon(),
     });
@@ -172,15 +172,17 @@ describe('connection ownership', () => {
   it('hands its whole excess over in one go, not part now and the rest one rebalance period later', async () => {
     c = cluster();
     const rebalanceMs = 2000;
-    const a = await c.startNode('a', { scan: { ...SCAN, rebalanceMs } });
+    // A lease that survives a busy machine: a lapse would stop a's actors for another reason.
+    const timing = { scan: { ...SCAN, rebalanceMs }, lease: { ...TIMING, leaseMs: 6000, holderMarginMs: 1000, takerMarginMs: 500, kvTimeoutMs: 2000 } };
+    const a = await c.startNode('a', timing);
     // a takes three connections, and three more half a rebalance period later.
     c.enabled.push('con_1', 'con_2', 'con_3');
     await until(() => a.running.size === 3, 5000, 'a running the first three');
     await new Promise((r) => setTimeout(r, rebalanceMs / 2));
     c.enabled.push('con_4', 'con_5', 'con_6');
     await until(() => a.running.size === 6, 5000, 'a running all six');
-    await c.startNode('b', { scan: { ...SCAN, rebalanceMs } });
-    await c.startNode('c', { scan: { ...SCAN, rebalanceMs } });
+    await c.startNode('b', timing);
+    await c.startNode('c', timing);
     await until(() => c!.nodes.every((n) => n.running.size === 2), 4 * rebalanceMs, 'two each');
     expect(everyOnce(c)).toBe(true);
     // Four moves, all in one handover (before the fix: the three older ones, then one more 2 s later).
