@@ -175,8 +175,9 @@ export const CLUSTER: Readonly<ClusterTuning> = Object.freeze({
   overShareDelayMs: 1000,
   /**
    * A node running more than its share hands the excess to a node running two or more below
-   * it, at most this often and only connections it has run this long (a move is a reconnect,
-   * so it must not churn): how a cluster started node by node spreads its actors.
+   * it, at most this often and only connections it has run this long, all of the excess in one
+   * handover (a move is a reconnect, so it must not churn): how a cluster started node by node
+   * spreads its actors.
    */
   rebalanceMs: 10_000,
   /** Deadline of one KV or JetStream call on the lease and event paths. */

@@ -55,6 +55,10 @@ export interface ClusterGatewayOptions {
 /** See module comment. Implements ActorHost for Ownership, which decides what runs here. */
 export class ClusterGateway implements ActorGateway, ActorHost {
   private readonly local = new Map<string, Local>();
+  /** Stops in progress, which a start of the same connection waits for. */
+  private readonly stopping = new Map<string, Promise<void>>();
+  /** Stops asked for, per connection: a start that waited for a stop gives up when another came meanwhile. */
+  private readonly stopsAsked = new Map<string, number>();
   private ownership: Ownership | undefined;
   private readonly log: Logger;
   private readonly callTimeoutMs: number;
@@ -92,6 +96,13 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   // ---- ActorHost: what ownership asks of this node.
 
   async start(connectionId: string, epoch: number, resume: boolean): Promise<void> {
+    // Started again while its stop is still under way (a lapse, then renewals back within
+    // moments): the stop finishes first. Its removal would otherwise come after this start's
+    // add, and its DISABLED would be published under this start's epoch. Stopped again while
+    // waiting (another lapse): it does not start at all (ownership no longer counts it).
+    const stops = this.stopsAsked.get(connectionId) ?? 0;
+    await this.stopping.get(connectionId)?.catch(() => undefined);
+    if ((this.stopsAsked.get(connectionId) ?? 0) !== stops) return;
     const subject = this.subjectOf(connectionId);
     // A queue group: should two nodes ever both subscribe, a request still reaches one of them.
     const sub = this.opts.nc.subscribe(subject, { queue: 'owner', callback: (err, msg) => (err ? undefined : void this.serve(connectionId, msg)) });
@@ -114,14 +125,23 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   }
 
   async stop(connectionId: string, disabled: boolean): Promise<void> {
+    this.stopsAsked.set(connectionId, (this.stopsAsked.get(connectionId) ?? 0) + 1);
     const run = this.local.get(connectionId);
     if (!run) return;
     run.silent = !disabled;
     run.stopping = true;
     run.sub.unsubscribe();
-    await run.started;
-    await this.opts.supervisor.removeConnection(connectionId);
-    if (this.local.get(connectionId) === run) this.local.delete(connectionId);
+    const done = (async () => {
+      await run.started;
+      await this.opts.supervisor.removeConnection(connectionId);
+    })();
+    this.stopping.set(connectionId, done);
+    try {
+      await done;
+    } finally {
+      if (this.stopping.get(connectionId) === done) this.stopping.delete(connectionId);
+      if (this.local.get(connectionId) === run) this.local.delete(connectionId);
+    }
   }
 
   // ---- ActorGateway: what the HTTP front asks.

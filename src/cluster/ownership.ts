@@ -10,8 +10,8 @@
  * fair share (enabled connections / live nodes, rounded up), and after CLUSTER.overShareDelayMs
  * otherwise, so a restarted cluster spreads its actors and an orphan never waits for a balance
  * that cannot come. Before taking a connection from a node, it reads that node's lease from
- * the stream leaders (NodeLease.confirmEnded). Running actors are never moved to rebalance
- * (a move is a reconnect).
+ * the stream leaders (NodeLease.confirmEnded). A move is a reconnect, so running actors move
+ * only to even out a clear imbalance, in one handover (see `rebalance`).
  */
 import type { KV } from '@nats-io/kv';
 import type { Kvm } from '@nats-io/kv';
@@ -209,6 +209,12 @@ export class Ownership {
    * runs at least two fewer than this one (see CLUSTER.rebalanceMs): stop, then mark free, so
    * the less loaded node takes them at its next scan. A move only happens when it evens the
    * load out, so two nodes never pass a connection back and forth.
+   *
+   * The whole move goes at once: the longest-running actors, once the youngest of them has run
+   * rebalanceMs. Handing over only those ready now would leave the rest for one more
+   * rebalanceMs (`lastShed`), a second wave of reconnects at a moment nobody chose: actors taken
+   * in one scan land milliseconds apart, so the first check past the mark finds some of them
+   * ready and some not.
    */
   private rebalance(share: number, load: Map<string, number>, now: number): void {
     const mine = this.running.size;
@@ -217,9 +223,9 @@ export class Ownership {
     let room = 0;
     for (const [node, n] of load) if (node !== this.opts.lease.self.node && n <= mine - 2) room += Math.max(0, share - n);
     if (room === 0) return;
-    const settled = [...this.running].filter(([id, r]) => now - r.since >= this.timing.rebalanceMs && !this.busy.has(id));
-    const give = settled.slice(0, Math.min(excess, room));
-    if (give.length === 0) return;
+    const count = Math.min(excess, room);
+    const give = [...this.running].filter(([id]) => !this.busy.has(id)).sort(([, a], [, b]) => a.since - b.since).slice(0, count);
+    if (give.length < count || give.some(([, r]) => now - r.since < this.timing.rebalanceMs)) return;
     this.lastShed = now;
     this.log.info({ moving: give.length, share }, 'handing connections to a less loaded node');
     for (const [id] of give) this.change(id, () => this.handOver(id));

@@ -60,6 +60,10 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       inFlightLeaseMs: CLUSTER.idempotencyMarkerMs,
     });
     store = shared;
+    // Before the node takes its lease: loading the web app compresses every asset synchronously
+    // (~1 s of blocked event loop on a busy 2-core machine), time in which a leased node could
+    // not renew and, with the rest of its start, could lapse and stop the actors it just took.
+    front = startWebFront(config, store, logger);
     // Every actor starts with its owner's stored guards and locks, on whichever node takes it.
     const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, maxActors: config.actorsMax, logger, guards: (userId) => accountGuardsOf(shared, userId) });
     node = await startClusterNode({
@@ -74,7 +78,6 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       webhookRateLimitPerMin: config.webhookRateLimitPerMin,
       logger,
     });
-    front = startWebFront(config, store, logger);
     let listenUrl: string | undefined;
     const metrics = new ServiceMetrics();
     const gateway = measuredGateway(node.gateway, metrics);

@@ -40,7 +40,12 @@ export async function startClusterNode(servers: string[], nodeId: string, env: R
     ...env,
   });
   void p.exited.then(() => rmSync(dataDir, { recursive: true, force: true }));
-  const m = await awaitOutput(p, /^listening (\S+)$/m, 60_000);
+  // A node that never comes up must not linger (retrying NATS for ever, loading the machine).
+  const m = await awaitOutput(p, /^listening (\S+)$/m, 60_000).catch(async (err: unknown) => {
+    if (p.proc.exitCode === null && p.proc.signalCode === null) p.proc.kill('SIGKILL');
+    await p.exited;
+    throw err;
+  });
   return {
     ...p,
     nodeId,

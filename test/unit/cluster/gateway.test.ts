@@ -3,7 +3,8 @@
  * place of actor threads: requests reach the node that runs the connection by request/reply,
  * errors cross as data, no responders is a retryable 503 and silence a 504; statuses and
  * accounts of every connection are known on every node, with the stream sequence as their
- * event id, and events of a previous owner are dropped.
+ * event id, and events of a previous owner are dropped; a connection started again on the node
+ * still stopping it (a lease lapse, then a quick restore) starts only once the stop is done.
  */
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -149,6 +150,67 @@ describe('cluster gateway', () => {
     await expect(a.gateway.request('con_3', { type: 'positions', accountId: '7' })).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
     stopping();
     await stop;
+  });
+
+  it('starting a connection again on the node still stopping it (a lapse, then a quick restore) waits for the stop', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const a = await node(prefix, 'a');
+    const b = await node(prefix, 'b');
+    const seen: ActorEvent[] = [];
+    b.gateway.onEvent((e) => seen.push(e));
+    await a.gateway.start('con_5', 1, false);
+    await until(() => seen.some((e) => e.type === 'status' && e.status === 'CONNECTED'), 'CONNECTED on b');
+    // A supervisor whose removal takes a while and ends with DISABLED, as the real one does.
+    const calls: string[] = [];
+    let removed!: () => void;
+    const removeOriginal = a.sup.removeConnection.bind(a.sup);
+    a.sup.removeConnection = async (id: string) => {
+      calls.push('remove');
+      await new Promise<void>((r) => (removed = r));
+      calls.push('removed');
+      await removeOriginal(id);
+    };
+    const addOriginal = a.sup.addConnection.bind(a.sup);
+    a.sup.addConnection = async (s: ConnectionSpec, o?: { resume?: boolean }) => {
+      calls.push('add');
+      await addOriginal(s, o);
+    };
+    const stop = a.gateway.stop('con_5', false);
+    await until(() => calls.includes('remove'), 'the removal begun');
+    const start = a.gateway.start('con_5', 2, true);
+    await new Promise((r) => setTimeout(r, 50));
+    removed();
+    await Promise.all([stop, start]);
+    // The new actor is added after the old one is gone, so the old removal cannot take it down…
+    expect(calls).toEqual(['remove', 'removed', 'add']);
+    // …and the removal's DISABLED, meant for the stopped actor, never reaches the feed under the new epoch.
+    await until(() => seen.filter((e) => e.type === 'status' && e.status === 'CONNECTED').length === 2, 'CONNECTED again on b');
+    await a.feed.flushed();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(b.gateway.status('con_5')).toMatchObject({ status: 'CONNECTED' });
+    expect(seen.filter((e) => e.type === 'status').map((e) => (e as { status: string }).status)).toEqual(['CONNECTED', 'RECONNECTING', 'CONNECTED']);
+    expect(await a.gateway.request('con_5', { type: 'working-orders', accountId: '7' })).toEqual([]);
+  });
+
+  it('a start waiting for a stop gives up when the connection is stopped again meanwhile', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const a = await node(prefix, 'a');
+    await a.gateway.start('con_6', 1, false);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const removeOriginal = a.sup.removeConnection.bind(a.sup);
+    a.sup.removeConnection = async (id: string) => {
+      await gate;
+      await removeOriginal(id);
+    };
+    const stop = a.gateway.stop('con_6', false);
+    const start = a.gateway.start('con_6', 2, true);
+    const again = a.gateway.stop('con_6', false);
+    open();
+    await Promise.all([stop, start, again]);
+    // Only the first start added an actor; nothing runs here now.
+    expect(a.sup.added).toEqual([{ id: 'con_6', resume: false }]);
+    await expect(a.gateway.request('con_6', { type: 'positions', accountId: '7' })).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
   });
 
   it('every node knows every connection’s status and accounts, with stream sequences as event ids; a previous owner’s events are dropped', async () => {

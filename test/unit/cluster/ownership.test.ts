@@ -56,7 +56,7 @@ function cluster() {
   const nodes: TestNode[] = [];
   const proxies: TcpProxy[] = [];
 
-  async function startNode(name: string, opts: { viaProxy?: boolean } = {}): Promise<TestNode & { proxy?: TcpProxy }> {
+  async function startNode(name: string, opts: { viaProxy?: boolean; scan?: OwnershipTiming; lease?: LeaseTiming } = {}): Promise<TestNode & { proxy?: TcpProxy }> {
     let proxy: TcpProxy | undefined;
     if (opts.viaProxy) proxies.push((proxy = await startTcpProxy(nats.port)));
     const nc = await connect({ servers: `nats://127.0.0.1:${proxy?.port ?? nats.port}`, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
@@ -74,11 +74,11 @@ function cluster() {
     };
     let ownership: Ownership | undefined;
     const lease = await NodeLease.start({
-      nc, kvm, prefix, replicas: 1, nodeId: name, logger, timing: TIMING,
+      nc, kvm, prefix, replicas: 1, nodeId: name, logger, timing: opts.lease ?? TIMING,
       onLapse: () => void ownership?.stopAll(),
       onRestore: () => ownership?.scanSoon(),
     });
-    ownership = await Ownership.start({ nc, kvm, prefix, replicas: 1, lease, host, logger, enabled: () => [...enabled], timing: SCAN });
+    ownership = await Ownership.start({ nc, kvm, prefix, replicas: 1, lease, host, logger, enabled: () => [...enabled], timing: opts.scan ?? SCAN });
     const node = {
       name, nc, lease, ownership, running, proxy,
       async die() {
@@ -167,6 +167,32 @@ describe('connection ownership', () => {
       expect(stop.at).toBeLessThanOrEqual(m.at);
       expect(m).toMatchObject({ epoch: 2, resume: true });
     }
+  });
+
+  it('hands its whole excess over in one go, not part now and the rest one rebalance period later', async () => {
+    c = cluster();
+    const rebalanceMs = 2000;
+    // A lease that survives a busy machine: a lapse would stop a's actors for another reason.
+    const timing = { scan: { ...SCAN, rebalanceMs }, lease: { ...TIMING, leaseMs: 6000, holderMarginMs: 1000, takerMarginMs: 500, kvTimeoutMs: 2000 } };
+    const a = await c.startNode('a', timing);
+    // a takes three connections, and three more half a rebalance period later.
+    c.enabled.push('con_1', 'con_2', 'con_3');
+    await until(() => a.running.size === 3, 5000, 'a running the first three');
+    await new Promise((r) => setTimeout(r, rebalanceMs / 2));
+    c.enabled.push('con_4', 'con_5', 'con_6');
+    await until(() => a.running.size === 6, 5000, 'a running all six');
+    await c.startNode('b', timing);
+    await c.startNode('c', timing);
+    await until(() => c!.nodes.every((n) => n.running.size === 2), 4 * rebalanceMs, 'two each');
+    expect(everyOnce(c)).toBe(true);
+    // Four moves, all in one handover (before the fix: the three older ones, then one more 2 s later).
+    const handedOver = c.log.filter((e) => e.node === 'a' && e.kind === 'stop');
+    expect(handedOver).toHaveLength(4);
+    const times = handedOver.map((e) => e.at);
+    expect(Math.max(...times) - Math.min(...times)).toBeLessThan(rebalanceMs / 2);
+    // Only actors that have run rebalanceMs moved: the oldest three, and one of the later three once it had.
+    const startedAt = new Map(c.log.filter((e) => e.node === 'a' && e.kind === 'start').map((e) => [e.id, e.at]));
+    for (const e of handedOver) expect(e.at - startedAt.get(e.id)!).toBeGreaterThanOrEqual(rebalanceMs - 50);
   });
 
   it('evens out one connection per node too (share 1)', async () => {
