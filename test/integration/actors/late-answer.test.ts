@@ -62,7 +62,7 @@ async function timesOut(req: PlaceOrderRequest): Promise<void> {
 
 describe('a retry after a 504 while the order is still on its way to the broker', () => {
   test('arriving before the late answer, it waits for it and answers that order: one order at the broker', async () => {
-    await slow(650);
+    await slow(600);
     const req = order();
     await timesOut(req);
     const sent = orderRequests();
@@ -90,7 +90,7 @@ describe('a retry after a 504 while the order is still on its way to the broker'
   });
 
   test('an answer lost with its events stays unknown on the live socket; after a reconnect the full sync answers the order the broker has', async () => {
-    await slow(650);
+    await slow(600);
     const req = order();
     await timesOut(req);
     // The broker executes the order but its answer and events never reach the actor.
@@ -136,7 +136,7 @@ describe('a retry after a 504 while the order is still on its way to the broker'
     await h.call(order({ orderType: 'market', price: null, takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } }));
     const strategies = async () => new Set(((await h.control('GET', '/state')).orders as { strategyId: number | null }[]).map((o) => o.strategyId).filter((id) => id !== null)).size;
     const before = await strategies();
-    await slow(650);
+    await slow(600);
     const req = order({ orderType: 'market', price: null, takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } });
     await timesOut(req);
     const sent = orderRequests();

@@ -41,7 +41,7 @@ async function atPrice(price: number): Promise<{ id: number }[]> {
 describe('a retry with the same key while the broker has not answered the first attempt yet', () => {
   it('a single order: the retry waits for the late answer and answers 201 with that order — one order at the broker', async () => {
     const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4910, clientOrderId: 'late-1' };
-    await control(s.sim, 'POST', '/faults', { latencyMs: 650 });
+    await control(s.sim, 'POST', '/faults', { latencyMs: 600 });
     const first = await post(body, 'late-single');
     expect(first.status, first.text).toBe(504);
     expect(first.json.code).toBe('BROKER_TIMEOUT');
@@ -53,7 +53,7 @@ describe('a retry with the same key while the broker has not answered the first 
 
   it('an absolute bracket: the retry answers the entry with its legs — one entry and two legs at the broker', async () => {
     const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4920, takeProfit: { price: 4970 }, stopLoss: { price: 4870 } };
-    await control(s.sim, 'POST', '/faults', { latencyMs: 650 });
+    await control(s.sim, 'POST', '/faults', { latencyMs: 600 });
     const first = await post(body, 'late-oso');
     expect(first.status, first.text).toBe(504);
     const retry = await post(body, 'late-oso');
