@@ -21,12 +21,27 @@ export interface ConnectionTuning {
   accountPollMs: number;
   /** How often the risk guards look at the clock (trading windows closing, locks expiring, a new trading day). */
   guardTickMs: number;
+  /** The longest a timed-out order's outcome stays unknown (see UNKNOWN_OUTCOME_MAX_MS). */
+  unknownOutcomeMaxMs: number;
   /**
    * Tests only: a clock shared with the test thread (a SharedArrayBuffer view; crosses into
    * workers through workerData). Non-zero slot 0 is the actor's "now" in ms; 0 = the real clock.
    */
   fakeClock?: BigInt64Array;
 }
+
+/**
+ * The longest an order's outcome stays unknown after its broker request timed out. Until then
+ * a retry with its clOrdId places nothing (neither Tradovate nor the paper broker refuses a
+ * repeated clOrdId, so a new order could be a duplicate) and the order's contracts stay held
+ * for the risk guards. It is a backstop: the outcome is normally known within the broker's own
+ * late answer, the order showing up in the mirror, or — on a broker that went quiet — the
+ * silence watchdog (10 s) and the next full sync. Past it the key is released, logged as an
+ * error: a broker that holds an order unanswered for five minutes on a live socket has lost it
+ * in all likelihood, and a longer wait would keep refusing the key's retries (504) and keep the
+ * contracts held long after any signal that sent the order has gone stale.
+ */
+export const UNKNOWN_OUTCOME_MAX_MS = 5 * 60_000;
 
 /** Production connection timings. */
 export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
@@ -38,6 +53,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   settleMs: 5000,
   accountPollMs: 60_000,
   guardTickMs: 1000,
+  unknownOutcomeMaxMs: UNKNOWN_OUTCOME_MAX_MS,
 });
 
 /** Broker deadlines: one request (REST or socket) when the spec names none, and opening a socket. */

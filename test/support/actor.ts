@@ -42,6 +42,8 @@ export async function startActorHarness(
     restUrl?: (sim: SimHandle) => string;
     sim?: SimOptions;
     budget?: ConnectionSpec['budget'];
+    /** The broker request deadline (default 5000 ms). */
+    requestTimeoutMs?: number;
     /** The spec's guards, given the created account ids. */
     guardsFor?: (accountIds: number[]) => ConnectionSpec['guards'];
   } = {},
@@ -61,7 +63,7 @@ export async function startActorHarness(
     wsUrl: sim.wsUrl,
     credentials: { name, password: opts.password ?? password },
     budget: opts.budget ?? { perMinute: 100_000, perHour: 1_000_000 },
-    requestTimeoutMs: 5000,
+    requestTimeoutMs: opts.requestTimeoutMs ?? 5000,
     ...(opts.guardsFor ? { guards: opts.guardsFor((created.accounts as { id: number }[]).map((a) => a.id)) } : {}),
   };
   const events: ActorEvent[] = [];

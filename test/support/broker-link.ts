@@ -2,9 +2,11 @@
  * The order operations (place, cancel, flatten) without a socket: a scripted broker behind
  * the BrokerLink the operations see, which answers like Tradovate and reports what happened
  * through the mirror, as props events would. One account (7, "DEMO7") trading ESZ6 (contract 1).
- * A test overrides an endpoint in `handlers` to refuse, stay silent or misbehave.
+ * A test overrides an endpoint in `handlers` to refuse, stay silent or misbehave, or makes a
+ * request time out and answers it late (`timeOut`).
  */
 import { Mirror, type Entity } from '../../src/broker/tradovate/mirror.js';
+import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { ActorEvent } from '../../src/actors/protocol.js';
 import { connectionFailed, type ConnectionSpec } from '../../src/domain/connections.js';
 import type { NewOrder } from '../../src/domain/orders.js';
@@ -12,6 +14,7 @@ import { AppError } from '../../src/domain/problems.js';
 import { createLogger } from '../../src/log.js';
 import type { ActorContext, BrokerLink } from '../../workers/connection-actor/context.js';
 import { OrderModel } from '../../workers/connection-actor/order-model.js';
+import { UnknownOutcomes } from '../../workers/connection-actor/unknown-outcomes.js';
 
 export const ACCOUNT = '7';
 export const CONTRACT = 1;
@@ -55,10 +58,16 @@ export class FakeBroker implements BrokerLink {
     for (const a of this.mirror.all('account')) if (!this.listed.includes(a.id)) this.mirror.apply('account', 'Deleted', a);
   }
 
-  async send(endpoint: string, body?: unknown): Promise<unknown> {
+  async send(endpoint: string, body?: unknown, opts: { onLate?: (answer: LateAnswer) => void } = {}): Promise<unknown> {
     this.requireConnected();
     const b = (body ?? {}) as Body;
     this.sent.push({ endpoint, body: b });
+    const late = this.timingOut.get(endpoint);
+    if (late) {
+      this.timingOut.delete(endpoint);
+      late({ body: b, onLate: opts.onLate });
+      throw new AppError('BROKER_TIMEOUT', `broker did not answer ${endpoint} in time`);
+    }
     const handler = this.handlers[endpoint] ?? this.defaults[endpoint];
     if (!handler) throw new AppError('NOT_FOUND', `no such endpoint ${endpoint}`);
     return handler(b);
@@ -80,6 +89,28 @@ export class FakeBroker implements BrokerLink {
       return answer(b);
     };
     return { release, reached };
+  }
+
+  private readonly timingOut = new Map<string, (sent: { body: Body; onLate: ((answer: LateAnswer) => void) | undefined }) => void>();
+
+  /**
+   * The next request to `endpoint` times out (BROKER_TIMEOUT) with the broker still holding it:
+   * `execute()` carries it out (events into the mirror) as the broker would, late; `answer()`
+   * then delivers its answer to the request's onLate, as a socket routes a late answer.
+   * `refuse(status, d)` delivers a late refusal instead (nothing executed).
+   */
+  timeOut(endpoint: string): { execute(): void; answer(): void; refuse(status: number, d: unknown): void } {
+    let sent: { body: Body; onLate: ((answer: LateAnswer) => void) | undefined } | undefined;
+    let data: unknown;
+    this.timingOut.set(endpoint, (s) => (sent = s));
+    const handler = this.handlers[endpoint] ?? this.defaults[endpoint]!;
+    return {
+      execute: () => {
+        data = handler(sent!.body);
+      },
+      answer: () => sent!.onLate?.({ status: 200, data }),
+      refuse: (status, d) => sent!.onLate?.({ status, data: d }),
+    };
   }
 
   /** Requests sent to one endpoint. */
@@ -171,20 +202,25 @@ export class FakeBroker implements BrokerLink {
   }
 }
 
-/** An actor context over a FakeBroker; `events` collects what the operation emits. */
-export function fakeActorContext(settleMs = 200): { broker: FakeBroker; ctx: ActorContext; events: ActorEvent[] } {
+/**
+ * An actor context over a FakeBroker; `events` collects what the operation emits. A retry waits
+ * `waitMs` for an unknown outcome, which ends after `maxAgeMs`.
+ */
+export function fakeActorContext(settleMs = 200, unknown: { waitMs?: number; maxAgeMs?: number } = {}): { broker: FakeBroker; ctx: ActorContext; events: ActorEvent[] } {
   const broker = new FakeBroker();
   const model = new OrderModel(broker.mirror, broker.spec);
   model.refreshAccounts();
   const events: ActorEvent[] = [];
+  const logger = createLogger('silent');
   const ctx: ActorContext = {
     conn: broker,
     mirror: broker.mirror,
     model,
     settleMs,
-    logger: createLogger('silent'),
+    logger,
     emit: (e) => events.push(e),
     placing: new Map(),
+    unknown: new UnknownOutcomes(broker.mirror, model, logger, unknown.waitMs ?? 200, unknown.maxAgeMs ?? 60_000),
   };
   return { broker, ctx, events };
 }

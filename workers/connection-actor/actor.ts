@@ -7,9 +7,10 @@ import type { Logger } from '../../src/log.js';
 import { AppError, toErrorData } from '../../src/domain/problems.js';
 import { contractRoot } from '../../src/domain/symbols.js';
 import { BrokerConnection } from '../../src/broker/tradovate/connection.js';
-import { CONNECTION_TUNING, type ConnectionTuning } from '../../src/tuning.js';
+import { BROKER_TIMEOUTS, CONNECTION_TUNING, type ConnectionTuning } from '../../src/tuning.js';
 import { OrderModel } from './order-model.js';
 import { placeOrder } from './place.js';
+import { UnknownOutcomes } from './unknown-outcomes.js';
 import { cancelOrder } from './cancel.js';
 import { flatten } from './flatten.js';
 import type { ActorContext } from './context.js';
@@ -52,7 +53,9 @@ export class ConnectionActor {
       emit(e);
     });
     this.model = new OrderModel(this.conn.mirror, spec, (version) => notify({ type: 'working-orders-changed', connectionId: spec.connectionId, version }));
-    this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map() };
+    // A retry waits for an unknown outcome as long as a first attempt waits for the broker's answer.
+    const unknown = new UnknownOutcomes(this.conn.mirror, this.model, log, spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs, t.unknownOutcomeMaxMs);
+    this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map(), unknown };
     const quotes = new QuoteFeed(this.conn, (contractId, price) => this.guards.pnl.mark(contractId, price), log, spec.mdWsUrl);
     this.conn.onMarketData((data) => quotes.handle(data));
     this.guards = new GuardKeeper({ ctx: this.ctx, now: clockOf(t), tickMs: t.guardTickMs, initial: spec.guards ?? {}, quotes });

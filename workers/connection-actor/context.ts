@@ -1,7 +1,7 @@
 /**
  * What the order operations (place, cancel, flatten) share inside one actor: the broker
  * connection and its mirror, the order model, how long to wait for the broker's events after
- * its answer, and the place attempts in flight.
+ * its answer, the place attempts in flight and those whose outcome is unknown.
  */
 import type { Logger } from '../../src/log.js';
 import type { Mirror } from '../../src/broker/tradovate/mirror.js';
@@ -9,6 +9,7 @@ import type { BrokerConnection } from '../../src/broker/tradovate/connection.js'
 import type { OrderModel } from './order-model.js';
 import type { ActorEvent, PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
 import type { Hold } from './exposure.js';
+import type { UnknownOutcomes } from './unknown-outcomes.js';
 
 /** What the order operations use of the broker connection (tests stand in for it). */
 export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract' | 'pollAccounts'>;
@@ -24,6 +25,8 @@ export interface ActorContext {
   emit(event: ActorEvent): void;
   /** Place attempts in flight, by `accountId|clOrdId`. */
   placing: Map<string, Promise<PlaceOrderResult>>;
+  /** Placements that timed out at the broker, by `accountId|clOrdId`, until their outcome is known. */
+  unknown: UnknownOutcomes;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
   guards?: { admit(req: PlaceOrderRequest): Hold | null };
   /** Last prices (quotes), to check where a bracket's offset legs land; absent without market data. */

@@ -2,14 +2,18 @@
  * Placing orders: single → `order/placeorder`; absolute bracket → `order/placeoso` (bracket1
  * take-profit Limit, bracket2 stop-loss Stop); relative bracket → `orderstrategy/
  * startorderstrategy` (signed point offsets). The clOrdId is looked up first: if the broker
- * already has it (a retry after a timeout or a crash), that order is the answer.
+ * already has it (a retry after a timeout or a crash), that order is the answer. A placement
+ * the broker did not answer in time stays outcome-unknown (unknown-outcomes.ts) until the
+ * broker or the mirror says what became of it, and a retry places nothing meanwhile.
  */
 import { AppError } from '../../src/domain/problems.js';
 import { checkAnswer, placeOrderBody, placeOsoBody, startStrategyBody } from '../../src/broker/tradovate/requests.js';
 import { since, type ActorContext } from './context.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
+import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { Hold } from './exposure.js';
+import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
 import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
 import { checkLegsFromFill, offsetLegs } from '../../src/domain/fill-anchor.js';
@@ -125,16 +129,36 @@ function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): Plac
 }
 
 /**
- * Places an order (single or bracket), reconciling by clOrdId first. A retry that arrives
- * while the first attempt is still waiting on the broker (the front timed out and let go)
- * waits for that attempt instead of racing it: the mirror cannot know an order the broker
- * has not answered for yet, so a second placeorder here would be a duplicate.
+ * Places an order (single or bracket), reconciling by clOrdId first. The mirror cannot know an
+ * order the broker has not answered for yet, so a second placeorder for the key could be a
+ * duplicate: a retry that arrives while an earlier attempt is still waiting on the broker (the
+ * front timed out and let go) waits for that attempt, and one that arrives while an attempt's
+ * outcome is unknown (the broker did not answer in time) waits for the outcome up to its own
+ * deadline — then reconciles, or answers BROKER_TIMEOUT again having sent nothing.
  */
 export async function placeOrder(ctx: ActorContext, req: PlaceOrderRequest): Promise<PlaceOrderResult> {
   const running = ctx.placing;
-  const key = `${req.accountId}|${req.clOrdId}`;
-  const earlier = running.get(key);
-  if (earlier) await earlier.catch(() => undefined);
+  const key = placementKey(req.accountId, req.clOrdId);
+  let deadline = 0;
+  for (;;) {
+    const earlier = running.get(key);
+    if (earlier) {
+      // Several retries may wait on one attempt: they go on one at a time, each seeing what the one before left.
+      await earlier.catch(() => undefined);
+      if (running.get(key) === earlier) running.delete(key);
+      continue;
+    }
+    if (!ctx.unknown.has(key)) break;
+    deadline ||= performance.now() + ctx.unknown.waitMs;
+    const outcome = await ctx.unknown.wait(key, deadline - performance.now());
+    if (!outcome) throw new AppError('BROKER_TIMEOUT', 'the broker has not answered an earlier attempt with this key yet; nothing new was sent: retry later');
+    // The order the late answer named (found by id even where no clOrdId names it in the mirror).
+    if (outcome.orderId !== null && ctx.mirror.get('order', outcome.orderId)) {
+      ctx.conn.requireConnected();
+      ctx.model.account(req.accountId);
+      return reconciled(ctx, req, outcome.orderId);
+    }
+  }
   const attempt = placeOnce(ctx, req);
   running.set(key, attempt);
   try {
@@ -155,27 +179,32 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // From the guards' check to the send nothing awaits: the order's contracts are held from the
   // check until the broker reports the order, so concurrent orders see each other.
   const hold = ctx.guards?.admit(req) ?? null;
+  // The broker's answer after BROKER_TIMEOUT goes to the unknown outcome the timeout opened (the
+  // rejection reaches the catch below in the same turn, before any later frame is read).
+  let unknown: UnknownPlacement | undefined;
+  const onLate = (answer: LateAnswer) => unknown?.answered(answer);
   try {
-    const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, req, account, hold));
+    const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, req, account, hold, onLate));
     hold?.release();
     return result;
   } catch (err) {
-    // After a timeout the order may still reach the broker: keep its contracts held a while longer.
-    if (hold && err instanceof AppError && err.code === 'BROKER_TIMEOUT') setTimeout(() => hold.release(), ctx.settleMs).unref();
+    // After a timeout the order may still reach the broker: its outcome is unknown, and its
+    // contracts stay held, until the broker, the mirror or a full sync says what became of it.
+    if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') unknown = ctx.unknown.open(req.accountId, req.clOrdId, hold);
     else hold?.release();
     throw err;
   }
 }
 
 /** Sends a new order (single, OSO or strategy) and waits for the broker to settle it. */
-async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Entity, hold: Hold | null): Promise<PlaceOrderResult> {
+async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Entity, hold: Hold | null, onLate: (answer: LateAnswer) => void): Promise<PlaceOrderResult> {
   const ref = { id: account.id, name: String(account.name ?? account.id) };
   const note = { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null };
   const hasBracket = !!req.takeProfit || !!req.stopLoss;
   const t0 = performance.now();
 
   if (!hasBracket) {
-    const d = checkAnswer('placeorder', await ctx.conn.send('order/placeorder', placeOrderBody(req, ref), { kind: 'order' }));
+    const d = checkAnswer('placeorder', await ctx.conn.send('order/placeorder', placeOrderBody(req, ref), { kind: 'order', onLate }));
     const brokerMs = since(t0);
     const orderId = Number(d.orderId);
     if (!orderId) throw new AppError('BROKER_REJECTED', 'broker returned no order id', { brokerReason: 'no orderId' });
@@ -190,7 +219,7 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
   if (bothAbsolute) {
     const tp = isAbsolute(req.takeProfit) ? req.takeProfit.price : null;
     const sl = isAbsolute(req.stopLoss) ? req.stopLoss.price : null;
-    const d = checkAnswer('placeoso', await ctx.conn.send('order/placeoso', placeOsoBody(req, ref, tp, sl), { kind: 'order' }));
+    const d = checkAnswer('placeoso', await ctx.conn.send('order/placeoso', placeOsoBody(req, ref, tp, sl), { kind: 'order', onLate }));
     const brokerMs = since(t0);
     const orderId = Number(d.orderId);
     if (!orderId) throw new AppError('BROKER_REJECTED', 'broker returned no order id', { brokerReason: 'no orderId' });
@@ -220,7 +249,7 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
   }
 
   const body = startStrategyBody(req, ref, offsetOf(req, req.takeProfit), offsetOf(req, req.stopLoss));
-  const d = checkAnswer('startorderstrategy', await ctx.conn.send('orderstrategy/startorderstrategy', body, { kind: 'order' }));
+  const d = checkAnswer('startorderstrategy', await ctx.conn.send('orderstrategy/startorderstrategy', body, { kind: 'order', onLate }));
   const brokerMs = since(t0);
   const strategy = d.orderStrategy as Record<string, unknown> | undefined;
   const strategyId = Number(strategy?.id);

@@ -8,7 +8,7 @@
 import type { Logger } from '../../log.js';
 import { AppError } from '../../domain/problems.js';
 import { renewAccessToken, renewDelayMs, requestAccessToken, type AccessToken } from './rest-auth.js';
-import { AuthRejectedError, BrokerStatusError, TradovateSocket, type CloseReason } from './ws-client.js';
+import { AuthRejectedError, BrokerStatusError, TradovateSocket, type CloseReason, type LateAnswer } from './ws-client.js';
 import { Mirror, SYNC_ENTITY_TYPES, type Entity } from './mirror.js';
 import { syncRequestBody } from './requests.js';
 import { BrokerBudget, type RequestClass } from './budget.js';
@@ -175,7 +175,12 @@ export class BrokerConnection {
           },
           onClose: (reason, detail) => closed({ reason, detail }),
         },
-        { heartbeatMs: this.tuning.heartbeatMs, silenceMs: this.tuning.silenceMs, requestTimeoutMs: this.spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs },
+        {
+          heartbeatMs: this.tuning.heartbeatMs,
+          silenceMs: this.tuning.silenceMs,
+          requestTimeoutMs: this.spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs,
+          lateAnswerMs: this.tuning.unknownOutcomeMaxMs,
+        },
       );
     } catch (err) {
       if (err instanceof AuthRejectedError) return this.authExpired(err.message);
@@ -333,12 +338,15 @@ export class BrokerConnection {
     }
   }
 
-  /** One metered broker request over the socket; non-200 answers become coded errors. */
-  async send(endpoint: string, body?: unknown, opts: { kind?: RequestClass; query?: string } = {}): Promise<unknown> {
+  /**
+   * One metered broker request over the socket; non-200 answers become coded errors. `onLate`
+   * receives the broker's answer if it comes after BROKER_TIMEOUT (ws-client RequestOptions).
+   */
+  async send(endpoint: string, body?: unknown, opts: { kind?: RequestClass; query?: string; onLate?: (answer: LateAnswer) => void } = {}): Promise<unknown> {
     this.requireConnected();
     this.budget.take(opts.kind ?? 'read');
     try {
-      return await this.socket!.request(endpoint, { body, query: opts.query ?? '' });
+      return await this.socket!.request(endpoint, { body, query: opts.query ?? '', onLate: opts.onLate });
     } catch (err) {
       if (err instanceof BrokerStatusError) {
         if (err.status === 401) throw new AppError('BROKER_UNAVAILABLE', 'broker refused the access token; re-authenticating');

@@ -2,10 +2,12 @@
  * One authorized Tradovate WebSocket: 4-line requests with ids and deadlines, `[]` heartbeats
  * every 2.5 s, a silence watchdog, p-ticket resends. It never reconnects by itself: when the
  * socket dies every pending request is rejected and `onClose` fires once; the actor decides.
+ * A request that asks for it (an order) keeps its id past the deadline, so the broker's late
+ * answer still reaches whoever must learn what became of it.
  */
 import WebSocket from 'ws';
 import { AppError } from '../../domain/problems.js';
-import { AUTHORIZE_GRACE_MS, BROKER_TIMEOUTS, CONNECTION_TUNING, MAX_PENALTY_SECONDS } from '../../tuning.js';
+import { AUTHORIZE_GRACE_MS, BROKER_TIMEOUTS, CONNECTION_TUNING, MAX_PENALTY_SECONDS, UNKNOWN_OUTCOME_MAX_MS } from '../../tuning.js';
 import { CLIENT_HEARTBEAT, formatRequest, parseFrame, penaltyOf, type EventMessage, type ServerMessage } from './frames.js';
 
 /** A non-200 answer from the broker (`d` is usually a message string). */
@@ -35,6 +37,8 @@ export interface SocketOptions {
   requestTimeoutMs?: number;
   openTimeoutMs?: number;
   maxPenaltySeconds?: number;
+  /** How long a timed-out request with `onLate` stays routed to it. */
+  lateAnswerMs?: number;
 }
 
 /** Callbacks of a live socket. */
@@ -47,6 +51,14 @@ interface Pending {
   resolve(data: unknown): void;
   reject(err: unknown): void;
   timer: NodeJS.Timeout;
+  /** Set once the request has timed out: where its late answer goes. */
+  late?: (answer: LateAnswer) => void;
+}
+
+/** The broker's answer to a request that had already timed out (status and `d`, unchecked). */
+export interface LateAnswer {
+  status: number;
+  data: unknown;
 }
 
 /** One request: query line, body, deadline. */
@@ -54,6 +66,12 @@ export interface RequestOptions {
   query?: string;
   body?: unknown;
   timeoutMs?: number;
+  /**
+   * For a request whose effect outlives its deadline (an order may still be executed): after
+   * BROKER_TIMEOUT its id stays known, and the broker's answer, if it comes while the socket
+   * lives (and within `lateAnswerMs`), is handed here instead of being dropped.
+   */
+  onLate?: (answer: LateAnswer) => void;
 }
 
 /** An authorized broker socket. Create with `TradovateSocket.connect`. */
@@ -79,6 +97,7 @@ export class TradovateSocket {
       requestTimeoutMs: options.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs,
       openTimeoutMs: options.openTimeoutMs ?? BROKER_TIMEOUTS.openMs,
       maxPenaltySeconds: options.maxPenaltySeconds ?? MAX_PENALTY_SECONDS,
+      lateAnswerMs: options.lateAnswerMs ?? UNKNOWN_OUTCOME_MAX_MS,
     };
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(url, { handshakeTimeout: opts.openTimeoutMs });
@@ -194,12 +213,11 @@ export class TradovateSocket {
       if (!p) continue;
       this.pending.delete(m.requestId);
       clearTimeout(p.timer);
-      if (m.status === 200) p.resolve(m.data);
-      else {
-        p.reject(m.status === 429 ? new AppError('BROKER_UNAVAILABLE', 'broker rate limit (429)', {}, 3600) : new BrokerStatusError(m.status, m.data));
-        // A 401 on a live socket means the token died: the session is useless from here on.
-        if (m.status === 401) this.shutdown('unauthorized', typeof m.data === 'string' ? m.data : 'access denied');
-      }
+      if (p.late) p.late({ status: m.status, data: m.data });
+      else if (m.status === 200) p.resolve(m.data);
+      else p.reject(m.status === 429 ? new AppError('BROKER_UNAVAILABLE', 'broker rate limit (429)', {}, 3600) : new BrokerStatusError(m.status, m.data));
+      // A 401 on a live socket means the token died: the session is useless from here on.
+      if (m.status === 401) this.shutdown('unauthorized', typeof m.data === 'string' ? m.data : 'access denied');
     }
   }
 
@@ -208,13 +226,29 @@ export class TradovateSocket {
     const id = this.nextId++;
     const timeoutMs = opts.timeoutMs ?? this.opts.requestTimeoutMs;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new AppError('BROKER_TIMEOUT', `broker did not answer ${endpoint} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
+      const p: Pending = {
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          if (opts.onLate) this.keepLate(id, p, opts.onLate);
+          else this.pending.delete(id);
+          reject(new AppError('BROKER_TIMEOUT', `broker did not answer ${endpoint} within ${timeoutMs} ms`));
+        }, timeoutMs),
+      };
+      this.pending.set(id, p);
       this.sendRaw(formatRequest(endpoint, id, opts.query ?? '', opts.body));
     });
+  }
+
+  /**
+   * Keeps a timed-out request routed to `onLate` for `lateAnswerMs`: the broker may still
+   * execute it (a slow broker answers late, it does not forget), and only its answer says so.
+   * Ids are never reused on a socket, so nothing else can claim it; the socket's end drops it.
+   */
+  private keepLate(id: number, p: Pending, onLate: (answer: LateAnswer) => void): void {
+    p.late = onLate;
+    p.timer = setTimeout(() => this.pending.delete(id), this.opts.lateAnswerMs);
+    p.timer.unref();
   }
 
   /**
@@ -242,7 +276,8 @@ export class TradovateSocket {
     clearInterval(this.watchdog);
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
-      p.reject(new AppError('BROKER_UNAVAILABLE', `broker connection lost (${reason})`));
+      // A timed-out request was answered (504) already; what became of it is for the next sync to show.
+      if (!p.late) p.reject(new AppError('BROKER_UNAVAILABLE', `broker connection lost (${reason})`));
       this.pending.delete(id);
     }
     this.ws.removeAllListeners();

@@ -1,11 +1,11 @@
 /**
  * The socket client against a tiny fake Tradovate WebSocket server: authorize, request ids and
- * deadlines, client heartbeats, the silence watchdog, 401 handling, p-ticket resends.
+ * deadlines, late answers, client heartbeats, the silence watchdog, 401 handling, p-ticket resends.
  */
 import { afterEach, expect, test } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
-import { AuthRejectedError, TradovateSocket, type CloseReason } from '../../../../src/broker/tradovate/ws-client.js';
+import { AuthRejectedError, TradovateSocket, type CloseReason, type LateAnswer } from '../../../../src/broker/tradovate/ws-client.js';
 import { AppError } from '../../../../src/domain/problems.js';
 
 let wss: WebSocketServer | undefined;
@@ -79,6 +79,66 @@ test('a request past its deadline is BROKER_TIMEOUT; a non-200 answer is a Broke
   client = await connect(url).p;
   await expect(client.request('slow', { timeoutMs: 100 })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
   await expect(client.request('bad')).rejects.toMatchObject({ status: 400, data: 'No usable value for symbol' });
+});
+
+/** A fake broker that keeps `order/*` requests unanswered until the test answers them (oldest first); anything else is answered at once. */
+async function slowOrders(): Promise<{ url: string; answer(status: number, d: unknown): void }> {
+  const waiting: { ws: WebSocket; id: number }[] = [];
+  const url = await fakeBroker((ws, endpoint, id) => {
+    if (endpoint.startsWith('order/')) waiting.push({ ws, id });
+    else ws.send(`a[${JSON.stringify({ s: 200, i: id, d: 'pong' })}]`);
+  });
+  return {
+    url,
+    answer: (status, d) => {
+      const w = waiting.shift()!;
+      w.ws.send(`a[${JSON.stringify({ s: status, i: w.id, d })}]`);
+    },
+  };
+}
+
+test('an order request answered after its deadline: BROKER_TIMEOUT first, then the late answer reaches onLate', async () => {
+  const broker = await slowOrders();
+  client = await connect(broker.url).p;
+  const seen: LateAnswer[] = [];
+  await expect(client.request('order/placeorder', { body: {}, timeoutMs: 50, onLate: (a) => seen.push(a) })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+  broker.answer(200, { orderId: 42 });
+  // Frames are dispatched in order: once the next answer is in, the late one was routed.
+  expect(await client.request('x/ping')).toBe('pong');
+  expect(seen).toEqual([{ status: 200, data: { orderId: 42 } }]);
+});
+
+test('a late refusal reaches onLate as it came (status and d), and the socket goes on', async () => {
+  const broker = await slowOrders();
+  client = await connect(broker.url).p;
+  const seen: LateAnswer[] = [];
+  await expect(client.request('order/placeorder', { timeoutMs: 50, onLate: (a) => seen.push(a) })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+  broker.answer(400, 'No usable value for symbol');
+  expect(await client.request('x/ping')).toBe('pong');
+  expect(seen).toEqual([{ status: 400, data: 'No usable value for symbol' }]);
+  expect(client.open).toBe(true);
+});
+
+test('a late id is routed for lateAnswerMs only, and ends with its socket without being reported', async () => {
+  const broker = await slowOrders();
+  const c = connect(broker.url, { lateAnswerMs: 80 });
+  client = await c.p;
+  const seen: unknown[] = [];
+  const onLate = (a: LateAnswer) => seen.push(a.data);
+  await expect(client.request('order/placeorder', { timeoutMs: 20, onLate })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+  await expect(client.request('order/placeorder', { timeoutMs: 20, onLate })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+  broker.answer(200, { orderId: 1 });
+  expect(await client.request('x/ping')).toBe('pong');
+  // Past lateAnswerMs the id is forgotten: the answer of the second goes nowhere.
+  await new Promise((r) => setTimeout(r, 150));
+  broker.answer(200, { orderId: 2 });
+  expect(await client.request('x/ping')).toBe('pong');
+  expect(seen).toEqual([{ orderId: 1 }]);
+
+  await expect(client.request('order/placeorder', { timeoutMs: 20, onLate })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+  client.close();
+  expect((await c.closedP).reason).toBe('client');
+  expect(seen).toEqual([{ orderId: 1 }]);
 });
 
 test('the client sends [] heartbeats on its own cadence', async () => {

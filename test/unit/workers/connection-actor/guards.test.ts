@@ -69,6 +69,27 @@ afterEach(() => {
 });
 
 describe('GuardKeeper.admit', () => {
+  it('a timed-out order’s contracts stay held until its outcome is known: bound to the order the broker reports, released by a late refusal', async () => {
+    const { broker, ctx } = setup({ maxPositionPerContract: 1 });
+    const refused = broker.timeOut('order/placeorder');
+    expect((await rejected(placeOrder(ctx, newOrder()))).code).toBe('BROKER_TIMEOUT');
+    // However long the broker takes (longer than the settle wait here), the contract counts.
+    await new Promise((res) => setTimeout(res, 100));
+    expect((await rejected(placeOrder(ctx, newOrder()))).extensions).toMatchObject({ guard: 'max_position' });
+    refused.refuse(400, 'No usable value for symbol');
+    const placed = await placeOrder(ctx, newOrder());
+    expect(placed.reconciled).toBe(false);
+
+    const { broker: b2, ctx: c2 } = setup({ maxPositionPerContract: 1 });
+    const late = b2.timeOut('order/placeorder');
+    await rejected(placeOrder(c2, newOrder()));
+    late.execute();
+    late.answer();
+    // The working order now counts by its own events: still one contract, never two.
+    expect((await rejected(placeOrder(c2, newOrder()))).extensions).toMatchObject({ guard: 'max_position', value: 2 });
+    expect(c2.unknown.size).toBe(0);
+  });
+
   it('an account without guards and an order without narrowing hold nothing', () => {
     const { keeper } = setup(null);
     expect(keeper.admit(newOrder())).toBeNull();

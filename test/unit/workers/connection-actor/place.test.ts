@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 import { rejected } from '../../../support/errors.js';
+import { toErrorData } from '../../../../src/domain/problems.js';
 
 describe('placeOrder: single orders', () => {
   it('sends one automated placeorder under the clOrdId and answers the record with what the client asked', async () => {
@@ -125,5 +126,82 @@ describe('placeOrder: brackets', () => {
     expect(await rejected(placeOrder(ctx, rel))).toMatchObject({ code: 'BROKER_REJECTED', extensions: { brokerReason: 'not enough margin' } });
     broker.handlers['orderstrategy/startorderstrategy'] = () => ({ orderStrategy: { id: 501 } });
     expect((await rejected(placeOrder(ctx, newOrder({ orderType: 'market', price: null, takeProfit: { offsetPoints: 2 } })))).code).toBe('BROKER_TIMEOUT');
+  });
+});
+
+describe('placeOrder: an attempt the broker did not answer in time', () => {
+  it('leaves the outcome unknown: a retry sends nothing, waits for the late answer and answers that order', async () => {
+    const { broker, ctx } = fakeActorContext(200, { waitMs: 1000 });
+    const late = broker.timeOut('order/placeorder');
+    const req = newOrder({ clientOrderId: 'mine' });
+    expect((await rejected(placeOrder(ctx, req))).code).toBe('BROKER_TIMEOUT');
+    const retry = placeOrder(ctx, req);
+    late.execute();
+    late.answer();
+    const r = await retry;
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    expect(r).toMatchObject({ reconciled: true, order: { requestedSymbol: 'ES1!', clientOrderId: 'mine', status: 'working' } });
+    expect(ctx.unknown.size).toBe(0);
+  });
+
+  it('a late answer naming an order the mirror shows under no clOrdId is still the answer', async () => {
+    const { broker, ctx } = fakeActorContext(200, { waitMs: 1000 });
+    broker.handlers['order/placeorder'] = () => ({ orderId: broker.addOrder({ price: 5000 }) });
+    const late = broker.timeOut('order/placeorder');
+    const req = newOrder();
+    await rejected(placeOrder(ctx, req));
+    const retry = placeOrder(ctx, req);
+    late.execute();
+    late.answer();
+    const r = await retry;
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    expect(r).toMatchObject({ reconciled: true, order: { orderId: expect.any(String), requestedSymbol: 'ES1!' } });
+  });
+
+  it('still unknown at the retry’s deadline: BROKER_TIMEOUT again and nothing sent; the next retry after the answer reconciles', async () => {
+    const { broker, ctx } = fakeActorContext(200, { waitMs: 30 });
+    const late = broker.timeOut('order/placeorder');
+    const req = newOrder();
+    await rejected(placeOrder(ctx, req));
+    const again = await rejected(placeOrder(ctx, req));
+    expect(toErrorData(again)).toMatchObject({ code: 'BROKER_TIMEOUT', retryable: true });
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    late.execute();
+    late.answer();
+    const r = await placeOrder(ctx, req);
+    expect(r.reconciled).toBe(true);
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+  });
+
+  it('a late refusal means nothing was placed: the retry places the order', async () => {
+    const { broker, ctx } = fakeActorContext(200, { waitMs: 1000 });
+    const late = broker.timeOut('order/placeorder');
+    const req = newOrder();
+    await rejected(placeOrder(ctx, req));
+    const retry = placeOrder(ctx, req);
+    await new Promise((r) => setImmediate(r));
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    late.refuse(400, 'No usable value for symbol');
+    const r = await retry;
+    expect(r.reconciled).toBe(false);
+    expect(broker.bodies('order/placeorder')).toHaveLength(2);
+  });
+
+  it('a strategy whose entry did not show in time: a retry waits for the entry and never starts a second strategy', async () => {
+    const { broker, ctx } = fakeActorContext(50, { waitMs: 1000 });
+    let strategy: Record<string, any> | undefined;
+    broker.handlers['orderstrategy/startorderstrategy'] = (b) => {
+      strategy = { id: 900, accountId: 7, action: b.action, status: 'ActiveStrategy', uuid: b.uuid };
+      broker.mirror.apply('orderStrategy', 'Created', strategy);
+      return { orderStrategy: { id: 900 } };
+    };
+    const req = newOrder({ orderType: 'market', price: null, takeProfit: { offsetPoints: 2 } });
+    expect((await rejected(placeOrder(ctx, req))).code).toBe('BROKER_TIMEOUT');
+    const retry = placeOrder(ctx, req);
+    const entry = broker.addOrder({ orderType: 'Market' });
+    broker.mirror.apply('orderStrategyLink', 'Created', { id: 901, orderStrategyId: 900, orderId: entry });
+    const r = await retry;
+    expect(broker.bodies('orderstrategy/startorderstrategy')).toHaveLength(1);
+    expect(r).toMatchObject({ reconciled: true, order: { orderId: String(entry), role: 'entry', requestedSymbol: 'ES1!' } });
   });
 });
