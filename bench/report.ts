@@ -229,14 +229,16 @@ export interface WrittenReport {
   json: string;
   markdown: string;
   svg: string;
-  latest: string;
+  /** latest.json, written with SUMMARY.md (full runs). */
+  latest?: string;
   /** SUMMARY.md, written for full runs of every scenario (the committed summary). */
   summary?: string;
 }
 
 /**
- * Writes the dated JSON (summary + plotted spectra), Markdown and SVG, and rewrites
- * latest.json (summary only); with `summaryFile`, also SUMMARY.md and latest.svg.
+ * Writes the dated JSON (summary + plotted spectra), Markdown and SVG; with `summaryFile` (a
+ * full run), also latest.json (summary only), SUMMARY.md and latest.svg, so the three committed
+ * files always describe the same run.
  */
 export async function writeReport(
   dir: string,
@@ -250,14 +252,14 @@ export async function writeReport(
     json: join(dir, `${stamp}.json`),
     markdown: join(dir, `${stamp}.md`),
     svg: join(dir, `${stamp}.svg`),
-    latest: join(dir, 'latest.json'),
   };
   const title = `tradegate latency distribution — ${summary.startedAt}${summary.quick ? ' (quick)' : ''}`;
   await writeFile(paths.json, `${JSON.stringify({ ...summary, spectra: series }, null, 2)}\n`);
   await writeFile(paths.markdown, renderMarkdown(summary).replace(/\n$/, `\n![latency distribution](${stamp}.svg)\n`));
   await writeFile(paths.svg, renderLatencySvg(title, series));
-  await writeFile(paths.latest, `${JSON.stringify(summary, null, 2)}\n`);
   if (opts.summaryFile) {
+    paths.latest = join(dir, 'latest.json');
+    await writeFile(paths.latest, `${JSON.stringify(summary, null, 2)}\n`);
     paths.summary = join(dir, 'SUMMARY.md');
     await writeFile(join(dir, 'latest.svg'), renderLatencySvg(title, series));
     await writeFile(paths.summary, renderMarkdown(summary).replace(/\n$/, `\n![latency distribution](latest.svg)\n`));

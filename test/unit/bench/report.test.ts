@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -143,13 +143,13 @@ describe('bench report', () => {
     expect(md).toContain('⚠️ 2 CPU cores');
   });
 
-  it('writes dated json/md/svg and rewrites latest.json in the issue shape', async () => {
+  it('writes dated json/md/svg and, for a full run, rewrites latest.json in the issue shape', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'tg-bench-report-'));
     dirs.push(dir);
     const s = summary();
-    const written = await writeReport(dir, s, [series('orders', 10)]);
+    const written = await writeReport(dir, s, [series('orders', 10)], { summaryFile: true });
     expect(written.json).toBe(join(dir, '2026-11-21T19-45-00Z.json'));
-    const latest = JSON.parse(await readFile(written.latest, 'utf8')) as BenchSummary;
+    const latest = JSON.parse(await readFile(written.latest!, 'utf8')) as BenchSummary;
     expect(latest.machine.cpus).toBe(2);
     expect(latest.quick).toBe(true);
     expect(latest.orders?.e2eMs.p99).toBeGreaterThan(0);
@@ -161,7 +161,15 @@ describe('bench report', () => {
     assertWellFormedXml(await readFile(written.svg, 'utf8'));
     expect(await readFile(written.markdown, 'utf8')).toContain('![latency distribution](2026-11-21T19-45-00Z.svg)');
     expect(fileStamp('2026-01-02T03:04:05.678Z')).toBe('2026-01-02T03-04-05Z');
+  });
+
+  it('a partial run (one scenario) leaves latest.json, SUMMARY.md and latest.svg alone: they describe the last full run', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'tg-bench-report-'));
+    dirs.push(dir);
+    const written = await writeReport(dir, summary(), [series('orders', 10)]);
     expect(written.summary).toBeUndefined();
+    expect(written.latest).toBeUndefined();
+    expect((await readdir(dir)).sort()).toEqual(['2026-11-21T19-45-00Z.json', '2026-11-21T19-45-00Z.md', '2026-11-21T19-45-00Z.svg']);
   });
 
   it('writes SUMMARY.md and latest.svg only when asked (full runs of every scenario)', async () => {
