@@ -19,6 +19,7 @@ import type { StatusEvent } from '../domain/connections.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { Logger } from '../log.js';
 import { CLUSTER } from '../tuning.js';
+import { ensureStream, whileStarting } from '../store/nats/index.js';
 
 /** What travels in the stream. */
 interface Envelope {
@@ -79,7 +80,7 @@ export class EventFeed {
   static async start(opts: EventFeedOptions): Promise<EventFeed> {
     const feed = new EventFeed(opts);
     await feed.ensureStream();
-    await feed.follow();
+    await whileStarting('following health events', () => feed.follow(), { logger: feed.log });
     return feed;
   }
 
@@ -137,11 +138,10 @@ export class EventFeed {
     void this.messages?.close();
   }
 
-  private async ensureStream(): Promise<void> {
-    try {
-      await this.opts.jsm.streams.info(this.stream);
-    } catch {
-      await this.opts.jsm.streams.add({
+  private ensureStream(): Promise<void> {
+    return ensureStream(
+      this.opts.jsm,
+      {
         name: this.stream,
         subjects: [`${this.opts.prefix}.events.>`],
         retention: RetentionPolicy.Limits,
@@ -150,8 +150,9 @@ export class EventFeed {
         max_age: CLUSTER.eventsMaxAgeMs * 1_000_000,
         max_msgs_per_subject: MAX_PER_SUBJECT,
         discard: DiscardPolicy.Old,
-      });
-    }
+      },
+      this.log,
+    );
   }
 
   private async drain(): Promise<void> {

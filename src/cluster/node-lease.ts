@@ -115,7 +115,7 @@ export class NodeLease {
       names.map(async (n) => {
         const name = `${opts.prefix}_${n}`;
         const republishTo = `${opts.prefix}.${n}`;
-        const kv = await openBucket(opts.kvm, name, { history: 1, ttl: NODE_BUCKET_TTL_MS, replicas: opts.replicas, republishTo, allowDirect: false, timeout: timing.kvTimeoutMs });
+        const kv = await openBucket(opts.kvm, name, { history: 1, ttl: NODE_BUCKET_TTL_MS, replicas: opts.replicas, republishTo, allowDirect: false, timeout: timing.kvTimeoutMs }, opts.logger);
         return { kv, name, republishTo };
       }),
     );

@@ -14,7 +14,7 @@ import type { Supervisor } from '../actors/supervisor.js';
 import { AppError } from '../domain/problems.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { openBucket, type NatsStore } from '../store/nats/index.js';
+import { openBucket, whileStarting, type NatsStore } from '../store/nats/index.js';
 import { CLUSTER } from '../tuning.js';
 import { EventFeed } from './events.js';
 import { ClusterGateway } from './gateway.js';
@@ -71,7 +71,7 @@ export function connectNats(servers: string[], nodeId: string): Promise<NatsConn
 export async function startClusterNode(opts: ClusterNodeOptions): Promise<ClusterNode> {
   const { nc, store, prefix, replicas, logger } = opts;
   const js = jetstream(nc, { timeout: CLUSTER.kvTimeoutMs });
-  const jsm = await jetstreamManager(nc, { timeout: CLUSTER.kvTimeoutMs });
+  const jsm = await whileStarting('reaching JetStream', () => jetstreamManager(nc, { timeout: CLUSTER.kvTimeoutMs }), { logger });
   const kvm = new Kvm(js);
   const log = logger;
 
@@ -113,7 +113,7 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
   });
   gateway.attach(ownership);
 
-  const rateKv = await openBucket(kvm, `${prefix}_ratelimit`, { history: 1, ttl: 60_000, replicas, timeout: CLUSTER.kvTimeoutMs });
+  const rateKv = await openBucket(kvm, `${prefix}_ratelimit`, { history: 1, ttl: 60_000, replicas, timeout: CLUSTER.kvTimeoutMs }, log);
   const limiters = {
     key: new SharedLogLimiter(rateKv, 'key', opts.rateLimitPerMin, { logger: log }),
     webhook: new SharedLogLimiter(rateKv, 'webhook', opts.webhookRateLimitPerMin, { logger: log }),

@@ -88,7 +88,7 @@ export class Ownership {
   static async start(opts: OwnershipOptions): Promise<Ownership> {
     const name = `${opts.prefix}_owners`;
     const republishTo = `${opts.prefix}.owners`;
-    const kv: KV = await openBucket(opts.kvm, name, { history: 1, ttl: 0, replicas: opts.replicas, republishTo, allowDirect: false, timeout: (opts.timing?.kvTimeoutMs ?? CLUSTER.kvTimeoutMs) });
+    const kv: KV = await openBucket(opts.kvm, name, { history: 1, ttl: 0, replicas: opts.replicas, republishTo, allowDirect: false, timeout: (opts.timing?.kvTimeoutMs ?? CLUSTER.kvTimeoutMs) }, opts.logger);
     const mirror = new KvMirror(kv, name, { logger: opts.logger, republish: { nc: opts.nc, subject: republishTo } });
     await mirror.start();
     const own = new Ownership(opts, mirror);

@@ -11,7 +11,7 @@
  * them); it is given explicitly (TRADEGATE_DATA_KEY), never generated per node, and checked
  * against the value the first node sealed into the records bucket.
  */
-import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType, JetStreamApiCodes, JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../log.js';
@@ -97,8 +97,71 @@ export interface BucketConfig {
   timeout?: number;
 }
 
-/** Opens a KV bucket, creating it with `config` when missing, and checks the settings that matter. */
-export async function openBucket(kvm: Kvm, name: string, config: BucketConfig): Promise<KV> {
+/** How long start-up keeps retrying JetStream calls NATS cannot answer yet (see whileStarting). */
+export const STARTUP_WAIT_MS = 60_000;
+
+/** JetStream's "no suitable peers for placement": too few servers up for the replicas asked. */
+const JS_CLUSTER_NO_PEERS = 10005;
+
+/**
+ * A JetStream call NATS may answer later: a timeout, no responders (JetStream not reachable yet),
+ * a 5xx from the JetStream API (a cluster electing its meta leader, a stream's Raft group
+ * forming), or no peers for a replicated bucket (servers of the cluster still down; should the
+ * replicas exceed the servers for good, the start fails with this error once the wait is over).
+ * Anything else (a refused setting, a permission) is final.
+ */
+export function isTransientNatsError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err.name === 'TimeoutError' || err.name === 'NoResponders') return true;
+  if (err.name === 'RequestError') return err.cause === undefined || isTransientNatsError(err.cause);
+  if (!(err instanceof JetStreamApiError)) return false;
+  return err.status >= 500 || err.code === JS_CLUSTER_NO_PEERS;
+}
+
+/**
+ * Runs a start-up JetStream call (creating a bucket or a stream), again while it fails with a
+ * transient error, for up to `waitMs`: a node started together with its NATS cluster, or while
+ * the cluster is busy creating replicated streams for other nodes, waits for it instead of
+ * exiting on the first 2 s timeout. Creating is idempotent (an existing bucket or stream with the
+ * same settings is opened), so a retried call whose first attempt did land is harmless.
+ */
+export async function whileStarting<T>(what: string, fn: () => Promise<T>, opts: { waitMs?: number; logger?: Logger | undefined } = {}): Promise<T> {
+  const deadline = performance.now() + (opts.waitMs ?? STARTUP_WAIT_MS);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isTransientNatsError(err) || performance.now() >= deadline) throw err;
+      opts.logger?.warn({ err: (err as Error).message, attempt }, `${what}: NATS not ready; retrying`);
+      await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 2000)));
+    }
+  }
+}
+
+/**
+ * Opens a KV bucket, creating it with `config` when missing, and checks the settings that matter.
+ * Retried while NATS cannot answer yet (whileStarting); a bucket with other settings is refused.
+ */
+export function openBucket(kvm: Kvm, name: string, config: BucketConfig, logger?: Logger): Promise<KV> {
+  return whileStarting(`opening KV bucket ${name}`, () => createBucket(kvm, name, config), { logger });
+}
+
+/**
+ * Opens a stream, creating it with `config` when it does not exist (an existing one keeps its
+ * settings); retried while NATS cannot answer yet (whileStarting).
+ */
+export function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }, logger?: Logger): Promise<void> {
+  return whileStarting(`opening stream ${config.name}`, async () => {
+    try {
+      await jsm.streams.info(config.name);
+    } catch (err) {
+      if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
+      await jsm.streams.add(config);
+    }
+  }, { logger });
+}
+
+async function createBucket(kvm: Kvm, name: string, config: BucketConfig): Promise<KV> {
   const republish = config.republishTo === undefined ? undefined : { src: `$KV.${name}.>`, dest: `${config.republishTo}.>` };
   const kv = await kvm.create(name, {
     history: config.history,
@@ -126,25 +189,15 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   const clock = opts.clock ?? Date.now;
   const logger = opts.logger?.child({ component: 'nats-store' });
   const js = jetstream(opts.nc);
-  const jsm = await jetstreamManager(opts.nc);
+  const jsm = await whileStarting('reaching JetStream', () => jetstreamManager(opts.nc), { logger });
   const kvm = new Kvm(js);
 
   const republishTo = `${prefix}.records`;
-  const records = await openBucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas, republishTo });
-  const idempotencyKv = await openBucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas });
+  const records = await openBucket(kvm, `${prefix}_records`, { history: 1, ttl: 0, replicas, republishTo }, logger);
+  const idempotencyKv = await openBucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas }, logger);
   const journalStream = `${prefix}_journal`;
   const subjectPrefix = `${prefix}.journal`;
-  try {
-    await jsm.streams.info(journalStream);
-  } catch {
-    await jsm.streams.add({
-      name: journalStream,
-      subjects: [`${subjectPrefix}.>`],
-      retention: RetentionPolicy.Limits,
-      storage: StorageType.File,
-      num_replicas: replicas,
-    });
-  }
+  await ensureStream(jsm, { name: journalStream, subjects: [`${subjectPrefix}.>`], retention: RetentionPolicy.Limits, storage: StorageType.File, num_replicas: replicas }, logger);
 
   const sealer = await checkDataKey(keyCheckSlot(records, await records.get(KEY_CHECK)), () => loadDataKey(opts.dataDir, opts.dataKey), `the NATS records in ${prefix}_records`);
   const mirror = new KvMirror(records, `${prefix}_records`, { logger, republish: { nc: opts.nc, subject: republishTo } });

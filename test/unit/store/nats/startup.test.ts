@@ -1,0 +1,63 @@
+/**
+ * Start-up retries of JetStream calls (whileStarting): what counts as "NATS cannot answer yet",
+ * and that anything else, or the end of the wait, still fails the start.
+ */
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
+import { describe, expect, it } from 'vitest';
+import { isTransientNatsError, whileStarting } from '../../../../src/store/nats/index.js';
+
+const apiError = (code: number, errCode: number, description: string) => new JetStreamApiError({ code, err_code: errCode, description });
+
+describe('isTransientNatsError', () => {
+  it('a timeout, no responders, a 5xx of the JetStream API and "no suitable peers" are worth waiting for', () => {
+    expect(isTransientNatsError(new TimeoutError())).toBe(true);
+    expect(isTransientNatsError(new NoRespondersError('$JS.API.INFO'))).toBe(true);
+    expect(isTransientNatsError(new RequestError('no responders', { cause: new NoRespondersError('$JS.API.INFO') }))).toBe(true);
+    expect(isTransientNatsError(apiError(503, 10008, 'JetStream system temporarily unavailable'))).toBe(true);
+    expect(isTransientNatsError(apiError(500, 10005, 'no suitable peers for placement, peer offline'))).toBe(true);
+    expect(isTransientNatsError(apiError(400, 10005, 'no suitable peers for placement'))).toBe(true);
+  });
+
+  it('a refused setting, a missing stream, a permission or a plain error are final', () => {
+    expect(isTransientNatsError(apiError(400, 10058, 'stream name already in use with a different configuration'))).toBe(false);
+    expect(isTransientNatsError(apiError(404, 10059, 'stream not found'))).toBe(false);
+    expect(isTransientNatsError(new PermissionViolationError('denied', 'publish', '$JS.API.>'))).toBe(false);
+    expect(isTransientNatsError(new Error('KV bucket x has ttl 0 ms, expected 60000 ms'))).toBe(false);
+    expect(isTransientNatsError('timeout')).toBe(false);
+  });
+});
+
+describe('whileStarting', () => {
+  it('calls again after transient failures and returns the first success', async () => {
+    let calls = 0;
+    const value = await whileStarting('test', async () => {
+      if (++calls < 3) throw new TimeoutError();
+      return 'open';
+    }, { waitMs: 10_000 });
+    expect(value).toBe('open');
+    expect(calls).toBe(3);
+  });
+
+  it('a final error fails at once, without a second call', async () => {
+    let calls = 0;
+    const err = await whileStarting('test', async () => {
+      calls++;
+      throw new Error('KV bucket x has ttl 0 ms, expected 60000 ms');
+    }, { waitMs: 10_000 }).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/ttl/);
+    expect(calls).toBe(1);
+  });
+
+  it('gives up when the wait is over, with the last error', async () => {
+    let calls = 0;
+    const started = performance.now();
+    const err = await whileStarting('test', async () => {
+      calls++;
+      throw new TimeoutError();
+    }, { waitMs: 600 }).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('TimeoutError');
+    expect(calls).toBeGreaterThan(1);
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+});
