@@ -26,6 +26,9 @@ import { createNatsJournal } from './journal.js';
 import { createNatsSessionStore } from './sessions.js';
 import { createNatsGuardStore } from './guards.js';
 import { isWrongRevision, KvMirror } from './kv-mirror.js';
+import { whileStarting } from './startup.js';
+
+export { isTransientNatsError, STARTUP_WAIT_MS, whileStarting } from './startup.js';
 import {
   createNatsApiKeyStore,
   createNatsConnectionStore,
@@ -95,47 +98,6 @@ export interface BucketConfig {
   allowDirect?: boolean;
   /** Deadline of each call on the bucket (ms; the client's default otherwise). */
   timeout?: number;
-}
-
-/** How long start-up keeps retrying JetStream calls NATS cannot answer yet (see whileStarting). */
-export const STARTUP_WAIT_MS = 60_000;
-
-/** JetStream's "no suitable peers for placement": too few servers up for the replicas asked. */
-const JS_CLUSTER_NO_PEERS = 10005;
-
-/**
- * A JetStream call NATS may answer later: a timeout, no responders (JetStream not reachable yet),
- * a 5xx from the JetStream API (a cluster electing its meta leader, a stream's Raft group
- * forming), or no peers for a replicated bucket (servers of the cluster still down; should the
- * replicas exceed the servers for good, the start fails with this error once the wait is over).
- * Anything else (a refused setting, a permission) is final.
- */
-export function isTransientNatsError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  if (err.name === 'TimeoutError' || err.name === 'NoResponders') return true;
-  if (err.name === 'RequestError') return err.cause === undefined || isTransientNatsError(err.cause);
-  if (!(err instanceof JetStreamApiError)) return false;
-  return err.status >= 500 || err.code === JS_CLUSTER_NO_PEERS;
-}
-
-/**
- * Runs a start-up JetStream call (creating a bucket or a stream), again while it fails with a
- * transient error, for up to `waitMs`: a node started together with its NATS cluster, or while
- * the cluster is busy creating replicated streams for other nodes, waits for it instead of
- * exiting on the first 2 s timeout. Creating is idempotent (an existing bucket or stream with the
- * same settings is opened), so a retried call whose first attempt did land is harmless.
- */
-export async function whileStarting<T>(what: string, fn: () => Promise<T>, opts: { waitMs?: number; logger?: Logger | undefined } = {}): Promise<T> {
-  const deadline = performance.now() + (opts.waitMs ?? STARTUP_WAIT_MS);
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (!isTransientNatsError(err) || performance.now() >= deadline) throw err;
-      opts.logger?.warn({ err: (err as Error).message, attempt }, `${what}: NATS not ready; retrying`);
-      await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 2000)));
-    }
-  }
 }
 
 /**

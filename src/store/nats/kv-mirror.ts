@@ -25,6 +25,7 @@ import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { KV, KvEntry, KvWatchEntry } from '@nats-io/kv';
 import type { Msg, NatsConnection, QueuedIterator, Subscription } from '@nats-io/transport-node';
 import type { Logger } from '../../log.js';
+import { whileStarting } from './startup.js';
 
 interface Slot {
   /** undefined: deleted (a tombstone kept so an older value cannot reappear). */
@@ -93,7 +94,7 @@ export class KvMirror {
         },
       });
     }
-    return this.follow().catch((err: unknown) => {
+    return whileStarting(`following KV bucket ${this.bucket}`, () => this.follow(), { logger: this.logger }).catch((err: unknown) => {
       this.close();
       throw err;
     });

@@ -5,7 +5,7 @@
 import { JetStreamApiError } from '@nats-io/jetstream';
 import { NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
-import { isTransientNatsError, whileStarting } from '../../../../src/store/nats/index.js';
+import { isTransientNatsError, whileStarting } from '../../../../src/store/nats/startup.js';
 
 const apiError = (code: number, errCode: number, description: string) => new JetStreamApiError({ code, err_code: errCode, description });
 
