@@ -19,6 +19,7 @@ import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
 import { accountGuardsOf } from '../store/guards.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
+import { isUnreachableNats, whileStarting } from '../store/nats/startup.js';
 import { CLUSTER, SERVE } from '../tuning.js';
 import { serveThreads, serveUntilSignal, startMetrics, startWebFront } from './serve-lifecycle.js';
 
@@ -31,7 +32,8 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   const boot = randomBase62(10);
   const replicas = clusterReplicas(config, servers);
   const logger = createLogger(config.logLevel).child({ node: nodeId });
-  const nc = await connectNats(servers, nodeId);
+  // Started before NATS (or with it): wait for a server to accept, as for the buckets below.
+  const nc = await whileStarting('connecting to NATS', () => connectNats(servers, nodeId), { logger, transient: isUnreachableNats });
   let store: NatsStore | undefined;
   let node: ClusterNode | undefined;
   let server: HttpServer | undefined;

@@ -34,15 +34,25 @@ export function isTransientNatsError(err: unknown): boolean {
  * exiting on the first 2 s timeout. Creating is idempotent (an existing bucket or stream with the
  * same settings is opened), so a retried call whose first attempt did land is harmless.
  */
-export async function whileStarting<T>(what: string, fn: () => Promise<T>, opts: { waitMs?: number; logger?: Logger | undefined } = {}): Promise<T> {
+export async function whileStarting<T>(
+  what: string,
+  fn: () => Promise<T>,
+  opts: { waitMs?: number; logger?: Logger | undefined; transient?: (err: unknown) => boolean } = {},
+): Promise<T> {
+  const transient = opts.transient ?? isTransientNatsError;
   const deadline = performance.now() + (opts.waitMs ?? STARTUP_WAIT_MS);
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
-      if (!isTransientNatsError(err) || performance.now() >= deadline) throw err;
+      if (!transient(err) || performance.now() >= deadline) throw err;
       opts.logger?.warn({ err: (err as Error).message, attempt }, `${what}: NATS not ready; retrying`);
       await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 2000)));
     }
   }
+}
+
+/** Connecting to NATS at start-up: no server reachable yet (refused, timed out) is worth waiting for. */
+export function isUnreachableNats(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'ConnectionError' || isTransientNatsError(err));
 }

@@ -3,9 +3,10 @@
  * and that anything else, or the end of the wait, still fails the start.
  */
 import { JetStreamApiError } from '@nats-io/jetstream';
-import { NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
+import { connect, NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
-import { isTransientNatsError, whileStarting } from '../../../../src/store/nats/startup.js';
+import { isTransientNatsError, isUnreachableNats, whileStarting } from '../../../../src/store/nats/startup.js';
+import { freePorts } from '../../../support/nats.js';
 
 const apiError = (code: number, errCode: number, description: string) => new JetStreamApiError({ code, err_code: errCode, description });
 
@@ -59,5 +60,16 @@ describe('whileStarting', () => {
     expect((err as Error).name).toBe('TimeoutError');
     expect(calls).toBeGreaterThan(1);
     expect(performance.now() - started).toBeLessThan(5000);
+  });
+});
+
+describe('isUnreachableNats (connecting at start-up)', () => {
+  it('a refused connection is worth waiting for when connecting, not for a JetStream call', async () => {
+    const refused = await connect({ servers: [`nats://127.0.0.1:${(await freePorts(1))[0]!}`] }).catch((e: unknown) => e);
+    expect((refused as Error).name).toBe('ConnectionError');
+    expect(isUnreachableNats(refused)).toBe(true);
+    expect(isTransientNatsError(refused)).toBe(false);
+    expect(isUnreachableNats(new TimeoutError())).toBe(true);
+    expect(isUnreachableNats(new Error('TRADEGATE_DATA_KEY differs'))).toBe(false);
   });
 });
