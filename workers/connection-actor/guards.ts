@@ -37,7 +37,7 @@ import { SessionPnl } from './session-pnl.js';
 interface AccountState {
   config: GuardConfig;
   lock: LockState | null;
-  /** Inside the trading windows at the last tick (null before the first, or without windows). */
+  /** Inside the trading windows: as of the last tick, or of when the guards were set or started (null without windows). */
   inside: boolean | null;
   /** A flatten the guards owe the account (it failed, e.g. while disconnected): retried every tick. */
   owed: { guard: GuardName; detail: string } | null;
@@ -71,7 +71,7 @@ export class GuardKeeper {
   constructor(private readonly deps: GuardKeeperDeps) {
     this.ctx = deps.ctx;
     this.now = deps.now;
-    for (const [accountId, g] of Object.entries(deps.initial ?? {})) this.accounts.set(accountId, fresh(g.config, g.lock));
+    for (const [accountId, g] of Object.entries(deps.initial ?? {})) this.accounts.set(accountId, fresh(g.config, g.lock, this.insideNow(g.config)));
     this.exposure = new Exposure(deps.ctx.mirror);
     this.pnl = new SessionPnl(deps.ctx.mirror, deps.now, (accountId) => this.checkPnl(accountId));
   }
@@ -119,12 +119,14 @@ export class GuardKeeper {
   /** Replaces an account's guards; its lock stays. */
   setGuards(accountId: string, config: GuardConfig): GuardStatus {
     const state = this.accounts.get(accountId);
+    // Whether the account is inside a window is known now, not at the next tick: a window that
+    // closes before that tick still flattens (flattenAtEnd), as after a start.
     if (state) {
       state.config = config;
-      state.inside = null;
+      state.inside = this.insideNow(config);
       state.limits = {};
     } else {
-      this.accounts.set(accountId, fresh(config, null));
+      this.accounts.set(accountId, fresh(config, null, this.insideNow(config)));
     }
     this.syncQuotes();
     this.checkPnl(accountId);
@@ -210,6 +212,11 @@ export class GuardKeeper {
     this.syncQuotes();
   }
 
+  /** Inside one of the config's trading windows now; null without windows. */
+  private insideNow(config: GuardConfig): boolean | null {
+    return config.tradingWindows ? inWindows(config.tradingWindows, this.now()) : null;
+  }
+
   /** One clock tick: a new trading day, expired locks, closed windows, owed flattens, quotes. */
   tick(): void {
     this.pnl.roll();
@@ -231,7 +238,7 @@ export class GuardKeeper {
 
   private state(accountId: string): AccountState {
     let state = this.accounts.get(accountId);
-    if (!state) this.accounts.set(accountId, (state = fresh({ ...NO_GUARDS }, null)));
+    if (!state) this.accounts.set(accountId, (state = fresh({ ...NO_GUARDS }, null, null)));
     return state;
   }
 
@@ -346,10 +353,10 @@ export class GuardKeeper {
   }
 }
 
-function fresh(config: GuardConfig, lock: LockState | null): AccountState {
+function fresh(config: GuardConfig, lock: LockState | null, inside: boolean | null): AccountState {
   // A kill switch stored with its flatten still owed (set while the connection was down) owes it here too.
   const owed = lock?.guard === 'kill_switch' && lock.flattenOwed ? { guard: 'kill_switch' as const, detail: lock.detail } : null;
-  return { config, lock, inside: null, owed, flattening: false, trippedDay: null, dayLock: null, limits: {} };
+  return { config, lock, inside, owed, flattening: false, trippedDay: null, dayLock: null, limits: {} };
 }
 
 /** What a kill switch answers when its flatten cannot run now. */

@@ -25,9 +25,9 @@ function quoteFeed() {
   return { feed: feed as unknown as QuoteFeed, calls };
 }
 
-function setup(config: Partial<GuardConfig> | null, lock: LockState | null = null, opts: { quotes?: QuoteFeed; more?: Record<string, Partial<GuardConfig>> } = {}) {
+function setup(config: Partial<GuardConfig> | null, lock: LockState | null = null, opts: { quotes?: QuoteFeed; more?: Record<string, Partial<GuardConfig>>; startAt?: number } = {}) {
   const { broker, ctx, events } = fakeActorContext(50);
-  const clock = { now: MON_10 };
+  const clock = { now: opts.startAt ?? MON_10 };
   const initial = Object.fromEntries([
     ...(config ? [[ACCOUNT, { config: guardConfig(config), lock }]] : []),
     ...Object.entries(opts.more ?? {}).map(([id, c]) => [id, { config: guardConfig(c), lock: null }]),
@@ -388,14 +388,29 @@ describe('trading windows', () => {
     expect((await rejected(placeOrder(ctx, newOrder()))).extensions).toMatchObject({ guard: 'trading_window', value: 'Mon 15:00 America/Chicago' });
   });
 
+  it('a window that closes before the first tick still flattens: whether the account is inside is known when the guards are set or started', async () => {
+    const started = setup({ tradingWindows: WINDOWS });
+    started.position(1);
+    started.clock.now = MON_15;
+    started.keeper.tick();
+    expect(await started.event('flattened')).toMatchObject({ guard: 'trading_window' });
+
+    const set = setup(null);
+    set.position(1);
+    set.keeper.setGuards(ACCOUNT, { ...NO_GUARDS, tradingWindows: WINDOWS });
+    set.clock.now = MON_15;
+    set.keeper.tick();
+    expect(await set.event('flattened')).toMatchObject({ guard: 'trading_window' });
+    expect(set.broker.bodies('order/liquidateposition')).toEqual([expect.objectContaining({ accountId: 7, contractId: CONTRACT })]);
+  });
+
   it('nothing is flattened while inside a window, nor when the keeper starts outside one', async () => {
     const inside = setup({ tradingWindows: WINDOWS });
     inside.position(1);
     inside.keeper.tick();
     inside.keeper.tick();
-    const late = setup({ tradingWindows: WINDOWS });
+    const late = setup({ tradingWindows: WINDOWS }, null, { startAt: MON_15 });
     late.position(1);
-    late.clock.now = MON_15;
     late.keeper.tick();
     late.keeper.tick();
     await inside.settle();
