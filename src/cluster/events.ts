@@ -19,7 +19,8 @@ import type { StatusEvent } from '../domain/connections.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { Logger } from '../log.js';
 import { CLUSTER } from '../tuning.js';
-import { ensureStream, whileStarting } from '../store/nats/index.js';
+import { ensureStream } from '../store/nats/index.js';
+import { whileStarting } from '../store/nats/startup.js';
 
 /** What travels in the stream. */
 interface Envelope {

@@ -27,8 +27,6 @@ import { createNatsSessionStore } from './sessions.js';
 import { createNatsGuardStore } from './guards.js';
 import { isWrongRevision, KvMirror } from './kv-mirror.js';
 import { whileStarting } from './startup.js';
-
-export { isTransientNatsError, STARTUP_WAIT_MS, whileStarting } from './startup.js';
 import {
   createNatsApiKeyStore,
   createNatsConnectionStore,
