@@ -11,6 +11,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SharedLogLimiter } from '../../../src/cluster/rate-limit.js';
+import { openBucket } from '../../../src/store/nats/index.js';
 import { startNats, startNatsCluster, type NatsCluster, type NatsServer } from '../../support/nats.js';
 
 const LIMIT = 120;
@@ -92,7 +93,8 @@ for (const setup of ['one server (replicas 1)', '3-server cluster (replicas 3)']
     beforeAll(async () => {
       const urls = replicas === 1 ? [(single = await startNats()).url] : (cluster = await startNatsCluster(3)).urls;
       conns = await Promise.all([0, 1, 2].map((i) => connect({ servers: [...urls.slice(i % urls.length), ...urls.slice(0, i % urls.length)], noRandomize: true })));
-      kv = await new Kvm(conns[0]!).create('ratelimit', { history: 1, ttl: WINDOW_MS, replicas });
+      // As the node opens its rate-limit bucket: a cluster just started may not place three replicas yet.
+      kv = await openBucket(new Kvm(conns[0]!), 'ratelimit', { history: 1, ttl: WINDOW_MS, replicas });
     });
     afterAll(async () => {
       await Promise.all((conns ?? []).map((c) => c.close()));
