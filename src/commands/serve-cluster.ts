@@ -19,7 +19,7 @@ import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
 import { accountGuardsOf } from '../store/guards.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
-import { isUnreachableNats, whileStarting } from '../store/nats/startup.js';
+import { isUnreachableNats, serializesRevisionChecks, whileStarting } from '../store/nats/startup.js';
 import { CLUSTER, SERVE } from '../tuning.js';
 import { serveThreads, serveUntilSignal, startMetrics, startWebFront } from './serve-lifecycle.js';
 
@@ -34,6 +34,13 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   const logger = createLogger(config.logLevel).child({ node: nodeId });
   // Started before NATS (or with it): wait for a server to accept, as for the buckets below.
   const nc = await whileStarting('connecting to NATS', () => connectNats(servers, nodeId), { logger, transient: isUnreachableNats });
+  if (replicas > 1 && !serializesRevisionChecks(nc.info?.version)) {
+    logger.warn(
+      { natsVersion: nc.info?.version },
+      'nats-server before 2.9.21 may accept two concurrent revision-checked writes of one key on replicated buckets (nats-io/nats-server#4320): ' +
+        'the cluster-wide rate limit can then admit more than its limit under bursts; upgrade NATS (README "Running a cluster")',
+    );
+  }
   let store: NatsStore | undefined;
   let node: ClusterNode | undefined;
   let server: HttpServer | undefined;

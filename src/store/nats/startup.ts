@@ -56,3 +56,15 @@ export async function whileStarting<T>(
 export function isUnreachableNats(err: unknown): boolean {
   return err instanceof Error && (err.name === 'ConnectionError' || isTransientNatsError(err));
 }
+
+/**
+ * Whether a nats-server version checks revisions atomically on replicated streams: before 2.9.21
+ * the expected-last-subject-sequence check ran before the Raft proposal, so two concurrent
+ * revision-checked writes of one key could both succeed (nats-io/nats-server#4320).
+ */
+export function serializesRevisionChecks(version: string | undefined): boolean {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version ?? '');
+  if (!m) return false;
+  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  return major > 2 || (major === 2 && (minor > 9 || (minor === 9 && patch >= 21)));
+}

@@ -5,7 +5,7 @@
 import { JetStreamApiError } from '@nats-io/jetstream';
 import { connect, NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
-import { isTransientNatsError, isUnreachableNats, whileStarting } from '../../../../src/store/nats/startup.js';
+import { isTransientNatsError, isUnreachableNats, serializesRevisionChecks, whileStarting } from '../../../../src/store/nats/startup.js';
 import { freePorts } from '../../../support/nats.js';
 
 const apiError = (code: number, errCode: number, description: string) => new JetStreamApiError({ code, err_code: errCode, description });
@@ -71,5 +71,13 @@ describe('isUnreachableNats (connecting at start-up)', () => {
     expect(isTransientNatsError(refused)).toBe(false);
     expect(isUnreachableNats(new TimeoutError())).toBe(true);
     expect(isUnreachableNats(new Error('TRADEGATE_DATA_KEY differs'))).toBe(false);
+  });
+});
+
+describe('serializesRevisionChecks (nats-io/nats-server#4320, fixed in 2.9.21)', () => {
+  it.each([
+    ['2.9.10', false], ['2.9.20', false], ['2.9.21', true], ['2.10.0', true], ['v2.11.3', true], ['3.0.0', true], ['2.8.4', false], ['', false], [undefined, false],
+  ])('%s → %s', (version, expected) => {
+    expect(serializesRevisionChecks(version)).toBe(expected);
   });
 });
