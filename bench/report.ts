@@ -6,6 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Percentiles } from './hdr.js';
+import type { GoalStatus } from './goals.js';
 import type { BenchSummary, Check, CpuPerRequest, PlotSeries, ScenarioOutcome } from './summary.js';
 import { SCENARIOS } from './summary.js';
 import { renderLatencySvg } from './svg-plot.js';
@@ -45,11 +46,42 @@ function cpuRows(s: BenchSummary): string[] {
     '## CPU per request per thread (µs)',
     '',
     'Each thread of the service reads its own CPU time (/proc/thread-self/stat) and reports it on /metrics; a phase divides the growth by the requests it sent. ' +
-      '`process` is the whole service process (all threads, GC, LMDB writer, uWS I/O). CPU time does not depend on how busy the machine is.',
+      '`process` is the whole service process (all threads, GC, LMDB writer, uWS I/O). CPU time does not depend on how busy the machine is. ' +
+      '`shapeFloorGet` and `shapeFloorOrder` are the shape floor (bench/shape-floor-main.ts: a bare uWS front, a worker with a WebSocket, a broker thread answering the same 21 events) under the same generator at the same rate: the least the fixed shape costs on this machine.',
     '',
     '| scenario | phase | requests | front | actors | paper broker | process | note |',
     '|---|---|---:|---:|---:|---:|---:|---|',
     ...rows,
+    '',
+  ];
+}
+
+const STATUS_TEXT: Record<GoalStatus, string> = {
+  met: '✅ met',
+  'out-of-reach': '⛔ out of reach here: the shape floor misses it too',
+  'not-met': '❌ not met',
+  'not-measured': '– not measured',
+};
+
+/** The issue's goals: measured, the shape floor of the same run, and what that makes of each. */
+function goalRows(s: BenchSummary): string[] {
+  const measuredAny = s.goals?.some((g) => g.status !== 'not-measured');
+  if (!s.goals || !measuredAny) return [];
+  const value = (v: number | undefined, unit: string) => (v === undefined ? '–' : `${v} ${unit}`);
+  return [
+    '## Goals against the shape floor',
+    '',
+    'The shape floor (bench/shape-floor-main.ts) runs the service’s fixed shape with none of tradegate’s work in it — a bare uWS front, ' +
+      'a worker thread with a broker WebSocket, a broker thread answering the same 21 events — under the same generator at the same rates in this run. ' +
+      'A goal the floor itself misses cannot be met on this machine by any implementation of the shape. The floor of an added latency is the floor’s ' +
+      'order round trip minus the raw placeoso round trip (a lower bound: its broker thread does less than the paper broker).' +
+      (s.quick ? ' **Quick run: the loads are not the goals’ loads.**' : ''),
+    '',
+    '| measure | goal | measured | shape floor | × goal | × floor | status |',
+    '|---|---:|---:|---:|---:|---:|---|',
+    ...s.goals.map((g) =>
+      `| ${cell(g.measure)} | ${g.kind === 'max' ? '≤' : '≥'} ${g.goal} ${g.unit} | ${value(g.measured, g.unit)} | ${value(g.floor, g.unit)} | ` +
+        `${g.ofGoal ?? '–'} | ${g.ofFloor ?? '–'} | ${STATUS_TEXT[g.status]} |`),
     '',
   ];
 }
@@ -96,6 +128,7 @@ export function renderMarkdown(s: BenchSummary): string {
     if (o) out.push(`| ${name} | ${statusWord(o)} | ${(o.durationMs / 1000).toFixed(1)} |`);
   }
   out.push('');
+  out.push(...goalRows(s));
   out.push(...cpuRows(s));
   if (s.profiles?.length) {
     out.push('CPU profiles of every service thread (open in Chrome DevTools → Performance → Load profile):', '');
@@ -117,6 +150,10 @@ export function renderMarkdown(s: BenchSummary): string {
       out.push(latencyRow('harness floor (GET /healthz, same generator)', o.harnessFloorMs));
       out.push(latencyRow('raw broker round trip (WS order/placeorder)', o.brokerRttMs));
       out.push(latencyRow('raw broker round trip (WS order/placeoso)', o.brokerOsoRttMs));
+      const sf = o.shapeFloor;
+      if (sf?.get) out.push(latencyRow(`shape floor: bare uWS GET at ${sf.get.ratePerSec}/s`, sf.get.latencyMs, 'the harness floor without tradegate'));
+      if (sf?.orderLowLoad) out.push(latencyRow(`shape floor: order at ${sf.orderLowLoad.ratePerSec}/s`, sf.orderLowLoad.latencyMs, 'uWS → worker → WebSocket → broker thread and back, nothing else'));
+      if (sf?.order) out.push(latencyRow(`shape floor: order at ${sf.order.ratePerSec}/s`, sf.order.latencyMs, 'uWS → worker → WebSocket → broker thread and back, nothing else'));
       if (o.lowLoad) {
         const l = o.lowLoad;
         const note = `${l.keys} keys, ${l.durationMs / 1000} s, outcomes ${JSON.stringify(l.outcomes)}`;
@@ -162,7 +199,12 @@ export function renderMarkdown(s: BenchSummary): string {
           `status event. Server RSS ${ms(e.serverRssMB.before)} → ${ms(e.serverRssMB.after)} MB: ${ms(e.rssPerSubscriberKB)} KB per subscriber; ${e.missing} streams missed the event.`,
         '',
       );
-      out.push(...LATENCY_HEAD, latencyRow('fan-out (drop → event seen)', e.fanoutMs), '');
+      if (e.shapeFloor) {
+        out.push(`Shape floor (a bare uWS front holding the same ${e.shapeFloor.subscribers} streams, one event to each): ${ms(e.shapeFloor.rssPerSubscriberKB)} KB per subscriber.`, '');
+      }
+      out.push(...LATENCY_HEAD, latencyRow('fan-out (drop → event seen)', e.fanoutMs));
+      if (e.shapeFloor) out.push(latencyRow('shape floor fan-out (broadcast → event seen)', e.shapeFloor.fanoutMs, 'bare uWS writes to every held stream'));
+      out.push('');
     }
     out.push(...checksBlock(s.scenarios.sse));
   }
@@ -178,6 +220,7 @@ export function renderMarkdown(s: BenchSummary): string {
       );
       out.push(...LATENCY_HEAD, latencyRow('all reads', r.latencyMs));
       for (const [name, p] of Object.entries(r.byEndpoint)) out.push(latencyRow(name, p));
+      if (r.shapeFloor?.reads) out.push(latencyRow(`shape floor: bare uWS answers of the same sizes at ${r.shapeFloor.reads.ratePerSec}/s`, r.shapeFloor.reads.latencyMs, 'the floor of these reads on this machine'));
       out.push('');
     }
     out.push(...checksBlock(s.scenarios.reads));

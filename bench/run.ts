@@ -15,7 +15,8 @@ import { runActors } from './scenarios/actors.js';
 import { runCluster } from './scenarios/cluster.js';
 import { runOrders } from './scenarios/orders.js';
 import { runReads } from './scenarios/reads.js';
-import { runSse } from './scenarios/sse.js';
+import { goalsOf } from './goals.js';
+import { runSseWithFloor } from './scenarios/sse.js';
 import { runWebhooks } from './scenarios/webhooks.js';
 import { Service } from './service.js';
 import type { BenchSummary, MachineInfo, PlotSeries, ScenarioName } from './summary.js';
@@ -25,7 +26,7 @@ type Runner = (ctx: ScenarioContext) => Promise<ScenarioRun<unknown>>;
 
 const RUNNERS: Record<ScenarioName, Runner> = {
   actors: runActors,
-  sse: runSse,
+  sse: runSseWithFloor,
   reads: runReads,
   webhooks: runWebhooks,
   orders: runOrders,
@@ -118,6 +119,7 @@ export async function runBench(opts: BenchOptions): Promise<{ summary: BenchSumm
     await pool.close();
   }
   summary.cpuUsPerRequest = headlineCpu(summary);
+  summary.goals = goalsOf(summary);
   if (opts.profile) summary.profiles = Service.profiles.splice(0);
   summary.finishedAt = new Date().toISOString();
   summary.durationMs = Date.now() - started;

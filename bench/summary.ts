@@ -3,8 +3,10 @@
  * (issue 6), plus each scenario's correctness checks. Latencies are milliseconds.
  */
 import type { CpuPerRequest } from './cpu.js';
+import type { GoalResult } from './goals.js';
 import type { Percentiles, SpectrumPoint } from './hdr.js';
 import type { ProfileFile } from './service.js';
+import type { SseFloorSummary, ShapeFloorSummary } from './shape-floor.js';
 
 export type { CpuPerRequest } from './cpu.js';
 
@@ -75,8 +77,13 @@ export interface OrdersSummary {
   sendLagP99Ms: number;
   accountedAtBroker: boolean;
   duplicates: number;
-  /** CPU µs per request per thread: `floor` (GET /healthz), `lowLoad`, `main` (in-limit and over-limit keys together). */
+  /**
+   * CPU µs per request per thread: `floor` (GET /healthz), `lowLoad`, `main` (in-limit and
+   * over-limit keys together), `shapeFloorGet` and `shapeFloorOrder` (the shape floor's threads).
+   */
   cpuUsPerRequest: Record<string, CpuPerRequest>;
+  /** The shape floor (bench/shape-floor-main.ts) under the same generator at the same rates. */
+  shapeFloor?: ShapeFloorSummary;
   /** Full runs with K > 50: the same orders from 50 keys (100/s) first, a load the service can carry. */
   lowLoad?: {
     keys: number;
@@ -100,11 +107,13 @@ export interface WebhooksSummary {
   allAtBrokerMs: number;
   /** The same, from the last alert's intended send time (the issue's measure). */
   allAtBrokerAfterLastMs: number;
-  /** CPU µs per alert per thread during the burst. */
+  /** CPU µs per alert per thread during the burst (`burst`), and the shape floor's (`shapeFloorBurst`). */
   cpuUsPerRequest: Record<string, CpuPerRequest>;
   ackMs: Percentiles;
   /** Retried alerts (same `id`) answered from the dedupe record without a second order. */
   retriedDeduped: number;
+  /** The shape floor answering the same count of orders inside 1 s (`burst`). */
+  shapeFloor?: ShapeFloorSummary;
 }
 
 /** `sse` section of latest.json. */
@@ -117,6 +126,8 @@ export interface SseSummary {
   missing: number;
   rssPerSubscriberKB: number;
   serverRssMB: { before: number; after: number };
+  /** The same streams held by the shape floor (a bare uWS front): its RSS per stream and fan-out. */
+  shapeFloor?: SseFloorSummary;
 }
 
 /** `reads` section of latest.json. */
@@ -125,8 +136,13 @@ export interface ReadsSummary {
   ratePerSec: number;
   /** = ratePerSec (the issue's name for it). */
   offeredPerSec: number;
-  /** CPU µs per read per thread: `accounts` (GET /api/v1/accounts alone), `workingOrders` (alone), `mixed` (the measured run). */
+  /**
+   * CPU µs per read per thread: `accounts` (GET /api/v1/accounts alone), `workingOrders` (alone),
+   * `mixed` (the measured run), `shapeFloorReads` (the shape floor answering the same sizes).
+   */
   cpuUsPerRequest: Record<string, CpuPerRequest>;
+  /** The shape floor (bench/shape-floor-main.ts) answering reads of the same sizes at the same rate. */
+  shapeFloor?: ShapeFloorSummary;
   durationMs: number;
   reqPerSec: number;
   latencyMs: Percentiles;
@@ -186,6 +202,8 @@ export interface BenchSummary {
     readsAccounts?: Pick<CpuPerRequest, 'front'> & Partial<CpuPerRequest>;
     orders?: Pick<CpuPerRequest, 'front' | 'actors' | 'paperBroker'> & Partial<CpuPerRequest>;
   };
+  /** The issue's goals against this run and the shape floor measured in it (goals.ts). */
+  goals?: GoalResult[];
   /** `bench --profile`: the .cpuprofile of every service thread, per scenario. */
   profiles?: ProfileFile[];
   orders?: OrdersSummary;

@@ -13,6 +13,7 @@ import { check } from '../report.js';
 import { lagNote, measured, pick, r2, statusCounts, type ScenarioContext, type ScenarioRun } from '../scenario.js';
 import { resolveAll } from '../retry.js';
 import { Service } from '../service.js';
+import { measureShapeFloor } from '../shape-floor.js';
 import type { OrdersSummary } from '../summary.js';
 import {
   accountAtBroker,
@@ -102,6 +103,18 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
       },
       ratePerSec: rate, durationMs: probeMs, clOrdIdPrefix: `${ctx.runId}-rawoso`,
     });
+
+    // The shape's own floor on this machine, same generator, same rates: the least any
+    // implementation of uWS front → actor worker → broker WebSocket costs (bench/shape-floor-main.ts).
+    ctx.log(`orders: shape floor (bare uWS → worker → WebSocket → broker thread) at ${rate}/s`);
+    const bracketBody = JSON.stringify(restingBracket());
+    const shape = await measureShapeFloor(ctx.pool, ctx.runId, [
+      { kind: 'get', ratePerSec: rate, durationMs: probeMs },
+      { kind: 'order', ratePerSec: rate, durationMs: probeMs, body: bracketBody },
+      ...(lowN > 0 ? [{ kind: 'orderLowLoad' as const, ratePerSec: lowN * PER_KEY_RATE, durationMs: probeMs, body: bracketBody }] : []),
+    ]);
+    if (shape.summary.get) cpu.shapeFloorGet = shape.summary.get.cpu;
+    if (shape.summary.order) cpu.shapeFloorOrder = shape.summary.order.cpu;
 
     const path = `/api/v1/accounts/${account!.id}/orders`;
     const orderSpec = (key: string, i: number, tag: string, idempotent: boolean): HttpRequestSpec => ({
@@ -222,6 +235,8 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
       check('over-limit keys get exactly 120 per window', overAccepted === expectedOverAccepted,
         `${overAccepted} admitted by the limiter of ${over.sent} (expected ${expectedOverAccepted} = ${overN} keys × 120)` +
           (overNot201 ? `; ${overNot201} of them answered other than 201` : '')),
+      check('the shape floor answered every request', Object.values(shape.summary).every((p) => p.allOk),
+        Object.entries(shape.summary).map(([k, p]) => `${k} ${p.latencyMs.count}/${p.sent}`).join(', ')),
       check('raw broker placements succeeded', rawPlace.completed > 0 && Object.keys(rawPlace.failures).length === 0 && Object.keys(rawOso.failures).length === 0,
         `placeorder ${rawPlace.orderIds.length}/${rawPlace.sent}, placeoso ${rawOso.orderIds.length}/${rawOso.sent}${Object.keys(rawPlace.failures).length + Object.keys(rawOso.failures).length ? `; failures ${JSON.stringify({ ...rawPlace.failures, ...rawOso.failures })}` : ''}`),
     ];
@@ -250,6 +265,7 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
       accountedAtBroker: atBroker.missing.length === 0 && atBroker.unacknowledged <= unknownOutcomes,
       duplicates: atBroker.duplicates,
       cpuUsPerRequest: cpu,
+      shapeFloor: shape.summary,
     };
     if (low && lowE2e && lowIdem) {
       const lowCounts = statusCounts(low);
@@ -261,7 +277,7 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
       const others = Object.entries(lowCounts).filter(([status]) => status !== '201');
       checks.push(check(`at ${lowN * PER_KEY_RATE}/s every order is accepted`, others.length === 0, `outcomes ${JSON.stringify(lowCounts)}`));
     }
-    const series = [floorM.series, brokerM.series, osoM.series, ...(lowE2e ? [lowE2e.series] : []), e2e.series, e2eIdem.series, r429.series];
+    const series = [floorM.series, brokerM.series, osoM.series, ...shape.series, ...(lowE2e ? [lowE2e.series] : []), e2e.series, e2eIdem.series, r429.series];
     return { summary, checks, notes, series };
   } finally {
     await service.stop();

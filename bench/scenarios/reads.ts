@@ -12,6 +12,7 @@ import type { HttpRequestSpec } from '../http-load.js';
 import { check } from '../report.js';
 import { lagNote, measured, pick, r2, statusCounts, type ScenarioContext, type ScenarioRun } from '../scenario.js';
 import { Service } from '../service.js';
+import { measureShapeFloor } from '../shape-floor.js';
 import type { ReadsSummary } from '../summary.js';
 import { brokerOrders, createApiKeys, demoAccounts, pinBenchContract, restingBracket, waitForKey } from '../fixtures.js';
 
@@ -62,6 +63,18 @@ export async function runReads(ctx: ScenarioContext): Promise<ScenarioRun<ReadsS
     const run = await ctx.pool.http({ kind: 'http', origin: service.origin, ratePerSec: rate, durationMs, uniquePrefix: `${ctx.runId}-r`, requests });
     cpu.mixed = cpuPerRequest(mixedBefore, await service.cpu(), run.sent);
 
+    // The shape's floor for the same reads: a bare uWS answer of each endpoint's size, same rate.
+    const bytesOf = async (path: string) => Buffer.byteLength(JSON.stringify((await service.api('GET', path, demo.apiKey)).body));
+    const accountsBytes = await bytesOf('/api/v1/accounts');
+    const workingBytes = await bytesOf(`/v1/accounts/${account!.id}/working-orders`);
+    ctx.log(`reads: shape floor (bare uWS answers of ${accountsBytes} and ${workingBytes} bytes) at ${rate}/s`);
+    const shape = await measureShapeFloor(ctx.pool, ctx.runId, [
+      { kind: 'readsAccounts', ratePerSec: rate, durationMs: aloneMs, readBytes: [accountsBytes] },
+      { kind: 'reads', ratePerSec: rate, durationMs: aloneMs * 2, readBytes: [accountsBytes, workingBytes] },
+    ]);
+    cpu.shapeFloorAccounts = shape.summary.readsAccounts!.cpu;
+    cpu.shapeFloorReads = shape.summary.reads!.cpu;
+
     const ok = mergeHistograms(pick(run, (_, s) => s === '200'));
     const all = measured('reads (200)', ok);
     const byEndpoint: Record<string, ReturnType<typeof measured>['p']> = {};
@@ -77,9 +90,11 @@ export async function runReads(ctx: ScenarioContext): Promise<ScenarioRun<ReadsS
       check('every read answered 200', Object.keys(non2xx).length === 0, `${ok.totalCount} of ${run.sent} answered 200${Object.keys(non2xx).length ? `; others ${JSON.stringify(non2xx)}` : ''}`),
       check('working orders match the broker', listed === atBroker.length,
         `the service listed ${listed} working orders; the broker holds ${atBroker.length} working/suspended orders on the account`),
+      check('the shape floor answered every read', shape.summary.reads!.allOk && shape.summary.readsAccounts!.allOk,
+        `${shape.summary.reads!.latencyMs.count + shape.summary.readsAccounts!.latencyMs.count} of ${shape.summary.reads!.sent + shape.summary.readsAccounts!.sent} answered 200`),
     ];
-    const summary: ReadsSummary = { keys: keysN, ratePerSec: rate, offeredPerSec: rate, durationMs, reqPerSec, latencyMs: all.p, byEndpoint, non2xx, cpuUsPerRequest: cpu };
-    return { summary, checks, notes: lagNote('reads', run.sendLag), series: [all.series] };
+    const summary: ReadsSummary = { keys: keysN, ratePerSec: rate, offeredPerSec: rate, durationMs, reqPerSec, latencyMs: all.p, byEndpoint, non2xx, cpuUsPerRequest: cpu, shapeFloor: shape.summary };
+    return { summary, checks, notes: lagNote('reads', run.sendLag), series: [all.series, ...shape.series] };
   } finally {
     await service.stop();
   }

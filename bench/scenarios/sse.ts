@@ -12,6 +12,7 @@ import { epochNow } from '../http-load.js';
 import { check } from '../report.js';
 import { measured, r2, type ScenarioContext, type ScenarioRun } from '../scenario.js';
 import { Service } from '../service.js';
+import { measureSseFloor } from '../shape-floor.js';
 import type { SseSummary } from '../summary.js';
 import { createApiKeys, demoAccounts, waitForKey } from '../fixtures.js';
 
@@ -84,4 +85,15 @@ export async function runSse(ctx: ScenarioContext): Promise<ScenarioRun<SseSumma
   } finally {
     await service.stop();
   }
+}
+
+/** The scenario, then the same streams on the shape floor (after the service has stopped: its sockets are closed). */
+export async function runSseWithFloor(ctx: ScenarioContext): Promise<ScenarioRun<SseSummary>> {
+  const run = await runSse(ctx);
+  ctx.log(`sse: shape floor (a bare uWS front) holding ${run.summary.subscribers} streams`);
+  const floor = await measureSseFloor(ctx.pool, run.summary.subscribers);
+  run.summary.shapeFloor = floor;
+  run.checks.push(check('the shape floor held every stream', floor.subscribers === run.summary.subscribers && floor.fanoutMs.count === floor.subscribers,
+    `${floor.subscribers} of ${run.summary.subscribers} open, ${floor.fanoutMs.count} saw the event`));
+  return run;
 }

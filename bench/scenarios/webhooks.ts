@@ -5,13 +5,14 @@
  * every acknowledged alert's order is there, nothing is there twice, retries placed nothing;
  * and how long until every order was at the broker.
  */
-import { cpuPerRequest } from '../cpu.js';
+import { cpuPerRequest, type CpuPerRequest } from '../cpu.js';
 import { mergeHistograms } from '../hdr.js';
 import type { HttpRequestSpec } from '../http-load.js';
 import { check } from '../report.js';
 import { lagNote, measured, pick, statusCounts, type ScenarioContext, type ScenarioRun } from '../scenario.js';
 import { resolveAll } from '../retry.js';
 import { Service } from '../service.js';
+import { measureShapeFloor } from '../shape-floor.js';
 import type { WebhooksSummary } from '../summary.js';
 import { accountAtBroker, BENCH_SYMBOL, brokerOrders, createApiKeys, demoAccounts, pinBenchContract, PINNED_PRICE, waitForKey } from '../fixtures.js';
 
@@ -63,7 +64,7 @@ export async function runWebhooks(ctx: ScenarioContext): Promise<ScenarioRun<Web
       kind: 'http', origin: service.origin, ratePerSec: alerts, count: alerts, startAtEpochMs: burstStart,
       uniquePrefix: `${ctx.runId}-wh`, requests: tokens.map((t, i) => spec(t, i)),
     });
-    const cpu = { burst: cpuPerRequest(cpuBefore, await service.cpu(), burst.sent) };
+    const cpu: Record<string, CpuPerRequest> = { burst: cpuPerRequest(cpuBefore, await service.cpu(), burst.sent) };
     const answers = burst.collected;
     const acked = answers.filter((c) => c.status === 201);
     const orderIdOf = (body: unknown): string | undefined => {
@@ -120,15 +121,22 @@ export async function runWebhooks(ctx: ScenarioContext): Promise<ScenarioRun<Web
         `${deduped} of ${repeats.length} repeats answered with the first order id`),
       check("acknowledged inside TradingView's 3 s", acked.length > 0 && ack.p.max < 3000, `slowest acknowledgement ${ack.p.max.toFixed(1)} ms`),
     ];
+    // The shape's floor for the same burst: the same count of orders inside 1 s through a bare
+    // uWS front, a worker and a broker WebSocket (bench/shape-floor-main.ts).
+    ctx.log(`webhooks: shape floor, ${alerts} orders inside 1 s`);
+    const shape = await measureShapeFloor(ctx.pool, ctx.runId, [{ kind: 'burst', ratePerSec: alerts, durationMs: 1000, body: alertBody('0') }]);
+    const floorBurst = shape.summary.burst!;
+    cpu.shapeFloorBurst = floorBurst.cpu;
+    checks.push(check('the shape floor answered every order of its burst', floorBurst.allOk, `${floorBurst.latencyMs.count} of ${floorBurst.sent} answered 201`));
     notes.push(...lagNote('webhooks', burst.sendLag));
     if (Object.keys(burst.errors).length) notes.push(`client errors: ${JSON.stringify(burst.errors)}`);
     const summary: WebhooksSummary = {
       alerts, tokens: tokensN, acked: acked.length, duplicates, lost,
       allAtBrokerMs: Number.isFinite(allAtBrokerMs) ? allAtBrokerMs : -1,
       allAtBrokerAfterLastMs: Number.isFinite(allAtBrokerMs) ? Math.round(allAtBrokerMs - lastAlertAt) : -1,
-      ackMs: ack.p, retriedDeduped: deduped, cpuUsPerRequest: cpu,
+      ackMs: ack.p, retriedDeduped: deduped, cpuUsPerRequest: cpu, shapeFloor: shape.summary,
     };
-    return { summary, checks, notes, series: [ack.series] };
+    return { summary, checks, notes, series: [ack.series, ...shape.series] };
   } finally {
     await service.stop();
   }
