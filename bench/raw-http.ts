@@ -30,6 +30,8 @@ class Conn {
   current: Waiting | undefined;
   private head: { status: number; header?: string; length: number; chunked: boolean; bodyStart: number; close: boolean } | undefined;
   closed = false;
+  /** performance.now() when it was last parked idle. */
+  idleSince = 0;
 
   constructor(
     readonly socket: Socket,
@@ -46,6 +48,11 @@ class Conn {
   send(w: Waiting): void {
     this.current = w;
     this.socket.write(w.payload);
+  }
+
+  /** Closes an idle connection (no request on it). */
+  retire(): void {
+    this.fail(new Error('retired idle connection'));
   }
 
   private fail(err: Error): void {
@@ -151,6 +158,13 @@ export class RawHttpPool {
     private readonly maxSockets: number,
     /** One response header to report (lower-case), e.g. `idempotent-replayed`. */
     private readonly headerName = '',
+    /**
+     * A connection idle longer than this is closed instead of reused. uWS closes a keep-alive
+     * connection after 10 s without traffic, and a request written while it closes is lost
+     * ("socket hang up", ECONNRESET): a client must retire idle sockets before the server does
+     * (undici's default keep-alive timeout is 4 s, the same idea).
+     */
+    private readonly idleReuseMs = 4_000,
   ) {}
 
   /** Sends `payload` (a whole request) and resolves with the answer. */
@@ -167,13 +181,25 @@ export class RawHttpPool {
           else resolve(answer!);
         },
       };
-      const conn = this.idle.pop();
+      const conn = this.takeIdle();
       if (conn) conn.send(w);
       else {
         this.queue.push(w);
         if (this.all.size + this.opening < this.maxSockets && this.opening < this.queue.length) this.open();
       }
     });
+  }
+
+  /** The most recently parked connection still safe to reuse; older ones are closed. */
+  private takeIdle(): Conn | undefined {
+    const now = performance.now();
+    let conn = this.idle.pop();
+    while (conn && now - conn.idleSince > this.idleReuseMs) {
+      // Parked idle, so no request rides on it; release() drops it from `all`.
+      conn.retire();
+      conn = this.idle.pop();
+    }
+    return conn;
   }
 
   private open(): void {
@@ -207,7 +233,10 @@ export class RawHttpPool {
     if (conn.current) return;
     const next = this.queue.shift();
     if (next) conn.send(next);
-    else this.idle.push(conn);
+    else {
+      conn.idleSince = performance.now();
+      this.idle.push(conn);
+    }
   }
 
   /** Fails whatever is pending and closes every socket. */

@@ -144,7 +144,10 @@ export interface ReadsSummary {
   /** The shape floor (bench/shape-floor-main.ts) answering reads of the same sizes at the same rate. */
   shapeFloor?: ShapeFloorSummary;
   durationMs: number;
+  /** Answered 200 per second, first arrival to last answer (the tail of the last answers counts in the time). */
   reqPerSec: number;
+  /** Share of the offered requests answered 200 (1 = every request of the schedule). */
+  answeredShare?: number;
   latencyMs: Percentiles;
   byEndpoint: Record<string, Percentiles>;
   non2xx: Record<string, number>;

@@ -93,7 +93,8 @@ export async function runReads(ctx: ScenarioContext): Promise<ScenarioRun<ReadsS
       check('the shape floor answered every read', shape.summary.reads!.allOk && shape.summary.readsAccounts!.allOk,
         `${shape.summary.reads!.latencyMs.count + shape.summary.readsAccounts!.latencyMs.count} of ${shape.summary.reads!.sent + shape.summary.readsAccounts!.sent} answered 200`),
     ];
-    const summary: ReadsSummary = { keys: keysN, ratePerSec: rate, offeredPerSec: rate, durationMs, reqPerSec, latencyMs: all.p, byEndpoint, non2xx, cpuUsPerRequest: cpu, shapeFloor: shape.summary };
+    const answeredShare = run.sent > 0 ? ok.totalCount / run.sent : 0;
+    const summary: ReadsSummary = { keys: keysN, ratePerSec: rate, offeredPerSec: rate, durationMs, reqPerSec, answeredShare, latencyMs: all.p, byEndpoint, non2xx, cpuUsPerRequest: cpu, shapeFloor: shape.summary };
     return { summary, checks, notes: lagNote('reads', run.sendLag), series: [all.series, ...shape.series] };
   } finally {
     await service.stop();
