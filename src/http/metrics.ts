@@ -167,7 +167,9 @@ export class ServiceMetrics {
 
   /** Records one finished request. */
   request(route: string, method: string, status: number, seconds: number): void {
-    this.child(this.requestDuration, `${method} ${route} ${status}`, { route, method, status: String(status) }).observe(seconds);
+    // The labels object is built only for a combination not seen yet.
+    const key = `${method} ${route} ${status}`;
+    (this.children.get(key) ?? this.child(this.requestDuration, key, { route, method, status: String(status) })).observe(seconds);
   }
 
   /** Records one actor RPC (and the broker round trip it reports). */

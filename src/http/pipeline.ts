@@ -111,8 +111,9 @@ export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<voi
     // Trading routes report where their time went (Server-Timing); reads only their total.
     const staged = ex.route!.idempotent === true;
     if (staged) ex.stageMs = { auth: performance.now() - t0 };
-    // First await of the request: bodyStage registers onData before it suspends.
-    const unread = await bodyStage(deps, ex);
+    // First await of the request: bodyStage registers onData before it suspends. A request
+    // without a body (most reads) has nothing to wait for.
+    const unread = hasBody(ex.headers) ? await bodyStage(deps, ex) : ((ex.rawBody = NO_BODY), undefined);
     const refused = limited && (await limited);
     if (refused) {
       // A body left half-read must still close the connection (its rest would be read as the next request).
@@ -126,7 +127,7 @@ export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<voi
     if (deps.stream(ex)) return logLine(deps, ex, 200);
     ex.handle.holdInput();
     const t2 = performance.now();
-    const replayed = await idempotencyStage(deps, ex);
+    const replayed = ex.route!.idempotent === true ? await idempotencyStage(deps, ex) : undefined;
     if (ex.stageMs) {
       ex.stageMs.validate = t2 - t1;
       if (ex.idempotencyKey !== undefined) ex.stageMs.idem = performance.now() - t2;
@@ -207,7 +208,7 @@ function applyDecision(ex: Exchange, bucket: string, decision: RateDecision): vo
  * oversized body is refused without buffering the rest, and the connection is closed.
  */
 export async function bodyStage(deps: PipelineDeps, ex: Exchange): Promise<Stop | undefined> {
-  ex.rawBody = Buffer.alloc(0);
+  ex.rawBody = NO_BODY;
   if (!hasBody(ex.headers)) return undefined;
   const limit = deps.bodyLimitBytes;
   if (Number(ex.headers['content-length'] ?? 0) > limit) return { reply: appErrorReply(tooLarge(limit)), closeConnection: true };
@@ -227,7 +228,7 @@ export function validateStage(ex: Exchange): void {
   const route = ex.route!;
   const rawQuery = queryParams(ex.query);
   const query = validate(route.query ?? NO_QUERY, rawQuery, 'query');
-  const raw = ex.rawBody ?? Buffer.alloc(0);
+  const raw = ex.rawBody ?? NO_BODY;
   const body = route.body ? validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType), 'body') : undefined;
   ex.request = { method: route.method, path: ex.path, params: ex.params!, query, headers: ex.headers, body, rawBody: raw, ip: ex.ip };
 }
@@ -241,6 +242,9 @@ function validateAnonymous(deps: PipelineDeps, ex: Exchange): void {
     throw err;
   }
 }
+
+/** The body of a request that sent none (shared: a zero-length Buffer cannot be written to). */
+const NO_BODY = Buffer.alloc(0);
 
 /** A route without query parameters takes none. */
 const NO_QUERY = z.strictObject({});
@@ -326,20 +330,27 @@ function notStarted(ex: Exchange): Stop {
  * client saw must replay), then sends it with the request's headers and Server-Timing, and
  * writes the request's one log line.
  */
-export async function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): Promise<void> {
+export function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): Promise<void> | undefined {
   const ticket = ex.ticket;
   ex.ticket = undefined;
-  if (ticket) {
+  // Without a claimed key there is nothing to store first: answered in this turn, no promise.
+  if (!ticket) return sendStage(deps, ex, stop);
+  return (async () => {
     const t = performance.now();
     const unstored = await commit(deps, ex, ticket, stop.reply);
-    if (unstored) stop = { reply: unstored };
     if (ex.stageMs) ex.stageMs.idem = (ex.stageMs.idem ?? 0) + performance.now() - t;
-  }
+    sendStage(deps, ex, unstored ? { reply: unstored } : stop);
+  })();
+}
+
+/** Sends the answer with the request's headers and Server-Timing, and writes the request's log line. */
+function sendStage(deps: PipelineDeps, ex: Exchange, stop: Stop): undefined {
   const total = performance.now() - ex.startedAt;
   const timing = serverTiming(ex, total);
   const sent = ex.handle.send(stop.reply, stop.closeConnection, ex.extra, timing);
   // 499: the client went away before the answer (nginx's convention).
   logLine(deps, ex, sent ? stop.reply.status : 499, stop.error);
+  return undefined;
 }
 
 /** `auth;dur=0.02, validate;dur=0.05, idem;dur=0.40, actor;dur=1.9, broker;dur=1.1, settle;dur=0.3, total;dur=2.6` */
