@@ -5,6 +5,7 @@
  * machine whatever tradegate does; the table says so instead of lowering the bar.
  */
 import type { Percentiles } from './hdr.js';
+import { r2 } from './scenario.js';
 import type { BenchSummary } from './summary.js';
 
 /**
@@ -31,8 +32,6 @@ export interface GoalResult {
   ofFloor?: number;
 }
 
-const round = (n: number, digits = 2): number => Math.round(n * 10 ** digits) / 10 ** digits;
-
 /** Latency the shape floor adds over the raw broker round trip at one percentile (a lower bound: its broker thread does less than the paper broker). */
 const addedOver = (floor: Percentiles | undefined, raw: Percentiles | undefined, at: 'p50' | 'p99'): number | undefined =>
   floor && raw && floor.count > 0 && raw.count > 0 ? Math.max(0, floor[at] - raw[at]) : undefined;
@@ -40,12 +39,12 @@ const addedOver = (floor: Percentiles | undefined, raw: Percentiles | undefined,
 /** Judges one goal. */
 export function judge(measure: string, kind: 'max' | 'min', goal: number, unit: GoalResult['unit'], measured?: number, floor?: number): GoalResult {
   const out: GoalResult = { measure, kind, goal, unit, status: 'not-measured' };
-  if (floor !== undefined && Number.isFinite(floor)) out.floor = round(floor);
+  if (floor !== undefined && Number.isFinite(floor)) out.floor = r2(floor);
   if (measured === undefined || !Number.isFinite(measured) || measured < 0) return out;
-  out.measured = round(measured);
+  out.measured = r2(measured);
   const within = (v: number) => (kind === 'max' ? v <= goal : v >= goal);
-  out.ofGoal = round(kind === 'max' ? measured / goal : goal / Math.max(measured, Number.MIN_VALUE));
-  if (out.floor !== undefined && out.floor > 0) out.ofFloor = round(measured / out.floor);
+  out.ofGoal = r2(kind === 'max' ? measured / goal : goal / Math.max(measured, Number.MIN_VALUE));
+  if (out.floor !== undefined && out.floor > 0) out.ofFloor = r2(measured / out.floor);
   out.status = within(measured) ? 'met' : out.floor !== undefined && !within(out.floor) ? 'out-of-reach' : 'not-met';
   return out;
 }

@@ -50,18 +50,18 @@ async function front(port: number): Promise<void> {
 
   let nextId = 1;
   const waiting = new Map<number, uWS.HttpResponse & { aborted?: boolean }>();
-  let cpuAsk: ((m: { actor: number; broker: number }) => void) | undefined;
-  const cpuOf = new Map<string, number>();
-  const onCpu = (thread: string) => (m: { cpuMs?: number }) => {
-    if (m.cpuMs === undefined) return false;
-    cpuOf.set(thread, m.cpuMs);
-    if (cpuOf.size === 2) cpuAsk?.({ actor: cpuOf.get('actor')!, broker: cpuOf.get('broker')! });
-    return true;
-  };
-  const actorCpu = onCpu('actor');
-  brokerThread.on('message', onCpu('broker'));
+  // A thread answers `{cpu: true}` with its CPU ms; one question per thread at a time.
+  const cpuAnswers = new Map<Worker, (cpuMs: number) => void>();
+  const askCpu = (thread: Worker) =>
+    new Promise<number>((resolve) => {
+      cpuAnswers.set(thread, resolve);
+      thread.postMessage({ cpu: true });
+    });
+  brokerThread.on('message', (m: { cpuMs?: number }) => {
+    if (m.cpuMs !== undefined) cpuAnswers.get(brokerThread)?.(m.cpuMs);
+  });
   actorThread.on('message', (m: { id: number; order: unknown; cpuMs?: number }) => {
-    if (actorCpu(m)) return;
+    if (m.cpuMs !== undefined) return cpuAnswers.get(actorThread)?.(m.cpuMs);
     const res = waiting.get(m.id);
     waiting.delete(m.id);
     if (!res || res.aborted) return;
@@ -98,11 +98,11 @@ async function front(port: number): Promise<void> {
     res.end(String(streams.size));
   });
   app.get('/cpu', (res) => {
-    res.onAborted(() => undefined);
-    cpuOf.clear();
-    cpuAsk = (t) => res.cork(() => res.writeHeader('Content-Type', 'application/json').end(JSON.stringify({ front: cpuMs(), ...t })));
-    actorThread.postMessage({ cpu: true });
-    brokerThread.postMessage({ cpu: true });
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    void Promise.all([askCpu(actorThread), askCpu(brokerThread)]).then(([actor, broker]) => {
+      if (!aborted) res.cork(() => res.writeHeader('Content-Type', 'application/json').end(JSON.stringify({ front: cpuMs(), actor, broker })));
+    });
   });
   app.post('/order', (res: uWS.HttpResponse & { aborted?: boolean }) => {
     res.onAborted(() => {

@@ -11,7 +11,7 @@ import { createHistogram, mergeHistograms, percentiles, recordMs, type Percentil
 import { epochNow, type HttpRequestSpec } from './http-load.js';
 import { rssKB } from './service.js';
 import type { LoadPool } from './pool.js';
-import { measured, pick, statusCounts } from './scenario.js';
+import { measured, pick, r2, statusCounts } from './scenario.js';
 import type { PlotSeries } from './summary.js';
 
 /** Thread names as the service's /metrics names them, so cpuPerRequest reads both alike. */
@@ -165,7 +165,7 @@ export async function measureSseFloor(pool: LoadPool, count: number): Promise<Ss
     const open = results.reduce((n, r) => n + r.open, 0);
     const h = createHistogram();
     for (const r of results) for (const t of r.receivedAt) if (t >= triggeredAt) recordMs(h, t - triggeredAt);
-    return { subscribers: open, rssPerSubscriberKB: open > 0 ? Math.round(((after - before) / open) * 100) / 100 : 0, fanoutMs: percentiles(h) };
+    return { subscribers: open, rssPerSubscriberKB: open > 0 ? r2((after - before) / open) : 0, fanoutMs: percentiles(h) };
   } finally {
     await floor.stop();
   }

@@ -113,7 +113,9 @@ export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<voi
     if (staged) ex.stageMs = { auth: performance.now() - t0 };
     // First await of the request: bodyStage registers onData before it suspends. A request
     // without a body (most reads) has nothing to wait for.
-    const unread = hasBody(ex.headers) ? await bodyStage(deps, ex) : ((ex.rawBody = NO_BODY), undefined);
+    let unread: Stop | undefined;
+    if (hasBody(ex.headers)) unread = await bodyStage(deps, ex);
+    else ex.rawBody = NO_BODY;
     const refused = limited && (await limited);
     if (refused) {
       // A body left half-read must still close the connection (its rest would be read as the next request).
