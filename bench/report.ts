@@ -47,7 +47,7 @@ function cpuRows(s: BenchSummary): string[] {
     '',
     'Each thread of the service reads its own CPU time (/proc/thread-self/stat) and reports it on /metrics; a phase divides the growth by the requests it sent. ' +
       '`process` is the whole service process (all threads, GC, LMDB writer, uWS I/O). CPU time does not depend on how busy the machine is. ' +
-      '`shapeFloorGet` and `shapeFloorOrder` are the shape floor (bench/shape-floor-main.ts: a bare uWS front, a worker with a WebSocket, a broker thread answering the same 21 events) under the same generator at the same rate: the least the fixed shape costs on this machine.',
+      'The `shapeFloor…` phases are the shape floor (bench/shape-floor-main.ts: a bare uWS front, a worker with a WebSocket, a broker thread answering the same 21 events) under the same generator at the same rate: the least the fixed shape costs on this machine.',
     '',
     '| scenario | phase | requests | front | actors | paper broker | process | note |',
     '|---|---|---:|---:|---:|---:|---:|---|',
