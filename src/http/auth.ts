@@ -68,10 +68,16 @@ export interface Authenticated {
   bucket: 'key' | 'webhook';
 }
 
+/** Where a request came from; asked only when the address is needed (a failure, a public route). */
+export interface RemoteClient {
+  remoteAddress(): string;
+}
+
 /** Authenticates requests against the store; owns the per-IP failed-auth limiter. */
 export class Authenticator {
   readonly failures = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
-  private readonly touched = new Map<string, number>();
+  /** When each credential's use was last recorded, by id (keys and webhook tokens apart). */
+  private readonly touched = { key: new Map<string, number>(), webhook: new Map<string, number>() };
 
   constructor(
     private readonly store: AuthStore,
@@ -88,10 +94,10 @@ export class Authenticator {
     scope: RouteScope,
     headers: Readonly<Record<string, string>>,
     params: Record<string, string>,
-    ip: string,
+    client: RemoteClient,
     method = 'GET',
   ): Authenticated | undefined {
-    if (scope === 'none') return this.anonymous(ip);
+    if (scope === 'none') return this.anonymous(client.remoteAddress());
     const now = this.clock();
     // Webhooks are exempt from the per-IP failure limit: TradingView sends every user's
     // alerts from the same four addresses, so one user's stale token URL must not block
@@ -103,7 +109,7 @@ export class Authenticator {
       const auth = this.session({ method, headers });
       if (auth) return this.grant(scope, auth, auth.principalId);
     }
-    return this.apiKey(scope, raw ?? '', ip, now);
+    return this.apiKey(scope, raw ?? '', client, now);
   }
 
   private grant(scope: Scope, auth: AuthContext, rateKey: string): Authenticated {
@@ -121,12 +127,13 @@ export class Authenticator {
     return { auth, rateKey: auth.principalId, bucket: 'key' };
   }
 
-  private apiKey(scope: Scope, raw: string, ip: string, now: number): Authenticated {
+  private apiKey(scope: Scope, raw: string, client: RemoteClient, now: number): Authenticated {
     let view: ApiKeyView | null | undefined;
     if (raw.length > 0 && raw.length <= MAX_CREDENTIAL_LENGTH && KEY_SHAPE.test(raw)) view = this.store.apiKeys.verify(raw);
     if (!view || view.revokedAt) {
       // Only failures are limited: a valid key keeps working from an address where someone
       // else keeps failing (a shared NAT or proxy must not let one client lock out the rest).
+      const ip = client.remoteAddress();
       const blocked = this.failures.isExhausted(ip, now);
       if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed authentication attempts from this address', {}, blocked.retryAfterSeconds);
       throw this.fail(ip, now, new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key'));
@@ -146,7 +153,7 @@ export class Authenticator {
     if (!view) throw new AppError('NOT_FOUND');
     const touch = this.store.webhookTokens.touch;
     const tokenId = view.id;
-    if (touch) this.record(`webhook:${tokenId}`, now, () => touch.call(this.store.webhookTokens, tokenId, now));
+    if (touch && this.due(this.touched.webhook, tokenId, now)) this.record(`webhook:${tokenId}`, () => touch.call(this.store.webhookTokens, tokenId, now));
     const webhook = { tokenId: view.id, accountId: view.accountId, strategyId: view.strategyId ?? null, inactiveReason: view.inactiveReason ?? null };
     const auth: AuthContext = { userId: view.userId, principalId: `webhook:${view.id}`, scopes: ['trade'], kind: 'webhook', webhook };
     if (view.guards) auth.narrowing = view.guards;
@@ -182,14 +189,19 @@ export class Authenticator {
 
   private touch(id: string, now: number): void {
     const touch = this.store.apiKeys.touch;
-    if (touch) this.record(`key:${id}`, now, () => touch.call(this.store.apiKeys, id, now));
+    if (touch && this.due(this.touched.key, id, now)) this.record(`key:${id}`, () => touch.call(this.store.apiKeys, id, now));
   }
 
-  /** Records use at most once a minute per credential; never fails the request. */
-  private record(slot: string, now: number, write: () => unknown): void {
-    const last = this.touched.get(slot);
-    if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
-    this.touched.set(slot, now);
+  /** Whether the use of credential `id` is due to be recorded (at most once a minute each). */
+  private due(touched: Map<string, number>, id: string, now: number): boolean {
+    const last = touched.get(id);
+    if (last !== undefined && now - last < TOUCH_EVERY_MS) return false;
+    touched.set(id, now);
+    return true;
+  }
+
+  /** Records a credential's use; never fails the request. */
+  private record(slot: string, write: () => unknown): void {
     try {
       Promise.resolve(write()).catch((err: unknown) => this.log.warn({ err, credential: slot }, 'recording credential use failed'));
     } catch (err) {
@@ -200,6 +212,6 @@ export class Authenticator {
   /** Drops idle state (called periodically by the server). */
   sweep(now: number): void {
     this.failures.sweep(now);
-    for (const [id, at] of this.touched) if (now - at >= TOUCH_EVERY_MS) this.touched.delete(id);
+    for (const touched of [this.touched.key, this.touched.webhook]) for (const [id, at] of touched) if (now - at >= TOUCH_EVERY_MS) touched.delete(id);
   }
 }

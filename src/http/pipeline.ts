@@ -23,7 +23,7 @@ import type { ServiceMetrics } from './metrics.js';
 import { rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.js';
 import { repeatedHeaderError } from './request-head.js';
 import { appErrorReply, problemReply, routeResponseReply, type Reply, type ResponseHandle } from './respond.js';
-import type { AuthContext, RouteContext, RouteDef, RouteRequest } from './route-types.js';
+import type { AuthContext, RouteContext, RouteDef, RouteRequest, RouteResponse, Timing } from './route-types.js';
 import { stripApiPrefix, type Router } from './router.js';
 
 /** One request as the pipeline sees it: copied out of uWS's short-lived `req`, filled in by the stages. */
@@ -37,7 +37,6 @@ export interface Exchange {
   query: string;
   /** Lower-case header names. */
   headers: Record<string, string>;
-  ip: string;
   requestId: string;
   startedAt: number;
   /** Server-Timing entries (`broker;dur=1.2`). */
@@ -96,23 +95,38 @@ export interface PipelineDeps {
 /** The anonymous caller of a public route. */
 const ANONYMOUS: AuthContext = { userId: '', principalId: 'anonymous', scopes: [], kind: 'api-key' };
 
-/** Runs one exchange to its answer. Synchronous up to the body read (see the file comment). */
-export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<void> {
+/**
+ * Runs one exchange to its answer. A request with nothing to wait for (no body, an in-memory
+ * limiter, a handler that answers from memory) runs to its answer synchronously, inside the uWS
+ * callback, and returns undefined: no promise, no microtask. Otherwise a promise of the answer.
+ * Synchronous up to the body read either way (see the file comment).
+ */
+export function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<void> | undefined {
   try {
     const t0 = performance.now();
     const early = routeStage(deps, ex) ?? authStage(deps, ex);
     if (early) return replyStage(deps, ex, early);
     // An in-memory limiter decides here, synchronously (a 429 throws); a shared one (cluster)
     // answers later, and its round trip runs alongside the body read.
-    const limited = limitStage(deps, ex)?.then(
+    const limited = limitStage(deps, ex);
+    // Trading routes report where their time went (Server-Timing); reads only their total.
+    if (ex.route!.idempotent === true) ex.stageMs = { auth: performance.now() - t0 };
+    if (limited !== undefined || hasBody(ex.headers)) return readThenRun(deps, ex, limited);
+    ex.rawBody = NO_BODY;
+    return runAfterBody(deps, ex);
+  } catch (err) {
+    return failedStage(deps, ex, err);
+  }
+}
+
+/** The body read (and a shared limiter's decision) awaited, then the rest. */
+async function readThenRun(deps: PipelineDeps, ex: Exchange, limit: Promise<void> | undefined): Promise<void> {
+  try {
+    const limited = limit?.then(
       () => undefined,
       (err: unknown) => ({ err }),
     );
-    // Trading routes report where their time went (Server-Timing); reads only their total.
-    const staged = ex.route!.idempotent === true;
-    if (staged) ex.stageMs = { auth: performance.now() - t0 };
-    // First await of the request: bodyStage registers onData before it suspends. A request
-    // without a body (most reads) has nothing to wait for.
+    // First await of the request: bodyStage registers onData before it suspends.
     let unread: Stop | undefined;
     if (hasBody(ex.headers)) unread = await bodyStage(deps, ex);
     else ex.rawBody = NO_BODY;
@@ -122,26 +136,52 @@ export async function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<voi
       if (unread?.closeConnection && refused.err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(refused.err), closeConnection: true });
       throw refused.err;
     }
-    if (unread) return replyStage(deps, ex, unread);
-    const t1 = performance.now();
-    if (ex.authd) validateStage(ex);
-    else validateAnonymous(deps, ex);
-    if (deps.stream(ex)) return logLine(deps, ex, 200);
+    if (unread) return await replyStage(deps, ex, unread);
+    return await runAfterBody(deps, ex);
+  } catch (err) {
+    return failedStage(deps, ex, err);
+  }
+}
+
+/** validate → (idempotency) → handler → reply, once the body is in; synchronous while nothing is pending. */
+function runAfterBody(deps: PipelineDeps, ex: Exchange): Promise<void> | undefined {
+  const t1 = performance.now();
+  if (ex.authd) validateStage(ex);
+  else validateAnonymous(deps, ex);
+  if (deps.stream(ex)) {
+    logLine(deps, ex, 200);
+    return undefined;
+  }
+  if (ex.route!.idempotent === true) return idempotentThenRun(deps, ex, t1);
+  const stop = handlerStage(deps, ex);
+  if (!(stop instanceof Promise)) return replyStage(deps, ex, stop);
+  ex.handle.holdInput();
+  return stop.then((s) => replyStage(deps, ex, s)).catch((err: unknown) => failedStage(deps, ex, err));
+}
+
+/** A trading route: its idempotency record first (replay, 409, 422, or a claim), then the handler. */
+async function idempotentThenRun(deps: PipelineDeps, ex: Exchange, t1: number): Promise<void> {
+  try {
     ex.handle.holdInput();
     const t2 = performance.now();
-    const replayed = ex.route!.idempotent === true ? await idempotencyStage(deps, ex) : undefined;
+    const replayed = await idempotencyStage(deps, ex);
     if (ex.stageMs) {
       ex.stageMs.validate = t2 - t1;
       if (ex.idempotencyKey !== undefined) ex.stageMs.idem = performance.now() - t2;
     }
-    if (replayed) return replyStage(deps, ex, replayed);
-    return replyStage(deps, ex, await handlerStage(deps, ex));
+    if (replayed) return await replyStage(deps, ex, replayed);
+    return await replyStage(deps, ex, await handlerStage(deps, ex));
   } catch (err) {
-    ex.ticket?.release();
-    ex.ticket = undefined;
-    if (err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(err) });
-    return replyStage(deps, ex, { reply: internalReply(ex), error: err });
+    return failedStage(deps, ex, err);
   }
+}
+
+/** Ends a request whose stage threw: the AppError's problem answer, anything else a 500 (logged with the error). */
+function failedStage(deps: PipelineDeps, ex: Exchange, err: unknown): Promise<void> | undefined {
+  ex.ticket?.release();
+  ex.ticket = undefined;
+  if (err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(err) });
+  return replyStage(deps, ex, { reply: internalReply(ex), error: err });
 }
 
 /** Pages outside the API that /metrics names by their path. */
@@ -174,7 +214,12 @@ export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
 
 /** auth: the credential the route's scope asks for (none for public routes). Throws the 401/403/404. */
 export function authStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
-  const authd = deps.auth.authenticate(ex.route!.scope, ex.headers, ex.params!, ex.ip, ex.method);
+  const scope = ex.route!.scope;
+  // The client's address is read only where it is used (it costs ~10 µs): here for public and
+  // session routes, whose handlers use it after awaits (sign-in throttling, the journal), and by
+  // the authenticator when a credential fails, synchronously.
+  if (scope === 'none' || scope === 'session') ex.handle.remoteAddress();
+  const authd = deps.auth.authenticate(scope, ex.headers, ex.params!, ex.handle, ex.method);
   if (authd) {
     ex.authd = authd;
     ex.principal = authd.auth.principalId;
@@ -228,11 +273,10 @@ export async function bodyStage(deps: PipelineDeps, ex: Exchange): Promise<Stop 
 /** validate: query and body against the route's zod schemas (400 VALIDATION_FAILED, 415). */
 export function validateStage(ex: Exchange): void {
   const route = ex.route!;
-  const rawQuery = queryParams(ex.query);
-  const query = validate(route.query ?? NO_QUERY, rawQuery, 'query');
+  const query = ex.query === '' ? emptyQuery(route) : validate(route.query ?? NO_QUERY, queryParams(ex.query), 'query');
   const raw = ex.rawBody ?? NO_BODY;
   const body = route.body ? validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType), 'body') : undefined;
-  ex.request = { method: route.method, path: ex.path, params: ex.params!, query, headers: ex.headers, body, rawBody: raw, ip: ex.ip };
+  ex.request = new ValidatedRequest(route.method, ex.path, ex.params!, query, ex.headers, body, raw, ex.handle);
 }
 
 /** validate, on a public route: a refused request counts against the address (Authenticator.noteRefusedBody). */
@@ -240,13 +284,48 @@ function validateAnonymous(deps: PipelineDeps, ex: Exchange): void {
   try {
     validateStage(ex);
   } catch (err) {
-    deps.auth.noteRefusedBody(ex.ip);
+    deps.auth.noteRefusedBody(ex.handle.remoteAddress());
     throw err;
+  }
+}
+
+/** What a handler sees of its request; the client's address is read when first asked (ResponseHandle.remoteAddress). */
+class ValidatedRequest implements RouteRequest<unknown, unknown> {
+  constructor(
+    readonly method: RouteRequest['method'],
+    readonly path: string,
+    readonly params: Record<string, string>,
+    readonly query: unknown,
+    readonly headers: Readonly<Record<string, string>>,
+    readonly body: unknown,
+    readonly rawBody: Buffer,
+    private readonly handle: ResponseHandle,
+  ) {}
+
+  get ip(): string {
+    return this.handle.remoteAddress();
   }
 }
 
 /** The body of a request that sent none (shared: a zero-length Buffer cannot be written to). */
 const NO_BODY = Buffer.alloc(0);
+
+/**
+ * What a route's query schema makes of no query at all, worked out once per route (most reads
+ * send none) and frozen, since every such request shares it. A schema that refuses an empty
+ * query is asked each time, so its error is built per request.
+ */
+function emptyQuery(route: RouteDef<any, any>): unknown {
+  let kept = EMPTY_QUERIES.get(route);
+  if (kept === undefined) {
+    const parsed = (route.query ?? NO_QUERY).safeParse({});
+    kept = parsed.success ? { value: Object.freeze(parsed.data) } : null;
+    EMPTY_QUERIES.set(route, kept);
+  }
+  return kept ? kept.value : validate(route.query ?? NO_QUERY, {}, 'query');
+}
+
+const EMPTY_QUERIES = new WeakMap<RouteDef<any, any>, { value: unknown } | null>();
 
 /** A route without query parameters takes none. */
 const NO_QUERY = z.strictObject({});
@@ -294,29 +373,73 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   return undefined;
 }
 
-/** handler: runs the route; its AppError becomes the problem answer, anything else a 500. */
-export async function handlerStage(deps: PipelineDeps, ex: Exchange): Promise<Stop> {
+/**
+ * handler: runs the route; its AppError becomes the problem answer, anything else a 500. A
+ * handler that answers synchronously (from memory) is answered in the same turn.
+ */
+export function handlerStage(deps: PipelineDeps, ex: Exchange): Stop | Promise<Stop> {
   // A write whose client is gone is not started: its answer cannot be sent, and a retry would repeat it.
   if (ex.method !== 'GET' && ex.handle.aborted) return notStarted(ex);
-  let log: Logger | undefined;
-  const ctx: RouteContext<unknown, unknown> = {
-    req: ex.request!,
-    auth: ex.authd?.auth ?? ANONYMOUS,
-    requestId: ex.requestId,
-    clientGone: () => ex.handle.aborted,
-    timing: { add: (name, dur) => ex.metrics.push(`${name.replace(/[^\w-]/g, '_')};dur=${dur.toFixed(1)}`) },
-    // A child logger (with its redaction setup) costs tens of µs: built only for a route that logs.
-    get log() {
-      return (log ??= deps.logger.child({ reqId: ex.requestId }));
-    },
-  };
-  if (ex.idempotencyKey !== undefined) ctx.idempotencyKey = ex.idempotencyKey;
+  let out: RouteResponse | Promise<RouteResponse>;
   try {
-    return { reply: routeResponseReply(await ex.route!.handler(ctx)) };
+    out = ex.route!.handler(new HandlerContext(deps, ex));
   } catch (err) {
-    // Withdrawn before it reached the actor (callActor): the same as not started.
-    if (err instanceof RequestNotSentError) return notStarted(ex);
-    return { reply: err instanceof AppError ? appErrorReply(err) : internalReply(ex), error: err };
+    return handlerFailed(ex, err);
+  }
+  if (out instanceof Promise) return out.then(answered, (err: unknown) => handlerFailed(ex, err));
+  return answered(out);
+}
+
+function answered(r: RouteResponse): Stop {
+  return { reply: routeResponseReply(r) };
+}
+
+function handlerFailed(ex: Exchange, err: unknown): Stop {
+  // Withdrawn before it reached the actor (callActor): the same as not started.
+  if (err instanceof RequestNotSentError) return notStarted(ex);
+  return { reply: err instanceof AppError ? appErrorReply(err) : internalReply(ex), error: err };
+}
+
+/** What a handler is given; a class, so a request costs one object, not a literal with closures. */
+class HandlerContext implements RouteContext<unknown, unknown> {
+  readonly req: RouteRequest<unknown, unknown>;
+  readonly auth: AuthContext;
+  readonly requestId: string;
+  readonly idempotencyKey?: string;
+  private logger: Logger | undefined;
+
+  constructor(
+    private readonly deps: PipelineDeps,
+    private readonly ex: Exchange,
+  ) {
+    this.req = ex.request!;
+    this.auth = ex.authd?.auth ?? ANONYMOUS;
+    this.requestId = ex.requestId;
+    if (ex.idempotencyKey !== undefined) this.idempotencyKey = ex.idempotencyKey;
+  }
+
+  /** Server-Timing entries of the handler (`broker;dur=1.2`). */
+  get timing(): Timing {
+    return new TimingEntries(this.ex.metrics);
+  }
+
+  /** A function: callers keep it (an order's cancellation check). */
+  get clientGone(): () => boolean {
+    const handle = this.ex.handle;
+    return () => handle.aborted;
+  }
+
+  /** A child logger (with its redaction setup) costs tens of µs: built only for a route that logs. */
+  get log(): Logger {
+    return (this.logger ??= this.deps.logger.child({ reqId: this.ex.requestId }));
+  }
+}
+
+class TimingEntries implements Timing {
+  constructor(private readonly metrics: string[]) {}
+
+  add(name: string, dur: number): void {
+    this.metrics.push(`${name.replace(/[^\w-]/g, '_')};dur=${dur.toFixed(1)}`);
   }
 }
 

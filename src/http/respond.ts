@@ -42,9 +42,11 @@ const REASONS: Record<number, string> = {
   504: 'Gateway Timeout',
 };
 
-/** `201 Created`-style status line for uWS `writeStatus`. */
+const STATUS_LINES = new Map(Object.keys(REASONS).map((code) => [Number(code), `${code} ${REASONS[Number(code)]}`]));
+
+/** `201 Created`-style status line for uWS `writeStatus` (the known ones built once). */
 export function statusLine(status: number): string {
-  return `${status} ${REASONS[status] ?? 'Status'}`;
+  return STATUS_LINES.get(status) ?? `${status} Status`;
 }
 
 /** A JSON answer. */
@@ -89,6 +91,8 @@ export class ResponseHandle {
   private abortHooks: (() => void)[] | undefined;
   /** Reading from the connection is paused until the answer (holdInput). */
   private held = false;
+  /** The client's address, read on first use (uWS copies it into a new ArrayBuffer on every read: ~10 µs). */
+  private address: string | undefined;
 
   /** `headOnly`: a HEAD request; answers carry their headers and Content-Length, never a body. */
   constructor(
@@ -101,6 +105,16 @@ export class ResponseHandle {
       this.abortHooks = undefined;
       if (hooks) for (const hook of hooks) hook();
     });
+  }
+
+  /**
+   * The client's address as text. Read from uWS on the first call, which must come while the
+   * response is open (the pipeline asks synchronously where it needs it: authentication
+   * failures, public and session routes); '' once the response is gone without it.
+   */
+  remoteAddress(): string {
+    if (this.address === undefined) this.address = this.open ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
+    return this.address;
   }
 
   /** Whether the response can still be written. */

@@ -110,7 +110,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
    */
   idempotencyKeyFrom?: (req: RouteRequest<B, Q>) => string | undefined;
   responses: ResponseDoc[];
-  handler(ctx: RouteContext<B, Q>): Promise<RouteResponse>;
+  /** Async as a rule; a handler that answers from memory may answer synchronously (no promise, no microtask). */
+  handler(ctx: RouteContext<B, Q>): Promise<RouteResponse> | RouteResponse;
 }
 
 /** Helper that keeps the generic types of one route together. */

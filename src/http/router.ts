@@ -33,10 +33,13 @@ function compile(path: string): Segment[] {
 export function stripApiPrefix(path: string): string | undefined {
   for (const prefix of API_PREFIXES) {
     if (path === prefix) return '/';
-    if (path.startsWith(`${prefix}/`)) return path.slice(prefix.length);
+    if (path.startsWith(prefix) && path.charCodeAt(prefix.length) === SLASH) return path.slice(prefix.length);
   }
   return undefined;
 }
+
+const SLASH = 0x2f;
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 interface Compiled<R extends Routable> {
   route: R;
@@ -49,6 +52,11 @@ interface Compiled<R extends Routable> {
 export class Router<R extends Routable> {
   /** Routes by segment count, in table order: a request only meets routes of its own length. */
   private readonly byLength = new Map<number, Compiled<R>[]>();
+  /**
+   * Routes without parameters by method and exact path: a request for exactly such a path has
+   * found its best match (all literals) without splitting it. Anything else takes the full walk.
+   */
+  private readonly exact = new Map<string, Map<string, RouteMatch<R>>>();
 
   constructor(routes: readonly R[]) {
     const seen = new Set<string>();
@@ -60,11 +68,18 @@ export class Router<R extends Routable> {
       const list = this.byLength.get(segments.length) ?? [];
       list.push({ route, segments, literals: segments.filter((s) => 'literal' in s).length });
       this.byLength.set(segments.length, list);
+      if (segments.every((seg) => 'literal' in seg)) {
+        const byPath = this.exact.get(route.method) ?? new Map<string, RouteMatch<R>>();
+        byPath.set(`/${segments.map((seg) => (seg as { literal: string }).literal).join('/')}`, Object.freeze({ kind: 'found', route, params: NO_PARAMS }));
+        this.exact.set(route.method, byPath);
+      }
     }
   }
 
   /** Matches a path relative to the API prefix (e.g. `/accounts/7/orders`). */
   match(method: string, relativePath: string): RouteMatch<R> {
+    const exact = this.exact.get(method)?.get(relativePath);
+    if (exact) return exact;
     const parts = pathParts(relativePath);
     const candidates = parts && this.byLength.get(parts.length);
     if (!parts || !candidates) return { kind: 'not-found' };

@@ -96,6 +96,9 @@ export function newApiKeyRow({ userId, name, scopes }: { userId: string; name: s
   return { row: { id, userId, name, scopes: unique, digest, createdAt, revokedAt: null }, key: token };
 }
 
+/** The record cache's space of verified key texts (only keys that verified are in it). */
+const VERIFIED = 'apiKey:verified';
+
 /** Which uses to record: at most one per TOUCH_INTERVAL_MS per id (keys and webhook tokens). */
 export function touchThrottle(): { due(id: string, now: number): boolean; forget(id: string): void } {
   const lastTouch = new Map<string, number>();
@@ -156,15 +159,13 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
     verify(raw) {
       // Per request: a known key costs one generation read, not a record read, a SHA-256 and a
       // view (only keys that verified are remembered, so garbage cannot fill the cache).
-      const parsed = parseToken('tgk', raw);
-      if (!parsed) return null;
-      const slot = `apiKey:verified:${raw as string}`;
-      const known = ctx.cache.peek<ApiKeyView>(slot);
+      if (typeof raw !== 'string') return null;
+      const known = ctx.cache.peekIn<ApiKeyView>(VERIFIED, raw);
       if (known) return known;
       const r = verifiedRow('tgk', raw, row);
       if (!r || r.revokedAt) return null;
       const v = view(r);
-      ctx.cache.set(slot, v);
+      ctx.cache.setIn(VERIFIED, raw, v);
       ctx.cache.set(`apiKey:view:${r.id}`, v);
       return v;
     },

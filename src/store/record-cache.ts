@@ -10,6 +10,11 @@
  * from the same snapshot or an older one, so a cache entry is never newer than its generation
  * is old: the worst case is one needless refill, never a stale hit.
  *
+ * The generation is read once per synchronous run (until the next microtask checkpoint): lmdb-js
+ * keeps one read snapshot until a timer of its own resets it, so a second read in the same run
+ * could only return the same value. A write through this process moves the generation and forgets
+ * that read, so the next lookup reads again.
+ *
  * The NATS store needs none of this: it serves these reads from its KV mirror in memory.
  */
 import type { Database } from 'lmdb';
@@ -24,6 +29,12 @@ const WRITES = ['put', 'remove', 'putSync', 'removeSync'] as const;
 export class RecordCache {
   private generation: unknown = Symbol('never read');
   private readonly values = new Map<string, unknown>();
+  private readonly spaces = new Map<string, Map<string, unknown>>();
+  /** The generation was read in this synchronous run. */
+  private checked = false;
+  private readonly forgetCheck = (): void => {
+    this.checked = false;
+  };
 
   constructor(private readonly meta: Database) {}
 
@@ -47,17 +58,38 @@ export class RecordCache {
     this.values.set(key, value);
   }
 
+  /**
+   * `peek` in a named space of keys (e.g. verified secrets by their text): the key is looked up
+   * as it is, without building a `space:key` string per request.
+   */
+  peekIn<T>(space: string, key: string): T | undefined {
+    this.check();
+    return this.spaces.get(space)?.get(key) as T | undefined;
+  }
+
+  /** `set` in a named space; call right after a `peekIn` that missed. */
+  setIn(space: string, key: string, value: unknown): void {
+    let values = this.spaces.get(space);
+    if (!values) this.spaces.set(space, (values = new Map()));
+    values.set(key, value);
+  }
+
   /** Empties the cache when any process wrote cached records since it was filled. */
   private check(): void {
+    if (this.checked) return;
+    this.checked = true;
+    queueMicrotask(this.forgetCheck);
     const now = this.meta.get(GENERATION_KEY);
     if (now !== this.generation) {
       this.values.clear();
+      this.spaces.clear();
       this.generation = now;
     }
   }
 
   /** Moves the generation; part of the write (transaction or batch) that calls it. */
   bump(sync = false): void {
+    this.checked = false;
     if (sync) this.meta.putSync(GENERATION_KEY, Math.random());
     else void this.meta.put(GENERATION_KEY, Math.random());
   }

@@ -170,14 +170,13 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
 
     verify(raw) {
       // As API keys: verified tokens are remembered until any process writes tokens again.
-      if (!parseToken('whk', raw)) return null;
-      const slot = `webhookToken:verified:${raw as string}`;
-      const known = ctx.cache.peek<WebhookTokenRecord>(slot);
+      if (typeof raw !== 'string') return null;
+      const known = ctx.cache.peekIn<WebhookTokenRecord>('webhookToken:verified', raw);
       if (known) return known;
       const r = verifiedRow('whk', raw, row);
       if (!r) return null;
       const v = view(r);
-      ctx.cache.set(slot, v);
+      ctx.cache.setIn('webhookToken:verified', raw, v);
       ctx.cache.set(`webhookToken:view:${r.id}`, v);
       return v;
     },

@@ -13,6 +13,9 @@ export class FakeResponse {
   closedConnection = false;
   /** Every chunk passed to write() (SSE). */
   readonly written: string[] = [];
+  /** The client's address as uWS reports it; `addressReads` counts the reads. */
+  remoteAddress = '10.0.0.1';
+  addressReads = 0;
   private abortHandler: (() => void) | undefined;
   private dataHandler: ((chunk: ArrayBuffer, isLast: boolean) => void) | undefined;
 
@@ -68,6 +71,12 @@ export class FakeResponse {
 
   resume(): void {
     this.reads.push('resume');
+  }
+
+  getRemoteAddressAsText(): ArrayBuffer {
+    this.addressReads++;
+    const bytes = Buffer.from(this.remoteAddress);
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
   }
 
   cork(fn: () => void): this {

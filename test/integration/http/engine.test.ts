@@ -173,7 +173,12 @@ describe('request ids and Server-Timing', () => {
   it('generates a request id when none is given and reports the stages, the handler metrics and the total', async () => {
     const res = await fetch(h.url('/v1/accounts/1/orders'), json(h.keys.rw, { symbol: 'ES', qty: 1 }));
     expect(res.status).toBe(201);
-    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const id = res.headers.get('x-request-id');
+    expect(id).toMatch(/^[\w-]{8}-[0-9a-z]+$/);
+    // Distinct per request, under this process's prefix.
+    const next = (await fetch(h.url('/healthz'))).headers.get('x-request-id');
+    expect(next).not.toBe(id);
+    expect(next!.slice(0, 9)).toBe(id!.slice(0, 9));
     expect(res.headers.get('server-timing')).toMatch(/^auth;dur=\d+\.\d\d, validate;dur=\d+\.\d\d, broker;dur=1\.5, total;dur=\d+(\.\d)?$/);
   });
 });

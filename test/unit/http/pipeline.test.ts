@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../../../src/domain/problems.js';
-import { Authenticator, type AuthStore } from '../../../src/http/auth.js';
+import { Authenticator, FAILED_AUTH_PER_MIN, type AuthStore } from '../../../src/http/auth.js';
 import { IdempotencyGate, type IdempotencyRecord } from '../../../src/http/idempotency.js';
 import {
   authStage,
@@ -76,6 +76,14 @@ function routes(w: Pick<World, 'handled'>): RouteDef<any, any>[] {
       },
     }),
     defineRoute({
+      method: 'GET', path: '/cached/:how', scope: 'read', operationId: 'cached', summary: 'answers from memory', responses: [],
+      handler: (ctx) => {
+        if (ctx.req.params.how === 'coded') throw new AppError('NOT_FOUND');
+        if (ctx.req.params.how === 'broken') throw new TypeError('kaboom');
+        return { status: 200, body: { from: 'memory' } };
+      },
+    }),
+    defineRoute({
       method: 'GET', path: '/fails/:how', scope: 'read', operationId: 'fails', summary: 'fails', responses: [],
       handler: async (ctx) => {
         if (ctx.req.params.how === 'coded') throw new AppError('BROKER_REJECTED', 'no', { brokerReason: 'x' });
@@ -123,7 +131,7 @@ function exchange(method: string, path: string, headers: Record<string, string> 
   const res = new FakeResponse();
   const ex: Exchange = {
     handle: new ResponseHandle(res.res),
-    method, path, query, headers, ip: '10.0.0.1', requestId: 'req-1', startedAt: performance.now(), metrics: [],
+    method, path, query, headers, requestId: 'req-1', startedAt: performance.now(), metrics: [],
     extra: { 'X-Request-Id': 'req-1' },
   };
   return { ex, res };
@@ -188,6 +196,22 @@ describe('auth and limit stages', () => {
     authStage(w.deps, ex);
     expect(ex.principal).toBe('k-rw');
     expect(ex.authd?.rateKey).toBe('k-rw');
+  });
+
+  it("reads the client's address only for a failed credential (uWS copies it per read), and the failure still counts per address", () => {
+    const { ex: good, res: goodRes } = exchange('GET', '/v1/things/1', { 'x-api-key': 'tgk_a_rw' });
+    routeStage(w.deps, good);
+    authStage(w.deps, good);
+    expect(goodRes.addressReads).toBe(0);
+    const { ex: bad, res: badRes } = exchange('GET', '/v1/things/1', { 'x-api-key': 'tgk_nope' });
+    badRes.remoteAddress = '6.6.6.6';
+    routeStage(w.deps, bad);
+    expect(codeOf(() => authStage(w.deps, bad))).toBe('UNAUTHENTICATED');
+    expect(badRes.addressReads).toBe(1);
+    expect(w.deps.auth.failures.isExhausted('6.6.6.6', 1_000)).toBeUndefined();
+    for (let i = 1; i < FAILED_AUTH_PER_MIN; i++) w.deps.auth.failures.hit('6.6.6.6', 1_000);
+    expect(w.deps.auth.failures.isExhausted('6.6.6.6', 1_000)).toBeDefined();
+    expect(w.deps.auth.failures.isExhausted('10.0.0.1', 1_000)).toBeUndefined();
   });
 
   it('counts keyed requests, sets the RateLimit headers and refuses past the window with Retry-After', () => {
@@ -413,6 +437,28 @@ describe('handler and reply stages', () => {
 });
 
 describe('runPipeline', () => {
+  it('answers a read whose handler answers from memory before it returns: no promise, no input hold', () => {
+    const { ex, res } = exchange('GET', '/api/v1/cached/ok', { 'x-api-key': 'tgk_a_rw' });
+    expect(runPipeline(w.deps, ex)).toBeUndefined();
+    expect(res.status).toBe('200 OK');
+    expect(res.json()).toEqual({ from: 'memory' });
+    expect(res.header('X-Request-Id')).toBe('req-1');
+    expect(res.header('RateLimit-Policy')).toBe('"key";q=100;w=60');
+    expect(res.reads).toEqual([]);
+    expect(w.log.some((l) => l.includes('"path":"/api/v1/cached/ok"') && l.includes('"status":200'))).toBe(true);
+  });
+
+  it("a synchronous handler's coded error is its problem answer and anything else a 500, in the same turn", () => {
+    const coded = exchange('GET', '/api/v1/cached/coded', { 'x-api-key': 'tgk_a_rw' });
+    expect(runPipeline(w.deps, coded.ex)).toBeUndefined();
+    expect(coded.res.status).toBe('404 Not Found');
+    const broken = exchange('GET', '/api/v1/cached/broken', { 'x-api-key': 'tgk_a_rw' });
+    expect(runPipeline(w.deps, broken.ex)).toBeUndefined();
+    expect(broken.res.status).toBe('500 Internal Server Error');
+    expect(broken.res.json()).toMatchObject({ code: 'INTERNAL', requestId: 'req-1' });
+    expect(w.log.some((l) => l.includes('kaboom'))).toBe(true);
+  });
+
   it('runs the stages in order to the answer', async () => {
     const { ex, res } = exchange('POST', '/api/v1/orders', { 'x-api-key': 'tgk_a_rw', 'content-type': 'application/json', 'content-length': '23' });
     const done = runPipeline(w.deps, ex);

@@ -37,6 +37,16 @@ describe('Router', () => {
     expect(router.match('GET', '/webhook-tokens/abc')).toMatchObject({ kind: 'found', route: routes[5] });
   });
 
+  it('a path without parameters matches the same route whether looked up whole or walked segment by segment', () => {
+    for (const [method, path] of [['GET', '/accounts'], ['GET', '/webhook-tokens/export']] as const) {
+      const whole = router.match(method, path);
+      expect(whole.kind).toBe('found');
+      expect(router.match(method, `${path}/`)).toEqual(whole);
+      expect(router.match(method, path.replace('/', '//'))).toEqual(whole);
+    }
+    expect(router.match('POST', '/accounts')).toEqual({ kind: 'method-not-allowed', allow: ['GET'] });
+  });
+
   it('reports 405 with the allowed methods when only the method is wrong', () => {
     expect(router.match('PATCH', '/accounts/7/orders')).toEqual({ kind: 'method-not-allowed', allow: ['GET', 'POST'] });
   });

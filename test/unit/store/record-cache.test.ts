@@ -5,7 +5,8 @@
  * revocation.test.ts.)
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { GENERATION_KEY } from '../../../src/store/record-cache.js';
+import type { Database } from 'lmdb';
+import { GENERATION_KEY, RecordCache } from '../../../src/store/record-cache.js';
 import type { Store } from '../../../src/store/index.js';
 import { tempStore, type TempStore } from '../../support/store.js';
 
@@ -83,5 +84,31 @@ describe('record cache (LMDB)', () => {
     await meta.put(GENERATION_KEY, Math.random());
     expect(meta.get(GENERATION_KEY)).not.toBe(before);
     expect(store.apiKeys.verify(key)).toBeNull();
+  });
+
+  it('reads the generation once per synchronous run, and again after a microtask or a write of its own', async () => {
+    let generation = 1;
+    let reads = 0;
+    const meta = {
+      get: () => (reads++, generation),
+      put: async () => void (generation = Math.random()),
+      putSync: () => void (generation = Math.random()),
+    } as unknown as Database;
+    const cache = new RecordCache(meta);
+    let loads = 0;
+    const load = () => ++loads;
+    expect(cache.get('k', load)).toBe(1);
+    expect(cache.get('k', load)).toBe(1);
+    expect(cache.peek('k')).toBe(1);
+    expect(reads).toBe(1);
+    // A write in the same run (a sync put moves the generation at once): the next read sees it.
+    cache.bump(true);
+    expect(cache.get('k', load)).toBe(2);
+    expect(reads).toBe(2);
+    // Another process moved it: seen by the first lookup of the next run.
+    await Promise.resolve();
+    generation = 7;
+    expect(cache.get('k', load)).toBe(3);
+    expect(reads).toBe(3);
   });
 });

@@ -19,6 +19,28 @@ describe('accounts and positions', () => {
     expect(other.data.map((a) => a.id)).toEqual(['201']);
   });
 
+  it('keeps the first page’s answer text until a connection or an actor’s account report changes', async () => {
+    const first = await call(w, 'GET', '/accounts', { userId: w.a.userId });
+    const again = await call(w, 'GET', '/accounts', { userId: w.a.userId });
+    expect(again.body).toEqual(first.body);
+    // The actor reports a new account list: seen by the next read.
+    const [active, inactive] = w.gateway.accountsOf.get(w.a.connectionId)!;
+    w.gateway.accountsOf.set(w.a.connectionId, [{ ...active!, name: 'renamed' }, inactive!]);
+    const renamed = listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId })).body);
+    expect(renamed.data.map((a) => a.name)).toEqual(['renamed', inactive!.name]);
+    // A second connection of the user: its accounts are listed at once.
+    const other = await w.store.connections.create({
+      userId: w.a.userId, name: 'second', broker: 'paper', environment: 'paper', restUrl: 'http://x/v1', wsUrl: 'ws://x/v1/websocket', credentials: { name: 'u', password: 'p' },
+    });
+    w.gateway.accountsOf.set(other.id, [{ ...active!, id: '103', connectionId: other.id }]);
+    const both = listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId })).body);
+    expect(both.data.map((a) => a.id).sort()).toEqual(['101', '102', '103']);
+    // A page asked for by limit is built afresh and agrees.
+    const limited = listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId, query: { limit: '2' } })).body);
+    expect(limited.data).toHaveLength(2);
+    expect(limited.nextCursor).not.toBeNull();
+  });
+
   it('reads one account, 404 for another user’s', async () => {
     expect(accountSchema.parse((await call(w, 'GET', '/accounts/:id', { userId: w.a.userId, params: { id: '101' } })).body).connectionId).toBe(w.a.connectionId);
     expect((await callError(w, 'GET', '/accounts/:id', { userId: w.a.userId, params: { id: '201' } })).code).toBe('NOT_FOUND');
