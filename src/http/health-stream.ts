@@ -11,7 +11,7 @@
 import type { ActorGateway } from '../actors/protocol.js';
 import type { ConnectionStatus } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
-import type { HealthHub, SseHub, SseSink } from './sse-hub.js';
+import type { HealthHub, SseHub, SseSink, SseSubscription } from './sse-hub.js';
 import { formatRetry, formatSseEvent, parseLastEventId, statusMessage, type ConnectionStatusMessage } from './sse.js';
 import type { ResponseHandle } from './respond.js';
 import { statusLine } from './respond.js';
@@ -119,16 +119,28 @@ export function openHealthStream(
     frames = deps.store.connections.listByUser(auth.userId).map((c) => formatSseEvent(id, snapshot(deps, c)));
   }
 
-  const { res } = handle;
   handle.finished = true;
+  writeStreamHead(handle.res, responseHeaders);
+  const sub = hub.subscribe(auth.userId, auth.principalId, new UwsSink(handle.res));
+  listen(handle, sub);
+  sub.send(formatRetry() + frames.join(''));
+}
+
+/** The status line and headers of a stream. */
+function writeStreamHead(res: ResponseHandle['res'], responseHeaders: Readonly<Record<string, string>>): void {
   res.cork(() => {
     res.writeStatus(statusLine(200));
-    for (const [name, value] of Object.entries({ ...responseHeaders, ...SSE_HEADERS })) res.writeHeader(name, value);
+    for (const name in responseHeaders) if (!Object.hasOwn(SSE_HEADERS, name)) res.writeHeader(name, responseHeaders[name]!);
+    for (const name in SSE_HEADERS) res.writeHeader(name, SSE_HEADERS[name]!);
   });
-  const sub = hub.subscribe(auth.userId, auth.principalId, new UwsSink(res));
+}
+
+/**
+ * The stream's abort callback, made here: a closure keeps its whole scope alive as long as it
+ * lives (hours), and this scope holds only the subscription, not the request's headers.
+ */
+function listen(handle: ResponseHandle, sub: SseSubscription): void {
   handle.onAbort(() => sub.unsubscribe());
-  res.onWritable(() => sub.drain());
-  sub.send(formatRetry() + frames.join(''));
 }
 
 /**
@@ -152,6 +164,10 @@ class UwsSink implements SseSink {
 
   close(): void {
     this.res.close();
+  }
+
+  whenWritable(drain: () => boolean): void {
+    this.res.onWritable(() => drain());
   }
 }
 

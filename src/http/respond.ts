@@ -87,8 +87,8 @@ export function appErrorReply(err: AppError, headers: Record<string, string> = {
 export class ResponseHandle {
   aborted = false;
   finished = false;
-  /** Allocated on the first hook: most requests register none (memory per open SSE stream counts). */
-  private abortHooks: (() => void)[] | undefined;
+  /** What to run if the client goes away (most requests register nothing; memory per open SSE stream counts). */
+  private abortHook: (() => void) | undefined;
   /** Reading from the connection is paused until the answer (holdInput). */
   private held = false;
   /** The client's address, read on first use (uWS copies it into a new ArrayBuffer on every read: ~10 µs). */
@@ -101,9 +101,9 @@ export class ResponseHandle {
   ) {
     res.onAborted(() => {
       this.aborted = true;
-      const hooks = this.abortHooks;
-      this.abortHooks = undefined;
-      if (hooks) for (const hook of hooks) hook();
+      const hook = this.abortHook;
+      this.abortHook = undefined;
+      hook?.();
     });
   }
 
@@ -142,7 +142,15 @@ export class ResponseHandle {
   /** Runs `hook` if the client goes away before the answer is sent. */
   onAbort(hook: () => void): void {
     if (this.aborted) hook();
-    else (this.abortHooks ??= []).push(hook);
+    else if (!this.abortHook) this.abortHook = hook;
+    else {
+      // Rare (a body reader and a stream): chained, so the common single hook needs no array.
+      const first = this.abortHook;
+      this.abortHook = () => {
+        first();
+        hook();
+      };
+    }
   }
 
   /**

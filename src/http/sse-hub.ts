@@ -27,6 +27,12 @@ export interface SseSink {
   end(): void;
   /** Cuts the stream at once. */
   close(): void;
+  /**
+   * Calls `drain` whenever the transport can take more (its result: whether everything queued
+   * went out). Registered at a stream's first congestion: most streams never congest, and a
+   * callback held for every open stream is memory.
+   */
+  whenWritable(drain: () => boolean): void;
 }
 
 /** A registered stream. */
@@ -92,6 +98,8 @@ class Subscriber implements SseSubscription {
   private queue: string[] | undefined;
   private queued = 0;
   private congested = false;
+  /** The sink calls drain when writable (from the first congestion on). */
+  private watching = false;
   closed = false;
 
   constructor(
@@ -109,7 +117,14 @@ class Subscriber implements SseSubscription {
       if (this.queued > this.hub.maxBufferedBytes) this.hub.cut(this);
       return;
     }
-    if (!this.sink.write(chunk)) this.congested = true;
+    if (!this.sink.write(chunk)) this.congest();
+  }
+
+  private congest(): void {
+    this.congested = true;
+    if (this.watching) return;
+    this.watching = true;
+    this.sink.whenWritable(() => this.drain());
   }
 
   drain(): boolean {
@@ -119,7 +134,7 @@ class Subscriber implements SseSubscription {
       const chunk = this.queue.shift() as string;
       this.queued -= chunk.length;
       if (!this.sink.write(chunk)) {
-        this.congested = true;
+        this.congest();
         return false;
       }
     }

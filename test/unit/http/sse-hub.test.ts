@@ -17,6 +17,12 @@ class FakeSink implements SseSink {
   close(): void {
     this.closed = true;
   }
+  /** What the transport would call when writable again (set at the first congestion). */
+  writable: (() => boolean) | undefined;
+  whenWritable(drain: () => boolean): void {
+    if (this.writable) throw new Error('registered twice');
+    this.writable = drain;
+  }
 }
 
 const hubs: HealthHub[] = [];
@@ -121,14 +127,20 @@ describe('HealthHub', () => {
     const hub = makeHub({ maxBufferedBytes: 1000 });
     const slow = new FakeSink();
     const sub = hub.subscribe('u1', 'k1', slow);
+    hub.publish('u1', status(0));
+    expect(slow.writable).toBeUndefined();
+    slow.chunks.length = 0;
     slow.accepting = false;
     hub.publish('u1', status(1));
     expect(slow.chunks).toHaveLength(1);
     hub.publish('u1', status(2));
     expect(slow.chunks).toHaveLength(1);
+    // The drain callback is registered only once the stream congested.
+    expect(slow.writable).toBeDefined();
     slow.accepting = true;
-    expect(sub.drain()).toBe(true);
+    expect(slow.writable!()).toBe(true);
     expect(slow.chunks).toHaveLength(2);
+    expect(sub.drain()).toBe(true);
     slow.accepting = false;
     hub.publish('u1', status(3, 'x'.repeat(600)));
     hub.publish('u1', status(4, 'x'.repeat(600)));
