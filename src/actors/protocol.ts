@@ -264,6 +264,12 @@ export interface ActorGateway {
    * BROKER_TIMEOUT past the deadline, or the actor's own coded error).
    */
   request<R extends ActorRequest>(connectionId: string, req: R, opts?: ActorCallOptions): Promise<ResultFor<R>>;
+  /**
+   * A working-orders page the front still holds for this read (the connection CONNECTED, its
+   * working orders unchanged since the actor served the page), without a call into the actor;
+   * undefined when there is none (then `request` it).
+   */
+  keptPage?(connectionId: string, accountId: string, offset: number, limit: number): WorkingOrdersPage | undefined;
   /** Last known status of a connection (CONNECTING until the actor reports). */
   status(connectionId: string): StatusEvent | undefined;
   /** Last known accounts of a connection (inactive ones included). */

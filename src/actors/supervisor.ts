@@ -162,6 +162,12 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     }, delay).unref();
   }
 
+  /** A page read again while nothing changed (the actor answers 503 itself while not CONNECTED). */
+  function keptPage(connectionId: string, accountId: string, offset: number, limit: number): WorkingOrdersPage | undefined {
+    if (!specs.has(connectionId) || statuses.get(connectionId)?.status !== 'CONNECTED') return undefined;
+    return pages.get(connectionId, accountId, offset, limit);
+  }
+
   function pick(connectionId: string): Slot {
     const live = [...slots].filter((s) => !s.closing && s.client.alive);
     if (live.length < opts.threadsMax) return spawn();
@@ -214,10 +220,8 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       // A page read again while nothing changed is answered here (the actor answers 503 itself while not CONNECTED).
       let ticket = 0;
       if (req.type === 'working-orders-page') {
-        if (statuses.get(connectionId)?.status === 'CONNECTED') {
-          const kept = pages.get(connectionId, req.accountId, req.offset, req.limit);
-          if (kept) return kept as ResultFor<R>;
-        }
+        const kept = keptPage(connectionId, req.accountId, req.offset, req.limit);
+        if (kept) return kept as ResultFor<R>;
         ticket = pages.ticket(connectionId);
       }
       // Noted before the call: a worker restarting now starts with the new guards.
@@ -238,6 +242,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       }
     },
 
+    keptPage,
     status: (connectionId) => statuses.get(connectionId),
     accounts: (connectionId) => accounts.get(connectionId) ?? [],
 

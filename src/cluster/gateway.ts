@@ -13,7 +13,7 @@
  * events of the actors this node runs go into it, stamped with their owner epoch.
  */
 import { errors, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, Result, ResultFor } from '../actors/protocol.js';
+import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, Result, ResultFor, WorkingOrdersPage } from '../actors/protocol.js';
 import type { Supervisor } from '../actors/supervisor.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import type { AccountRecord } from '../domain/orders.js';
@@ -176,6 +176,13 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     const result = reply.json<Result<ResultFor<R>>>();
     if (!result.ok) throw fromErrorData(result.error);
     return result.value;
+  }
+
+  /** Pages of the actors this node runs only (others answer through their node). */
+  keptPage(connectionId: string, accountId: string, offset: number, limit: number): WorkingOrdersPage | undefined {
+    const run = this.local.get(connectionId);
+    if (!run || run.stopping) return undefined;
+    return this.opts.supervisor.keptPage?.(connectionId, accountId, offset, limit);
   }
 
   status(connectionId: string): StatusEvent | undefined {

@@ -216,6 +216,8 @@ export function measuredGateway(gateway: ActorGateway, metrics: ServiceMetrics):
   return {
     addConnection: (spec, opts) => gateway.addConnection(spec, opts),
     removeConnection: (id) => gateway.removeConnection(id),
+    // Not an actor call: nothing to measure.
+    keptPage: (id, accountId, offset, limit) => gateway.keptPage?.(id, accountId, offset, limit),
     status: (id) => gateway.status(id),
     accounts: (id) => gateway.accounts(id),
     onEvent: (listener) => gateway.onEvent(listener),

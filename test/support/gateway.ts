@@ -13,6 +13,8 @@ type Responder = { [K in keyof ResultMap]?: (req: Extract<ActorRequest, { type: 
 /** A scripted gateway. */
 export class FakeGateway implements ActorGateway {
   readonly calls: { connectionId: string; req: ActorRequest; timeoutMs?: number }[] = [];
+  /** Set by a test to hold working-orders pages on the front. */
+  keptPage?: ActorGateway['keptPage'];
   readonly added: ConnectionSpec[] = [];
   readonly removed: string[] = [];
   readonly accountsOf = new Map<string, AccountRecord[]>();

@@ -6,7 +6,7 @@ import type { PlaceOrderResult, WorkingOrdersPage } from '../../actors/protocol.
 import { parseOrderId } from '../../domain/orders.js';
 import { AppError } from '../../domain/problems.js';
 import { clOrdIdFor, dryRunBody, planOrder } from '../../domain/order-plan.js';
-import { defineRoute, type RouteDef } from '../route-types.js';
+import { defineRoute, type RouteDef, type RouteResponse } from '../route-types.js';
 import {
   cancelOrderResponseSchema,
   closedTradeSchema,
@@ -39,6 +39,17 @@ export function placedOrderView(result: PlaceOrderResult) {
 
 /** Answer bytes of a working-orders page object (kept as long as the page itself is). */
 const pageBodies = new WeakMap<WorkingOrdersPage, Buffer>();
+
+function pageAnswer(page: WorkingOrdersPage, offset: number, limit: number): RouteResponse {
+  let body = pageBodies.get(page);
+  if (!body) {
+    body = Buffer.from(serializedPage(page.json, offset, Math.max(0, Math.min(limit, page.total - offset)), page.total));
+    pageBodies.set(page, body);
+  }
+  return { status: 200, headers: PAGE_HEADERS, body };
+}
+
+const PAGE_HEADERS = { 'Content-Type': 'application/json' };
 
 /** Order routes. */
 export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
@@ -136,18 +147,15 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       { status: 200, description: 'Working orders', schema: listOf(orderRecordSchema) },
       ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', ...BROKER_ERRORS),
     ],
-    async handler(ctx) {
+    handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
       const { offset, limit } = pageOf(ctx.req.query);
-      // The actor answers the page as JSON text it keeps between changes, and the supervisor keeps
-      // the same page object until they change: its answer bytes are built once per page.
-      const page = await callActor(deps, ctx, owned.connectionId, { type: 'working-orders-page', accountId: owned.account.id, offset, limit });
-      let body = pageBodies.get(page);
-      if (!body) {
-        body = Buffer.from(serializedPage(page.json, offset, Math.max(0, Math.min(limit, page.total - offset)), page.total));
-        pageBodies.set(page, body);
-      }
-      return { status: 200, headers: { 'Content-Type': 'application/json' }, body };
+      // The actor answers the page as JSON text it keeps between changes, and the front keeps the
+      // same page object until they change: an unchanged page is answered synchronously, its
+      // answer bytes built once per page.
+      const kept = deps.gateway.keptPage?.(owned.connectionId, owned.account.id, offset, limit);
+      if (kept) return pageAnswer(kept, offset, limit);
+      return callActor(deps, ctx, owned.connectionId, { type: 'working-orders-page', accountId: owned.account.id, offset, limit }).then((page) => pageAnswer(page, offset, limit));
     },
   });
 

@@ -81,8 +81,12 @@ describe('supervisor', () => {
     await s.addConnection(spec('c1'));
     await up;
     const read = () => s.request('c1', { type: 'working-orders-page', accountId: 'acc-c1', offset: 0, limit: 10 });
+    const kept = () => s.keptPage!('c1', 'acc-c1', 0, 10);
+    expect(kept()).toBeUndefined();
     const first = await read();
     expect(first.json).toBe('[1]');
+    // The front answers it synchronously from now on (GET working-orders), or through request.
+    expect(kept()).toBe(first);
     expect(await read()).toBe(first);
     // Another page is another entry.
     expect((await s.request('c1', { type: 'working-orders-page', accountId: 'acc-c1', offset: 0, limit: 5 })).json).toBe('[2]');
@@ -90,6 +94,7 @@ describe('supervisor', () => {
     const unlocked = next(s, (e) => e.type === 'guard' && e.action === 'unlocked');
     await s.request('c1', { type: 'unlock', accountId: 'acc-c1' });
     await unlocked;
+    expect(kept()).toBeUndefined();
     const fresh = await read();
     expect(fresh.json).toBe('[3]');
     expect(await read()).toBe(fresh);
@@ -97,6 +102,7 @@ describe('supervisor', () => {
     const down = next(s, status('c1', 'RECONNECTING'));
     await s.request('c1', { type: 'cancel-order', accountId: 'acc-c1', orderId: '1' });
     await down;
+    expect(kept()).toBeUndefined();
     expect((await read()).json).toBe('[4]');
     expect((await read()).json).toBe('[5]');
     // Back: a page is kept again, and only pages read since.
@@ -107,6 +113,10 @@ describe('supervisor', () => {
     const again = await read();
     expect(again.json).toBe('[6]');
     expect(await read()).toBe(again);
+    expect(kept()).toBe(again);
+    // A removed connection has no pages.
+    await s.removeConnection('c1');
+    expect(kept()).toBeUndefined();
   });
 
   it('caps requests in flight per connection with an immediate 503 and Retry-After 1; a deadline frees the slot', async () => {

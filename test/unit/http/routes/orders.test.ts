@@ -3,7 +3,7 @@ import type { PlaceOrderRequest } from '../../../../src/actors/protocol.js';
 import { AppError } from '../../../../src/domain/problems.js';
 import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
 import { cancelOrderResponseSchema, closedTradeSchema, dryRunResponseSchema, listOf, orderRecordSchema, placeOrderResponseSchema } from '../../../../src/http/schemas.js';
-import { call, callError, orderRecord, world, type World } from '../../../support/routes.js';
+import { call, callError, orderRecord, route, world, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {
@@ -168,6 +168,18 @@ describe('working orders and trade history', () => {
     expect(page2.data.map((o) => o.orderId)).toEqual(['2', '3', '4']);
     expect(page2.nextCursor).toBeNull();
     expect(asked).toEqual([{ offset: 0, limit: 2 }, { offset: 2, limit: 3 }]);
+  });
+
+  it('answers a page the front still holds synchronously, without a call into the actor', async () => {
+    const page = { json: '[]', total: 0, version: 1 };
+    const askedKept: unknown[][] = [];
+    w.gateway.keptPage = (...args) => (askedKept.push(args), page);
+    const res = await call(w, 'GET', '/accounts/:id/working-orders', { userId: w.a.userId, params: { id: '101' } });
+    expect(JSON.parse(res.body!.toString())).toEqual({ data: [], nextCursor: null });
+    expect(askedKept).toEqual([[w.a.connectionId, '101', 0, 100]]);
+    expect(w.gateway.calls).toHaveLength(0);
+    const handler = route(w, 'GET', '/accounts/:id/working-orders').handler;
+    expect(handler({ auth: { userId: w.a.userId }, req: { params: { id: '101' }, query: {} } } as never)).not.toBeInstanceOf(Promise);
   });
 
   it('refuses a forged cursor', async () => {
