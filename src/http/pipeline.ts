@@ -291,6 +291,9 @@ function validateAnonymous(deps: PipelineDeps, ex: Exchange): void {
 
 /** What a handler sees of its request; the client's address is read when first asked (ResponseHandle.remoteAddress). */
 class ValidatedRequest implements RouteRequest<unknown, unknown> {
+  /** Not an own enumerable property: a logged or copied request never drags the uWS response along. */
+  readonly #handle: ResponseHandle;
+
   constructor(
     readonly method: RouteRequest['method'],
     readonly path: string,
@@ -299,11 +302,13 @@ class ValidatedRequest implements RouteRequest<unknown, unknown> {
     readonly headers: Readonly<Record<string, string>>,
     readonly body: unknown,
     readonly rawBody: Buffer,
-    private readonly handle: ResponseHandle,
-  ) {}
+    handle: ResponseHandle,
+  ) {
+    this.#handle = handle;
+  }
 
   get ip(): string {
-    return this.handle.remoteAddress();
+    return this.#handle.remoteAddress();
   }
 }
 

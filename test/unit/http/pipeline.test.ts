@@ -293,6 +293,9 @@ describe('validate stage', () => {
     const ex = ready('POST', '/v1/orders', '{"symbol":"ES","qty":2}');
     validateStage(ex);
     expect(ex.request).toMatchObject({ method: 'POST', body: { symbol: 'ES', qty: 2 }, params: {} });
+    // The client's address on demand; the request serializes without the uWS response under it.
+    expect(ex.request!.ip).toBe('10.0.0.1');
+    expect(Object.keys(JSON.parse(JSON.stringify(ex.request))).sort()).toEqual(['body', 'headers', 'method', 'params', 'path', 'query', 'rawBody']);
     const get = ready('GET', '/v1/things/9', '', {}, 'limit=3');
     validateStage(get);
     expect(get.request?.query).toEqual({ limit: 3 });
