@@ -6,7 +6,7 @@
  * parameter, so every rule is unit-tested. Everything here runs before any broker traffic
  * (spec Rule 2).
  */
-import { createHash, randomFillSync } from 'node:crypto';
+import { hash, randomFillSync } from 'node:crypto';
 import { DEFAULT_ORDER_LIMITS, isOrderQty, referencePrice, type BracketLeg, type LegInput, type NewOrder, type OrderLimits, type OrderType, type Side, type TimeInForce } from './orders.js';
 import { AppError } from './problems.js';
 import { resolveSymbol } from './symbols.js';
@@ -220,7 +220,7 @@ export function planOrder(input: OrderInput, accountId: string, now: Date, limit
 
 /** sha256(user, key) in base64url: the same key of the same user always names the same broker order. */
 function keyDigest(userId: string, idempotencyKey: string): string {
-  return createHash('sha256').update(userId).update('\0').update(idempotencyKey).digest('base64url');
+  return hash('sha256', `${userId}\0${idempotencyKey}`, 'base64url');
 }
 
 /** Random bytes are drawn from this pool: one `randomBytes(16)` call cost ~6 µs of CPU per order. */

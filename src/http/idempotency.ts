@@ -15,7 +15,7 @@
  * so the retry with the same key must run again and reconcile by clOrdId instead of
  * replaying an unknown answer forever.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { AppError } from '../domain/problems.js';
 import type { ClaimOutcome, IdempotencyRecord, IdempotentAnswer } from '../store/idempotency.js';
 import { IDEMPOTENCY_TTL_MS } from '../tuning.js';
@@ -80,9 +80,7 @@ export function requestFingerprint(
   query: unknown = {},
 ): string {
   // The query is part of the request: `?dryRun=true` under a key must never replay as the real order.
-  return createHash('sha256')
-    .update(canonicalJson({ method, path: routePath, params, query, body }))
-    .digest('hex');
+  return hash('sha256', canonicalJson({ method, path: routePath, params, query, body }), 'hex');
 }
 
 /**

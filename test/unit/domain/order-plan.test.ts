@@ -160,6 +160,9 @@ describe('clOrdIdFor', () => {
     expect(clOrdIdFor('usr_2', 'k-1')).not.toBe(a);
     expect(clOrdIdFor('usr_1', 'k-2')).not.toBe(a);
     expect(a.length).toBeLessThanOrEqual(64);
+    // Pinned: a clOrdId stored under a key before an upgrade must be the one derived after it
+    // (sha256("usr_1\0k-1"), base64url, first 40 characters).
+    expect(a).toBe('tg-k-3woDqZGXHorIi98Obetkce7dzBsVuMtMrOvRxxPD');
   });
 
   it('is random without a key', () => {
