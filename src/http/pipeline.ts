@@ -98,7 +98,7 @@ const ANONYMOUS: AuthContext = { userId: '', principalId: 'anonymous', scopes: [
 /**
  * Runs one exchange to its answer. A request with nothing to wait for (no body, an in-memory
  * limiter, a handler that answers from memory) runs to its answer synchronously, inside the uWS
- * callback, and returns undefined: no promise, no microtask. Otherwise a promise of the answer.
+ * callback, and returns undefined: no promise, no await. Otherwise a promise of the answer.
  * Synchronous up to the body read either way (see the file comment).
  */
 export function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<void> | undefined {

@@ -110,7 +110,7 @@ export interface RouteDef<B = unknown, Q = unknown> {
    */
   idempotencyKeyFrom?: (req: RouteRequest<B, Q>) => string | undefined;
   responses: ResponseDoc[];
-  /** Async as a rule; a handler that answers from memory may answer synchronously (no promise, no microtask). */
+  /** Async as a rule; a handler that answers from memory may answer synchronously (no promise, no await). */
   handler(ctx: RouteContext<B, Q>): Promise<RouteResponse> | RouteResponse;
 }
 
