@@ -167,7 +167,7 @@ class UwsSink implements SseSink {
   }
 
   whenWritable(drain: () => boolean): void {
-    this.res.onWritable(() => drain());
+    this.res.onWritable(drain);
   }
 }
 

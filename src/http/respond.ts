@@ -18,6 +18,8 @@ export interface Reply {
 }
 
 export const JSON_TYPE = 'application/json';
+/** The headers of a route answer that is JSON text already (shared: answers copy their headers). */
+export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'Content-Type': JSON_TYPE });
 const SERVER_TIMING = 'Server-Timing';
 export const PROBLEM_TYPE = 'application/problem+json';
 

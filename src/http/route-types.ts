@@ -78,7 +78,7 @@ export interface RouteResponse {
   status: number;
   /** Serialized as JSON unless it is a string/Buffer with an explicit content-type header. */
   body?: unknown;
-  headers?: Record<string, string>;
+  headers?: Readonly<Record<string, string>>;
 }
 
 export interface ResponseDoc {

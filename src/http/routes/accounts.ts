@@ -3,7 +3,7 @@
  * an account the broker stopped reporting stays listed with `active: false`.
  */
 import type { AccountRecord } from '../../domain/orders.js';
-import { JSON_TYPE } from '../respond.js';
+import { JSON_HEADERS } from '../respond.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { accountSchema, listOf, listQuerySchema, positionSchema, type ListQuery } from '../schemas.js';
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, ownedAccount, paginate, userAccounts, type RouteDeps } from './common.js';
@@ -63,8 +63,6 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
 
   return [list, get, positions];
 }
-
-const JSON_HEADERS = { 'Content-Type': JSON_TYPE };
 
 /**
  * The answer text of each user's first page of accounts, kept while it cannot have changed: the

@@ -6,6 +6,7 @@ import type { PlaceOrderResult, WorkingOrdersPage } from '../../actors/protocol.
 import { parseOrderId } from '../../domain/orders.js';
 import { AppError } from '../../domain/problems.js';
 import { clOrdIdFor, dryRunBody, planOrder } from '../../domain/order-plan.js';
+import { JSON_HEADERS } from '../respond.js';
 import { defineRoute, type RouteDef, type RouteResponse } from '../route-types.js';
 import {
   cancelOrderResponseSchema,
@@ -46,10 +47,8 @@ function pageAnswer(page: WorkingOrdersPage, offset: number, limit: number): Rou
     body = Buffer.from(serializedPage(page.json, offset, Math.max(0, Math.min(limit, page.total - offset)), page.total));
     pageBodies.set(page, body);
   }
-  return { status: 200, headers: PAGE_HEADERS, body };
+  return { status: 200, headers: JSON_HEADERS, body };
 }
-
-const PAGE_HEADERS = { 'Content-Type': 'application/json' };
 
 /** Order routes. */
 export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
