@@ -58,10 +58,36 @@ const INDEXED: Record<string, string[]> = {
   position: ['accountId'],
 };
 
-/** Per indexed type: [field, index key] pairs (keys built once, not per event). */
-const INDEX_KEYS: Record<string, [string, string][]> = Object.fromEntries(
-  Object.entries(INDEXED).map(([type, fields]) => [type, fields.map((f) => [f, `${type}.${f}`] as [string, string])]),
-);
+/**
+ * The ids filed under one index value. Most values name one entity (an order's versions, a
+ * command's reports, a clOrdId): those hold the id itself, and only a value shared by several
+ * entities gets a Set. A Set per value was ~20 small objects per bracket order in the actor's heap.
+ */
+type Ids = number | Set<number>;
+
+/** One secondary index of an entity type: field value → ids. */
+interface FieldIndex {
+  field: string;
+  values: Map<unknown, Ids>;
+}
+
+const NO_INDEXES: readonly FieldIndex[] = [];
+
+function addId(values: Map<unknown, Ids>, value: unknown, id: number): void {
+  const ids = values.get(value);
+  if (ids === undefined) values.set(value, id);
+  else if (typeof ids === 'number') {
+    if (ids !== id) values.set(value, new Set([ids, id]));
+  } else ids.add(id);
+}
+
+function removeId(values: Map<unknown, Ids>, value: unknown, id: number): void {
+  const ids = values.get(value);
+  if (ids === undefined) return;
+  if (typeof ids === 'number') {
+    if (ids === id) values.delete(value);
+  } else if (ids.delete(id) && ids.size === 0) values.delete(value);
+}
 
 /** One applied change (`Snapshot` after a full replace). */
 export interface MirrorChange {
@@ -78,7 +104,8 @@ const MAX_JOURNAL = 50_000;
 /** Entity store with per-field indexes and change listeners. */
 export class Mirror {
   private readonly tables = new Map<string, Map<number, Entity>>();
-  private readonly indexes = new Map<string, Map<unknown, Set<number>>>();
+  /** Entity type → its secondary indexes (INDEXED), made at the type's first entity. */
+  private readonly indexes = new Map<string, FieldIndex[]>();
   private readonly listeners = new Set<Listener>();
   /** Waiters on one order's changes (waitForOrder): a change wakes its order's waiters only. */
   private readonly orderWaiters = new Map<number, Set<() => void>>();
@@ -91,28 +118,27 @@ export class Mirror {
     return t;
   }
 
-  private index(key: string): Map<unknown, Set<number>> {
-    let ix = this.indexes.get(key);
-    if (!ix) this.indexes.set(key, (ix = new Map()));
-    return ix;
+  private indexesOf(type: string): readonly FieldIndex[] {
+    let list = this.indexes.get(type);
+    if (!list) {
+      const fields = INDEXED[type];
+      if (!fields) return NO_INDEXES;
+      this.indexes.set(type, (list = fields.map((field) => ({ field, values: new Map<unknown, Ids>() }))));
+    }
+    return list;
   }
 
   private unindex(type: string, e: Entity): void {
-    for (const [f, key] of INDEX_KEYS[type] ?? []) {
-      const v = e[f];
-      if (v === undefined || v === null) continue;
-      this.index(key).get(v)?.delete(e.id);
+    for (const { field, values } of this.indexesOf(type)) {
+      const v = e[field];
+      if (v !== undefined && v !== null) removeId(values, v, e.id);
     }
   }
 
   private reindex(type: string, e: Entity): void {
-    for (const [f, key] of INDEX_KEYS[type] ?? []) {
-      const v = e[f];
-      if (v === undefined || v === null) continue;
-      const ix = this.index(key);
-      let set = ix.get(v);
-      if (!set) ix.set(v, (set = new Set()));
-      set.add(e.id);
+    for (const { field, values } of this.indexesOf(type)) {
+      const v = e[field];
+      if (v !== undefined && v !== null) addId(values, v, e.id);
     }
   }
 
@@ -131,17 +157,13 @@ export class Mirror {
     }
     // Only indexed fields that change move between index sets: most updates (status, fills)
     // touch none, and an account's set of order ids holds its whole history.
-    for (const [f, key] of INDEX_KEYS[type] ?? []) {
-      if (!(f in raw)) continue;
-      const before = prev[f];
-      const after = raw[f];
+    for (const { field, values } of this.indexesOf(type)) {
+      if (!(field in raw)) continue;
+      const before = prev[field];
+      const after = raw[field];
       if (before === after) continue;
-      const ix = this.index(key);
-      if (before !== undefined && before !== null) ix.get(before)?.delete(prev.id);
-      if (after === undefined || after === null) continue;
-      let set = ix.get(after);
-      if (!set) ix.set(after, (set = new Set()));
-      set.add(prev.id);
+      if (before !== undefined && before !== null) removeId(values, before, prev.id);
+      if (after !== undefined && after !== null) addId(values, after, prev.id);
     }
     Object.assign(prev, raw);
     return prev;
@@ -220,9 +242,19 @@ export class Mirror {
 
   /** Entities of `type` whose indexed `field` equals `value`. */
   by(type: string, field: string, value: unknown): Entity[] {
-    const ids = this.indexes.get(`${type}.${field}`)?.get(value);
-    if (!ids) return [];
+    let ids: Ids | undefined;
+    for (const ix of this.indexes.get(type) ?? NO_INDEXES) {
+      if (ix.field === field) {
+        ids = ix.values.get(value);
+        break;
+      }
+    }
+    if (ids === undefined) return [];
     const t = this.table(type);
+    if (typeof ids === 'number') {
+      const e = t.get(ids);
+      return e ? [e] : [];
+    }
     const out: Entity[] = [];
     for (const id of ids) {
       const e = t.get(id);

@@ -35,6 +35,34 @@ test('an index follows a changed field value', () => {
   expect(m.by('order', 'parentId', 2).map((o) => o.id)).toEqual([5]);
 });
 
+test('an index value shared by several entities keeps them in arrival order, through removals down to none and back', () => {
+  const m = new Mirror();
+  m.apply('fill', 'Created', { id: 3, orderId: 7 });
+  expect(m.by('fill', 'orderId', 7).map((f) => f.id)).toEqual([3]);
+  m.apply('fill', 'Created', [{ id: 1, orderId: 7 }, { id: 2, orderId: 7 }]);
+  expect(m.by('fill', 'orderId', 7).map((f) => f.id)).toEqual([3, 1, 2]);
+  // The same entity again (an Updated with the same value) is not filed twice.
+  m.apply('fill', 'Updated', { id: 1, orderId: 7, qty: 2 });
+  expect(m.by('fill', 'orderId', 7).map((f) => f.id)).toEqual([3, 1, 2]);
+  m.apply('fill', 'Deleted', { id: 3 });
+  m.apply('fill', 'Updated', { id: 2, orderId: 8 });
+  expect(m.by('fill', 'orderId', 7).map((f) => f.id)).toEqual([1]);
+  expect(m.by('fill', 'orderId', 8).map((f) => f.id)).toEqual([2]);
+  m.apply('fill', 'Deleted', { id: 1 });
+  expect(m.by('fill', 'orderId', 7)).toEqual([]);
+  m.apply('fill', 'Created', { id: 4, orderId: 7 });
+  expect(m.by('fill', 'orderId', 7).map((f) => f.id)).toEqual([4]);
+  // A value that one entity leaves and another takes names only the newcomer.
+  m.apply('order', 'Created', { id: 10, clOrdId: 'a' });
+  m.apply('order', 'Updated', { id: 10, clOrdId: 'b' });
+  m.apply('order', 'Created', { id: 11, clOrdId: 'a' });
+  expect(m.by('order', 'clOrdId', 'a').map((o) => o.id)).toEqual([11]);
+  expect(m.by('order', 'clOrdId', 'b').map((o) => o.id)).toEqual([10]);
+  // Fields that are not indexed, and types without indexes, find nothing.
+  expect(m.by('order', 'action', 'Buy')).toEqual([]);
+  expect(m.by('account', 'id', 10)).toEqual([]);
+});
+
 test('latestVersion is the orderVersion with the highest id (a modify)', () => {
   const m = new Mirror();
   m.apply('orderVersion', 'Created', { id: 20, orderId: 5, price: 2 });
