@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Percentiles } from './hdr.js';
-import type { GoalStatus } from './goals.js';
+import type { GoalResult, GoalStatus } from './goals.js';
 import type { BenchSummary, Check, CpuPerRequest, PlotSeries, ScenarioOutcome } from './summary.js';
 import { SCENARIOS } from './summary.js';
 import { renderLatencySvg } from './svg-plot.js';
@@ -63,6 +63,12 @@ const STATUS_TEXT: Record<GoalStatus, string> = {
   'not-measured': '– not measured',
 };
 
+/** A goal's verdict, naming its floor when that is more than the shape floor. */
+function statusText(g: GoalResult): string {
+  if (g.status === 'out-of-reach' && g.floorIs) return `⛔ out of reach here: the ${g.floorIs} misses it too`;
+  return STATUS_TEXT[g.status];
+}
+
 /** The issue's goals: measured, the shape floor of the same run, and what that makes of each. */
 function goalRows(s: BenchSummary): string[] {
   const measuredAny = s.goals?.some((g) => g.status !== 'not-measured');
@@ -74,14 +80,15 @@ function goalRows(s: BenchSummary): string[] {
     'The shape floor (bench/shape-floor-main.ts) runs the service’s fixed shape with none of tradegate’s work in it — a bare uWS front, ' +
       'a worker thread with a broker WebSocket, a broker thread answering the same 21 events — under the same generator at the same rates in this run. ' +
       'A goal the floor itself misses cannot be met on this machine by any implementation of the shape. The floor of an added latency is the floor’s ' +
-      'order round trip minus the raw placeoso round trip (a lower bound: its broker thread does less than the paper broker).' +
+      'order round trip minus the raw placeoso round trip (a lower bound: its broker thread does less than the paper broker); an idempotent order’s ' +
+      'floor adds the fastest durable commit of one idempotency record measured in this run (its answer waits for that commit, DESIGN §3).' +
       (s.quick ? ' **Quick run: the loads are not the goals’ loads.**' : ''),
     '',
     '| measure | goal | measured | shape floor | × goal | × floor | status |',
     '|---|---:|---:|---:|---:|---:|---|',
     ...s.goals.map((g) =>
       `| ${cell(g.measure)} | ${g.kind === 'max' ? '≤' : '≥'} ${g.goal} ${g.unit} | ${value(g.measured, g.unit)} | ${value(g.floor, g.unit)} | ` +
-        `${g.ofGoal ?? '–'} | ${g.ofFloor ?? '–'} | ${STATUS_TEXT[g.status]} |`),
+        `${g.ofGoal ?? '–'} | ${g.ofFloor ?? '–'} | ${statusText(g)} |`),
     '',
   ];
 }
@@ -154,6 +161,8 @@ export function renderMarkdown(s: BenchSummary): string {
       if (sf?.get) out.push(latencyRow(`shape floor: bare uWS GET at ${sf.get.ratePerSec}/s`, sf.get.latencyMs, 'the harness floor without tradegate'));
       if (sf?.orderLowLoad) out.push(latencyRow(`shape floor: order at ${sf.orderLowLoad.ratePerSec}/s`, sf.orderLowLoad.latencyMs, 'uWS → worker → WebSocket → broker thread and back, nothing else'));
       if (sf?.order) out.push(latencyRow(`shape floor: order at ${sf.order.ratePerSec}/s`, sf.order.latencyMs, 'uWS → worker → WebSocket → broker thread and back, nothing else'));
+      const dc = o.durableCommit;
+      if (dc) out.push(latencyRow(`durable commit: one idempotency record at ${dc.ratePerSec}/s`, dc.latencyMs, `the store's own LMDB commit and flush; fastest ${ms(dc.minMs)} ms from the call`));
       if (o.lowLoad) {
         const l = o.lowLoad;
         const note = `${l.keys} keys, ${l.durationMs / 1000} s, outcomes ${JSON.stringify(l.outcomes)}`;

@@ -3,6 +3,7 @@
  * (issue 6), plus each scenario's correctness checks. Latencies are milliseconds.
  */
 import type { CpuPerRequest } from './cpu.js';
+import type { DurableCommitSummary } from './durable-probe.js';
 import type { GoalResult } from './goals.js';
 import type { Percentiles, SpectrumPoint } from './hdr.js';
 import type { ProfileFile } from './service.js';
@@ -84,6 +85,8 @@ export interface OrdersSummary {
   cpuUsPerRequest: Record<string, CpuPerRequest>;
   /** The shape floor (bench/shape-floor-main.ts) under the same generator at the same rates. */
   shapeFloor?: ShapeFloorSummary;
+  /** One idempotency record's durable commit on this machine (bench/durable-probe.ts): what an idempotent order waits for at least. */
+  durableCommit?: DurableCommitSummary;
   /** Full runs with K > 50: the same orders from 50 keys (100/s) first, a load the service can carry. */
   lowLoad?: {
     keys: number;

@@ -14,6 +14,7 @@ import { lagNote, measured, pick, r2, statusCounts, type ScenarioContext, type S
 import { resolveAll } from '../retry.js';
 import { Service } from '../service.js';
 import { measureShapeFloor } from '../shape-floor.js';
+import { measureDurableCommit } from '../durable-probe.js';
 import type { OrdersSummary } from '../summary.js';
 import {
   accountAtBroker,
@@ -33,6 +34,8 @@ const OVER_LIMIT_FACTOR = 10;
 /** Full runs first measure a load the service can carry (when K is larger): 50 keys, 100/s. */
 const LOW_LOAD_KEYS = 50;
 const LOW_LOAD_MS = 20_000;
+/** Records per second of the durable-commit probe: slow enough that two commits never overlap. */
+const DURABLE_PROBE_RATE = 100;
 /** Unanswered idempotent requests retried after the run (a sample when there are more). */
 const MAX_RETRIED = 300;
 
@@ -103,6 +106,10 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
       },
       ratePerSec: rate, durationMs: probeMs, clOrdIdPrefix: `${ctx.runId}-rawoso`,
     });
+
+    // One durable commit, the least an idempotent order's answer waits for its record (bench/durable-probe.ts).
+    ctx.log(`orders: durable commit of one idempotency record at ${DURABLE_PROBE_RATE}/s`);
+    const durableCommit = await measureDurableCommit({ ratePerSec: DURABLE_PROBE_RATE, durationMs: probeMs });
 
     // The shape's own floor on this machine, same generator, same rates: the least any
     // implementation of uWS front → actor worker → broker WebSocket costs (bench/shape-floor-main.ts).
@@ -266,6 +273,7 @@ export async function runOrders(ctx: ScenarioContext): Promise<ScenarioRun<Order
       duplicates: atBroker.duplicates,
       cpuUsPerRequest: cpu,
       shapeFloor: shape.summary,
+      durableCommit,
     };
     if (low && lowE2e && lowIdem) {
       const lowCounts = statusCounts(low);

@@ -76,6 +76,26 @@ describe('goalsOf', () => {
     expect(goalsOf(short).find((g) => g.measure === 'reads offered and answered 200')).toMatchObject({ measured: 4500, status: 'not-met' });
   });
 
+  it('adds the fastest durable commit of the run to the idempotent goals’ floor, and only to theirs', () => {
+    const withCommit = { ...summary, orders: { ...summary.orders!, durableCommit: { ratePerSec: 100, records: 1000, latencyMs: p(1.4, 2.6), minMs: 1.1 } } } as BenchSummary;
+    const byMeasure = Object.fromEntries(goalsOf(withCommit).map((g) => [g.measure, g]));
+    // 0.8 ms (shape floor − raw placeoso) + 1.1 ms: over the 1 ms goal, so out of reach here.
+    expect(byMeasure['added latency at 1000/s with Idempotency-Key, p50']).toMatchObject({ measured: 10.7, floor: 1.9, floorIs: 'shape floor + one durable commit', status: 'out-of-reach' });
+    // 8 ms + 1.1 ms at p99.
+    expect(byMeasure['added latency at 1000/s with Idempotency-Key, p99']).toMatchObject({ floor: 9.1, status: 'out-of-reach' });
+    // A commit within the goal leaves a miss ours.
+    const fast = { ...summary, orders: { ...summary.orders!, durableCommit: { ratePerSec: 100, records: 1000, latencyMs: p(0.2, 0.4), minMs: 0.1 } } } as BenchSummary;
+    expect(goalsOf(fast).find((g) => g.measure === 'added latency at 1000/s with Idempotency-Key, p50')).toMatchObject({ floor: 0.9, status: 'not-met' });
+    // Plain orders wait for no record.
+    expect(byMeasure['added latency at 1000/s, p50']).toMatchObject({ floor: 0.8 });
+    expect(byMeasure['added latency at 100/s, p50']).toMatchObject({ floor: 0.2 });
+    expect(byMeasure['added latency at 1000/s, p50']!.floorIs).toBeUndefined();
+    // The report names the floor that misses it.
+    expect(renderMarkdown({ ...withCommit, goals: goalsOf(withCommit) })).toMatch(
+      /\| added latency at 1000\/s with Idempotency-Key, p50 \| ≤ 1 ms \| 10\.7 ms \| 1\.9 ms \| 10\.7 \| 5\.63 \| ⛔ out of reach here: the shape floor \+ one durable commit misses it too \|/,
+    );
+  });
+
   it('renders the table in the report', () => {
     const md = renderMarkdown({ ...summary, goals: goalsOf(summary) });
     expect(md).toContain('## Goals against the shape floor');
