@@ -64,6 +64,39 @@ export function judge(measure: string, kind: 'max' | 'min', goal: number, unit: 
   return out;
 }
 
+/** The issue's goal for the front's CPU per authenticated GET, µs. */
+export const GET_FRONT_GOAL_US = 25;
+
+/**
+ * What one µs of work on the front costs the front thread in all, on this machine: the shape
+ * floor's accounts-size GET with and without a busy-wait of `workUs` per request, same rate. The
+ * difference over `workUs` is the factor (system calls, the client's wake-up and cache misses grow
+ * with the time a request holds the thread); the goal leaves `(goal − floor) ÷ factor` µs of work
+ * per request, and tradegate's front does `(measured − floor) ÷ factor` by the same measure.
+ */
+export interface FrontWorkCalibration {
+  workUs: number;
+  /** Front CPU per GET, µs: the floor, and the floor with the busy-wait. */
+  floorUs: number;
+  withWorkUs: number;
+  /** Front CPU per µs of work. */
+  factor: number;
+  /** µs of work per request the goal leaves on this machine. */
+  budgetUs: number;
+  /** tradegate's front, in µs of work by the same measure. */
+  oursUs: number;
+}
+
+/** The calibration from the reads scenario's CPU phases; undefined when one is missing or the busy-wait did not show. */
+export function frontWorkCalibration(workUs: number, floorUs?: number, withWorkUs?: number, measuredUs?: number): FrontWorkCalibration | undefined {
+  if (floorUs === undefined || withWorkUs === undefined || measuredUs === undefined || !(workUs > 0) || !(withWorkUs > floorUs)) return undefined;
+  const factor = (withWorkUs - floorUs) / workUs;
+  return {
+    workUs, floorUs: r2(floorUs), withWorkUs: r2(withWorkUs), factor: r2(factor),
+    budgetUs: r2(Math.max(0, GET_FRONT_GOAL_US - floorUs) / factor), oursUs: r2(Math.max(0, measuredUs - floorUs) / factor),
+  };
+}
+
 /** Every goal of the issue, judged against a run (full size: the quick sizes are not the goals' loads). */
 export function goalsOf(s: BenchSummary): GoalResult[] {
   const o = s.orders;
@@ -76,7 +109,7 @@ export function goalsOf(s: BenchSummary): GoalResult[] {
   const rate = o ? `${o.ratePerSec}/s` : '1,000/s';
   const low = o?.lowLoad ? `${o.lowLoad.ratePerSec}/s` : '100/s';
   return [
-    judge('front CPU per GET /api/v1/accounts', 'max', 25, 'µs', rc?.accounts?.front, rc?.shapeFloorAccounts?.front),
+    judge('front CPU per GET /api/v1/accounts', 'max', GET_FRONT_GOAL_US, 'µs', rc?.accounts?.front, rc?.shapeFloorAccounts?.front),
     judge('front CPU per bracket order', 'max', 60, 'µs', oc?.main?.front, oc?.shapeFloorOrder?.front),
     judge('actor CPU per bracket order', 'max', 80, 'µs', oc?.main?.actors, oc?.shapeFloorOrder?.actors),
     judge('paper broker CPU per bracket order', 'max', 100, 'µs', oc?.main?.paperBroker, oc?.shapeFloorOrder?.paperBroker),

@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Percentiles } from './hdr.js';
-import type { GoalResult, GoalStatus } from './goals.js';
+import { GET_FRONT_GOAL_US, type GoalResult, type GoalStatus } from './goals.js';
 import type { BenchSummary, Check, CpuPerRequest, PlotSeries, ScenarioOutcome } from './summary.js';
 import { SCENARIOS } from './summary.js';
 import { renderLatencySvg } from './svg-plot.js';
@@ -231,6 +231,15 @@ export function renderMarkdown(s: BenchSummary): string {
       for (const [name, p] of Object.entries(r.byEndpoint)) out.push(latencyRow(name, p));
       if (r.shapeFloor?.reads) out.push(latencyRow(`shape floor: bare uWS answers of the same sizes at ${r.shapeFloor.reads.ratePerSec}/s`, r.shapeFloor.reads.latencyMs, 'the floor of these reads on this machine'));
       out.push('');
+      const w = r.frontWork;
+      if (w) {
+        out.push(
+          `What a µs of work costs the front here: the shape floor's accounts-size GET costs its front ${w.floorUs} µs, and ${w.withWorkUs} µs ` +
+            `when each request first busy-waits ${w.workUs} µs, so each µs of work costs ${w.factor} µs of front CPU (system calls and wake-ups grow with it). ` +
+            `The goal of ${GET_FRONT_GOAL_US} µs leaves ${w.budgetUs} µs of work per request on this machine; tradegate's front does ${w.oursUs} µs by the same measure.`,
+          '',
+        );
+      }
     }
     out.push(...checksBlock(s.scenarios.reads));
   }

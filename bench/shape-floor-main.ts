@@ -77,6 +77,13 @@ async function front(port: number): Promise<void> {
   const bodies = new Map<number, Buffer>();
   app.get('/bytes/:n', (res, req) => {
     const n = Math.min(Number(req.getParameter(0)) || 2, 1 << 20);
+    // `?work=<µs>`: busy-waits that long first, standing in for a request's own work on the front
+    // (the reads scenario's calibration: what one µs of JS costs the front thread in all).
+    const work = Math.min(Number(/(?:^|&)work=(\d+)/.exec(req.getQuery() ?? '')?.[1] ?? 0), 10_000) / 1000;
+    if (work > 0) {
+      const start = performance.now();
+      while (performance.now() - start < work);
+    }
     let body = bodies.get(n);
     if (!body) bodies.set(n, (body = Buffer.from(JSON.stringify('x'.repeat(Math.max(0, n - 2))))));
     res.cork(() => res.writeHeader('Content-Type', 'application/json').end(body));

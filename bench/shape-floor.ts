@@ -93,29 +93,35 @@ export interface ShapeFloorSummary {
   reads?: ShapeFloorPhase;
   /** GETs of the size of `GET /api/v1/accounts` alone, at the reads scenario's rate. */
   readsAccounts?: ShapeFloorPhase;
+  /**
+   * The same GETs, each busy-waiting `workUs` on the front before its answer: what that much work
+   * costs the front thread in all (system calls, wake-ups and cache misses grow with it).
+   */
+  readsAccountsWork?: ShapeFloorPhase & { workUs: number };
   /** The webhook burst's count of orders inside 1 s. */
   burst?: ShapeFloorPhase;
 }
 
 const LABELS: Record<keyof ShapeFloorSummary, string> = {
-  get: 'GET', order: 'order', orderLowLoad: 'order', reads: 'reads', readsAccounts: 'accounts-size GET', burst: 'order burst',
+  get: 'GET', order: 'order', orderLowLoad: 'order', reads: 'reads', readsAccounts: 'accounts-size GET', readsAccountsWork: 'accounts-size GET with busy-wait', burst: 'order burst',
 };
 
 /** Runs `phases` (GET and/or order, at their rates) against a fresh shape floor process. */
 export async function measureShapeFloor(
   pool: LoadPool,
   runId: string,
-  phases: { kind: keyof ShapeFloorSummary; ratePerSec: number; durationMs: number; body?: string; readBytes?: number[] }[],
+  phases: { kind: keyof ShapeFloorSummary; ratePerSec: number; durationMs: number; body?: string; readBytes?: number[]; workUs?: number }[],
 ): Promise<{ summary: ShapeFloorSummary; series: PlotSeries[] }> {
   const floor = await ShapeFloor.start();
   const summary: ShapeFloorSummary = {};
   const series: PlotSeries[] = [];
   try {
     for (const phase of phases) {
-      const get = phase.kind === 'get' || phase.kind === 'reads' || phase.kind === 'readsAccounts';
+      const get = phase.kind === 'get' || phase.kind === 'reads' || phase.kind === 'readsAccounts' || phase.kind === 'readsAccountsWork';
+      const work = phase.workUs ? `?work=${phase.workUs}` : '';
       const requests: HttpRequestSpec[] =
         phase.kind === 'get' ? [{ method: 'GET', path: '/healthz', tag: 'get' }]
-        : get ? (phase.readBytes ?? [2]).map((n) => ({ method: 'GET', path: `/bytes/${n}`, tag: `read ${n} B` }))
+        : get ? (phase.readBytes ?? [2]).map((n) => ({ method: 'GET', path: `/bytes/${n}${work}`, tag: `read ${n} B` }))
         : [{ method: 'POST', path: '/order', tag: 'order', headers: { 'content-type': 'application/json' }, body: phase.body ?? '{}' }];
       const before = await floor.cpu();
       const run = await pool.http({
@@ -127,8 +133,11 @@ export async function measureShapeFloor(
       const label = `shape floor ${LABELS[phase.kind]} at ${phase.ratePerSec}/s`;
       const m = measured(label, mergeHistograms(ok));
       const others = Object.entries(statusCounts(run)).filter(([s]) => s !== expected);
-      summary[phase.kind] = { ratePerSec: phase.ratePerSec, sent: run.sent, allOk: others.length === 0 && run.completed === run.sent, latencyMs: m.p, cpu };
-      series.push(m.series);
+      const result: ShapeFloorPhase = { ratePerSec: phase.ratePerSec, sent: run.sent, allOk: others.length === 0 && run.completed === run.sent, latencyMs: m.p, cpu };
+      if (phase.kind === 'readsAccountsWork') summary.readsAccountsWork = { ...result, workUs: phase.workUs ?? 0 };
+      else summary[phase.kind] = result;
+      // The calibration's latency is not a floor of anything the service answers: not plotted.
+      if (phase.kind !== 'readsAccountsWork') series.push(m.series);
     }
   } finally {
     await floor.stop();

@@ -4,7 +4,7 @@
  */
 import type { CpuPerRequest } from './cpu.js';
 import type { DurableCommitSummary } from './durable-probe.js';
-import type { GoalResult } from './goals.js';
+import type { FrontWorkCalibration, GoalResult } from './goals.js';
 import type { Percentiles, SpectrumPoint } from './hdr.js';
 import type { ProfileFile } from './service.js';
 import type { SseFloorSummary, ShapeFloorSummary } from './shape-floor.js';
@@ -141,7 +141,9 @@ export interface ReadsSummary {
   offeredPerSec: number;
   /**
    * CPU µs per read per thread: `accounts` (GET /api/v1/accounts alone), `workingOrders` (alone),
-   * `mixed` (the measured run), `shapeFloorReads` (the shape floor answering the same sizes).
+   * `mixed` (the measured run), `shapeFloorReads` (the shape floor answering the same sizes),
+   * `shapeFloorAccounts` (its accounts-size answer alone) and `shapeFloorAccountsWork` (the same
+   * with a busy-wait of `frontWork.workUs` per request).
    */
   cpuUsPerRequest: Record<string, CpuPerRequest>;
   /** The shape floor (bench/shape-floor-main.ts) answering reads of the same sizes at the same rate. */
@@ -154,6 +156,8 @@ export interface ReadsSummary {
   latencyMs: Percentiles;
   byEndpoint: Record<string, Percentiles>;
   non2xx: Record<string, number>;
+  /** What a µs of work costs the front, from the shape floor with and without a busy-wait (bench/goals.ts frontWorkCalibration). */
+  frontWork?: FrontWorkCalibration;
 }
 
 /** `actors` section of latest.json. */

@@ -3,7 +3,7 @@
  * shape floor measured in the same run misses it too (issue 10: "do not lower the bar silently").
  */
 import { describe, expect, it } from 'vitest';
-import { goalsOf, judge } from '../../../bench/goals.js';
+import { frontWorkCalibration, goalsOf, judge } from '../../../bench/goals.js';
 import type { Percentiles } from '../../../bench/hdr.js';
 import { renderMarkdown } from '../../../bench/report.js';
 import type { BenchSummary } from '../../../bench/summary.js';
@@ -34,6 +34,21 @@ describe('judge', () => {
     expect(judge('x', 'max', 1, 'ms', undefined, 0.5).status).toBe('not-measured');
     expect(judge('x', 'max', 1, 'ms', -1).status).toBe('not-measured');
     expect(judge('x', 'max', 1, 'ms', Number.NaN).status).toBe('not-measured');
+  });
+});
+
+describe('frontWorkCalibration', () => {
+  it('prices a µs of front work from the floor with and without the busy-wait, and the goal’s budget with it', () => {
+    // 20 µs of busy-wait took the floor from 17 to 45 µs: 1.4 µs per µs of work.
+    expect(frontWorkCalibration(20, 17, 45, 52)).toEqual({ workUs: 20, floorUs: 17, withWorkUs: 45, factor: 1.4, budgetUs: 5.71, oursUs: 25 });
+    // A floor already over the goal leaves no work at all.
+    expect(frontWorkCalibration(20, 30, 58, 60)).toMatchObject({ budgetUs: 0 });
+  });
+
+  it('gives nothing when a phase is missing or the busy-wait did not show in the CPU', () => {
+    expect(frontWorkCalibration(20, undefined, 45, 52)).toBeUndefined();
+    expect(frontWorkCalibration(20, 17, 16, 52)).toBeUndefined();
+    expect(frontWorkCalibration(0, 17, 45, 52)).toBeUndefined();
   });
 });
 
@@ -101,5 +116,12 @@ describe('goalsOf', () => {
     expect(md).toContain('## Goals against the shape floor');
     expect(md).toMatch(/\| front CPU per bracket order \| ≤ 60 µs \| 456 µs \| 153 µs \| 7\.6 \| 2\.98 \| ⛔ out of reach/);
     expect(md).toMatch(/\| reads p99 \| ≤ 10 ms \| 15\.4 ms \| 6 ms \| 1\.54 \| 2\.57 \| ❌ not met \|/);
+  });
+
+  it('states the front-work calibration in the reads section', () => {
+    const reads = { ...summary.reads!, keys: 2500, ratePerSec: 5000, durationMs: 30_000, byEndpoint: {}, non2xx: {}, frontWork: frontWorkCalibration(20, 17, 45, 52) };
+    const md = renderMarkdown({ ...summary, reads: reads as BenchSummary['reads'], scenarios: { reads: { status: 'ok', checks: [] } } } as unknown as BenchSummary);
+    expect(md).toContain('each µs of work costs 1.4 µs of front CPU');
+    expect(md).toContain('The goal of 25 µs leaves 5.71 µs of work per request on this machine; tradegate\'s front does 25 µs by the same measure.');
   });
 });
