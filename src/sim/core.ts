@@ -151,7 +151,8 @@ export class SimCore {
     let message: string | undefined;
     for (const sink of sinks) {
       if (!sink.types.has(ev.entityType) || (sink.accounts && !sink.accounts.has(ev.accountId))) continue;
-      message ??= JSON.stringify({ e: 'props', d: { entityType: ev.entityType, eventType: ev.eventType, entity: ev.entity } });
+      // Type and event names are fixed identifiers (no escaping); the entity is JSON already.
+      message ??= `{"e":"props","d":{"entityType":"${ev.entityType}","eventType":"${ev.eventType}","entity":${ev.json}}}`;
       sink.push(message);
     }
   }

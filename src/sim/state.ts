@@ -36,7 +36,8 @@ export const MASTER_FIELD: Record<EntityType, string> = {
 export interface SimEvent {
   entityType: EntityType;
   eventType: 'Created' | 'Updated' | 'Deleted';
-  entity: Entity;
+  /** The entity's JSON as it was when the event happened. */
+  json: string;
   accountId: number;
   /** Whether the account was visible when the event happened (a breach liquidates, then revokes, in one flush). */
   visible: boolean;
@@ -151,10 +152,11 @@ export class SimState {
 
   /** Records an event without storing anything (account Deleted/Created on revoke/restore). */
   emit(type: EntityType, eventType: SimEvent['eventType'], entity: Entity, accountId: number): void {
-    // A shallow copy freezes the entity as it is now: the same object may change again
-    // before the events are serialised (PendingNew → Working in one call).
+    // Serialised now: the same object may change again before the events are sent (PendingNew →
+    // Working in one call), and every event is sent (the actor subscribes to every type), so its
+    // text is needed anyway; a copy to serialise later cost a second pass over the entity.
     const visible = this.accounts.get(accountId)?.active ?? false;
-    this.events.push({ entityType: type, eventType, entity: { ...entity }, accountId, visible });
+    this.events.push({ entityType: type, eventType, json: JSON.stringify(entity), accountId, visible });
   }
 
   /** Returns and clears the events recorded since the last call. */

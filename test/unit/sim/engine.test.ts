@@ -4,6 +4,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Engine, type OrderRec, type OrderSpec } from '../../../src/sim/engine.js';
+import type { Entity } from '../../../src/sim/state.js';
 
 let engine: Engine;
 let accountId: number;
@@ -43,7 +44,7 @@ describe('ids and events', () => {
 
   it('records each state of an entity as it was (PendingNew, then Working), not the final object', () => {
     const rec = place({ orderType: 'Limit', price: 4900 });
-    const orderEvents = engine.state.takeEvents().filter((e) => e.entityType === 'order' && e.entity.id === rec.id);
+    const orderEvents = engine.state.takeEvents().map((e) => ({ ...e, entity: JSON.parse(e.json) as Entity })).filter((e) => e.entityType === 'order' && e.entity.id === rec.id);
     expect(orderEvents.map((e) => [e.eventType, e.entity.ordStatus])).toEqual([['Created', 'PendingNew'], ['Updated', 'Working']]);
   });
 });

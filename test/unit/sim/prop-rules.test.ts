@@ -49,7 +49,7 @@ it('a daily loss breach cancels, liquidates with admin orders, then revokes: the
   const last = events[events.length - 1]!;
   expect(last).toMatchObject({ entityType: 'account', eventType: 'Deleted', visible: false });
   expect(events.slice(0, -1).every((e) => e.visible)).toBe(true);
-  expect(events.some((e) => e.entityType === 'order' && e.entity.admin === true)).toBe(true);
+  expect(events.some((e) => e.entityType === 'order' && (JSON.parse(e.json) as { admin?: boolean }).admin === true)).toBe(true);
 });
 
 it('marks only holders of the moved contract, and only accounts with rules, for a check', () => {
