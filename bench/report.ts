@@ -235,7 +235,8 @@ export function renderMarkdown(s: BenchSummary): string {
       if (w) {
         out.push(
           `What a µs of work costs the front here: the shape floor's accounts-size GET costs its front ${w.floorUs} µs, and ${w.withWorkUs} µs ` +
-            `when each request first busy-waits ${w.workUs} µs, so each µs of work costs ${w.factor} µs of front CPU (system calls and wake-ups grow with it). ` +
+            `when each request first busy-waits ${w.workUs} µs, so each µs of work costs ${w.factor} µs of front CPU` +
+            `${w.factor >= 1.1 ? ' (system calls and the client’s wake-up cost more when a request holds the thread longer)' : ''}. ` +
             `The goal of ${GET_FRONT_GOAL_US} µs leaves ${w.budgetUs} µs of work per request on this machine; tradegate's front does ${w.oursUs} µs by the same measure.`,
           '',
         );

@@ -121,7 +121,11 @@ describe('goalsOf', () => {
   it('states the front-work calibration in the reads section', () => {
     const reads = { ...summary.reads!, keys: 2500, ratePerSec: 5000, durationMs: 30_000, byEndpoint: {}, non2xx: {}, frontWork: frontWorkCalibration(20, 17, 45, 52) };
     const md = renderMarkdown({ ...summary, reads: reads as BenchSummary['reads'], scenarios: { reads: { status: 'ok', checks: [] } } } as unknown as BenchSummary);
-    expect(md).toContain('each µs of work costs 1.4 µs of front CPU');
+    expect(md).toContain('each µs of work costs 1.4 µs of front CPU (system calls and the client’s wake-up cost more');
+    // A factor of about 1 names no extra cost.
+    const flat = { ...reads, frontWork: frontWorkCalibration(20, 17.6, 37.6, 48.8) };
+    const flatMd = renderMarkdown({ ...summary, reads: flat as BenchSummary['reads'], scenarios: { reads: { status: 'ok', checks: [] } } } as unknown as BenchSummary);
+    expect(flatMd).toContain('so each µs of work costs 1 µs of front CPU. The goal of 25 µs leaves 7.4 µs');
     expect(md).toContain('The goal of 25 µs leaves 5.71 µs of work per request on this machine; tradegate\'s front does 25 µs by the same measure.');
   });
 });
