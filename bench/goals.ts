@@ -70,8 +70,8 @@ export const GET_FRONT_GOAL_US = 25;
 /**
  * What one µs of work on the front costs the front thread in all, on this machine: the shape
  * floor's accounts-size GET with and without a busy-wait of `workUs` per request, same rate. The
- * difference over `workUs` is the factor (system calls, the client's wake-up and cache misses grow
- * with the time a request holds the thread); the goal leaves `(goal − floor) ÷ factor` µs of work
+ * difference over `workUs` is the factor (system calls, the client's wake-up and cache misses can
+ * grow with the time a request holds the thread; 1.0–1.4 measured on the 2-core VM); the goal leaves `(goal − floor) ÷ factor` µs of work
  * per request, and tradegate's front does `(measured − floor) ÷ factor` by the same measure.
  */
 export interface FrontWorkCalibration {

@@ -95,7 +95,7 @@ export interface ShapeFloorSummary {
   readsAccounts?: ShapeFloorPhase;
   /**
    * The same GETs, each busy-waiting `workUs` on the front before its answer: what that much work
-   * costs the front thread in all (system calls, wake-ups and cache misses grow with it).
+   * costs the front thread in all (system calls, wake-ups and cache misses can grow with it).
    */
   readsAccountsWork?: ShapeFloorPhase & { workUs: number };
   /** The webhook burst's count of orders inside 1 s. */
