@@ -8,6 +8,7 @@
  * Shutdown: stop accepting and finish requests in flight, hand this node's connections to
  * the others (stop the actors, free their owner records), then close the store and NATS.
  */
+import type { NatsConnection } from '@nats-io/transport-node';
 import { createSupervisor } from '../actors/supervisor.js';
 import { clusterReplicas, connectNats, defaultNodeId, startClusterNode, type ClusterNode } from '../cluster/node.js';
 import { holderName } from '../cluster/node-lease.js';
@@ -19,9 +20,10 @@ import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
 import { accountGuardsOf } from '../store/guards.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
+import { StartupAbortedError, stopStartupWaitsOn } from '../store/nats/startup-abort.js';
 import { isUnreachableNats, serializesRevisionChecks, whileStarting } from '../store/nats/startup.js';
 import { CLUSTER, SERVE } from '../tuning.js';
-import { serveThreads, serveUntilSignal, startMetrics, startWebFront } from './serve-lifecycle.js';
+import { serveThreads, serveUntilSignal, startMetrics, startWebFront, stoppedWhileStarting } from './serve-lifecycle.js';
 
 /** Runs one cluster node until `signalled`; returns the exit code after a graceful shutdown. */
 export async function runClusterNode(config: Config, servers: string[], signalled: Promise<NodeJS.Signals>): Promise<number> {
@@ -32,8 +34,18 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   const boot = randomBase62(10);
   const replicas = clusterReplicas(config, servers);
   const logger = createLogger(config.logLevel).child({ node: nodeId });
+  // A signal during start-up ends every wait for NATS at once (this one and the store's and node's below).
+  const stop = new AbortController();
+  void signalled.then(() => stop.abort());
+  stopStartupWaitsOn(stop.signal);
   // Started before NATS (or with it): wait for a server to accept, as for the buckets below.
-  const nc = await whileStarting('connecting to NATS', () => connectNats(servers, nodeId), { logger, transient: isUnreachableNats });
+  let nc: NatsConnection;
+  try {
+    nc = await whileStarting('connecting to NATS', () => connectNats(servers, nodeId), { logger, transient: isUnreachableNats });
+  } catch (err) {
+    if (!(err instanceof StartupAbortedError)) throw err;
+    return stoppedWhileStarting(logger, err);
+  }
   if (replicas > 1 && !serializesRevisionChecks(nc.info?.version)) {
     logger.warn(
       { natsVersion: nc.info?.version },

@@ -10,6 +10,7 @@ import { createWebSessions, type WebSessions } from '../http/session-auth.js';
 import { loadWebApp, type WebApp } from '../http/static-files.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
+import { StartupAbortedError } from '../store/nats/startup-abort.js';
 import { SERVE } from '../tuning.js';
 import type { EmbeddedPaper } from './serve-paper.js';
 
@@ -38,11 +39,19 @@ export async function serveUntilSignal(
     await start();
   } catch (err) {
     await shutdown().catch(() => undefined);
+    if (err instanceof StartupAbortedError) return stoppedWhileStarting(logger, err);
     throw err;
   }
   const signal = await signalled;
   logger.info({ signal }, 'shutting down');
   await shutdown();
+  process.stdout.write('stopped\n');
+  return 0;
+}
+
+/** A start told to stop while it waited for NATS (SIGTERM): an orderly exit, code 0. */
+export function stoppedWhileStarting(logger: Logger, err: StartupAbortedError): number {
+  logger.info({ reason: err.message }, 'stopped during start-up');
   process.stdout.write('stopped\n');
   return 0;
 }

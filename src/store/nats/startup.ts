@@ -5,6 +5,7 @@
  */
 import { JetStreamApiError } from '@nats-io/jetstream';
 import type { Logger } from '../../log.js';
+import { pause, processStopSignal, StartupAbortedError, type StartupWaitOptions } from './startup-abort.js';
 
 /** How long start-up keeps retrying JetStream calls NATS cannot answer yet (see whileStarting). */
 export const STARTUP_WAIT_MS = 60_000;
@@ -32,22 +33,27 @@ export function isTransientNatsError(err: unknown): boolean {
  * transient error, for up to `waitMs`: a node started together with its NATS cluster, or while
  * the cluster is busy creating replicated streams for other nodes, waits for it instead of
  * exiting on the first 2 s timeout. Creating is idempotent (an existing bucket or stream with the
- * same settings is opened), so a retried call whose first attempt did land is harmless.
+ * same settings is opened), so a retried call whose first attempt did land is harmless. An aborted
+ * `signal` ends the wait at once with StartupAbortedError (the attempt in flight, at most one
+ * call's deadline, is not cut short).
  */
 export async function whileStarting<T>(
   what: string,
   fn: () => Promise<T>,
-  opts: { waitMs?: number; logger?: Logger | undefined; transient?: (err: unknown) => boolean } = {},
+  opts: StartupWaitOptions & { waitMs?: number; logger?: Logger | undefined; transient?: (err: unknown) => boolean } = {},
 ): Promise<T> {
   const transient = opts.transient ?? isTransientNatsError;
+  const signal = opts.signal ?? processStopSignal();
   const deadline = performance.now() + (opts.waitMs ?? STARTUP_WAIT_MS);
   for (let attempt = 1; ; attempt++) {
+    if (signal?.aborted) throw new StartupAbortedError(what);
     try {
       return await fn();
     } catch (err) {
       if (!transient(err) || performance.now() >= deadline) throw err;
+      if (signal?.aborted) throw new StartupAbortedError(what);
       opts.logger?.warn({ err: (err as Error).message, attempt }, `${what}: NATS not ready; retrying`);
-      await new Promise((r) => setTimeout(r, Math.min(250 * attempt, 2000)));
+      await pause(Math.min(250 * attempt, 2000), signal);
     }
   }
 }

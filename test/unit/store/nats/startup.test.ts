@@ -5,6 +5,7 @@
 import { JetStreamApiError } from '@nats-io/jetstream';
 import { connect, NoRespondersError, PermissionViolationError, RequestError, TimeoutError } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
+import { StartupAbortedError } from '../../../../src/store/nats/startup-abort.js';
 import { isTransientNatsError, isUnreachableNats, serializesRevisionChecks, whileStarting } from '../../../../src/store/nats/startup.js';
 import { freePorts } from '../../../support/nats.js';
 
@@ -60,6 +61,34 @@ describe('whileStarting', () => {
     expect((err as Error).name).toBe('TimeoutError');
     expect(calls).toBeGreaterThan(1);
     expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it('an aborted signal ends the wait during its pause, with StartupAbortedError and no further call', async () => {
+    const stop = new AbortController();
+    let calls = 0;
+    const started = performance.now();
+    const waiting = whileStarting('opening KV bucket x', async () => {
+      calls++;
+      // The third attempt's pause is 750 ms: abort inside it.
+      if (calls === 3) setTimeout(() => stop.abort(), 50);
+      throw new TimeoutError();
+    }, { waitMs: 60_000, signal: stop.signal }).catch((e: unknown) => e);
+    const err = await waiting;
+    expect(err).toBeInstanceOf(StartupAbortedError);
+    expect((err as Error).message).toBe('opening KV bucket x: stopped while waiting for NATS');
+    expect(calls).toBe(3);
+    // 250 + 500 ms of pauses, then 50 ms into the third: far from the 750 ms that pause would take.
+    expect(performance.now() - started).toBeLessThan(1_200);
+  });
+
+  it('a signal aborted before the first call makes none', async () => {
+    let calls = 0;
+    const err = await whileStarting('x', async () => {
+      calls++;
+      return 1;
+    }, { signal: AbortSignal.abort() }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StartupAbortedError);
+    expect(calls).toBe(0);
   });
 });
 
