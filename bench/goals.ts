@@ -87,10 +87,15 @@ export interface FrontWorkCalibration {
   oursUs: number;
 }
 
-/** The calibration from the reads scenario's CPU phases; undefined when one is missing or the busy-wait did not show. */
+/**
+ * The calibration from the reads scenario's CPU phases; undefined when one is missing or the
+ * busy-wait did not show (less than half of it in the CPU: the phase did not run as meant, and a
+ * tiny factor would promise a budget no machine has).
+ */
 export function frontWorkCalibration(workUs: number, floorUs?: number, withWorkUs?: number, measuredUs?: number): FrontWorkCalibration | undefined {
-  if (floorUs === undefined || withWorkUs === undefined || measuredUs === undefined || !(workUs > 0) || !(withWorkUs > floorUs)) return undefined;
+  if (floorUs === undefined || withWorkUs === undefined || measuredUs === undefined || !(workUs > 0)) return undefined;
   const factor = (withWorkUs - floorUs) / workUs;
+  if (!(factor >= 0.5)) return undefined;
   return {
     workUs, floorUs: r2(floorUs), withWorkUs: r2(withWorkUs), factor: r2(factor),
     budgetUs: r2(Math.max(0, GET_FRONT_GOAL_US - floorUs) / factor), oursUs: r2(Math.max(0, measuredUs - floorUs) / factor),
