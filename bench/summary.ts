@@ -110,13 +110,15 @@ export interface WebhooksSummary {
   allAtBrokerMs: number;
   /** The same, from the last alert's intended send time (the issue's measure). */
   allAtBrokerAfterLastMs: number;
-  /** CPU µs per alert per thread during the burst (`burst`), and the shape floor's (`shapeFloorBurst`). */
+  /** CPU µs per alert per thread during the burst (`burst`), the second burst (`secondBurst`), and the shape floor's (`shapeFloorBurst`). */
   cpuUsPerRequest: Record<string, CpuPerRequest>;
   ackMs: Percentiles;
   /** Retried alerts (same `id`) answered from the dedupe record without a second order. */
   retriedDeduped: number;
   /** The shape floor answering the same count of orders inside 1 s (`burst`). */
   shapeFloor?: ShapeFloorSummary;
+  /** The same burst again on the then warm process (fresh ids); its CPU is `cpuUsPerRequest.secondBurst`. The goals judge the first. */
+  secondBurst?: { acked: number; ackMs: Percentiles };
 }
 
 /** `sse` section of latest.json. */

@@ -71,6 +71,7 @@ function summary(): BenchSummary {
     webhooks: {
       alerts: 1000, tokens: 100, acked: 1000, duplicates: 2, lost: 0, allAtBrokerMs: 900, allAtBrokerAfterLastMs: -99, ackMs: p, retriedDeduped: 100,
       cpuUsPerRequest: { burst: { requests: 1000, front: 80, actors: 90, paperBroker: 100, process: 400, source: 'proc' } },
+      secondBurst: { acked: 999, ackMs: p },
     },
     cluster: {
       keys: 60, ratePerSec: 120, durationMs: 20_000, cores: 2,
@@ -137,6 +138,8 @@ describe('bench report', () => {
     expect(md).toContain('harness floor');
     expect(md).toContain('raw broker round trip');
     expect(md).toContain('| POST order at 100 req/s (201) | 1000 |');
+    // The warm burst is reported next to the first (which the goal judges).
+    expect(md).toMatch(/\| alert acknowledgement \| \d+ \|.*\| the first orders this process places \(the goal\) \|\n\| … the same burst again, same process \| \d+ \|.*\| 999 of 1000 answered 201; a warm service \|/);
     expect(md).toContain('Cluster mode adds 1.20 ms (p50) / 3.40 ms (p99) to an order');
     expect(md).toContain('3 nodes : 1 node: orders 0.98, reads 1.01');
     expect(md).toMatch(/\| 3 cluster nodes \| 120 \| 120 \|/);
