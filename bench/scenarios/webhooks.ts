@@ -59,13 +59,20 @@ export async function runWebhooks(ctx: ScenarioContext): Promise<ScenarioRun<Web
     });
     ctx.log(`webhooks: ${alerts} alerts over ${tokensN} tokens inside 1 s`);
     await ctx.pool.warm();
-    const cpuBefore = await service.cpu();
-    const burstStart = Date.now() + 300;
-    const burst = await ctx.pool.http({
-      kind: 'http', origin: service.origin, ratePerSec: alerts, count: alerts, startAtEpochMs: burstStart,
-      uniquePrefix: `${ctx.runId}-wh`, requests: tokens.map((t, i) => spec(t, i)),
-    });
-    const cpu: Record<string, CpuPerRequest> = { burst: cpuPerRequest(cpuBefore, await service.cpu(), burst.sent) };
+    /** All alerts inside 1 s from `startAt` (fresh ids per `prefix`), with the service's CPU per alert. */
+    const sendBurst = async (prefix: string) => {
+      const cpuBefore = await service.cpu();
+      const startAt = Date.now() + 300;
+      const run = await ctx.pool.http({
+        kind: 'http', origin: service.origin, ratePerSec: alerts, count: alerts, startAtEpochMs: startAt,
+        uniquePrefix: `${ctx.runId}-${prefix}`, requests: tokens.map((t, i) => spec(t, i)),
+      });
+      return { run, startAt, cpu: cpuPerRequest(cpuBefore, await service.cpu(), run.sent) };
+    };
+    const first = await sendBurst('wh');
+    const burst = first.run;
+    const burstStart = first.startAt;
+    const cpu: Record<string, CpuPerRequest> = { burst: first.cpu };
     const answers = burst.collected;
     const acked = answers.filter((c) => c.status === 201);
     const orderIdOf = (body: unknown): string | undefined => {
@@ -126,13 +133,9 @@ export async function runWebhooks(ctx: ScenarioContext): Promise<ScenarioRun<Web
     // that has never placed an order (JIT, first use of every path) and is what the goal judges;
     // this one shows a service that has been running.
     ctx.log(`webhooks: a second burst of ${alerts} alerts, same process`);
-    const cpuBefore2 = await service.cpu();
-    const burst2Start = Date.now() + 300;
-    const burst2 = await ctx.pool.http({
-      kind: 'http', origin: service.origin, ratePerSec: alerts, count: alerts, startAtEpochMs: burst2Start,
-      uniquePrefix: `${ctx.runId}-wh2`, requests: tokens.map((t, i) => spec(t, i)),
-    });
-    cpu.secondBurst = cpuPerRequest(cpuBefore2, await service.cpu(), burst2.sent);
+    const second = await sendBurst('wh2');
+    const burst2 = second.run;
+    cpu.secondBurst = second.cpu;
     const acked2 = burst2.collected.filter((c) => c.status === 201);
     const ids2 = new Set(acked2.map((c) => orderIdOf(c.body)).filter((id): id is string => id !== undefined));
     const orders2 = await brokerOrders(service, [account!.id]);

@@ -32,16 +32,3 @@ export class StartupAbortedError extends Error {
     this.name = 'StartupAbortedError';
   }
 }
-
-/** Waits `ms`, or less when `signal` aborts meanwhile. */
-export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}

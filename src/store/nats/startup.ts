@@ -3,9 +3,10 @@
  * able to answer a little later (servers still starting, no quorum yet, a busy cluster) are
  * retried for a bounded time instead of ending the node's start on the first timeout.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { JetStreamApiError } from '@nats-io/jetstream';
 import type { Logger } from '../../log.js';
-import { pause, processStopSignal, StartupAbortedError, type StartupWaitOptions } from './startup-abort.js';
+import { processStopSignal, StartupAbortedError, type StartupWaitOptions } from './startup-abort.js';
 
 /** How long start-up keeps retrying JetStream calls NATS cannot answer yet (see whileStarting). */
 export const STARTUP_WAIT_MS = 60_000;
@@ -53,7 +54,8 @@ export async function whileStarting<T>(
       if (!transient(err) || performance.now() >= deadline) throw err;
       if (signal?.aborted) throw new StartupAbortedError(what);
       opts.logger?.warn({ err: (err as Error).message, attempt }, `${what}: NATS not ready; retrying`);
-      await pause(Math.min(250 * attempt, 2000), signal);
+      // An abort ends the pause early (rejecting, caught here); the loop's check then ends the wait.
+      await sleep(Math.min(250 * attempt, 2000), undefined, signal && { signal }).catch(() => undefined);
     }
   }
 }
