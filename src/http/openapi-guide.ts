@@ -189,7 +189,7 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
         'Create a webhook token (POST /api/v1/webhook-tokens {accountId, name, strategyId?}); the answer holds the URL …/api/v1/webhooks/whk_<id>_<secret>. ' +
           'Paste it into the alert\'s Webhook URL and the template below into its Message. JSON sent as application/json or text/plain is accepted.',
         'Fields: action buy|sell|close|flat|flatten|exit (aliases long, short), symbol (alias ticker), qty (aliases quantity, contracts; numeric strings accepted), ' +
-          'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), id (dedupe key, 24 h), time. ' +
+          'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), id (dedupe key, 24 h, per token), time. ' +
           'Unknown fields are ignored and echoed in warnings. More than one take-profit or stop-loss, trailing stops, breakeven or scale-outs → 400.',
         'close/flat/flatten/exit cancels every resting order and closes every position of the bound account (with symbol: 409 SYMBOL_MISMATCH when the account holds another symbol; nothing closed). ' +
           'An account the broker no longer reports → 403 with detail "Account is inactive"; rebinding the token (PATCH) works on the next alert. An unknown token URL → 404.',

@@ -363,7 +363,10 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   const header = ex.headers['idempotency-key'];
   const rawKey = header ?? route.idempotencyKeyFrom?.(request);
   if (rawKey === undefined) return undefined;
-  const key = parseIdempotencyKey(rawKey);
+  const parsed = parseIdempotencyKey(rawKey);
+  const scope = route.idempotencyScope?.(ex.authd.auth);
+  // A space never occurs in a valid key, so no key of one scope can spell another scope's.
+  const key = scope === undefined ? parsed : `${scope} ${parsed}`;
   ex.idempotencyKey = key;
   const fingerprint = requestFingerprint(route.method, route.path, request.params, request.body, request.query);
   const outcome = await deps.gate.begin(ex.authd.auth.userId, key, fingerprint);

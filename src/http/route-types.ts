@@ -109,6 +109,12 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * payload's `id`). Runs after body validation.
    */
   idempotencyKeyFrom?: (req: RouteRequest<B, Q>) => string | undefined;
+  /**
+   * The namespace this route's idempotency keys live in, inside the user's (DESIGN §3 scopes
+   * keys per user). The webhook receiver answers its token's: one alert sent to two tokens
+   * (one strategy copied to two accounts) is two alerts, not a reused key.
+   */
+  idempotencyScope?: (auth: AuthContext) => string;
   responses: ResponseDoc[];
   /** Async as a rule; a handler that answers from memory may answer synchronously (no promise, no await). */
   handler(ctx: RouteContext<B, Q>): Promise<RouteResponse> | RouteResponse;

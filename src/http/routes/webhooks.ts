@@ -47,7 +47,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). Aliases: ticker → ' +
         'symbol, quantity/contracts → qty; numeric strings in plain decimal notation accepted (qty a whole number: `"2"`, never `"1e3"`). One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
         'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED. Unknown fields are ignored and listed ' +
-        'in `warnings`. `id` deduplicates for 24 h. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
+        'in `warnings`. `id` deduplicates for 24 h, per token: the same `id` sent to another token is another alert. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
         'An entry that breaks the account’s risk guards (or the token’s narrowing of them) answers 403 RISK_GUARD; close/flatten never does.\n\n' +
         `TradingView alert message:\n\n\`\`\`json\n${TRADINGVIEW_TEMPLATE}\n\`\`\``,
       tags: ['webhooks'],
@@ -55,6 +55,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       lenientContentType: true,
       idempotent: true,
       idempotencyKeyFrom: (req) => alertId(req.body),
+      // Per token (`webhook:<tokenId>`): the same alert on two tokens places two orders.
+      idempotencyScope: (auth) => auth.principalId,
       responses: [
         { status: 201, description: 'Order placed', schema: webhookResponseSchema },
         { status: 200, description: 'Account flattened', schema: webhookResponseSchema },

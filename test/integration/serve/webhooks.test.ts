@@ -94,6 +94,33 @@ describe('webhook alerts', () => {
     expect(orders).toHaveLength(1);
   });
 
+  it('dedupes per token: one alert id on three tokens (two accounts, and two tokens on one account) places three orders, each replayed on its own token', async () => {
+    // One strategy copied to several accounts: a TradingView alert per token, the same message
+    // (the template's id is `{{strategy.order.id}}-{{timenow}}`), so the same id on every token.
+    const urls: string[] = [];
+    for (const [name, accountId] of [['copy-a', acc], ['copy-b', other], ['copy-a2', acc]] as const) {
+      const r = await api('POST', '/api/v1/webhook-tokens', { accountId, name });
+      expect(r.status, r.text).toBe(201);
+      urls.push(r.json.url as string);
+    }
+    const body = JSON.stringify({ action: 'buy', symbol: 'ES', qty: 1, orderType: 'limit', price: 4900, id: 'Long-2026-11-26T14:35:00Z' });
+    const send = (url: string) => http(url, 'POST', '', { raw: body, headers: { 'content-type': 'text/plain' } });
+    const firsts: Awaited<ReturnType<typeof send>>[] = [];
+    for (const url of urls) firsts.push(await send(url));
+    for (const r of firsts) expect(r.status, r.text).toBe(201);
+    const ids = firsts.map((r) => r.json.order.orderId as string);
+    expect(new Set(ids).size).toBe(3);
+    expect(firsts.map((r) => r.json.accountId)).toEqual([acc, other, acc]);
+    const replays: Awaited<ReturnType<typeof send>>[] = [];
+    for (const url of urls) replays.push(await send(url));
+    replays.forEach((r, i) => {
+      expect(r.headers.get('idempotent-replayed')).toBe('true');
+      expect(r.text).toBe(firsts[i]!.text);
+    });
+    const atBroker = (await simState(s)).orders.filter((o: any) => ids.includes(String(o.id)));
+    expect(atBroker).toHaveLength(3);
+  });
+
   it('inactive account: 403 Account is inactive, then PATCH rebinding makes the next alert go through', async () => {
     await control(s, 'POST', `/accounts/${acc}/deactivate`);
     const refused = await eventually(async () => {

@@ -74,6 +74,8 @@ describe('POST /webhooks/:token orders', () => {
     expect(r.idempotencyKeyFrom!({ body: { id: 12 } } as never)).toBe('12');
     expect(r.idempotencyKeyFrom!({ body: {} } as never)).toBeUndefined();
     expect(r.lenientContentType).toBe(true);
+    // The pipeline files the key under the token that received it, not the user alone.
+    expect(r.idempotencyScope!({ userId: w.a.userId, principalId: `webhook:${tokenId}`, scopes: ['trade'], kind: 'webhook' })).toBe(`webhook:${tokenId}`);
   });
 
   it('fills missing fields from the token’s strategy', async () => {
