@@ -57,10 +57,10 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
     (paths[path] as Record<string, Json>)[route.method.toLowerCase()] = operation(route);
   }
   const root = { servers: [{ url: '/' }] };
-  paths['/healthz'] = { get: { ...root, operationId: 'healthz', summary: 'Liveness', tags: ['service'], security: [], responses: { 200: { description: 'The process is up' }, default: DEFAULT_RESPONSE } } };
-  paths['/readyz'] = { get: { ...root, operationId: 'readyz', summary: 'Readiness', tags: ['service'], security: [], responses: { 200: { description: 'Accepting requests' }, 503: problemResponse('Shutting down'), default: DEFAULT_RESPONSE } } };
-  paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML' }, default: DEFAULT_RESPONSE } } };
-  paths['/api-docs/openapi.json'] = { get: { ...root, operationId: 'openApi', summary: 'This documentation as OpenAPI 3.1 JSON', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document' }, default: DEFAULT_RESPONSE } } };
+  paths['/healthz'] = { get: { ...root, operationId: 'healthz', summary: 'Liveness', tags: ['service'], security: [], responses: { 200: statusResponse('The process is up', 'ok'), default: DEFAULT_RESPONSE } } };
+  paths['/readyz'] = { get: { ...root, operationId: 'readyz', summary: 'Readiness', tags: ['service'], security: [], responses: { 200: statusResponse('Accepting requests', 'ready'), 503: problemResponse('Shutting down'), default: DEFAULT_RESPONSE } } };
+  paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } }, default: DEFAULT_RESPONSE } } };
+  paths['/api-docs/openapi.json'] = { get: { ...root, operationId: 'openApi', summary: 'This documentation as OpenAPI 3.1 JSON', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } }, default: DEFAULT_RESPONSE } } };
 
   return {
     openapi: '3.1.0',
@@ -185,6 +185,12 @@ function operation(route: RouteDef<any, any>): Json {
   }
   op['responses'] = { ...responses, default: DEFAULT_RESPONSE };
   return op;
+}
+
+/** `{"status": <value>}`, what /healthz and /readyz answer. */
+function statusResponse(description: string, value: string): Json {
+  const schema = { type: 'object', required: ['status'], properties: { status: { const: value } }, additionalProperties: false };
+  return { description, content: { 'application/json': { schema } } };
 }
 
 function problemResponse(description: string): Json {
