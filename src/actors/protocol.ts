@@ -38,6 +38,11 @@ export interface FlattenRequest {
   accountId: string;
   /** Resolved contract; when given and the account holds other contracts only → SYMBOL_MISMATCH. */
   symbol?: string | null;
+  /**
+   * Only `symbol`'s orders and position (a strategy's exit): the account's other contracts are
+   * left alone, and a symbol the account does not hold is nothing to do, not SYMBOL_MISMATCH.
+   */
+  symbolOnly?: boolean;
   clOrdIdPrefix?: string;
 }
 

@@ -49,6 +49,20 @@ export function parseIdempotencyKey(raw: string): string {
   return key;
 }
 
+/**
+ * Validates a key a route reads from the body (a webhook alert's `id`): 1..255 characters, no
+ * control characters. Looser than the header's rule because nothing carries it in a header:
+ * TradingView's {{strategy.order.id}} holds spaces ("Close entry(s) order Long") and the
+ * trader's own names, and an alert refused for its id is a trade lost.
+ */
+export function parseBodyIdempotencyKey(raw: string): string {
+  const length = [...raw].length;
+  if (length === 0 || length > MAX_KEY_LENGTH || /[\u0000-\u001f\u007f-\u009f]/.test(raw)) {
+    throw new AppError('INVALID_IDEMPOTENCY_KEY', `id must be 1 to ${MAX_KEY_LENGTH} characters, none of them control characters`);
+  }
+  return raw;
+}
+
 /** JSON with object keys sorted at every depth and no whitespace; `undefined` members dropped. */
 export function canonicalJson(value: unknown): string {
   if (value === undefined) return 'null';

@@ -18,7 +18,7 @@ import { AppError, RequestNotSentError } from '../domain/problems.js';
 import { redactUrl } from '../log.js';
 import type { Authenticated, Authenticator } from './auth.js';
 import { ClientAbortedError, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
-import { parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
+import { parseBodyIdempotencyKey, parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
 import type { ServiceMetrics } from './metrics.js';
 import { rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.js';
 import { repeatedHeaderError } from './request-head.js';
@@ -361,11 +361,11 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   const request = ex.request!;
   if (!route.idempotent || !ex.authd) return undefined;
   const header = ex.headers['idempotency-key'];
-  const rawKey = header ?? route.idempotencyKeyFrom?.(request);
-  if (rawKey === undefined) return undefined;
-  const parsed = parseIdempotencyKey(rawKey);
+  const fromBody = header === undefined ? route.idempotencyKeyFrom?.(request) : undefined;
+  if (header === undefined && fromBody === undefined) return undefined;
+  const parsed = header !== undefined ? parseIdempotencyKey(header) : parseBodyIdempotencyKey(fromBody!);
   const scope = route.idempotencyScope?.(ex.authd.auth);
-  // A space never occurs in a valid key, so no key of one scope can spell another scope's.
+  // Scopes hold no space, so the first space ends the scope: no key of one scope can spell another's.
   const key = scope === undefined ? parsed : `${scope} ${parsed}`;
   ex.idempotencyKey = key;
   const fingerprint = requestFingerprint(route.method, route.path, request.params, request.body, request.query);

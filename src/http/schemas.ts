@@ -331,7 +331,12 @@ const WEBHOOK_FIELDS: Record<WebhookField, { schema: z.ZodType; doc?: string }> 
   takeProfit: { schema: webhookLeg, doc: '{price} | {ticks} | a bare number (= price); one only' },
   stopLoss: { schema: webhookLeg, doc: '{price} | {ticks} | a bare number (= price); one only' },
   timeInForce: { schema: z.string() },
-  id: { schema: scalar, doc: 'Dedupe key, 24 h, same rules as Idempotency-Key' },
+  marketPosition: {
+    schema: z.string(),
+    doc: "The strategy's position after this alert ({{strategy.market_position}}): long | short | flat (bullish, bearish accepted). " +
+      'flat makes a buy or sell an exit: the symbol is flattened (its orders cancelled, its position closed), nothing is opened',
+  },
+  id: { schema: scalar, doc: 'Dedupe key, 24 h, per token: 1–255 characters, any but control characters (TradingView order ids hold spaces)' },
   time: { schema: scalar, doc: 'Alert time ({{timenow}}), used to report alert-to-order delay' },
 };
 

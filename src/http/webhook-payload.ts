@@ -18,6 +18,7 @@ export const TRADINGVIEW_TEMPLATE = `{
   "orderType": "market",
   "takeProfit": { "ticks": 40 },
   "stopLoss": { "ticks": 20 },
+  "marketPosition": "{{strategy.market_position}}",
   "time": "{{timenow}}"
 }`;
 
@@ -40,7 +41,12 @@ interface Common {
 
 export type WebhookIntent =
   | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side } })
-  | (Common & { kind: 'flatten'; symbol?: string });
+  /** `exit`: a buy or sell that leaves the strategy flat; without a symbol, its strategy's symbol. */
+  | (Common & { kind: 'flatten'; symbol?: string; exit?: true });
+
+/** The strategy's position after the alert: TradingView's {{strategy.market_position}}, TradersPost's `sentiment`. */
+type MarketPosition = 'long' | 'short' | 'flat';
+const MARKET_POSITIONS: Record<string, MarketPosition> = { long: 'long', bullish: 'long', short: 'short', bearish: 'short', flat: 'flat' };
 
 const FLATTEN_ACTIONS = new Set(['close', 'flat', 'flatten', 'exit']);
 const ACTIONS: Record<string, Side> = { buy: 'buy', long: 'buy', sell: 'sell', short: 'sell' };
@@ -60,7 +66,7 @@ const ORDER_TYPES: Record<string, OrderType> = {
 const TIFS = new Set(['day', 'gtc', 'ioc', 'fok']);
 
 /** The fields an alert can carry, each under its own name or an alias. */
-export type WebhookField = 'action' | 'symbol' | 'qty' | 'orderType' | 'price' | 'stopPrice' | 'takeProfit' | 'stopLoss' | 'timeInForce' | 'id' | 'time';
+export type WebhookField = 'action' | 'symbol' | 'qty' | 'orderType' | 'price' | 'stopPrice' | 'takeProfit' | 'stopLoss' | 'timeInForce' | 'marketPosition' | 'id' | 'time';
 
 /**
  * Name sent → the field it means; everything else is unknown and echoed. The one alias list:
@@ -84,6 +90,9 @@ export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = {
   stopLoss: 'stopLoss',
   sl: 'stopLoss',
   timeInForce: 'timeInForce',
+  marketPosition: 'marketPosition',
+  market_position: 'marketPosition',
+  sentiment: 'marketPosition',
   id: 'id',
   time: 'time',
 };
@@ -204,6 +213,14 @@ function parseOrderType(value: unknown): OrderType {
   return type;
 }
 
+/** `marketPosition` as sent, or undefined when absent; a value we cannot read is refused, never guessed. */
+function parseMarketPosition(value: unknown): MarketPosition | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const position = typeof value === 'string' ? MARKET_POSITIONS[value.trim().toLowerCase()] : undefined;
+  if (!position) throw invalid('marketPosition', `'${String(value)}' is not one of long, short, flat (bullish, bearish accepted)`);
+  return position;
+}
+
 function text(value: unknown): string | undefined {
   if (typeof value === 'string') return value.trim() === '' ? undefined : value.trim();
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
@@ -246,15 +263,31 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     else common.alertDelayMs = Math.max(0, now.getTime() - at);
   }
   const symbol = text(fields.symbol);
+  const position = parseMarketPosition(fields.marketPosition);
+  const ignoredForFlatten = (why: string) => {
+    for (const key of ['qty', 'orderType', 'price', 'stopPrice', 'takeProfit', 'stopLoss', 'timeInForce']) {
+      if (fields[key] !== undefined) warnings.push(`'${key}' ignored ${why}`);
+    }
+  };
 
   if (FLATTEN_ACTIONS.has(actionText)) {
-    for (const key of ['qty', 'orderType', 'price', 'stopPrice', 'takeProfit', 'stopLoss', 'timeInForce']) {
-      if (fields[key] !== undefined) warnings.push(`'${key}' ignored for action ${actionText}`);
-    }
+    ignoredForFlatten(`for action ${actionText}`);
+    if (position !== undefined && position !== 'flat') warnings.push(`marketPosition '${position}' ignored for action ${actionText}`);
     return Object.assign({}, common, { kind: 'flatten' as const }, symbol !== undefined ? { symbol } : {});
   }
   const side = ACTIONS[actionText];
   if (!side) throw invalid('action', `'${actionText}' is not one of buy, sell, long, short, close, flat, flatten, exit`);
+  // The strategy says where it stands after this order. Flat: the order closes its position,
+  // so the alert is an exit of its symbol (cancel its orders, bracket legs included, and close
+  // it), not a new order with a bracket of its own that would open the other way. Still on the
+  // side the order reduces: a partial exit, which a webhook cannot do safely.
+  if (position === 'flat') {
+    ignoredForFlatten('when marketPosition is flat: the exit closes the whole position');
+    return Object.assign({}, common, { kind: 'flatten' as const, exit: true as const }, symbol !== undefined ? { symbol } : {});
+  }
+  if (position !== undefined && (position === 'long') !== (side === 'buy')) {
+    throw unsupported(`partial exits (a ${side} that leaves the strategy ${position}; send marketPosition flat to exit it all)`);
+  }
 
   const order: Partial<OrderInput> & { side: Side } = { side };
   if (symbol !== undefined) order.symbol = symbol;

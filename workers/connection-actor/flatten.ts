@@ -1,7 +1,8 @@
 /**
  * Flatten an account: cancel every resting order, then liquidate every open position, on all
  * symbols. With a symbol: if the account holds positions and none is in that contract, refuse
- * with SYMBOL_MISMATCH and touch nothing.
+ * with SYMBOL_MISMATCH and touch nothing. With `symbolOnly` (a strategy's exit), only that
+ * contract's orders and position, whatever else the account holds.
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
@@ -16,7 +17,7 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
   ctx.conn.requireConnected();
   const account = ctx.model.account(req.accountId);
   const positions = ctx.model.openPositionEntities(req.accountId);
-  if (req.symbol && positions.length > 0) {
+  if (req.symbol && !req.symbolOnly && positions.length > 0) {
     const held = positions.map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
     if (!held.includes(req.symbol)) {
       throw new AppError('SYMBOL_MISMATCH', `account holds ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
@@ -27,7 +28,9 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
 
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {
   const t0 = performance.now();
-  const working = ctx.model.workingOrders(req.accountId);
+  const only = req.symbolOnly && req.symbol ? req.symbol : undefined;
+  const inScope = (symbol: string) => only === undefined || symbol === only;
+  const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
   // Entries first: cancelling one takes its suspended legs with it, saving a request per leg.
   working.sort((a, b) => (a.role === 'entry' ? 0 : 1) - (b.role === 'entry' ? 0 : 1));
   const cancelled: string[] = [];
@@ -51,6 +54,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   const outcomes: FlattenResult['positions'] = [];
   for (const p of ctx.model.openPositionEntities(req.accountId)) {
     const symbol = contractName(ctx.mirror, p.contractId) ?? String(p.contractId);
+    if (!inScope(symbol)) continue;
     const closedQty = Math.abs(Number(p.netPos));
     try {
       checkAnswer(

@@ -16,7 +16,7 @@ export async function flattenAccount(
   ctx: RouteContext<unknown, unknown>,
   owned: OwnedAccount,
   symbolInput: string | undefined,
-  opts?: { timeoutMs?: number },
+  opts?: { timeoutMs?: number; symbolOnly?: boolean },
 ) {
   let symbol: string | null = null;
   if (symbolInput !== undefined) {
@@ -29,8 +29,14 @@ export async function flattenAccount(
     deps,
     ctx,
     owned.connectionId,
-    { type: 'flatten', accountId: owned.account.id, symbol, clOrdIdPrefix: flattenClOrdIdPrefix(ctx.auth.userId, ctx.idempotencyKey) },
-    opts,
+    {
+      type: 'flatten',
+      accountId: owned.account.id,
+      symbol,
+      ...(opts?.symbolOnly && symbol !== null ? { symbolOnly: true } : {}),
+      clOrdIdPrefix: flattenClOrdIdPrefix(ctx.auth.userId, ctx.idempotencyKey),
+    },
+    opts?.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : undefined,
   );
   return { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions: result.positions };
 }

@@ -44,7 +44,9 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       summary: 'Receive an alert (the URL is the credential)',
       description:
         'JSON sent as application/json or text/plain. `action` buy|sell (aliases long, short) places an order; close|flat|flatten|exit ' +
-        'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). Aliases: ticker → ' +
+        'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). `marketPosition` ' +
+        '({{strategy.market_position}}; alias sentiment) flat turns a buy or sell into an exit: its symbol (or the strategy’s) is flattened and nothing is ' +
+        'opened; a buy that leaves the strategy short, or a sell that leaves it long, is a partial exit → 400 WEBHOOK_UNSUPPORTED. Aliases: ticker → ' +
         'symbol, quantity/contracts → qty; numeric strings in plain decimal notation accepted (qty a whole number: `"2"`, never `"1e3"`). One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
         'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED. Unknown fields are ignored and listed ' +
         'in `warnings`. `id` deduplicates for 24 h, per token: the same `id` sent to another token is another alert. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
@@ -76,12 +78,18 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const timeout = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
         const base = { accepted: true as const, accountId: owned.account.id, warnings: intent.warnings, alertDelayMs: intent.alertDelayMs };
 
+        const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
         if (intent.kind === 'flatten') {
-          const flatten = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, intent.symbol, timeout);
+          // An exit (a buy or sell that leaves the strategy flat) closes the strategy's symbol, not the account.
+          const symbol = intent.symbol ?? (intent.exit ? (strategy?.symbol ?? undefined) : undefined);
+          if (intent.exit && symbol === undefined) {
+            const message = 'required for an exit (marketPosition flat), or set a symbol on the token’s strategy; action close flattens the whole account';
+            throw new AppError('VALIDATION_FAILED', `symbol: ${message}`, { errors: [{ path: 'symbol', message }] });
+          }
+          const flatten = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, intent.exit ? { ...timeout, symbolOnly: true } : timeout);
           ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
           return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
         }
-        const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
         const defaults: StrategyDefaults | null = strategy ?? null;
         const input = completeOrder(intent.order, defaults, intent.warnings);
         const plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));

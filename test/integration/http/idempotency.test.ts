@@ -122,7 +122,13 @@ describe('idempotency', () => {
     expect(await first.json()).toMatchObject({ key: 'alert-1' });
     const dup = await send({ action: 'buy', id: 'alert-1' });
     expect(dup.headers.get('idempotent-replayed')).toBe('true');
-    const bad = await send({ action: 'buy', id: 'has space' });
+    // TradingView's own order ids hold spaces ("Close entry(s) order Long"): such an id dedupes too.
+    const spaced = await send({ action: 'buy', id: 'Close entry(s) order Long' });
+    expect(await spaced.json()).toMatchObject({ key: 'Close entry(s) order Long' });
+    const spacedAgain = await send({ action: 'buy', id: 'Close entry(s) order Long' });
+    expect(spacedAgain.headers.get('idempotent-replayed')).toBe('true');
+    const bad = await send({ action: 'buy', id: 'line\nbreak' });
     expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ code: 'INVALID_IDEMPOTENCY_KEY', detail: 'id must be 1 to 255 characters, none of them control characters' });
   });
 });

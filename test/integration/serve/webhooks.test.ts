@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { TRADINGVIEW_TEMPLATE } from '../../../src/http/webhook-payload.js';
 import { control, simState } from '../../support/sim.js';
 import { eventually, http } from '../../support/http.js';
 import { startServe, type Served } from '../../support/processes.js';
@@ -80,6 +81,33 @@ describe('webhook alerts', () => {
     const r = await alert({ action: 'flat' });
     expect(r.status, r.text).toBe(200);
     await eventually(async () => (await positions()).every((p) => p.netQty === 0) && (await working()).length === 0, 'flat on all symbols');
+  });
+
+  it("a strategy's exit with the TradingView template (sell, marketPosition flat) closes the symbol and its bracket legs, opening nothing", async () => {
+    const fill = (action: string, position: string, id: string) =>
+      TRADINGVIEW_TEMPLATE.replace('{{strategy.order.id}}', id)
+        .replace(/\{\{timenow\}\}/g, new Date().toISOString())
+        .replace('{{strategy.order.action}}', action)
+        .replace('{{ticker}}', 'ES1!')
+        .replace('{{strategy.order.contracts}}', '1')
+        .replace('{{strategy.market_position}}', position);
+    // Another symbol's resting order, which the exit of ES must leave alone.
+    const nq = await alert({ action: 'sell', symbol: 'NQ', qty: 1, orderType: 'limit', price: 21000 });
+    expect(nq.status).toBe(201);
+    const entry = await alert(fill('buy', 'long', 'Long'), 'text/plain');
+    expect(entry.status, entry.text).toBe(201);
+    await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === 1 && (await working()).filter((o) => o.symbol === ES).length === 2, 'long 1 with its two legs');
+    const exit = await alert(fill('sell', 'flat', 'Close entry(s) order Long'), 'text/plain');
+    expect(exit.status, exit.text).toBe(200);
+    expect(exit.json).toMatchObject({ action: 'flatten', order: null, flatten: { symbol: ES } });
+    await eventually(async () => (await positions()).every((p) => p.netQty === 0) && (await working()).every((o) => o.symbol !== ES), 'ES flat, no ES orders');
+    expect((await working()).filter((o) => o.symbol === NQ)).toHaveLength(1);
+    // The strategy's stop hit at the broker first: the exit finds nothing to close and opens nothing.
+    const again = await alert(fill('sell', 'flat', 'Close entry(s) order Long 2'), 'text/plain');
+    expect(again.status, again.text).toBe(200);
+    expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
+    expect((await working()).map((o) => o.symbol)).toEqual([NQ]);
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
   });
 
   it('dedupes by payload id: a repeated alert replays and places no second order', async () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
 import { IDEMPOTENCY_TTL_MS } from '../../../src/tuning.js';
 import type { ClaimOutcome } from '../../../src/store/idempotency.js';
-import { IdempotencyGate, canonicalJson, isStoredStatus, parseIdempotencyKey, requestFingerprint, type IdempotencyRecord, type IdempotencyStore, type IdempotencyTicket } from '../../../src/http/idempotency.js';
+import { IdempotencyGate, canonicalJson, isStoredStatus, parseBodyIdempotencyKey, parseIdempotencyKey, requestFingerprint, type IdempotencyRecord, type IdempotencyStore, type IdempotencyTicket } from '../../../src/http/idempotency.js';
 
 /** In-memory stand-in for store.idempotency with exactly its get/put contract. */
 class FakeStore implements IdempotencyStore {
@@ -39,6 +39,17 @@ describe('parseIdempotencyKey', () => {
         }
       }),
     );
+  });
+});
+
+describe('parseBodyIdempotencyKey (a webhook alert id)', () => {
+  it.each(['Close entry(s) order Long-2026-11-26T14:35:00Z', 'Long Entry', 'é', '€ 1', 'x'.repeat(255), '🚀'.repeat(255), ' ', '"quoted"'])(
+    'accepts %j as it is: TradingView order ids hold spaces and any text',
+    (raw) => expect(parseBodyIdempotencyKey(raw)).toBe(raw),
+  );
+
+  it.each(['', 'x'.repeat(256), '🚀'.repeat(256), 'tab\t', 'line\n', '\u0000', 'del\u007f', 'c1\u0085'])('rejects %j with INVALID_IDEMPOTENCY_KEY naming id', (raw) => {
+    expect(() => parseBodyIdempotencyKey(raw)).toThrow(new AppError('INVALID_IDEMPOTENCY_KEY', 'id must be 1 to 255 characters, none of them control characters'));
   });
 });
 

@@ -324,10 +324,82 @@ describe('every name the parser knows, pinned', () => {
       .replace(/\{\{timenow\}\}/g, '2026-11-21T14:59:58Z')
       .replace('{{strategy.order.action}}', 'buy')
       .replace('{{ticker}}', 'MES1!')
-      .replace('{{strategy.order.contracts}}', '2');
+      .replace('{{strategy.order.contracts}}', '2')
+      .replace('{{strategy.market_position}}', 'long');
     const intent = parseWebhookPayload(JSON.parse(filled), NOW);
     expect(intent).toMatchObject({ kind: 'order', id: 'L1-2026-11-21T14:59:58Z', alertDelayMs: 2000, warnings: [] });
     expect(orderOf(intent)).toEqual({ side: 'buy', symbol: 'MES1!', qty: 2, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+  });
+
+  it("the same template on the strategy's exit (a sell that leaves it flat) is an exit of the symbol, with no bracket of its own", () => {
+    const filled = TRADINGVIEW_TEMPLATE.replace('{{strategy.order.id}}', 'Close entry(s) order L1')
+      .replace(/\{\{timenow\}\}/g, '2026-11-21T14:59:58Z')
+      .replace('{{strategy.order.action}}', 'sell')
+      .replace('{{ticker}}', 'MES1!')
+      .replace('{{strategy.order.contracts}}', '2')
+      .replace('{{strategy.market_position}}', 'flat');
+    expect(parseWebhookPayload(JSON.parse(filled), NOW)).toEqual({
+      kind: 'flatten', exit: true, symbol: 'MES1!', id: 'Close entry(s) order L1-2026-11-21T14:59:58Z', alertDelayMs: 2000,
+      warnings: [
+        "'qty' ignored when marketPosition is flat: the exit closes the whole position",
+        "'orderType' ignored when marketPosition is flat: the exit closes the whole position",
+        "'takeProfit' ignored when marketPosition is flat: the exit closes the whole position",
+        "'stopLoss' ignored when marketPosition is flat: the exit closes the whole position",
+      ],
+    });
+  });
+});
+
+describe('parseWebhookPayload marketPosition (the strategy after the alert)', () => {
+  const parse = (body: Record<string, unknown>) => parseWebhookPayload({ symbol: 'ES', qty: 1, ...body }, NOW);
+
+  it.each([
+    [{ action: 'buy', marketPosition: 'long' }, 'buy'],
+    [{ action: 'sell', marketPosition: 'short' }, 'sell'],
+    [{ action: 'buy', market_position: 'Long' }, 'buy'],
+    [{ action: 'buy', sentiment: 'bullish' }, 'buy'],
+    [{ action: 'sell', sentiment: 'bearish' }, 'sell'],
+    [{ action: 'buy', marketPosition: '' }, 'buy'],
+  ])('%j on the side it leaves the strategy is an entry, as without it', (body, side) => {
+    const intent = parse(body);
+    expect(intent.kind).toBe('order');
+    expect(orderOf(intent).side).toBe(side);
+    expect(intent.warnings).toEqual([]);
+  });
+
+  it.each([
+    [{ action: 'sell', marketPosition: 'flat' }],
+    [{ action: 'buy', marketPosition: 'flat' }],
+    [{ action: 'sell', sentiment: 'FLAT' }],
+    [{ action: 'long', market_position: ' flat ' }],
+  ])('%j is an exit: flatten the symbol, open nothing', (body) => {
+    expect(parse(body)).toMatchObject({ kind: 'flatten', exit: true, symbol: 'ES' });
+  });
+
+  it('an exit without a symbol is left to the strategy (the route refuses it when the strategy has none)', () => {
+    expect(parseWebhookPayload({ action: 'sell', marketPosition: 'flat' }, NOW)).toEqual({ kind: 'flatten', exit: true, warnings: [], alertDelayMs: null });
+  });
+
+  it.each([
+    [{ action: 'sell', marketPosition: 'long' }, 'partial exits (a sell that leaves the strategy long; send marketPosition flat to exit it all)'],
+    [{ action: 'buy', sentiment: 'bearish' }, 'partial exits (a buy that leaves the strategy short; send marketPosition flat to exit it all)'],
+  ])('%j reduces without closing: a partial exit, refused (a bracketed order the other way would open a position)', (body, feature) => {
+    const err = thrown(() => parse(body));
+    expect(err.code).toBe('WEBHOOK_UNSUPPORTED');
+    expect(err.extensions.feature).toBe(feature);
+  });
+
+  it.each([['sideways'], [1], [true], [{}]])('an unreadable marketPosition %j is refused, never guessed', (value) => {
+    const err = thrown(() => parse({ action: 'buy', marketPosition: value }));
+    expect(err.code).toBe('VALIDATION_FAILED');
+    expect(err.message).toBe(`marketPosition: '${String(value)}' is not one of long, short, flat (bullish, bearish accepted)`);
+  });
+
+  it('close keeps flattening the whole account; a marketPosition other than flat is ignored with a warning', () => {
+    expect(parseWebhookPayload({ action: 'close', marketPosition: 'long' }, NOW)).toEqual({
+      kind: 'flatten', warnings: ["marketPosition 'long' ignored for action close"], alertDelayMs: null,
+    });
+    expect(parseWebhookPayload({ action: 'close', marketPosition: 'flat' }, NOW)).toEqual({ kind: 'flatten', warnings: [], alertDelayMs: null });
   });
 });
 

@@ -108,7 +108,26 @@ describe('POST /webhooks/:token flatten', () => {
   it('resolves the symbol of a flatten and passes SYMBOL_MISMATCH (409) through', async () => {
     await alert({ action: 'close', symbol: 'ES1!' });
     expect(w.gateway.calls[0]!.req).toMatchObject({ symbol: 'ESZ6' });
+    // A close is the spec's account flatten (the symbol is a check), never the exit's symbol-only one.
+    expect(w.gateway.calls[0]!.req).not.toHaveProperty('symbolOnly');
     expect((await alertError({ action: 'exit', symbol: 'NQ' })).code).toBe('SYMBOL_MISMATCH');
+  });
+
+  it('a sell that leaves the strategy flat flattens its symbol and places no order', async () => {
+    const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 40 }, marketPosition: 'flat' });
+    expect(res.status).toBe(200);
+    expect(webhookResponseSchema.parse(res.body)).toMatchObject({ action: 'flatten', order: null });
+    expect(w.gateway.calls.map((c) => c.req)).toEqual([expect.objectContaining({ type: 'flatten', accountId: '101', symbol: 'ESZ6', symbolOnly: true })]);
+  });
+
+  it("an exit without a symbol closes the token's strategy's symbol, never the whole account", async () => {
+    const err = await alertError({ action: 'sell', marketPosition: 'flat' });
+    expect(err).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringMatching(/^symbol: required for an exit/) });
+    expect(w.gateway.calls).toHaveLength(0);
+    const strategy = await w.store.strategies.create(w.a.userId, { name: 's', description: '', symbol: 'MNQ1!', qty: 3 });
+    await w.store.webhookTokens.update(w.a.userId, tokenId, { strategyId: strategy.id });
+    await alert({ action: 'sell', sentiment: 'flat' });
+    expect(w.gateway.calls.map((c) => c.req)).toEqual([expect.objectContaining({ type: 'flatten', symbol: 'MNQZ6', symbolOnly: true })]);
   });
 });
 

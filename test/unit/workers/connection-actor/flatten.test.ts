@@ -4,7 +4,7 @@ import { flatten } from '../../../../workers/connection-actor/flatten.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { ACCOUNT, CONTRACT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 
-const request = (patch: { symbol?: string | null; clOrdIdPrefix?: string } = {}) => ({ type: 'flatten' as const, accountId: ACCOUNT, ...patch });
+const request = (patch: { symbol?: string | null; symbolOnly?: boolean; clOrdIdPrefix?: string } = {}) => ({ type: 'flatten' as const, accountId: ACCOUNT, ...patch });
 
 describe('flatten', () => {
   it('cancels every resting order, entries first, then liquidates every position', async () => {
@@ -46,6 +46,28 @@ describe('flatten', () => {
     const r = await flatten(ctx, request({ symbol: 'NQZ6' }));
     expect(r.cancelledOrderIds).toHaveLength(1);
     expect(broker.bodies('order/liquidateposition')).toEqual([]);
+  });
+
+  it("symbol only (a strategy's exit) of another contract touches nothing of this one, and is no SYMBOL_MISMATCH", async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    await placeOrder(ctx, newOrder({ price: 4995 }));
+    const r = await flatten(ctx, request({ symbol: 'NQZ6', symbolOnly: true }));
+    expect(r).toMatchObject({ cancelledOrderIds: [], positions: [] });
+    expect(broker.sent.filter((s) => s.endpoint !== 'order/placeorder')).toEqual([]);
+    expect(ctx.model.positions(ACCOUNT)).toHaveLength(1);
+  });
+
+  it('symbol only of the held contract cancels its orders and closes its position', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+    expect(r.cancelledOrderIds.sort()).toEqual([b.order.orderId, b.legs!.takeProfit!.orderId, b.legs!.stopLoss!.orderId].sort());
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
+    expect(ctx.model.positions(ACCOUNT)).toEqual([]);
   });
 
   it('reports a liquidation the broker refused as failed, with its reason', async () => {
