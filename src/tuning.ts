@@ -24,6 +24,11 @@ export interface ConnectionTuning {
   /** The longest a timed-out order's outcome stays unknown (see UNKNOWN_OUTCOME_MAX_MS). */
   unknownOutcomeMaxMs: number;
   /**
+   * How long after a position goes flat its contract's leftover bracket legs are cancelled
+   * (orphan-legs.ts): a filled leg's OCO sibling is cancelled by the broker itself meanwhile.
+   */
+  orphanLegGraceMs: number;
+  /**
    * Tests only: a clock shared with the test thread (a SharedArrayBuffer view; crosses into
    * workers through workerData). Non-zero slot 0 is the actor's "now" in ms; 0 = the real clock.
    */
@@ -54,6 +59,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   accountPollMs: 60_000,
   guardTickMs: 1000,
   unknownOutcomeMaxMs: UNKNOWN_OUTCOME_MAX_MS,
+  orphanLegGraceMs: 1000,
 });
 
 /** Broker deadlines: one request (REST or socket) when the spec names none, and opening a socket. */

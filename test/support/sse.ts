@@ -4,7 +4,7 @@
  */
 
 /** One parsed SSE message; `id` is its SSE id (the `id:` line). */
-export type HealthEvent = { type: string; connectionId?: string; status?: string; reason?: string; detail?: string; ts: number; id?: number };
+export type HealthEvent = { type: string; connectionId?: string; status?: string; reason?: string; detail?: string; orderId?: string; ts: number; id?: number };
 
 /** Opens the stream as `openHealthStream` does, returning the HTTP status instead of throwing on a refusal. */
 export async function streamStatus(url: string, apiKey: string): Promise<number> {

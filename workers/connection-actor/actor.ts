@@ -17,6 +17,7 @@ import type { ActorContext } from './context.js';
 import type { ActorEvent, ActorRequest, Result, ResultMap, WorkingOrdersChanged } from '../../src/actors/protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../../src/domain/connections.js';
 import { BracketWatch } from './bracket-watch.js';
+import { OrphanLegs } from './orphan-legs.js';
 import { GuardKeeper } from './guards.js';
 import { QuoteFeed } from '../../src/broker/tradovate/quotes.js';
 
@@ -37,6 +38,7 @@ export class ConnectionActor {
   readonly guards: GuardKeeper;
   private readonly ctx: ActorContext;
   private readonly brokerPointValues = new Map<string, number>();
+  private readonly orphans: OrphanLegs;
 
   /** `notify`: the supervisor-only notices (working orders changed after a page was served). */
   constructor(
@@ -62,7 +64,9 @@ export class ConnectionActor {
     this.ctx.guards = this.guards;
     this.ctx.market = quotes;
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
+    this.orphans = new OrphanLegs(this.ctx, spec.connectionId, t.orphanLegGraceMs);
     this.conn.mirror.onChange((change) => {
+      this.orphans.onChange(change);
       const alert = watch.check(change);
       if (alert) {
         log.error({ orderId: alert.orderId, detail: alert.detail }, 'bracket integrity alert');
@@ -87,6 +91,7 @@ export class ConnectionActor {
   /** Stops the actor silently (the supervisor announces DISABLED). */
   stop(): Promise<void> {
     this.guards.stop();
+    this.orphans.stop();
     return this.conn.stop();
   }
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../../src/domain/symbols.js';
 import { control, simState } from '../../support/sim.js';
 import { eventually, http } from '../../support/http.js';
+import { openHealthStream } from '../../support/sse.js';
 import { startServe, type Served } from '../../support/processes.js';
 
 let s: Served;
@@ -154,6 +155,27 @@ describe('cancel (DESIGN §6 state table)', () => {
     expect(ids).toContain(c.json.replaced.newOrderId);
     expect(ids).not.toContain(stopLoss);
     expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(1);
+  });
+
+  it("the spec's exit of one symbol (an ordinary opposite order) leaves no bracket legs working: they are cancelled and reported on the stream", async () => {
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    const stream = await openHealthStream(s.url, s.apiKey);
+    try {
+      const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+      expect(r.status, r.text).toBe(201);
+      // A resting bracket elsewhere in the book: its legs wait for their entry and stay.
+      const resting = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'limit', price: 4800, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+      expect(resting.status, resting.text).toBe(201);
+      const exit = await place({ symbol: 'ES', side: 'sell', qty: 1, type: 'market' });
+      expect(exit.status, exit.text).toBe(201);
+      expect((await positions()).filter((p) => p.netQty !== 0)).toEqual([]);
+      const { event: alert } = await stream.waitFor((e) => e.type === 'bracket-alert', 0, 10_000);
+      expect(alert).toMatchObject({ orderId: r.json.orderId, detail: expect.stringContaining(`position it protected was closed by another order`) });
+      await eventually(async () => (await working()).every((o) => o.bracketId === resting.json.orderId), 'only the resting bracket left');
+      expect((await working()).map((o) => o.orderId)).toEqual([resting.json.orderId]);
+    } finally {
+      stream.close();
+    }
   });
 
   it('an order already final answers 409 ORDER_NOT_WORKING with its state', async () => {

@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import { OrphanLegs } from '../../../../workers/connection-actor/orphan-legs.js';
+import { placeOrder } from '../../../../workers/connection-actor/place.js';
+import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
+
+const GRACE_MS = 20;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A fake actor context with the orphan sweep listening, as the actor wires it. */
+function setup() {
+  const { broker, ctx, events } = fakeActorContext();
+  const orphans = new OrphanLegs(ctx, 'c1', GRACE_MS);
+  broker.mirror.onChange((c) => orphans.onChange(c));
+  return { broker, ctx, events, orphans };
+}
+
+/** A filled bracket: long 1 at 5000, its take-profit and stop-loss working. */
+async function filledBracket(s: ReturnType<typeof setup>) {
+  const placed = await placeOrder(s.ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+  s.broker.fill(Number(placed.order.orderId), 1, 5000);
+  expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.role).sort()).toEqual(['stop_loss', 'take_profit']);
+  return placed;
+}
+
+describe('orphaned bracket legs', () => {
+  it('a position closed by an ordinary opposite order gets its legs cancelled after the grace, with one bracket-alert', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    const exit = s.broker.addOrder({ action: 'Sell', orderType: 'Market' });
+    s.broker.fill(exit, 1, 5001);
+    expect(s.broker.bodies('order/cancelorder')).toEqual([]);
+    await pause(GRACE_MS * 5);
+    // The first cancel takes its OCO sibling along (as Tradovate does): one request.
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId))).toEqual([placed.legs!.takeProfit!.orderId]);
+    expect(s.ctx.model.workingOrders(ACCOUNT)).toEqual([]);
+    expect(s.events).toEqual([
+      expect.objectContaining({
+        type: 'bracket-alert', accountId: ACCOUNT, orderId: placed.order.orderId,
+        detail: `take_profit ${placed.legs!.takeProfit!.orderId} of entry ${placed.order.orderId} cancelled: the ESZ6 position it protected was closed by another order`,
+      }),
+    ]);
+  });
+
+  it('without OCO at the broker, each leg is cancelled', async () => {
+    const s = setup();
+    s.broker.oco = false;
+    const placed = await filledBracket(s);
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId)).sort()).toEqual([placed.legs!.takeProfit!.orderId, placed.legs!.stopLoss!.orderId].sort());
+    expect(s.events).toHaveLength(1);
+  });
+
+  it('a leg that filled leaves nothing to do once the broker cancels its sibling within the grace', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    s.broker.fill(Number(placed.legs!.takeProfit!.orderId), 1, 5010);
+    s.broker.mirror.apply('order', 'Updated', { ...s.broker.mirror.get('order', Number(placed.legs!.stopLoss!.orderId))!, ordStatus: 'Canceled' });
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder')).toEqual([]);
+    expect(s.events).toEqual([]);
+  });
+
+  it('the legs of a resting bracket wait for their entry, flat or not', async () => {
+    const s = setup();
+    const resting = await placeOrder(s.ctx, newOrder({ price: 4900, takeProfit: { price: 4910 }, stopLoss: { price: 4890 } }));
+    s.broker.fill(s.broker.addOrder({ action: 'Buy', orderType: 'Market' }), 1, 5000);
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5000);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder')).toEqual([]);
+    expect(s.orphans.orphans(ACCOUNT)).toEqual([]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toContain(resting.order.orderId);
+  });
+
+  it('legs protecting an open position stay', async () => {
+    const s = setup();
+    await filledBracket(s);
+    s.orphans.onChange({ entityType: '*', eventType: 'Snapshot', entity: null });
+    await pause(GRACE_MS * 5);
+    expect(s.orphans.orphans(ACCOUNT)).toEqual([]);
+    expect(s.broker.bodies('order/cancelorder')).toEqual([]);
+  });
+
+  it('a sweep that finds the broker down sends nothing; the snapshot after the reconnect sweeps again', async () => {
+    const s = setup();
+    await filledBracket(s);
+    const exit = s.broker.addOrder({ action: 'Sell', orderType: 'Market', qty: 1 });
+    s.broker.connected = false;
+    s.broker.fill(exit, 1, 5001);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder')).toEqual([]);
+    expect(s.orphans.orphans(ACCOUNT)).toHaveLength(2);
+    // Reconnected: the snapshot sweeps again.
+    s.broker.connected = true;
+    s.orphans.onChange({ entityType: '*', eventType: 'Snapshot', entity: null });
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder')).toHaveLength(1);
+    expect(s.orphans.orphans(ACCOUNT)).toEqual([]);
+  });
+});
