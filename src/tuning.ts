@@ -24,8 +24,8 @@ export interface ConnectionTuning {
   /** The longest a timed-out order's outcome stays unknown (see UNKNOWN_OUTCOME_MAX_MS). */
   unknownOutcomeMaxMs: number;
   /**
-   * How long after a position goes flat its contract's leftover bracket legs are cancelled
-   * (orphan-legs.ts): a filled leg's OCO sibling is cancelled by the broker itself meanwhile.
+   * How long after a position goes flat, changes side or shrinks its contract's bracket legs are
+   * fitted to it (orphan-legs.ts): a filled leg's OCO sibling is cancelled by the broker meanwhile.
    */
   orphanLegGraceMs: number;
   /**

@@ -200,7 +200,7 @@ export interface AccountsEvent {
   accounts: AccountRecord[];
 }
 
-/** Bracket integrity: an entry filled but its protection could not be placed, or legs left over after their position closed were cancelled. */
+/** Bracket integrity: an entry filled but its protection could not be placed, or legs were fitted to a position another order changed. */
 export interface BracketAlertEvent {
   type: 'bracket-alert';
   connectionId: string;

@@ -100,7 +100,7 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           `Then a status message on every change and a heartbeat every ${config.sseHeartbeatMs} ms. Every message is id: <seq> followed by data: <json>.`,
         'Statuses: CONNECTING, CONNECTED, RECONNECTING, AUTH_EXPIRED, FAILED, DISABLED; reason names the occurrence ' +
           '(connect→CONNECTED, disconnect→RECONNECTING, reconnect→CONNECTED, auth-expired→AUTH_EXPIRED, fatal-error→FAILED). ' +
-          'bracket-alert messages report an entry whose protective legs could not be placed, or leftover legs cancelled because the position they protected was closed by another order; guard messages ' +
+          'bracket-alert messages report an entry whose protective legs could not be placed, or legs cancelled or cut because another order closed, reversed or shrank the position they protected; guard messages ' +
           '{type:"guard", accountId, guard, action, ts, detail} report a risk guard refusing an entry, locking or unlocking an account, or flattening it. When the stream’s key is revoked (also by the CLI in another process: within about a second), ' +
           'its user deleted or its web session ended, a last revoked message says why and the stream ends; reconnecting gets 401.',
         'Reconnect with Last-Event-ID to receive what you missed; when that id is no longer buffered you get fresh snapshots. ' +

@@ -168,6 +168,14 @@ export class FakeBroker implements BrokerLink {
       }
       return { commandId: this.id() };
     },
+    'order/modifyorder': (b) => {
+      const order = this.mirror.get('order', b.orderId);
+      if (!order || ['Filled', 'Canceled', 'Rejected', 'Expired'].includes(String(order.ordStatus))) return { failureReason: 'TooLate', failureText: 'order is not working' };
+      const commandId = this.id();
+      // A modify's version id is its command id (mirror.latestVersion picks the highest).
+      this.mirror.apply('orderVersion', 'Created', { ...this.mirror.latestVersion(order.id), ...b, id: commandId, orderId: order.id });
+      return { commandId };
+    },
     'order/liquidateposition': (b) => {
       const pos = this.mirror.by('position', 'accountId', b.accountId).find((p) => p.contractId === b.contractId);
       if (pos) this.update('position', pos.id, { netPos: 0 });

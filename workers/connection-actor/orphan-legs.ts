@@ -1,26 +1,39 @@
 /**
- * Bracket integrity the other way round: a protective leg with nothing left to protect. Futures
- * positions net per contract, so once an account is flat in a contract, a take-profit or
- * stop-loss still working there opens a new, unprotected position when it fires. That is what
- * the spec's own way to exit one symbol leaves behind (an ordinary opposite-side order closes
- * the position; the broker keeps the bracket's legs working), and so does a close by hand.
+ * Bracket integrity the other way round: protective legs never cover more than the position
+ * they protect. Futures positions net per contract, so a take-profit or stop-loss working in a
+ * contract the account is flat in opens a new, unprotected position when it fires; once the
+ * position has reversed, a leg of the old side adds to the new one; and legs for 2 over a
+ * position of 1 turn it into the opposite 1. The spec's own way to exit one symbol (an ordinary
+ * opposite-side order) leaves such legs behind, as the broker keeps them working, and so do a
+ * close by hand, a partial exit and a reversal in one order.
  *
- * When a position goes flat, the account's legs in that contract whose entry is done (filled or
- * otherwise final, or a re-placed leg) are cancelled, after a grace period: when a leg fills,
- * the broker cancels its OCO sibling itself, a moment after the position update. A leg whose
- * entry is still working (a resting bracket) is never touched. Each cancel is reported as a
- * bracket-alert and logged.
+ * When a position goes flat, changes side or shrinks, the account's legs in that contract are
+ * swept, after a grace period (when a leg fills, the broker cancels or trims its OCO sibling
+ * itself, a moment after the position update). Only legs of entries that are done (filled or
+ * otherwise final, or re-placed legs) are looked at, and nothing while an entry in the contract
+ * is still filling:
+ * - legs that cannot reduce the position (it is flat, or on their own side) are cancelled;
+ * - of the legs that reduce it, each kind (take-profit, stop-loss) is trimmed to the position,
+ *   newest first: cut to the quantity left, or cancelled when nothing is left for it.
+ * Each bracket touched is reported once as a bracket-alert, and logged.
  */
 import type { MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
-import { cancelOrderBody, checkAnswer } from '../../src/broker/tradovate/requests.js';
+import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
 
-/** Cancels protective legs left working in a contract the account is flat in. */
+/** What a sweep does to one leg: cancel it, or cut it to `qty` (its whole quantity, filled part included). */
+export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord; cancel: false; qty: number };
+
+const open = (o: OrderRecord) => o.qty - o.filledQty;
+
+/** Keeps protective legs within the positions they protect. */
 export class OrphanLegs {
   /** Accounts with a sweep pending (one timer per account, however many positions moved). */
   private readonly pending = new Map<number, NodeJS.Timeout>();
+  /** Net quantity each position was last seen with: a sweep is due when it goes flat, changes side or shrinks. */
+  private readonly nets = new Map<number, number>();
 
   constructor(
     private readonly ctx: ActorContext,
@@ -28,16 +41,23 @@ export class OrphanLegs {
     private readonly graceMs: number,
   ) {}
 
-  /** Feeds one mirror change: a position gone flat (or a fresh snapshot) schedules a sweep. */
+  /** Feeds one mirror change; a position that went flat, reversed or shrank (or a fresh snapshot) schedules a sweep. */
   onChange(change: MirrorChange): void {
     if (change.eventType === 'Snapshot') {
+      this.nets.clear();
+      for (const p of this.ctx.mirror.all('position')) this.nets.set(p.id, Number(p.netPos ?? 0));
       for (const account of this.ctx.mirror.all('account')) this.schedule(account.id);
       return;
     }
     const e = change.entity;
     if (change.entityType !== 'position' || !e || typeof e.accountId !== 'number') return;
     // A broker that deletes a closed position instead of zeroing it: flat all the same.
-    if (change.eventType === 'Deleted' || Number(e.netPos ?? 0) === 0) this.schedule(e.accountId);
+    const net = change.eventType === 'Deleted' ? 0 : Number(e.netPos ?? 0);
+    const before = this.nets.get(e.id);
+    if (change.eventType === 'Deleted') this.nets.delete(e.id);
+    else this.nets.set(e.id, net);
+    const shrank = before !== undefined && (Math.sign(before) !== Math.sign(net) || Math.abs(net) < Math.abs(before));
+    if (net === 0 || shrank) this.schedule(e.accountId);
   }
 
   /** Stops pending sweeps (the actor is stopping). */
@@ -50,24 +70,45 @@ export class OrphanLegs {
     if (this.pending.has(accountId)) return;
     const timer = setTimeout(() => {
       this.pending.delete(accountId);
-      void this.sweep(String(accountId)).catch((err: unknown) => this.ctx.logger.warn({ err, accountId }, 'orphaned leg sweep failed'));
+      void this.sweep(String(accountId)).catch((err: unknown) => this.ctx.logger.warn({ err, accountId }, 'bracket leg sweep failed'));
     }, this.graceMs);
     timer.unref();
     this.pending.set(accountId, timer);
   }
 
-  /** The account's protective legs working in a contract it is flat in, whose entry is done. */
-  orphans(accountId: string): OrderRecord[] {
+  /** What a sweep of the account would do now, leg by leg. */
+  plan(accountId: string): LegAction[] {
     const working = this.ctx.model.workingOrders(accountId);
-    const held = new Set(this.ctx.model.openPositionEntities(accountId).map((p) => contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId)));
+    const net = new Map(this.ctx.model.openPositionEntities(accountId).map((p) => [contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId), Number(p.netPos)]));
     const byId = new Map(working.map((o) => [o.orderId, o]));
-    return working.filter((o) => {
-      if (o.role !== 'take_profit' && o.role !== 'stop_loss') return false;
-      if (held.has(o.symbol)) return false;
-      // A leg of a resting (or still filling) entry waits for its entry: not an orphan.
+    // A contract with an entry still filling is left alone: its legs size to fills still to come.
+    const filling = new Set(working.filter((o) => o.role === 'entry' && o.filledQty > 0).map((o) => o.symbol));
+    const legs = new Map<string, OrderRecord[]>();
+    for (const o of working) {
+      if (o.role !== 'take_profit' && o.role !== 'stop_loss') continue;
+      if (filling.has(o.symbol)) continue;
+      // A leg of a resting entry waits for its entry.
       const entry = o.bracketId === null ? undefined : byId.get(o.bracketId);
-      return entry === undefined || FINAL_STATUSES.has(entry.status);
-    });
+      if (entry !== undefined && !FINAL_STATUSES.has(entry.status)) continue;
+      legs.set(o.symbol, [...(legs.get(o.symbol) ?? []), o]);
+    }
+    const out: LegAction[] = [];
+    for (const [symbol, list] of legs) {
+      const position = net.get(symbol) ?? 0;
+      const reduces = (o: OrderRecord) => (position > 0 ? o.side === 'sell' : position < 0 && o.side === 'buy');
+      for (const o of list) if (!reduces(o)) out.push({ leg: o, cancel: true });
+      for (const role of ['take_profit', 'stop_loss'] as const) {
+        const kind = list.filter((o) => o.role === role && reduces(o)).sort((a, b) => Number(b.orderId) - Number(a.orderId));
+        let excess = kind.reduce((n, o) => n + open(o), 0) - Math.abs(position);
+        for (const o of kind) {
+          if (excess <= 0) break;
+          const cut = Math.min(excess, open(o));
+          excess -= cut;
+          out.push(cut === open(o) ? { leg: o, cancel: true } : { leg: o, cancel: false, qty: o.qty - cut });
+        }
+      }
+    }
+    return out;
   }
 
   private async sweep(accountId: string): Promise<void> {
@@ -77,28 +118,36 @@ export class OrphanLegs {
       return; // the snapshot after the reconnect sweeps again
     }
     // One report per bracket: cancelling one leg may take its OCO sibling with it.
-    const brackets = new Map<string, OrderRecord[]>();
-    for (const leg of this.orphans(accountId)) {
-      const key = leg.bracketId ?? leg.orderId;
-      brackets.set(key, [...(brackets.get(key) ?? []), leg]);
+    const brackets = new Map<string, LegAction[]>();
+    for (const action of this.plan(accountId)) {
+      const key = action.leg.bracketId ?? action.leg.orderId;
+      brackets.set(key, [...(brackets.get(key) ?? []), action]);
     }
-    for (const [bracket, legs] of brackets) {
-      const cancelled: string[] = [];
-      for (const leg of legs) {
+    for (const [bracket, actions] of brackets) {
+      const done: string[] = [];
+      for (const action of actions) {
+        const { leg } = action;
         const id = Number(leg.orderId);
         if (isFinal(this.ctx.mirror, id)) continue;
         try {
-          checkAnswer('cancelorder', await this.ctx.conn.send('order/cancelorder', cancelOrderBody(id), { kind: 'order' }));
-          cancelled.push(`${leg.role} ${leg.orderId}`);
+          if (action.cancel) {
+            checkAnswer('cancelorder', await this.ctx.conn.send('order/cancelorder', cancelOrderBody(id), { kind: 'order' }));
+            done.push(`${leg.role} ${leg.orderId} cancelled`);
+          } else {
+            checkAnswer('modifyorder', await this.ctx.conn.send('order/modifyorder', resizeOrderBody(leg, action.qty), { kind: 'order' }));
+            done.push(`${leg.role} ${leg.orderId} cut from ${leg.qty} to ${action.qty}`);
+          }
         } catch (err) {
           // It filled or went away meanwhile: nothing left to do.
-          if (!isFinal(this.ctx.mirror, id)) this.ctx.logger.error({ err, orderId: leg.orderId, accountId }, 'orphaned bracket leg could not be cancelled');
+          if (!isFinal(this.ctx.mirror, id)) this.ctx.logger.error({ err, orderId: leg.orderId, accountId }, 'bracket leg could not be cancelled or cut');
         }
       }
-      if (cancelled.length === 0) continue;
-      const symbol = legs[0]!.symbol;
-      const detail = `${cancelled.join(' and ')}${legs[0]!.bracketId ? ` of entry ${bracket}` : ''} cancelled: the ${symbol} position it protected was closed by another order`;
-      this.ctx.logger.warn({ orderId: bracket, accountId, symbol, cancelled }, 'orphaned bracket legs cancelled');
+      if (done.length === 0) continue;
+      const symbol = actions[0]!.leg.symbol;
+      const position = Number(this.ctx.model.openPositionEntities(accountId).find((p) => (contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId)) === symbol)?.netPos ?? 0);
+      const now = position === 0 ? 'flat' : `${position > 0 ? 'long' : 'short'} ${Math.abs(position)}`;
+      const detail = `${done.join(', ')}${actions[0]!.leg.bracketId ? ` (entry ${bracket})` : ''}: another order left the ${symbol} position ${now}`;
+      this.ctx.logger.warn({ orderId: bracket, accountId, symbol, done }, 'bracket legs fitted to the position');
       this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: bracket, ts: Date.now(), detail });
     }
   }

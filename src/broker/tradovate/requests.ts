@@ -145,6 +145,18 @@ export function replaceLegBody(leg: OrderRecord, account: AccountRef): Record<st
   return body;
 }
 
+/** `order/modifyorder` body giving a working order a new quantity, its type, prices and time in force unchanged. */
+export function resizeOrderBody(order: OrderRecord, orderQty: number): Record<string, unknown> {
+  return {
+    orderId: Number(order.orderId),
+    orderQty,
+    orderType: ORDER_TYPE_TO_BROKER[order.type],
+    ...priceFields(order.type, order.price, order.stopPrice),
+    timeInForce: TIF_TO_BROKER[order.timeInForce],
+    isAutomated: true,
+  };
+}
+
 /**
  * The `d` of a 200 answer as an object; throws BROKER_REJECTED when it carries a failure
  * instead (`failureReason` other than Success, or `errorText`): the broker answers many

@@ -36,9 +36,61 @@ describe('orphaned bracket legs', () => {
     expect(s.events).toEqual([
       expect.objectContaining({
         type: 'bracket-alert', accountId: ACCOUNT, orderId: placed.order.orderId,
-        detail: `take_profit ${placed.legs!.takeProfit!.orderId} of entry ${placed.order.orderId} cancelled: the ESZ6 position it protected was closed by another order`,
+        detail: `take_profit ${placed.legs!.takeProfit!.orderId} cancelled (entry ${placed.order.orderId}): another order left the ESZ6 position flat`,
       }),
     ]);
+  });
+
+  it('a reversal in one order (long 1, sell 2) cancels the long bracket\'s sell legs, which would add to the short', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market', qty: 2 }), 2, 5001);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId))).toEqual([placed.legs!.takeProfit!.orderId]);
+    expect(s.ctx.model.workingOrders(ACCOUNT)).toEqual([]);
+    expect(s.events).toEqual([
+      expect.objectContaining({ detail: `take_profit ${placed.legs!.takeProfit!.orderId} cancelled (entry ${placed.order.orderId}): another order left the ESZ6 position short 1` }),
+    ]);
+  });
+
+  it('a partial exit (long 2 with legs for 2, sell 1) cuts both legs to 1, prices and types unchanged', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder')).toEqual([]);
+    expect(s.broker.bodies('order/modifyorder')).toEqual([
+      { orderId: Number(placed.legs!.takeProfit!.orderId), orderQty: 1, orderType: 'Limit', price: 5010, timeInForce: 'Day', isAutomated: true },
+      { orderId: Number(placed.legs!.stopLoss!.orderId), orderQty: 1, orderType: 'Stop', stopPrice: 4990, timeInForce: 'Day', isAutomated: true },
+    ]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => [o.role, o.qty])).toEqual([['take_profit', 1], ['stop_loss', 1]]);
+    expect(s.events).toHaveLength(1);
+    expect(s.events[0]).toMatchObject({ detail: expect.stringContaining('cut from 2 to 1') });
+  });
+
+  it("a reversal with a bracket (long 1, sell 2 with legs for 2) cancels the long's legs and cuts the new ones to the short 1", async () => {
+    const s = setup();
+    s.broker.oco = false;
+    const long = await filledBracket(s);
+    const short = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, takeProfit: { price: 4990 }, stopLoss: { price: 5010 } }));
+    s.broker.fill(Number(short.order.orderId), 2, 5000);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId)).sort()).toEqual([long.legs!.takeProfit!.orderId, long.legs!.stopLoss!.orderId].sort());
+    expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[short.legs!.takeProfit!.orderId, 1], [short.legs!.stopLoss!.orderId, 1]]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => [o.orderId, o.qty])).toEqual([[short.legs!.takeProfit!.orderId, 1], [short.legs!.stopLoss!.orderId, 1]]);
+  });
+
+  it('two brackets over a position cut to one: the newest bracket goes, the oldest stays', async () => {
+    const s = setup();
+    s.broker.oco = false;
+    const first = await filledBracket(s);
+    const second = await placeOrder(s.ctx, newOrder({ takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(second.order.orderId), 1, 5000);
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId)).sort()).toEqual([second.legs!.takeProfit!.orderId, second.legs!.stopLoss!.orderId].sort());
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toEqual([first.legs!.takeProfit!.orderId, first.legs!.stopLoss!.orderId]);
   });
 
   it('without OCO at the broker, each leg is cancelled', async () => {
@@ -68,7 +120,7 @@ describe('orphaned bracket legs', () => {
     s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5000);
     await pause(GRACE_MS * 5);
     expect(s.broker.bodies('order/cancelorder')).toEqual([]);
-    expect(s.orphans.orphans(ACCOUNT)).toEqual([]);
+    expect(s.orphans.plan(ACCOUNT)).toEqual([]);
     expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toContain(resting.order.orderId);
   });
 
@@ -77,7 +129,7 @@ describe('orphaned bracket legs', () => {
     await filledBracket(s);
     s.orphans.onChange({ entityType: '*', eventType: 'Snapshot', entity: null });
     await pause(GRACE_MS * 5);
-    expect(s.orphans.orphans(ACCOUNT)).toEqual([]);
+    expect(s.orphans.plan(ACCOUNT)).toEqual([]);
     expect(s.broker.bodies('order/cancelorder')).toEqual([]);
   });
 
@@ -89,12 +141,12 @@ describe('orphaned bracket legs', () => {
     s.broker.fill(exit, 1, 5001);
     await pause(GRACE_MS * 5);
     expect(s.broker.bodies('order/cancelorder')).toEqual([]);
-    expect(s.orphans.orphans(ACCOUNT)).toHaveLength(2);
+    expect(s.orphans.plan(ACCOUNT)).toHaveLength(2);
     // Reconnected: the snapshot sweeps again.
     s.broker.connected = true;
     s.orphans.onChange({ entityType: '*', eventType: 'Snapshot', entity: null });
     await pause(GRACE_MS * 5);
     expect(s.broker.bodies('order/cancelorder')).toHaveLength(1);
-    expect(s.orphans.orphans(ACCOUNT)).toEqual([]);
+    expect(s.orphans.plan(ACCOUNT)).toEqual([]);
   });
 });
