@@ -25,6 +25,8 @@ export interface PlaceOrderRequest extends NewOrder {
   origin?: 'api' | 'webhook';
   /** The calling token's or key's narrowing of the account's guards. */
   narrowing?: GuardNarrowing[];
+  /** A partial exit: refused with SYMBOL_MISMATCH unless the account's position in the contract is on the other side and at least `qty`. */
+  reduceOnly?: boolean;
 }
 
 export interface CancelOrderRequest {

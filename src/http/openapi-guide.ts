@@ -196,7 +196,8 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           'marketPosition is the strategy\'s position after the alert ({{strategy.market_position}}: long, short or flat; bullish, bearish accepted). ' +
           'flat turns a buy or sell into an exit of its symbol (or the strategy\'s): that contract\'s resting orders, bracket legs included, are cancelled and its position closed; ' +
           'other contracts are left alone and nothing is opened, so an exit alert never adds a bracket the other way. A buy that leaves the strategy short, or a sell that leaves it long, ' +
-          'is a partial exit → 400 WEBHOOK_UNSUPPORTED.',
+          'is a partial exit: placed without a bracket, only while the account holds at least that much on the other side (else 409 SYMBOL_MISMATCH, nothing sent); ' +
+          'the position\'s legs are then cut to what is left.',
           'An account the broker no longer reports → 403 with detail "Account is inactive"; rebinding the token (PATCH) works on the next alert. An unknown token URL → 404.',
       ],
       code: TRADINGVIEW_TEMPLATE,

@@ -334,7 +334,8 @@ const WEBHOOK_FIELDS: Record<WebhookField, { schema: z.ZodType; doc?: string }> 
   marketPosition: {
     schema: z.string(),
     doc: "The strategy's position after this alert ({{strategy.market_position}}): long | short | flat (bullish, bearish accepted). " +
-      'flat makes a buy or sell an exit: the symbol is flattened (its orders cancelled, its position closed), nothing is opened',
+      'flat makes a buy or sell an exit: the symbol is flattened (its orders cancelled, its position closed), nothing is opened. ' +
+      'A sell that leaves it long (a buy that leaves it short) is a partial exit: no bracket, reduce-only (409 SYMBOL_MISMATCH otherwise)',
   },
   id: { schema: scalar, doc: 'Dedupe key, 24 h, per token: 1–255 characters, any but control characters (TradingView order ids hold spaces)' },
   time: { schema: scalar, doc: 'Alert time ({{timenow}}), used to report alert-to-order delay' },

@@ -40,7 +40,8 @@ interface Common {
 }
 
 export type WebhookIntent =
-  | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side } })
+  /** `reduce`: a partial exit (the strategy stays on the side the order reduces): no bracket, and it must reduce the position. */
+  | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side }; reduce?: true })
   /** `exit`: a buy or sell that leaves the strategy flat; without a symbol, its strategy's symbol. */
   | (Common & { kind: 'flatten'; symbol?: string; exit?: true });
 
@@ -280,13 +281,17 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   // The strategy says where it stands after this order. Flat: the order closes its position,
   // so the alert is an exit of its symbol (cancel its orders, bracket legs included, and close
   // it), not a new order with a bracket of its own that would open the other way. Still on the
-  // side the order reduces: a partial exit, which a webhook cannot do safely.
+  // side the order reduces: a partial exit, an order that may only reduce the position, with no
+  // bracket of its own (the position's legs are cut to what is left once it fills).
   if (position === 'flat') {
     ignoredForFlatten('when marketPosition is flat: the exit closes the whole position');
     return Object.assign({}, common, { kind: 'flatten' as const, exit: true as const }, symbol !== undefined ? { symbol } : {});
   }
-  if (position !== undefined && (position === 'long') !== (side === 'buy')) {
-    throw unsupported(`partial exits (a ${side} that leaves the strategy ${position}; send marketPosition flat to exit it all)`);
+  const reduce = position !== undefined && (position === 'long') !== (side === 'buy');
+  if (reduce) {
+    for (const key of ['takeProfit', 'stopLoss'] as const) {
+      if (fields[key] !== undefined) warnings.push(`'${key}' ignored: a partial exit (marketPosition ${position}) only reduces the position`);
+    }
   }
 
   const order: Partial<OrderInput> & { side: Side } = { side };
@@ -295,8 +300,8 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   if (fields.orderType !== undefined && fields.orderType !== '') order.type = parseOrderType(fields.orderType);
   if (fields.price !== undefined && fields.price !== '') order.price = positivePrice('price', fields.price);
   if (fields.stopPrice !== undefined && fields.stopPrice !== '') order.stopPrice = positivePrice('stopPrice', fields.stopPrice);
-  const tp = parseLeg('takeProfit', fields.takeProfit);
-  const sl = parseLeg('stopLoss', fields.stopLoss);
+  const tp = reduce ? null : parseLeg('takeProfit', fields.takeProfit);
+  const sl = reduce ? null : parseLeg('stopLoss', fields.stopLoss);
   if (tp) order.takeProfit = tp;
   if (sl) order.stopLoss = sl;
   if (fields.timeInForce !== undefined) {
@@ -304,7 +309,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     if (TIFS.has(tif)) order.timeInForce = tif as TimeInForce;
     else warnings.push(`timeInForce '${String(fields.timeInForce)}' not supported; day used`);
   }
-  return Object.assign({}, common, { kind: 'order' as const, order });
+  return Object.assign({}, common, { kind: 'order' as const, order }, reduce ? { reduce: true as const } : {});
 }
 
 /**

@@ -14,7 +14,7 @@ import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { Hold } from './exposure.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
-import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
+import { contractName, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
 import { checkLegsFromFill, offsetLegs } from '../../src/domain/fill-anchor.js';
 import { priceBand } from '../../src/domain/order-plan.js';
@@ -176,6 +176,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
   await checkOffsetLegs(ctx, req);
+  if (req.reduceOnly) requireReduces(ctx, req);
   // From the guards' check to the send nothing awaits: the order's contracts are held from the
   // check until the broker reports the order, so concurrent orders see each other.
   const hold = ctx.guards?.admit(req) ?? null;
@@ -194,6 +195,23 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     else hold?.release();
     throw err;
   }
+}
+
+/**
+ * A partial exit may only reduce: the account must hold at least its quantity on the other side
+ * of the contract. Otherwise the strategy and the account disagree (a stop hit at the broker,
+ * an alert missed), and the order would open or grow a position: refused, nothing sent.
+ */
+function requireReduces(ctx: ActorContext, req: PlaceOrderRequest): void {
+  const position = ctx.model.openPositionEntities(req.accountId).find((p) => contractName(ctx.mirror, p.contractId) === req.symbol);
+  const net = Number(position?.netPos ?? 0);
+  const held = req.side === 'sell' ? net : -net;
+  if (held >= req.qty) return;
+  const holds = net === 0 ? 'holds no' : `is ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
+  throw new AppError('SYMBOL_MISMATCH', `a partial exit may only reduce the position: the account ${holds} ${req.symbol}, the order would ${req.side} ${req.qty}`, {
+    symbol: req.symbol,
+    net,
+  });
 }
 
 /** Sends a new order (single, OSO or strategy) and waits for the broker to settle it. */

@@ -46,7 +46,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'JSON sent as application/json or text/plain. `action` buy|sell (aliases long, short) places an order; close|flat|flatten|exit ' +
         'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). `marketPosition` ' +
         '({{strategy.market_position}}; alias sentiment) flat turns a buy or sell into an exit: its symbol (or the strategy’s) is flattened and nothing is ' +
-        'opened; a buy that leaves the strategy short, or a sell that leaves it long, is a partial exit → 400 WEBHOOK_UNSUPPORTED. Aliases: ticker → ' +
+        'opened; a buy that leaves the strategy short, or a sell that leaves it long, is a partial exit: placed with no bracket, only while the account ' +
+        'holds at least that much on the other side (else 409 SYMBOL_MISMATCH), and the position’s legs are cut to what is left. Aliases: ticker → ' +
         'symbol, quantity/contracts → qty; numeric strings in plain decimal notation accepted (qty a whole number: `"2"`, never `"1e3"`). One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
         'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED. Unknown fields are ignored and listed ' +
         'in `warnings`. `id` deduplicates for 24 h, per token: the same `id` sent to another token is another alert. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
@@ -92,9 +93,12 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         }
         const defaults: StrategyDefaults | null = strategy ?? null;
         const input = completeOrder(intent.order, defaults, intent.warnings);
+        // A partial exit carries no bracket, not even the strategy's: the position keeps its own legs.
+        if (intent.reduce) Object.assign(input, { takeProfit: null, stopLoss: null });
         const plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook') }, timeout);
+        const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
+        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, timeout);
         return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: null }) };
       },
     }),

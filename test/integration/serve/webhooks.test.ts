@@ -110,6 +110,33 @@ describe('webhook alerts', () => {
     await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
   });
 
+  it('a partial exit with the template (sell 1 of long 2, marketPosition long) reduces the position, opens nothing, and the legs follow it', async () => {
+    const fill = (action: string, contracts: string, position: string, id: string) =>
+      TRADINGVIEW_TEMPLATE.replace('{{strategy.order.id}}', id)
+        .replace(/\{\{timenow\}\}/g, new Date().toISOString())
+        .replace('{{strategy.order.action}}', action)
+        .replace('{{ticker}}', 'ES1!')
+        .replace('{{strategy.order.contracts}}', contracts)
+        .replace('{{strategy.market_position}}', position);
+    const entry = await alert(fill('buy', '2', 'long', 'Long'), 'text/plain');
+    expect(entry.status, entry.text).toBe(201);
+    await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === 2, 'long 2');
+    const partial = await alert(fill('sell', '1', 'long', 'TP1'), 'text/plain');
+    expect(partial.status, partial.text).toBe(201);
+    expect(partial.json).toMatchObject({ action: 'sell', order: { side: 'sell', qty: 1, legs: { takeProfit: null, stopLoss: null } } });
+    await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === 1, 'long 1');
+    await eventually(async () => {
+      const legs = (await working()).filter((o) => o.symbol === ES);
+      return legs.length === 2 && legs.every((o) => o.qty === 1 && o.side === 'sell');
+    }, "the entry's two legs cut to 1");
+    // The strategy says long, the account is flat (say its stop hit at the broker): refused, nothing opened.
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
+    const drifted = await alert(fill('sell', '1', 'long', 'TP2'), 'text/plain');
+    expect(drifted.status, drifted.text).toBe(409);
+    expect(drifted.json).toMatchObject({ code: 'SYMBOL_MISMATCH', detail: `a partial exit may only reduce the position: the account holds no ${ES}, the order would sell 1` });
+    expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
+  });
+
   it('dedupes by payload id: a repeated alert replays and places no second order', async () => {
     const body = { action: 'buy', symbol: 'ES', qty: 1, id: 'alert-42' };
     const first = await alert(body);

@@ -381,12 +381,22 @@ describe('parseWebhookPayload marketPosition (the strategy after the alert)', ()
   });
 
   it.each([
-    [{ action: 'sell', marketPosition: 'long' }, 'partial exits (a sell that leaves the strategy long; send marketPosition flat to exit it all)'],
-    [{ action: 'buy', sentiment: 'bearish' }, 'partial exits (a buy that leaves the strategy short; send marketPosition flat to exit it all)'],
-  ])('%j reduces without closing: a partial exit, refused (a bracketed order the other way would open a position)', (body, feature) => {
-    const err = thrown(() => parse(body));
-    expect(err.code).toBe('WEBHOOK_UNSUPPORTED');
-    expect(err.extensions.feature).toBe(feature);
+    [{ action: 'sell', marketPosition: 'long' }, 'sell'],
+    [{ action: 'buy', sentiment: 'bearish' }, 'buy'],
+  ])('%j reduces without closing: a partial exit, an order marked reduce with no bracket of its own', (body, side) => {
+    const intent = parse({ ...body, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(intent).toMatchObject({ kind: 'order', reduce: true });
+    expect(orderOf(intent)).toEqual({ side, symbol: 'ES', qty: 1 });
+    const position = 'marketPosition' in body ? body.marketPosition : 'short';
+    expect(intent.warnings).toEqual([
+      `'takeProfit' ignored: a partial exit (marketPosition ${position}) only reduces the position`,
+      `'stopLoss' ignored: a partial exit (marketPosition ${position}) only reduces the position`,
+    ]);
+  });
+
+  it('an entry is never marked reduce', () => {
+    expect(parse({ action: 'buy', marketPosition: 'long' })).not.toHaveProperty('reduce');
+    expect(parse({ action: 'buy' })).not.toHaveProperty('reduce');
   });
 
   it.each([['sideways'], [1], [true], [{}]])('an unreadable marketPosition %j is refused, never guessed', (value) => {

@@ -97,6 +97,23 @@ describe('POST /webhooks/:token orders', () => {
   });
 });
 
+describe('POST /webhooks/:token partial exits', () => {
+  it("a sell that leaves the strategy long goes to the actor as reduce-only, with no bracket, not even the strategy's", async () => {
+    const strategy = await w.store.strategies.create(w.a.userId, { name: 's', description: '', symbol: 'ES1!', qty: 3, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    await w.store.webhookTokens.update(w.a.userId, tokenId, { strategyId: strategy.id });
+    const res = await alert({ action: 'sell', qty: 1, stopLoss: { ticks: 8 }, marketPosition: 'long' });
+    expect(res.status).toBe(201);
+    expect(webhookResponseSchema.parse(res.body).warnings).toEqual(["'stopLoss' ignored: a partial exit (marketPosition long) only reduces the position"]);
+    const sent = w.gateway.calls[0]!.req as PlaceOrderRequest;
+    expect(sent).toMatchObject({ type: 'place-order', side: 'sell', qty: 1, symbol: 'ESZ6', reduceOnly: true, takeProfit: null, stopLoss: null });
+  });
+
+  it('an entry is sent without reduceOnly', async () => {
+    await alert({ action: 'buy', symbol: 'ES', qty: 1, marketPosition: 'long' });
+    expect(w.gateway.calls[0]!.req).not.toHaveProperty('reduceOnly');
+  });
+});
+
 describe('POST /webhooks/:token flatten', () => {
   it.each(['close', 'flat', 'flatten', 'exit'])('%s flattens the whole account without a symbol', async (action) => {
     const res = await alert({ action });

@@ -205,3 +205,25 @@ describe('placeOrder: an attempt the broker did not answer in time', () => {
     expect(r).toMatchObject({ reconciled: true, order: { orderId: String(entry), role: 'entry', requestedSymbol: 'ES1!' } });
   });
 });
+
+describe('placeOrder: reduce-only (a webhook partial exit)', () => {
+  it('is sent while the account holds at least its quantity on the other side', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.fill(broker.addOrder({ qty: 2 }), 2, 5000);
+    const r = await placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null }), reduceOnly: true });
+    expect(r.order).toMatchObject({ side: 'sell', qty: 2 });
+    expect(broker.bodies('order/placeorder')).toEqual([expect.objectContaining({ action: 'Sell', orderQty: 2 })]);
+  });
+
+  it.each([
+    ['flat', 0, 'sell', 1, 'a partial exit may only reduce the position: the account holds no ESZ6, the order would sell 1'],
+    ['long 1, selling 2', 1, 'sell', 2, 'a partial exit may only reduce the position: the account is long 1 ESZ6, the order would sell 2'],
+    ['long 1, buying', 1, 'buy', 1, 'a partial exit may only reduce the position: the account is long 1 ESZ6, the order would buy 1'],
+  ] as const)('is refused with SYMBOL_MISMATCH and nothing sent when %s', async (_case, held, side, qty, message) => {
+    const { broker, ctx } = fakeActorContext();
+    if (held) broker.fill(broker.addOrder({ qty: held }), held, 5000);
+    const sentBefore = broker.bodies('order/placeorder').length;
+    await expect(placeOrder(ctx, { ...newOrder({ side, qty, orderType: 'market', price: null }), reduceOnly: true })).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message });
+    expect(broker.bodies('order/placeorder')).toHaveLength(sentBefore);
+  });
+});
