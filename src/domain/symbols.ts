@@ -13,6 +13,7 @@
  * | `bang` `<ROOT>!` | `ES!` | front month |
  * | `exchange-continuous` `<EXCHANGE>:<ROOT>1!` | `CME_MINI:ES1!` | front month; the prefix must be known and name the product's exchange |
  * | `two-digit-year` `<ROOT><month><2-digit year>` | `ESZ26` | front month, as the spec says for this charting-platform form; the month must still be listed for the root |
+ * | `four-digit-year` `<ROOT><month><4-digit year>` | `ESZ2026` | that contract (TradingView's ticker of a dated contract's chart), checked like `contract`: listed, unexpired, within the listing horizon |
  *
  * Front month: the nearest listed contract whose roll date (products.ts) is still ahead of
  * `now`'s UTC date. Roots are matched longest first (`MES` before `ES`; `M2K`, `6E` contain
@@ -26,7 +27,7 @@ export { getProduct, listProducts } from './products.js';
 export type { Exchange, MonthCode, Product } from './products.js';
 
 /** Which accepted form the input had. */
-export type SymbolForm = 'contract' | 'root' | 'continuous' | 'bang' | 'exchange-continuous' | 'two-digit-year';
+export type SymbolForm = 'contract' | 'root' | 'continuous' | 'bang' | 'exchange-continuous' | 'two-digit-year' | 'four-digit-year';
 
 /** One dated contract of a product. */
 export interface Contract {
@@ -221,29 +222,33 @@ function resolveSuffix(input: string, product: Product, suffix: string, today: n
   if (suffix === '1!') return resolved(frontContract(product, today), 'continuous');
   if (suffix === '!') return resolved(frontContract(product, today), 'bang');
   const code = suffix.charAt(0);
-  const isDated = (suffix.length === 2 || suffix.length === 3) && monthNumber(code) !== undefined && allDigits(suffix, 1);
+  const isDated = (suffix.length === 2 || suffix.length === 3 || suffix.length === 5) && monthNumber(code) !== undefined && allDigits(suffix, 1);
   if (!isDated) return unknown(input, `${suffix} after root ${product.root} is not a recognised symbol form`);
   if (!isListedMonth(product, code)) {
     return unknown(input, `${code} is not a listed month for ${product.root} (listed: ${product.months.join(' ')})`);
   }
   if (suffix.length === 3) return resolved(frontContract(product, today), 'two-digit-year');
-  return resolveFullContract(input, product, code, suffix.charCodeAt(1) - CODE_0, today);
+  if (suffix.length === 5) return resolveDatedContract(input, product, code, Number(suffix.slice(1)), today, `${product.root}${suffix}`, 'four-digit-year');
+  const yearDigit = suffix.charCodeAt(1) - CODE_0;
+  const nowYear = civilOfDay(today).year;
+  const year = nowYear + ((yearDigit - (nowYear % 10) + 10) % 10);
+  return resolveDatedContract(input, product, code, year, today, `${product.root}${code}${yearDigit}`, 'contract');
 }
 
-function resolveFullContract(input: string, product: Product, code: MonthCode, yearDigit: number, today: number): ResolvedSymbol {
+/** One dated contract, named `name` as the client wrote it: unexpired and already listed. */
+function resolveDatedContract(input: string, product: Product, code: MonthCode, year: number, today: number, name: string, form: SymbolForm): ResolvedSymbol {
   const now = civilOfDay(today);
-  const year = now.year + ((yearDigit - (now.year % 10) + 10) % 10);
   const month = monthNumber(code) ?? 0;
-  const name = `${product.root}${code}${yearDigit}`;
   const { contract, expiryDay: expiry } = contractEntry(product, year, month);
   if (expiry < today) return unknown(input, `${name} expired on ${contract.expiry}`);
   const monthsAhead = (year - now.year) * 12 + (month - now.month);
   if (monthsAhead > product.listedMonthsAhead) {
+    if (form === 'four-digit-year') return unknown(input, `${name} is not listed yet`);
     const earlier = year - 10;
     const hint = earlier >= now.year - 1 ? ` (the ${earlier} contract expired on ${isoDay(expiryDay(product, earlier, month))})` : '';
     return unknown(input, `${name} would be the ${year} contract, which is not listed yet${hint}`);
   }
-  return resolved(contract, 'contract');
+  return resolved(contract, form);
 }
 
 // One cached front month per product: valid from the day it was computed until its roll day,

@@ -12,11 +12,14 @@ import { startServe, type Served } from '../../support/processes.js';
 
 let s: Served;
 let acc: string;
-const ES = (() => {
+const FRONT = (() => {
   const r = resolveSymbol('ES', new Date());
   if (!r.ok) throw new Error(r.reason);
-  return r.contract;
+  return r;
 })();
+const ES = FRONT.contract;
+/** TradingView's ticker of the front contract's own chart, e.g. ESZ2026. */
+const ES_DATED = `ES${FRONT.monthCode}${FRONT.year}`;
 const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
   http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) });
 const place = (body: unknown, headers?: Record<string, string>) => api('POST', `/api/v1/accounts/${acc}/orders`, body, headers);
@@ -35,17 +38,17 @@ afterAll(async () => {
 
 describe('placing orders', () => {
   it('places a market order in every symbol form; the response names the resolved contract', async () => {
-    for (const symbol of ['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ES${ES.slice(2, 3)}${new Date().getUTCFullYear() % 100}`, ES]) {
+    for (const symbol of ['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ES${ES.slice(2, 3)}${new Date().getUTCFullYear() % 100}`, ES, ES_DATED]) {
       const r = await place({ symbol, side: 'buy', qty: 1, type: 'market' });
       expect(r.status, `${symbol}: ${r.text}`).toBe(201);
       expect(r.json).toMatchObject({ symbol: ES, requestedSymbol: symbol, status: 'filled', role: 'single' });
       expect(r.headers.get('server-timing')).toMatch(/actor;dur=[\d.]+, broker;dur=[\d.]+, settle;dur=[\d.]+, total;dur=[\d.]+/);
     }
-    expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(6);
+    expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(7);
   });
 
   it('places limit, stop and stop-limit orders, and market/limit/stop with a bracket, in every symbol form', async () => {
-    const forms = ['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ES${ES.slice(2, 3)}${new Date().getUTCFullYear() % 100}`, ES];
+    const forms = ['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ES${ES.slice(2, 3)}${new Date().getUTCFullYear() % 100}`, ES, ES_DATED];
     const absolute = { takeProfit: { price: 5200 }, stopLoss: { price: 4700 } };
     const relative = { takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
     const cases: [string, Record<string, unknown>, 'single' | 'entry'][] = [

@@ -43,6 +43,17 @@ describe('resolveSymbol: accepted forms', () => {
     expect(ok('ESM99').contract).toBe('ESZ6');
   });
 
+  it("resolves TradingView's dated-contract ticker (four-digit year) to that very contract, checked like a full name", () => {
+    expect(ok('ESZ2026')).toMatchObject({ contract: 'ESZ6', form: 'four-digit-year', year: 2026, expiry: '2026-12-18' });
+    expect(ok('esh2027')).toMatchObject({ contract: 'ESH7', form: 'four-digit-year', year: 2027 });
+    expect(ok('MNQM2027')).toMatchObject({ contract: 'MNQM7', year: 2027 });
+    expect(ok('GCG2027').contract).toBe('GCG7');
+    expect(rejected('ESZ2025')).toBe('ESZ2025 expired on 2025-12-19');
+    expect(rejected('ESZ2036')).toBe('ESZ2036 is not listed yet');
+    expect(rejected('ESF2027')).toBe('F is not a listed month for ES (listed: H M U Z)');
+    expect(rejected('ESZ20266')).toBe('Z20266 after root ES is not a recognised symbol form');
+  });
+
   it('accepts any letter case and surrounding whitespace, and answers in upper case', () => {
     expect(ok('es1!').contract).toBe('ESZ6');
     expect(ok('cme_mini:es1!').contract).toBe('ESZ6');
