@@ -36,7 +36,7 @@ export async function flattenAccount(
       ...(opts?.symbolOnly && symbol !== null ? { symbolOnly: true } : {}),
       clOrdIdPrefix: flattenClOrdIdPrefix(ctx.auth.userId, ctx.idempotencyKey),
     },
-    opts?.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : undefined,
+    opts,
   );
   return { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions: result.positions };
 }

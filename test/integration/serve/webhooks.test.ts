@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../../src/domain/symbols.js';
-import { TRADINGVIEW_TEMPLATE } from '../../../src/http/webhook-payload.js';
+import { filledTemplate } from '../../support/tradingview.js';
 import { control, simState } from '../../support/sim.js';
 import { eventually, http } from '../../support/http.js';
 import { startServe, type Served } from '../../support/processes.js';
@@ -24,6 +24,9 @@ const NQ = front('NQ');
 const api = (method: string, path: string, body?: unknown) => http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}) });
 const alert = (body: unknown, contentType = 'application/json') =>
   http(token.url, 'POST', '', { raw: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': contentType } });
+/** The README's template as TradingView fills it for an ES1! strategy order. */
+const fire = (action: 'buy' | 'sell', contracts: string, marketPosition: 'long' | 'short' | 'flat', orderId: string) =>
+  filledTemplate({ orderId, action, ticker: 'ES1!', contracts, marketPosition, time: new Date().toISOString() });
 const positions = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/positions`)).json.data as any[];
 const working = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/working-orders`)).json.data as any[];
 
@@ -84,26 +87,19 @@ describe('webhook alerts', () => {
   });
 
   it("a strategy's exit with the TradingView template (sell, marketPosition flat) closes the symbol and its bracket legs, opening nothing", async () => {
-    const fill = (action: string, position: string, id: string) =>
-      TRADINGVIEW_TEMPLATE.replace('{{strategy.order.id}}', id)
-        .replace(/\{\{timenow\}\}/g, new Date().toISOString())
-        .replace('{{strategy.order.action}}', action)
-        .replace('{{ticker}}', 'ES1!')
-        .replace('{{strategy.order.contracts}}', '1')
-        .replace('{{strategy.market_position}}', position);
     // Another symbol's resting order, which the exit of ES must leave alone.
     const nq = await alert({ action: 'sell', symbol: 'NQ', qty: 1, orderType: 'limit', price: 21000 });
     expect(nq.status).toBe(201);
-    const entry = await alert(fill('buy', 'long', 'Long'), 'text/plain');
+    const entry = await alert(fire('buy', '1', 'long', 'Long'), 'text/plain');
     expect(entry.status, entry.text).toBe(201);
     await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === 1 && (await working()).filter((o) => o.symbol === ES).length === 2, 'long 1 with its two legs');
-    const exit = await alert(fill('sell', 'flat', 'Close entry(s) order Long'), 'text/plain');
+    const exit = await alert(fire('sell', '1', 'flat', 'Close entry(s) order Long'), 'text/plain');
     expect(exit.status, exit.text).toBe(200);
     expect(exit.json).toMatchObject({ action: 'flatten', order: null, flatten: { symbol: ES } });
     await eventually(async () => (await positions()).every((p) => p.netQty === 0) && (await working()).every((o) => o.symbol !== ES), 'ES flat, no ES orders');
     expect((await working()).filter((o) => o.symbol === NQ)).toHaveLength(1);
     // The strategy's stop hit at the broker first: the exit finds nothing to close and opens nothing.
-    const again = await alert(fill('sell', 'flat', 'Close entry(s) order Long 2'), 'text/plain');
+    const again = await alert(fire('sell', '1', 'flat', 'Close entry(s) order Long 2'), 'text/plain');
     expect(again.status, again.text).toBe(200);
     expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
     expect((await working()).map((o) => o.symbol)).toEqual([NQ]);
@@ -111,17 +107,10 @@ describe('webhook alerts', () => {
   });
 
   it('a partial exit with the template (sell 1 of long 2, marketPosition long) reduces the position, opens nothing, and the legs follow it', async () => {
-    const fill = (action: string, contracts: string, position: string, id: string) =>
-      TRADINGVIEW_TEMPLATE.replace('{{strategy.order.id}}', id)
-        .replace(/\{\{timenow\}\}/g, new Date().toISOString())
-        .replace('{{strategy.order.action}}', action)
-        .replace('{{ticker}}', 'ES1!')
-        .replace('{{strategy.order.contracts}}', contracts)
-        .replace('{{strategy.market_position}}', position);
-    const entry = await alert(fill('buy', '2', 'long', 'Long'), 'text/plain');
+    const entry = await alert(fire('buy', '2', 'long', 'Long'), 'text/plain');
     expect(entry.status, entry.text).toBe(201);
     await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === 2, 'long 2');
-    const partial = await alert(fill('sell', '1', 'long', 'TP1'), 'text/plain');
+    const partial = await alert(fire('sell', '1', 'long', 'TP1'), 'text/plain');
     expect(partial.status, partial.text).toBe(201);
     expect(partial.json).toMatchObject({ action: 'sell', order: { side: 'sell', qty: 1, legs: { takeProfit: null, stopLoss: null } } });
     await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === 1, 'long 1');
@@ -131,7 +120,7 @@ describe('webhook alerts', () => {
     }, "the entry's two legs cut to 1");
     // The strategy says long, the account is flat (say its stop hit at the broker): refused, nothing opened.
     await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
-    const drifted = await alert(fill('sell', '1', 'long', 'TP2'), 'text/plain');
+    const drifted = await alert(fire('sell', '1', 'long', 'TP2'), 'text/plain');
     expect(drifted.status, drifted.text).toBe(409);
     expect(drifted.json).toMatchObject({ code: 'SYMBOL_MISMATCH', detail: `a partial exit may only reduce the position: the account holds no ${ES}, the order would sell 1` });
     expect((await positions()).every((p) => p.netQty === 0)).toBe(true);

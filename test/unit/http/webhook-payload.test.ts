@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
 import { webhookPayloadSchema } from '../../../src/http/schemas.js';
-import { completeOrder, parseWebhookPayload, toNumber, TRADINGVIEW_TEMPLATE, WEBHOOK_FIELD_ALIASES, type WebhookIntent } from '../../../src/http/webhook-payload.js';
+import { completeOrder, parseWebhookPayload, toNumber, WEBHOOK_FIELD_ALIASES, type WebhookIntent } from '../../../src/http/webhook-payload.js';
+import { filledTemplate } from '../../support/tradingview.js';
 import { thrown } from '../../support/errors.js';
 
 const NOW = new Date('2026-11-21T15:00:00Z');
@@ -320,24 +321,14 @@ describe('every name the parser knows, pinned', () => {
   });
 
   it('the TradingView template, filled in as TradingView would, is a valid bracket order', () => {
-    const filled = TRADINGVIEW_TEMPLATE.replace('{{strategy.order.id}}', 'L1')
-      .replace(/\{\{timenow\}\}/g, '2026-11-21T14:59:58Z')
-      .replace('{{strategy.order.action}}', 'buy')
-      .replace('{{ticker}}', 'MES1!')
-      .replace('{{strategy.order.contracts}}', '2')
-      .replace('{{strategy.market_position}}', 'long');
+    const filled = filledTemplate({ orderId: 'L1', action: 'buy', ticker: 'MES1!', contracts: '2', marketPosition: 'long', time: '2026-11-21T14:59:58Z' });
     const intent = parseWebhookPayload(JSON.parse(filled), NOW);
     expect(intent).toMatchObject({ kind: 'order', id: 'L1-2026-11-21T14:59:58Z', alertDelayMs: 2000, warnings: [] });
     expect(orderOf(intent)).toEqual({ side: 'buy', symbol: 'MES1!', qty: 2, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
   });
 
   it("the same template on the strategy's exit (a sell that leaves it flat) is an exit of the symbol, with no bracket of its own", () => {
-    const filled = TRADINGVIEW_TEMPLATE.replace('{{strategy.order.id}}', 'Close entry(s) order L1')
-      .replace(/\{\{timenow\}\}/g, '2026-11-21T14:59:58Z')
-      .replace('{{strategy.order.action}}', 'sell')
-      .replace('{{ticker}}', 'MES1!')
-      .replace('{{strategy.order.contracts}}', '2')
-      .replace('{{strategy.market_position}}', 'flat');
+    const filled = filledTemplate({ orderId: 'Close entry(s) order L1', action: 'sell', ticker: 'MES1!', contracts: '2', marketPosition: 'flat', time: '2026-11-21T14:59:58Z' });
     expect(parseWebhookPayload(JSON.parse(filled), NOW)).toEqual({
       kind: 'flatten', exit: true, symbol: 'MES1!', id: 'Close entry(s) order L1-2026-11-21T14:59:58Z', alertDelayMs: 2000,
       warnings: [
