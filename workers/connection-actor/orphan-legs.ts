@@ -12,13 +12,14 @@
  * itself, a moment after the position update). Only legs of entries that are done (filled or
  * otherwise final, or re-placed legs) are looked at, and nothing while an entry in the contract
  * is still filling:
- * - legs that cannot reduce the position (it is flat, or on their own side) are cancelled;
+ * - legs that cannot reduce the position (it is flat, or on their own side), and legs whose
+ *   OCO sibling has filled and is done (the broker is about to cancel them), are cancelled;
  * - of the legs that reduce it, each kind (take-profit, stop-loss) is trimmed to the position,
  *   newest first: cut to the quantity left, or cancelled when nothing is left for it.
  * Each bracket touched is reported once as a bracket-alert, and logged.
  */
 import type { MirrorChange } from '../../src/broker/tradovate/mirror.js';
-import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
+import { contractName, fillsOf, isFinal, linkageOf } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
@@ -96,9 +97,12 @@ export class OrphanLegs {
     for (const [symbol, list] of legs) {
       const position = net.get(symbol) ?? 0;
       const reduces = (o: OrderRecord) => (position > 0 ? o.side === 'sell' : position < 0 && o.side === 'buy');
-      for (const o of list) if (!reduces(o)) out.push({ leg: o, cancel: true });
+      // A leg whose sibling filled is done for, whenever the broker's OCO gets to it: counting it
+      // would cut a live bracket's leg in its place.
+      const live = (o: OrderRecord) => reduces(o) && !this.siblingFilled(o);
+      for (const o of list) if (!live(o)) out.push({ leg: o, cancel: true });
       for (const role of ['take_profit', 'stop_loss'] as const) {
-        const kind = list.filter((o) => o.role === role && reduces(o)).sort((a, b) => Number(b.orderId) - Number(a.orderId));
+        const kind = list.filter((o) => o.role === role && live(o)).sort((a, b) => Number(b.orderId) - Number(a.orderId));
         let excess = kind.reduce((n, o) => n + open(o), 0) - Math.abs(position);
         for (const o of kind) {
           if (excess <= 0) break;
@@ -109,6 +113,18 @@ export class OrphanLegs {
       }
     }
     return out;
+  }
+
+  /**
+   * Whether the other leg of this leg's bracket filled and is done. A sibling still filling is
+   * not: the broker resizes this leg to what is left (and the cut below would do the same).
+   */
+  private siblingFilled(leg: OrderRecord): boolean {
+    const order = this.ctx.mirror.get('order', Number(leg.orderId));
+    if (!order) return false;
+    const link = linkageOf(this.ctx.mirror, order);
+    const sibling = leg.role === 'take_profit' ? link.stopLoss : link.takeProfit;
+    return sibling !== null && isFinal(this.ctx.mirror, sibling) && fillsOf(this.ctx.mirror, sibling).qty > 0;
   }
 
   private async sweep(accountId: string): Promise<void> {

@@ -93,6 +93,32 @@ describe('orphaned bracket legs', () => {
     expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toEqual([first.legs!.takeProfit!.orderId, first.legs!.stopLoss!.orderId]);
   });
 
+  it("a filled leg's sibling that the broker has not cancelled yet goes, not a live bracket's leg in its place", async () => {
+    const s = setup();
+    s.broker.oco = false; // the broker's OCO slower than the grace
+    const first = await filledBracket(s);
+    const second = await placeOrder(s.ctx, newOrder({ takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(second.order.orderId), 1, 5000);
+    // The first bracket's take-profit fills: long 2 → 1; its stop-loss is still working.
+    s.broker.fill(Number(first.legs!.takeProfit!.orderId), 1, 5010);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId))).toEqual([first.legs!.stopLoss!.orderId]);
+    expect(s.broker.bodies('order/modifyorder')).toEqual([]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toEqual([second.legs!.takeProfit!.orderId, second.legs!.stopLoss!.orderId]);
+  });
+
+  it("a take-profit partly filled leaves its stop-loss alive: cut to what is left, never cancelled", async () => {
+    const s = setup();
+    s.broker.oco = false; // the broker's resize of the sibling slower than the grace
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    s.broker.fill(Number(placed.legs!.takeProfit!.orderId), 1, 5010);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder')).toEqual([]);
+    expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[placed.legs!.stopLoss!.orderId, 1]]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => [o.role, o.qty - o.filledQty])).toEqual([['take_profit', 1], ['stop_loss', 1]]);
+  });
+
   it('without OCO at the broker, each leg is cancelled', async () => {
     const s = setup();
     s.broker.oco = false;
