@@ -25,6 +25,8 @@ export interface ActorContext {
   emit(event: ActorEvent): void;
   /** Place attempts in flight, by `accountId|clOrdId`. */
   placing: Map<string, Promise<PlaceOrderResult>>;
+  /** Contracts of reduce-only orders in flight, by `accountId|symbol`: what they may still take off the position. */
+  reducing: Map<string, number>;
   /** Placements that timed out at the broker, by `accountId|clOrdId`, until their outcome is known. */
   unknown: UnknownOutcomes;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */

@@ -176,10 +176,16 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
   await checkOffsetLegs(ctx, req);
-  if (req.reduceOnly) requireReduces(ctx, req);
+  const reducing = req.reduceOnly ? requireReduces(ctx, req) : undefined;
   // From the guards' check to the send nothing awaits: the order's contracts are held from the
   // check until the broker reports the order, so concurrent orders see each other.
-  const hold = ctx.guards?.admit(req) ?? null;
+  let hold: Hold | null;
+  try {
+    hold = ctx.guards?.admit(req) ?? null;
+  } catch (err) {
+    reducing?.release();
+    throw err;
+  }
   // The broker's answer after BROKER_TIMEOUT goes to the unknown outcome the timeout opened (the
   // rejection reaches the catch below in the same turn, before any later frame is read).
   let unknown: UnknownPlacement | undefined;
@@ -194,24 +200,44 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') unknown = ctx.unknown.open(req.accountId, req.clOrdId, hold);
     else hold?.release();
     throw err;
+  } finally {
+    // Settled (its fills are in the position now) or failed: it takes nothing more off.
+    reducing?.release();
   }
 }
 
 /**
  * A partial exit may only reduce: the account must hold at least its quantity on the other side
- * of the contract. Otherwise the strategy and the account disagree (a stop hit at the broker,
- * an alert missed), and the order would open or grow a position: refused, nothing sent.
+ * of the contract, less what reduce-only orders still in flight may take off. Otherwise the
+ * strategy and the account disagree (a stop hit at the broker, an alert missed), and the order
+ * would open or grow a position: refused, nothing sent. Admitted, its quantity counts against
+ * the position until it settles or fails (`release`).
  */
-function requireReduces(ctx: ActorContext, req: PlaceOrderRequest): void {
+function requireReduces(ctx: ActorContext, req: PlaceOrderRequest): { release(): void } {
   const position = ctx.model.openPositionEntities(req.accountId).find((p) => contractName(ctx.mirror, p.contractId) === req.symbol);
   const net = Number(position?.netPos ?? 0);
-  const held = req.side === 'sell' ? net : -net;
-  if (held >= req.qty) return;
-  const holds = net === 0 ? 'holds no' : `is ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
-  throw new AppError('SYMBOL_MISMATCH', `a partial exit may only reduce the position: the account ${holds} ${req.symbol}, the order would ${req.side} ${req.qty}`, {
-    symbol: req.symbol,
-    net,
-  });
+  const key = `${req.accountId}|${req.symbol}`;
+  const pending = ctx.reducing.get(key) ?? 0;
+  const held = (req.side === 'sell' ? net : -net) - pending;
+  if (held < req.qty) {
+    const holds = net === 0 ? 'holds no' : `is ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
+    const inFlight = pending > 0 ? ` (${pending} already on the way out)` : '';
+    throw new AppError('SYMBOL_MISMATCH', `a partial exit may only reduce the position: the account ${holds} ${req.symbol}${inFlight}, the order would ${req.side} ${req.qty}`, {
+      symbol: req.symbol,
+      net,
+    });
+  }
+  ctx.reducing.set(key, pending + req.qty);
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      const left = (ctx.reducing.get(key) ?? 0) - req.qty;
+      if (left > 0) ctx.reducing.set(key, left);
+      else ctx.reducing.delete(key);
+    },
+  };
 }
 
 /** Sends a new order (single, OSO or strategy) and waits for the broker to settle it. */

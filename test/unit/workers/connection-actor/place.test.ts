@@ -227,3 +227,31 @@ describe('placeOrder: reduce-only (a webhook partial exit)', () => {
     expect(broker.bodies('order/placeorder')).toHaveLength(sentBefore);
   });
 });
+
+describe('placeOrder: reduce-only in flight', () => {
+  it('two partial exits of a long 1 arriving together: the first goes, the second is refused while it is on its way', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.fill(broker.addOrder({ qty: 1 }), 1, 5000);
+    const held = broker.hold('order/placeorder');
+    const first = placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true });
+    await held.reached;
+    await expect(placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true })).rejects.toMatchObject({
+      code: 'SYMBOL_MISMATCH',
+      message: 'a partial exit may only reduce the position: the account is long 1 ESZ6 (1 already on the way out), the order would sell 1',
+    });
+    held.release();
+    await first;
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    expect(ctx.reducing.size).toBe(0);
+  });
+
+  it('a refused or failed partial exit takes nothing off what the next one may reduce', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.fill(broker.addOrder({ qty: 1 }), 1, 5000);
+    broker.handlers['order/placeorder'] = () => ({ failureReason: 'RiskRejected', failureText: 'no' });
+    await expect(placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true })).rejects.toMatchObject({ code: 'BROKER_REJECTED' });
+    expect(ctx.reducing.size).toBe(0);
+    delete broker.handlers['order/placeorder'];
+    await expect(placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true })).resolves.toMatchObject({ order: { side: 'sell' } });
+  });
+});
