@@ -90,12 +90,19 @@ function offsetAt(utc: number, timeZone: string): number {
 
 /**
  * UTC ms of a local wall-clock moment (`day` may overflow the month: Date.UTC normalises it).
- * A time that does not exist (skipped by a spring-forward) maps to the moment after the gap.
+ * A time that does not exist (skipped by a spring-forward) maps to the moment after the gap;
+ * a time that exists twice (fall back), to one of its two instants.
  */
 export function zonedToUtc(year: number, month: number, day: number, minutes: number, timeZone: string): number {
   const local = Date.UTC(year, month - 1, day) + minutes * MINUTE;
   const first = local - offsetAt(local, timeZone);
   const second = local - offsetAt(first, timeZone);
+  if (first === second) return first;
+  // Near a change of offset the two guesses differ; the one that reads back as `local` is the
+  // answer (03:00 on a spring-forward day is the first minute after the gap, not 04:00).
+  const fits = (t: number) => t + offsetAt(t, timeZone) === local;
+  const firstFits = fits(first);
+  if (firstFits !== fits(second)) return firstFits ? first : second;
   return Math.max(first, second);
 }
 

@@ -27,6 +27,29 @@ describe('wall clock in a named zone (Intl, daylight saving included)', () => {
     );
   });
 
+  it('the first minute after a spring-forward gap maps to itself, a minute in the gap to the moment after it', () => {
+    // Found by the property above (seed 1362373872): 03:00 on 2028-03-12 in New York came back as 04:00.
+    expect(zonedToUtc(2028, 3, 12, 3 * 60, 'America/New_York')).toBe(Date.UTC(2028, 2, 12, 7, 0));
+    expect(zonedToUtc(2026, 3, 8, 3 * 60, CT)).toBe(Date.UTC(2026, 2, 8, 8, 0));
+    expect(zonedToUtc(2026, 3, 29, 3 * 60, 'Europe/Berlin')).toBe(Date.UTC(2026, 2, 29, 1, 0));
+    expect(zonedToUtc(2026, 3, 8, 2 * 60 + 30, CT)).toBe(Date.UTC(2026, 2, 8, 8, 30));
+    // A repeated hour (fall back) gives one of its two instants.
+    expect([Date.UTC(2026, 10, 1, 6, 30), Date.UTC(2026, 10, 1, 7, 30)]).toContain(zonedToUtc(2026, 11, 1, 60 + 30, CT));
+  });
+
+  it('zonedToUtc inverts wallClock around every offset change of 2024–2030 (property, many runs)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: Date.UTC(2024, 0, 1), max: Date.UTC(2030, 0, 1) }), fc.constantFrom(CT, 'America/New_York', 'Europe/Berlin'), (t, tz) => {
+        // Minutes within two hours of a local 02:00–03:00: where the offsets change.
+        const w0 = wallClock(Math.floor(t / 60_000) * 60_000, tz);
+        const minute = zonedToUtc(w0.year, w0.month, w0.day, 90, tz) + (Math.floor(t / 60_000) % 120) * 60_000;
+        const w = wallClock(minute, tz);
+        expect(wallClock(zonedToUtc(w.year, w.month, w.day, w.minutes, tz), tz)).toEqual(w);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
   it('names and clock strings', () => {
     expect(isTimeZone(CT)).toBe(true);
     expect(isTimeZone('Mars/Olympus')).toBe(false);
