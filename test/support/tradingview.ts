@@ -1,6 +1,6 @@
 /**
  * The README's TradingView alert message as TradingView fills it in when an order of a strategy
- * fires: every placeholder of the template replaced by the value it would have.
+ * fires: each `{{…}}` of the template filled with the value it would have.
  */
 import { TRADINGVIEW_TEMPLATE } from '../../src/http/webhook-payload.js';
 

@@ -91,7 +91,9 @@ export class OrphanLegs {
       // A leg of a resting entry waits for its entry.
       const entry = o.bracketId === null ? undefined : byId.get(o.bracketId);
       if (entry !== undefined && !FINAL_STATUSES.has(entry.status)) continue;
-      legs.set(o.symbol, [...(legs.get(o.symbol) ?? []), o]);
+      const list = legs.get(o.symbol);
+      if (list) list.push(o);
+      else legs.set(o.symbol, [o]);
     }
     const out: LegAction[] = [];
     for (const [symbol, list] of legs) {
@@ -137,7 +139,9 @@ export class OrphanLegs {
     const brackets = new Map<string, LegAction[]>();
     for (const action of this.plan(accountId)) {
       const key = action.leg.bracketId ?? action.leg.orderId;
-      brackets.set(key, [...(brackets.get(key) ?? []), action]);
+      const list = brackets.get(key);
+      if (list) list.push(action);
+      else brackets.set(key, [action]);
     }
     for (const [bracket, actions] of brackets) {
       const done: string[] = [];
