@@ -1,6 +1,6 @@
 /**
  * Symbol resolution (DESIGN §5): turns what a client or an alert sends (`ES`, `ES1!`, `ES!`,
- * `CME_MINI:ES1!`, `ESZ6`, `ESZ26`) into one tradable contract name (`ESZ6`), or a coded
+ * `CME_MINI:ES1!`, `ESZ6`, `ESZ26`, `ESZ2026`, `ES 12-26`) into one tradable contract name (`ESZ6`), or a coded
  * UNKNOWN_SYMBOL result. A pure function of (input, now); it never throws, whatever the input.
  *
  * Forms (input is trimmed and accepted in any ASCII case; output is upper-case):
@@ -14,6 +14,7 @@
  * | `exchange-continuous` `<EXCHANGE>:<ROOT>1!` | `CME_MINI:ES1!` | front month; the prefix must be known and name the product's exchange |
  * | `two-digit-year` `<ROOT><month><2-digit year>` | `ESZ26` | front month, as the spec says for this charting-platform form; the month must still be listed for the root |
  * | `four-digit-year` `<ROOT><month><4-digit year>` | `ESZ2026` | that contract (TradingView's ticker of a dated contract's chart), checked like `contract`: listed, unexpired, within the listing horizon |
+ * | `month-year` `<ROOT> <MM>-<YY>` | `ES 12-26` | that contract (NinjaTrader's instrument name, which CrossTrade alerts carry), checked like `four-digit-year`; one space, two-digit month and year (20YY) |
  *
  * Front month: the nearest listed contract whose roll date (products.ts) is still ahead of
  * `now`'s UTC date. Roots are matched longest first (`MES` before `ES`; `M2K`, `6E` contain
@@ -27,7 +28,7 @@ export { getProduct, listProducts } from './products.js';
 export type { Exchange, MonthCode, Product } from './products.js';
 
 /** Which accepted form the input had. */
-export type SymbolForm = 'contract' | 'root' | 'continuous' | 'bang' | 'exchange-continuous' | 'two-digit-year' | 'four-digit-year';
+export type SymbolForm = 'contract' | 'root' | 'continuous' | 'bang' | 'exchange-continuous' | 'two-digit-year' | 'four-digit-year' | 'month-year';
 
 /** One dated contract of a product. */
 export interface Contract {
@@ -99,6 +100,8 @@ function resolveText(input: string, today: number): ResolvedSymbol {
   if (text === undefined) {
     return unknown(input, input.trim().length === 0 ? 'symbol is empty' : 'symbol is too long or contains characters other than printable ASCII');
   }
+  const space = text.indexOf(' ');
+  if (space >= 0) return resolveMonthYear(input, text, space, today);
   const colon = text.indexOf(':');
   if (colon >= 0) return resolvePrefixed(input, text, colon, today);
   let firstFailure: string | undefined;
@@ -193,16 +196,36 @@ function listedMonth(root: string, code: string, year: number): { product: Produ
   return { product, month };
 }
 
-/** Trimmed, upper-cased printable-ASCII text, or undefined when it cannot be a symbol. */
+/**
+ * Trimmed, upper-cased printable-ASCII text, or undefined when it cannot be a symbol. Inside it, only
+ * the month-year form's single space (ASCII 0x20) is allowed; tabs and other blanks are not.
+ */
 function normalise(input: string): string | undefined {
   // Checked before toUpperCase: Unicode case mapping turns 'ſ' into 'S' and 'ß' into 'SS'.
   const trimmed = input.length > MAX_INPUT_LENGTH * 4 ? input.slice(0, MAX_INPUT_LENGTH * 4).trim() : input.trim();
   if (trimmed.length === 0 || trimmed.length > MAX_INPUT_LENGTH) return undefined;
   for (let i = 0; i < trimmed.length; i += 1) {
     const c = trimmed.charCodeAt(i);
-    if (c < 0x21 || c > 0x7e) return undefined;
+    if (c < 0x20 || c > 0x7e) return undefined;
   }
   return trimmed.toUpperCase();
+}
+
+/** `<ROOT> <MM>-<YY>` (NinjaTrader's `ES 12-26`): that contract of the year 20YY. */
+function resolveMonthYear(input: string, text: string, space: number, today: number): ResolvedSymbol {
+  const root = text.slice(0, space);
+  const rest = text.slice(space + 1);
+  const shaped = rest.length === 5 && rest.charAt(2) === '-' && allDigits(rest.slice(0, 2), 0) && allDigits(rest.slice(3), 0);
+  if (!shaped) return unknown(input, `a symbol with a space must be <ROOT> <MM>-<YY>, e.g. ES 12-26`);
+  const product = getProduct(root);
+  if (product === undefined) return unknown(input, `unknown root ${root}`);
+  const month = Number(rest.slice(0, 2));
+  if (month < 1 || month > 12) return unknown(input, `${rest.slice(0, 2)} is not a month`);
+  const code = monthCode(month);
+  if (!isListedMonth(product, code)) {
+    return unknown(input, `${code} (month ${month}) is not a listed month for ${product.root} (listed: ${product.months.join(' ')})`);
+  }
+  return resolveDatedContract(input, product, code, 2000 + Number(rest.slice(3)), today, `${product.root} ${rest}`, 'month-year');
 }
 
 function resolvePrefixed(input: string, text: string, colon: number, today: number): ResolvedSymbol {
@@ -243,7 +266,7 @@ function resolveDatedContract(input: string, product: Product, code: MonthCode, 
   if (expiry < today) return unknown(input, `${name} expired on ${contract.expiry}`);
   const monthsAhead = (year - now.year) * 12 + (month - now.month);
   if (monthsAhead > product.listedMonthsAhead) {
-    if (form === 'four-digit-year') return unknown(input, `${name} is not listed yet`);
+    if (form === 'four-digit-year' || form === 'month-year') return unknown(input, `${name} is not listed yet`);
     const earlier = year - 10;
     const hint = earlier >= now.year - 1 ? ` (the ${earlier} contract expired on ${isoDay(expiryDay(product, earlier, month))})` : '';
     return unknown(input, `${name} would be the ${year} contract, which is not listed yet${hint}`);

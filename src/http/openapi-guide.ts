@@ -172,6 +172,7 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           ['<EXCHANGE>:<ROOT>1!', 'CME_MINI:ES1!', 'front month (known exchange prefixes only)'],
           ['<ROOT><month><2-digit year>', 'ESZ26', 'front month (as the spec says for this charting form)'],
           ['<ROOT><month><4-digit year>', 'ESZ2026', 'that contract (TradingView\'s ticker of a dated contract), listed and unexpired'],
+          ['<ROOT> <MM>-<YY>', 'ES 12-26', 'that contract (NinjaTrader\'s instrument name, as CrossTrade alerts carry it), listed and unexpired'],
         ],
       },
     },

@@ -35,7 +35,7 @@ export const bracketLegSchema = z.union([
 
 /** POST /accounts/{id}/orders body. */
 export const placeOrderBodySchema = z.strictObject({
-  symbol: z.string().min(1).max(64).describe('Any accepted symbol form: ESZ6, ES, ES1!, ES!, CME_MINI:ES1!, ESZ26, ESZ2026'),
+  symbol: z.string().min(1).max(64).describe('Any accepted symbol form: ESZ6, ES, ES1!, ES!, CME_MINI:ES1!, ESZ26, ESZ2026, ES 12-26'),
   side: sideSchema,
   qty,
   type: orderTypeSchema.optional().describe('Default market'),

@@ -54,6 +54,23 @@ describe('resolveSymbol: accepted forms', () => {
     expect(rejected('ESZ20266')).toBe('Z20266 after root ES is not a recognised symbol form');
   });
 
+  it("resolves NinjaTrader's instrument name (ROOT MM-YY, as CrossTrade alerts carry it) to that very contract", () => {
+    expect(ok('ES 12-26')).toMatchObject({ contract: 'ESZ6', form: 'month-year', year: 2026, expiry: '2026-12-18' });
+    expect(ok(' mes 03-27 ')).toMatchObject({ contract: 'MESH7', form: 'month-year', year: 2027 });
+    expect(ok('CL 01-27')).toMatchObject({ contract: 'CLF7', year: 2027 });
+    expect(ok('6E 03-27').contract).toBe('6EH7');
+    expect(rejected('ES 12-25')).toBe('ES 12-25 expired on 2025-12-19');
+    expect(rejected('ES 12-36')).toBe('ES 12-36 is not listed yet');
+    expect(rejected('ES 01-27')).toBe('F (month 1) is not a listed month for ES (listed: H M U Z)');
+    expect(rejected('ES 13-26')).toBe('13 is not a month');
+    expect(rejected('ES 00-26')).toBe('00 is not a month');
+    expect(rejected('XX 12-26')).toBe('unknown root XX');
+    for (const input of ['ES 12-2026', 'ES 12/26', 'ES 1-26', 'ES  12-26', 'ES Z6', 'ES\t12-26', 'ES 12-2a', 'ES 12-26x']) {
+      expect(resolveSymbol(input, NOW), input).toMatchObject({ ok: false, code: 'UNKNOWN_SYMBOL' });
+    }
+    expect(rejected('ES 1!')).toBe('a symbol with a space must be <ROOT> <MM>-<YY>, e.g. ES 12-26');
+  });
+
   it('accepts any letter case and surrounding whitespace, and answers in upper case', () => {
     expect(ok('es1!').contract).toBe('ESZ6');
     expect(ok('cme_mini:es1!').contract).toBe('ESZ6');

@@ -121,7 +121,7 @@ describe('buildOpenApiDocument', () => {
     const ids = doc['x-guide'].map((s) => s.id);
     expect(ids).toEqual(expect.arrayContaining(['authentication', 'rate-limits', 'idempotency', 'errors', 'health-stream', 'symbols', 'products', 'webhooks']));
     const symbols = doc['x-guide'].find((s) => s.id === 'symbols')!;
-    expect(symbols.table!.rows.map((r) => r[1])).toEqual(['ESZ6', 'ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', 'ESZ26', 'ESZ2026']);
+    expect(symbols.table!.rows.map((r) => r[1])).toEqual(['ESZ6', 'ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', 'ESZ26', 'ESZ2026', 'ES 12-26']);
     expect(doc['x-guide'].find((s) => s.id === 'products')!.table!.rows.map((r) => r[0])).toEqual(expect.arrayContaining(['ES', 'MNQ', 'CL', '6E']));
     expect(JSON.stringify(doc['x-guide'])).toContain('q=120;w=60');
     expect(JSON.parse(TRADINGVIEW_TEMPLATE)).toMatchObject({ action: '{{strategy.order.action}}', symbol: '{{ticker}}' });
