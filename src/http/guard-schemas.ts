@@ -120,7 +120,7 @@ export const guardsViewSchema = z.object({
       positions: z.array(z.object({ symbol: z.string(), net: z.number(), buying: z.number(), selling: z.number(), exposure: z.number() })),
     })
     .nullable()
-    .describe('What the connection’s actor sees now (as of its last sync while the connection is not CONNECTED); null while no actor runs the account'),
+    .describe('What the connection’s actor sees now (as of its last sync while the connection is not CONNECTED); null while no actor runs the account, and always null for a key without the read scope'),
   flatten: z
     .unknown()
     .optional()

@@ -114,11 +114,18 @@ function pathParts(path: string): string[] | undefined {
   return parts;
 }
 
+/**
+ * The longest path parameter any route takes (ids are at most a few dozen characters; a webhook
+ * token at most 256). Longer ones match no route (404): they never reach a store lookup, whose keys
+ * LMDB bounds at about 1,978 bytes.
+ */
+export const MAX_PARAM_LENGTH = 256;
+
 function fits(segments: Segment[], parts: string[]): boolean {
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i] as Segment;
     const part = parts[i] as string;
-    if ('param' in seg ? part.length === 0 : seg.literal !== part) return false;
+    if ('param' in seg ? part.length === 0 || part.length > MAX_PARAM_LENGTH : seg.literal !== part) return false;
   }
   return true;
 }

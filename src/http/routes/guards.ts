@@ -32,18 +32,32 @@ function lockView(lock: LockState | null | undefined) {
     : null;
 }
 
-/** The guards view: stored guards, the lock, and what the actor sees now (null when none runs the account). */
-function guardsView(deps: RouteDeps, userId: string, accountId: string, live: GuardStatus | null) {
+/**
+ * Whether the answer may show what the actor sees (day P&L, positions): a trade-only key changes
+ * guards and locks, but cannot read the account (DESIGN §3), so its answers carry `live: null`.
+ */
+function mayRead(ctx: { auth: { scopes: readonly string[] } }): boolean {
+  return ctx.auth.scopes.includes('read');
+}
+
+/**
+ * The guards view: stored guards, the lock, and what the actor sees now (null when none runs the
+ * account, or when `showLive` is false).
+ */
+function guardsView(deps: RouteDeps, userId: string, accountId: string, live: GuardStatus | null, showLive = true) {
   const stored = deps.store.guards.get(userId, accountId);
   return {
     accountId,
     guards: stored?.config ?? { ...NO_GUARDS },
     lock: lockView(live ? live.lock : stored?.lock),
-    live: live && {
-      day: { start: iso(live.day.start), end: iso(live.day.end), realized: live.day.realized, fees: live.day.fees, open: live.day.open, pnl: live.day.pnl },
-      inWindow: live.inWindow,
-      positions: live.positions,
-    },
+    live:
+      live && showLive
+        ? {
+            day: { start: iso(live.day.start), end: iso(live.day.end), realized: live.day.realized, fees: live.day.fees, open: live.day.open, pnl: live.day.pnl },
+            inWindow: live.inWindow,
+            positions: live.positions,
+          }
+        : null,
   };
 }
 
@@ -143,7 +157,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       await deps.store.guards.setConfig(ctx.auth.userId, target.accountId, config);
       const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, target, { type: 'set-guards', config });
       ctx.log.info({ accountId: target.accountId }, 'guards set');
-      return { status: 200, body: guardsView(deps, ctx.auth.userId, target.accountId, live) };
+      return { status: 200, body: guardsView(deps, ctx.auth.userId, target.accountId, live, mayRead(ctx)) };
     },
   });
 
@@ -179,7 +193,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         });
         // Stored before the answer (the actor's event stores it too, a moment later): a restart right after starts locked.
         await deps.store.guards.setLock(userId, target.accountId, result.status.lock);
-        return { status: 200, body: { ...guardsView(deps, userId, target.accountId, result.status), flatten: result.flatten } };
+        return { status: 200, body: { ...guardsView(deps, userId, target.accountId, result.status, mayRead(ctx)), flatten: result.flatten } };
       }
       const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
       ctx.log.info({ accountId: target.accountId, flattenOwed: lock.flattenOwed === true }, 'account locked while no actor runs it');
@@ -205,7 +219,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (target.connectionId) {
         const status = await callActor(deps, ctx as RouteContext<unknown, unknown>, target.connectionId, { type: 'unlock', accountId: target.accountId });
         await deps.store.guards.setLock(userId, target.accountId, status.lock);
-        return { status: 200, body: guardsView(deps, userId, target.accountId, status) };
+        return { status: 200, body: guardsView(deps, userId, target.accountId, status, mayRead(ctx)) };
       }
       const lock = deps.store.guards.get(userId, target.accountId)?.lock;
       if (lock) {

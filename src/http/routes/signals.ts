@@ -10,7 +10,7 @@ import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } fro
 import { createdWebhookTokenSchema, listOf } from '../schemas.js';
 import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
 import { TRADINGVIEW_TEMPLATE } from '../webhook-payload.js';
-import { tokenView, webhookUrl } from './webhook-tokens.js';
+import { refuseNarrowedKey, tokenView, webhookUrl } from './webhook-tokens.js';
 
 /** The journal kind of a received alert. */
 export const ALERT_KIND = 'webhook-alert';
@@ -124,6 +124,8 @@ export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     tags: ['webhooks'],
     responses: [{ status: 200, description: 'The new URL', schema: createdWebhookTokenSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
     async handler(ctx) {
+      if (!deps.store.webhookTokens.getForUser(ctx.auth.userId, ctx.req.params.id!)) throw new AppError('NOT_FOUND', 'Not found');
+      refuseNarrowedKey(ctx.auth, 'rotate webhook tokens');
       const rotated = await deps.store.webhookTokens.rotate(ctx.auth.userId, ctx.req.params.id!);
       if (!rotated) throw new AppError('NOT_FOUND', 'Not found');
       return { status: 200, headers: { 'Cache-Control': 'no-store' }, body: { ...tokenView(deps, rotated.record), url: webhookUrl(deps, rotated.token), token: rotated.token, alertMessage: TRADINGVIEW_TEMPLATE } };

@@ -1,12 +1,19 @@
 /**
  * Webhook tokens: one URL per account for charting-platform alerts. Create returns the URL
- * (with the secret token); the owner can read it again (GET one). PATCH may rebind the
- * token to another of the user's accounts — the way out of `Account is inactive`.
+ * (with the secret token); the owner can read it again (GET one) with a credential that could
+ * have created it. PATCH may rebind the token to another of the user's accounts — the way out of
+ * `Account is inactive`.
+ *
+ * A webhook URL trades on its own, with the token's narrowing of the guards only. So the URL is
+ * shown only to a caller that could trade without it: a web session, or an API key with the trade
+ * scope that narrows nothing. A read-only key gets the token without its URL; a key that narrows
+ * the guards can list, read (without URL) and delete tokens, but not create, change or rotate them,
+ * since a URL it obtained would trade past its own narrowing.
  */
 import { AppError } from '../../domain/problems.js';
 import type { WebhookTokenPatch, WebhookTokenRecord } from '../../store/webhook-tokens.js';
 import type { GuardNarrowing } from '../../domain/guards.js';
-import { defineRoute, type RouteDef } from '../route-types.js';
+import { defineRoute, type AuthContext, type RouteDef } from '../route-types.js';
 import { TRADINGVIEW_TEMPLATE } from '../webhook-payload.js';
 import {
   createdWebhookTokenSchema,
@@ -58,6 +65,26 @@ function checkStrategy(deps: RouteDeps, userId: string, strategyId: string | nul
 
 const notFound = () => new AppError('NOT_FOUND', 'Not found');
 
+/** Whether the caller may see a webhook URL: it could trade as freely without one. */
+export function mayHoldWebhookUrl(auth: AuthContext): boolean {
+  if (auth.kind === 'session') return true;
+  return auth.kind === 'api-key' && auth.scopes.includes('trade') && auth.narrowing === undefined;
+}
+
+/** Refuses a key that narrows the guards: a webhook URL it made or changed would trade past its narrowing. */
+export function refuseNarrowedKey(auth: AuthContext, what: string): void {
+  if (auth.kind === 'api-key' && auth.narrowing !== undefined) {
+    throw new AppError(
+      'INSUFFICIENT_SCOPE',
+      `This API key narrows the risk guards, and a webhook URL's alerts would not carry its narrowing: ${what} in the web app, or with a key that narrows nothing`,
+      { requiredScope: 'trade' },
+    );
+  }
+}
+
+/** Sent with every answer that holds a webhook URL: the URL is a credential. */
+const NO_STORE = { 'Cache-Control': 'no-store' };
+
 type CreateBody = { accountId: string; name: string; strategyId?: string | null | undefined; guards?: GuardNarrowing | null | undefined };
 type UpdateBody = {
   accountId?: string | undefined;
@@ -96,13 +123,14 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'QUOTA_EXCEEDED'),
     ],
     async handler(ctx) {
+      refuseNarrowedKey(ctx.auth, 'create webhook tokens');
       const { accountId, name, strategyId, guards } = ctx.req.body;
       checkAccount(deps, ctx.auth.userId, accountId);
       checkStrategy(deps, ctx.auth.userId, strategyId);
       const { record, token } = await quotas(deps).create(ctx.auth.userId, 'webhookTokens', () =>
         deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null, guards: guards ?? null }),
       );
-      return { status: 201, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token, alertMessage: TRADINGVIEW_TEMPLATE } };
+      return { status: 201, headers: NO_STORE, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token, alertMessage: TRADINGVIEW_TEMPLATE } };
     },
   });
 
@@ -111,14 +139,18 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/webhook-tokens/:id',
     scope: 'read',
     operationId: 'getWebhookToken',
-    summary: 'One webhook token, with its URL (owner only)',
+    summary: 'One webhook token, with its URL for a caller that could have created it',
+    description:
+      'The URL trades on its own, so it is included only for a web session or an API key with the trade scope that narrows nothing; ' +
+      'a read-only key, or a key that narrows the guards, gets the token without `url`.',
     tags: ['webhooks'],
     responses: [{ status: 200, description: 'The token', schema: webhookTokenSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
     async handler(ctx) {
       const t = deps.store.webhookTokens.getForUser(ctx.auth.userId, ctx.req.params.id!);
       if (!t) throw notFound();
-      const token = deps.store.webhookTokens.reveal(ctx.auth.userId, t.id);
-      return { status: 200, body: { ...tokenView(deps, t), ...(token ? { url: webhookUrl(deps, token) } : {}), alertMessage: TRADINGVIEW_TEMPLATE } };
+      const token = mayHoldWebhookUrl(ctx.auth) ? deps.store.webhookTokens.reveal(ctx.auth.userId, t.id) : undefined;
+      const body = { ...tokenView(deps, t), ...(token ? { url: webhookUrl(deps, token) } : {}), alertMessage: TRADINGVIEW_TEMPLATE };
+      return token ? { status: 200, headers: NO_STORE, body } : { status: 200, body };
     },
   });
 
@@ -140,6 +172,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const b = ctx.req.body;
       if (!deps.store.webhookTokens.getForUser(ctx.auth.userId, ctx.req.params.id!)) throw notFound();
+      refuseNarrowedKey(ctx.auth, 'change webhook tokens');
       if (b.accountId !== undefined) checkAccount(deps, ctx.auth.userId, b.accountId);
       checkStrategy(deps, ctx.auth.userId, b.strategyId);
       const patch: WebhookTokenPatch = {};

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Router, stripApiPrefix, type Routable } from '../../../src/http/router.js';
+import { MAX_PARAM_LENGTH, Router, stripApiPrefix, type Routable } from '../../../src/http/router.js';
 
 const routes: Routable[] = [
   { method: 'GET', path: '/accounts' },
@@ -53,6 +53,15 @@ describe('Router', () => {
 
   it('reports not-found for unknown paths, extra segments and undecodable parameters', () => {
     for (const p of ['/nothing', '/accounts/7/orders/1/x', '/accounts/%E0%A4%A']) expect(router.match('GET', p)).toEqual({ kind: 'not-found' });
+  });
+
+  it('matches no route with a parameter longer than MAX_PARAM_LENGTH, decoded, so it never reaches a store lookup', () => {
+    const longest = 'a'.repeat(MAX_PARAM_LENGTH);
+    expect(router.match('GET', `/webhook-tokens/${longest}`)).toMatchObject({ kind: 'found', params: { id: longest } });
+    expect(router.match('GET', `/webhook-tokens/${longest}a`)).toEqual({ kind: 'not-found' });
+    expect(router.match('DELETE', `/accounts/7/orders/${'%41'.repeat(MAX_PARAM_LENGTH + 1)}`)).toEqual({ kind: 'not-found' });
+    // Not a 405 either: no route of that shape takes such a parameter.
+    expect(router.match('PATCH', `/accounts/${'7'.repeat(MAX_PARAM_LENGTH + 1)}/orders`)).toEqual({ kind: 'not-found' });
   });
 
   it('refuses a table with two routes of the same shape', () => {
