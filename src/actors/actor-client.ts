@@ -3,7 +3,8 @@
  * dedicated MessagePort, batched per event-loop turn and matched back by a numeric id; the
  * control plane (add, remove, stats) stays on comlink. This client owns what comlink alone
  * lacks: deadlines (BROKER_TIMEOUT), a retryable BROKER_UNAVAILABLE for every pending call
- * when the worker exits or errors, and AppError rebuilt from ErrorData by code.
+ * when the worker exits or errors (BROKER_TIMEOUT, outcome unknown, for an order or flatten the
+ * worker had been handed: it may have reached the broker), and AppError rebuilt from ErrorData by code.
  */
 import type { MessagePort, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
@@ -18,7 +19,12 @@ interface Pending {
   timer: NodeJS.Timeout;
   /** Withdraws the call when true at the flush (ActorCallOptions.cancelled). */
   cancelled?: (() => boolean) | undefined;
+  /** Places or closes positions: once handed to the worker, its outcome is unknown if the worker dies. */
+  mayExecute: boolean;
 }
+
+/** Requests whose effect at the broker may outlive the worker that sent them. */
+const EFFECTFUL = new Set<ActorRequest['type']>(['place-order', 'flatten']);
 
 /** RPC client for one worker host. */
 export class ActorClient {
@@ -54,9 +60,12 @@ export class ActorClient {
     if (this.dead !== null) return;
     this.dead = reason;
     const err = new AppError('BROKER_UNAVAILABLE', reason);
-    for (const p of this.pending.values()) {
+    const unsent = new Set(this.outbox.map((env) => env.id));
+    for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
-      p.reject(err);
+      // Handed to the worker, an order may have reached the broker before it died: not "nothing
+      // was sent" (503) but outcome unknown (504); a retry with the same key finds it or places it.
+      p.reject(p.mayExecute && !unsent.has(id) ? new AppError('BROKER_TIMEOUT', `${reason} before it answered: the order may have reached the broker`) : err);
     }
     this.pending.clear();
     this.outbox = [];
@@ -76,7 +85,7 @@ export class ActorClient {
       const timer = setTimeout(() => {
         if (this.pending.delete(id)) reject(new AppError('BROKER_TIMEOUT', `actor request ${req.type} did not complete within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer, cancelled });
+      this.pending.set(id, { resolve, reject, timer, cancelled, mayExecute: EFFECTFUL.has(req.type) });
       this.outbox.push({ id, connectionId, req });
       if (!this.flushing) {
         this.flushing = true;

@@ -229,6 +229,7 @@ export function fakeActorContext(settleMs = 200, unknown: { waitMs?: number; max
     emit: (e) => events.push(e),
     placing: new Map(),
     reducing: new Map(),
+    owedLegs: new Map(),
     unknown: new UnknownOutcomes(broker.mirror, model, logger, unknown.waitMs ?? 200, unknown.maxAgeMs ?? 60_000),
   };
   return { broker, ctx, events };

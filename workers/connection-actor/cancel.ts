@@ -5,13 +5,31 @@
  * - a leg of a filled bracket → that leg is cancelled; the broker's OCO takes the other leg
  *   down with it, so the survivor is re-placed under a new id with the same price and qty;
  * - a final order → 409 ORDER_NOT_WORKING carrying the order; an unknown id → 404.
+ *
+ * A survivor's re-placement counts once the broker has accepted it. When the broker rejects it,
+ * the position is unprotected: a bracket-alert says so and the cancel answers 422 BROKER_REJECTED.
+ * When the connection drops or the broker does not answer in time, the re-placement is owed: a
+ * bracket-alert says so, the cancel answers 504 BROKER_TIMEOUT, and once the connection is back
+ * (its snapshot) the leg is re-placed, sized to the position then, unless the broker already has
+ * it (its clOrdId `rp-<old id>`) or the position is gone.
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
-import { isFinal, linkageOf } from '../../src/broker/tradovate/order-records.js';
+import { contractName, isFinal, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
 import type { OrderRecord } from '../../src/domain/orders.js';
+import { settle } from './place.js';
+
+/** A survivor leg whose re-placement did not complete: re-placed once the connection is back. */
+export interface OwedLeg {
+  accountId: string;
+  /** The survivor as it was cancelled (its open quantity is what is owed). */
+  leg: OrderRecord;
+  entryId: number;
+  role: 'take_profit' | 'stop_loss';
+  attempts: number;
+}
 
 interface Bracket {
   entryId: number;
@@ -63,13 +81,28 @@ function notWorking(order: OrderRecord): AppError {
   return new AppError('ORDER_NOT_WORKING', `order ${order.orderId} is ${order.status}`, { order });
 }
 
-/** Re-places a surviving bracket leg as a standalone order with the same side, type, price and open qty. */
+/**
+ * Re-places a surviving bracket leg as a standalone order with the same side, type, price and open
+ * qty, and returns its id once the broker has accepted it (BROKER_REJECTED when it rejects it).
+ */
 async function replaceLeg(ctx: ActorContext, old: OrderRecord, entryId: number, role: 'take_profit' | 'stop_loss'): Promise<number> {
   const account = ctx.model.account(old.accountId);
   const body = replaceLegBody(old, { id: account.id, name: String(account.name ?? account.id) });
   const d = checkAnswer('placeorder', await ctx.conn.send('order/placeorder', body, { kind: 'order' }));
   const newId = Number(d.orderId);
   if (!newId) throw new AppError('BROKER_REJECTED', 'broker returned no order id for the re-placed leg', { brokerReason: 'no orderId' });
+  adoptLeg(ctx, old, newId, entryId, role);
+  await settle(ctx, newId);
+  const placed = ctx.model.record(newId);
+  if (placed?.status === 'rejected') {
+    const brokerReason = placed.rejectReason ?? rejectReasonOf(ctx.mirror, newId) ?? 'rejected';
+    throw new AppError('BROKER_REJECTED', `the broker rejected it: ${brokerReason}`, { brokerReason, order: placed });
+  }
+  return newId;
+}
+
+/** Files `newId` as the bracket's `role` leg in place of `old`. */
+function adoptLeg(ctx: ActorContext, old: OrderRecord, newId: number, entryId: number, role: 'take_profit' | 'stop_loss'): void {
   const oldNote = ctx.model.noteOf(Number(old.orderId));
   ctx.model.note(newId, {
     role,
@@ -77,8 +110,62 @@ async function replaceLeg(ctx: ActorContext, old: OrderRecord, entryId: number, 
     requestedSymbol: old.requestedSymbol,
     clientOrderId: old.clientOrderId ?? oldNote?.clientOrderId ?? null,
   });
-  return newId;
+  // The other leg was cancelled (that is why this one is re-placed): the bracket has this one only.
+  ctx.model.note(entryId, { legs: { takeProfit: role === 'take_profit' ? String(newId) : null, stopLoss: role === 'stop_loss' ? String(newId) : null } });
 }
+
+/** Why a broker call failed, in words. */
+function reasonOf(err: unknown): string {
+  if (err instanceof AppError) return String(err.extensions.brokerReason ?? err.message);
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Re-places the legs owed on an account, once its connection is back: each is adopted when the
+ * broker has it already (sent before the drop), dropped when the position it protected is flat or
+ * on its own side now, and otherwise placed again, cut to the position. Reported as bracket-alerts.
+ */
+export async function resumeOwedLegs(ctx: ActorContext, accountId: string, connectionId: string): Promise<void> {
+  for (const [key, owed] of ctx.owedLegs) {
+    if (owed.accountId !== accountId) continue;
+    ctx.owedLegs.delete(key);
+    const { leg, entryId, role } = owed;
+    const alert = (detail: string) => {
+      ctx.logger.warn({ orderId: leg.orderId, accountId, detail }, 'owed bracket leg');
+      ctx.emit({ type: 'bracket-alert', connectionId, accountId, orderId: leg.orderId, ts: Date.now(), detail });
+    };
+    const sent = ctx.model.findByClOrdId(accountId, `rp-${leg.orderId}`);
+    if (sent && ctx.model.record(sent.id)?.status !== 'rejected') {
+      adoptLeg(ctx, leg, sent.id, entryId, role);
+      alert(`${role} ${leg.orderId}: its re-placement ${sent.id} reached the broker before the connection was lost`);
+      continue;
+    }
+    const position = Number(
+      ctx.model.openPositionEntities(accountId).find((p) => (contractName(ctx.mirror, p.contractId) ?? String(p.contractId)) === leg.symbol)?.netPos ?? 0,
+    );
+    const reduces = position > 0 ? leg.side === 'sell' : position < 0 && leg.side === 'buy';
+    if (!reduces) {
+      alert(`${role} ${leg.orderId} not re-placed: the ${leg.symbol} position it protected is ${position === 0 ? 'flat' : 'on its side'} now`);
+      continue;
+    }
+    const qty = Math.min(leg.qty - leg.filledQty, Math.abs(position));
+    try {
+      const newId = await replaceLeg(ctx, { ...leg, qty: leg.filledQty + qty }, entryId, role);
+      alert(`${role} ${leg.orderId} re-placed as ${newId} (${qty}) once the connection was back`);
+    } catch (err) {
+      const rejected = err instanceof AppError && err.code === 'BROKER_REJECTED';
+      if (!rejected && owed.attempts < MAX_OWED_ATTEMPTS) ctx.owedLegs.set(key, { ...owed, attempts: owed.attempts + 1 });
+      alert(
+        rejected
+          ? `${role} ${leg.orderId} could not be re-placed (${reasonOf(err)}): the ${leg.symbol} position is unprotected`
+          : `${role} ${leg.orderId} not re-placed yet (${reasonOf(err)}): ${owed.attempts < MAX_OWED_ATTEMPTS ? 'tried again after the next reconnect' : 'given up: the position is unprotected'}`,
+      );
+    }
+  }
+}
+
+/** Reconnects an owed leg is tried on before the alert says it was given up. */
+const MAX_OWED_ATTEMPTS = 3;
 
 /** Cancels one order per DESIGN §6. */
 export async function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
@@ -129,20 +216,23 @@ export async function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): P
   if (!isFinal(ctx.mirror, siblingId)) await cancelAndWait(ctx, siblingId);
   const survivor = ctx.model.record(siblingId)!;
   if (survivor.status === 'filled') return { ...base, order, brokerMs: since(t0) };
+  const leg = { ...sibling, filledQty: survivor.filledQty };
   let newId: number;
   try {
-    newId = await replaceLeg(ctx, { ...sibling, filledQty: survivor.filledQty }, bracket.entryId, siblingRole);
+    newId = await replaceLeg(ctx, leg, bracket.entryId, siblingRole);
   } catch (err) {
-    const detail = `leg ${order.orderId} cancelled but re-placing ${siblingId} failed: ${err instanceof Error ? err.message : String(err)}`;
+    // The cancel itself is done; what failed is the survivor's way back, and the position is
+    // exposed until it is there.
+    const rejected = err instanceof AppError && err.code === 'BROKER_REJECTED';
+    const brokerReason = reasonOf(err);
+    if (!rejected) ctx.owedLegs.set(String(siblingId), { accountId: req.accountId, leg, entryId: bracket.entryId, role: siblingRole, attempts: 1 });
+    const detail = rejected
+      ? `leg ${order.orderId} cancelled, but the broker rejected re-placing ${siblingRole} ${siblingId} (${brokerReason}): the ${sibling.symbol} position is unprotected`
+      : `leg ${order.orderId} cancelled, but re-placing ${siblingRole} ${siblingId} did not complete (${brokerReason}): ` +
+        'it is re-placed once the connection is back, unless the broker has it already or the position is gone';
     ctx.logger.error({ orderId: siblingId, err }, 'bracket leg re-place failed');
     ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId: req.accountId, orderId: String(siblingId), ts: Date.now(), detail });
-    throw new AppError('BROKER_REJECTED', detail, { brokerReason: err instanceof AppError ? (err.extensions.brokerReason ?? err.message) : String(err), order });
+    throw rejected ? new AppError('BROKER_REJECTED', detail, { brokerReason, order }) : new AppError('BROKER_TIMEOUT', detail, { order });
   }
-  const legs = {
-    takeProfit: siblingRole === 'take_profit' ? String(newId) : null,
-    stopLoss: siblingRole === 'stop_loss' ? String(newId) : null,
-  };
-  ctx.model.note(bracket.entryId, { legs });
-  await ctx.mirror.waitFor(() => (ctx.mirror.get('order', newId) ? true : undefined), ctx.settleMs);
   return { ...base, order, replaced: { replacedOrderId: String(siblingId), newOrderId: String(newId) }, brokerMs: since(t0) };
 }

@@ -10,6 +10,7 @@ import type { OrderModel } from './order-model.js';
 import type { ActorEvent, PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
 import type { Hold } from './exposure.js';
 import type { UnknownOutcomes } from './unknown-outcomes.js';
+import type { OwedLeg } from './cancel.js';
 
 /** What the order operations use of the broker connection (tests stand in for it). */
 export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract' | 'pollAccounts'>;
@@ -29,6 +30,8 @@ export interface ActorContext {
   reducing: Map<string, number>;
   /** Placements that timed out at the broker, by `accountId|clOrdId`, until their outcome is known. */
   unknown: UnknownOutcomes;
+  /** Bracket legs whose re-placement (after a cancel of their sibling) did not complete, by the old leg's id. */
+  owedLegs: Map<string, OwedLeg>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
   guards?: { admit(req: PlaceOrderRequest): Hold | null };
   /** Last prices (quotes), to check where a bracket's offset legs land; absent without market data. */

@@ -17,12 +17,19 @@
  * - of the legs that reduce it, each kind (take-profit, stop-loss) is trimmed to the position,
  *   newest first: cut to the quantity left, or cancelled when nothing is left for it.
  * Each bracket touched is reported once as a bracket-alert, and logged.
+ *
+ * The same sweeps keep the other half of bracket integrity after a reconnect: legs whose
+ * re-placement the connection loss interrupted (cancel.ts) are re-placed first; and after every
+ * snapshot (a restart, a reconnect) a position that nothing protects although its latest bracket's
+ * legs ended without filling (cancelled or rejected: a re-placement a crash cut off, or legs the
+ * broker or someone else removed) is reported as a bracket-alert, so it is never silent.
  */
-import type { MirrorChange } from '../../src/broker/tradovate/mirror.js';
+import type { Entity, MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import { contractName, fillsOf, isFinal, linkageOf } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
+import { resumeOwedLegs } from './cancel.js';
 
 /** What a sweep does to one leg: cancel it, or cut it to `qty` (its whole quantity, filled part included). */
 export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord; cancel: false; qty: number };
@@ -35,6 +42,8 @@ export class OrphanLegs {
   private readonly pending = new Map<number, NodeJS.Timeout>();
   /** Net quantity each position was last seen with: a sweep is due when it goes flat, changes side or shrinks. */
   private readonly nets = new Map<number, number>();
+  /** Accounts whose next sweep follows a snapshot: it also looks for positions left unprotected. */
+  private readonly afterSnapshot = new Set<number>();
 
   constructor(
     private readonly ctx: ActorContext,
@@ -47,7 +56,10 @@ export class OrphanLegs {
     if (change.eventType === 'Snapshot') {
       this.nets.clear();
       for (const p of this.ctx.mirror.all('position')) this.nets.set(p.id, Number(p.netPos ?? 0));
-      for (const account of this.ctx.mirror.all('account')) this.schedule(account.id);
+      for (const account of this.ctx.mirror.all('account')) {
+        this.afterSnapshot.add(account.id);
+        this.schedule(account.id);
+      }
       return;
     }
     const e = change.entity;
@@ -129,11 +141,48 @@ export class OrphanLegs {
     return sibling !== null && isFinal(this.ctx.mirror, sibling) && fillsOf(this.ctx.mirror, sibling).qty > 0;
   }
 
+  /**
+   * Open positions with no working order that reduces them, whose latest filled entry (the last
+   * order on the position's side that is not a leg) was a bracket whose legs all ended without a
+   * fill: what is left unprotected, and why. A position opened by a plain order is not reported.
+   */
+  unprotected(accountId: string): { symbol: string; net: number; entryId: string; legs: string }[] {
+    const out: { symbol: string; net: number; entryId: string; legs: string }[] = [];
+    const working = this.ctx.model.workingOrders(accountId);
+    for (const p of this.ctx.model.openPositionEntities(accountId)) {
+      const net = Number(p.netPos ?? 0);
+      const symbol = contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId);
+      if (net === 0 || working.some((o) => o.symbol === symbol && o.side === (net > 0 ? 'sell' : 'buy'))) continue;
+      const action = net > 0 ? 'Buy' : 'Sell';
+      let latest: Entity | undefined;
+      for (const o of this.ctx.mirror.by('order', 'accountId', Number(accountId))) {
+        if (o.contractId !== p.contractId || o.action !== action || (latest && o.id < latest.id)) continue;
+        if (fillsOf(this.ctx.mirror, o.id).qty === 0) continue;
+        const role = linkageOf(this.ctx.mirror, o).role;
+        if (role !== 'take_profit' && role !== 'stop_loss') latest = o;
+      }
+      if (!latest) continue;
+      const link = linkageOf(this.ctx.mirror, latest);
+      const legs = [link.takeProfit, link.stopLoss].filter((id): id is number => id !== null);
+      if (legs.length === 0 || !legs.every((id) => isFinal(this.ctx.mirror, id) && fillsOf(this.ctx.mirror, id).qty === 0)) continue;
+      out.push({ symbol, net, entryId: String(latest.id), legs: legs.map((id) => `${id} ${this.ctx.model.record(id)?.status ?? 'gone'}`).join(', ') });
+    }
+    return out;
+  }
+
   private async sweep(accountId: string): Promise<void> {
     try {
       this.ctx.conn.requireConnected();
     } catch {
       return; // the snapshot after the reconnect sweeps again
+    }
+    if (this.ctx.owedLegs.size > 0) await resumeOwedLegs(this.ctx, accountId, this.connectionId);
+    if (this.afterSnapshot.delete(Number(accountId))) {
+      for (const u of this.unprotected(accountId)) {
+        const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has no protective order: the legs of its bracket (entry ${u.entryId}: ${u.legs}) ended without filling`;
+        this.ctx.logger.error({ accountId, symbol: u.symbol, entryId: u.entryId }, 'position unprotected');
+        this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: u.entryId, ts: Date.now(), detail });
+      }
     }
     // One report per bracket: cancelling one leg may take its OCO sibling with it.
     const brackets = new Map<string, LegAction[]>();

@@ -54,7 +54,7 @@ async function checkOffsetLegs(ctx: ActorContext, req: PlaceOrderRequest): Promi
 }
 
 /** Waits until the broker has settled the order's acceptance (left PendingNew, or rejected). */
-async function settle(ctx: ActorContext, orderId: number): Promise<void> {
+export async function settle(ctx: ActorContext, orderId: number): Promise<void> {
   await ctx.mirror.waitForOrder(orderId, () => {
     const o = ctx.mirror.get('order', orderId);
     if (!o) return undefined;

@@ -53,6 +53,8 @@ interface Pending {
   timer: NodeJS.Timeout;
   /** Set once the request has timed out: where its late answer goes. */
   late?: (answer: LateAnswer) => void;
+  /** The request may be executed though unanswered (it asked for its late answer: an order). */
+  mayExecute: boolean;
 }
 
 /** The broker's answer to a request that had already timed out (status and `d`, unchecked). */
@@ -229,6 +231,7 @@ export class TradovateSocket {
       const p: Pending = {
         resolve,
         reject,
+        mayExecute: opts.onLate !== undefined,
         timer: setTimeout(() => {
           if (opts.onLate) this.keepLate(id, p, opts.onLate);
           else this.pending.delete(id);
@@ -276,9 +279,16 @@ export class TradovateSocket {
     clearInterval(this.watchdog);
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
-      // A timed-out request was answered (504) already; what became of it is for the next sync to show.
-      if (!p.late) p.reject(new AppError('BROKER_UNAVAILABLE', `broker connection lost (${reason})`));
       this.pending.delete(id);
+      // A timed-out request was answered (504) already; what became of it is for the next sync to show.
+      if (p.late) continue;
+      // An order written to the socket may have been executed although its answer is lost with the
+      // socket: its outcome is unknown (504, as after a timeout), never "nothing was sent" (503).
+      p.reject(
+        p.mayExecute
+          ? new AppError('BROKER_TIMEOUT', `broker connection lost (${reason}) before it answered: the order may have reached the broker`)
+          : new AppError('BROKER_UNAVAILABLE', `broker connection lost (${reason})`),
+      );
     }
     this.ws.removeAllListeners();
     this.ws.on('error', () => {});

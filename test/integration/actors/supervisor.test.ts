@@ -80,7 +80,7 @@ test('status and accounts events reach the front; requests round-trip through th
   expect((err as AppError).code).toBe('NOT_FOUND');
 });
 
-test('a killed worker: pending calls reject promptly with BROKER_UNAVAILABLE; it restarts, reconnects and resyncs', async () => {
+test('a killed worker: a pending order rejects promptly with BROKER_TIMEOUT (it may have reached the broker); it restarts, reconnects and resyncs', async () => {
   const s = await start();
   const { spec, accountId } = await userSpec('sup2');
   await s.addConnection(spec);
@@ -101,8 +101,12 @@ test('a killed worker: pending calls reject promptly with BROKER_UNAVAILABLE; it
   // Well inside both the broker's 10 s hold and the 20 s call deadline: the exit rejected it.
   expect(Date.now() - t0).toBeLessThan(5000);
   expect(err).toBeInstanceOf(AppError);
-  expect((err as AppError).code).toBe('BROKER_UNAVAILABLE');
+  // The broker holds it: its outcome is unknown, never "nothing was sent".
+  expect((err as AppError).code).toBe('BROKER_TIMEOUT');
+  expect((err as AppError).message).toMatch(/may have reached the broker/);
   expect(s.status(spec.connectionId)?.status).toBe('RECONNECTING');
+  // Once the worker is gone, a new call is refused as before: nothing is sent.
+  expect(((await s.request(spec.connectionId, { type: 'working-orders', accountId }).catch((e: unknown) => e)) as AppError).code).toBe('BROKER_UNAVAILABLE');
   await control('DELETE', '/faults');
 
   expect(((await reconnected) as StatusEvent).reason).toBe('reconnect');

@@ -180,6 +180,21 @@ test('a server drop closes with reason closed and rejects what is pending', asyn
   expect((await c.closedP).reason).toBe('closed');
 });
 
+test('a drop with an order unanswered: its outcome is unknown (BROKER_TIMEOUT), never "nothing was sent" (BROKER_UNAVAILABLE)', async () => {
+  let drop!: () => void;
+  const url = await fakeBroker((ws) => {
+    drop = () => ws.terminate();
+  });
+  const c = connect(url);
+  client = await c.p;
+  const order = client.request('order/placeorder', { body: { clOrdId: 'k1' }, onLate: () => {} }).catch((e: unknown) => e);
+  const read = client.request('order/list').catch((e: unknown) => e);
+  await new Promise((r) => setTimeout(r, 50));
+  drop();
+  expect(await order).toMatchObject({ code: 'BROKER_TIMEOUT', message: expect.stringMatching(/connection lost \(closed\) before it answered: the order may have reached the broker/) });
+  expect(await read).toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+});
+
 test('a p-ticket answer is resent once with the ticket after p-time', async () => {
   const bodies: string[] = [];
   const url = await fakeBroker((ws, _e, id, body) => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cancelOrder } from '../../../../workers/connection-actor/cancel.js';
+import { AppError } from '../../../../src/domain/problems.js';
+import { cancelOrder, resumeOwedLegs } from '../../../../workers/connection-actor/cancel.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 import { rejected } from '../../../support/errors.js';
@@ -105,5 +106,79 @@ describe('cancelOrder', () => {
     const err = await rejected(cancelOrder(ctx, cancel(placed.order.orderId)));
     expect(err.code).toBe('ORDER_NOT_WORKING');
     expect(err.extensions.order).toMatchObject({ status: 'filled' });
+  });
+
+  it('a re-placement the broker takes and then rejects is no replacement: BROKER_REJECTED, and the alert says the position is unprotected', async () => {
+    const { broker, ctx, events } = fakeActorContext();
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    broker.handlers['order/placeorder'] = (body) => {
+      const id = broker.addOrder({ action: 'Sell', orderType: 'Stop', qty: 2, stopPrice: 4990, clOrdId: body.clOrdId, ordStatus: 'Rejected' });
+      const [command] = broker.mirror.by('command', 'orderId', id);
+      broker.mirror.apply('commandReport', 'Created', { id: 9_000_001, commandId: command!.id, commandStatus: 'RiskRejected', rejectReason: 'MaxOrderQtyLimitReached' });
+      return { orderId: id };
+    };
+    const err = await rejected(cancelOrder(ctx, cancel(b.tp)));
+    expect(err.code).toBe('BROKER_REJECTED');
+    expect(err.extensions.brokerReason).toMatch(/MaxOrderQtyLimitReached/);
+    expect(err.message).toMatch(/position is unprotected/);
+    expect(events).toEqual([expect.objectContaining({ type: 'bracket-alert', orderId: b.sl, detail: expect.stringMatching(/rejected re-placing stop_loss .*unprotected/) })]);
+    expect(ctx.model.workingOrders(ACCOUNT)).toEqual([]);
+    // A rejection is final: nothing is owed for the next reconnect.
+    expect(ctx.owedLegs.size).toBe(0);
+  });
+
+  it('a re-placement cut off by a lost connection is BROKER_TIMEOUT, owed, and re-placed after the reconnect, sized to the position then', async () => {
+    const { broker, ctx, events } = fakeActorContext();
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    broker.handlers['order/placeorder'] = () => {
+      throw new AppError('BROKER_UNAVAILABLE', 'broker connection lost (closed)');
+    };
+    const err = await rejected(cancelOrder(ctx, cancel(b.tp)));
+    expect(err.code).toBe('BROKER_TIMEOUT');
+    expect(err.message).toMatch(/re-placed once the connection is back/);
+    expect(events).toEqual([expect.objectContaining({ type: 'bracket-alert', orderId: b.sl })]);
+    expect([...ctx.owedLegs.keys()]).toEqual([b.sl]);
+    // Meanwhile one contract was sold: the owed stop-loss covers what is left.
+    broker.fill(broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001);
+    delete broker.handlers['order/placeorder'];
+    await resumeOwedLegs(ctx, ACCOUNT, 'c1');
+    expect(broker.bodies('order/placeorder').at(-1)).toMatchObject({ clOrdId: `rp-${b.sl}`, action: 'Sell', orderType: 'Stop', stopPrice: 4990, orderQty: 1 });
+    expect(ctx.model.workingOrders(ACCOUNT)).toEqual([expect.objectContaining({ role: 'stop_loss', bracketId: b.entry, qty: 1 })]);
+    expect(events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/re-placed as \d+ \(1\) once the connection was back/) });
+    expect(ctx.owedLegs.size).toBe(0);
+  });
+
+  it('an owed leg the broker got before the drop is adopted, not placed twice; one whose position is gone is dropped', async () => {
+    const { broker, ctx, events } = fakeActorContext();
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    let reached = 0;
+    broker.handlers['order/placeorder'] = (body) => {
+      reached = broker.addOrder({ action: 'Sell', orderType: 'Stop', qty: 2, stopPrice: 4990, clOrdId: body.clOrdId });
+      throw new AppError('BROKER_TIMEOUT', 'broker did not answer order/placeorder in time');
+    };
+    expect((await rejected(cancelOrder(ctx, cancel(b.tp)))).code).toBe('BROKER_TIMEOUT');
+    delete broker.handlers['order/placeorder'];
+    await resumeOwedLegs(ctx, ACCOUNT, 'c1');
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    expect(ctx.model.workingOrders(ACCOUNT)).toEqual([expect.objectContaining({ orderId: String(reached), role: 'stop_loss', bracketId: b.entry })]);
+    expect(events.at(-1)?.type === 'bracket-alert' && events.at(-1)).toMatchObject({ detail: expect.stringMatching(/reached the broker before the connection was lost/) });
+
+    // A second bracket, its re-placement cut off, and the position closed before the reconnect.
+    const { broker: broker2, ctx: ctx2, events: events2 } = fakeActorContext();
+    const b2 = await bracket(ctx2);
+    broker2.fill(Number(b2.entry), 2, 5000);
+    broker2.handlers['order/placeorder'] = () => {
+      throw new AppError('BROKER_UNAVAILABLE', 'broker connection lost (closed)');
+    };
+    await rejected(cancelOrder(ctx2, cancel(b2.sl)));
+    delete broker2.handlers['order/placeorder'];
+    broker2.fill(broker2.addOrder({ action: 'Sell', orderType: 'Market', qty: 2 }), 2, 5001);
+    const sent = broker2.bodies('order/placeorder').length;
+    await resumeOwedLegs(ctx2, ACCOUNT, 'c1');
+    expect(broker2.bodies('order/placeorder')).toHaveLength(sent);
+    expect(events2.at(-1)).toMatchObject({ detail: `take_profit ${b2.tp} not re-placed: the ESZ6 position it protected is flat now` });
   });
 });

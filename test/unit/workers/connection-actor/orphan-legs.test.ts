@@ -175,4 +175,36 @@ describe('orphaned bracket legs', () => {
     expect(s.broker.bodies('order/cancelorder')).toHaveLength(1);
     expect(s.orphans.plan(ACCOUNT)).toEqual([]);
   });
+
+  it('after a snapshot, a position whose bracket legs all ended unfilled (a crash cut off their re-placement) is reported, once', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    // As after a restart mid-cancel: both legs cancelled at the broker, nothing re-placed.
+    await s.broker.send('order/cancelorder', { orderId: Number(placed.legs!.takeProfit!.orderId) });
+    expect(s.ctx.model.workingOrders(ACCOUNT)).toEqual([]);
+    expect(s.orphans.unprotected(ACCOUNT)).toEqual([
+      { symbol: 'ESZ6', net: 1, entryId: placed.order.orderId, legs: `${placed.legs!.takeProfit!.orderId} cancelled, ${placed.legs!.stopLoss!.orderId} cancelled` },
+    ]);
+    s.orphans.onChange({ entityType: '*', eventType: 'Snapshot', entity: null });
+    await pause(GRACE_MS * 5);
+    expect(s.events.filter((e) => e.type === 'bracket-alert')).toEqual([
+      expect.objectContaining({ orderId: placed.order.orderId, detail: expect.stringMatching(/^the ESZ6 position long 1 has no protective order: the legs of its bracket \(entry \d+: .*cancelled\) ended without filling$/) }),
+    ]);
+    // Not again without a new snapshot, and not once something protects it.
+    s.broker.fill(s.broker.addOrder({ action: 'Buy', orderType: 'Market' }), 1, 5000);
+    await pause(GRACE_MS * 5);
+    expect(s.events.filter((e) => e.type === 'bracket-alert')).toHaveLength(1);
+    s.broker.addOrder({ action: 'Sell', orderType: 'Stop', stopPrice: 4980, qty: 2 });
+    expect(s.orphans.unprotected(ACCOUNT)).toEqual([]);
+  });
+
+  it('a position opened by a plain order is not reported, whatever became of earlier brackets', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    await s.broker.send('order/cancelorder', { orderId: Number(placed.legs!.takeProfit!.orderId) });
+    // The bracket is closed by hand, then a plain buy opens a new long.
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001);
+    s.broker.fill(s.broker.addOrder({ action: 'Buy', orderType: 'Market' }), 1, 5002);
+    expect(s.orphans.unprotected(ACCOUNT)).toEqual([]);
+  });
 });
