@@ -21,6 +21,8 @@ let pageVersions = 0;
 /** The order model over one connection's mirror. */
 export class OrderModel {
   private readonly notes = new Map<number, OrderNote>();
+  /** The notes of any order, for records of legs the broker created on its own. */
+  private readonly noteById = (orderId: number): OrderNote | undefined => this.notes.get(orderId);
   private readonly known = new Map<string, AccountRecord>();
   private lastAccountsJson = '';
   /**
@@ -137,7 +139,7 @@ export class OrderModel {
   /** OrderRecord for a broker order id. */
   record(orderId: number, fallbackSymbol?: string): OrderRecord | null {
     const o = this.mirror.get('order', orderId);
-    return o ? toOrderRecord(this.mirror, o, this.notes.get(orderId), fallbackSymbol) : null;
+    return o ? toOrderRecord(this.mirror, o, this.notes.get(orderId), fallbackSymbol, this.noteById) : null;
   }
 
   /** Orders resting at the broker: unfilled entries, suspended and working legs. */
@@ -147,7 +149,7 @@ export class OrderModel {
     for (const id of ids) {
       const o = this.mirror.get('order', id);
       if (!o) continue;
-      const rec = toOrderRecord(this.mirror, o, this.notes.get(o.id));
+      const rec = toOrderRecord(this.mirror, o, this.notes.get(o.id), undefined, this.noteById);
       if (!FINAL_STATUSES.has(rec.status)) out.push(rec);
     }
     return out;

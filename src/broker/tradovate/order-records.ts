@@ -156,11 +156,22 @@ function fromMembers(mirror: Mirror, entry: Entity, legs: Entity[], selfId: numb
   return { role: selfId === entry.id ? 'entry' : selfRole, entryId: entry.id, takeProfit, stopLoss };
 }
 
-/** Builds the OrderRecord for one broker order. */
-export function toOrderRecord(mirror: Mirror, order: Entity, note: OrderNote | undefined, fallbackSymbol?: string): OrderRecord {
+/**
+ * Builds the OrderRecord for one broker order. `noteOf` gives the notes of other orders: a leg
+ * the broker created on its own (an order strategy's) has none, and shows its entry's
+ * requestedSymbol and clientOrderId.
+ */
+export function toOrderRecord(
+  mirror: Mirror,
+  order: Entity,
+  note: OrderNote | undefined,
+  fallbackSymbol?: string,
+  noteOf?: (orderId: number) => OrderNote | undefined,
+): OrderRecord {
   const version = mirror.latestVersion(order.id);
   const fills = fillsOf(mirror, order.id);
   const link = linkageOf(mirror, order);
+  const entryNote = note === undefined && link.entryId !== null && link.entryId !== order.id ? noteOf?.(link.entryId) : undefined;
   const qty = Number(version?.orderQty ?? 0) || fills.qty;
   const status = statusOf(order.ordStatus, fills.qty);
   const rejectReason = status === 'rejected' ? (note?.rejectReason ?? rejectReasonOf(mirror, order.id)) : undefined;
@@ -170,7 +181,7 @@ export function toOrderRecord(mirror: Mirror, order: Entity, note: OrderNote | u
     orderId: String(order.id),
     accountId: String(order.accountId),
     symbol: contractName(mirror, order.contractId) ?? fallbackSymbol ?? String(order.contractId ?? ''),
-    requestedSymbol: note?.requestedSymbol ?? null,
+    requestedSymbol: note?.requestedSymbol ?? entryNote?.requestedSymbol ?? null,
     side: order.action === 'Sell' ? 'sell' : 'buy',
     type: TYPE_FROM_BROKER[String(version?.orderType)] ?? 'market',
     qty,
@@ -183,7 +194,7 @@ export function toOrderRecord(mirror: Mirror, order: Entity, note: OrderNote | u
     role: note?.role ?? link.role,
     bracketId: note?.bracketId ?? idOrNull(link.entryId),
     legs: link.role === 'entry' || note?.legs ? legIds : { takeProfit: null, stopLoss: null },
-    clientOrderId: note?.clientOrderId ?? (typeof version?.text === 'string' && version.text ? version.text : null),
+    clientOrderId: note?.clientOrderId ?? entryNote?.clientOrderId ?? (typeof version?.text === 'string' && version.text ? version.text : null),
     createdAt,
     updatedAt: latestTimestamp(mirror, order, fills.lastAt) ?? createdAt,
   };

@@ -108,6 +108,22 @@ describe('placeOrder: brackets', () => {
     expect(result.order).toMatchObject({ role: 'entry', side: 'sell' });
   });
 
+  it("the legs an order strategy creates at the broker show their entry's requestedSymbol and clientOrderId", async () => {
+    const { broker, ctx } = fakeActorContext();
+    const result = await placeOrder(ctx, newOrder({ orderType: 'market', price: null, clientOrderId: 'bot-7', takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } }));
+    const entry = Number(result.order.orderId);
+    broker.fill(entry, 1, 5000);
+    // The broker's own legs: linked to the strategy, never placed (or noted) by the service.
+    const [link] = broker.mirror.by('orderStrategyLink', 'orderId', entry);
+    for (const leg of [{ orderType: 'Limit', price: 5010 }, { orderType: 'Stop', stopPrice: 4995 }]) {
+      const id = broker.addOrder({ action: 'Sell', ...leg });
+      broker.mirror.apply('orderStrategyLink', 'Created', { id: id + 100_000, orderStrategyId: link!.orderStrategyId, orderId: id });
+    }
+    const legs = ctx.model.workingOrders(ACCOUNT);
+    expect(legs.map((o) => o.role).sort()).toEqual(['stop_loss', 'take_profit']);
+    for (const leg of legs) expect(leg).toMatchObject({ bracketId: String(entry), requestedSymbol: 'ES1!', clientOrderId: 'bot-7' });
+  });
+
   it('a mixed bracket converts the absolute leg into an offset from the entry price, and needs one', async () => {
     const { broker, ctx } = fakeActorContext();
     await placeOrder(ctx, newOrder({ orderType: 'stop', price: null, stopPrice: 5004, takeProfit: { price: 5010 }, stopLoss: { offsetPoints: 3 } }));
