@@ -59,24 +59,60 @@ const TYPES: Record<string, string> = {
   '.map': 'application/json',
 };
 
+type Coding = 'identity' | 'gzip' | 'br';
+
+/** One file in its three encodings, each with its own strong ETag (they are different bytes). */
 interface Asset {
   type: string;
-  etag: string;
   cacheControl: string;
-  identity: Buffer;
-  gzip: Buffer;
-  br: Buffer;
+  bodies: Record<Coding, Buffer>;
+  etags: Record<Coding, string>;
 }
 
 function asset(body: Buffer, type: string, cacheControl: string): Asset {
+  const hash = createHash('sha256').update(body).digest('base64url').slice(0, 22);
   return {
     type,
-    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
     cacheControl,
-    identity: body,
-    gzip: gzipSync(body, { level: 9 }),
-    br: brotliCompressSync(body, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11 } }),
+    bodies: {
+      identity: body,
+      gzip: gzipSync(body, { level: 9 }),
+      br: brotliCompressSync(body, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11 } }),
+    },
+    etags: { identity: `"${hash}"`, gzip: `"${hash}-gz"`, br: `"${hash}-br"` },
   };
+}
+
+/**
+ * The encoding to send for an Accept-Encoding header: br, else gzip, whichever the client rates
+ * higher (a tie goes to br), never one it rates `q=0`; `*` stands for codings it does not name.
+ * Identity when it accepts neither.
+ */
+export function negotiateEncoding(accept: string): Coding {
+  const rated = new Map<string, number>();
+  for (const part of accept.split(',')) {
+    const [name = '', ...params] = part.split(';');
+    const coding = name.trim().toLowerCase();
+    if (!coding) continue;
+    const q = params.map((p) => /^\s*q\s*=\s*([0-9.]+)\s*$/i.exec(p)).find(Boolean);
+    const value = q ? Number(q[1]) : 1;
+    rated.set(coding, Number.isFinite(value) ? value : 0);
+  }
+  const rate = (coding: string) => rated.get(coding) ?? rated.get('*') ?? 0;
+  const br = rate('br');
+  const gzip = rate('gzip');
+  if (br > 0 && br >= gzip) return 'br';
+  if (gzip > 0) return 'gzip';
+  return 'identity';
+}
+
+/** Whether If-None-Match names this ETag (weak comparison, RFC 9110 §13.1.2: `W/` is ignored). */
+function noneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || (t.startsWith('W/') ? t.slice(2) : t) === etag;
+  });
 }
 
 /** The app as the HTTP engine sees it. */
@@ -104,12 +140,12 @@ export function loadWebApp(opts: { dir?: string; https?: boolean } = {}): WebApp
   const pages = new Set<string>(APP_PATHS);
 
   function reply(file: Asset, method: string, headers: Readonly<Record<string, string>>): Reply {
-    const base = { ...secure, 'Content-Type': file.type, 'Cache-Control': file.cacheControl, ETag: file.etag, Vary: 'Accept-Encoding' };
-    if (headers['if-none-match'] === file.etag) return { status: 304, headers: base };
-    const accept = headers['accept-encoding'] ?? '';
-    const [body, encoding] = /\bbr\b/.test(accept) ? [file.br, 'br'] : /\bgzip\b/.test(accept) ? [file.gzip, 'gzip'] : [file.identity, undefined];
-    const out: Reply = { status: 200, headers: encoding ? { ...base, 'Content-Encoding': encoding } : base };
-    if (method !== 'HEAD') out.body = body;
+    const coding = negotiateEncoding(headers['accept-encoding'] ?? '');
+    const etag = file.etags[coding];
+    const base = { ...secure, 'Content-Type': file.type, 'Cache-Control': file.cacheControl, ETag: etag, Vary: 'Accept-Encoding' };
+    if (noneMatch(headers['if-none-match'], etag)) return { status: 304, headers: base };
+    const out: Reply = { status: 200, headers: coding === 'identity' ? base : { ...base, 'Content-Encoding': coding } };
+    if (method !== 'HEAD') out.body = file.bodies[coding];
     return out;
   }
 

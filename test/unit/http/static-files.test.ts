@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APP_PATHS, CONTENT_SECURITY_POLICY, loadWebApp, type WebApp } from '../../../src/http/static-files.js';
+import { APP_PATHS, CONTENT_SECURITY_POLICY, loadWebApp, negotiateEncoding, type WebApp } from '../../../src/http/static-files.js';
 
 let dir: string;
 let app: WebApp;
@@ -59,6 +59,29 @@ describe('web app files', () => {
     expect(gunzipSync(gz.body as Buffer).toString()).toBe(JS);
     expect((gz.body as Buffer).length).toBeLessThan(JS.length);
     expect(app.serve('GET', '/assets/app-ABC.js', {})!.headers['Content-Encoding']).toBeUndefined();
+  });
+
+  it('never sends an encoding the client rates q=0, and prefers the one it rates higher', () => {
+    expect(negotiateEncoding('gzip;q=0, br;q=0')).toBe('identity');
+    expect(negotiateEncoding('identity, br;q=0, gzip;q=0')).toBe('identity');
+    expect(negotiateEncoding('br;q=0, gzip')).toBe('gzip');
+    expect(negotiateEncoding('br;q=0.5, gzip;q=0.8')).toBe('gzip');
+    expect(negotiateEncoding('BR; Q=1, gzip')).toBe('br');
+    expect(negotiateEncoding('*')).toBe('br');
+    expect(negotiateEncoding('*;q=0, gzip')).toBe('gzip');
+    expect(negotiateEncoding('deflate')).toBe('identity');
+    expect(negotiateEncoding('')).toBe('identity');
+    expect(app.serve('GET', '/', { 'accept-encoding': 'gzip;q=0, br;q=0' })!.headers['Content-Encoding']).toBeUndefined();
+  });
+
+  it('gives each encoding its own strong ETag, and revalidates each (weak If-None-Match too)', () => {
+    const tags = ['', 'gzip', 'br'].map((enc) => app.serve('GET', '/', { 'accept-encoding': enc })!.headers['ETag']!);
+    expect(new Set(tags).size).toBe(3);
+    expect(app.serve('GET', '/', { 'accept-encoding': 'br', 'if-none-match': tags[2]! })?.status).toBe(304);
+    expect(app.serve('GET', '/', { 'accept-encoding': 'br', 'if-none-match': `W/${tags[2]!}` })?.status).toBe(304);
+    expect(app.serve('GET', '/', { 'accept-encoding': 'br', 'if-none-match': `"x", ${tags[2]!}` })?.status).toBe(304);
+    // The identity bytes' tag does not revalidate the brotli bytes.
+    expect(app.serve('GET', '/', { 'accept-encoding': 'br', 'if-none-match': tags[0]! })?.status).toBe(200);
   });
 
   it('answers 304 to a matching If-None-Match, and HEAD without a body', () => {
