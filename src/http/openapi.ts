@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import { PROBLEMS, problemType } from '../domain/problems.js';
+import { PROBLEMS, problemType, type ProblemCode } from '../domain/problems.js';
 import { buildGuide, type GuideSection } from './openapi-guide.js';
 import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
 import type { RouteDef } from './route-types.js';
@@ -41,6 +41,14 @@ const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 /** Every operation's `default`: the errors it does not list, 405 for the methods its path lacks among them. */
 const DEFAULT_RESPONSE = { $ref: '#/components/responses/Problem' };
 const RATE_HEADERS = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
+
+/**
+ * Codes answered while authenticating, before the rate limiter counts the request: such answers
+ * carry no rate-limit headers (there is no key yet, or it may not call the route). A webhook's 404
+ * is its unknown token.
+ */
+const BEFORE_LIMIT = new Set<ProblemCode>(['UNAUTHENTICATED', 'INSUFFICIENT_SCOPE', 'SESSION_REQUIRED', 'CSRF_REJECTED']);
+const WEBHOOK_BEFORE_LIMIT = new Set<ProblemCode>([...BEFORE_LIMIT, 'NOT_FOUND']);
 
 /** `/accounts/:id` → `/accounts/{id}`. */
 export function openApiPath(path: string): string {
@@ -149,7 +157,8 @@ function operation(route: RouteDef<any, any>): Json {
     const content: Json = { 'application/json': { schema } };
     if (route.scope === 'webhook') (content['application/json'] as Json)['example'] = JSON.parse(TRADINGVIEW_TEMPLATE) as unknown;
     if (route.lenientContentType) content['text/plain'] = { schema: { type: 'string', description: 'The same JSON, sent as text/plain (TradingView)' } };
-    op['requestBody'] = { required: true, content };
+    // A schema that takes no body at all (`.optional()`: lock, flatten) makes the body optional.
+    op['requestBody'] = { required: !route.body.safeParse(undefined).success, content };
   }
 
   const responses: Record<string, Json> = {};
@@ -179,12 +188,27 @@ function operation(route: RouteDef<any, any>): Json {
   for (const [status, description, applies] of standard) {
     if (applies && !responses[String(status)]) responses[String(status)] = problemResponse(description);
   }
+  const uncounted = uncountedStatuses(route);
   for (const [status, res] of Object.entries(responses)) {
-    if (Object.keys(rateHeaders).length) res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), ...rateHeaders };
+    if (Object.keys(rateHeaders).length && !uncounted.has(Number(status))) res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), ...rateHeaders };
     if (status === '429' || status === '503') res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), 'Retry-After': { $ref: '#/components/headers/Retry-After' } };
   }
   op['responses'] = { ...responses, default: DEFAULT_RESPONSE };
   return op;
+}
+
+/**
+ * The statuses a route answers only while authenticating: 401, 403 (and a webhook's 404) unless
+ * the route documents a code of its own there, answered once the request was counted (RISK_GUARD).
+ */
+function uncountedStatuses(route: RouteDef<any, any>): Set<number> {
+  const before = route.scope === 'webhook' ? WEBHOOK_BEFORE_LIMIT : BEFORE_LIMIT;
+  const out = new Set<number>(route.scope === 'webhook' ? [401, 403, 404] : [401, 403]);
+  for (const r of route.responses) {
+    // A status documented without its codes may be anything the handler answers.
+    if (r.codes === undefined || r.codes.some((c) => !before.has(c))) out.delete(r.status);
+  }
+  return out;
 }
 
 /** `{"status": <value>}`, what /healthz and /readyz answer. */

@@ -346,7 +346,9 @@ export function queryParams(raw: string): Record<string, string> {
     if (Object.hasOwn(out, name)) {
       throw new AppError('VALIDATION_FAILED', `query.${name}: given more than once`, { errors: [{ path: `query.${name}`, message: 'given more than once' }] });
     }
-    out[name] = value;
+    // `out.__proto__ = …` would set the prototype, hiding the name from every check after this.
+    if (name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+    else out[name] = value;
   }
   return out;
 }

@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import type { Scope } from '../domain/connections.js';
 import type { Logger } from '../log.js';
 import type { GuardNarrowing } from '../domain/guards.js';
+import type { ProblemCode } from '../domain/problems.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -85,6 +86,8 @@ export interface ResponseDoc {
   status: number;
   description: string;
   schema?: z.ZodType;
+  /** The problem codes answered with this status (errors() fills it; the document reads which stage answers them). */
+  codes?: readonly ProblemCode[];
 }
 
 export interface RouteDef<B = unknown, Q = unknown> {

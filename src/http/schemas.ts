@@ -55,9 +55,25 @@ export const placeOrderQuerySchema = z.strictObject({
   dryRun: boolQuery.optional().describe('true: validate, resolve and compute the plan; send nothing'),
 });
 
+const DECIMAL_DIGITS = /^[0-9]+$/;
+
+/**
+ * An integer query parameter in min..max, spelled in decimal digits only. `z.coerce.number()`
+ * alone reads `1e2`, `0x10`, `+5`, ` 5` and `1.0` as numbers: a client that sends one of those
+ * has a bug, so it is a 400, never a guess. Documented as the integer it stands for.
+ */
+export function integerQuery(min: number, max: number) {
+  return z
+    .string()
+    .refine((s) => DECIMAL_DIGITS.test(s), 'must be a whole number in decimal digits')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .meta({ type: 'integer', minimum: min, maximum: max });
+}
+
 /** `?limit=&cursor=` on every list (strict: an unknown parameter is a 400). */
 export const listQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(500).optional().describe('1..500, default 100'),
+  limit: integerQuery(1, 500).optional().describe('1..500, default 100'),
   cursor: z.string().max(200).optional().describe('nextCursor of the previous page'),
 });
 export type ListQuery = z.output<typeof listQuerySchema>;

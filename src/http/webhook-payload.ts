@@ -71,9 +71,9 @@ export type WebhookField = 'action' | 'symbol' | 'qty' | 'orderType' | 'price' |
 
 /**
  * Name sent → the field it means; everything else is unknown and echoed. The one alias list:
- * the payload's zod schema (schemas.ts) is built from it too.
+ * the payload's zod schema (schemas.ts) is built from it too. No prototype: `constructor` is unknown.
  */
-export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = {
+export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = Object.assign(Object.create(null) as Record<string, WebhookField>, {
   action: 'action',
   side: 'action',
   symbol: 'symbol',
@@ -96,10 +96,10 @@ export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = {
   sentiment: 'marketPosition',
   id: 'id',
   time: 'time',
-};
+});
 
-/** Keys that ask for a feature a webhook cannot do (spec Limits). */
-const UNSUPPORTED_KEYS: Record<string, string> = {
+/** Keys that ask for a feature a webhook cannot do (spec Limits); no prototype, like the aliases. */
+const UNSUPPORTED_KEYS: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, {
   trailingStop: 'trailing stops',
   trailing_stop: 'trailing stops',
   trailAmount: 'trailing stops',
@@ -125,7 +125,7 @@ const UNSUPPORTED_KEYS: Record<string, string> = {
   sl2: 'more than one stop-loss',
   advance_tp_sl: 'more than one take-profit',
   brackets: 'more than one take-profit',
-};
+});
 
 function unsupported(what: string): AppError {
   return new AppError(
@@ -229,6 +229,49 @@ function text(value: unknown): string | undefined {
 }
 
 /**
+ * Whether two aliases of one field say the same: a take-profit or stop-loss as the leg it
+ * parses to, any other value as its trimmed text (`1` and `"1"` agree, `1` and `2` do not).
+ */
+function sameValue(field: WebhookField, a: unknown, b: unknown): boolean {
+  if (field === 'takeProfit' || field === 'stopLoss') return canonicalLeg(field, a) === canonicalLeg(field, b);
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+/** A leg as the JSON of what it parses to; a leg that does not parse, as its own canonical JSON (so only an identical one agrees). */
+function canonicalLeg(field: 'takeProfit' | 'stopLoss', value: unknown): string {
+  try {
+    return JSON.stringify(parseLeg(field, value));
+  } catch {
+    return `invalid ${canonicalJson(value)}`;
+  }
+}
+
+/** JSON with object keys sorted and scalars as trimmed text, so spelling that means nothing cannot make two values differ. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  if (typeof value === 'string' || typeof value === 'number') return JSON.stringify(String(value).trim());
+  return JSON.stringify(value) ?? 'undefined';
+}
+
+/**
+ * Two names of one field with different values: the alert is refused rather than one of them
+ * dropped, since the template is broken and either reading could place the wrong order.
+ */
+function conflictingAliases(field: WebhookField, first: string, second: string): AppError {
+  const message = `'${first}' and '${second}' both give ${field}, with different values: send one`;
+  return new AppError('VALIDATION_FAILED', `${first}, ${second}: ${message}`, {
+    errors: [
+      { path: first, message },
+      { path: second, message },
+    ],
+  });
+}
+
+/**
  * Parses an alert body (already JSON-decoded). Throws AppError VALIDATION_FAILED or
  * WEBHOOK_UNSUPPORTED; never returns partial garbage.
  */
@@ -238,6 +281,8 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   }
   const raw = body as Record<string, unknown>;
   const fields: Record<string, unknown> = {};
+  /** The name each field was first given under. */
+  const givenAs: Record<string, string> = {};
   const warnings: string[] = [];
   for (const [key, value] of Object.entries(raw)) {
     if (UNSUPPORTED_KEYS[key]) throw unsupported(UNSUPPORTED_KEYS[key]);
@@ -247,10 +292,13 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
       continue;
     }
     if (canonical in fields) {
+      const first = givenAs[canonical]!;
+      if (!sameValue(canonical, fields[canonical], value)) throw conflictingAliases(canonical, first, key);
       warnings.push(`'${key}' ignored: ${canonical} already given`);
       continue;
     }
     fields[canonical] = value;
+    givenAs[canonical] = key;
   }
 
   const actionText = text(fields.action)?.toLowerCase();

@@ -25,7 +25,7 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const query = ctx.req.query;
       if (query.cursor === undefined && query.limit === undefined) return { status: 200, headers: JSON_HEADERS, body: firstPages.answer(ctx.auth.userId) };
       const accounts = userAccounts(deps, ctx.auth.userId).map((a) => a.account);
-      return { status: 200, body: paginate(accounts, query) };
+      return { status: 200, body: paginate(accounts, query, 'accounts') };
     },
   });
 
@@ -57,7 +57,7 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
       const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id });
-      return { status: 200, body: paginate(rows, ctx.req.query) };
+      return { status: 200, body: paginate(rows, ctx.req.query, `positions/${owned.account.id}`) };
     },
   });
 
@@ -81,7 +81,7 @@ class FirstPages {
     const kept = this.byUser.get(userId);
     if (kept && kept.connections === connections && this.unchanged(kept.lists, connections)) return kept.body;
     const lists = connections.map((c) => this.deps.gateway.accounts(c.id));
-    const body = JSON.stringify(paginate(lists.flat(), undefined));
+    const body = JSON.stringify(paginate(lists.flat(), undefined, 'accounts'));
     this.byUser.set(userId, { connections, lists, body });
     return body;
   }

@@ -53,7 +53,7 @@ export function apiKeyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [{ status: 200, description: 'Keys, newest first', schema: listOf(apiKeySchema) }, ...errors('VALIDATION_FAILED', ...SESSION_ERRORS)],
     async handler(ctx) {
       const rows = deps.store.apiKeys.listByUser(ctx.auth.userId).reverse().map(keyView);
-      return { status: 200, body: paginate(rows, ctx.req.query) };
+      return { status: 200, body: paginate(rows, ctx.req.query, 'api-keys') };
     },
   });
 

@@ -169,47 +169,57 @@ export async function callActor<R extends ActorRequest>(
 
 const DEFAULT_LIMIT = 100;
 
-/** Opaque cursor over an offset; a malformed cursor is a 400, never a silent restart. */
-function decodeCursor(cursor: string | undefined): number {
+/**
+ * Opaque cursor: the list it pages and an offset into it. A malformed cursor, or one another
+ * list issued (its offset means nothing here), is a 400, never a silent restart or a wrong page.
+ */
+function decodeCursor(cursor: string | undefined, list: string): number {
   if (cursor === undefined || cursor === '') return 0;
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const m = /^o:(\d{1,9})$/.exec(text);
-  if (!m) throw new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
-  return Number(m[1]);
-}
-
-/** One page of `items` as `{ data, nextCursor }` (DESIGN §3 lists). */
-export function paginate<T>(items: readonly T[], query: ListQuery | undefined): { data: T[]; nextCursor: string | null } {
-  const { offset, limit } = pageOf(query);
-  const data = items.slice(offset, offset + limit);
-  return { data, nextCursor: nextCursor(offset + data.length, items.length) };
-}
-
-/** Where a page starts and how long it is (a malformed cursor is a 400). */
-export function pageOf(query: ListQuery | undefined): { offset: number; limit: number } {
-  return { offset: decodeCursor(query?.cursor), limit: query?.limit ?? DEFAULT_LIMIT };
-}
-
-function nextCursor(next: number, total: number): string | null {
-  return next < total ? Buffer.from(`o:${next}`).toString('base64url') : null;
+  // The offset follows the last colon: a list name may hold one (an account id), an offset never.
+  const sep = text.lastIndexOf(':');
+  const offset = text.slice(sep + 1);
+  if (sep < 0 || text.slice(0, sep) !== list || !/^\d{1,9}$/.test(offset)) {
+    throw new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
+  }
+  return Number(offset);
 }
 
 /**
- * The `{ data, nextCursor }` answer text from a page already serialized elsewhere (`json`: the
- * page's items as a JSON array text, `count` of them), without parsing it again.
+ * One page of `items` as `{ data, nextCursor }` (DESIGN §3 lists). `list` names the list in its
+ * cursors: one name per route, with the account for an account's lists (`positions/<id>`).
  */
-export function serializedPage(json: string, offset: number, count: number, total: number): string {
-  return `{"data":${json},"nextCursor":${JSON.stringify(nextCursor(offset + count, total))}}`;
+export function paginate<T>(items: readonly T[], query: ListQuery | undefined, list: string): { data: T[]; nextCursor: string | null } {
+  const { offset, limit } = pageOf(query, list);
+  const data = items.slice(offset, offset + limit);
+  return { data, nextCursor: nextCursor(list, offset + data.length, items.length) };
+}
+
+/** Where a page of `list` starts and how long it is (a malformed cursor, or another list's, is a 400). */
+export function pageOf(query: ListQuery | undefined, list: string): { offset: number; limit: number } {
+  return { offset: decodeCursor(query?.cursor, list), limit: query?.limit ?? DEFAULT_LIMIT };
+}
+
+function nextCursor(list: string, next: number, total: number): string | null {
+  return next < total ? Buffer.from(`${list}:${next}`).toString('base64url') : null;
+}
+
+/**
+ * The `{ data, nextCursor }` answer text of `list` from a page already serialized elsewhere
+ * (`json`: the page's items as a JSON array text, `count` of them), without parsing it again.
+ */
+export function serializedPage(list: string, json: string, offset: number, count: number, total: number): string {
+  return `{"data":${json},"nextCursor":${JSON.stringify(nextCursor(list, offset + count, total))}}`;
 }
 
 /** Documented error responses for the OpenAPI document. */
 export function errors(...codes: ProblemCode[]): ResponseDoc[] {
-  const byStatus = new Map<number, string[]>();
+  const byStatus = new Map<number, ProblemCode[]>();
   for (const code of codes) {
     const { status } = PROBLEMS[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  return [...byStatus].map(([status, list]) => ({ status, description: list.join(', ') }));
+  return [...byStatus].map(([status, list]) => ({ status, description: list.join(', '), codes: list }));
 }
 
 /** Errors every authenticated API route can answer. */

@@ -53,7 +53,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [{ status: 200, description: 'Connections', schema: listOf(connectionSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
     async handler(ctx) {
       const rows = deps.store.connections.listByUser(ctx.auth.userId).map((r) => connectionView(deps, r));
-      return { status: 200, body: paginate(rows, ctx.req.query) };
+      return { status: 200, body: paginate(rows, ctx.req.query, 'connections') };
     },
   });
 

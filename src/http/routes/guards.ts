@@ -245,7 +245,8 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [{ status: 200, description: 'Narrowing (null: none)', schema: keyGuardsViewSchema }, ...errors(...SESSION_ERRORS, 'NOT_FOUND')],
     async handler(ctx) {
       const key = deps.store.apiKeys.getForUser(ctx.auth.userId, ctx.req.params.id!);
-      if (!key) throw new AppError('NOT_FOUND', 'Not found');
+      // A revoked key is gone for its guards as for its requests: 404 like any use after delete.
+      if (!key || key.revokedAt) throw new AppError('NOT_FOUND', 'Not found');
       return { status: 200, body: { keyId: key.id, guards: key.guards ?? null } };
     },
   });
@@ -267,6 +268,8 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     ],
     async handler(ctx) {
       const id = ctx.req.params.id!;
+      // A revoked key cannot be used again, so narrowing it means nothing: 404, not a write that looks accepted.
+      if (deps.store.apiKeys.getForUser(ctx.auth.userId, id)?.revokedAt) throw new AppError('NOT_FOUND', 'Not found');
       const next: GuardNarrowing | null = Object.keys(ctx.req.body).length ? ctx.req.body : null;
       const updated = await deps.store.apiKeys.setGuards(ctx.auth.userId, id, next);
       if (!updated) throw new AppError('NOT_FOUND', 'Not found');

@@ -41,10 +41,10 @@ export function placedOrderView(result: PlaceOrderResult) {
 /** Answer bytes of a working-orders page object (kept as long as the page itself is). */
 const pageBodies = new WeakMap<WorkingOrdersPage, Buffer>();
 
-function pageAnswer(page: WorkingOrdersPage, offset: number, limit: number): RouteResponse {
+function pageAnswer(page: WorkingOrdersPage, list: string, offset: number, limit: number): RouteResponse {
   let body = pageBodies.get(page);
   if (!body) {
-    body = Buffer.from(serializedPage(page.json, offset, Math.max(0, Math.min(limit, page.total - offset)), page.total));
+    body = Buffer.from(serializedPage(list, page.json, offset, Math.max(0, Math.min(limit, page.total - offset)), page.total));
     pageBodies.set(page, body);
   }
   return { status: 200, headers: JSON_HEADERS, body };
@@ -148,13 +148,14 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     ],
     handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
-      const { offset, limit } = pageOf(ctx.req.query);
+      const list = `working-orders/${owned.account.id}`;
+      const { offset, limit } = pageOf(ctx.req.query, list);
       // The actor answers the page as JSON text it keeps between changes, and the front keeps the
       // same page object until they change: an unchanged page is answered synchronously, its
       // answer bytes built once per page.
       const kept = deps.gateway.keptPage?.(owned.connectionId, owned.account.id, offset, limit);
-      if (kept) return pageAnswer(kept, offset, limit);
-      return callActor(deps, ctx, owned.connectionId, { type: 'working-orders-page', accountId: owned.account.id, offset, limit }).then((page) => pageAnswer(page, offset, limit));
+      if (kept) return pageAnswer(kept, list, offset, limit);
+      return callActor(deps, ctx, owned.connectionId, { type: 'working-orders-page', accountId: owned.account.id, offset, limit }).then((page) => pageAnswer(page, list, offset, limit));
     },
   });
 
@@ -174,7 +175,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
       const trades = await callActor(deps, ctx, owned.connectionId, { type: 'trade-history', accountId: owned.account.id });
-      return { status: 200, body: paginate(trades, ctx.req.query) };
+      return { status: 200, body: paginate(trades, ctx.req.query, `trades/${owned.account.id}`) };
     },
   });
 

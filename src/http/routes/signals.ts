@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { AppError, type ProblemCode } from '../../domain/problems.js';
 import type { JournalEntry } from '../../store/index.js';
 import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
-import { createdWebhookTokenSchema, listOf } from '../schemas.js';
+import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
 import { TRADINGVIEW_TEMPLATE } from '../webhook-payload.js';
 import { refuseNarrowedKey, tokenView, webhookUrl } from './webhook-tokens.js';
@@ -93,7 +93,8 @@ function alertView(e: JournalEntry) {
   return { at: new Date(e.ts).toISOString(), accountId: e.accountId, ...req, ...out };
 }
 
-const alertsQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(100).optional().describe('1..100, default 20') });
+/** `?limit=` only: strict like every query, so `?cursor=` (this list has no pages) or a typo is a 400. */
+const alertsQuerySchema = z.strictObject({ limit: integerQuery(1, 100).optional().describe('1..100, default 20') });
 
 /** Alerts list and rotation routes. */
 export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {

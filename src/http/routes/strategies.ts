@@ -67,7 +67,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [{ status: 200, description: 'Strategies', schema: listOf(strategySchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
     async handler(ctx) {
       const rows = deps.store.strategies.listByUser(ctx.auth.userId).map(strategyView);
-      return { status: 200, body: paginate(rows, ctx.req.query) };
+      return { status: 200, body: paginate(rows, ctx.req.query, 'strategies') };
     },
   });
 

@@ -106,7 +106,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [{ status: 200, description: 'Tokens', schema: listOf(webhookTokenSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
     async handler(ctx) {
       const rows = deps.store.webhookTokens.listByUser(ctx.auth.userId).map((t) => tokenView(deps, t));
-      return { status: 200, body: paginate(rows, ctx.req.query) };
+      return { status: 200, body: paginate(rows, ctx.req.query, 'webhook-tokens') };
     },
   });
 

@@ -40,6 +40,10 @@ describe('revocation with cached credentials', () => {
     for (let i = 0; i < 3; i++) expect((await http(s.url, 'GET', '/api/v1/me', { key: created.json.key as string })).status).toBe(200);
     expect((await http(s.url, 'DELETE', `/api/v1/api-keys/${created.json.id as string}`, { headers: session })).status).toBe(204);
     expect((await http(s.url, 'GET', '/api/v1/me', { key: created.json.key as string })).status).toBe(401);
+    // Its guard narrowing is gone with it: 404, like any use after delete.
+    const guards = `/api/v1/api-keys/${created.json.id as string}/guards`;
+    expect((await http(s.url, 'GET', guards, { headers: session })).json).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect((await http(s.url, 'PUT', guards, { headers: session, body: { maxOrderQty: 1 } })).json).toMatchObject({ status: 404, code: 'NOT_FOUND' });
     expect((await http(s.url, 'GET', '/api/v1/session', { headers: { cookie } })).status).toBe(200);
     expect((await http(s.url, 'DELETE', '/api/v1/session', { headers: session })).status).toBe(204);
     expect((await http(s.url, 'GET', '/api/v1/session', { headers: { cookie } })).status).toBe(401);

@@ -90,6 +90,17 @@ describe('query parameters (item 8)', () => {
     expect(await brokerOrders()).toHaveLength(before);
   });
 
+  it('a parameter named __proto__ is an unknown parameter like any other, never a real order', async () => {
+    const before = (await brokerOrders()).length;
+    const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?__proto__=dryRun');
+    expect(r.status, r.text).toBe(400);
+    expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'query.__proto__' }] });
+    expect(await brokerOrders()).toHaveLength(before);
+    expect((await api('GET', '/api/v1/accounts?__proto__=1')).status).toBe(400);
+    const twice = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?dryRun=true&__proto__=x&__proto__=y');
+    expect(twice.status).toBe(400);
+  });
+
   it('a parameter given twice is refused rather than the last one winning', async () => {
     const r = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?dryRun=true&dryRun=false');
     expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'query.dryRun', message: 'given more than once' }] });
@@ -108,5 +119,52 @@ describe('query parameters (item 8)', () => {
     }
     expect((await api('GET', '/api/v1/accounts?limit=1')).status).toBe(200);
     expect((await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?dryRun=true')).status).toBe(200);
+  });
+
+  it("a token's alerts take ?limit= only: an unknown parameter or a cursor is a 400", async () => {
+    const id = (await api('GET', '/api/v1/webhook-tokens')).json.data[0].id as string;
+    for (const query of ['zzUnknown=1', 'cursor=abc', 'limit=0', 'limit=101']) {
+      const r = await api('GET', `/api/v1/webhook-tokens/${id}/alerts?${query}`);
+      expect(r.status, `${query}: ${r.text}`).toBe(400);
+      expect(r.json.code).toBe('VALIDATION_FAILED');
+    }
+    expect((await api('GET', `/api/v1/webhook-tokens/${id}/alerts?limit=100`)).status).toBe(200);
+  });
+
+  it('limit is decimal digits: an exponent, hex, a sign, a space or a fraction is a 400', async () => {
+    for (const limit of ['1e2', '0x10', '%2B5', '+5', '%205', '1.0', '-1']) {
+      for (const path of ['/api/v1/accounts', '/api/v1/connections', `/api/v1/accounts/${acc}/working-orders`]) {
+        const r = await api('GET', `${path}?limit=${limit}`);
+        expect(r.status, `${path}?limit=${limit}: ${r.text}`).toBe(400);
+        expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'query.limit' }] });
+      }
+    }
+    expect((await api('GET', '/api/v1/accounts?limit=500')).status).toBe(200);
+  });
+
+  it("a cursor names its list: another list's nextCursor is a 400 like a made-up one", async () => {
+    const first = await api('GET', '/api/v1/accounts?limit=1');
+    const cursor = first.json.nextCursor as string;
+    expect(cursor).toEqual(expect.any(String));
+    expect((await api('GET', `/api/v1/accounts?limit=1&cursor=${cursor}`)).json.data).toHaveLength(1);
+    for (const path of ['/api/v1/connections', '/api/v1/webhook-tokens', '/api/v1/strategies', `/api/v1/accounts/${acc}/positions`]) {
+      const r = await api('GET', `${path}?cursor=${cursor}`);
+      expect(r.status, `${path}: ${r.text}`).toBe(400);
+      expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', detail: 'cursor: not a cursor returned by this list' });
+    }
+  });
+});
+
+describe('webhook aliases', () => {
+  it('two names of one field with different values are refused naming both, and nothing is placed; equal ones are accepted', async () => {
+    const before = (await brokerOrders()).length;
+    const alert = (body: unknown) => http(hook, 'POST', '', { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } });
+    const r = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 4 }, tp: { ticks: 5 } });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'takeProfit' }, { path: 'tp' }] });
+    expect(await brokerOrders()).toHaveLength(before);
+    const same = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 4 }, tp: { ticks: '4' } });
+    expect(same.status, same.text).toBe(201);
+    expect(same.json.warnings).toEqual(["'tp' ignored: takeProfit already given"]);
   });
 });

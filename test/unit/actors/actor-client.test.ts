@@ -69,13 +69,14 @@ test('a call past its deadline is BROKER_TIMEOUT', async () => {
   expect(err.code).toBe('BROKER_TIMEOUT');
 });
 
-test('when the worker dies every pending call rejects BROKER_UNAVAILABLE (retryable), and later calls fail fast', async () => {
+test('when the worker dies a pending read rejects BROKER_UNAVAILABLE (retryable), a handed-over flatten BROKER_TIMEOUT (outcome unknown), and later calls fail fast', async () => {
   const c = client(10_000);
   const hanging = c.request('c1', { type: 'positions', accountId: 'a' }).catch((e: unknown) => e);
   const killer = c.request('c1', { type: 'flatten', accountId: 'a' }).catch((e: unknown) => e);
   const [a, b] = (await Promise.all([hanging, killer])) as AppError[];
   expect(a!.code).toBe('BROKER_UNAVAILABLE');
-  expect(b!.code).toBe('BROKER_UNAVAILABLE');
+  expect(b!.code).toBe('BROKER_TIMEOUT');
+  expect(b!.message).toMatch(/may have reached the broker/);
   expect(c.alive).toBe(false);
   const later = (await c.request('c1', { type: 'accounts' }).catch((e: unknown) => e)) as AppError;
   expect(later.code).toBe('BROKER_UNAVAILABLE');

@@ -7,6 +7,7 @@ import { HEALTH_STREAM_ROUTE } from '../../../src/http/health-stream.js';
 import { TRADINGVIEW_TEMPLATE } from '../../../src/http/webhook-payload.js';
 import { buildOpenApiDocument, openApiPath } from '../../../src/http/openapi.js';
 import { defineRoute, type RouteDef } from '../../../src/http/route-types.js';
+import { AUTH_ERRORS, errors } from '../../../src/http/routes/common.js';
 
 const order = z.strictObject({ symbol: z.string().describe('ES1!, ESZ6, …'), qty: z.number().int().positive() });
 const routes: RouteDef<any, any>[] = [
@@ -125,6 +126,62 @@ describe('buildOpenApiDocument', () => {
     expect(doc['x-guide'].find((s) => s.id === 'products')!.table!.rows.map((r) => r[0])).toEqual(expect.arrayContaining(['ES', 'MNQ', 'CL', '6E']));
     expect(JSON.stringify(doc['x-guide'])).toContain('q=120;w=60');
     expect(JSON.parse(TRADINGVIEW_TEMPLATE)).toMatchObject({ action: '{{strategy.order.action}}', symbol: '{{ticker}}' });
+  });
+});
+
+describe('what the document promises of bodies and rate-limit headers', () => {
+  const lockBody = z.strictObject({ flatten: z.boolean().default(true) });
+  const doc = buildOpenApiDocument(
+    [
+      defineRoute({
+        method: 'POST', path: '/accounts/:id/lock', scope: 'trade', operationId: 'lockAccount', summary: 'Lock',
+        body: lockBody.optional(),
+        responses: [{ status: 200, description: 'Locked' }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND')],
+        handler: async () => ({ status: 200 }),
+      }),
+      defineRoute({
+        method: 'PUT', path: '/accounts/:id/guards', scope: 'trade', operationId: 'putGuards', summary: 'Guards',
+        body: lockBody,
+        responses: [{ status: 200, description: 'Set' }, ...errors(...AUTH_ERRORS, 'RISK_GUARD')],
+        handler: async () => ({ status: 200 }),
+      }),
+      defineRoute({
+        method: 'GET', path: '/api-keys', scope: 'session', operationId: 'listApiKeys', summary: 'Keys',
+        responses: [{ status: 200, description: 'Keys' }, ...errors('UNAUTHENTICATED', 'SESSION_REQUIRED', 'RATE_LIMITED')],
+        handler: async () => ({ status: 200 }),
+      }),
+      defineRoute({
+        method: 'POST', path: '/webhooks/:token', scope: 'webhook', operationId: 'receiveWebhook', summary: 'Alert',
+        body: z.looseObject({ action: z.string() }),
+        responses: [{ status: 201, description: 'Placed' }, ...errors('VALIDATION_FAILED', 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'RATE_LIMITED')],
+        handler: async () => ({ status: 201 }),
+      }),
+    ],
+    { config },
+  );
+  const op = (path: string, method: string) => doc.paths[path]![method]! as { requestBody?: { required: boolean }; responses: Record<string, { headers?: Record<string, unknown> }> };
+  const rated = (path: string, method: string) =>
+    Object.entries(op(path, method).responses)
+      .filter(([, r]) => r.headers && 'RateLimit' in r.headers)
+      .map(([status]) => status);
+
+  it('a body the route takes or leaves out is not required; a body schema that needs one is', () => {
+    expect(op('/accounts/{id}/lock', 'post').requestBody!.required).toBe(false);
+    expect(op('/accounts/{id}/guards', 'put').requestBody!.required).toBe(true);
+    expect(op('/webhooks/{token}', 'post').requestBody!.required).toBe(true);
+  });
+
+  it('lists the rate-limit headers only on answers given after the limiter counted the request', () => {
+    // 401 and INSUFFICIENT_SCOPE are answered while authenticating: no key bucket to report.
+    expect(rated('/accounts/{id}/lock', 'post')).toEqual(['200', '400', '404', '413', '415', '429', '500']);
+    // A 403 the handler answers (RISK_GUARD) was counted.
+    expect(rated('/accounts/{id}/guards', 'put')).toEqual(expect.arrayContaining(['200', '403']));
+    expect(rated('/accounts/{id}/guards', 'put')).not.toContain('401');
+    // Session routes: SESSION_REQUIRED and CSRF_REJECTED are authentication's too.
+    expect(rated('/api-keys', 'get')).toEqual(['200', '400', '429', '500']);
+    // A webhook's 404 is its unknown token; its 403 (inactive account) comes from the handler.
+    expect(rated('/webhooks/{token}', 'post')).toEqual(['201', '400', '403', '413', '415', '429', '500']);
+    expect(Object.keys(op('/webhooks/{token}', 'post').responses)).toContain('404');
   });
 });
 

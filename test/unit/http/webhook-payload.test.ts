@@ -44,10 +44,32 @@ describe('parseWebhookPayload actions and aliases', () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), (n) => orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: String(n) }, NOW)).qty === n));
   });
 
-  it('warns when an alias repeats a field already given', () => {
-    const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', ticker: 'NQ', qty: 1 }, NOW);
-    expect(orderOf(intent).symbol).toBe('ES');
-    expect(intent.warnings).toContain("'ticker' ignored: symbol already given");
+  it('warns when an alias repeats a field already given with the same value', () => {
+    const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', ticker: ' ES ', qty: 1, contracts: '1' }, NOW);
+    expect(orderOf(intent)).toMatchObject({ symbol: 'ES', qty: 1 });
+    expect(intent.warnings).toEqual(["'ticker' ignored: symbol already given", "'contracts' ignored: qty already given"]);
+    // A leg agrees with another spelling of the same leg.
+    const legs = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, takeProfit: { ticks: 4 }, tp: { ticks: '4' }, stopLoss: 4990, sl: { stopPrice: '4990' } }, NOW);
+    expect(orderOf(legs)).toMatchObject({ takeProfit: { ticks: 4 }, stopLoss: { price: 4990 } });
+    expect(legs.warnings).toEqual(["'tp' ignored: takeProfit already given", "'sl' ignored: stopLoss already given"]);
+  });
+
+  it('refuses two names of one field with different values, naming both: neither is dropped', () => {
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ takeProfit: { ticks: 4 }, tp: { ticks: 5 } }, 'takeProfit', 'tp'],
+      [{ sl: { price: 4990 }, stopLoss: { ticks: 8 } }, 'sl', 'stopLoss'],
+      [{ tp: '', takeProfit: { ticks: 4 } }, 'tp', 'takeProfit'],
+      [{ ticker: 'NQ1!' }, 'symbol', 'ticker'],
+      [{ quantity: 2 }, 'qty', 'quantity'],
+      [{ side: 'sell' }, 'action', 'side'],
+      [{ order_type: 'limit', price: 5000 }, 'orderType', 'order_type'],
+    ];
+    for (const [extra, first, second] of cases) {
+      const err = thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, orderType: 'market', ...extra }, NOW));
+      expect(err.code, JSON.stringify(extra)).toBe('VALIDATION_FAILED');
+      expect(err.message).toContain(`'${first}' and '${second}'`);
+      expect((err.extensions as { errors: { path: string }[] }).errors.map((e) => e.path)).toEqual([first, second]);
+    }
   });
 
   it.each(['close', 'flat', 'flatten', 'EXIT'])('action %s flattens, symbol optional', (action) => {
@@ -82,6 +104,25 @@ describe('parseWebhookPayload actions and aliases', () => {
   it('echoes unknown fields in warnings and otherwise ignores them', () => {
     const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, comment: 'x', strategyName: 'y' }, NOW);
     expect(intent.warnings).toEqual(["unknown field 'comment' ignored", "unknown field 'strategyName' ignored"]);
+  });
+
+  it("treats names of Object's own members (constructor, toString, __proto__) as unknown fields like any other", () => {
+    const body = JSON.parse('{"action":"buy","symbol":"ES","qty":1,"constructor":1,"toString":2,"hasOwnProperty":3,"__proto__":4}') as unknown;
+    const intent = parseWebhookPayload(body, NOW);
+    expect(intent.kind).toBe('order');
+    expect(intent.warnings).toEqual(['constructor', 'toString', 'hasOwnProperty', '__proto__'].map((k) => `unknown field '${k}' ignored`));
+    // Inside a leg, an unknown key stays a refusal, with its name, never a function's source text.
+    const leg = JSON.parse('{"action":"buy","symbol":"ES","qty":1,"takeProfit":{"ticks":10,"toString":1}}') as unknown;
+    const err = (() => {
+      try {
+        parseWebhookPayload(leg, NOW);
+      } catch (e) {
+        return e as AppError;
+      }
+      throw new Error('expected a refusal');
+    })();
+    expect(err.code).toBe('VALIDATION_FAILED');
+    expect(err.message).not.toMatch(/function|native code/);
   });
 });
 

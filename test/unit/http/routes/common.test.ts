@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
-import { baseUrl, callActor, errors, ownedAccount, paginate, requireActive } from '../../../../src/http/routes/common.js';
+import { baseUrl, callActor, errors, ownedAccount, pageOf, paginate, requireActive } from '../../../../src/http/routes/common.js';
 import type { RouteContext } from '../../../../src/http/route-types.js';
 import { loadConfig } from '../../../../src/config.js';
 import { createLogger } from '../../../../src/log.js';
@@ -62,25 +62,37 @@ describe('callActor', () => {
 describe('paginate', () => {
   const items = Array.from({ length: 5 }, (_, i) => i);
   it('pages with an opaque cursor until the end', () => {
-    const first = paginate(items, { limit: 2 });
+    const first = paginate(items, { limit: 2 }, 'things');
     expect(first.data).toEqual([0, 1]);
-    const second = paginate(items, { limit: 2, cursor: first.nextCursor! });
+    const second = paginate(items, { limit: 2, cursor: first.nextCursor! }, 'things');
     expect(second.data).toEqual([2, 3]);
-    const last = paginate(items, { limit: 2, cursor: second.nextCursor! });
+    const last = paginate(items, { limit: 2, cursor: second.nextCursor! }, 'things');
     expect(last).toEqual({ data: [4], nextCursor: null });
-    expect(paginate(items, undefined)).toEqual({ data: items, nextCursor: null });
+    expect(paginate(items, undefined, 'things')).toEqual({ data: items, nextCursor: null });
   });
 
   it('a cursor it did not issue is 400, never a silent restart', () => {
-    expect(() => paginate(items, { cursor: 'garbage' })).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+    expect(() => paginate(items, { cursor: 'garbage' }, 'things')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+  });
+
+  it("another list's cursor is 400, never a page of this list at that offset", () => {
+    const accounts = paginate(items, { limit: 1 }, 'accounts').nextCursor!;
+    expect(() => paginate(items, { cursor: accounts }, 'connections')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED', message: 'cursor: not a cursor returned by this list' }));
+    // An account's list is its own: account 1's positions do not page account 2's.
+    const a1 = paginate(items, { limit: 1 }, 'positions/1').nextCursor!;
+    expect(() => pageOf({ cursor: a1 }, 'positions/2')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+    expect(() => pageOf({ cursor: a1 }, 'positions/1:')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+    expect(pageOf({ cursor: a1 }, 'positions/1')).toEqual({ offset: 1, limit: 100 });
+    // The untagged cursors issued before lists named themselves (`o:1`) name no list.
+    expect(() => pageOf({ cursor: Buffer.from('o:1').toString('base64url') }, 'accounts')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
   });
 });
 
 describe('documentation helpers', () => {
   it('groups error codes by status', () => {
     expect(errors('NOT_FOUND', 'VALIDATION_FAILED', 'UNKNOWN_SYMBOL')).toEqual([
-      { status: 404, description: 'NOT_FOUND' },
-      { status: 400, description: 'VALIDATION_FAILED, UNKNOWN_SYMBOL' },
+      { status: 404, description: 'NOT_FOUND', codes: ['NOT_FOUND'] },
+      { status: 400, description: 'VALIDATION_FAILED, UNKNOWN_SYMBOL', codes: ['VALIDATION_FAILED', 'UNKNOWN_SYMBOL'] },
     ]);
   });
 

@@ -198,6 +198,16 @@ describe('API key narrowing (web session only, like all key management)', () => 
     expect((await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, ...session, body: {} })).body).toEqual({ keyId: record.id, guards: null });
   });
 
+  it('a revoked key has no guards to read or narrow: 404 like any use after delete, and nothing is written', async () => {
+    const { record } = await w.store.apiKeys.create({ userId: w.a.userId, name: 'gone', scopes: ['trade'] });
+    const session = { kind: 'session' as const, principalId: 'session:s1', params: { id: record.id } };
+    await call(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, ...session, body: { maxOrderQty: 2 } });
+    expect(await w.store.apiKeys.revoke(w.a.userId, record.id)).toBe(true);
+    expect((await callError(w, 'GET', '/api-keys/:id/guards', { userId: w.a.userId, ...session })).code).toBe('NOT_FOUND');
+    expect((await callError(w, 'PUT', '/api-keys/:id/guards', { userId: w.a.userId, ...session, body: { maxOrderQty: 1 } })).code).toBe('NOT_FOUND');
+    expect(w.store.apiKeys.getForUser(w.a.userId, record.id)?.guards).toEqual({ maxOrderQty: 2 });
+  });
+
   it('the routes take a web session: no API key can change a narrowing', () => {
     expect(route(w, 'PUT', '/api-keys/:id/guards').scope).toBe('session');
     expect(route(w, 'GET', '/api-keys/:id/guards').scope).toBe('session');

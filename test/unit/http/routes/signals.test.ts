@@ -3,7 +3,7 @@ import { AppError } from '../../../../src/domain/problems.js';
 import { alertSchema } from '../../../../src/http/routes/signals.js';
 import { createdWebhookTokenSchema, listOf } from '../../../../src/http/schemas.js';
 import { TRADINGVIEW_TEMPLATE } from '../../../../src/http/webhook-payload.js';
-import { call, callError, orderRecord, world, type World } from '../../../support/routes.js';
+import { call, callError, orderRecord, route, world, type World } from '../../../support/routes.js';
 
 let w: World;
 let token: { id: string; token: string };
@@ -22,6 +22,15 @@ const alerts = async (id = token.id, userId = w.a.userId) => {
 };
 
 describe('recent alerts of a token', () => {
+  it('takes ?limit= 1..100 in decimal digits and no other query parameter (it has no cursor)', () => {
+    const query = route(w, 'GET', '/webhook-tokens/:id/alerts').query!;
+    for (const q of [{ zzUnknown: '1' }, { cursor: 'abc' }, { limit: '0' }, { limit: '101' }, { limit: '1e2' }, { limit: '+5' }]) {
+      expect(query.safeParse(q).success, JSON.stringify(q)).toBe(false);
+    }
+    expect(query.parse({ limit: '100' })).toEqual({ limit: 100 });
+    expect(query.parse({})).toEqual({});
+  });
+
   it('journals accepted and refused alerts with action, symbol, qty, status, code and order id, newest first', async () => {
     w.gateway.responder['place-order'] = () => ({ order: orderRecord({ orderId: '5551', status: 'filled', filledQty: 1 }), reconciled: false, brokerMs: 3 });
     expect((await alert({ action: 'buy', ticker: 'ES1!', contracts: '1', comment: 'secret-ish text' })).status).toBe(201);
