@@ -11,7 +11,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import type { AccountRecord, ClosedTrade, NewOrder, OrderRecord, PositionRecord } from '../domain/orders.js';
 import type { ErrorData } from '../domain/problems.js';
-import type { GuardConfig, GuardName, GuardNarrowing, LockState } from '../domain/guards.js';
+import type { GuardConfig, GuardName, GuardNarrowing, GuardRefusal, LockState } from '../domain/guards.js';
 import type { ConnectionTuning } from '../tuning.js';
 import type { ThreadUsage } from '../thread-usage.js';
 
@@ -92,6 +92,9 @@ export interface UnlockRequest {
   accountId: string;
 }
 
+/** A dry run's question: would the account's guards (and the credential's narrowing) admit this order now? */
+export type CheckOrderRequest = Omit<PlaceOrderRequest, 'type'> & { type: 'check-order' };
+
 /** The guards in force on an account, its lock, its P&L of the day and exposure. */
 export interface GuardStatusRequest {
   type: 'guard-status';
@@ -109,7 +112,8 @@ export type ActorRequest =
   | SetGuardsRequest
   | LockRequest
   | UnlockRequest
-  | GuardStatusRequest;
+  | GuardStatusRequest
+  | CheckOrderRequest;
 
 // ---------------------------------------------------------------------------
 // Results.
@@ -176,6 +180,8 @@ export interface ResultMap {
   lock: LockResult;
   unlock: GuardStatus;
   'guard-status': GuardStatus;
+  /** The refusal the order would meet now, or null when the guards would admit it. */
+  'check-order': { refusal: GuardRefusal | null };
 }
 
 /**

@@ -255,7 +255,7 @@ export function flattenClOrdIdPrefix(userId: string, idempotencyKey?: string): s
 }
 
 /** The `?dryRun=true` response body: the plan, nothing sent. */
-export function dryRunBody(plan: OrderPlan) {
+export function dryRunBody(plan: OrderPlan, guardsChecked: boolean) {
   const r = plan.order;
   return {
     dryRun: true as const,
@@ -273,5 +273,6 @@ export function dryRunBody(plan: OrderPlan) {
     takeProfit: plan.takeProfit,
     stopLoss: plan.stopLoss,
     clientOrderId: r.clientOrderId ?? null,
+    guardsChecked,
   };
 }

@@ -12,7 +12,7 @@ import { CME_DAY } from '../domain/trading-time.js';
 /** At most this many windows may cover one weekday. */
 export const MAX_WINDOWS_PER_DAY = 8;
 
-const contracts = z.number().int().min(0).max(MAX_ORDER_QTY);
+const contracts = z.number().max(MAX_ORDER_QTY).int().min(0);
 const money = z.number().finite().positive().max(1_000_000_000);
 const clock = z
   .string()

@@ -12,7 +12,8 @@ import { guardNarrowingSchema } from './guard-schemas.js';
 const id = z.string().min(1).describe('Identifier (string)');
 const isoTime = z.string().describe('ISO-8601 UTC time');
 const price = z.number().finite().positive();
-const qty = z.number().int().positive().max(MAX_ORDER_QTY);
+// The bound first: 1e308 is refused as over the limit, not as past the safe integers.
+const qty = z.number().max(MAX_ORDER_QTY).int().positive();
 
 export const sideSchema = z.enum(['buy', 'sell']);
 export const orderTypeSchema = z.enum(['market', 'limit', 'stop', 'stop_limit']);
@@ -141,6 +142,12 @@ export const dryRunResponseSchema = z.object({
   takeProfit: plannedLegSchema,
   stopLoss: plannedLegSchema,
   clientOrderId: z.string().nullable(),
+  guardsChecked: z
+    .boolean()
+    .describe(
+      'true: the account’s risk guards (and the key’s narrowing) would admit the order now, against the broker’s live positions and working orders ' +
+        '(one they would refuse is 403 RISK_GUARD, as the real order); false: not checked, the connection is not CONNECTED',
+    ),
 });
 
 /** 200 of DELETE /accounts/{id}/orders/{orderId} (DESIGN §6). */

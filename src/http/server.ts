@@ -242,7 +242,7 @@ class Engine {
     const path = rawPath.length > 1 && rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
     const make = this.fixed.get(path);
     if (!make) return undefined;
-    if (method !== 'GET') return problemReply('METHOD_NOT_ALLOWED', 'Use GET', {}, { Allow: 'GET, HEAD' });
+    if (method !== 'GET') return problemReply('METHOD_NOT_ALLOWED', 'Use GET, HEAD', {}, { Allow: 'GET, HEAD' });
     return make();
   }
 

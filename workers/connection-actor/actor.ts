@@ -138,6 +138,12 @@ export class ConnectionActor {
         return this.guards.unlock(req.accountId);
       case 'guard-status':
         return this.guards.status(req.accountId);
+      case 'check-order':
+        // The live exposure the guards count is the broker's: only a CONNECTED connection has it.
+        this.conn.requireConnected();
+        this.model.account(req.accountId);
+        await this.conn.ensureContract({ name: req.symbol });
+        return { refusal: this.guards.check(req) };
       case 'find-by-clordid': {
         this.conn.requireConnected();
         const o = this.model.findByClOrdId(req.accountId, req.clOrdId);

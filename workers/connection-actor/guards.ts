@@ -95,25 +95,45 @@ export class GuardKeeper {
    */
   admit(req: PlaceOrderRequest): Hold | null {
     const state = this.accounts.get(req.accountId);
+    if (!state && (req.narrowing ?? []).length === 0) return null;
+    const contractId = this.contractIdOf(req.symbol);
+    const refusal = this.refusalOf(req, contractId, true);
+    if (refusal) this.refuse(req.accountId, refusal);
+    return this.exposure.hold(req.accountId, contractId, req.side, req.qty);
+  }
+
+  /**
+   * What admit would answer now, for a dry run: the refusal, or null. Holds nothing, reports
+   * nothing and runs no P&L check (which may lock and flatten the account: that is for real
+   * orders and the guard tick).
+   */
+  check(req: Omit<PlaceOrderRequest, 'type'>): GuardRefusal | null {
+    if (!this.accounts.has(req.accountId) && (req.narrowing ?? []).length === 0) return null;
+    return this.refusalOf(req, this.contractIdOf(req.symbol), false);
+  }
+
+  private contractIdOf(symbol: string): number {
+    const contractId = this.exposure.contractId(symbol);
+    if (contractId === undefined) throw new AppError('BROKER_UNAVAILABLE', `contract ${symbol} is not known to the connection yet`, {}, 1);
+    return contractId;
+  }
+
+  /** The first guard the order breaks (exits never do); `live`: a real order, which runs the P&L check first. */
+  private refusalOf(req: Omit<PlaceOrderRequest, 'type'>, contractId: number, live: boolean): GuardRefusal | null {
+    const state = this.accounts.get(req.accountId);
     const narrowing = req.narrowing ?? [];
-    if (!state && narrowing.length === 0) return null;
-    const contractId = this.exposure.contractId(req.symbol);
-    if (contractId === undefined) throw new AppError('BROKER_UNAVAILABLE', `contract ${req.symbol} is not known to the connection yet`, {}, 1);
     const contract = this.exposure.contract(req.accountId, contractId);
-    const hold = () => this.exposure.hold(req.accountId, contractId, req.side, req.qty);
-    if (isExit(contract, req.side, req.qty)) return hold();
+    if (isExit(contract, req.side, req.qty)) return null;
     if (state) {
       this.expire(req.accountId, state);
-      this.checkPnl(req.accountId);
-      if (state.lock) this.refuse(req.accountId, lockRefusal(state.lock));
+      if (live) this.checkPnl(req.accountId);
+      if (state.lock) return lockRefusal(state.lock);
     }
     const origin = req.origin ?? 'api';
     const limits = state && narrowing.length === 0 ? (state.limits[origin] ??= effectiveLimits(state.config, [], origin)) : effectiveLimits(state?.config ?? NO_GUARDS, narrowing, origin);
     const root = contractRoot(req.symbol)?.root ?? req.symbol.slice(0, -2);
     const order = { side: req.side, qty: req.qty, root, origin } as const;
-    const refusal = checkEntry(limits, order, { now: this.now(), contract, accountExposure: this.exposure.total(req.accountId) });
-    if (refusal) this.refuse(req.accountId, refusal);
-    return hold();
+    return checkEntry(limits, order, { now: this.now(), contract, accountExposure: this.exposure.total(req.accountId) });
   }
 
   /** Replaces an account's guards; its lock stays. */

@@ -159,7 +159,8 @@ export async function callActor<R extends ActorRequest>(
     throw err;
   }
   const actorMs = performance.now() - t0;
-  journal(outcomeOf(result));
+  // Only trading actions are journaled; other answers may be anything, null included.
+  if (JOURNALED.has(req.type)) journal(outcomeOf(result));
   const { brokerMs, settleMs } = result as { brokerMs?: unknown; settleMs?: unknown };
   if (JOURNALED.has(req.type)) ctx.timing.add('actor', actorMs);
   if (typeof brokerMs === 'number') ctx.timing.add('broker', brokerMs);

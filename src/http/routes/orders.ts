@@ -3,11 +3,12 @@
  * trade history. Symbols are resolved and prices checked before any broker traffic.
  */
 import type { PlaceOrderResult, WorkingOrdersPage } from '../../actors/protocol.js';
-import { parseOrderId } from '../../domain/orders.js';
+import { parseOrderId, type NewOrder } from '../../domain/orders.js';
+import type { GuardRefusal } from '../../domain/guards.js';
 import { AppError } from '../../domain/problems.js';
 import { clOrdIdFor, dryRunBody, planOrder } from '../../domain/order-plan.js';
 import { JSON_HEADERS } from '../respond.js';
-import { defineRoute, type RouteDef, type RouteResponse } from '../route-types.js';
+import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import {
   cancelOrderResponseSchema,
   closedTradeSchema,
@@ -52,6 +53,24 @@ function pageAnswer(page: WorkingOrdersPage, list: string, offset: number, limit
 
 /** Order routes. */
 export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  /**
+   * A dry run asks the account's guards what they would say to the order now (a refusal is the
+   * real order's 403 RISK_GUARD); true when they would admit it, false when they cannot be asked
+   * (the connection is not CONNECTED): the plan alone is still the answer then.
+   */
+  async function checkGuards(deps: RouteDeps, ctx: RouteContext<PlaceOrderBody, unknown>, connectionId: string, order: Omit<NewOrder, 'clOrdId'>): Promise<boolean> {
+    if (deps.gateway.status(connectionId)?.status !== 'CONNECTED') return false;
+    let refusal: GuardRefusal | null;
+    try {
+      ({ refusal } = await callActor(deps, ctx as RouteContext<unknown, unknown>, connectionId, { type: 'check-order', ...order, clOrdId: 'dry-run', ...guardedBy(ctx.auth, 'api') }));
+    } catch (err) {
+      if (err instanceof AppError && (err.code === 'BROKER_UNAVAILABLE' || err.code === 'BROKER_TIMEOUT' || err.code === 'CONNECTION_FAILED')) return false;
+      throw err;
+    }
+    if (refusal) throw new AppError('RISK_GUARD', refusal.detail, { guard: refusal.guard, limit: refusal.limit, value: refusal.value, accountId: order.accountId });
+    return true;
+  }
+
   const place = defineRoute<PlaceOrderBody, { dryRun?: 'true' | 'false' | '1' | '0' }>({
     method: 'POST',
     path: '/accounts/:id/orders',
@@ -62,7 +81,8 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       'Resolves the symbol (any accepted form) and checks prices against the contract tick before anything reaches the broker. ' +
       'Send an Idempotency-Key to make retries safe: the same key within 24 h replays the first response and never places a second order. ' +
       'An entry that breaks one of the account’s risk guards (or the key’s narrowing of them) is refused with 403 RISK_GUARD; exits never are. ' +
-      '`?dryRun=true` validates and returns the plan without sending anything.',
+      '`?dryRun=true` validates and returns the plan without sending anything; while the connection is CONNECTED it also asks the ' +
+      'risk guards, and an order they would refuse is 403 RISK_GUARD as the real one (`guardsChecked` says whether they were asked).',
     tags: ['orders'],
     body: placeOrderBodySchema,
     query: placeOrderQuerySchema,
@@ -87,7 +107,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             errors: [{ path: 'dryRun', message: 'cannot be combined with Idempotency-Key' }],
           });
         }
-        return { status: 200, body: dryRunBody(plan) };
+        return { status: 200, body: dryRunBody(plan, await checkGuards(deps, ctx, owned.connectionId, plan.order)) };
       }
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
       const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'api') });

@@ -7,7 +7,7 @@
  * places exactly one order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { frontOf } from '../../support/symbols.js';
 import { clOrdIdFor } from '../../../src/domain/order-plan.js';
 import { openHealthStream, type HealthEvent, type HealthStream } from '../../support/sse.js';
 import { control, simState } from '../../support/sim.js';
@@ -18,11 +18,7 @@ let s: Served;
 let stream: HealthStream;
 let connectionId: string;
 let userId: string;
-const ES = (() => {
-  const r = resolveSymbol('ES', new Date());
-  if (!r.ok) throw new Error(r.reason);
-  return r.contract;
-})();
+const ES = frontOf('ES').contract;
 
 const isStatus = (status: string) => (e: HealthEvent) => e.type === 'status' && e.connectionId === connectionId && e.status === status;
 const place = (key: string) =>

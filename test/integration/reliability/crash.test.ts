@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { frontOf } from '../../support/symbols.js';
 import { clOrdIdFor } from '../../../src/domain/order-plan.js';
 import { awaitConnected, secretsIn, startService, startSimProcess, wireUser, type ServiceProcess, type SimProcess, type WiredUser } from '../../support/processes.js';
 import { seededRandom } from '../../../src/sim/prices.js';
@@ -25,11 +25,7 @@ const ENV = { RATE_LIMIT_PER_MIN: '100000' };
 const LOG_LEVEL = 'debug';
 /** Answers after which the same request must be retried with the same key. */
 const RETRYABLE = new Set([409, 429, 503, 504]);
-const ES = (() => {
-  const r = resolveSymbol('ES', new Date());
-  if (!r.ok) throw new Error(r.reason);
-  return r.contract;
-})();
+const ES = frontOf('ES').contract;
 
 let sim: SimProcess;
 let dataDir: string;

@@ -6,7 +6,7 @@
  * are refused when written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { frontOf } from '../../support/symbols.js';
 import { control, simState } from '../../support/sim.js';
 import { eventually, http } from '../../support/http.js';
 import { startServe, type Served } from '../../support/processes.js';
@@ -14,11 +14,7 @@ import { startServe, type Served } from '../../support/processes.js';
 let s: Served;
 let acc: string;
 let hook: string;
-const ES = (() => {
-  const r = resolveSymbol('ES', new Date());
-  if (!r.ok) throw new Error(r.reason);
-  return r.contract;
-})();
+const ES = frontOf('ES').contract;
 const api = (method: string, path: string, body?: unknown) => http(s.url, method, path, { key: s.apiKey, ...(body !== undefined ? { body } : {}) });
 const place = (body: unknown) => api('POST', `/api/v1/accounts/${acc}/orders`, body);
 const alert = (body: unknown) => http(hook, 'POST', '', { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } });

@@ -5,7 +5,7 @@
  * and a request arriving later waits until the pending answer is out.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { frontOf } from '../../support/symbols.js';
 import { control } from '../../support/sim.js';
 import { eventually, http } from '../../support/http.js';
 import { startServe, type Served } from '../../support/processes.js';
@@ -13,11 +13,7 @@ import { header, parseResponses, rawExchange, rawRequest } from '../../support/r
 
 let s: Served;
 let acc: string;
-const ES = (() => {
-  const r = resolveSymbol('ES', new Date());
-  if (!r.ok) throw new Error(r.reason);
-  return r.contract;
-})();
+const ES = frontOf('ES').contract;
 const workingAt = async (price: number) =>
   ((await http(s.url, 'GET', `/api/v1/accounts/${acc}/working-orders`, { key: s.apiKey })).json.data as { price: number }[]).filter((o) => o.price === price).length;
 const order = (price: number, headers: [string, string][] = []) =>

@@ -189,7 +189,7 @@ describe('flattenClOrdIdPrefix', () => {
 describe('dryRunBody', () => {
   it('matches the documented dryRun response schema', () => {
     const plan = planOrder(order({ symbol: 'ES1!', type: 'limit', price: 5001.25, takeProfit: { ticks: 40 }, stopLoss: { price: 4990 } }), '42', NOW);
-    const body = dryRunBody(plan);
+    const body = dryRunBody(plan, false);
     expect(dryRunResponseSchema.parse(body)).toEqual(body);
     expect(body).toMatchObject({ dryRun: true, symbol: 'ESZ6', requestedSymbol: 'ES1!', bracket: 'mixed' });
   });

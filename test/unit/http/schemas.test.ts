@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { integerQuery, listQuerySchema } from '../../../src/http/schemas.js';
+import { integerQuery, listQuerySchema, placeOrderBodySchema } from '../../../src/http/schemas.js';
 import { jsonSchemaOf } from '../../../src/http/openapi.js';
 
 describe('integer query parameters', () => {
@@ -24,5 +24,15 @@ describe('integer query parameters', () => {
 
   it('are documented as the integer they stand for', () => {
     expect(jsonSchemaOf(limit, 'input')).toEqual({ type: 'integer', minimum: 1, maximum: 500 });
+  });
+});
+
+describe('order quantities', () => {
+  it('a huge quantity is refused as over the limit first, not as past the safe integers', () => {
+    for (const qty of [1e308, 2 ** 53, 10_001]) {
+      const r = placeOrderBodySchema.safeParse({ symbol: 'ES', side: 'buy', qty });
+      expect(r.success).toBe(false);
+      expect(r.error!.issues[0]!.message, String(qty)).toMatch(/<=10000$/);
+    }
   });
 });

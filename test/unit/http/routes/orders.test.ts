@@ -82,7 +82,19 @@ describe('POST /accounts/:id/orders', () => {
     expect(res.status).toBe(200);
     const plan = dryRunResponseSchema.parse(res.body);
     expect(plan).toMatchObject({ symbol: 'MESZ6', bracket: 'mixed', takeProfit: { price: 4998 } });
-    expect(w.gateway.calls).toHaveLength(0);
+    // Only the guards were asked (here they cannot answer: not checked), nothing was placed.
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['check-order']);
+    expect(plan.guardsChecked).toBe(false);
+  });
+
+  it('a dryRun the guards would refuse is the real order’s 403 RISK_GUARD; one they admit says guardsChecked', async () => {
+    w.gateway.responder['check-order'] = (req: { qty: number }) =>
+      ({ refusal: req.qty > 1 ? { guard: 'max_order_qty', limit: 1, value: req.qty, detail: 'max order qty 1' } : null });
+    const admitted = await place({ symbol: 'ES', side: 'buy', qty: 1 }, { query: { dryRun: 'true' } });
+    expect(admitted.body).toMatchObject({ dryRun: true, guardsChecked: true });
+    const err = await callError(w, 'POST', '/accounts/:id/orders', { userId: w.a.userId, params: { id: '101' }, body: { symbol: 'ES', side: 'buy', qty: 2 }, query: { dryRun: 'true' } });
+    expect(err).toMatchObject({ code: 'RISK_GUARD', extensions: { guard: 'max_order_qty', limit: 1, value: 2 } });
+    expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toEqual([]);
   });
 
   it('refuses dryRun with an Idempotency-Key, so a stored plan can never replay in place of the real order', async () => {

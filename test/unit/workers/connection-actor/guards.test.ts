@@ -90,6 +90,27 @@ describe('GuardKeeper.admit', () => {
     expect(c2.unknown.size).toBe(0);
   });
 
+  it('check (a dry run) answers what admit would, holding nothing and reporting nothing', () => {
+    const { keeper, guardEvents, position } = setup({ maxOrderQty: 2, maxPositionPerContract: 3 });
+    expect(keeper.check(newOrder({ qty: 3 }))).toMatchObject({ guard: 'max_order_qty', limit: 2, value: 3 });
+    expect(keeper.check(newOrder({ qty: 2 }))).toBeNull();
+    expect(keeper.check(newOrder({ qty: 2 }))).toBeNull();
+    expect(keeper.exposure.contract(ACCOUNT, CONTRACT)).toEqual({ net: 0, buying: 0, selling: 0 });
+    // Against the live position: long 2, one more is within the limit, two are not; a sell is an exit.
+    position(2);
+    expect(keeper.check(newOrder({ qty: 1 }))).toBeNull();
+    expect(keeper.check(newOrder({ qty: 2 }))).toMatchObject({ guard: 'max_position', value: 4 });
+    expect(keeper.check(newOrder({ side: 'sell', qty: 2 }))).toBeNull();
+    expect(keeper.check({ ...newOrder(), narrowing: [{ allowedProducts: ['NQ'] }] })).toMatchObject({ guard: 'allowed_products' });
+    expect(guardEvents()).toEqual([]);
+  });
+
+  it('check sees a lock as admit does', async () => {
+    const { keeper } = setup({});
+    await keeper.lock(ACCOUNT, false, 'test');
+    expect(keeper.check(newOrder())).toMatchObject({ guard: 'kill_switch' });
+  });
+
   it('an account without guards and an order without narrowing hold nothing', () => {
     const { keeper } = setup(null);
     expect(keeper.admit(newOrder())).toBeNull();
