@@ -193,17 +193,38 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   try {
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, req, account, hold, onLate));
     hold?.release();
+    // Settled (its fills are in the position now): it takes nothing more off.
+    reducing?.release();
     return result;
   } catch (err) {
     // After a timeout the order may still reach the broker: its outcome is unknown, and its
-    // contracts stay held, until the broker, the mirror or a full sync says what became of it.
-    if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') unknown = ctx.unknown.open(req.accountId, req.clOrdId, hold);
-    else hold?.release();
+    // contracts stay held (and a partial exit's quantity counted), until the broker, the mirror
+    // or a full sync says what became of it.
+    if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') {
+      unknown = ctx.unknown.open(req.accountId, req.clOrdId, reducing ? keepingReduction(hold, reducing) : hold);
+    } else {
+      hold?.release();
+      reducing?.release();
+    }
     throw err;
-  } finally {
-    // Settled (its fills are in the position now) or failed: it takes nothing more off.
-    reducing?.release();
   }
+}
+
+/**
+ * The guards' hold of an order whose outcome is unknown, keeping its reduce-only quantity counted
+ * too: until the broker reports the order (bound) or the outcome says it never got it (released).
+ */
+function keepingReduction(hold: Hold | null, reducing: { release(): void }): Hold {
+  return {
+    bind(orderId) {
+      hold?.bind(orderId);
+      reducing.release();
+    },
+    release() {
+      hold?.release();
+      reducing.release();
+    },
+  };
 }
 
 /**

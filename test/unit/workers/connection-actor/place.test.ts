@@ -270,4 +270,17 @@ describe('placeOrder: reduce-only in flight', () => {
     delete broker.handlers['order/placeorder'];
     await expect(placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true })).resolves.toMatchObject({ order: { side: 'sell' } });
   });
+  it('a partial exit whose broker answer timed out keeps counting until its outcome is known', async () => {
+    const exit = () => placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true });
+    const { broker, ctx } = fakeActorContext(50, { waitMs: 20 });
+    broker.fill(broker.addOrder({ qty: 1 }), 1, 5000);
+    const late = broker.timeOut('order/placeorder');
+    await expect(exit()).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+    // It may still take the last contract off: another partial exit is refused meanwhile.
+    await expect(exit()).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringMatching(/1 already on the way out/) });
+    // The broker's late refusal says nothing was placed: the next one goes.
+    late.refuse(400, 'no');
+    expect(ctx.reducing.size).toBe(0);
+    await expect(exit()).resolves.toMatchObject({ order: { side: 'sell' } });
+  });
 });
