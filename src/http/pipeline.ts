@@ -502,9 +502,11 @@ function serverTiming(ex: Exchange, totalMs: number): string {
 }
 
 /**
- * Stores the answer before it is sent; the answer to send instead when the store failed: its
- * coded error (the cluster store unavailable: 503 with Retry-After, and the retry reconciles by
- * clOrdId), else a 500.
+ * Stores the answer before it is sent; the answer to send instead when the store failed. When the
+ * request was carried out (a 2xx: an order placed, an account flattened) that is 504, its outcome
+ * as after a broker timeout: never a 503 or 500 a client could read as "nothing happened" and
+ * resend under a new key; the retry with the same key finds what was done (by clOrdId). Otherwise
+ * the store's coded error (the cluster store unavailable: 503 with Retry-After), else a 500.
  */
 async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicket, reply: Reply): Promise<Reply | undefined> {
   const body = reply.body === undefined ? '' : reply.body.toString();
@@ -513,6 +515,12 @@ async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicke
     return undefined;
   } catch (err) {
     deps.logger.error({ err, reqId: ex.requestId }, 'idempotency record not stored');
+    if (reply.status < 300) {
+      const why = err instanceof AppError ? err.message : 'store error';
+      return appErrorReply(
+        new AppError('BROKER_TIMEOUT', `the request was carried out, but its answer could not be stored (${why}): retry with the same Idempotency-Key, which answers with what was done`),
+      );
+    }
     return err instanceof AppError ? appErrorReply(err) : internalReply(ex);
   }
 }

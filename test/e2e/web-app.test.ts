@@ -256,6 +256,25 @@ describe('the web app', () => {
     }
   }, 60_000);
 
+  it('Signals: rotating the URL shows the new one on the open card at once; the old one is dead', async () => {
+    needs(tokenUrl, 'the token ES breakout');
+    await signedIn();
+    await nav('Signals');
+    const card = page.getByRole('article', { name: 'ES breakout' });
+    const disclosure = card.getByRole('button', { name: 'Show URL and alerts' });
+    if (await disclosure.count()) await disclosure.click();
+    const shown = card.getByRole('textbox', { name: 'Webhook URL', exact: true });
+    await expect.poll(() => shown.inputValue()).toBe(tokenUrl);
+    await card.getByRole('button', { name: 'Rotate URL of ES breakout' }).click();
+    await dialog().getByRole('button', { name: 'Rotate URL' }).click();
+    const rotated = await dialog().getByRole('textbox', { name: 'Webhook URL', exact: true }).inputValue();
+    expect(rotated).not.toBe(tokenUrl);
+    await dialog().getByRole('button', { name: 'Done' }).click();
+    await expect.poll(() => shown.inputValue()).toBe(rotated);
+    expect((await alertTo({ action: 'buy', symbol: 'ES1!', qty: 1 })).status).toBe(404);
+    tokenUrl = rotated;
+  }, 60_000);
+
   it('Strategies: loading and empty states, an unknown symbol refused with the API’s detail, create and edit', async () => {
     await signedIn();
     let release!: () => void;
@@ -279,6 +298,10 @@ describe('the web app', () => {
     await dialog().getByRole('button', { name: 'Create strategy' }).click();
     await dialog().getByText("Unknown symbol 'XX1!'").waitFor();
     await dialog().getByLabel('Symbol').fill('ES1!');
+    // A quantity that is no whole number is refused in the form, never sent as "no quantity".
+    await dialog().getByLabel('Quantity').fill('abc');
+    await dialog().getByRole('button', { name: 'Create strategy' }).click();
+    await dialog().getByText('a whole number of contracts').waitFor();
     await dialog().getByLabel('Quantity').fill('2');
     await dialog().getByLabel('Order type').selectOption('market');
     await dialog().getByLabel('Take-profit', { exact: true }).selectOption('ticks');
@@ -317,6 +340,25 @@ describe('the web app', () => {
     expect(history).toMatch(/CONNECTED.*reconnected.*RECONNECTING.*connection lost/);
   }, 60_000);
 
+  it('Connections: a FAILED connection offers Reconnect, which logs in again once the broker takes the login', async () => {
+    await signedIn();
+    await nav('Connections');
+    const card = page.getByRole('article', { name: 'Paper (embedded)' });
+    await card.locator('.status-line').getByText('CONNECTED', { exact: true }).waitFor();
+    expect(await card.getByRole('button', { name: /^Reconnect/ }).count()).toBe(0);
+    await control(s, 'POST', '/faults', { rejectAuth: 'Incorrect username or password' });
+    try {
+      await control(s, 'POST', '/auth/expire', {});
+      await control(s, 'POST', '/connections/drop', {});
+      await card.locator('.status-line').getByText('FAILED', { exact: true }).waitFor({ timeout: 15_000 });
+    } finally {
+      await http(s.controlUrl, 'DELETE', '/faults');
+    }
+    await card.getByRole('button', { name: 'Reconnect Paper (embedded)' }).click();
+    await card.locator('.status-line').getByText('CONNECTED', { exact: true }).waitFor({ timeout: 15_000 });
+    await expect.poll(() => card.getByRole('button', { name: /^Reconnect/ }).count()).toBe(0);
+  }, 60_000);
+
   it('Connections: adds a paper connection and a Tradovate demo one (password stored sealed), then deletes the latter', async () => {
     await signedIn();
     await nav('Connections');
@@ -339,6 +381,32 @@ describe('the web app', () => {
     await expect.poll(() => tv.count()).toBe(0);
     expect(await violationsInBothSchemes(page)).toEqual([]);
     await screenshot(page, 'connections');
+  }, 60_000);
+
+  it('Accounts: while the connection is down the last positions and orders are not shown, and nothing can be cancelled from them', async () => {
+    await signedIn();
+    const entry = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'NQ1!', side: 'buy', qty: 1, type: 'limit', price: 19950 });
+    expect(entry.status, entry.text).toBe(201);
+    const entryId = entry.json.orderId as string;
+    await nav('Accounts');
+    await page.getByRole('button', { name: /DEMO2/ }).click();
+    await page.getByRole('button', { name: `Cancel order ${entryId}` }).waitFor();
+    await control(s, 'POST', '/faults', { silent: true });
+    try {
+      await control(s, 'POST', '/connections/drop', {});
+      await visible('never stale data');
+      await page.getByRole('button', { name: 'Refresh DEMO2' }).click();
+      await expect.poll(() => page.getByRole('button', { name: `Cancel order ${entryId}` }).count()).toBe(0);
+      expect(await page.getByText('Flat — no open positions.').count()).toBe(0);
+      expect(await page.getByText('No working orders.').count()).toBe(0);
+    } finally {
+      await http(s.controlUrl, 'DELETE', '/faults');
+    }
+    await page.getByRole('button', { name: 'Refresh DEMO2' }).click();
+    await page.getByRole('button', { name: `Cancel order ${entryId}` }).waitFor({ timeout: 20_000 });
+    expect((await api('DELETE', `/api/v1/accounts/${demo2}/orders/${entryId}`)).status).toBe(200);
+    // Back to the first account, as the page stood before.
+    await page.getByRole('button', { name: /DEMO1/ }).click();
   }, 60_000);
 
   it('Accounts: cancels an unfilled bracket entry (its legs go with it, as the confirmation says) and flattens', async () => {

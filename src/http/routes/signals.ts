@@ -9,8 +9,7 @@ import type { JournalEntry } from '../../store/index.js';
 import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
-import { TRADINGVIEW_TEMPLATE } from '../webhook-payload.js';
-import { refuseNarrowedKey, tokenView, webhookUrl } from './webhook-tokens.js';
+import { alertMessageFor, refuseNarrowedKey, tokenView, webhookUrl } from './webhook-tokens.js';
 
 /** The journal kind of a received alert. */
 export const ALERT_KIND = 'webhook-alert';
@@ -129,7 +128,7 @@ export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       refuseNarrowedKey(ctx.auth, 'rotate webhook tokens');
       const rotated = await deps.store.webhookTokens.rotate(ctx.auth.userId, ctx.req.params.id!);
       if (!rotated) throw new AppError('NOT_FOUND', 'Not found');
-      return { status: 200, headers: { 'Cache-Control': 'no-store' }, body: { ...tokenView(deps, rotated.record), url: webhookUrl(deps, rotated.token), token: rotated.token, alertMessage: TRADINGVIEW_TEMPLATE } };
+      return { status: 200, headers: { 'Cache-Control': 'no-store' }, body: { ...tokenView(deps, rotated.record), url: webhookUrl(deps, rotated.token), token: rotated.token, alertMessage: alertMessageFor(deps, rotated.record) } };
     },
   });
 

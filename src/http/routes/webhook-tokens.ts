@@ -82,6 +82,22 @@ export function refuseNarrowedKey(auth: AuthContext, what: string): void {
   }
 }
 
+/** What a strategy may set that the ready alert message then leaves out (qty stays: Pine's contracts size exits too). */
+const STRATEGY_SET = ['symbol', 'orderType', 'takeProfit', 'stopLoss'] as const;
+
+/**
+ * The ready alert message for a token: TRADINGVIEW_TEMPLATE, less the fields its bound strategy
+ * sets. An alert's own fields win over the strategy's, so the template's example legs (40/20
+ * ticks) would otherwise silently replace the strategy's take-profit and stop-loss.
+ */
+export function alertMessageFor(deps: RouteDeps, t: WebhookTokenRecord): string {
+  const strategy = t.strategyId ? deps.store.strategies.getForUser(t.userId, t.strategyId) : undefined;
+  if (!strategy || STRATEGY_SET.every((f) => strategy[f] == null)) return TRADINGVIEW_TEMPLATE;
+  const message = JSON.parse(TRADINGVIEW_TEMPLATE) as Record<string, unknown>;
+  for (const field of STRATEGY_SET) if (strategy[field] != null) delete message[field];
+  return JSON.stringify(message, null, 2);
+}
+
 /** Sent with every answer that holds a webhook URL: the URL is a credential. */
 const NO_STORE = { 'Cache-Control': 'no-store' };
 
@@ -130,7 +146,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const { record, token } = await quotas(deps).create(ctx.auth.userId, 'webhookTokens', () =>
         deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null, guards: guards ?? null }),
       );
-      return { status: 201, headers: NO_STORE, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token, alertMessage: TRADINGVIEW_TEMPLATE } };
+      return { status: 201, headers: NO_STORE, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token, alertMessage: alertMessageFor(deps, record) } };
     },
   });
 
@@ -149,7 +165,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const t = deps.store.webhookTokens.getForUser(ctx.auth.userId, ctx.req.params.id!);
       if (!t) throw notFound();
       const token = mayHoldWebhookUrl(ctx.auth) ? deps.store.webhookTokens.reveal(ctx.auth.userId, t.id) : undefined;
-      const body = { ...tokenView(deps, t), ...(token ? { url: webhookUrl(deps, token) } : {}), alertMessage: TRADINGVIEW_TEMPLATE };
+      const body = { ...tokenView(deps, t), ...(token ? { url: webhookUrl(deps, token) } : {}), alertMessage: alertMessageFor(deps, t) };
       return token ? { status: 200, headers: NO_STORE, body } : { status: 200, body };
     },
   });

@@ -407,12 +407,14 @@ describe('handler and reply stages', () => {
     const failing = ready('POST', '/v1/orders', 'k-lost');
     await idempotencyStage(w.deps, failing.ex);
     await replyStage(w.deps, failing.ex, await handlerStage(w.deps, failing.ex));
-    expect(failing.res.status).toBe('500 Internal Server Error');
+    // It was carried out: outcome unknown to the client (504), never a 500 read as "nothing happened".
+    expect(failing.res.status).toBe('504 Gateway Timeout');
+    expect(failing.res.json()).toMatchObject({ code: 'BROKER_TIMEOUT', detail: expect.stringMatching(/carried out, but its answer could not be stored/) });
     // The key is free again: a retry runs instead of meeting 409 forever.
     expect(await idempotencyStage(w.deps, ready('POST', '/v1/orders', 'k-lost').ex)).toBeUndefined();
   });
 
-  it('answers the store’s coded error (503 with Retry-After) when a cluster store cannot keep the answer', async () => {
+  it('answers 504 (carried out, outcome unknown to the client) when a cluster store cannot keep a 201', async () => {
     const deps: PipelineDeps = {
       ...w.deps,
       gate: new IdempotencyGate({
@@ -425,9 +427,8 @@ describe('handler and reply stages', () => {
     const { ex, res } = ready('POST', '/v1/orders', 'k-cluster');
     await idempotencyStage(deps, ex);
     await replyStage(deps, ex, await handlerStage(deps, ex));
-    expect(res.status).toBe('503 Service Unavailable');
-    expect(res.header('Retry-After')).toBe('1');
-    expect(res.json()).toMatchObject({ code: 'CLUSTER_UNAVAILABLE' });
+    expect(res.status).toBe('504 Gateway Timeout');
+    expect(res.json()).toMatchObject({ code: 'BROKER_TIMEOUT', detail: expect.stringMatching(/idempotency store: timeout/) });
   });
 
   it('logs 499 when the client left before the answer', async () => {

@@ -52,8 +52,12 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
   const [lastResult, setLastResult] = useState<string | null>(null);
   const conn = health.value.get(a.connectionId);
   const connected = !conn || conn.status === 'CONNECTED';
-  const pos = positions.data ?? [];
-  const orders = working.data ?? [];
+  // Never stale: once a reload fails or the connection is down, the last positions and orders are
+  // not shown (nor "Flat"), and nothing can be cancelled from them.
+  const livePositions = connected && !positions.error ? positions.data : undefined;
+  const liveOrders = connected && !working.error ? working.data : undefined;
+  const pos = livePositions ?? [];
+  const orders = liveOrders ?? [];
   const refreshAll = () => Promise.all([refreshLive(), trades.reload()]);
 
   return (
@@ -70,7 +74,7 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
           </p>
         </div>
         <div class="page-actions">
-          <Freshness at={positions.loadedAt} onRefresh={() => void refreshAll()} label={`Refresh ${a.name}`} />
+          <Freshness at={livePositions ? positions.loadedAt : null} onRefresh={() => void refreshAll()} label={`Refresh ${a.name}`} />
           <button type="button" class="btn danger" disabled={!a.active} onClick={() => setFlattening(true)}>
             Flatten…
           </button>
@@ -99,7 +103,7 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         <h3 id="positions-title">Positions</h3>
         {positions.loading && <Loading what="positions" />}
         <ErrorBox error={positions.error} retry={positions.reload} title="Positions unavailable" />
-        {positions.data && pos.length === 0 && <p class="muted">Flat — no open positions.</p>}
+        {livePositions && pos.length === 0 && <p class="muted">Flat — no open positions.</p>}
         {pos.length > 0 && <PositionsTable positions={pos} />}
       </section>
 
@@ -107,8 +111,8 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         <h3 id="working-title">Working orders</h3>
         {working.loading && <Loading what="working orders" />}
         <ErrorBox error={working.error} retry={working.reload} title="Working orders unavailable" />
-        {working.data && orders.length === 0 && <p class="muted">No working orders.</p>}
-        {orders.length > 0 && <WorkingOrdersTable orders={orders} disabled={!a.active} onCancel={setCancelling} />}
+        {liveOrders && orders.length === 0 && <p class="muted">No working orders.</p>}
+        {orders.length > 0 && <WorkingOrdersTable orders={orders} disabled={!a.active || !connected} onCancel={setCancelling} />}
       </section>
 
       <section class="card" aria-labelledby="trades-title">

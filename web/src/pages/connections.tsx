@@ -3,10 +3,10 @@ import { useState } from 'preact/hooks';
 import { api, apiList } from '../api';
 import { ConfirmDialog } from '../components/dialog';
 import { toast } from '../components/toast';
-import { Badge, ListStates, Page, StatusBadge } from '../components/ui';
+import { Badge, ErrorBox, ListStates, Page, StatusBadge } from '../components/ui';
 import { ago, brokerLabel, fullTime, when } from '../format';
 import { health, streamState, type ConnectionHealth } from '../health';
-import { useNow, usePolling, useResource } from '../hooks';
+import { useAction, useNow, usePolling, useResource } from '../hooks';
 import type { Account, Connection } from '../types';
 import { AddPaperDialog, AddTradovateDialog } from './connection-dialogs';
 
@@ -37,6 +37,8 @@ function ConnectionCard(props: { connection: Connection; accounts: Account[]; on
   const s = live(c, h);
   const accounts = props.accounts.filter((a) => a.connectionId === c.id);
   const headingId = `conn-${c.id}`;
+  // A FAILED connection stopped retrying (its broker refused the login): one new login, on request.
+  const reconnect = useAction();
   return (
     <article class="card connection" aria-labelledby={headingId} data-status={s.status}>
       <div class="card-head">
@@ -78,7 +80,24 @@ function ConnectionCard(props: { connection: Connection; accounts: Account[]; on
           </ol>
         </details>
       )}
+      <ErrorBox error={reconnect.error} title="Reconnect refused" />
       <div class="card-foot">
+        {s.status === 'FAILED' && (
+          <button
+            type="button"
+            class="btn small secondary"
+            disabled={reconnect.busy}
+            aria-label={`Reconnect ${c.name ?? c.id}`}
+            onClick={() =>
+              void reconnect.run(async () => {
+                await api('POST', `/connections/${encodeURIComponent(c.id)}/reconnect`);
+                toast(`“${c.name ?? c.id}” is logging in again`);
+              })
+            }
+          >
+            Reconnect
+          </button>
+        )}
         <button type="button" class="btn small danger-outline" onClick={props.onDelete} aria-label={`Delete connection ${c.name ?? c.id}`}>
           Delete
         </button>

@@ -69,8 +69,9 @@ function RecentAlerts(props: { token: WebhookToken }) {
   );
 }
 
-function TokenDetails(props: { token: WebhookToken }) {
-  const full = useResource(() => api<WebhookToken>('GET', `/webhook-tokens/${encodeURIComponent(props.token.id)}`), [props.token.id]);
+/** `urlVersion` changes when the token's URL does (a rotation keeps its id): the URL is read again. */
+function TokenDetails(props: { token: WebhookToken; urlVersion: number }) {
+  const full = useResource(() => api<WebhookToken>('GET', `/webhook-tokens/${encodeURIComponent(props.token.id)}`), [props.token.id, props.urlVersion]);
   return (
     <div class="token-details">
       {full.loading && <Loading what="URL" />}
@@ -92,6 +93,7 @@ function TokenCard(props: {
   accounts: Account[];
   strategies: Strategy[];
   open: boolean;
+  urlVersion: number;
   onToggle: () => void;
   onEdit: () => void;
   onRotate: () => void;
@@ -150,7 +152,7 @@ function TokenCard(props: {
       <button type="button" class="btn small ghost disclosure" aria-expanded={props.open} onClick={props.onToggle}>
         {props.open ? 'Hide URL and alerts' : 'Show URL and alerts'}
       </button>
-      {props.open && <TokenDetails token={t} />}
+      {props.open && <TokenDetails token={t} urlVersion={props.urlVersion} />}
     </article>
   );
 }
@@ -162,6 +164,7 @@ export function SignalsPage() {
   // The flag follows the broker: re-read tokens and accounts while the page is open.
   usePolling(() => Promise.all([tokens.reload(), accounts.reload()]), 5_000);
   const [open, setOpen] = useState<Record<string, boolean>>({});
+  const [rotations, setRotations] = useState<Record<string, number>>({});
   const [dialog, setDialog] = useState<
     { kind: 'create' } | { kind: 'edit' | 'rotate' | 'delete'; token: WebhookToken } | { kind: 'url'; token: WebhookToken; title: string; note?: string } | null
   >(null);
@@ -193,6 +196,7 @@ export function SignalsPage() {
             accounts={accs}
             strategies={strats}
             open={isOpen(t.id)}
+            urlVersion={rotations[t.id] ?? 0}
             onToggle={() => setOpen({ ...open, [t.id]: !isOpen(t.id) })}
             onEdit={() => setDialog({ kind: 'edit', token: t })}
             onRotate={() => setDialog({ kind: 'rotate', token: t })}
@@ -234,6 +238,7 @@ export function SignalsPage() {
           onClose={close}
           onConfirm={async () => {
             const t = await api<WebhookToken>('POST', `/webhook-tokens/${encodeURIComponent(dialog.token.id)}/rotate`);
+            setRotations((r) => ({ ...r, [t.id]: (r[t.id] ?? 0) + 1 }));
             void tokens.reload();
             setTimeout(() => setDialog({ kind: 'url', token: t, title: 'New webhook URL', note: 'The old URL no longer works. Update every alert that used it.' }), 0);
           }}

@@ -53,6 +53,8 @@ export function StrategyDialog(props: { strategy: Strategy | null; onClose: () =
   const [slKind, setSlKind] = useState<LegKind>(legState(s?.stopLoss ?? null)[0]);
   const [sl, setSl] = useState(legState(s?.stopLoss ?? null)[1]);
   const action = useAction();
+  // Checked here: Number('abc') is NaN, which JSON sends as null, and null clears the quantity.
+  const [qtyError, setQtyError] = useState<string | undefined>(undefined);
   const err = (path: string) => action.error?.errors.find((e) => e.path === path || e.path.startsWith(`${path}.`))?.message;
 
   return (
@@ -61,11 +63,17 @@ export function StrategyDialog(props: { strategy: Strategy | null; onClose: () =
         noValidate
         onSubmit={async (e) => {
           e.preventDefault();
+          const qtyText = qty.trim();
+          if (qtyText !== '' && !/^[1-9][0-9]*$/.test(qtyText)) {
+            setQtyError('a whole number of contracts, 1 or more (or empty: the alert says)');
+            return;
+          }
+          setQtyError(undefined);
           const body = {
             name: name.trim(),
             description: description.trim() || null,
             symbol: symbol.trim() || null,
-            qty: qty.trim() === '' ? null : Number(qty),
+            qty: qtyText === '' ? null : Number(qtyText),
             orderType: orderType || null,
             takeProfit: legValue(tpKind, tp),
             stopLoss: legValue(slKind, sl),
@@ -84,7 +92,7 @@ export function StrategyDialog(props: { strategy: Strategy | null; onClose: () =
           <Field label="Symbol" id="strategy-symbol" hint="ES, ES1!, MESZ6…" error={err('symbol') ?? (action.error?.code === 'UNKNOWN_SYMBOL' ? action.error.detail : undefined)}>
             <input id="strategy-symbol" value={symbol} maxLength={64} onInput={(e) => setSymbol(e.currentTarget.value)} />
           </Field>
-          <Field label="Quantity" id="strategy-qty" error={err('qty')}>
+          <Field label="Quantity" id="strategy-qty" error={qtyError ?? err('qty')}>
             <input id="strategy-qty" inputMode="numeric" value={qty} onInput={(e) => setQty(e.currentTarget.value)} />
           </Field>
           <Field label="Order type" id="strategy-type" error={err('orderType')}>

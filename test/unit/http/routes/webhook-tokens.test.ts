@@ -29,6 +29,19 @@ describe('webhook tokens', () => {
     expect((await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '102', name: 'x' } })).code).toBe('ACCOUNT_INACTIVE');
   });
 
+  it("the ready alert message leaves out what the bound strategy sets, so the strategy's legs are not overridden", async () => {
+    const legs = await w.store.strategies.create(w.a.userId, { name: 'legs', description: '', orderType: 'market', takeProfit: { ticks: 20 }, stopLoss: { ticks: 10 } });
+    const bound = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'bound', strategyId: legs.id })).body);
+    const message = JSON.parse(bound.alertMessage!) as Record<string, unknown>;
+    expect(Object.keys(message).sort()).toEqual(['action', 'id', 'marketPosition', 'qty', 'symbol', 'time']);
+    const again = webhookTokenSchema.parse((await call(w, 'GET', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: bound.id } })).body);
+    expect(again.alertMessage).toBe(bound.alertMessage);
+    // A strategy that sets none of them, or none at all: the whole template.
+    const bare = await w.store.strategies.create(w.a.userId, { name: 'bare', description: '' });
+    const plain = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'plain', strategyId: bare.id })).body);
+    expect(JSON.parse(plain.alertMessage!)).toMatchObject({ orderType: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+  });
+
   it('refuses a strategy the user does not own', async () => {
     const s = await w.store.strategies.create(w.b.userId, { name: 'b', description: '' });
     const err = await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'x', strategyId: s.id } });
