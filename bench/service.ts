@@ -86,6 +86,18 @@ export interface ProfileFile {
 /** `--cpu-prof` file names: CPU.<date>.<time>.<pid>.<threadId>.<seq>.cpuprofile */
 const CPU_PROFILE = /^CPU\.\d+\.\d+\.(\d+)\.(\d+)\.\d+\.cpuprofile$/;
 
+/** How to start a service (Service.start). */
+interface StartOptions {
+  logLevel?: string;
+  startTimeoutMs?: number;
+  serveArgs?: string[];
+  env?: Record<string, string>;
+  dataDir?: string;
+}
+
+/** A start that failed because a port it picked was taken before the service listened. */
+class PortTaken extends Error {}
+
 /** A running `tradegate serve --paper`. */
 export class Service {
   private static readonly live = new Set<Service>();
@@ -151,9 +163,19 @@ export class Service {
    * `serveArgs` replace `--paper --paper-port P` (e.g. a cluster node, or a service using an
    * external paper broker); `dataDir` reuses a prepared one.
    */
-  static async start(
-    opts: { logLevel?: string; startTimeoutMs?: number; serveArgs?: string[]; env?: Record<string, string>; dataDir?: string } = {},
-  ): Promise<Service> {
+  static async start(opts: StartOptions = {}): Promise<Service> {
+    // A free port can be taken between picking it and the service's listen (another process of the
+    // run): that start is tried again on new ports, its data dir kept.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await Service.startOnce(opts, attempt < 3);
+      } catch (err) {
+        if (!(err instanceof PortTaken)) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(opts: StartOptions, mayRetry: boolean): Promise<Service> {
     const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'tradegate-bench-')));
     const port = await freePort();
     const paperPort = opts.serveArgs ? 0 : await freePort();
@@ -192,6 +214,11 @@ export class Service {
       if (service.exited) throw new Error(`service exited (${JSON.stringify(service.exited)})`);
     } catch (err) {
       const tail = await service.logTail();
+      if (mayRetry && /EADDRINUSE/.test(tail)) {
+        // Keep a data dir the caller prepared (the retry uses it); a fresh one goes.
+        await service.stop(opts.dataDir === undefined);
+        throw new PortTaken(tail);
+      }
       await service.stop();
       throw new Error(`${err instanceof Error ? err.message : String(err)}\n${tail}`);
     }
@@ -250,8 +277,8 @@ export class Service {
     return rssKB(this.pid);
   }
 
-  /** Stops the process (SIGTERM, then SIGKILL after 5 s) and removes the data dir. */
-  async stop(): Promise<void> {
+  /** Stops the process (SIGTERM, then SIGKILL after 5 s) and removes the data dir (unless told to keep it). */
+  async stop(removeData = true): Promise<void> {
     Service.live.delete(this);
     // Thread names for the profiles: the threads still running are the ones that write them.
     if (this.profile && !this.exited) await this.cpu().catch(() => undefined);
@@ -262,7 +289,7 @@ export class Service {
       clearTimeout(timer);
     }
     if (this.profile) await this.nameProfiles(this.profile);
-    await rm(this.dataDir, { recursive: true, force: true });
+    if (removeData) await rm(this.dataDir, { recursive: true, force: true });
   }
 
   /** Renames this process's `--cpu-prof` files after their threads (`<scenario>-<thread>.cpuprofile`). */
