@@ -28,7 +28,7 @@ import { jsonReply, problemReply, ResponseHandle, type Reply } from './respond.j
 import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
 import { HealthHub, type SseHub } from './sse-hub.js';
-import type { WebApp } from './static-files.js';
+import { securityHeaders, type WebApp } from './static-files.js';
 import { startStreamGuard } from './stream-guard.js';
 
 export interface HttpServerDeps {
@@ -90,6 +90,16 @@ class RequestIds {
 function accessLogger(logger: Logger): Logger {
   return logger.child({}, { redact: { paths: [], censor: '[redacted]' } });
 }
+/**
+ * The API docs page: the web app's browser policy, but its one inline stylesheet allowed (it has
+ * no script at all), and nothing it may load or frame.
+ */
+const DOCS_HEADERS: Readonly<Record<string, string>> = {
+  ...securityHeaders(false),
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'Content-Type': 'text/html; charset=utf-8',
+};
+
 const SWEEP_MS = 60_000;
 
 /** Starts the HTTP front on config.host:config.port (0 = a free port). */
@@ -233,7 +243,7 @@ class Engine {
   private readonly fixed = new Map<string, () => Reply>([
     ['/healthz', () => jsonReply(200, { status: 'ok' })],
     ['/readyz', () => (this.closing ? problemReply('SHUTTING_DOWN') : jsonReply(200, { status: 'ready' }))],
-    ['/api-docs', () => ({ status: 200, headers: { 'Content-Type': 'text/html; charset=utf-8' }, body: this.docsHtml })],
+    ['/api-docs', () => ({ status: 200, headers: DOCS_HEADERS, body: this.docsHtml })],
     ['/api-docs/openapi.json', () => ({ status: 200, headers: { 'Content-Type': 'application/json' }, body: this.openapiJson })],
   ]);
 

@@ -291,6 +291,7 @@ describe('the web app', () => {
     }
     await visible('No strategies yet');
     await page.unroute('**/api/v1/strategies');
+    expect(await page.title()).toBe('Strategies · tradegate');
 
     await page.getByRole('button', { name: 'New strategy' }).click();
     await dialog().getByLabel('Name', { exact: true }).fill('ES opening range');

@@ -74,6 +74,12 @@ describe('routing', () => {
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/things/{id}', '/accounts/{id}/orders', '/connection-health/stream']));
     const page = await fetch(h.url('/api-docs'));
     expect(page.headers.get('content-type')).toContain('text/html');
+    // The browser policy of the app pages, with only its inline stylesheet allowed.
+    expect(page.headers.get('content-security-policy')).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
+    expect(page.headers.get('content-security-policy')).not.toMatch(/script-src/);
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(page.headers.get('referrer-policy')).toBe('no-referrer');
     const html = await page.text();
     expect(html).toContain('id="problem-idempotency-key-reused"');
     expect(html).not.toMatch(/<script|https?:\/\/(?!json-schema)/);

@@ -1,11 +1,16 @@
 /** Building blocks every page uses: page frame, loading/empty/error states, badges, fields. */
 import type { ComponentChildren } from 'preact';
+import { useEffect } from 'preact/hooks';
 import type { ApiError } from '../api';
 import type { Resource } from '../hooks';
 import type { ConnectionStatus } from '../types';
 
 /** A page: title, one-line purpose, actions on the right. */
 export function Page(props: { title: string; intro?: ComponentChildren; actions?: ComponentChildren; children: ComponentChildren }) {
+  // The tab names the page (WCAG 2.4.2), as the heading does.
+  useEffect(() => {
+    document.title = `${props.title} · tradegate`;
+  }, [props.title]);
   return (
     <section class="page" aria-labelledby="page-title">
       <header class="page-head">
