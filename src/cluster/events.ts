@@ -230,7 +230,12 @@ export class EventFeed {
         this.behindAt = undefined;
         // Not awaited: closing a consumer whose server is gone may never answer.
         void this.messages?.close().catch(() => undefined);
-        await this.consume({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.delivered + 1 });
+        // Bounded: creating it may hang while the stream elects a leader, and a check that never
+        // ends would stop every later one (the feed silent for good). A late one only repeats
+        // what `delivered` already skips.
+        const recreated = this.consume({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.delivered + 1 });
+        recreated.catch(() => undefined);
+        await Promise.race([recreated, new Promise((r) => setTimeout(r, CLUSTER.kvTimeoutMs * 2).unref())]);
       }
     } catch {
       // NATS busy (e.g. electing a leader): check again next time.
