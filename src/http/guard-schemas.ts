@@ -17,6 +17,8 @@ const money = z.number().finite().positive().max(1_000_000_000);
 const clock = z
   .string()
   .refine((t) => parseClock(t) !== null, 'HH:MM from 00:00 to 24:00')
+  // The same rule for clients that generate requests from the document (parseClock decides).
+  .meta({ pattern: '^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$' })
   .describe('Local time HH:MM (24:00 = end of day)');
 
 const windowSchema = z
@@ -35,6 +37,7 @@ const windowList = z
 
 const timeZone = z
   .string()
+  .min(1)
   .max(64)
   .refine(isTimeZone, 'an IANA time zone name, e.g. America/Chicago')
   .default(CME_DAY.timeZone)

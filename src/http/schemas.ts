@@ -270,10 +270,12 @@ export const updateConnectionBodySchema = z
         deviceId: z.string().min(1).max(100).optional(),
       })
       .refine((c) => Object.keys(c).length > 0, { message: 'give at least one credential field' })
+      .meta({ minProperties: 1 })
       .optional()
       .describe('Replaces the given fields of the stored credentials and restarts the connection with them (leaves FAILED)'),
   })
-  .refine((b) => b.name !== undefined || b.credentials !== undefined, { message: 'give name and/or credentials' });
+  .refine((b) => b.name !== undefined || b.credentials !== undefined, { message: 'give name and/or credentials' })
+  .meta({ minProperties: 1 });
 export type UpdateConnectionBody = z.output<typeof updateConnectionBodySchema>;
 
 const strategyFields = {

@@ -5,9 +5,11 @@ import { PROBLEMS } from '../../../src/domain/problems.js';
 import { escapeHtml, renderApiDocsPage } from '../../../src/http/api-docs-page.js';
 import { HEALTH_STREAM_ROUTE } from '../../../src/http/health-stream.js';
 import { TRADINGVIEW_TEMPLATE } from '../../../src/http/webhook-payload.js';
+import { parseClock } from '../../../src/domain/trading-time.js';
 import { buildOpenApiDocument, openApiPath } from '../../../src/http/openapi.js';
 import { defineRoute, type RouteDef } from '../../../src/http/route-types.js';
-import { AUTH_ERRORS, errors } from '../../../src/http/routes/common.js';
+import { AUTH_ERRORS, errors, type RouteDeps } from '../../../src/http/routes/common.js';
+import { buildRoutes } from '../../../src/http/routes/index.js';
 
 const order = z.strictObject({ symbol: z.string().describe('ES1!, ESZ6, …'), qty: z.number().int().positive() });
 const routes: RouteDef<any, any>[] = [
@@ -126,6 +128,19 @@ describe('buildOpenApiDocument', () => {
     expect(doc['x-guide'].find((s) => s.id === 'products')!.table!.rows.map((r) => r[0])).toEqual(expect.arrayContaining(['ES', 'MNQ', 'CL', '6E']));
     expect(JSON.stringify(doc['x-guide'])).toContain('q=120;w=60');
     expect(JSON.parse(TRADINGVIEW_TEMPLATE)).toMatchObject({ action: '{{strategy.order.action}}', symbol: '{{ticker}}' });
+  });
+});
+
+describe('what the document says of bodies that the server checks in code', () => {
+  const full = buildOpenApiDocument(buildRoutes({} as RouteDeps), { config });
+  const body = (path: string, method: string) => JSON.stringify((full.paths[path]![method] as { requestBody: unknown }).requestBody);
+  it('states the rules a client generating requests from it must follow (clock times, time zones, a non-empty PATCH)', () => {
+    expect(body('/accounts/{id}/guards', 'put')).toContain('"pattern":"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"');
+    expect(body('/accounts/{id}/guards', 'put')).toMatch(/"timeZone":\{[^}]*"minLength":1/);
+    expect(body('/connections/{id}', 'patch')).toContain('"minProperties":1');
+    // The pattern says what parseClock accepts, no more, no less.
+    const pattern = /^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$/;
+    for (const t of ['00:00', '09:30', '23:59', '24:00', '24:01', '9:30', '25:00', '12:60', '']) expect(pattern.test(t), t).toBe(parseClock(t) !== null);
   });
 });
 
