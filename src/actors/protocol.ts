@@ -93,7 +93,7 @@ export interface UnlockRequest {
 }
 
 /** A dry run's question: would the account's guards (and the credential's narrowing) admit this order now? */
-export type CheckOrderRequest = Omit<PlaceOrderRequest, 'type'> & { type: 'check-order' };
+export type CheckOrderRequest = Omit<PlaceOrderRequest, 'type' | 'clOrdId'> & { type: 'check-order' };
 
 /** The guards in force on an account, its lock, its P&L of the day and exposure. */
 export interface GuardStatusRequest {

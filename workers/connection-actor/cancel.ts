@@ -15,7 +15,7 @@
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
-import { contractName, isFinal, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
+import { isFinal, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
 import type { OrderRecord } from '../../src/domain/orders.js';
@@ -140,9 +140,7 @@ export async function resumeOwedLegs(ctx: ActorContext, accountId: string, conne
       alert(`${role} ${leg.orderId}: its re-placement ${sent.id} reached the broker before the connection was lost`);
       continue;
     }
-    const position = Number(
-      ctx.model.openPositionEntities(accountId).find((p) => (contractName(ctx.mirror, p.contractId) ?? String(p.contractId)) === leg.symbol)?.netPos ?? 0,
-    );
+    const position = ctx.model.netPosition(accountId, leg.symbol);
     const reduces = position > 0 ? leg.side === 'sell' : position < 0 && leg.side === 'buy';
     if (!reduces) {
       alert(`${role} ${leg.orderId} not re-placed: the ${leg.symbol} position it protected is ${position === 0 ? 'flat' : 'on its side'} now`);

@@ -107,7 +107,7 @@ export class GuardKeeper {
    * nothing and runs no P&L check (which may lock and flatten the account: that is for real
    * orders and the guard tick).
    */
-  check(req: Omit<PlaceOrderRequest, 'type'>): GuardRefusal | null {
+  check(req: Omit<PlaceOrderRequest, 'type' | 'clOrdId'>): GuardRefusal | null {
     if (!this.accounts.has(req.accountId) && (req.narrowing ?? []).length === 0) return null;
     return this.refusalOf(req, this.contractIdOf(req.symbol), false);
   }
@@ -119,7 +119,7 @@ export class GuardKeeper {
   }
 
   /** The first guard the order breaks (exits never do); `live`: a real order, which runs the P&L check first. */
-  private refusalOf(req: Omit<PlaceOrderRequest, 'type'>, contractId: number, live: boolean): GuardRefusal | null {
+  private refusalOf(req: Omit<PlaceOrderRequest, 'type' | 'clOrdId'>, contractId: number, live: boolean): GuardRefusal | null {
     const state = this.accounts.get(req.accountId);
     const narrowing = req.narrowing ?? [];
     const contract = this.exposure.contract(req.accountId, contractId);

@@ -202,6 +202,12 @@ export class OrderModel {
     return [...latest.values()].filter((p) => Number(p.netPos ?? 0) !== 0);
   }
 
+  /** The account's net position in a contract, by name (0 when flat or unknown). */
+  netPosition(accountId: string, symbol: string): number {
+    const p = this.openPositionEntities(accountId).find((e) => (contractName(this.mirror, e.contractId) ?? String(e.contractId)) === symbol);
+    return Number(p?.netPos ?? 0);
+  }
+
   /** Fills of an account as pairing input. */
   fills(accountId: string, contractId?: number): FillInput[] {
     const out: FillInput[] = [];

@@ -213,7 +213,7 @@ export class OrphanLegs {
       }
       if (done.length === 0) continue;
       const symbol = actions[0]!.leg.symbol;
-      const position = Number(this.ctx.model.openPositionEntities(accountId).find((p) => (contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId)) === symbol)?.netPos ?? 0);
+      const position = this.ctx.model.netPosition(accountId, symbol);
       const now = position === 0 ? 'flat' : `${position > 0 ? 'long' : 'short'} ${Math.abs(position)}`;
       const detail = `${done.join(', ')}${actions[0]!.leg.bracketId ? ` (entry ${bracket})` : ''}: another order left the ${symbol} position ${now}`;
       this.ctx.logger.warn({ orderId: bracket, accountId, symbol, done }, 'bracket legs fitted to the position');

@@ -235,8 +235,7 @@ function keepingReduction(hold: Hold | null, reducing: { release(): void }): Hol
  * the position until it settles or fails (`release`).
  */
 function requireReduces(ctx: ActorContext, req: PlaceOrderRequest): { release(): void } {
-  const position = ctx.model.openPositionEntities(req.accountId).find((p) => contractName(ctx.mirror, p.contractId) === req.symbol);
-  const net = Number(position?.netPos ?? 0);
+  const net = ctx.model.netPosition(req.accountId, req.symbol);
   const key = `${req.accountId}|${req.symbol}`;
   const pending = ctx.reducing.get(key) ?? 0;
   const held = (req.side === 'sell' ? net : -net) - pending;

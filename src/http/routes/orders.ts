@@ -62,7 +62,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     if (deps.gateway.status(connectionId)?.status !== 'CONNECTED') return false;
     let refusal: GuardRefusal | null;
     try {
-      ({ refusal } = await callActor(deps, ctx as RouteContext<unknown, unknown>, connectionId, { type: 'check-order', ...order, clOrdId: 'dry-run', ...guardedBy(ctx.auth, 'api') }));
+      ({ refusal } = await callActor(deps, ctx as RouteContext<unknown, unknown>, connectionId, { type: 'check-order', ...order, ...guardedBy(ctx.auth, 'api') }));
     } catch (err) {
       if (err instanceof AppError && (err.code === 'BROKER_UNAVAILABLE' || err.code === 'BROKER_TIMEOUT' || err.code === 'CONNECTION_FAILED')) return false;
       throw err;
