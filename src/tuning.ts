@@ -174,6 +174,7 @@ export interface ClusterTuning {
   overShareDelayMs: number;
   rebalanceMs: number;
   kvTimeoutMs: number;
+  unreachableMs: number;
   placementCheckMs: number;
   forwardGraceMs: number;
   idempotencyMarkerMs: number;
@@ -204,6 +205,12 @@ export const CLUSTER: Readonly<ClusterTuning> = Object.freeze({
   rebalanceMs: 10_000,
   /** Deadline of one KV or JetStream call on the lease and event paths. */
   kvTimeoutMs: 2000,
+  /**
+   * A node none of whose lease renewals sent in this long was acknowledged counts as cut off
+   * from NATS: /readyz answers 503 and its health streams report RECONNECTING (half the time
+   * the holder has before its lease lapses, so monitors hear of it before the actors stop).
+   */
+  unreachableMs: 2500,
   /** How often a node checks that the two lease copies have different stream leaders. */
   placementCheckMs: 5000,
   /** Forwarded actor calls wait this much longer than the owner's own deadline, so the owner's answer wins. */

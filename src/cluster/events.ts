@@ -131,6 +131,24 @@ export class EventFeed {
     while (this.outbox.length > 0 && !this.closed && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   }
 
+  /**
+   * Resolves once this feed has delivered every event the stream held when called (after NATS
+   * comes back, the events of the outage), or `withinMs` passed; never rejects.
+   */
+  async synced(withinMs = CLUSTER.kvTimeoutMs * 2): Promise<void> {
+    const deadline = performance.now() + withinMs;
+    let last: number | undefined;
+    while (!this.closed && performance.now() < deadline) {
+      try {
+        last ??= (await this.opts.jsm.streams.info(this.stream)).state.last_seq;
+        if (this.delivered >= last || this.applied >= last) return;
+      } catch {
+        // NATS busy: ask again.
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** Stops following the stream; unpublished events are dropped. */
   close(): void {
     this.closed = true;

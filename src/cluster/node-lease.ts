@@ -41,7 +41,7 @@ export interface Holder {
 }
 
 /** Timing of the lease (CLUSTER in tuning.ts; tests may shorten some). */
-export type LeaseTiming = Pick<ClusterTuning, 'leaseMs' | 'renewMs' | 'renewRetryMs' | 'holderMarginMs' | 'takerMarginMs' | 'kvTimeoutMs' | 'placementCheckMs'>;
+export type LeaseTiming = Pick<ClusterTuning, 'leaseMs' | 'renewMs' | 'renewRetryMs' | 'holderMarginMs' | 'takerMarginMs' | 'kvTimeoutMs' | 'unreachableMs' | 'placementCheckMs'>;
 
 /** Options of NodeLease.start. */
 export interface NodeLeaseOptions {
@@ -59,6 +59,12 @@ export interface NodeLeaseOptions {
   onLapse(): void;
   /** Called when renewals succeed again after a lapse. */
   onRestore(): void;
+  /**
+   * Called when this node stops reaching NATS (no renewal sent in the last `unreachableMs` was
+   * acknowledged) and when it reaches it again (the next acknowledged renewal). Long before
+   * the lease lapses: requests through this node already fail while it cannot reach NATS.
+   */
+  onReach?(reachable: boolean): void;
 }
 
 const keyOf = (node: string): string => `node.${node}`;
@@ -92,6 +98,12 @@ export class NodeLease {
   private placementTimer: NodeJS.Timeout | undefined;
   private failures = 0;
   private heldBefore = false;
+  /** Copies (bucket indexes) with a renewal write in flight, each with its write's token. */
+  private readonly writing = new Map<number, object>();
+  /** Monotonic send time of the newest acknowledged renewal. */
+  private lastAckSent = -Infinity;
+  private reaching = true;
+  private reachTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly opts: NodeLeaseOptions,
@@ -126,7 +138,7 @@ export class NodeLease {
     // (no responders meanwhile): keep trying for a while before giving up.
     const deadline = performance.now() + STARTUP_MS;
     while (lease.lapsed) {
-      await lease.renew(false);
+      await lease.renew();
       if (!lease.lapsed) break;
       if (performance.now() > deadline) {
         lease.close();
@@ -134,7 +146,10 @@ export class NodeLease {
       }
       await new Promise((r) => setTimeout(r, lease.timing.renewRetryMs));
     }
-    lease.scheduleRenewal(lease.timing.renewMs);
+    lease.scheduleRenewal();
+    void lease.renewOnReconnect();
+    lease.reachTimer = setInterval(() => lease.checkReach(), lease.timing.renewRetryMs);
+    lease.reachTimer.unref();
     lease.placementTimer = setInterval(() => void lease.keepLeadersApart(), lease.timing.placementCheckMs);
     lease.placementTimer.unref();
     return lease;
@@ -143,6 +158,11 @@ export class NodeLease {
   /** Whether this node may run actors now (its lease has not lapsed). */
   get holding(): boolean {
     return !this.lapsed;
+  }
+
+  /** Whether this node reaches NATS: a renewal sent in the last `unreachableMs` was acknowledged. */
+  get reachable(): boolean {
+    return this.reaching;
   }
 
   /** Whether `h` holds a lease by this node's view (its mirrors; no round trip). */
@@ -197,29 +217,73 @@ export class NodeLease {
     clearTimeout(this.renewTimer);
     clearTimeout(this.lapseTimer);
     clearInterval(this.placementTimer);
+    clearInterval(this.reachTimer);
     for (const m of this.mirrors) m.close();
   }
 
-  /** Writes the lease to every copy; one acknowledged copy extends it. Schedules the next renewal (when `repeat`). */
-  private async renew(repeat = true): Promise<void> {
+  /**
+   * Writes the lease to every copy that has no write in flight (one at a time per copy, so a
+   * copy's writes land in order; a copy whose stream is electing a leader holds its write up
+   * to kvTimeoutMs and is skipped meanwhile). Each acknowledgement extends the lease at once,
+   * so a slow copy never delays what the other one proves. Resolves once this round settled.
+   */
+  private async renew(): Promise<void> {
     if (this.closed) return;
     const sent = performance.now();
-    const record: NodeRecord = { ...this.self, expiresAt: this.clock() + this.timing.leaseMs };
-    const results = await Promise.allSettled(this.buckets.map((b) => b.kv.put(keyOf(this.self.node), JSON.stringify(record))));
-    if (this.closed) return;
-    if (results.some((r) => r.status === 'fulfilled')) {
-      this.failures = 0;
-      this.extend(sent + this.timing.leaseMs - this.timing.holderMarginMs);
-    } else {
-      // One line per streak of failures, not one per retry.
-      if (this.failures++ === 0) this.log.warn({ err: (results[0] as PromiseRejectedResult).reason }, 'lease renewal failed; retrying');
-    }
-    if (repeat) this.scheduleRenewal(results.every((r) => r.status === 'fulfilled') ? this.timing.renewMs : this.timing.renewRetryMs);
+    const record = JSON.stringify({ ...this.self, expiresAt: this.clock() + this.timing.leaseMs } satisfies NodeRecord);
+    let acked = 0;
+    let failed: unknown;
+    await Promise.all(
+      this.buckets.map(async (b, i) => {
+        if (this.writing.has(i)) return;
+        const token = {};
+        this.writing.set(i, token);
+        try {
+          await b.kv.put(keyOf(this.self.node), record);
+          acked++;
+          if (!this.closed) this.acknowledged(sent);
+        } catch (err) {
+          failed ??= err;
+        } finally {
+          if (this.writing.get(i) === token) this.writing.delete(i);
+        }
+      }),
+    );
+    if (this.closed || acked > 0 || failed === undefined) return;
+    // One line per streak of rounds without any acknowledgement, not one per retry.
+    if (this.failures++ === 0) this.log.warn({ err: failed }, 'lease renewal failed; retrying');
   }
 
-  private scheduleRenewal(ms: number): void {
+  /**
+   * A write sent while the connection was down waits out its kvTimeoutMs although NATS is back:
+   * once the client reconnects, renew at once on the new connection (what was written to the
+   * old one landed before this, or never).
+   */
+  private async renewOnReconnect(): Promise<void> {
+    for await (const s of this.opts.nc.status()) {
+      if (this.closed) return;
+      if (s.type !== 'reconnect') continue;
+      this.writing.clear();
+      void this.renew();
+    }
+  }
+
+  /** A copy took the renewal sent at `sent` (monotonic). */
+  private acknowledged(sent: number): void {
+    this.failures = 0;
+    this.lastAckSent = Math.max(this.lastAckSent, sent);
+    this.extend(sent + this.timing.leaseMs - this.timing.holderMarginMs);
+    this.checkReach();
+  }
+
+  /** Renews every renewMs while acknowledgements keep coming, every renewRetryMs otherwise, without waiting for a write in flight. */
+  private scheduleRenewal(): void {
     if (this.closed) return;
-    this.renewTimer = setTimeout(() => void this.renew(), ms);
+    const fresh = performance.now() - this.lastAckSent <= this.timing.renewMs + this.timing.renewRetryMs;
+    this.renewTimer = setTimeout(() => {
+      void this.renew();
+      this.scheduleRenewal();
+    }, fresh ? this.timing.renewMs : this.timing.renewRetryMs);
     this.renewTimer.unref();
   }
 
@@ -237,6 +301,17 @@ export class NodeLease {
       }
       this.heldBefore = true;
     }
+  }
+
+  /** Reports a change of `reachable` (see onReach). */
+  private checkReach(): void {
+    if (this.closed) return;
+    const reaching = performance.now() - this.lastAckSent <= this.timing.unreachableMs;
+    if (reaching === this.reaching) return;
+    this.reaching = reaching;
+    if (reaching) this.log.warn({ node: this.self.node }, 'NATS reached again: lease renewal acknowledged');
+    else this.log.error({ node: this.self.node, sinceMs: Math.round(performance.now() - this.lastAckSent) }, 'NATS unreachable: no lease renewal acknowledged; this node reports itself not ready');
+    this.opts.onReach?.(reaching);
   }
 
   private checkLapse(): void {

@@ -47,10 +47,19 @@ export interface ClusterNode {
   readonly limiters: { key: SharedLogLimiter; webhook: SharedLogLimiter };
   /** The newest cluster-wide event id applied here (the HTTP front's SSE ids). */
   readonly eventIds: { position(): number };
+  /** Whether this node reaches NATS (see NodeLease `onReach`), for /readyz and the health stream. */
+  readonly reach: ClusterReach;
   /** Whether the node process a record names (`holderName`) still holds its lease, by this node's view. */
   isAlive(holder: string): boolean;
   /** Graceful leave: stops the actors, frees their connections for other nodes, drops the lease. */
   close(): Promise<void>;
+}
+
+/** Whether a node reaches the cluster's NATS, and its changes. */
+export interface ClusterReach {
+  reachable(): boolean;
+  /** Called with false when the node stops reaching NATS, and with true once it reaches it again and its event feed has caught up. */
+  onChange(listener: (reachable: boolean) => void): () => void;
 }
 
 /** The node id when none is configured: host name and process id, as a KV-safe token. */
@@ -90,6 +99,19 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
     },
   });
   let ownership: Ownership | undefined;
+  const reachListeners = new Set<(reachable: boolean) => void>();
+  let reached = true;
+  const tellReach = (reachable: boolean): void => {
+    if (reachable === reached) return;
+    reached = reachable;
+    for (const l of [...reachListeners]) {
+      try {
+        l(reachable);
+      } catch (err) {
+        log.error({ err }, 'cluster reach listener threw');
+      }
+    }
+  };
   const lease = await NodeLease.start({
     nc,
     kvm,
@@ -101,6 +123,12 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
     ...(opts.timing && { timing: opts.timing }),
     onLapse: () => void ownership?.stopAll(),
     onRestore: () => ownership?.scanSoon(),
+    // Back: first the events of the outage (a connection that moved meanwhile reports its move
+    // before this node says it is reachable again), then the news.
+    onReach: (reachable) => {
+      if (!reachable) tellReach(false);
+      else void feed.synced().then(() => lease.reachable && tellReach(true));
+    },
   });
   ownership = await Ownership.start({
     nc,
@@ -126,6 +154,13 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
     gateway,
     limiters,
     eventIds: { position: () => feed.position() },
+    reach: {
+      reachable: () => reached,
+      onChange(listener) {
+        reachListeners.add(listener);
+        return () => reachListeners.delete(listener);
+      },
+    },
     isAlive(name) {
       const holder = parseHolder(name);
       // A record written by something else than a node (a CLI) lives until it expires.

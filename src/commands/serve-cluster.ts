@@ -119,6 +119,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       limiters: node.limiters,
       eventIds: node.eventIds,
       ownEvents: node.gateway.ownEvents,
+      reach: node.reach,
     });
     metricsListener = await startMetrics(config, metrics, logger);
     listenUrl = server.url;

@@ -86,6 +86,8 @@ export interface HealthStreamDeps {
   gateway: Pick<ActorGateway, 'status'>;
   maxStreamsPerKey: number;
   clock: () => number;
+  /** Cluster mode: what a stream resumed while the node cannot reach NATS also gets (ReachNotices). */
+  resumeNotices?(userId: string, connectionIds: readonly string[]): string[];
 }
 
 /** The headers of a health stream (no proxy buffering, no caching). */
@@ -114,6 +116,7 @@ export function openHealthStream(
   if (!handle.open) return;
   const lastId = parseLastEventId(headers['last-event-id']);
   let frames = lastId !== undefined ? hub.resume(auth.userId, lastId) : undefined;
+  if (frames && deps.resumeNotices) frames.push(...deps.resumeNotices(auth.userId, deps.store.connections.listByUser(auth.userId).map((c) => c.id)));
   if (!frames) {
     const id = hub.currentId(auth.userId);
     frames = deps.store.connections.listByUser(auth.userId).map((c) => formatSseEvent(id, snapshot(deps, c)));

@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
 import { renderApiDocsPage } from './api-docs-page.js';
 import { Authenticator, type SessionAuthenticator } from './auth.js';
-import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream, SSE_HEADERS } from './health-stream.js';
+import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream, SSE_HEADERS, type HealthStreamDeps } from './health-stream.js';
 import { recordGuardEvents } from './guard-events.js';
 import { IdempotencyGate } from './idempotency.js';
 import type { NamedThreadUsage, ServiceMetrics } from './metrics.js';
@@ -27,6 +27,7 @@ import { readRequestHead } from './request-head.js';
 import { jsonReply, problemReply, ResponseHandle, type Reply } from './respond.js';
 import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
+import { ReachNotices, type NodeReach } from './reach-notices.js';
 import { HealthHub, type SseHub } from './sse-hub.js';
 import { securityHeaders, type WebApp } from './static-files.js';
 import { startStreamGuard } from './stream-guard.js';
@@ -57,6 +58,8 @@ export interface HttpServerDeps {
    * Guard events are journaled and their locks stored from these, so once cluster-wide. Default: the gateway's.
    */
   ownEvents?: Pick<ActorGateway, 'onEvent'>;
+  /** Cluster mode: whether this node reaches NATS (/readyz, and the health stream's notices). */
+  reach?: NodeReach;
 }
 
 export interface HttpServer {
@@ -147,6 +150,7 @@ class Engine {
   private readonly stopGuard: () => void;
   private readonly sweeper: NodeJS.Timeout;
   private readonly requestIds = new RequestIds();
+  private readonly reach: NodeReach | undefined;
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
 
@@ -159,7 +163,10 @@ class Engine {
     const doc = buildOpenApiDocument(routes, { config });
     this.openapiJson = JSON.stringify(doc);
     this.docsHtml = renderApiDocsPage(doc);
-    const stream = { hub: this.hub, store, gateway: deps.gateway, maxStreamsPerKey: config.sseMaxStreamsPerKey, clock: this.clock };
+    this.reach = deps.reach;
+    const notices = deps.reach && new ReachNotices(deps.reach, store, deps.gateway, this.hub, this.clock);
+    const stream: HealthStreamDeps = { hub: this.hub, store, gateway: notices ?? deps.gateway, maxStreamsPerKey: config.sseMaxStreamsPerKey, clock: this.clock };
+    if (notices) stream.resumeNotices = (userId, ids) => notices.resumeNotices(userId, ids);
     this.pipeline = {
       router: new Router(routes),
       fixedRoute: (method, path, headers) => this.fixedRoute(method, path) ?? deps.web?.serve(method, path, headers),
@@ -185,6 +192,7 @@ class Engine {
     this.unbridge = () => {
       unbridge();
       unrecord();
+      notices?.close();
     };
     this.stopGuard = startStreamGuard(this.hub, store, deps.streamRecheckMs);
     deps.metrics?.attach({
@@ -242,10 +250,17 @@ class Engine {
   /** /healthz, /readyz and the API docs, by path (built once). */
   private readonly fixed = new Map<string, () => Reply>([
     ['/healthz', () => jsonReply(200, { status: 'ok' })],
-    ['/readyz', () => (this.closing ? problemReply('SHUTTING_DOWN') : jsonReply(200, { status: 'ready' }))],
+    ['/readyz', () => this.readiness()],
     ['/api-docs', () => ({ status: 200, headers: DOCS_HEADERS, body: this.docsHtml })],
     ['/api-docs/openapi.json', () => ({ status: 200, headers: { 'Content-Type': 'application/json' }, body: this.openapiJson })],
   ]);
+
+  /** Ready unless shutting down or (cluster mode) cut off from NATS: a load balancer should then use another node. */
+  private readiness(): Reply {
+    if (this.closing) return problemReply('SHUTTING_DOWN');
+    if (this.reach && !this.reach.reachable()) return problemReply('CLUSTER_UNAVAILABLE', 'This node cannot reach the cluster store (NATS); use another node', {}, { 'Retry-After': '1' });
+    return jsonReply(200, { status: 'ready' });
+  }
 
   /** /healthz, /readyz and the API docs (GET only; a trailing slash is tolerated). */
   private fixedRoute(method: string, rawPath: string): Reply | undefined {

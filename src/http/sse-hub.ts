@@ -15,6 +15,7 @@ import {
   guardMessage,
   formatSseEvent,
   statusMessage,
+  type ConnectionStatusMessage,
   type PublishedMessage,
   type StreamEndReason,
 } from './sse.js';
@@ -224,6 +225,17 @@ export class HealthHub implements SseHub {
       event.type === 'bracket-alert' ? bracketAlertMessage(event) : event.type === 'guard' ? guardMessage(event) : statusMessage(event, 'status');
     const frame = formatSseEvent(ch.seq, message);
     ch.ring.push(ch.seq, frame);
+    for (const sub of ch.subscribers) sub.send(frame);
+  }
+
+  /**
+   * Sends a message to every open stream of the user under the current id, outside the resume
+   * ring (a node's own notice, not an event of the stream: see reach-notices.ts).
+   */
+  notify(userId: string, message: ConnectionStatusMessage): void {
+    const ch = this.channels.get(userId);
+    if (!ch || ch.subscribers.size === 0) return;
+    const frame = formatSseEvent(this.currentId(userId), message);
     for (const sub of ch.subscribers) sub.send(frame);
   }
 

@@ -8,7 +8,9 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLUSTER } from '../../../src/tuning.js';
 import { addClusterUser, connectedOn, openClusterRecords, ownersOf, startClusterNode, type ClusterNodeProcess, type ClusterRecords, type ClusterUser } from '../../support/cluster.js';
+import { CUT_OFF_DETAIL, REACHED_AGAIN_DETAIL } from '../../../src/http/reach-notices.js';
 import { http } from '../../support/http.js';
+import { openHealthStream } from '../../support/sse.js';
 import { startNats, type NatsServer } from '../../support/nats.js';
 import { startSimProcess, type SimProcess } from '../../support/processes.js';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
@@ -57,9 +59,22 @@ async function until<T>(get: () => T | undefined, withinMs: number, what: string
 }
 
 describe('a node cut off from NATS', () => {
-  it('stops its actors before another node starts them, and does not start them again once back', { timeout: 90_000 }, async () => {
+  it('stops its actors before another node starts them, and does not start them again once back; meanwhile it says it is cut off (readyz 503, RECONNECTING on its streams)', { timeout: 90_000 }, async () => {
+    const ann = users[0]!;
+    const onCut = await openHealthStream(cut.url, ann.apiKey);
+    const onOther = await openHealthStream(other.url, ann.apiKey);
+    await onCut.waitFor((e) => e.type === 'snapshot' && e.status === 'CONNECTED', 0, 5000);
+    expect((await http(cut.url, 'GET', '/readyz')).status).toBe(200);
     proxy.pause();
     const pausedAt = Date.now();
+    // Said on the cut-off node's own streams, before its lease lapses (its requests already fail).
+    const notice = await onCut.waitFor((e) => e.type === 'status' && e.connectionId === ann.connectionId && e.detail === CUT_OFF_DETAIL, 0, CLUSTER.leaseMs);
+    expect(notice.event).toMatchObject({ status: 'RECONNECTING', reason: 'disconnect' });
+    const noticedAfter = Date.now() - pausedAt;
+    const ready = await http(cut.url, 'GET', '/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.json).toMatchObject({ code: 'CLUSTER_UNAVAILABLE' });
+    expect(ready.headers.get('retry-after')).toBe('1');
     // What the cut-off node owns now. Usually both; but rebalancing hands one of the two to the
     // other node 10 s after the first node took them, and on a loaded machine starting the other
     // node can take that long: a connection handed over before the cut is not this test's case.
@@ -77,7 +92,10 @@ describe('a node cut off from NATS', () => {
       expect(stoppedAt).toBeLessThan(t.time);
       expect(t.time - stoppedAt).toBeGreaterThanOrEqual(CLUSTER.holderMarginMs + CLUSTER.takerMarginMs - 500);
     }
-    console.info(`cut off at +0 ms; its actors stopped at +${stoppedAt - pausedAt} ms; the other node took them at +${taken.map((t) => t.time - pausedAt).join(', +')} ms`);
+    console.info(`cut off at +0 ms; said so at +${noticedAfter} ms; its actors stopped at +${stoppedAt - pausedAt} ms; the other node took them at +${taken.map((t) => t.time - pausedAt).join(', +')} ms`);
+    expect(noticedAfter).toBeLessThan(stoppedAt - pausedAt);
+    // The node that reaches NATS never says so.
+    expect(onOther.events.filter((e) => e.detail === CUT_OFF_DETAIL)).toEqual([]);
     // The cut-off node stopped within its lease (counted from its last renewal before the cut).
     expect(stoppedAt - pausedAt).toBeLessThanOrEqual(CLUSTER.leaseMs);
     for (const u of users) await connectedOn(other.url, u.apiKey, 10_000);
@@ -91,5 +109,14 @@ describe('a node cut off from NATS', () => {
     // …and serves their requests by forwarding them to the node that runs them now.
     const r = await http(cut.url, 'GET', `/api/v1/accounts/${users[0]!.accounts[0]}/working-orders`, { key: users[0]!.apiKey });
     expect(r.status).toBe(200);
+    // …says it is ready again, and its stream shows the connection CONNECTED once more (where it runs now).
+    expect((await http(cut.url, 'GET', '/readyz')).status).toBe(200);
+    const back = await onCut.waitFor((e) => e.type === 'status' && e.connectionId === ann.connectionId && e.detail === REACHED_AGAIN_DETAIL, notice.index + 1, 15_000);
+    expect(back.event).toMatchObject({ status: 'CONNECTED', reason: 'reconnect' });
+    const annStatuses = onCut.events.filter((e) => e.type === 'status' && e.connectionId === ann.connectionId);
+    expect(annStatuses.at(-1)?.status).toBe('CONNECTED');
+    console.info(`back on the cut-off node's stream: ${JSON.stringify(onCut.events.slice(notice.index).filter((e) => e.type !== 'heartbeat'))}`);
+    onCut.close();
+    onOther.close();
   });
 });

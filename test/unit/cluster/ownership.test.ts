@@ -16,7 +16,7 @@ import { randomBase62 } from '../../../src/store/crypto.js';
 import { startNats, type NatsServer } from '../../support/nats.js';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
 
-const TIMING: LeaseTiming = { leaseMs: 1500, renewMs: 200, renewRetryMs: 100, holderMarginMs: 400, takerMarginMs: 200, kvTimeoutMs: 500, placementCheckMs: 60_000 };
+const TIMING: LeaseTiming = { leaseMs: 1500, renewMs: 200, renewRetryMs: 100, holderMarginMs: 400, takerMarginMs: 200, kvTimeoutMs: 500, unreachableMs: 600, placementCheckMs: 60_000 };
 const SCAN: OwnershipTiming = { scanMs: 100, overShareDelayMs: 300, rebalanceMs: 1000, kvTimeoutMs: 500 };
 const logger = createLogger('silent');
 
@@ -44,6 +44,8 @@ interface TestNode {
   lease: NodeLease;
   ownership: Ownership;
   running: Set<string>;
+  /** Every onReach call, in order. */
+  reach: { reachable: boolean; at: number; holding: boolean }[];
   /** Simulates SIGKILL: no more renewals, scans or releases. */
   die(): Promise<void>;
 }
@@ -73,14 +75,16 @@ function cluster() {
       },
     };
     let ownership: Ownership | undefined;
-    const lease = await NodeLease.start({
+    const reach: TestNode['reach'] = [];
+    const lease: NodeLease = await NodeLease.start({
       nc, kvm, prefix, replicas: 1, nodeId: name, logger, timing: opts.lease ?? TIMING,
       onLapse: () => void ownership?.stopAll(),
       onRestore: () => ownership?.scanSoon(),
+      onReach: (reachable) => reach.push({ reachable, at: Date.now(), holding: lease.holding }),
     });
     ownership = await Ownership.start({ nc, kvm, prefix, replicas: 1, lease, host, logger, enabled: () => [...enabled], timing: opts.scan ?? SCAN });
     const node = {
-      name, nc, lease, ownership, running, proxy,
+      name, nc, lease, ownership, running, proxy, reach,
       async die() {
         lease.close();
         ownership!.close();
@@ -261,6 +265,26 @@ describe('connection ownership', () => {
       expect(bStop && bStop.at <= start.at, `${start.id} stopped on b before a started it`).toBe(true);
       expect(start.epoch!).toBeGreaterThan(bStart.epoch!);
     }
+  });
+
+  it('a node cut off from NATS says so after unreachableMs, while it still holds its lease, and again once a renewal gets through', async () => {
+    c = cluster();
+    const a = await c.startNode('a', { viaProxy: true });
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(a.lease.reachable).toBe(true);
+    expect(a.reach).toEqual([]);
+    a.proxy!.pause();
+    const pausedAt = Date.now();
+    await until(() => a.reach.length > 0, 3000, 'a saying it is cut off');
+    const [off] = a.reach;
+    expect(off).toMatchObject({ reachable: false, holding: true });
+    // The last acknowledged renewal was sent at most renewMs before the cut.
+    expect(off!.at - pausedAt).toBeGreaterThanOrEqual(TIMING.unreachableMs - TIMING.renewMs - 50);
+    expect(a.lease.reachable).toBe(false);
+    a.proxy!.resume();
+    await until(() => a.reach.length > 1, 5000, 'a saying it is back');
+    expect(a.reach[1]).toMatchObject({ reachable: true });
+    expect(a.lease.reachable).toBe(true);
   });
 
   it('a leaving node hands its connections over at once', async () => {
