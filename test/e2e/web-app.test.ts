@@ -446,13 +446,57 @@ describe('the web app', () => {
     await expect.poll(() => page.getByRole('table', { name: /Closed trades/ }).getByRole('row').count()).toBeGreaterThan(2);
   }, 60_000);
 
+  it('Accounts: sets risk guards in the form (a refused order shows why), throws the kill switch (flattening), and unlocks', async () => {
+    await signedIn();
+    await nav('Accounts');
+    await page.getByRole('button', { name: `DEMO2 ${demo2}` }).click();
+    const card = page.getByRole('region', { name: 'Risk guards and kill switch' });
+    await card.getByText('Entries allowed').waitFor();
+
+    await card.getByRole('button', { name: 'Edit guards…' }).click();
+    await dialog().getByLabel('Max contracts per order').fill('two');
+    await dialog().getByRole('button', { name: 'Save guards' }).click();
+    await dialog().getByText('a whole number of contracts').waitFor();
+    await dialog().getByLabel('Max contracts per order').fill('2');
+    await dialog().getByLabel('Daily loss limit ($)').fill('1500');
+    await dialog().getByLabel('Only these products').fill('es, NQ');
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await dialog().getByRole('button', { name: 'Save guards' }).click();
+    await card.getByText('In force: at most 2 per order · only ES, NQ · daily loss limit $1500.').waitFor();
+    const stored = await api('GET', `/api/v1/accounts/${demo2}/guards`);
+    expect(stored.json.guards).toMatchObject({ maxOrderQty: 2, allowedProducts: ['ES', 'NQ'], dailyLossLimit: 1500, maxPositionTotal: null });
+    expect((await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 3, type: 'market' })).json.code).toBe('RISK_GUARD');
+
+    const position = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
+    expect(position.status, position.text).toBe(201);
+    await page.getByRole('button', { name: 'Refresh DEMO2' }).click();
+    await page.getByRole('table', { name: /Open positions/ }).waitFor();
+    await card.getByRole('button', { name: 'Kill switch…' }).click();
+    await dialog().getByLabel('Reason (optional)').fill('stepping away');
+    await dialog().getByRole('button', { name: 'Lock and flatten' }).click();
+    await card.getByText('Locked by the kill switch').waitFor();
+    await card.getByText(/until it is unlocked: stepping away/).waitFor();
+    await visible('Flat — no open positions.');
+    expect((await api('GET', `/api/v1/accounts/${demo2}/positions`)).json.data).toEqual([]);
+    const refused = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
+    expect(refused.json).toMatchObject({ code: 'RISK_GUARD', guard: 'kill_switch' });
+    await screenshot(page, 'accounts-locked');
+
+    await card.getByRole('button', { name: 'Unlock…' }).click();
+    await dialog().getByRole('button', { name: 'Unlock' }).click();
+    await card.getByText('Entries allowed').waitFor();
+    expect((await api('GET', `/api/v1/accounts/${demo2}/guards`)).json.lock).toBeNull();
+    // Leave the account as the tests after expect it: no guards.
+    expect((await api('PUT', `/api/v1/accounts/${demo2}/guards`, {})).status).toBe(200);
+  }, 60_000);
+
   it('Accounts: an account the broker no longer reports is shown as inactive, with flatten disabled', async () => {
     await signedIn();
     await nav('Accounts');
     await control(s, 'POST', `/accounts/${demo1}/deactivate`);
     try {
       await page.reload();
-      const chip = page.getByRole('button', { name: /DEMO1/ });
+      const chip = page.getByRole('button', { name: /^DEMO1 / });
       await expect.poll(() => chip.textContent(), { timeout: 20_000 }).toContain('inactive');
       await chip.click();
       await page.getByRole('alert').filter({ hasText: `DEMO1 (${demo1}) is no longer reported by the broker` }).waitFor();

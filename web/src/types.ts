@@ -137,6 +137,34 @@ export interface FlattenResult {
   positions: { symbol: string; closedQty: number; status: 'liquidated' | 'failed'; detail?: string }[];
 }
 
+/** An account's risk guards as stored (PUT replaces them all; null: no limit). */
+export interface AccountGuards {
+  maxOrderQty: number | null;
+  maxPositionPerContract: number | null;
+  maxPositionTotal: number | null;
+  allowedProducts: string[] | null;
+  direction: 'both' | 'long_only' | 'short_only';
+  noPyramiding: boolean;
+  flatOnly: boolean;
+  webhookFlatOnly: boolean;
+  tradingWindows: { timeZone: string; flattenAtEnd?: boolean; windows: unknown[] } | null;
+  dailyLossLimit: number | null;
+  dailyProfitTarget: number | null;
+}
+
+/** GET /accounts/{id}/guards. */
+export interface GuardsView {
+  accountId: string;
+  guards: AccountGuards;
+  lock: { guard: string; since: string; until: string | null; detail: string | null; flattenPending: boolean } | null;
+  live: { day: { start: string; end: string; realized: number; fees: number; open: number; pnl: number }; inWindow: boolean | null } | null;
+}
+
+/** POST /accounts/{id}/lock: the view, and what the flatten did (or why it could not run now). */
+export interface LockResult extends GuardsView {
+  flatten: FlattenResult | { error: string } | null;
+}
+
 /** A message of the health stream. */
 export interface HealthMessage {
   type: 'snapshot' | 'status' | 'heartbeat' | 'bracket-alert';

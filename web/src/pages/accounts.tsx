@@ -1,6 +1,6 @@
 /**
  * Accounts: per account its positions, working orders (cancel, with the bracket rules
- * spelled out), closed trades with P&L, and flatten. An account the broker no longer
+ * spelled out), risk guards and kill switch, closed trades with P&L, and flatten. An account the broker no longer
  * reports is shown as inactive, never silently dropped.
  */
 import { useState } from 'preact/hooks';
@@ -13,6 +13,7 @@ import { brokerLabel } from '../format';
 import { health } from '../health';
 import { usePolling, useResource } from '../hooks';
 import type { Account, CancelResult, ClosedTrade, FlattenResult, Order, Position } from '../types';
+import { GuardsCard } from './account-guards';
 import { cancelExplanation, PositionsTable, TradesTable, WorkingOrdersTable } from './account-tables';
 
 const LIVE_POLL_MS = 5_000;
@@ -115,6 +116,8 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         {orders.length > 0 && <WorkingOrdersTable orders={orders} disabled={!a.active || !connected} onCancel={setCancelling} />}
       </section>
 
+      <GuardsCard accountId={a.id} accountName={a.name} onFlattened={refreshAll} />
+
       <section class="card" aria-labelledby="trades-title">
         <h3 id="trades-title">Closed trades</h3>
         {trades.loading && <Loading what="trade history" />}
@@ -191,7 +194,7 @@ export function AccountsPage() {
   const totalOpen = list.filter((a) => a.active).length;
 
   return (
-    <Page title="Accounts" intro="Positions, working orders and closed trades per account, straight from the broker connection.">
+    <Page title="Accounts" intro="Positions, working orders, risk guards and closed trades per account, straight from the broker connection.">
       <ListStates res={accounts} what="accounts" empty="No accounts yet">
         Accounts appear once a connection is CONNECTED. Add one on the Connections page.
       </ListStates>

@@ -1,0 +1,305 @@
+/**
+ * An account's risk guards and kill switch (README "Risk guards"): whether entries are allowed
+ * or the account is locked (and why, until when), the day's P&L the loss limit and profit
+ * target watch, the guards in force, the kill switch (lock, by default also cancelling working
+ * orders and closing positions) and unlock, and a form for the guards. Guards and locks are
+ * stored records: all of this works whatever the connection's state.
+ */
+import { useState } from 'preact/hooks';
+import { api } from '../api';
+import { ConfirmDialog, Dialog } from '../components/dialog';
+import { toast } from '../components/toast';
+import { Badge, ErrorBox, Field, Loading } from '../components/ui';
+import { fullTime, pnl, when } from '../format';
+import { useAction, usePolling, useResource } from '../hooks';
+import type { AccountGuards, GuardsView, LockResult } from '../types';
+
+const POLL_MS = 5_000;
+
+const LOCKED_BY: Record<string, string> = {
+  kill_switch: 'kill switch',
+  daily_loss: 'daily loss limit',
+  profit_target: 'daily profit target',
+};
+
+const DIRECTION: Record<AccountGuards['direction'], string> = { both: 'Long and short', long_only: 'Long only', short_only: 'Short only' };
+
+/** The guards in force, in words; empty when none is set. */
+export function guardSummary(g: AccountGuards): string[] {
+  const out: string[] = [];
+  if (g.maxOrderQty !== null) out.push(`at most ${g.maxOrderQty} per order`);
+  if (g.maxPositionPerContract !== null) out.push(`at most ${g.maxPositionPerContract} per contract`);
+  if (g.maxPositionTotal !== null) out.push(`at most ${g.maxPositionTotal} in total`);
+  if (g.allowedProducts !== null) out.push(`only ${g.allowedProducts.join(', ')}`);
+  if (g.direction !== 'both') out.push(DIRECTION[g.direction].toLowerCase());
+  if (g.noPyramiding) out.push('no pyramiding');
+  if (g.flatOnly) out.push('entries only when flat');
+  else if (g.webhookFlatOnly) out.push('alerts only when flat');
+  if (g.tradingWindows !== null) out.push(`trading windows (${g.tradingWindows.timeZone}${g.tradingWindows.flattenAtEnd ? ', flattened at the end' : ''})`);
+  if (g.dailyLossLimit !== null) out.push(`daily loss limit $${g.dailyLossLimit}`);
+  if (g.dailyProfitTarget !== null) out.push(`daily profit target $${g.dailyProfitTarget}`);
+  return out;
+}
+
+function flattenNote(r: LockResult): string {
+  if (!r.flatten) return '';
+  if ('error' in r.flatten) return `; ${r.flatten.error}`;
+  const failed = r.flatten.positions.filter((p) => p.status === 'failed');
+  return `; ${r.flatten.cancelledOrderIds.length} orders cancelled, ${r.flatten.positions.length - failed.length} positions closed${failed.length ? `, NOT closed: ${failed.map((p) => p.symbol).join(', ')}` : ''}`;
+}
+
+export function GuardsCard(props: { accountId: string; accountName: string; onFlattened: () => unknown }) {
+  const q = encodeURIComponent(props.accountId);
+  const view = useResource(() => api<GuardsView>('GET', `/accounts/${q}/guards`), [props.accountId]);
+  usePolling(view.reload, POLL_MS);
+  const [locking, setLocking] = useState(false);
+  const [unlocking, setUnlocking] = useState(false);
+  const [editing, setEditing] = useState(false);
+  const v = view.data;
+  const lock = v?.lock ?? null;
+  const set = v ? guardSummary(v.guards) : [];
+
+  return (
+    <section class="card" aria-labelledby="guards-title">
+      <div class="card-head">
+        <h3 id="guards-title">Risk guards and kill switch</h3>
+        {v && (
+          <div class="card-actions">
+            <button type="button" class="btn secondary" onClick={() => setEditing(true)}>
+              Edit guards…
+            </button>
+            {lock ? (
+              <button type="button" class="btn secondary" onClick={() => setUnlocking(true)}>
+                Unlock…
+              </button>
+            ) : (
+              <button type="button" class="btn danger" onClick={() => setLocking(true)}>
+                Kill switch…
+              </button>
+            )}
+          </div>
+        )}
+      </div>
+      {view.loading && <Loading what="risk guards" />}
+      <ErrorBox error={view.error} retry={view.reload} title="Risk guards unavailable" />
+      {v && (
+        <>
+          <p class="chips" role="status">
+            {lock ? (
+              <Badge tone="danger">Locked by the {LOCKED_BY[lock.guard] ?? lock.guard}</Badge>
+            ) : (
+              <Badge tone="ok">Entries allowed</Badge>
+            )}
+            {v.live && (
+              <Badge tone={v.live.day.pnl < 0 ? 'warn' : 'neutral'} title={`realized ${pnl(v.live.day.realized)}, fees ${pnl(-v.live.day.fees)}, open ${pnl(v.live.day.open)}`}>
+                Day P&L {pnl(v.live.day.pnl)}
+              </Badge>
+            )}
+            {v.live?.inWindow === false && <Badge tone="warn">Outside the trading windows</Badge>}
+          </p>
+          {lock && (
+            <p class="callout danger">
+              Every entry is refused since <span title={fullTime(lock.since)}>{when(lock.since)}</span>
+              {lock.until ? (
+                <>
+                  {' '}
+                  until <span title={fullTime(lock.until)}>{when(lock.until)}</span> (the next trading day)
+                </>
+              ) : (
+                ' until it is unlocked'
+              )}
+              {lock.detail ? `: ${lock.detail}` : ''}. Exits, cancels and flatten still work.
+              {lock.flattenPending && ' The flatten waits for the connection and runs once it is CONNECTED.'}
+            </p>
+          )}
+          {set.length ? <p>In force: {set.join(' · ')}.</p> : <p class="muted">No guards set: every order the broker takes goes through.</p>}
+          {!v.live && <p class="muted small">Day P&L is shown while a connection runs this account.</p>}
+        </>
+      )}
+
+      {locking && v && (
+        <LockDialog
+          accountId={props.accountId}
+          accountName={props.accountName}
+          onClose={() => setLocking(false)}
+          onDone={async (r) => {
+            toast(`${props.accountName} locked${flattenNote(r)}`);
+            await Promise.all([view.reload(), props.onFlattened()]);
+          }}
+        />
+      )}
+      {unlocking && lock && (
+        <ConfirmDialog
+          title={`Unlock ${props.accountName}?`}
+          confirmLabel="Unlock"
+          onClose={() => setUnlocking(false)}
+          onConfirm={async () => {
+            await api('POST', `/accounts/${q}/unlock`);
+            toast(`${props.accountName} unlocked`);
+            await view.reload();
+          }}
+        >
+          <p>Entries are allowed again, within the guards in force.</p>
+          {lock.until && <p>A daily loss limit or profit target holds until {when(lock.until)}: the server refuses to lift it before then.</p>}
+        </ConfirmDialog>
+      )}
+      {editing && v && (
+        <GuardsDialog
+          accountId={props.accountId}
+          accountName={props.accountName}
+          guards={v.guards}
+          onClose={() => setEditing(false)}
+          onSaved={async () => {
+            setEditing(false);
+            toast(`Risk guards of ${props.accountName} saved`);
+            await view.reload();
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function LockDialog(props: { accountId: string; accountName: string; onClose: () => void; onDone: (r: LockResult) => Promise<unknown> }) {
+  const [flatten, setFlatten] = useState(true);
+  const [reason, setReason] = useState('');
+  return (
+    <ConfirmDialog
+      title={`Kill switch: lock ${props.accountName}?`}
+      confirmLabel={flatten ? 'Lock and flatten' : 'Lock'}
+      danger
+      onClose={props.onClose}
+      onConfirm={async () => {
+        const body: { flatten: boolean; reason?: string } = { flatten };
+        if (reason.trim()) body.reason = reason.trim();
+        const r = await api<LockResult>('POST', `/accounts/${encodeURIComponent(props.accountId)}/lock`, body);
+        await props.onDone(r);
+      }}
+    >
+      <p>Every new entry is refused, from the API, alerts and this app, until you unlock it. Exits stay allowed.</p>
+      <label class="check">
+        <input type="checkbox" checked={flatten} onChange={(e) => setFlatten(e.currentTarget.checked)} /> Also cancel every working order and close every position at market
+      </label>
+      <Field label="Reason (optional)" id="lock-reason">
+        <input id="lock-reason" value={reason} maxLength={200} onInput={(e) => setReason(e.currentTarget.value)} />
+      </Field>
+    </ConfirmDialog>
+  );
+}
+
+/**
+ * A limit field: empty means no limit; otherwise a whole number of contracts, or an amount in
+ * dollars. Checked here only for its form (Number('abc') is NaN, which JSON would send as null:
+ * no limit); the server checks the range and its words show next to the field.
+ */
+function limitValue(text: string, money: boolean): number | null | 'invalid' {
+  const t = text.trim();
+  if (t === '') return null;
+  if (money ? !/^\d+(\.\d{1,2})?$/.test(t) : !/^\d+$/.test(t)) return 'invalid';
+  return Number(t);
+}
+
+const LIMITS = [
+  ['maxOrderQty', 'Max contracts per order', false],
+  ['maxPositionPerContract', 'Max position per contract', false],
+  ['maxPositionTotal', 'Max position, all contracts', false],
+  ['dailyLossLimit', 'Daily loss limit ($)', true],
+  ['dailyProfitTarget', 'Daily profit target ($)', true],
+] as const;
+
+type LimitKey = (typeof LIMITS)[number][0];
+
+function GuardsDialog(props: { accountId: string; accountName: string; guards: AccountGuards; onClose: () => void; onSaved: () => Promise<unknown> }) {
+  const g = props.guards;
+  const [limits, setLimits] = useState<Record<LimitKey, string>>(() => {
+    const out = {} as Record<LimitKey, string>;
+    for (const [key] of LIMITS) out[key] = g[key] === null ? '' : String(g[key]);
+    return out;
+  });
+  const [products, setProducts] = useState(g.allowedProducts?.join(', ') ?? '');
+  const [direction, setDirection] = useState(g.direction);
+  const [noPyramiding, setNoPyramiding] = useState(g.noPyramiding);
+  const [flatOnly, setFlatOnly] = useState(g.flatOnly);
+  const [webhookFlatOnly, setWebhookFlatOnly] = useState(g.webhookFlatOnly);
+  const [invalid, setInvalid] = useState<Partial<Record<LimitKey, string>>>({});
+  const action = useAction();
+  const err = (path: string) => action.error?.errors.find((e) => e.path === path || e.path.startsWith(`${path}.`))?.message;
+
+  return (
+    <Dialog title={`Risk guards of ${props.accountName}`} onClose={props.onClose}>
+      <form
+        noValidate
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const values = {} as Record<LimitKey, number | null>;
+          const bad: Partial<Record<LimitKey, string>> = {};
+          for (const [key, , money] of LIMITS) {
+            const v = limitValue(limits[key], money);
+            if (v === 'invalid') bad[key] = money ? 'an amount in dollars, such as 1000 or 1000.50 (or empty: no limit)' : 'a whole number of contracts (or empty: no limit)';
+            else values[key] = v;
+          }
+          setInvalid(bad);
+          if (Object.keys(bad).length) return;
+          const roots = products
+            .split(/[\s,]+/)
+            .map((p) => p.trim().toUpperCase())
+            .filter(Boolean);
+          // PUT replaces every guard: the trading windows (set through the API) are sent back as they are.
+          const body: AccountGuards = {
+            ...values,
+            allowedProducts: roots.length ? roots : null,
+            direction,
+            noPyramiding,
+            flatOnly,
+            webhookFlatOnly,
+            tradingWindows: g.tradingWindows,
+          };
+          const saved = await action.run(() => api('PUT', `/accounts/${encodeURIComponent(props.accountId)}/guards`, body));
+          if (saved) await props.onSaved();
+        }}
+      >
+        <p class="muted small">Empty means no limit. Guards refuse entries before they reach the broker; exits, cancels and flatten always go through.</p>
+        <div class="field-row">
+          {LIMITS.map(([key, label]) => (
+            <Field key={key} label={label} id={`guard-${key}`} error={invalid[key] ?? err(key)}>
+              <input id={`guard-${key}`} inputMode={key.startsWith('daily') ? 'decimal' : 'numeric'} value={limits[key]} onInput={(e) => setLimits({ ...limits, [key]: e.currentTarget.value })} />
+            </Field>
+          ))}
+        </div>
+        <div class="field-row">
+          <Field label="Only these products" id="guard-products" hint="roots such as ES, MES, NQ; empty: any" error={err('allowedProducts')}>
+            <input id="guard-products" value={products} maxLength={200} onInput={(e) => setProducts(e.currentTarget.value)} />
+          </Field>
+          <Field label="Direction" id="guard-direction" error={err('direction')}>
+            <select id="guard-direction" value={direction} onChange={(e) => setDirection(e.currentTarget.value as AccountGuards['direction'])}>
+              {Object.entries(DIRECTION).map(([value, label]) => (
+                <option key={value} value={value}>
+                  {label}
+                </option>
+              ))}
+            </select>
+          </Field>
+        </div>
+        <label class="check">
+          <input type="checkbox" checked={noPyramiding} onChange={(e) => setNoPyramiding(e.currentTarget.checked)} /> No pyramiding (never add to a position)
+        </label>
+        <label class="check">
+          <input type="checkbox" checked={flatOnly} onChange={(e) => setFlatOnly(e.currentTarget.checked)} /> Entries only when flat
+        </label>
+        <label class="check">
+          <input type="checkbox" checked={webhookFlatOnly} onChange={(e) => setWebhookFlatOnly(e.currentTarget.checked)} /> Alerts only when flat
+        </label>
+        {g.tradingWindows && <p class="muted small">Trading windows ({g.tradingWindows.timeZone}) are kept as they are; change them through the API.</p>}
+        <ErrorBox error={action.error && action.error.errors.length === 0 ? action.error : undefined} title="Not saved" />
+        <div class="dialog-actions">
+          <button type="button" class="btn secondary" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="btn primary" disabled={action.busy}>
+            {action.busy ? 'Saving…' : 'Save guards'}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
