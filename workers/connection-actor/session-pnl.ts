@@ -48,6 +48,12 @@ export class SessionPnl {
   private readonly quoted = new Set<number>();
   private readonly holders = new Map<number, Set<string>>();
   private readonly seen = new Set<string>();
+  /**
+   * Pairs whose contract the mirror does not hold yet, by contract: a resync snapshot carries no
+   * contracts (they are asked for after it), and a pair valued then would count $0 for good.
+   * Counted once the contract arrives.
+   */
+  private readonly unvalued = new Map<number, { pair: Entity; live: boolean }[]>();
 
   constructor(
     private readonly mirror: Mirror,
@@ -141,9 +147,13 @@ export class SessionPnl {
         // Until a quote arrives, the latest fill is the best price there is.
         if (!this.quoted.has(Number(e.contractId))) this.setMark(Number(e.contractId), Number(e.price));
         return;
-      case 'contract':
+      case 'contract': {
+        const waiting = this.unvalued.get(e.id);
+        this.unvalued.delete(e.id);
+        for (const w of waiting ?? []) this.pair(w.pair, w.live);
         for (const accountId of this.holders.get(e.id) ?? []) this.revalue(accountId, e.id);
         return;
+      }
     }
   }
 
@@ -169,8 +179,14 @@ export class SessionPnl {
     const position = this.mirror.get('position', Number(pair.positionId));
     if (!position) return;
     if (!live && !this.inDay(pair.buyFillId, pair.sellFillId)) return;
-    this.seen.add(key);
     const contractId = Number(position.contractId);
+    if (!this.mirror.get('contract', contractId)) {
+      let waiting = this.unvalued.get(contractId);
+      if (!waiting) this.unvalued.set(contractId, (waiting = []));
+      waiting.push({ pair, live });
+      return;
+    }
+    this.seen.add(key);
     const realized = (Number(pair.sellPrice) - Number(pair.buyPrice)) * Number(pair.qty ?? 0) * this.pointValue(contractId);
     const accountId = String(position.accountId);
     this.account(accountId).realized += realized;
@@ -208,6 +224,7 @@ export class SessionPnl {
     this.accounts.clear();
     this.holders.clear();
     this.seen.clear();
+    this.unvalued.clear();
     for (const p of latestPositions(this.mirror)) this.position(p);
     for (const pair of this.mirror.all('fillPair')) this.pair(pair, false);
     for (const fee of this.mirror.all('fillFee')) this.fee(fee, false);

@@ -108,6 +108,32 @@ describe('SessionPnl', () => {
     expect(of().open).toBe(400);
   });
 
+  it('a resync whose snapshot carries no contracts (they come after it) counts the day’s realized P&L once they arrive, not $0', () => {
+    const mirror = new Mirror();
+    const pnl = new SessionPnl(mirror, () => NOW, () => undefined);
+    // The day so far: -$500, then a reconnect: the snapshot replaces the mirror without contracts.
+    mirror.replace({
+      orders: [{ id: 10, accountId: A, contractId: ES }],
+      positions: [{ id: 20, accountId: A, contractId: ES, netPos: 0 }],
+      fills: [
+        { id: 30, orderId: 10, contractId: ES, qty: 1, timestamp: at(DAY.start + 60_000) },
+        { id: 31, orderId: 10, contractId: ES, qty: 1, timestamp: at(DAY.start + 120_000) },
+      ],
+      fillPairs: [{ id: 40, positionId: 20, buyFillId: 30, sellFillId: 31, qty: 1, buyPrice: 5000, sellPrice: 4990 }],
+    });
+    // A live pair of the same contract before its contract arrives waits too.
+    mirror.apply('fill', 'Created', { id: 32, orderId: 10, contractId: ES, qty: 1, timestamp: at(NOW) });
+    mirror.apply('fill', 'Created', { id: 33, orderId: 10, contractId: ES, qty: 1, timestamp: at(NOW) });
+    mirror.apply('fillPair', 'Created', { id: 41, positionId: 20, buyFillId: 32, sellFillId: 33, qty: 1, buyPrice: 4990, sellPrice: 4985 });
+    mirror.apply('fillPair', 'Updated', { id: 41, positionId: 20, buyFillId: 32, sellFillId: 33, qty: 1, buyPrice: 4990, sellPrice: 4985 });
+    expect(pnl.of(String(A)).realized).toBe(0);
+    mirror.apply('contract', 'Created', { id: ES, name: 'ESZ6' });
+    expect(pnl.of(String(A)).realized).toBe(-750);
+    // Once, however often the contract comes again.
+    mirror.apply('contract', 'Updated', { id: ES, name: 'ESZ6' });
+    expect(pnl.of(String(A)).realized).toBe(-750);
+  });
+
   it('a price that is not a number leaves the mark as it was', () => {
     const { mirror, pnl, of } = setup();
     mirror.apply('position', 'Created', { id: 20, accountId: A, contractId: ES, netPos: 1, netPrice: 5000 });
