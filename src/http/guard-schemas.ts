@@ -106,7 +106,11 @@ export const lockViewSchema = z.object({
   since: isoTime,
   until: isoTime.nullable().describe('null: until unlocked (kill switch)'),
   detail: z.string(),
-  flattenPending: z.boolean().describe('Kill switch: the flatten it asked for has not run yet (the connection was not CONNECTED); it runs once it is'),
+  flattenPending: z
+    .boolean()
+    .describe(
+      'Kill switch: the flatten it asked for has not run yet (the connection was not CONNECTED; it runs once it is), or ran while an order sent before the lock had no known outcome (broker timeout; it runs again until that order is known)',
+    ),
 });
 
 const guardConfigSchema = guardConfigBodySchema;

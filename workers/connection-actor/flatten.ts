@@ -26,8 +26,24 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
   return onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account));
 }
 
+/**
+ * Placements on the account still waiting for the broker's answer: an entry sent a moment
+ * before the flatten would otherwise be neither cancelled (the mirror has no such order yet)
+ * nor liquidated (not filled yet), and fill after it. Waited for up to settleMs.
+ */
+async function placementsSettled(ctx: ActorContext, accountId: string): Promise<void> {
+  const prefix = `${accountId}|`;
+  const inFlight: Promise<unknown>[] = [];
+  for (const [key, attempt] of ctx.placing) if (key.startsWith(prefix)) inFlight.push(attempt.catch(() => undefined));
+  if (inFlight.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(inFlight), new Promise((r) => (timer = setTimeout(r, ctx.settleMs)))]);
+  clearTimeout(timer);
+}
+
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {
   const t0 = performance.now();
+  await placementsSettled(ctx, req.accountId);
   const only = req.symbolOnly && req.symbol ? req.symbol : undefined;
   const inScope = (symbol: string) => only === undefined || symbol === only;
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));

@@ -165,8 +165,16 @@ export class GuardKeeper {
     if (flattenToo) {
       try {
         result = await flatten(this.ctx, { type: 'flatten', accountId });
-        state.owed = null;
-        this.emit(accountId, 'kill_switch', 'flattened', summary(result), this.settleOwed(state));
+        if (this.ctx.unknown.pendingFor(accountId) > 0) {
+          // An order sent before the lock whose outcome is unknown (broker timeout) may still
+          // fill: the flatten stays owed, and runs again every tick until no such order is left.
+          state.owed = { guard: 'kill_switch', detail };
+          if (state.lock?.guard === 'kill_switch' && !state.lock.flattenOwed) state.lock = { ...state.lock, flattenOwed: true };
+          this.emit(accountId, 'kill_switch', 'flattened', `${summary(result)}; ${UNKNOWN_PENDING}`, state.lock);
+        } else {
+          state.owed = null;
+          this.emit(accountId, 'kill_switch', 'flattened', summary(result), this.settleOwed(state));
+        }
       } catch (err) {
         if (err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'ACCOUNT_INACTIVE')) throw err;
         // The lock holds; the flatten is owed (on the stored lock too, so a restarted actor still
@@ -302,6 +310,11 @@ export class GuardKeeper {
     state.flattening = true;
     flatten(this.ctx, { type: 'flatten', accountId })
       .then((result) => {
+        if (this.ctx.unknown.pendingFor(accountId) > 0) {
+          // Still owed (see lock): said once, done for good when the last unknown order is known.
+          if (firstTry) this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}; ${UNKNOWN_PENDING}`);
+          return;
+        }
         state.owed = null;
         this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}`, this.settleOwed(state));
       })
@@ -387,6 +400,9 @@ function owedFlattenMessage(err: unknown): string {
   }
   return `${message}; the lock holds, and the flatten is retried until it goes through`;
 }
+
+/** Why a flatten that went through is still owed. */
+const UNKNOWN_PENDING = 'an order sent before it has no known outcome yet (broker timeout): flattening again once it is known';
 
 function summary(r: FlattenResult): string {
   const closed = r.positions.map((p) => `${p.symbol} ${p.status}${p.status === 'liquidated' ? ` (${p.closedQty})` : ''}`);

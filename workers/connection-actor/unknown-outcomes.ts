@@ -80,6 +80,14 @@ export class UnknownOutcomes {
     return this.entries.size;
   }
 
+  /** Open entries of one account: orders that may yet reach the broker and its position. */
+  pendingFor(accountId: string): number {
+    if (this.entries.size === 0) return 0;
+    let n = 0;
+    for (const e of this.entries.values()) if (e.accountId === accountId) n++;
+    return n;
+  }
+
   /** Whether the key's outcome is unknown. */
   has(key: string): boolean {
     return this.entries.size > 0 && this.entries.has(key);

@@ -70,6 +70,22 @@ describe('flatten', () => {
     expect(ctx.model.positions(ACCOUNT)).toEqual([]);
   });
 
+  it('waits for an entry still on its way to the broker: it is cancelled or closed, not left to fill after the flatten', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.hold('order/placeorder');
+    const entry = placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
+    await held.reached;
+    const flattening = flatten(ctx, request());
+    // The broker answers the entry (filled) only once the flatten has started.
+    await new Promise((r) => setTimeout(r, 5));
+    held.release();
+    const placed = await entry;
+    broker.fill(Number(placed.order.orderId), 1, 5000);
+    const r = await flattening;
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
+    expect(ctx.model.positions(ACCOUNT)).toEqual([]);
+  });
+
   it('reports a liquidation the broker refused as failed, with its reason', async () => {
     const { broker, ctx } = fakeActorContext();
     const held = broker.addOrder({ qty: 1 });

@@ -217,6 +217,30 @@ describe('kill switch', () => {
     expect(guardEvents().at(-1)).toMatchObject({ guard: 'kill_switch', action: 'unlocked', detail: 'unlocked', lock: null });
   });
 
+  it('an order whose outcome is unknown (broker timeout) when the kill switch flattens: the flatten stays owed, and closes its position once it fills', async () => {
+    const { broker, ctx, keeper, clock, guardEvents, settle } = setup(null);
+    const late = broker.timeOut('order/placeorder');
+    const req = newOrder({ orderType: 'market', price: null });
+    expect((await rejected(placeOrder(ctx, req))).code).toBe('BROKER_TIMEOUT');
+    const r = await keeper.lock(ACCOUNT, true, 'stop');
+    expect(r.flatten).toMatchObject({ positions: [] });
+    expect(r.status.lock).toMatchObject({ guard: 'kill_switch', flattenOwed: true });
+    expect(guardEvents().at(-1)!.detail).toContain('no known outcome yet');
+    // The broker carries the order out late, and it fills: the next tick's flatten closes it.
+    late.execute();
+    late.answer();
+    const id = Number(ctx.model.findByClOrdId(ACCOUNT, req.clOrdId)!.id);
+    broker.fill(id, 1, 5000);
+    expect(ctx.model.positions(ACCOUNT)).toHaveLength(1);
+    clock.now += 1000;
+    keeper.tick();
+    await vi.waitFor(() => expect(ctx.model.positions(ACCOUNT)).toEqual([]));
+    await settle();
+    expect(keeper.status(ACCOUNT).lock).toMatchObject({ guard: 'kill_switch' });
+    expect(keeper.status(ACCOUNT).lock?.flattenOwed).toBeUndefined();
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'stop: cancelled 0 orders, ESZ6 liquidated (1)' });
+  });
+
   it('without a reason the lock says “kill switch”; locking again keeps the first lock and reports nothing new', async () => {
     const { keeper, clock, guardEvents } = setup(null);
     await keeper.lock(ACCOUNT, false);
