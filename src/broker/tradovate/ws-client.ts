@@ -217,7 +217,7 @@ export class TradovateSocket {
       clearTimeout(p.timer);
       if (p.late) p.late({ status: m.status, data: m.data });
       else if (m.status === 200) p.resolve(m.data);
-      else p.reject(m.status === 429 ? new AppError('BROKER_UNAVAILABLE', 'broker rate limit (429)', {}, 3600) : new BrokerStatusError(m.status, m.data));
+      else p.reject(m.status === 429 ? new AppError('BROKER_UNAVAILABLE', 'broker rate limit (429): Tradovate locks the user out for an hour, and requests meanwhile extend it', {}, 3600) : new BrokerStatusError(m.status, m.data));
       // A 401 on a live socket means the token died: the session is useless from here on.
       if (m.status === 401) this.shutdown('unauthorized', typeof m.data === 'string' ? m.data : 'access denied');
     }
@@ -235,7 +235,8 @@ export class TradovateSocket {
         timer: setTimeout(() => {
           if (opts.onLate) this.keepLate(id, p, opts.onLate);
           else this.pending.delete(id);
-          reject(new AppError('BROKER_TIMEOUT', `broker did not answer ${endpoint} within ${timeoutMs} ms`));
+          const outcome = opts.onLate ? '; the broker may still carry it out: retry with the same Idempotency-Key, never as a new request' : '';
+          reject(new AppError('BROKER_TIMEOUT', `broker did not answer ${endpoint} within ${timeoutMs} ms${outcome}`));
         }, timeoutMs),
       };
       this.pending.set(id, p);
