@@ -26,11 +26,27 @@ export function webhookAccount(deps: RouteDeps, userId: string, accountId: strin
   throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
 }
 
-/** The dedupe key of an alert: its `id` field. */
-function alertId(body: WebhookPayloadBody | undefined): string | undefined {
+/**
+ * The dedupe key of an alert: its `id` field. An `id` given but unusable is refused, never
+ * dropped: an empty one (its template's placeholder came out empty) or a non-text one would
+ * quietly turn deduplication off, and one that still holds a TradingView placeholder
+ * (`{{strategy.order.id}}` in an indicator alert, where TradingView leaves it as is) is the same
+ * in every alert, so every alert after the first would be answered as a repeat and not traded.
+ */
+export function alertId(body: WebhookPayloadBody | undefined): string | undefined {
   const id = body?.id;
+  if (id === undefined || id === null) return undefined;
   if (typeof id === 'number' && Number.isFinite(id)) return String(id);
-  return typeof id === 'string' && id !== '' ? id : undefined;
+  if (typeof id !== 'string') throw new AppError('INVALID_IDEMPOTENCY_KEY', 'id must be text or a number (the alert’s dedupe key), or left out');
+  // Empty after trimming: refused by the key's own rule (1 to 255 characters).
+  if (id.trim() === '') return '';
+  if (/\{\{[^{}]*\}\}/.test(id)) {
+    throw new AppError(
+      'INVALID_IDEMPOTENCY_KEY',
+      `id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' still holds a TradingView placeholder ({{…}}): it would be the same in every alert, so every alert after the first would be taken for a repeat and not traded. Use placeholders this alert fills (a strategy alert fills {{strategy.order.id}}), or leave id out`,
+    );
+  }
+  return id;
 }
 
 /** The receiver route. */

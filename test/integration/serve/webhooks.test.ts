@@ -138,6 +138,21 @@ describe('webhook alerts', () => {
     expect(orders).toHaveLength(1);
   });
 
+  it('refuses an id that would not dedupe as meant, placing nothing: still a TradingView placeholder (the same in every alert), empty, or not text', async () => {
+    const before = (await simState(s)).orders.length;
+    // An indicator alert leaves {{strategy.order.id}} as it is: every alert would carry one id.
+    const unfilled = await alert({ action: 'buy', symbol: 'ES', qty: 1, id: '{{strategy.order.id}}-2026-11-26T17:00:00Z' });
+    expect(unfilled.status, unfilled.text).toBe(400);
+    expect(unfilled.json).toMatchObject({ code: 'INVALID_IDEMPOTENCY_KEY' });
+    expect(unfilled.json.detail).toContain('still holds a TradingView placeholder');
+    for (const [id, code] of [['', 'INVALID_IDEMPOTENCY_KEY'], ['   ', 'INVALID_IDEMPOTENCY_KEY'], [{ n: 1 }, 'VALIDATION_FAILED'], [true, 'VALIDATION_FAILED']] as const) {
+      const r = await alert({ action: 'buy', symbol: 'ES', qty: 1, id });
+      expect(r.status, `${JSON.stringify(id)}: ${r.text}`).toBe(400);
+      expect(r.json.code).toBe(code);
+    }
+    expect((await simState(s)).orders.length).toBe(before);
+  });
+
   it('dedupes per token: one alert id on three tokens (two accounts, and two tokens on one account) places three orders, each replayed on its own token', async () => {
     // One strategy copied to several accounts: a TradingView alert per token, the same message
     // (the template's id is `{{strategy.order.id}}-{{timenow}}`), so the same id on every token.
