@@ -44,7 +44,10 @@ export class OrderModel {
     private readonly pagesChanged: (version: number) => void = () => {},
   ) {
     mirror.onChange((change) => {
-      if (change.eventType === 'Snapshot') this.reindexLive();
+      if (change.eventType === 'Snapshot') {
+        this.reindexLive();
+        this.fileReplacedLegs();
+      }
       else if (change.entityType === 'order' && change.entity) this.track(change.entity, change.eventType === 'Deleted');
       // A record reads its versions, fills, reports, legs and contract: any of these may
       // change it, so every serialized page is dropped (reads recompute on demand).
@@ -73,6 +76,42 @@ export class OrderModel {
   private reindexLive(): void {
     this.live.clear();
     for (const o of this.mirror.all('order')) this.track(o, false);
+  }
+
+  /**
+   * A re-placed bracket leg (clOrdId `rp-<id of the leg it replaced>`, cancel.ts) is filed by a
+   * note of this actor's; after a restart the note is gone. After every snapshot, each such
+   * order without a note is filed as the leg it replaced (that leg's role, bracket, symbol and
+   * client id; that leg may be a re-placed one itself, so oldest first), or, with that leg gone
+   * from the mirror, by its own type (a limit takes the profit, a stop stops the loss). Filed as
+   * a plain order instead, it escapes the sweep that cancels legs once their position is flat,
+   * and would open a new, unprotected position when it fired.
+   */
+  private fileReplacedLegs(): void {
+    const replaced: { id: number; replacing: number }[] = [];
+    const seen = new Set<number>();
+    const consider = (orderId: number, clOrdId: unknown) => {
+      if (typeof clOrdId !== 'string' || !clOrdId.startsWith('rp-') || seen.has(orderId) || this.notes.has(orderId)) return;
+      const replacing = Number(clOrdId.slice(3));
+      if (!Number.isSafeInteger(replacing)) return;
+      seen.add(orderId);
+      replaced.push({ id: orderId, replacing });
+    };
+    for (const cmd of this.mirror.all('command')) consider(Number(cmd.orderId), cmd.clOrdId);
+    for (const o of this.mirror.all('order')) consider(o.id, o.clOrdId);
+    replaced.sort((a, b) => a.id - b.id);
+    for (const { id, replacing } of replaced) {
+      const self = this.record(id);
+      if (!self) continue;
+      const old = this.record(replacing);
+      const role = old?.role === 'take_profit' || old?.role === 'stop_loss' ? old.role : self.type === 'limit' ? 'take_profit' : 'stop_loss';
+      const bracketId = old?.bracketId ?? null;
+      this.notes.set(id, { role, bracketId, requestedSymbol: old?.requestedSymbol ?? null, clientOrderId: old?.clientOrderId ?? null });
+      if (bracketId !== null) {
+        const entry = Number(bracketId);
+        this.notes.set(entry, Object.assign({}, this.notes.get(entry), { legs: { takeProfit: role === 'take_profit' ? String(id) : null, stopLoss: role === 'stop_loss' ? String(id) : null } }));
+      }
+    }
   }
 
   /** Merges what tradegate knows about an order it placed. */

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
 import { cancelOrder, resumeOwedLegs } from '../../../../workers/connection-actor/cancel.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
+import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
+import { OrderModel } from '../../../../workers/connection-actor/order-model.js';
 import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 import { rejected } from '../../../support/errors.js';
 
@@ -64,6 +66,30 @@ describe('cancelOrder', () => {
     const working = ctx.model.workingOrders(ACCOUNT);
     expect(working).toEqual([expect.objectContaining({ orderId: r.replaced!.newOrderId, role: 'stop_loss', bracketId: b.entry })]);
     expect(ctx.model.record(Number(b.entry))!.legs).toEqual({ takeProfit: null, stopLoss: r.replaced!.newOrderId });
+  });
+
+  it('a re-placed leg stays a leg of its bracket after a restart (a new actor reads it from the snapshot), so the sweep of a flat position covers it', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    const r = await cancelOrder(ctx, cancel(b.tp));
+    const newId = r.replaced!.newOrderId;
+    // What a restarted actor gets: the broker's entities in a snapshot, none of the old actor's notes.
+    const restarted = (without: number[] = []) => {
+      const mirror = new Mirror();
+      const model = new OrderModel(mirror, broker.spec);
+      const snapshot: Record<string, unknown[]> = {};
+      for (const [plural, type] of [['accounts', 'account'], ['contracts', 'contract'], ['positions', 'position'], ['orders', 'order'], ['orderVersions', 'orderVersion'], ['commands', 'command'], ['fills', 'fill'], ['orderStrategies', 'orderStrategy'], ['orderStrategyLinks', 'orderStrategyLink']] as const) {
+        snapshot[plural] = ctx.mirror.all(type).filter((e) => !(type === 'order' && without.includes(e.id)));
+      }
+      mirror.replace(snapshot);
+      return model;
+    };
+    const model = restarted();
+    expect(model.workingOrders(ACCOUNT)).toEqual([expect.objectContaining({ orderId: newId, role: 'stop_loss', bracketId: b.entry })]);
+    expect(model.record(Number(b.entry))!.legs).toEqual({ takeProfit: null, stopLoss: newId });
+    // The leg it replaced gone from the broker's history: its type says what it is.
+    expect(restarted([Number(b.sl)]).workingOrders(ACCOUNT)).toEqual([expect.objectContaining({ orderId: newId, role: 'stop_loss' })]);
   });
 
   it('cancels a lingering sibling itself when the broker has no OCO, then re-places it', async () => {
