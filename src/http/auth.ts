@@ -76,6 +76,12 @@ export interface RemoteClient {
 /** Authenticates requests against the store; owns the per-IP failed-auth limiter. */
 export class Authenticator {
   readonly failures = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
+  /**
+   * Bodies refused on public routes, per address, apart from `failures`: bad keys from an
+   * address (a shared NAT or proxy, or a stale tab) must not lock that address out of signing
+   * in, which session-auth throttles with counters of its own (per address and per name).
+   */
+  readonly refusedBodies = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
   /** When each credential's use was last recorded, by id (keys and webhook tokens apart). */
   private readonly touched = { key: new Map<string, number>(), webhook: new Map<string, number>() };
 
@@ -166,20 +172,20 @@ export class Authenticator {
 
   /**
    * A public route (sign-in): refused with 429, before its body is read, while the address is
-   * over its failures (bad keys, and bodies refused on public routes: noteRefusedBody).
+   * over its bodies refused on public routes (noteRefusedBody); bad keys do not count here.
    */
   private anonymous(ip: string): undefined {
-    const blocked = this.failures.isExhausted(ip, this.clock());
+    const blocked = this.refusedBodies.isExhausted(ip, this.clock());
     if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed requests from this address', {}, blocked.retryAfterSeconds);
     return undefined;
   }
 
   /**
-   * A public route refused the body (400, 415): counted against the address like a failed
-   * authentication, so a client cannot make the front validate junk without a credential, unbounded.
+   * A public route refused the body (400, 415): counted against the address, so a client cannot
+   * make the front validate junk without a credential, unbounded.
    */
   noteRefusedBody(ip: string): void {
-    this.failures.hit(ip, this.clock());
+    this.refusedBodies.hit(ip, this.clock());
   }
 
   private fail(ip: string, now: number, err: AppError): AppError {
@@ -212,6 +218,7 @@ export class Authenticator {
   /** Drops idle state (called periodically by the server). */
   sweep(now: number): void {
     this.failures.sweep(now);
+    this.refusedBodies.sweep(now);
     for (const touched of [this.touched.key, this.touched.webhook]) for (const [id, at] of touched) if (now - at >= TOUCH_EVERY_MS) touched.delete(id);
   }
 }

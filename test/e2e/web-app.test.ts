@@ -545,6 +545,36 @@ describe('the web app', () => {
     }
   }, 90_000);
 
+  it('a tab whose session ended elsewhere learns it from its health stream: it shows the sign-in page and stops reopening the stream', async () => {
+    await signedIn();
+    // Settings polls nothing: only the health stream can notice.
+    await page.goto(`${s.url}/settings`);
+    await page.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
+    const cookie = (await context.cookies()).find((c) => c.name === 'tg_session')!;
+    const headers = { cookie: `tg_session=${cookie.value}` };
+    const who = await http(s.url, 'GET', '/api/v1/session', { headers });
+    const opens: number[] = [];
+    const onRequest = (r: { url(): string }) => {
+      if (r.url().includes('/connection-health/stream')) opens.push(Date.now());
+    };
+    page.on('request', onRequest);
+    try {
+      const out = await http(s.url, 'DELETE', '/api/v1/session', { headers: { ...headers, 'x-csrf-token': who.json.csrfToken } });
+      expect(out.status, out.text).toBe(204);
+      await signInHeading().waitFor({ timeout: 15_000 });
+      // Before: a refused stream was reopened every 5 s for as long as the tab stayed open, each a failed sign-in of the address.
+      const shown = opens.length;
+      await new Promise((r) => setTimeout(r, 11_000));
+      expect(opens.length).toBe(shown);
+    } finally {
+      page.off('request', onRequest);
+    }
+    await page.getByLabel('User name').fill(s.login.name);
+    await page.getByLabel('Password').fill(s.login.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  }, 60_000);
+
   it('signs out: the session ends on the server, not just in the page', async () => {
     await signedIn();
     const cookie = (await context.cookies()).find((c) => c.name === 'tg_session')!;

@@ -5,6 +5,7 @@
  * good, so we reopen it ourselves a little later.
  */
 import { signal } from '@preact/signals';
+import { api, ApiError, sessionLost } from './api';
 import type { ConnectionStatus, HealthMessage } from './types';
 
 export interface StatusChange {
@@ -77,11 +78,31 @@ export function startHealthStream(): void {
     if (es.readyState === EventSource.CLOSED) {
       stopHealthStream();
       streamState.value = 'down';
-      reopen = setTimeout(startHealthStream, REOPEN_MS);
+      void reopenUnlessSignedOut();
     } else {
       streamState.value = 'connecting';
     }
   };
+}
+
+/**
+ * A refused open does not say why. Reopening blindly after the session ended would count a
+ * failed authentication against this address every few seconds (in every open tab) until the
+ * server refuses the address altogether: ask once whether the session still holds, and when
+ * it does not, stop here and say so (sessionLost: the app shows the sign-in page).
+ */
+async function reopenUnlessSignedOut(): Promise<void> {
+  try {
+    await api('GET', '/session');
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      sessionLost.value++;
+      return;
+    }
+  }
+  if (source) return;
+  clearTimeout(reopen);
+  reopen = setTimeout(startHealthStream, REOPEN_MS);
 }
 
 /** Closes the stream (sign-out). */

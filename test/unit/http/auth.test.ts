@@ -100,8 +100,20 @@ describe('Authenticator', () => {
     expect(codeOf(() => auth.authenticate('read', { 'x-api-key': 'tgk_aaa_rw' }, {}, at('7.7.7.7')))).toBe('ok');
     // Webhooks share TradingView's few source addresses: never blocked, never counted.
     expect(codeOf(() => auth.authenticate('webhook', {}, { token: 'whk_t_ok' }, at('6.6.6.6')))).toBe('ok');
+    // Nor is signing in (a public route; session-auth throttles passwords with its own counters):
+    // bad keys from a shared address, or a stale tab, must not lock its people out of the web app.
+    expect(codeOf(() => auth.authenticate('none', {}, {}, at('6.6.6.6')))).toBe('ok');
     now.t = 60_000;
     expect(codeOf(() => auth.authenticate('read', { 'x-api-key': 'bad' }, {}, at('6.6.6.6')))).toBe('UNAUTHENTICATED');
+  });
+
+  it(`public routes are refused with 429 after ${FAILED_AUTH_PER_MIN} bodies refused there in a minute (junk without a credential is bounded)`, () => {
+    const { auth, now } = setup();
+    for (let i = 0; i < FAILED_AUTH_PER_MIN; i++) auth.noteRefusedBody('6.6.6.6');
+    expect(codeOf(() => auth.authenticate('none', {}, {}, at('6.6.6.6')))).toBe('RATE_LIMITED');
+    expect(codeOf(() => auth.authenticate('none', {}, {}, at('7.7.7.7')))).toBe('ok');
+    now.t = 60_000;
+    expect(codeOf(() => auth.authenticate('none', {}, {}, at('6.6.6.6')))).toBe('ok');
   });
 
   it('records key use at most once a minute', () => {
