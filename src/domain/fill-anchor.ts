@@ -139,6 +139,26 @@ export function checkLegsFromFill(e: EntryPrices, legs: readonly OffsetLeg[], ti
   return { anchor, errors };
 }
 
+/**
+ * A bracket at fixed prices against where the entry really fills (the market's `last` known):
+ * a buy's take-profit must lie above the expected fill and its stop-loss below it, mirrored for
+ * a sell. The plan checks them against the price the order names; a market order names none,
+ * and a buy limit above the market fills at the market. A leg on the wrong side of the fill
+ * would fill as soon as it is placed, closing the position as it opens.
+ */
+export function checkFixedLegsFromFill(e: EntryPrices, legs: { takeProfit?: BracketLeg | null; stopLoss?: BracketLeg | null }, last: number): { path: string; message: string }[] {
+  const fill = expectedFill(e, last);
+  const buy = e.side === 'buy';
+  const named = e.orderType === 'market' ? '' : ` at ${e.orderType === 'stop' ? e.stopPrice : e.price}`;
+  const basis = `the expected fill ${fill} (${e.side} ${e.orderType.replace('_', '-')}${named}, last price ${last})`;
+  const errors: { path: string; message: string }[] = [];
+  const tp = legs.takeProfit && 'price' in legs.takeProfit ? legs.takeProfit.price : null;
+  const sl = legs.stopLoss && 'price' in legs.stopLoss ? legs.stopLoss.price : null;
+  if (tp !== null && (buy ? tp <= fill : tp >= fill)) errors.push({ path: 'takeProfit.price', message: `${tp} must be ${buy ? 'above' : 'below'} ${basis}: it would fill at once` });
+  if (sl !== null && (buy ? sl >= fill : sl <= fill)) errors.push({ path: 'stopLoss.price', message: `${sl} must be ${buy ? 'below' : 'above'} ${basis}: it would fill at once` });
+  return errors;
+}
+
 /** The legs a relative or mixed bracket sends as offsets, or none when no leg is an offset (an OSO at fixed prices). */
 export function offsetLegs(legs: { takeProfit?: BracketLeg | null; stopLoss?: BracketLeg | null }, offsetOf: (leg: BracketLeg) => number, tickSize: number): OffsetLeg[] {
   const given = (['takeProfit', 'stopLoss'] as const).flatMap((name) => (legs[name] ? [[name, legs[name]] as const] : []));

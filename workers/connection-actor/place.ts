@@ -16,7 +16,7 @@ import type { Hold } from './exposure.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
 import { contractName, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
-import { checkLegsFromFill, offsetLegs } from '../../src/domain/fill-anchor.js';
+import { checkFixedLegsFromFill, checkLegsFromFill, offsetLegs } from '../../src/domain/fill-anchor.js';
 import { priceBand } from '../../src/domain/order-plan.js';
 import { contractRoot } from '../../src/domain/symbols.js';
 import type { PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
@@ -34,8 +34,9 @@ function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): n
 }
 
 /**
- * Refuses (PRICE_OUT_OF_RANGE) a bracket whose offset legs would land outside the band, or at
- * or below zero, from where the entry really fills: the broker hangs them from the fill, not
+ * Refuses a bracket at fixed prices with a leg on the wrong side of where the entry really
+ * fills (VALIDATION_FAILED), and (PRICE_OUT_OF_RANGE) one whose offset legs would land outside
+ * the band, or at or below zero, from where the entry really fills: the broker hangs them from the fill, not
  * from the price the order names. The market's last price comes from the quote feed; without
  * one, a leg below the fill must stay above zero from the lowest fill the entry allows.
  */
@@ -43,10 +44,17 @@ async function checkOffsetLegs(ctx: ActorContext, req: PlaceOrderRequest): Promi
   const product = contractRoot(req.symbol);
   if (!product) return;
   const legs = offsetLegs(req, (leg) => offsetOf(req, leg)!, product.tickSize);
-  if (legs.length === 0) return;
-  const band = req.priceBand ?? priceBand(product.referencePrice, product.tickSize, PRICE_BAND_FACTOR);
+  const fixed = legs.length === 0 && (req.takeProfit != null || req.stopLoss != null);
+  if (legs.length === 0 && !fixed) return;
   const contract = ctx.mirror.all('contract').find((c) => c.name === req.symbol);
   const last = contract && ctx.market ? ((await ctx.market.lastPrice(contract.id)) ?? null) : null;
+  if (fixed) {
+    // A bracket at fixed prices (sent as an OSO): each leg must lie on its side of the fill.
+    const errors = last === null ? [] : checkFixedLegsFromFill(req, req, last);
+    if (errors.length) throw new AppError('VALIDATION_FAILED', errors.map((e) => `${e.path}: ${e.message}`).join('; '), { errors });
+    return;
+  }
+  const band = req.priceBand ?? priceBand(product.referencePrice, product.tickSize, PRICE_BAND_FACTOR);
   const { anchor, errors } = checkLegsFromFill(req, legs, product.tickSize, band, req.symbol, last);
   if (errors.length === 0) return;
   const detail = errors.map((e) => `${e.path}: ${e.message}`).join('; ');

@@ -70,6 +70,17 @@ describe('tick-offset legs hang from the real fill', () => {
     }
   });
 
+  it('a bracket at fixed prices is checked against where the entry fills: a market buy’s stop above the market is refused, nothing sent', async () => {
+    const before = await brokerOrders();
+    const r = await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'market', stopLoss: { price: 5010 }, takeProfit: { price: 5020 } });
+    expect(r.status, r.text).toBe(400);
+    expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'stopLoss.price', message: expect.stringContaining('must be below the expected fill 5000') }] });
+    // The same through a buy limit above the market: it fills at the market, under its stop.
+    const limit = await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 5010, stopLoss: { price: 5005 }, takeProfit: { price: 5020 } });
+    expect(limit.status, limit.text).toBe(400);
+    expect(await brokerOrders()).toBe(before);
+  });
+
   it('a buy limit above the market with a sane stop is placed, and its stop rests from the fill', async () => {
     const r = await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 20000, stopLoss: { ticks: 20 } });
     expect(r.status, r.text).toBe(201);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkLegsFromFill, expectedFill, lowestFill, offsetLegs, type EntryPrices, type OffsetLeg } from '../../../src/domain/fill-anchor.js';
+import { checkFixedLegsFromFill, checkLegsFromFill, expectedFill, lowestFill, offsetLegs, type EntryPrices, type OffsetLeg } from '../../../src/domain/fill-anchor.js';
 import { priceBand } from '../../../src/domain/order-plan.js';
 
 const ES = { tick: 0.25, band: priceBand(5000, 0.25, 5) };
@@ -98,5 +98,20 @@ describe('checkLegsFromFill', () => {
         expect(landed).toBeLessThanOrEqual(ES.band.max);
       }),
     );
+  });
+  it('fixed-price legs must lie on their side of where the entry really fills, not only of the price it names', () => {
+    // A market buy at last 5000: a stop at 5010 would fill at once.
+    expect(checkFixedLegsFromFill({ side: 'buy', orderType: 'market' }, { stopLoss: { price: 5010 }, takeProfit: { price: 5020 } }, 5000)).toEqual([
+      { path: 'stopLoss.price', message: '5010 must be below the expected fill 5000 (buy market, last price 5000): it would fill at once' },
+    ]);
+    // A buy limit above the market fills at the market (5000): a stop under its limit but over the fill fills at once.
+    expect(checkFixedLegsFromFill({ side: 'buy', orderType: 'limit', price: 5010 }, { takeProfit: { price: 5012 }, stopLoss: { price: 5005 } }, 5000)).toEqual([
+      { path: 'stopLoss.price', message: '5005 must be below the expected fill 5000 (buy limit at 5010, last price 5000): it would fill at once' },
+    ]);
+    // A sell: mirrored; legs on their sides pass.
+    expect(checkFixedLegsFromFill({ side: 'sell', orderType: 'market' }, { takeProfit: { price: 5001 }, stopLoss: { price: 4999 } }, 5000).map((e) => e.path)).toEqual(['takeProfit.price', 'stopLoss.price']);
+    expect(checkFixedLegsFromFill({ side: 'sell', orderType: 'market' }, { takeProfit: { price: 4990 }, stopLoss: { price: 5010 } }, 5000)).toEqual([]);
+    // Offset legs are not this check's.
+    expect(checkFixedLegsFromFill({ side: 'buy', orderType: 'market' }, { stopLoss: { offsetPoints: 5 } }, 5000)).toEqual([]);
   });
 });
