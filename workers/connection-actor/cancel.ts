@@ -15,7 +15,7 @@
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
-import { isFinal, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
+import { isFinal, linkageOf, rejectReasonOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
 import type { OrderRecord } from '../../src/domain/orders.js';
@@ -57,6 +57,29 @@ function bracketOf(ctx: ActorContext, orderId: number): Bracket | null {
 function num(id: string | null): number | null {
   return id ? Number(id) : null;
 }
+
+/**
+ * A bracket entry sent as an order strategy gets its legs from the broker only once it has
+ * filled completely: its remainder cancelled after a partial fill, the filled part has none. Unless
+ * the broker places them after all (it is given a moment), a bracket-alert says the position is
+ * unprotected: never silent.
+ */
+async function reportLeglessFill(ctx: ActorContext, accountId: string, entry: OrderRecord): Promise<void> {
+  const id = Number(entry.orderId);
+  const legsCame = await ctx.mirror.waitFor(() => {
+    const b = bracketOf(ctx, id);
+    return b && (b.takeProfit !== null || b.stopLoss !== null) ? true : undefined;
+  }, Math.min(ctx.settleMs, LEGS_AFTER_CANCEL_MS));
+  if (legsCame) return;
+  const detail =
+    `entry ${entry.orderId} cancelled after ${entry.filledQty} of ${entry.qty} filled: the ${entry.symbol} position from it has no take-profit or stop-loss ` +
+    '(the broker places a bracket’s legs only once its entry has filled completely); protect or close it';
+  ctx.logger.error({ accountId, orderId: entry.orderId }, 'position unprotected');
+  ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId, orderId: entry.orderId, ts: Date.now(), detail });
+}
+
+/** How long a cancelled strategy entry's legs are waited for before the position is reported unprotected. */
+const LEGS_AFTER_CANCEL_MS = 1000;
 
 /** Sends cancelorder and waits for the order to become final. */
 async function cancelAndWait(ctx: ActorContext, orderId: number): Promise<OrderRecord> {
@@ -183,6 +206,7 @@ export async function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): P
   if (bracket.entryId === entity.id) {
     if (rec.filledQty > 0) {
       const order = await cancelAndWait(ctx, entity.id);
+      if (legIds.length === 0 && strategyWantsLegs(ctx.mirror, entity.id)) await reportLeglessFill(ctx, req.accountId, order);
       return { ...base, order, remainderCancelled: true, brokerMs: since(t0) };
     }
     const order = await cancelAndWait(ctx, entity.id);

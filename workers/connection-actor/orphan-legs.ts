@@ -25,7 +25,7 @@
  * broker or someone else removed) is reported as a bracket-alert, so it is never silent.
  */
 import type { Entity, MirrorChange } from '../../src/broker/tradovate/mirror.js';
-import { contractName, fillsOf, isFinal, linkageOf } from '../../src/broker/tradovate/order-records.js';
+import { contractName, fillsOf, isFinal, linkageOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
@@ -35,6 +35,9 @@ import { resumeOwedLegs } from './cancel.js';
 export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord; cancel: false; qty: number };
 
 const open = (o: OrderRecord) => o.qty - o.filledQty;
+
+/** `legs` of an unprotected position whose bracket entry's legs were never placed. */
+const NEVER_PLACED = 'never placed';
 
 /** Keeps protective legs within the positions they protect. */
 export class OrphanLegs {
@@ -164,7 +167,14 @@ export class OrphanLegs {
       if (!latest) continue;
       const link = linkageOf(this.ctx.mirror, latest);
       const legs = [link.takeProfit, link.stopLoss].filter((id): id is number => id !== null);
-      if (legs.length === 0 || !legs.every((id) => isFinal(this.ctx.mirror, id) && fillsOf(this.ctx.mirror, id).qty === 0)) continue;
+      if (legs.length === 0) {
+        // A bracket entry whose legs the broker never placed: cancelled after a partial fill.
+        if (isFinal(this.ctx.mirror, latest.id) && strategyWantsLegs(this.ctx.mirror, latest.id)) {
+          out.push({ symbol, net, entryId: String(latest.id), legs: NEVER_PLACED });
+        }
+        continue;
+      }
+      if (!legs.every((id) => isFinal(this.ctx.mirror, id) && fillsOf(this.ctx.mirror, id).qty === 0)) continue;
       out.push({ symbol, net, entryId: String(latest.id), legs: legs.map((id) => `${id} ${this.ctx.model.record(id)?.status ?? 'gone'}`).join(', ') });
     }
     return out;
@@ -179,7 +189,7 @@ export class OrphanLegs {
     if (this.ctx.owedLegs.size > 0) await resumeOwedLegs(this.ctx, accountId, this.connectionId);
     if (this.afterSnapshot.delete(Number(accountId))) {
       for (const u of this.unprotected(accountId)) {
-        const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has no protective order: the legs of its bracket (entry ${u.entryId}: ${u.legs}) ended without filling`;
+        const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has no protective order: ${u.legs === NEVER_PLACED ? `its bracket entry ${u.entryId} was cancelled after a partial fill, before the broker placed its legs` : `the legs of its bracket (entry ${u.entryId}: ${u.legs}) ended without filling`}`;
         this.ctx.logger.error({ accountId, symbol: u.symbol, entryId: u.entryId }, 'position unprotected');
         this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: u.entryId, ts: Date.now(), detail });
       }

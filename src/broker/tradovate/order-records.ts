@@ -88,6 +88,22 @@ function strategyOf(mirror: Mirror, orderId: number): number | null {
   return link ? Number(link.orderStrategyId) : null;
 }
 
+/**
+ * Whether the order is the entry of an order strategy that asked for bracket legs (its params'
+ * `brackets`): the broker places those legs only once the entry has filled completely.
+ */
+export function strategyWantsLegs(mirror: Mirror, orderId: number): boolean {
+  const strategyId = strategyOf(mirror, orderId);
+  const params = strategyId === null ? undefined : mirror.get('orderStrategy', strategyId)?.params;
+  if (typeof params !== 'string') return false;
+  try {
+    const brackets = (JSON.parse(params) as { brackets?: { profitTarget?: unknown; stopLoss?: unknown }[] }).brackets;
+    return Array.isArray(brackets) && brackets.some((b) => typeof b?.profitTarget === 'number' || typeof b?.stopLoss === 'number');
+  } catch {
+    return false;
+  }
+}
+
 /** A leg's role from its order type; null while its orderVersion has not arrived yet. */
 function legRole(version: Entity | undefined): 'take_profit' | 'stop_loss' | null {
   const t = version?.orderType;

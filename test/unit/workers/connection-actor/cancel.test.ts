@@ -53,6 +53,25 @@ describe('cancelOrder', () => {
     expect(ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toEqual([b.tp, b.sl]);
   });
 
+  it('a bracket entry sent as a strategy, cancelled after a partial fill: its legs never came, so a bracket-alert says the position is unprotected', async () => {
+    const { broker, ctx, events } = fakeActorContext();
+    const placed = await placeOrder(ctx, newOrder({ qty: 3, takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } }));
+    broker.fill(Number(placed.order.orderId), 2, 5000);
+    const r = await cancelOrder(ctx, cancel(placed.order.orderId));
+    expect(r).toMatchObject({ remainderCancelled: true, removedLegIds: [] });
+    expect(events.filter((e) => e.type === 'bracket-alert')).toEqual([
+      expect.objectContaining({
+        orderId: placed.order.orderId,
+        detail: expect.stringContaining(`entry ${placed.order.orderId} cancelled after 2 of 3 filled: the ESZ6 position from it has no take-profit or stop-loss`),
+      }),
+    ]);
+    // A plain order's remainder: nothing to report.
+    const plain = await placeOrder(ctx, newOrder({ qty: 3 }));
+    broker.fill(Number(plain.order.orderId), 1, 5000);
+    await cancelOrder(ctx, cancel(plain.order.orderId));
+    expect(events.filter((e) => e.type === 'bracket-alert')).toHaveLength(1);
+  });
+
   it('one leg of a filled bracket: the broker’s OCO takes the other down, which is re-placed under a new id', async () => {
     const { broker, ctx } = fakeActorContext();
     const b = await bracket(ctx);

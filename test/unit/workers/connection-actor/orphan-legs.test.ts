@@ -198,6 +198,20 @@ describe('orphaned bracket legs', () => {
     expect(s.orphans.unprotected(ACCOUNT)).toEqual([]);
   });
 
+  it('after a snapshot, a position from a bracket entry cancelled after a partial fill (the broker never placed its legs) is reported', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    expect(s.orphans.unprotected(ACCOUNT)).toEqual([]); // still filling: its legs are yet to come
+    await s.broker.send('order/cancelorder', { orderId: Number(placed.order.orderId) });
+    expect(s.orphans.unprotected(ACCOUNT)).toEqual([{ symbol: 'ESZ6', net: 2, entryId: placed.order.orderId, legs: 'never placed' }]);
+    s.orphans.onChange({ entityType: '*', eventType: 'Snapshot', entity: null });
+    await pause(GRACE_MS * 5);
+    expect(s.events.filter((e) => e.type === 'bracket-alert')).toEqual([
+      expect.objectContaining({ detail: `the ESZ6 position long 2 has no protective order: its bracket entry ${placed.order.orderId} was cancelled after a partial fill, before the broker placed its legs` }),
+    ]);
+  });
+
   it('a position opened by a plain order is not reported, whatever became of earlier brackets', async () => {
     const s = setup();
     const placed = await filledBracket(s);
