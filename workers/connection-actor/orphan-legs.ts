@@ -10,8 +10,7 @@
  * When a position goes flat, changes side or shrinks, the account's legs in that contract are
  * swept, after a grace period (when a leg fills, the broker cancels or trims its OCO sibling
  * itself, a moment after the position update). Only legs of entries that are done (filled or
- * otherwise final, or re-placed legs) are looked at, and nothing while an entry in the contract
- * is still filling:
+ * otherwise final, or re-placed legs) are looked at, and not those of an entry still filling:
  * - legs that cannot reduce the position (it is flat, or on their own side), and legs whose
  *   OCO sibling has filled and is done (the broker is about to cancel them), are cancelled;
  * - of the legs that reduce it, each kind (take-profit, stop-loss) is trimmed to the position,
@@ -97,12 +96,14 @@ export class OrphanLegs {
     const working = this.ctx.model.workingOrders(accountId);
     const net = new Map(this.ctx.model.openPositionEntities(accountId).map((p) => [contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId), Number(p.netPos)]));
     const byId = new Map(working.map((o) => [o.orderId, o]));
-    // A contract with an entry still filling is left alone: its legs size to fills still to come.
-    const filling = new Set(working.filter((o) => o.role === 'entry' && o.filledQty > 0).map((o) => o.symbol));
+    // The legs of an entry still filling are left alone: they size to fills still to come. Other
+    // brackets' legs in its contract are not: a reversal filling bit by bit must not leave the
+    // old side's legs working, where they add to the new side.
+    const filling = new Set(working.filter((o) => o.role === 'entry' && o.filledQty > 0).map((o) => o.orderId));
     const legs = new Map<string, OrderRecord[]>();
     for (const o of working) {
       if (o.role !== 'take_profit' && o.role !== 'stop_loss') continue;
-      if (filling.has(o.symbol)) continue;
+      if (o.bracketId !== null && filling.has(o.bracketId)) continue;
       // A leg of a resting entry waits for its entry.
       const entry = o.bracketId === null ? undefined : byId.get(o.bracketId);
       if (entry !== undefined && !FINAL_STATUSES.has(entry.status)) continue;

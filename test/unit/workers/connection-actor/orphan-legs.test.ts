@@ -53,6 +53,18 @@ describe('orphaned bracket legs', () => {
     ]);
   });
 
+  it('a reversal still filling (long 1, a bracket sell of 3 filled 2) cancels the long bracket’s legs, and leaves the filling entry’s own legs alone', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    const reversal = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 3, price: 5000, takeProfit: { price: 4980 }, stopLoss: { price: 5020 } }));
+    s.broker.fill(Number(reversal.order.orderId), 2, 5000);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId))).toEqual([placed.legs!.takeProfit!.orderId]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId).sort()).toEqual(
+      [reversal.order.orderId, reversal.legs!.takeProfit!.orderId, reversal.legs!.stopLoss!.orderId].sort(),
+    );
+  });
+
   it('a partial exit (long 2 with legs for 2, sell 1) cuts both legs to 1, prices and types unchanged', async () => {
     const s = setup();
     const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
