@@ -18,7 +18,7 @@ import { since, type ActorContext } from './context.js';
 import { isFinal, linkageOf, rejectReasonOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
-import type { OrderRecord } from '../../src/domain/orders.js';
+import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import { settle } from './place.js';
 
 /** A survivor leg whose re-placement did not complete: re-placed once the connection is back. */
@@ -230,6 +230,16 @@ export async function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): P
     await ctx.mirror.waitFor(() => (isFinal(ctx.mirror, siblingId) ? true : undefined), ctx.settleMs);
     const removed = ctx.mirror.get('order', siblingId)?.ordStatus === 'Canceled' ? [String(siblingId)] : [];
     return { ...base, order, removedLegIds: removed, brokerMs: since(t0) };
+  }
+  if (entryRec && !FINAL_STATUSES.has(entryRec.status)) {
+    // The entry is still filling: its legs grow with each fill, a re-placed survivor would not,
+    // and the contracts still to fill would have no protection. Refused, nothing sent.
+    throw new AppError(
+      'CONFLICT',
+      `order ${req.orderId} is a leg of entry ${bracket.entryId}, which is still filling (${entryRec.filledQty} of ${entryRec.qty}): ` +
+        'cancel the entry first (its filled part keeps its legs), then this leg',
+      { entryId: String(bracket.entryId) },
+    );
   }
   const sibling = ctx.model.record(siblingId)!;
   const order = await cancelAndWait(ctx, entity.id);

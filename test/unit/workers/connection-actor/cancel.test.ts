@@ -72,6 +72,21 @@ describe('cancelOrder', () => {
     expect(events.filter((e) => e.type === 'bracket-alert')).toHaveLength(1);
   });
 
+  it('one leg of an entry still filling is refused (409 CONFLICT), nothing sent: a re-placed survivor would not grow with the fills to come', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 1, 5000);
+    const sent = broker.sent.length;
+    const err = await rejected(cancelOrder(ctx, cancel(b.tp)));
+    expect(err).toMatchObject({ code: 'CONFLICT', extensions: { entryId: b.entry } });
+    expect(err.message).toContain(`still filling (1 of 2)`);
+    expect(broker.sent.length).toBe(sent);
+    // Once the entry is done (its remainder cancelled), the leg may go.
+    await cancelOrder(ctx, cancel(b.entry));
+    const r = await cancelOrder(ctx, cancel(b.tp));
+    expect(r.replaced).toEqual({ replacedOrderId: b.sl, newOrderId: expect.any(String) });
+  });
+
   it('one leg of a filled bracket: the broker’s OCO takes the other down, which is re-placed under a new id', async () => {
     const { broker, ctx } = fakeActorContext();
     const b = await bracket(ctx);
