@@ -147,8 +147,8 @@ export class OrphanLegs {
 
   /**
    * Open positions with no working order that reduces them, whose latest filled entry (the last
-   * order on the position's side that is not a leg) was a bracket whose legs all ended without a
-   * fill: what is left unprotected, and why. A position opened by a plain order is not reported.
+   * order on the position's side that is not a leg) was a bracket whose legs have all ended: what
+   * is left unprotected, and why. A position opened by a plain order is not reported.
    */
   unprotected(accountId: string): { symbol: string; net: number; entryId: string; legs: string }[] {
     const out: { symbol: string; net: number; entryId: string; legs: string }[] = [];
@@ -175,7 +175,9 @@ export class OrphanLegs {
         }
         continue;
       }
-      if (!legs.every((id) => isFinal(this.ctx.mirror, id) && fillsOf(this.ctx.mirror, id).qty === 0)) continue;
+      // Every leg done (cancelled, rejected, or filled in part and then ended) while the position
+      // is still open with nothing reducing it: unprotected, however the legs ended.
+      if (!legs.every((id) => isFinal(this.ctx.mirror, id))) continue;
       out.push({ symbol, net, entryId: String(latest.id), legs: legs.map((id) => `${id} ${this.ctx.model.record(id)?.status ?? 'gone'}`).join(', ') });
     }
     return out;

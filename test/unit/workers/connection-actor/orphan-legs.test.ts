@@ -224,6 +224,18 @@ describe('orphaned bracket legs', () => {
     ]);
   });
 
+  it('a position whose bracket legs ended after one filled in part is reported too: what is left of it has no protection', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    const tp = Number(placed.legs!.takeProfit!.orderId);
+    s.broker.fill(tp, 1, 5010);
+    await s.broker.send('order/cancelorder', { orderId: tp });
+    await s.broker.send('order/cancelorder', { orderId: Number(placed.legs!.stopLoss!.orderId) });
+    expect(s.ctx.model.positions(ACCOUNT)).toEqual([expect.objectContaining({ netQty: 1 })]);
+    expect(s.orphans.unprotected(ACCOUNT)).toEqual([expect.objectContaining({ symbol: 'ESZ6', net: 1, entryId: placed.order.orderId })]);
+  });
+
   it('a position opened by a plain order is not reported, whatever became of earlier brackets', async () => {
     const s = setup();
     const placed = await filledBracket(s);
