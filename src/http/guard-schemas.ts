@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { MAX_ORDER_QTY } from '../domain/orders.js';
 import { getProduct, listProducts } from '../domain/products.js';
+import { PLAIN_TEXT, PLAIN_TEXT_MESSAGE } from '../domain/plain-text.js';
 import { isTimeZone, parseClock, WEEKDAYS, type Weekday } from '../domain/trading-time.js';
 import { CME_DAY } from '../domain/trading-time.js';
 
@@ -95,7 +96,12 @@ export const guardNarrowingSchema = z
 /** POST /accounts/{id}/lock body (optional). */
 export const lockBodySchema = z.strictObject({
   flatten: z.boolean().default(true).describe('Cancel working orders and close positions (default true)'),
-  reason: z.string().min(1).max(200).optional(),
+  reason: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(PLAIN_TEXT, PLAIN_TEXT_MESSAGE)
+    .optional(),
 });
 
 const isoTime = z.string().describe('ISO-8601 UTC time');

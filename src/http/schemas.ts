@@ -6,10 +6,16 @@
  */
 import { z } from 'zod';
 import { MAX_ORDER_QTY } from '../domain/orders.js';
+import { PLAIN_LINES, PLAIN_LINES_MESSAGE, PLAIN_TEXT, PLAIN_TEXT_MESSAGE } from '../domain/plain-text.js';
 import { WEBHOOK_FIELD_ALIASES, type WebhookField } from './webhook-payload.js';
 import { guardNarrowingSchema } from './guard-schemas.js';
 
 const id = z.string().min(1).describe('Identifier (string)');
+
+/** A name of 1..`max` characters of plain text. */
+export const label = (max: number) => z.string().min(1).max(max).regex(PLAIN_TEXT, PLAIN_TEXT_MESSAGE);
+/** The same, trimmed first. */
+export const trimmedLabel = (max: number) => z.string().trim().min(1).max(max).regex(PLAIN_TEXT, PLAIN_TEXT_MESSAGE);
 const isoTime = z.string().describe('ISO-8601 UTC time');
 const price = z.number().finite().positive();
 // The bound first: 1e308 is refused as over the limit, not as past the safe integers.
@@ -45,7 +51,7 @@ export const placeOrderBodySchema = z.strictObject({
   timeInForce: timeInForceSchema.optional().describe('Default day'),
   takeProfit: bracketLegSchema.nullable().optional(),
   stopLoss: bracketLegSchema.nullable().optional(),
-  clientOrderId: z.string().min(1).max(64).nullable().optional().describe('Your own label, echoed back; not a dedupe key (use Idempotency-Key)'),
+  clientOrderId: label(64).nullable().optional().describe('Your own label, echoed back; not a dedupe key (use Idempotency-Key)'),
 });
 export type PlaceOrderBody = z.output<typeof placeOrderBodySchema>;
 
@@ -239,7 +245,7 @@ const PAPER_ACCOUNT_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /** POST /connections body: a paper connection on the embedded paper broker. */
 export const createConnectionBodySchema = z.strictObject({
-  name: z.string().min(1).max(100).optional(),
+  name: label(100).optional(),
   accounts: z
     .array(z.strictObject({ name: z.string().regex(PAPER_ACCOUNT_NAME, 'must be 1..64 characters of A-Z a-z 0-9 _ . -') }))
     .min(1)
@@ -258,7 +264,7 @@ export const createConnectionBodySchema = z.strictObject({
 /** PATCH /connections/{id} body: rename, and/or new broker credentials (merged into the stored ones). */
 export const updateConnectionBodySchema = z
   .strictObject({
-    name: z.string().min(1).max(100).optional(),
+    name: label(100).optional(),
     credentials: z
       .strictObject({
         username: z.string().min(1).max(128).optional().describe('Broker user name'),
@@ -279,8 +285,13 @@ export const updateConnectionBodySchema = z
 export type UpdateConnectionBody = z.output<typeof updateConnectionBodySchema>;
 
 const strategyFields = {
-  name: z.string().min(1).max(100),
-  description: z.string().max(1000).nullable().optional(),
+  name: label(100),
+  description: z
+    .string()
+    .max(1000)
+    .regex(PLAIN_LINES, PLAIN_LINES_MESSAGE)
+    .nullable()
+    .optional(),
   symbol: z.string().min(1).max(64).nullable().optional(),
   qty: qty.nullable().optional(),
   orderType: orderTypeSchema.nullable().optional(),
@@ -311,14 +322,14 @@ export const strategySchema = z.object({
 /** POST /webhook-tokens body. */
 export const createWebhookTokenBodySchema = z.strictObject({
   accountId: id,
-  name: z.string().min(1).max(100),
+  name: label(100),
   strategyId: id.nullable().optional(),
   guards: guardNarrowingSchema.nullable().optional(),
 });
 /** PATCH /webhook-tokens/{id} body: rebind the account, rename, change the strategy. */
 export const updateWebhookTokenBodySchema = z.strictObject({
   accountId: id.optional(),
-  name: z.string().min(1).max(100).optional(),
+  name: label(100).optional(),
   strategyId: id.nullable().optional(),
   guards: guardNarrowingSchema.nullable().optional().describe('Replaces the narrowing; null removes it'),
 });

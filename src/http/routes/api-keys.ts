@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { AppError } from '../../domain/problems.js';
 import type { ApiKeyView } from '../../store/index.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
-import { listOf, listQuerySchema, type ListQuery } from '../schemas.js';
+import { listOf, listQuerySchema, trimmedLabel, type ListQuery } from '../schemas.js';
 import { errors, paginate, quotas, type RouteDeps } from './common.js';
 import { guardNarrowingSchema } from '../guard-schemas.js';
 
@@ -18,7 +18,7 @@ export const SESSION_ERRORS = ['UNAUTHENTICATED', 'SESSION_REQUIRED', 'RATE_LIMI
 const scopeSchema = z.enum(['read', 'trade']);
 
 const createApiKeyBodySchema = z.strictObject({
-  name: z.string().trim().min(1).max(100),
+  name: trimmedLabel(100),
   scopes: z.array(scopeSchema).min(1).max(2).describe('read: every GET; trade: every write'),
 });
 

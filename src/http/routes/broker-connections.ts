@@ -7,13 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials } from '../../domain/connections.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
-import { connectionSchema } from '../schemas.js';
+import { connectionSchema, trimmedLabel } from '../schemas.js';
 import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
 import { connectionView, startConnection } from './connections.js';
 
 const createTradovateBodySchema = z
   .strictObject({
-    name: z.string().trim().min(1).max(100).optional(),
+    name: trimmedLabel(100).optional(),
     environment: z.enum(['demo', 'live']),
     username: z.string().min(1).max(128).describe('Your Tradovate user name'),
     password: z.string().min(1).max(1024).describe('Stored sealed; never returned'),

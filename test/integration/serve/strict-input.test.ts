@@ -167,4 +167,26 @@ describe('webhook aliases', () => {
     expect(same.status, same.text).toBe(201);
     expect(same.json.warnings).toEqual(["'tp' ignored: takeProfit already given"]);
   });
+  it('names and labels with control characters or bidirectional overrides are refused (a terminal escape in a list, a name that reads as another); plain unicode is fine', async () => {
+    const evil = ['\u001b[31mEVIL\u001b[0m', 'a\u0000b', 'line\rover', 'abc\u202Egpj.exe', 'x\u0085y'];
+    const { json: conns } = await api('GET', '/api/v1/connections');
+    const conn = conns.data[0].id as string;
+    for (const name of evil) {
+      for (const [method, path, body] of [
+        ['PATCH', `/api/v1/connections/${conn}`, { name }],
+        ['POST', '/api/v1/strategies', { name }],
+        ['POST', '/api/v1/webhook-tokens', { accountId: acc, name }],
+        ['POST', `/api/v1/accounts/${acc}/lock`, { flatten: false, reason: name }],
+        ['POST', `/api/v1/accounts/${acc}/orders?dryRun=true`, { symbol: 'ES', side: 'buy', qty: 1, type: 'market', clientOrderId: name }],
+      ] as const) {
+        const r = await api(method, path, body);
+        expect(r.status, `${method} ${path} ${JSON.stringify(name)}: ${r.text}`).toBe(400);
+        expect(r.json.code).toBe('VALIDATION_FAILED');
+      }
+    }
+    expect((await api('GET', `/api/v1/accounts/${acc}/guards`)).json.lock).toBeNull();
+    const fine = await api('POST', '/api/v1/strategies', { name: 'Scalp — ES 📈 «long»', description: 'line one\n\tline two' });
+    expect(fine.status, fine.text).toBe(201);
+    expect((await api('DELETE', `/api/v1/strategies/${fine.json.id}`)).status).toBe(204);
+  });
 });
