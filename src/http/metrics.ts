@@ -8,7 +8,8 @@
  *   reports (`brokerMs`), both recorded by a decorator around the ActorGateway;
  * - CPU time and event-loop utilisation of every thread of the service (front, each actor
  *   worker, the paper broker): the workers report theirs, read when Prometheus scrapes;
- * - SSE subscribers, idempotency replays, 429s by bucket, connections by status.
+ * - SSE subscribers, idempotency replays, 429s by bucket, connections by status;
+ * - the process's resident memory and the front's heap, read at each scrape.
  *
  * Hot-path cost: three Map lookups and a bucket count per request (request-histogram.ts); the
  * actor histograms' label children are cached.
@@ -83,6 +84,32 @@ export class ServiceMetrics {
       registers,
     });
     const metrics = this;
+    // The process's memory, read when scraped (no sampling timer on the front thread, as
+    // prom-client's default metrics would start): for watching growth under load.
+    new Gauge({
+      name: 'process_resident_memory_bytes',
+      help: 'Resident memory of the whole service process (every thread), in bytes',
+      registers,
+      collect() {
+        this.set(process.memoryUsage.rss());
+      },
+    });
+    new Gauge({
+      name: 'nodejs_heap_size_used_bytes',
+      help: 'V8 heap in use on the front thread, in bytes (workers have heaps of their own)',
+      registers,
+      collect() {
+        this.set(process.memoryUsage().heapUsed);
+      },
+    });
+    new Gauge({
+      name: 'nodejs_external_memory_bytes',
+      help: 'Memory of objects outside the V8 heap bound to it (buffers), in bytes',
+      registers,
+      collect() {
+        this.set(process.memoryUsage().external);
+      },
+    });
     new Gauge({
       name: 'tradegate_sse_subscribers',
       help: 'Open health-stream (SSE) subscribers',

@@ -86,6 +86,16 @@ describe('/metrics', () => {
     expect(value(after, 'tradegate_connections', { status: 'CONNECTED' })).toBe(1);
   });
 
+  it('reports the process’s resident memory and the front’s heap, within what the OS says', async () => {
+    const m = await scrape();
+    const rss = value(m, 'process_resident_memory_bytes');
+    expect(rss).toBeGreaterThan(50 * 1024 * 1024);
+    expect(rss).toBeLessThan(4 * 1024 * 1024 * 1024);
+    expect(value(m, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(1024 * 1024);
+    expect(value(m, 'nodejs_heap_size_used_bytes')).toBeLessThan(rss);
+    expect(value(m, 'nodejs_external_memory_bytes')).toBeGreaterThan(0);
+  });
+
   it('counts 429s by limiter and open SSE subscribers', async () => {
     const before = await scrape();
     const ctrl = new AbortController();
