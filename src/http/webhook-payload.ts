@@ -222,6 +222,9 @@ function parseMarketPosition(value: unknown): MarketPosition | undefined {
   return position;
 }
 
+/** An alert whose `time` lies further back than this is traded, with a warning saying how old it is. */
+const STALE_ALERT_MS = 60_000;
+
 function text(value: unknown): string | undefined {
   if (typeof value === 'string') return value.trim() === '' ? undefined : value.trim();
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
@@ -309,7 +312,12 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   if (fields.time !== undefined) {
     const at = typeof fields.time === 'string' ? Date.parse(fields.time) : NaN;
     if (Number.isNaN(at)) warnings.push(`time '${String(fields.time)}' is not an ISO-8601 time; ignored`);
-    else common.alertDelayMs = Math.max(0, now.getTime() - at);
+    else {
+      common.alertDelayMs = Math.max(0, now.getTime() - at);
+      if (common.alertDelayMs > STALE_ALERT_MS) {
+        warnings.push(`time ${String(fields.time)} is ${Math.round(common.alertDelayMs / 1000)} s before this alert arrived: a delayed or replayed alert, traded at today's prices`);
+      }
+    }
   }
   const symbol = text(fields.symbol);
   const position = parseMarketPosition(fields.marketPosition);

@@ -194,6 +194,11 @@ describe('parseWebhookPayload id, time, timeInForce', () => {
 
   it('reports the alert-to-order delay from time and warns on an unparseable time', () => {
     expect(parseWebhookPayload({ action: 'close', time: '2026-11-21T14:59:58Z' }, NOW).alertDelayMs).toBe(2000);
+    // A minute is fine; older is traded with a warning saying how old (a delayed or replayed alert).
+    expect(parseWebhookPayload({ action: 'close', time: '2026-11-21T14:59:00Z' }, NOW).warnings).toEqual([]);
+    expect(parseWebhookPayload({ action: 'close', time: '2020-01-01T00:00:00Z' }, NOW).warnings).toEqual([
+      expect.stringMatching(/^time 2020-01-01T00:00:00Z is \d+ s before this alert arrived: a delayed or replayed alert/),
+    ]);
     const bad = parseWebhookPayload({ action: 'close', time: '{{timenow}}' }, NOW);
     expect(bad.alertDelayMs).toBeNull();
     expect(bad.warnings[0]).toContain('not an ISO-8601 time');
