@@ -81,6 +81,12 @@ async function reportLeglessFill(ctx: ActorContext, accountId: string, entry: Or
 /** How long a cancelled strategy entry's legs are waited for before the position is reported unprotected. */
 const LEGS_AFTER_CANCEL_MS = 1000;
 
+/** The working order that re-placed leg `orderId` (clOrdId `rp-<id>`), if any. */
+function successorOf(ctx: ActorContext, accountId: string, orderId: number): number | undefined {
+  const next = ctx.model.findByClOrdId(accountId, `rp-${orderId}`);
+  return next && !isFinal(ctx.mirror, next.id) ? next.id : undefined;
+}
+
 /** Sends cancelorder and waits for the order to become final. */
 async function cancelAndWait(ctx: ActorContext, orderId: number): Promise<OrderRecord> {
   try {
@@ -188,14 +194,37 @@ export async function resumeOwedLegs(ctx: ActorContext, accountId: string, conne
 /** Reconnects an owed leg is tried on before the alert says it was given up. */
 const MAX_OWED_ATTEMPTS = 3;
 
-/** Cancels one order per DESIGN §6. */
-export async function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
+/**
+ * Cancels one order per DESIGN §6. Cancels of one bracket run one after another: cancelling both
+ * legs at once would otherwise race the re-placement the first one makes of the other (the second
+ * would find its leg cancelled by the broker's OCO and re-placed under a new id).
+ */
+export function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
+  const id = Number(req.orderId);
+  const key = `${req.accountId}|${(Number.isSafeInteger(id) && bracketOf(ctx, id)?.entryId) || req.orderId}`;
+  const before = ctx.cancelling.get(key);
+  const run = (before ?? Promise.resolve()).catch(() => undefined).then(() => cancelOne(ctx, req));
+  const done = run.catch(() => undefined);
+  ctx.cancelling.set(key, done);
+  void done.then(() => {
+    if (ctx.cancelling.get(key) === done) ctx.cancelling.delete(key);
+  });
+  return run;
+}
+
+async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
   ctx.conn.requireConnected();
   ctx.model.account(req.accountId);
   const entity = ctx.model.orderEntity(req.accountId, req.orderId);
   if (!entity) throw new AppError('NOT_FOUND', `order ${req.orderId} not found on account ${req.accountId}`);
   const rec = ctx.model.record(entity.id)!;
-  if (isFinal(ctx.mirror, entity.id)) throw notWorking(rec);
+  if (isFinal(ctx.mirror, entity.id)) {
+    // A leg the cancel of its sibling re-placed lives on under a new id: cancelling the old id
+    // (both legs cancelled at once, or from a stale list) cancels the leg where it is now.
+    const successor = successorOf(ctx, req.accountId, entity.id);
+    if (successor !== undefined) return cancelOne(ctx, { ...req, orderId: String(successor) });
+    throw notWorking(rec);
+  }
   const t0 = performance.now();
   const bracket = bracketOf(ctx, entity.id);
   const base = { removedLegIds: [] as string[], replaced: null, remainderCancelled: false };

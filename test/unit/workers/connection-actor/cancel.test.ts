@@ -126,6 +126,18 @@ describe('cancelOrder', () => {
     expect(restarted([Number(b.sl)]).workingOrders(ACCOUNT)).toEqual([expect.objectContaining({ orderId: newId, role: 'stop_loss' })]);
   });
 
+  it('both legs of a filled bracket cancelled at once: the second cancels where its leg lives now (re-placed by the first), so nothing stays working', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    const [first, second] = await Promise.all([cancelOrder(ctx, cancel(b.tp)), cancelOrder(ctx, cancel(b.sl))]);
+    expect(first.replaced).toEqual({ replacedOrderId: b.sl, newOrderId: expect.any(String) });
+    expect(second.order).toMatchObject({ orderId: first.replaced!.newOrderId, status: 'cancelled', role: 'stop_loss' });
+    expect(ctx.model.workingOrders(ACCOUNT)).toEqual([]);
+    // And later, from a stale list: the old id of a leg that is gone for good is 409 as before.
+    expect((await rejected(cancelOrder(ctx, cancel(b.sl)))).code).toBe('ORDER_NOT_WORKING');
+  });
+
   it('cancels a lingering sibling itself when the broker has no OCO, then re-places it', async () => {
     const { broker, ctx } = fakeActorContext(50);
     broker.oco = false;
