@@ -6,6 +6,7 @@
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
+import { placementsSettled } from './place.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
@@ -24,21 +25,6 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
     }
   }
   return onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account));
-}
-
-/**
- * Placements on the account still waiting for the broker's answer: an entry sent a moment
- * before the flatten would otherwise be neither cancelled (the mirror has no such order yet)
- * nor liquidated (not filled yet), and fill after it. Waited for up to settleMs.
- */
-async function placementsSettled(ctx: ActorContext, accountId: string): Promise<void> {
-  const prefix = `${accountId}|`;
-  const inFlight: Promise<unknown>[] = [];
-  for (const [key, attempt] of ctx.placing) if (key.startsWith(prefix)) inFlight.push(attempt.catch(() => undefined));
-  if (inFlight.length === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(inFlight), new Promise((r) => (timer = setTimeout(r, ctx.settleMs)))]);
-  clearTimeout(timer);
 }
 
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {

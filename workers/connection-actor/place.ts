@@ -184,6 +184,8 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
   await checkOffsetLegs(ctx, req);
+  // A partial exit counts orders sent before it once the broker has them (an API exit on its way).
+  if (req.reduceOnly) await placementsSettled(ctx, req.accountId, placementKey(req.accountId, req.clOrdId));
   const reducing = req.reduceOnly ? requireReduces(ctx, req) : undefined;
   // From the guards' check to the send nothing awaits: the order's contracts are held from the
   // check until the broker reports the order, so concurrent orders see each other.
@@ -233,6 +235,28 @@ function keepingReduction(hold: Hold | null, reducing: { release(): void }): Hol
       reducing.release();
     },
   };
+}
+
+/**
+ * Placements on the account still waiting for the broker's answer that began before `except`
+ * (the caller's own, when it is a placement): an entry sent a moment before a flatten would otherwise be neither cancelled
+ * (the mirror has no such order yet) nor liquidated (not filled yet), and fill after it; an
+ * exit sent a moment before a partial exit would not be counted against the position. Waited
+ * for up to settleMs.
+ */
+export async function placementsSettled(ctx: ActorContext, accountId: string, except?: string): Promise<void> {
+  const prefix = `${accountId}|`;
+  const inFlight: Promise<unknown>[] = [];
+  for (const [key, attempt] of ctx.placing) {
+    // In the order they began: those after the caller's own were sent after it (and two partial
+    // exits must not wait for each other).
+    if (key === except) break;
+    if (key.startsWith(prefix)) inFlight.push(attempt.catch(() => undefined));
+  }
+  if (inFlight.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(inFlight), new Promise((r) => (timer = setTimeout(r, ctx.settleMs)))]);
+  clearTimeout(timer);
 }
 
 /**

@@ -261,6 +261,20 @@ describe('placeOrder: reduce-only in flight', () => {
     expect(ctx.reducing.size).toBe(0);
   });
 
+  it('a partial exit counts an ordinary exit sent just before it: it waits for the broker to have it, then sees the position it left', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.fill(broker.addOrder({ qty: 2 }), 2, 5000);
+    const held = broker.hold('order/placeorder');
+    const apiExit = placeOrder(ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null }));
+    await held.reached;
+    const partial = placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true });
+    held.release();
+    const placed = await apiExit;
+    broker.fill(Number(placed.order.orderId), 2, 5000);
+    await expect(partial).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: 'a partial exit may only reduce the position: the account holds no ESZ6, the order would sell 1' });
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+  });
+
   it('a refused or failed partial exit takes nothing off what the next one may reduce', async () => {
     const { broker, ctx } = fakeActorContext();
     broker.fill(broker.addOrder({ qty: 1 }), 1, 5000);
