@@ -131,6 +131,16 @@ export function inWindows(tw: TradingWindows, utc: number): boolean {
   return false;
 }
 
+/**
+ * Whether a window ended within `withinMs` before `utc`, and `utc` is outside every window: the
+ * moment a `flattenAtEnd` flatten was due (checked minute by minute back from `utc`).
+ */
+export function windowEndedWithin(tw: TradingWindows, utc: number, withinMs: number): boolean {
+  if (inWindows(tw, utc)) return false;
+  for (let back = MINUTE; back <= withinMs; back += MINUTE) if (inWindows(tw, utc - back)) return true;
+  return false;
+}
+
 /** "Thu 15:57 America/Chicago": a moment as the windows read it (for refusal messages). */
 export function describeLocal(utc: number, timeZone: string): string {
   const w = wallClock(utc, timeZone);

@@ -11,7 +11,7 @@
  */
 import { AppError } from '../../src/domain/problems.js';
 import { contractRoot } from '../../src/domain/symbols.js';
-import { inWindows } from '../../src/domain/trading-time.js';
+import { inWindows, windowEndedWithin } from '../../src/domain/trading-time.js';
 import {
   checkEntry,
   effectiveLimits,
@@ -71,7 +71,16 @@ export class GuardKeeper {
   constructor(private readonly deps: GuardKeeperDeps) {
     this.ctx = deps.ctx;
     this.now = deps.now;
-    for (const [accountId, g] of Object.entries(deps.initial ?? {})) this.accounts.set(accountId, fresh(g.config, g.lock, this.insideNow(g.config)));
+    for (const [accountId, g] of Object.entries(deps.initial ?? {})) {
+      const state = fresh(g.config, g.lock, this.insideNow(g.config));
+      // Started (a restart, a connection back) after a window ended: its flatten may have been
+      // missed while nothing ran this account. It is owed, and runs once CONNECTED (flat already: nothing to do).
+      const tw = g.config.tradingWindows;
+      if (!state.owed && tw?.flattenAtEnd && windowEndedWithin(tw, this.now(), MISSED_WINDOW_END_MS)) {
+        state.owed = { guard: 'trading_window', detail: 'the trading window ended while this account’s connection was not running' };
+      }
+      this.accounts.set(accountId, state);
+    }
     this.exposure = new Exposure(deps.ctx.mirror);
     this.pnl = new SessionPnl(deps.ctx.mirror, deps.now, (accountId) => this.checkPnl(accountId));
   }
@@ -385,6 +394,9 @@ export class GuardKeeper {
     quotes.want(wanted);
   }
 }
+
+/** How far back a window end missed while the actor was not running still owes its flatten. */
+const MISSED_WINDOW_END_MS = 12 * 60 * 60_000;
 
 function fresh(config: GuardConfig, lock: LockState | null, inside: boolean | null): AccountState {
   // A kill switch stored with its flatten still owed (set while the connection was down) owes it here too.

@@ -449,12 +449,13 @@ describe('trading windows', () => {
     expect(set.broker.bodies('order/liquidateposition')).toEqual([expect.objectContaining({ accountId: 7, contractId: CONTRACT })]);
   });
 
-  it('nothing is flattened while inside a window, nor when the keeper starts outside one', async () => {
+  it('nothing is flattened while inside a window, nor when the keeper starts outside one long after its end', async () => {
     const inside = setup({ tradingWindows: WINDOWS });
     inside.position(1);
     inside.keeper.tick();
     inside.keeper.tick();
-    const late = setup({ tradingWindows: WINDOWS }, null, { startAt: MON_15 });
+    // Tuesday 05:00: 14 hours after Monday's window ended.
+    const late = setup({ tradingWindows: WINDOWS }, null, { startAt: MON_15 + 14 * 3_600_000 });
     late.position(1);
     late.keeper.tick();
     late.keeper.tick();
@@ -463,6 +464,17 @@ describe('trading windows', () => {
       expect(s.broker.bodies('order/liquidateposition')).toEqual([]);
       expect(s.guardEvents()).toEqual([]);
     }
+  });
+
+  it('a keeper started after a window ended (the service was down at its end) owes the flatten it missed, and runs it once connected', async () => {
+    const s = setup({ tradingWindows: WINDOWS }, null, { startAt: MON_15 + 10 * 60_000 });
+    s.position(1);
+    s.keeper.tick();
+    expect(await s.event('flattened')).toMatchObject({ guard: 'trading_window', detail: expect.stringContaining('the trading window ended while this account’s connection was not running') });
+    expect(s.broker.bodies('order/liquidateposition')).toHaveLength(1);
+    s.keeper.tick();
+    await s.settle();
+    expect(s.guardEvents().filter((e) => e.action === 'flattened')).toHaveLength(1);
   });
 
   it.each([
