@@ -76,6 +76,11 @@ export interface HttpServer {
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
+/** A path of the API (both prefixes), not of the web app or the fixed routes. */
+function isApiPath(path: string): boolean {
+  return path.startsWith('/api/') || path.startsWith('/v1/');
+}
+
 /**
  * Request ids this process gives: a random prefix per start and a counter, unique across restarts
  * and nodes without a random draw per request (a UUID cost ~2 µs and a 36-character string).
@@ -217,17 +222,20 @@ class Engine {
     const handle = new ResponseHandle(res, head);
     const given = headers['x-request-id'];
     const requestId = given && REQUEST_ID.test(given) ? given : this.requestIds.next();
+    const path = req.getUrl();
     const ex: Exchange = {
       handle,
       method,
       repeatedHeaders: repeated,
-      path: req.getUrl(),
+      path,
       query: req.getQuery() ?? '',
       headers,
       requestId,
       startedAt: performance.now(),
       metrics: [],
-      extra: { 'X-Request-Id': requestId },
+      // API answers hold account data: no cache may keep them (a shared proxy keys by URL, and
+      // X-API-Key is not a header caches know to vary on). Static files keep their own caching.
+      extra: isApiPath(path) ? { 'X-Request-Id': requestId, 'Cache-Control': 'no-store' } : { 'X-Request-Id': requestId },
     };
     // Runs synchronously up to its first await, so onData is registered inside this callback;
     // a request with nothing to wait for is answered before it returns (undefined).

@@ -206,6 +206,13 @@ describe('web sessions over HTTP', () => {
     expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     const etag = page.headers.get('etag')!;
     expect((await http(s.url, 'GET', '/', { headers: { 'if-none-match': etag } })).status).toBe(304);
+    // API answers hold account data: no cache may keep them, errors and both prefixes included.
+    for (const path of ['/api/v1/accounts', '/v1/accounts/nope/working-orders', '/api/v1/me']) {
+      const r = await http(s.url, 'GET', path, { key: s.apiKey });
+      expect(r.headers.get('cache-control'), path).toBe('no-store');
+    }
+    expect((await http(s.url, 'GET', '/api/v1/me')).headers.get('cache-control')).toBe('no-store');
+    expect((await http(s.url, 'GET', '/healthz')).headers.get('cache-control')).toBeNull();
   });
 
   it('answers broken bodies on the session routes with the documented 4xx, never a 5xx', async () => {
