@@ -192,6 +192,7 @@ export class FakeBroker implements BrokerLink {
     this.mirror.apply('orderVersion', 'Created', {
       id: this.id(), orderId: id, orderQty: b.orderQty, orderType: b.orderType, timeInForce: b.timeInForce,
       ...(b.price !== undefined ? { price: b.price } : {}), ...(b.stopPrice !== undefined ? { stopPrice: b.stopPrice } : {}),
+      ...(b.text !== undefined ? { text: b.text } : {}),
     });
     if (b.clOrdId) this.mirror.apply('command', 'Created', { id: this.id(), orderId: id, clOrdId: b.clOrdId });
     return id;

@@ -104,6 +104,11 @@ export function strategyWantsLegs(mirror: Mirror, orderId: number): boolean {
   }
 }
 
+/** The order's own label (`text`, where tradegate sends a clientOrderId), if any. */
+function textOf(version: Entity | undefined): string | null {
+  return typeof version?.text === 'string' && version.text ? version.text : null;
+}
+
 /** A leg's role from its order type; null while its orderVersion has not arrived yet. */
 function legRole(version: Entity | undefined): 'take_profit' | 'stop_loss' | null {
   const t = version?.orderType;
@@ -210,7 +215,7 @@ export function toOrderRecord(
     role: note?.role ?? link.role,
     bracketId: note?.bracketId ?? idOrNull(link.entryId),
     legs: link.role === 'entry' || note?.legs ? legIds : { takeProfit: null, stopLoss: null },
-    clientOrderId: note?.clientOrderId ?? entryNote?.clientOrderId ?? (typeof version?.text === 'string' && version.text ? version.text : null),
+    clientOrderId: note?.clientOrderId ?? entryNote?.clientOrderId ?? textOf(version) ?? (link.entryId !== null && link.entryId !== order.id ? textOf(mirror.latestVersion(link.entryId)) : null),
     createdAt,
     updatedAt: latestTimestamp(mirror, order, fills.lastAt) ?? createdAt,
   };

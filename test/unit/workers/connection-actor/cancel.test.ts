@@ -138,6 +138,19 @@ describe('cancelOrder', () => {
     expect((await rejected(cancelOrder(ctx, cancel(b.sl)))).code).toBe('ORDER_NOT_WORKING');
   });
 
+  it('after a restart, an absolute bracket’s legs still carry the entry’s clientOrderId (from the broker’s order text, not a note)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const r = await placeOrder(ctx, newOrder({ clientOrderId: 'bot-7', takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    broker.fill(Number(r.order.orderId), 1, 5000);
+    const mirror = new Mirror();
+    const model = new OrderModel(mirror, broker.spec);
+    mirror.replace(Object.fromEntries((['order', 'orderVersion', 'account', 'contract', 'fill'] as const).map((t) => [`${t}s`, ctx.mirror.all(t)])));
+    expect(model.workingOrders(ACCOUNT).map((o) => [o.role, o.clientOrderId])).toEqual([
+      ['take_profit', 'bot-7'],
+      ['stop_loss', 'bot-7'],
+    ]);
+  });
+
   it('cancels a lingering sibling itself when the broker has no OCO, then re-places it', async () => {
     const { broker, ctx } = fakeActorContext(50);
     broker.oco = false;
