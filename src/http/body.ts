@@ -2,6 +2,7 @@
  * Request bodies: bounded reading from uWS, media-type rules, JSON parsing and zod
  * validation turned into 400 VALIDATION_FAILED with `errors: [{path, message}]`.
  */
+import { isUtf8 } from 'node:buffer';
 import type { z } from 'zod';
 import { AppError } from '../domain/problems.js';
 import type { ResponseHandle } from './respond.js';
@@ -121,7 +122,13 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined, leni
   if (!lenient && !isJsonMediaType(contentType)) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
   }
-  const text = raw.toString('utf8');
+  // JSON is UTF-8 (RFC 8259): a body that is not would be read with U+FFFD in place of what was
+  // sent (a name stored as "���"). A leading byte order mark is skipped, as the RFC allows.
+  if (!isUtf8(raw)) {
+    throw new AppError('VALIDATION_FAILED', 'Request body is not valid UTF-8', { errors: [{ path: '', message: 'not valid UTF-8' }] });
+  }
+  const bom = raw.length >= 3 && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf;
+  const text = raw.toString('utf8', bom ? 3 : 0);
   const members = jsonMemberCount(text, MAX_JSON_DEPTH);
   if (members < 0) {
     throw new AppError('VALIDATION_FAILED', `Request body nests deeper than ${MAX_JSON_DEPTH} levels`, {

@@ -40,6 +40,14 @@ describe('media types and JSON parsing', () => {
     expect(parseJsonBody(Buffer.alloc(0), 'application/json', false)).toBeUndefined();
   });
 
+  it('invalid UTF-8 is 400 (never read with U+FFFD in its place); a leading byte order mark is skipped', () => {
+    const invalid = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]);
+    expect(() => parseJsonBody(invalid, 'application/json', false)).toThrowError(expect.objectContaining({ code: 'VALIDATION_FAILED', message: 'Request body is not valid UTF-8' }));
+    const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"name":"Ünïcödé 📈"}')]);
+    expect(parseJsonBody(withBom, 'application/json', false)).toEqual({ name: 'Ünïcödé 📈' });
+    expect(parseJsonBody(withBom, 'text/plain', true)).toEqual({ name: 'Ünïcödé 📈' });
+  });
+
   it('400 VALIDATION_FAILED for bodies nested deeper than MAX_JSON_DEPTH (deep nesting overflowed the stack later: 500)', () => {
     const nest = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
     expect(parseJsonBody(Buffer.from(nest(MAX_JSON_DEPTH)), 'application/json', false)).toBeTypeOf('object');
