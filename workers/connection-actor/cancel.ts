@@ -19,7 +19,7 @@ import { isFinal, linkageOf, rejectReasonOf, strategyWantsLegs } from '../../src
 import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
-import { settle } from './place.js';
+import { placementsSettled, settle } from './place.js';
 
 /** A survivor leg whose re-placement did not complete: re-placed once the connection is back. */
 export interface OwedLeg {
@@ -277,7 +277,15 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
   if (!isFinal(ctx.mirror, siblingId)) await cancelAndWait(ctx, siblingId);
   const survivor = ctx.model.record(siblingId)!;
   if (survivor.status === 'filled') return { ...base, order, brokerMs: since(t0) };
-  const leg = { ...sibling, filledQty: survivor.filledQty };
+  // The position as it stands once orders sent meanwhile (an exit) have reached the broker: a
+  // survivor re-placed onto a flat account, or one on the position's own side, would open a
+  // position when it fired; one larger than the position is cut to it.
+  await placementsSettled(ctx, req.accountId);
+  const position = ctx.model.netPosition(req.accountId, sibling.symbol);
+  const reduces = position > 0 ? sibling.side === 'sell' : position < 0 && sibling.side === 'buy';
+  if (!reduces) return { ...base, order, removedLegIds: [String(siblingId)], brokerMs: since(t0) };
+  const open = Math.min(sibling.qty - survivor.filledQty, Math.abs(position));
+  const leg = { ...sibling, filledQty: survivor.filledQty, qty: survivor.filledQty + open };
   let newId: number;
   try {
     newId = await replaceLeg(ctx, leg, bracket.entryId, siblingRole);

@@ -151,6 +151,23 @@ describe('cancelOrder', () => {
     ]);
   });
 
+  it('one leg cancelled while an exit of the whole position is on its way: the survivor is not re-placed onto the flat account', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    const held = broker.hold('order/placeorder');
+    const exit = placeOrder(ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null }));
+    await held.reached;
+    const cancelling = cancelOrder(ctx, cancel(b.tp));
+    await new Promise((r) => setTimeout(r, 5));
+    held.release();
+    broker.fill(Number((await exit).order.orderId), 2, 5000);
+    const r = await cancelling;
+    expect(r).toMatchObject({ replaced: null, removedLegIds: [b.sl] });
+    expect(broker.bodies('order/placeorder').filter((p) => String(p.clOrdId).startsWith('rp-'))).toEqual([]);
+    expect(ctx.model.workingOrders(ACCOUNT)).toEqual([]);
+  });
+
   it('cancels a lingering sibling itself when the broker has no OCO, then re-places it', async () => {
     const { broker, ctx } = fakeActorContext(50);
     broker.oco = false;
