@@ -252,23 +252,27 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
   if (siblingId === null || isFinal(ctx.mirror, siblingId) || !ctx.mirror.get('order', siblingId)) {
     return { ...base, order: await cancelAndWait(ctx, entity.id), brokerMs: since(t0) };
   }
+  if (entryRec && !FINAL_STATUSES.has(entryRec.status)) {
+    // The entry is still working. Unfilled: its legs wait for it, and the broker's one-cancels-
+    // other would take the other leg down with this one, leaving it to fill with none. Filling:
+    // its legs grow with each fill, a re-placed survivor would not, and the contracts still to
+    // fill would have no protection. Refused either way, nothing sent.
+    const filling = entryRec.filledQty > 0;
+    throw new AppError(
+      'CONFLICT',
+      `order ${req.orderId} is a leg of entry ${bracket.entryId}, which ${filling ? `is still filling (${entryRec.filledQty} of ${entryRec.qty})` : 'has not filled yet'}: ` +
+        (filling
+          ? 'cancel the entry first (its filled part keeps its legs), then this leg'
+          : 'cancelling one leg would take the other down with it at the broker (one cancels the other) and leave the entry without legs; cancel the entry (its legs go with it) and place it again'),
+      { entryId: String(bracket.entryId) },
+    );
+  }
   if (!entryFilled) {
-    // Outside the §6 table: a leg of an unfilled entry. The broker's OCO may take the other
-    // leg down too; say so rather than hide it (nothing is exposed: there is no position).
+    // An entry that ended unfilled, its leg somehow still working: nothing is exposed.
     const order = await cancelAndWait(ctx, entity.id);
     await ctx.mirror.waitFor(() => (isFinal(ctx.mirror, siblingId) ? true : undefined), ctx.settleMs);
     const removed = ctx.mirror.get('order', siblingId)?.ordStatus === 'Canceled' ? [String(siblingId)] : [];
     return { ...base, order, removedLegIds: removed, brokerMs: since(t0) };
-  }
-  if (entryRec && !FINAL_STATUSES.has(entryRec.status)) {
-    // The entry is still filling: its legs grow with each fill, a re-placed survivor would not,
-    // and the contracts still to fill would have no protection. Refused, nothing sent.
-    throw new AppError(
-      'CONFLICT',
-      `order ${req.orderId} is a leg of entry ${bracket.entryId}, which is still filling (${entryRec.filledQty} of ${entryRec.qty}): ` +
-        'cancel the entry first (its filled part keeps its legs), then this leg',
-      { entryId: String(bracket.entryId) },
-    );
   }
   const sibling = ctx.model.record(siblingId)!;
   const order = await cancelAndWait(ctx, entity.id);

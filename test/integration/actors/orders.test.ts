@@ -200,13 +200,12 @@ describe('cancel (DESIGN §6)', () => {
     expect(now).toEqual([expect.objectContaining({ orderId: res.replaced!.newOrderId, role: 'take_profit', price: 5010 })]);
   });
 
-  test('outside the table, a leg of an unfilled entry: that leg is cancelled and an OCO-removed sibling is reported', async () => {
+  test('outside the table, a leg of an unfilled entry: refused (409 CONFLICT), nothing cancelled — the broker’s OCO would take both legs and leave the entry to fill with none', async () => {
     const r = await h.call(bracket());
-    const res = await h.call({ type: 'cancel-order', accountId: account, orderId: r.legs!.takeProfit!.orderId });
-    expect(res.order.status).toBe('cancelled');
-    expect(res.replaced).toBeNull();
-    expect(res.removedLegIds).toEqual([r.legs!.stopLoss!.orderId]);
-    expect(await working()).toEqual([r.order.orderId]);
+    const err = await h.callError({ type: 'cancel-order', accountId: account, orderId: r.legs!.takeProfit!.orderId });
+    expect(err.code).toBe('CONFLICT');
+    expect(err.message).toContain('has not filled yet');
+    expect((await working()).sort()).toEqual([r.order.orderId, r.legs!.takeProfit!.orderId, r.legs!.stopLoss!.orderId].sort());
   });
 
   test('an order already final is 409 ORDER_NOT_WORKING carrying its final state', async () => {

@@ -18,6 +18,12 @@ export function cancelExplanation(o: Order, working: readonly Order[]): string {
   }
   if (o.role === 'take_profit' || o.role === 'stop_loss') {
     const self = o.role === 'take_profit' ? 'take-profit' : 'stop-loss';
+    const entry = o.bracketId ? working.find((w) => w.orderId === o.bracketId && w.role === 'entry') : undefined;
+    if (entry) {
+      return `Its entry ${entry.orderId} ${entry.filledQty > 0 ? `is still filling (${entry.filledQty} of ${entry.qty})` : 'has not filled yet'}, so the server refuses to cancel this ${self} alone: cancel the entry first${
+        entry.filledQty > 0 ? ' (its filled part keeps its legs)' : ' (its legs go with it)'
+      }.`;
+    }
     const otherRole = o.role === 'take_profit' ? 'stop_loss' : 'take_profit';
     const other = o.bracketId ? working.find((w) => w.bracketId === o.bracketId && w.role === otherRole) : undefined;
     const rest = other
