@@ -144,6 +144,8 @@ export interface CancelOrderResult {
 export interface FlattenResult {
   cancelledOrderIds: string[];
   positions: { symbol: string; closedQty: number; status: 'liquidated' | 'failed'; detail?: string }[];
+  /** Orders sent before the flatten the broker has not settled yet (on their way, or timed out): they may still fill. */
+  outstandingOrders?: number;
   brokerMs: number;
 }
 

@@ -219,6 +219,14 @@ export const flattenResponseSchema = z.object({
       detail: z.string().optional(),
     }),
   ),
+  outstandingOrders: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe(
+      'Present when orders sent to the account before the flatten had no outcome from the broker yet (still on their way after 5 s, or timed out): they may still fill after it. Flatten again once they are known, or lock the account (a kill switch keeps flattening until they are)',
+    ),
 });
 
 export const meResponseSchema = z.object({

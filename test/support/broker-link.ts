@@ -231,7 +231,7 @@ export function fakeActorContext(settleMs = 200, unknown: { waitMs?: number; max
     placing: new Map(),
     reducing: new Map(),
     owedLegs: new Map(),
-    cancelling: new Map(),
+    cancelling: new Map(), flattening: new Map(),
     unknown: new UnknownOutcomes(broker.mirror, model, logger, unknown.waitMs ?? 200, unknown.maxAgeMs ?? 60_000),
   };
   return { broker, ctx, events };

@@ -57,7 +57,7 @@ export class ConnectionActor {
     this.model = new OrderModel(this.conn.mirror, spec, (version) => notify({ type: 'working-orders-changed', connectionId: spec.connectionId, version }));
     // A retry waits for an unknown outcome as long as a first attempt waits for the broker's answer.
     const unknown = new UnknownOutcomes(this.conn.mirror, this.model, log, spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs, t.unknownOutcomeMaxMs);
-    this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map(), reducing: new Map(), unknown, owedLegs: new Map(), cancelling: new Map() };
+    this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map(), reducing: new Map(), unknown, owedLegs: new Map(), cancelling: new Map(), flattening: new Map() };
     const quotes = new QuoteFeed(this.conn, (contractId, price) => this.guards.pnl.mark(contractId, price), log, spec.mdWsUrl);
     this.conn.onMarketData((data) => quotes.handle(data));
     this.guards = new GuardKeeper({ ctx: this.ctx, now: clockOf(t), tickMs: t.guardTickMs, initial: spec.guards ?? {}, quotes });

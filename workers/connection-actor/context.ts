@@ -32,6 +32,8 @@ export interface ActorContext {
   unknown: UnknownOutcomes;
   /** Bracket legs whose re-placement (after a cancel of their sibling) did not complete, by the old leg's id. */
   owedLegs: Map<string, OwedLeg>;
+  /** Flattens in flight, by account: a partial exit waits for them (it must see the position they leave). */
+  flattening: Map<string, Promise<unknown>>;
   /** The last cancel of each bracket (or lone order), by `accountId|entry id`: they run one after another. */
   cancelling: Map<string, Promise<unknown>>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */

@@ -6,7 +6,7 @@
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
-import { placementsSettled } from './place.js';
+import { outstandingOrders, placementsSettled } from './place.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
@@ -24,7 +24,13 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
       throw new AppError('SYMBOL_MISMATCH', `account holds ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
     }
   }
-  return onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account));
+  const running = onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account));
+  const done = running.catch(() => undefined);
+  ctx.flattening.set(req.accountId, done);
+  void done.then(() => {
+    if (ctx.flattening.get(req.accountId) === done) ctx.flattening.delete(req.accountId);
+  });
+  return running;
 }
 
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {
@@ -77,5 +83,6 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     const open = new Set(ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId)));
     for (const o of outcomes) if (o.status === 'liquidated' && open.has(o.symbol)) o.detail = 'liquidation sent; position not yet flat';
   }
-  return { cancelledOrderIds: cancelled, positions: outcomes, brokerMs: since(t0) };
+  const outstanding = outstandingOrders(ctx, req.accountId);
+  return { cancelledOrderIds: cancelled, positions: outcomes, ...(outstanding > 0 && { outstandingOrders: outstanding }), brokerMs: since(t0) };
 }

@@ -32,6 +32,7 @@ import type { QuoteFeed } from '../../src/broker/tradovate/quotes.js';
 import type { ActorContext } from './context.js';
 import { Exposure, type Hold } from './exposure.js';
 import { flatten } from './flatten.js';
+import { outstandingOrders } from './place.js';
 import { SessionPnl } from './session-pnl.js';
 
 interface AccountState {
@@ -174,9 +175,10 @@ export class GuardKeeper {
     if (flattenToo) {
       try {
         result = await flatten(this.ctx, { type: 'flatten', accountId });
-        if (this.ctx.unknown.pendingFor(accountId) > 0) {
-          // An order sent before the lock whose outcome is unknown (broker timeout) may still
-          // fill: the flatten stays owed, and runs again every tick until no such order is left.
+        if (outstandingOrders(this.ctx, accountId) > 0) {
+          // An order sent before the lock whose outcome the broker has not given (still on its
+          // way, or timed out) may still fill: the flatten stays owed, and runs again every tick
+          // until no such order is left.
           state.owed = { guard: 'kill_switch', detail };
           if (state.lock?.guard === 'kill_switch' && !state.lock.flattenOwed) state.lock = { ...state.lock, flattenOwed: true };
           this.emit(accountId, 'kill_switch', 'flattened', `${summary(result)}; ${UNKNOWN_PENDING}`, state.lock);
@@ -319,8 +321,8 @@ export class GuardKeeper {
     state.flattening = true;
     flatten(this.ctx, { type: 'flatten', accountId })
       .then((result) => {
-        if (this.ctx.unknown.pendingFor(accountId) > 0) {
-          // Still owed (see lock): said once, done for good when the last unknown order is known.
+        if (outstandingOrders(this.ctx, accountId) > 0) {
+          // Still owed (see lock): said once, done for good when the last such order is known.
           if (firstTry) this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}; ${UNKNOWN_PENDING}`);
           return;
         }
@@ -414,7 +416,7 @@ function owedFlattenMessage(err: unknown): string {
 }
 
 /** Why a flatten that went through is still owed. */
-const UNKNOWN_PENDING = 'an order sent before it has no known outcome yet (broker timeout): flattening again once it is known';
+const UNKNOWN_PENDING = 'an order sent before it has no known outcome yet (on its way, or a broker timeout): flattening again once it is known';
 
 function summary(r: FlattenResult): string {
   const closed = r.positions.map((p) => `${p.symbol} ${p.status}${p.status === 'liquidated' ? ` (${p.closedQty})` : ''}`);

@@ -168,6 +168,7 @@ export async function placeOrder(ctx: ActorContext, req: PlaceOrderRequest): Pro
     }
   }
   const attempt = placeOnce(ctx, req);
+  if (req.reduceOnly) reduceOnlyAttempts.add(attempt);
   running.set(key, attempt);
   try {
     return await attempt;
@@ -184,8 +185,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // Only the first order in a contract pays for this lookup; records then name the contract.
   await ctx.conn.ensureContract({ name: req.symbol });
   await checkOffsetLegs(ctx, req);
-  // A partial exit counts orders sent before it once the broker has them (an API exit on its way).
-  if (req.reduceOnly) await placementsSettled(ctx, req.accountId, placementKey(req.accountId, req.clOrdId));
+  if (req.reduceOnly) await settledBeforeExit(ctx, req);
   const reducing = req.reduceOnly ? requireReduces(ctx, req) : undefined;
   // From the guards' check to the send nothing awaits: the order's contracts are held from the
   // check until the broker reports the order, so concurrent orders see each other.
@@ -211,7 +211,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // contracts stay held (and a partial exit's quantity counted), until the broker, the mirror
     // or a full sync says what became of it.
     if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') {
-      unknown = ctx.unknown.open(req.accountId, req.clOrdId, reducing ? keepingReduction(hold, reducing) : hold);
+      unknown = ctx.unknown.open(req.accountId, req.clOrdId, reducing ? keepingReduction(hold, reducing) : hold, reducing !== undefined);
     } else {
       hold?.release();
       reducing?.release();
@@ -239,24 +239,66 @@ function keepingReduction(hold: Hold | null, reducing: { release(): void }): Hol
 
 /**
  * Placements on the account still waiting for the broker's answer that began before `except`
- * (the caller's own, when it is a placement): an entry sent a moment before a flatten would otherwise be neither cancelled
+ * (the caller's own, when it is a placement; partial exits left out with `skipReduceOnly`): an entry sent a moment before a flatten would otherwise be neither cancelled
  * (the mirror has no such order yet) nor liquidated (not filled yet), and fill after it; an
  * exit sent a moment before a partial exit would not be counted against the position. Waited
  * for up to settleMs.
  */
-export async function placementsSettled(ctx: ActorContext, accountId: string, except?: string): Promise<void> {
+export async function placementsSettled(ctx: ActorContext, accountId: string, except?: string, skipReduceOnly = false): Promise<void> {
   const prefix = `${accountId}|`;
   const inFlight: Promise<unknown>[] = [];
   for (const [key, attempt] of ctx.placing) {
-    // In the order they began: those after the caller's own were sent after it (and two partial
-    // exits must not wait for each other).
+    // In the order they began: those after the caller's own were sent after it.
     if (key === except) break;
-    if (key.startsWith(prefix)) inFlight.push(attempt.catch(() => undefined));
+    if (key.startsWith(prefix) && !(skipReduceOnly && reduceOnlyAttempts.has(attempt))) inFlight.push(attempt.catch(() => undefined));
   }
   if (inFlight.length === 0) return;
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([Promise.all(inFlight), new Promise((r) => (timer = setTimeout(r, ctx.settleMs)))]);
   clearTimeout(timer);
+}
+
+/** Orders on the account whose outcome the broker has not given yet: on their way, or timed out (unknown). */
+export function outstandingOrders(ctx: ActorContext, accountId: string): number {
+  const prefix = `${accountId}|`;
+  let n = ctx.unknown.pendingFor(accountId);
+  for (const key of ctx.placing.keys()) if (key.startsWith(prefix) && !ctx.unknown.has(key)) n++;
+  return n;
+}
+
+/** Placements of partial exits: what they take off is counted by `ctx.reducing`, not waited for. */
+const reduceOnlyAttempts = new WeakSet<Promise<unknown>>();
+
+/**
+ * A partial exit counts what was sent to the account before it: it waits (up to settleMs each)
+ * for earlier orders to reach the broker and for a flatten in flight, and is refused (409
+ * CONFLICT, nothing sent) while an earlier order still has no outcome (on its way, or timed
+ * out): it could reverse the position once that one fills.
+ */
+async function settledBeforeExit(ctx: ActorContext, req: PlaceOrderRequest): Promise<void> {
+  const own = placementKey(req.accountId, req.clOrdId);
+  await placementsSettled(ctx, req.accountId, own, true);
+  const flattening = ctx.flattening.get(req.accountId);
+  if (flattening) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([flattening, new Promise((r) => (timer = setTimeout(r, ctx.settleMs)))]);
+    clearTimeout(timer);
+  }
+  const prefix = `${req.accountId}|`;
+  let earlier = ctx.unknown.pendingFor(req.accountId, true);
+  for (const [key, attempt] of ctx.placing) {
+    if (key === own) break;
+    if (key.startsWith(prefix) && !ctx.unknown.has(key) && !reduceOnlyAttempts.has(attempt)) earlier++;
+  }
+  if (earlier > 0 || ctx.flattening.has(req.accountId)) {
+    throw new AppError(
+      'CONFLICT',
+      `a partial exit waits for the account's earlier orders: ${earlier > 0 ? `${earlier} still ha${earlier === 1 ? 's' : 've'} no outcome from the broker (on the way, or timed out)` : 'a flatten is still running'}, ` +
+        'and the position they leave is not known: nothing was sent; send it again once they are known',
+      { accountId: req.accountId },
+      1,
+    );
+  }
 }
 
 /**

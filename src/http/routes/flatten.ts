@@ -38,7 +38,8 @@ export async function flattenAccount(
     },
     opts,
   );
-  return { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions: result.positions };
+  const view = { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions: result.positions };
+  return result.outstandingOrders ? Object.assign(view, { outstandingOrders: result.outstandingOrders }) : view;
 }
 
 /** POST /accounts/:id/flatten. */

@@ -241,6 +241,23 @@ describe('kill switch', () => {
     expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'stop: cancelled 0 orders, ESZ6 liquidated (1)' });
   });
 
+  it('an order still on its way to the broker after the flatten’s wait: the flatten stays owed, and closes its position once it fills', async () => {
+    const { broker, ctx, keeper, clock, guardEvents } = setup(null);
+    const held = broker.hold('order/placeorder');
+    const entry = placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
+    await held.reached;
+    const r = await keeper.lock(ACCOUNT, true, 'away');
+    expect(r.flatten).toMatchObject({ positions: [], outstandingOrders: 1 });
+    expect(r.status.lock).toMatchObject({ guard: 'kill_switch', flattenOwed: true });
+    held.release();
+    broker.fill(Number((await entry).order.orderId), 1, 5000);
+    clock.now += 1000;
+    keeper.tick();
+    await vi.waitFor(() => expect(ctx.model.positions(ACCOUNT)).toEqual([]));
+    await vi.waitFor(() => expect(keeper.status(ACCOUNT).lock?.flattenOwed).toBeUndefined());
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'away: cancelled 0 orders, ESZ6 liquidated (1)' });
+  });
+
   it('without a reason the lock says “kill switch”; locking again keeps the first lock and reports nothing new', async () => {
     const { keeper, clock, guardEvents } = setup(null);
     await keeper.lock(ACCOUNT, false);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { flatten } from '../../../../workers/connection-actor/flatten.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 import { rejected } from '../../../support/errors.js';
@@ -272,6 +273,30 @@ describe('placeOrder: reduce-only in flight', () => {
     const placed = await apiExit;
     broker.fill(Number(placed.order.orderId), 2, 5000);
     await expect(partial).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: 'a partial exit may only reduce the position: the account holds no ESZ6, the order would sell 1' });
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+  });
+
+  it('a partial exit sent while a flatten runs waits for it, and sees the flat account it leaves', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.fill(broker.addOrder({ qty: 2 }), 2, 5000);
+    const held = broker.hold('order/liquidateposition');
+    const flattening = flatten(ctx, { type: 'flatten', accountId: ACCOUNT });
+    await held.reached;
+    const partial = placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true });
+    held.release();
+    await flattening;
+    await expect(partial).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: 'a partial exit may only reduce the position: the account holds no ESZ6, the order would sell 1' });
+    expect(broker.bodies('order/placeorder')).toHaveLength(0);
+  });
+
+  it('a partial exit after an ordinary exit whose outcome is unknown (broker timeout) is refused: that exit may still fill', async () => {
+    const { broker, ctx } = fakeActorContext(50, { waitMs: 20 });
+    broker.fill(broker.addOrder({ qty: 2 }), 2, 5000);
+    broker.timeOut('order/placeorder');
+    expect((await rejected(placeOrder(ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null })))).code).toBe('BROKER_TIMEOUT');
+    const err = await rejected(placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true }));
+    expect(err).toMatchObject({ code: 'CONFLICT' });
+    expect(err.message).toContain('1 still has no outcome from the broker');
     expect(broker.bodies('order/placeorder')).toHaveLength(1);
   });
 
