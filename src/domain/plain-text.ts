@@ -1,10 +1,18 @@
 /**
  * Text a person gives a name, a reason or a label: no control characters (terminal escapes,
- * NUL, carriage returns) and no bidirectional overrides (which make a name read as another
- * in a list or a terminal). Descriptions may also hold line breaks and tabs.
+ * NUL, carriage returns), no bidirectional marks or overrides (which make a name read as another
+ * in a list or a terminal), no invisible characters (zero-width spaces, word joiners, U+FEFF)
+ * and no line or paragraph separators. The zero-width joiner stays: emoji sequences use it.
+ * Descriptions may also hold line breaks and tabs.
  */
-export const PLAIN_TEXT = /^[^\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$/;
-export const PLAIN_TEXT_MESSAGE = 'must not contain control characters or bidirectional overrides';
+export const PLAIN_TEXT = /^[^\u0000-\u001f\u007f-\u009f\u061c\u200b\u200c\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]*$/;
+export const PLAIN_TEXT_MESSAGE = 'must not contain control, invisible or bidirectional-override characters';
 
-export const PLAIN_LINES = /^[^\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]*$/;
-export const PLAIN_LINES_MESSAGE = 'must not contain control characters (but line breaks and tabs) or bidirectional overrides';
+export const PLAIN_LINES = /^[^\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b\u200c\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]*$/;
+export const PLAIN_LINES_MESSAGE = 'must not contain control (but line breaks and tabs), invisible or bidirectional-override characters';
+
+/** `text` with every character PLAIN_TEXT refuses written as \uXXXX, cut to `max` characters: safe to echo. */
+export function printable(text: string, max = 64): string {
+  const cut = text.length > max ? `${text.slice(0, max)}…` : text;
+  return cut.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b\u200c\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

@@ -112,6 +112,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * payload's `id`). Runs after body validation.
    */
   idempotencyKeyFrom?: (req: RouteRequest<B, Q>) => string | undefined;
+  /** A route's own rule for an `Idempotency-Key` header, beyond the general one (throws a coded error). */
+  checkIdempotencyKey?: (key: string) => void;
   /**
    * The namespace this route's idempotency keys live in, inside the user's (DESIGN §3 scopes
    * keys per user). The webhook receiver answers its token's: one alert sent to two tokens

@@ -7,6 +7,7 @@
  */
 import type { OrderInput } from '../domain/order-plan.js';
 import type { LegInput, OrderType, Side, TimeInForce } from '../domain/orders.js';
+import { printable } from '../domain/plain-text.js';
 import { AppError } from '../domain/problems.js';
 
 /** A TradingView alert message that places a bracket order through a webhook URL (shown in /api-docs). */
@@ -291,7 +292,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     if (UNSUPPORTED_KEYS[key]) throw unsupported(UNSUPPORTED_KEYS[key]);
     const canonical = WEBHOOK_FIELD_ALIASES[key];
     if (!canonical) {
-      warnings.push(`unknown field '${key}' ignored`);
+      warnings.push(`unknown field '${printable(key)}' ignored`);
       continue;
     }
     if (canonical in fields) {

@@ -40,13 +40,17 @@ export function alertId(body: WebhookPayloadBody | undefined): string | undefine
   if (typeof id !== 'string') throw new AppError('INVALID_IDEMPOTENCY_KEY', 'id must be text or a number (the alert’s dedupe key), or left out');
   // Empty after trimming: refused by the key's own rule (1 to 255 characters).
   if (id.trim() === '') return '';
-  if (/\{\{[^{}]*\}\}/.test(id)) {
-    throw new AppError(
-      'INVALID_IDEMPOTENCY_KEY',
-      `id '${id.length > 80 ? `${id.slice(0, 80)}…` : id}' still holds a TradingView placeholder ({{…}}): it would be the same in every alert, so every alert after the first would be taken for a repeat and not traded. Use placeholders this alert fills (a strategy alert fills {{strategy.order.id}}), or leave id out`,
-    );
-  }
+  refusePlaceholder(id, 'id');
   return id;
+}
+
+/** An alert's key (its `id`, or an `Idempotency-Key` header) that still holds a TradingView placeholder is refused (see alertId). */
+function refusePlaceholder(key: string, what: string): void {
+  if (!/\{\{[^{}]*\}\}/.test(key)) return;
+  throw new AppError(
+    'INVALID_IDEMPOTENCY_KEY',
+    `${what} '${key.length > 80 ? `${key.slice(0, 80)}…` : key}' still holds a TradingView placeholder ({{…}}): it would be the same in every alert, so every alert after the first would be taken for a repeat and not traded. Use placeholders this alert fills (a strategy alert fills {{strategy.order.id}}), or leave it out`,
+  );
 }
 
 /** The receiver route. */
@@ -74,6 +78,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       lenientContentType: true,
       idempotent: true,
       idempotencyKeyFrom: (req) => alertId(req.body),
+      checkIdempotencyKey: (key) => refusePlaceholder(key, 'Idempotency-Key'),
       // Per token (`webhook:<tokenId>`): the same alert on two tokens places two orders.
       idempotencyScope: (auth) => auth.principalId,
       responses: [

@@ -168,7 +168,7 @@ describe('webhook aliases', () => {
     expect(same.json.warnings).toEqual(["'tp' ignored: takeProfit already given"]);
   });
   it('names and labels with control characters or bidirectional overrides are refused (a terminal escape in a list, a name that reads as another); plain unicode is fine', async () => {
-    const evil = ['\u001b[31mEVIL\u001b[0m', 'a\u0000b', 'line\rover', 'abc\u202Egpj.exe', 'x\u0085y'];
+    const evil = ['\u001b[31mEVIL\u001b[0m', 'a\u0000b', 'line\rover', 'abc\u202Egpj.exe', 'x\u0085y', 'a\u2028b', 'zero\u200Bwidth', 'rl\u200Fm', 'bom\uFEFF', 'al\u061Cm'];
     const { json: conns } = await api('GET', '/api/v1/connections');
     const conn = conns.data[0].id as string;
     for (const name of evil) {
@@ -185,7 +185,7 @@ describe('webhook aliases', () => {
       }
     }
     expect((await api('GET', `/api/v1/accounts/${acc}/guards`)).json.lock).toBeNull();
-    const fine = await api('POST', '/api/v1/strategies', { name: 'Scalp — ES 📈 «long»', description: 'line one\n\tline two' });
+    const fine = await api('POST', '/api/v1/strategies', { name: 'Scalp — ES 📈 «long» 👨‍👩‍👧', description: 'line one\n\tline two' });
     expect(fine.status, fine.text).toBe(201);
     expect((await api('DELETE', `/api/v1/strategies/${fine.json.id}`)).status).toBe(204);
   });

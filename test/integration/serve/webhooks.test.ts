@@ -150,7 +150,13 @@ describe('webhook alerts', () => {
       expect(r.status, `${JSON.stringify(id)}: ${r.text}`).toBe(400);
       expect(r.json.code).toBe(code);
     }
+    // The same rule for an Idempotency-Key header sent to a webhook URL, and an unknown field's name is echoed escaped.
+    const header = await http(s.url, 'POST', new URL(token.url).pathname, { body: { action: 'buy', symbol: 'ES', qty: 1, id: 'fine-1' }, headers: { 'idempotency-key': '{{strategy.order.id}}' } });
+    expect(header.status, header.text).toBe(400);
+    expect(header.json.code).toBe('INVALID_IDEMPOTENCY_KEY');
     expect((await simState(s)).orders.length).toBe(before);
+    const odd = await alert({ action: 'buy', symbol: 'ES', qty: 1, ['x\u202Ey\u001b']: 1, id: 'odd-field-1' });
+    expect(odd.json.warnings).toEqual(["unknown field 'x\\u202ey\\u001b' ignored"]);
   });
 
   it('dedupes per token: one alert id on three tokens (two accounts, and two tokens on one account) places three orders, each replayed on its own token', async () => {
