@@ -59,7 +59,7 @@ const TYPES: Record<string, string> = {
   '.map': 'application/json',
 };
 
-type Coding = 'identity' | 'gzip' | 'br';
+export type Coding = 'identity' | 'gzip' | 'br';
 
 /** One file in its three encodings, each with its own strong ETag (they are different bytes). */
 interface Asset {

@@ -6,6 +6,8 @@
  * schema (JSON Schema 2020-12, checked by ajv). What an API fuzzer or a generated client relies
  * on: the document describes what the service sends, not what it was meant to send.
  */
+import { get } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../../src/domain/symbols.js';
@@ -109,6 +111,30 @@ afterAll(async () => {
 });
 
 describe('the OpenAPI document describes the answers', () => {
+  it('the docs page and the OpenAPI document come compressed when the client accepts it (same bytes once decoded), plain otherwise', async () => {
+    const fetchRaw = (path: string, accept: string | undefined) =>
+      new Promise<{ encoding: string | undefined; vary: string | undefined; body: Buffer }>((resolve, reject) => {
+        get(`${s.url}${path}`, { headers: accept === undefined ? {} : { 'accept-encoding': accept } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ encoding: res.headers['content-encoding'], vary: res.headers['vary'], body: Buffer.concat(chunks) }));
+        }).on('error', reject);
+      });
+    for (const path of ['/api-docs/openapi.json', '/api-docs']) {
+      const plain = await fetchRaw(path, undefined);
+      expect(plain.encoding).toBeUndefined();
+      expect(plain.vary).toBe('Accept-Encoding');
+      const gz = await fetchRaw(path, 'gzip');
+      expect(gz.encoding).toBe('gzip');
+      expect(gz.body.length).toBeLessThan(plain.body.length / 4);
+      expect(gunzipSync(gz.body).equals(plain.body)).toBe(true);
+      const br = await fetchRaw(path, 'gzip, br');
+      expect(br.encoding).toBe('br');
+      expect(brotliDecompressSync(br.body).equals(plain.body)).toBe(true);
+      expect((await fetchRaw(path, 'gzip;q=0')).encoding).toBeUndefined();
+    }
+  });
+
   it('every operation, called with valid requests and common mistakes, answers a documented status, type and body', async () => {
     const key = s.apiKey;
     const [acc, other] = s.accounts as [string, string];
