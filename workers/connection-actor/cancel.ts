@@ -19,6 +19,7 @@ import { isFinal, linkageOf, rejectReasonOf, strategyWantsLegs } from '../../src
 import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
+import { tracked } from './in-flight.js';
 import { placementsSettled, settle } from './place.js';
 
 /** A survivor leg whose re-placement did not complete: re-placed once the connection is back. */
@@ -202,14 +203,8 @@ const MAX_OWED_ATTEMPTS = 3;
 export function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
   const id = Number(req.orderId);
   const key = `${req.accountId}|${(Number.isSafeInteger(id) && bracketOf(ctx, id)?.entryId) || req.orderId}`;
-  const before = ctx.cancelling.get(key);
-  const run = (before ?? Promise.resolve()).catch(() => undefined).then(() => cancelOne(ctx, req));
-  const done = run.catch(() => undefined);
-  ctx.cancelling.set(key, done);
-  void done.then(() => {
-    if (ctx.cancelling.get(key) === done) ctx.cancelling.delete(key);
-  });
-  return run;
+  const before = ctx.cancelling.get(key) ?? Promise.resolve();
+  return tracked(ctx.cancelling, key, before.then(() => cancelOne(ctx, req)));
 }
 
 async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {

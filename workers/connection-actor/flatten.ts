@@ -6,6 +6,7 @@
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
+import { tracked } from './in-flight.js';
 import { outstandingOrders, placementsSettled } from './place.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
@@ -24,13 +25,7 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
       throw new AppError('SYMBOL_MISMATCH', `account holds ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
     }
   }
-  const running = onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account));
-  const done = running.catch(() => undefined);
-  ctx.flattening.set(req.accountId, done);
-  void done.then(() => {
-    if (ctx.flattening.get(req.accountId) === done) ctx.flattening.delete(req.accountId);
-  });
-  return running;
+  return tracked(ctx.flattening, req.accountId, onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account)));
 }
 
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {

@@ -13,6 +13,7 @@ import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { Hold } from './exposure.js';
+import { settledWithin } from './in-flight.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
 import { contractName, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
@@ -252,10 +253,7 @@ export async function placementsSettled(ctx: ActorContext, accountId: string, ex
     if (key === except) break;
     if (key.startsWith(prefix) && !(skipReduceOnly && reduceOnlyAttempts.has(attempt))) inFlight.push(attempt.catch(() => undefined));
   }
-  if (inFlight.length === 0) return;
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all(inFlight), new Promise((r) => (timer = setTimeout(r, ctx.settleMs)))]);
-  clearTimeout(timer);
+  if (inFlight.length > 0) await settledWithin(Promise.all(inFlight), ctx.settleMs);
 }
 
 /** Orders on the account whose outcome the broker has not given yet: on their way, or timed out (unknown). */
@@ -279,11 +277,7 @@ async function settledBeforeExit(ctx: ActorContext, req: PlaceOrderRequest): Pro
   const own = placementKey(req.accountId, req.clOrdId);
   await placementsSettled(ctx, req.accountId, own, true);
   const flattening = ctx.flattening.get(req.accountId);
-  if (flattening) {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([flattening, new Promise((r) => (timer = setTimeout(r, ctx.settleMs)))]);
-    clearTimeout(timer);
-  }
+  if (flattening) await settledWithin(flattening, ctx.settleMs);
   const prefix = `${req.accountId}|`;
   let earlier = ctx.unknown.pendingFor(req.accountId, true);
   for (const [key, attempt] of ctx.placing) {
