@@ -167,8 +167,8 @@ describe('webhook aliases', () => {
     expect(same.status, same.text).toBe(201);
     expect(same.json.warnings).toEqual(["'tp' ignored: takeProfit already given"]);
   });
-  it('names and labels with control characters or bidirectional overrides are refused (a terminal escape in a list, a name that reads as another); plain unicode is fine', async () => {
-    const evil = ['\u001b[31mEVIL\u001b[0m', 'a\u0000b', 'line\rover', 'abc\u202Egpj.exe', 'x\u0085y', 'a\u2028b', 'zero\u200Bwidth', 'rl\u200Fm', 'bom\uFEFF', 'al\u061Cm'];
+  it('names and labels with control characters, bidirectional overrides or unpaired surrogates are refused (a terminal escape in a list, a name that reads as another, text with no UTF-8 form); plain unicode is fine', async () => {
+    const evil = ['\u001b[31mEVIL\u001b[0m', 'a\u0000b', 'line\rover', 'abc\u202Egpj.exe', 'x\u0085y', 'a\u2028b', 'zero\u200Bwidth', 'rl\u200Fm', 'bom\uFEFF', 'al\u061Cm', 'lone\uD800', '\uDC00lone', 'pair\uDE00\uD83D'];
     const { json: conns } = await api('GET', '/api/v1/connections');
     const conn = conns.data[0].id as string;
     for (const name of evil) {

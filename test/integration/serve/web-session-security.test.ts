@@ -206,10 +206,12 @@ describe('web sessions over HTTP', () => {
     expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     const etag = page.headers.get('etag')!;
     expect((await http(s.url, 'GET', '/', { headers: { 'if-none-match': etag } })).status).toBe(304);
-    // API answers hold account data: no cache may keep them, errors and both prefixes included.
+    // API answers hold account data: no cache may keep them, and no browser may sniff one into
+    // a page or a script; errors and both prefixes included.
     for (const path of ['/api/v1/accounts', '/v1/accounts/nope/working-orders', '/api/v1/me']) {
       const r = await http(s.url, 'GET', path, { key: s.apiKey });
       expect(r.headers.get('cache-control'), path).toBe('no-store');
+      expect(r.headers.get('x-content-type-options'), path).toBe('nosniff');
     }
     expect((await http(s.url, 'GET', '/api/v1/me')).headers.get('cache-control')).toBe('no-store');
     expect((await http(s.url, 'GET', '/healthz')).headers.get('cache-control')).toBeNull();
