@@ -14,7 +14,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   serve: {
     summary: 'run the HTTP/SSE service (add --paper for the embedded paper broker, --cluster for a cluster node)',
     usage:
-      'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--log-level L] [--cluster nats://host:4222[,…] [--node-id NAME]]',
+      'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--trust-proxy LIST] [--log-level L] [--cluster nats://host:4222[,…] [--node-id NAME]]',
   },
   sim: {
     summary: 'run the paper broker (Tradovate protocol simulator) standalone',

@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { MAX_ORDER_QTY, ORDER_QTY_CEILING, PRICE_BAND_FACTOR } from './domain/orders.js';
+import { isIP } from 'node:net';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -19,6 +20,36 @@ const natsUrls = z
       .array(z.string().regex(/^(nats|tls):\/\/[^\s,/]+\/?$/, 'each server must be nats://host:port (or tls://host:port)'))
       .min(1, 'name at least one NATS server'),
   );
+/** Names a TRUST_PROXY setting may use for a set of ranges (src/http/client-address.ts holds them). */
+export const TRUST_PROXY_GROUPS = ['loopback', 'private'] as const;
+export type TrustProxyGroup = (typeof TRUST_PROXY_GROUPS)[number];
+
+/** Why an entry of a TRUST_PROXY list is not one; undefined when it is. */
+function trustProxyEntryError(entry: string): string | undefined {
+  if ((TRUST_PROXY_GROUPS as readonly string[]).includes(entry)) return undefined;
+  const [address, bits, ...rest] = entry.split('/');
+  const family = isIP(address ?? '');
+  if (family === 0 || rest.length > 0) return `'${entry}' is not an IP address, a CIDR range, 'loopback' or 'private'`;
+  const max = family === 4 ? 32 : 128;
+  if (bits !== undefined && (!/^\d{1,3}$/.test(bits) || Number(bits) > max)) return `'${entry}': the prefix length must be 0-${max}`;
+  return undefined;
+}
+
+/** 'loopback, 10.0.0.0/8, 192.0.2.7': the reverse proxies whose X-Forwarded-For is believed. */
+const trustProxy = z
+  .string()
+  .transform((raw) =>
+    raw
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean),
+  )
+  .superRefine((entries, ctx) => {
+    for (const entry of entries) {
+      const error = trustProxyEntryError(entry);
+      if (error) ctx.addIssue({ code: 'custom', message: error });
+    }
+  });
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', ''])]).transform((v) =>
   typeof v === 'boolean' ? v : v === 'true' || v === '1' || v === 'yes' || v === '',
 );
@@ -32,6 +63,8 @@ export const configSchema = z
     /** 0 = pick a free port. */
     paperPort: port.default(0),
     baseUrl: z.url().optional(),
+    /** Reverse proxies whose X-Forwarded-For names the client (src/http/client-address.ts); none by default. */
+    trustProxy: trustProxy.default([]),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     sseHeartbeatMs: positiveInt.default(15_000),
     rateLimitPerMin: positiveInt.default(120),
@@ -90,6 +123,7 @@ const ENV: Record<string, keyof ConfigInput> = {
   TRADEGATE_PAPER: 'paper',
   TRADEGATE_PAPER_PORT: 'paperPort',
   TRADEGATE_BASE_URL: 'baseUrl',
+  TRUST_PROXY: 'trustProxy',
   LOG_LEVEL: 'logLevel',
   SSE_HEARTBEAT_MS: 'sseHeartbeatMs',
   RATE_LIMIT_PER_MIN: 'rateLimitPerMin',
@@ -124,6 +158,7 @@ const FLAGS: Record<string, keyof ConfigInput> = {
   paper: 'paper',
   'paper-port': 'paperPort',
   'base-url': 'baseUrl',
+  'trust-proxy': 'trustProxy',
   'log-level': 'logLevel',
   'metrics-port': 'metricsPort',
   cluster: 'cluster',

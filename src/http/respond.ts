@@ -6,6 +6,7 @@
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { AppError, problem, type ProblemBody, type ProblemCode } from '../domain/problems.js';
+import type { TrustedProxies } from './client-address.js';
 
 /** A complete answer before it is written. */
 export interface Reply {
@@ -96,10 +97,15 @@ export class ResponseHandle {
   /** The client's address, read on first use (uWS copies it into a new ArrayBuffer on every read: ~10 µs). */
   private address: string | undefined;
 
-  /** `headOnly`: a HEAD request; answers carry their headers and Content-Length, never a body. */
+  /**
+   * `headOnly`: a HEAD request; answers carry their headers and Content-Length, never a body.
+   * `proxies` and `forwardedFor` (TRUST_PROXY): the client's address is read through them.
+   */
   constructor(
     readonly res: HttpResponse,
     readonly headOnly = false,
+    private readonly proxies?: TrustedProxies,
+    private readonly forwardedFor?: string,
   ) {
     res.onAborted(() => {
       this.aborted = true;
@@ -112,10 +118,14 @@ export class ResponseHandle {
   /**
    * The client's address as text. Read from uWS on the first call, which must come while the
    * response is open (the pipeline asks synchronously where it needs it: authentication
-   * failures, public and session routes); '' once the response is gone without it.
+   * failures, public and session routes); '' once the response is gone without it. Behind a
+   * trusted proxy, the client it forwarded for (TrustedProxies.clientOf).
    */
   remoteAddress(): string {
-    if (this.address === undefined) this.address = this.open ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
+    if (this.address === undefined) {
+      const peer = this.open ? Buffer.from(this.res.getRemoteAddressAsText()).toString() : '';
+      this.address = this.proxies && peer !== '' ? this.proxies.clientOf(peer, this.forwardedFor) : peer;
+    }
     return this.address;
   }
 

@@ -16,6 +16,7 @@ import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
 import { renderApiDocsPage } from './api-docs-page.js';
 import { Authenticator, type SessionAuthenticator } from './auth.js';
+import { TrustedProxies } from './client-address.js';
 import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream, SSE_HEADERS, type HealthStreamDeps } from './health-stream.js';
 import { recordGuardEvents } from './guard-events.js';
 import { IdempotencyGate } from './idempotency.js';
@@ -183,6 +184,8 @@ class Engine {
   private readonly sweeper: NodeJS.Timeout;
   private readonly requestIds = new RequestIds();
   private readonly reach: NodeReach | undefined;
+  /** TRUST_PROXY: whose X-Forwarded-For names the client; undefined when none is trusted. */
+  private readonly proxies: TrustedProxies | undefined;
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
 
@@ -198,6 +201,7 @@ class Engine {
       openapi: new CompressedDocument(JSON.stringify(doc), { 'Content-Type': 'application/json' }),
     };
     this.reach = deps.reach;
+    this.proxies = config.trustProxy.length > 0 ? new TrustedProxies(config.trustProxy) : undefined;
     const notices = deps.reach && new ReachNotices(deps.reach, store, deps.gateway, this.hub, this.clock);
     const stream: HealthStreamDeps = { hub: this.hub, store, gateway: notices ?? deps.gateway, maxStreamsPerKey: config.sseMaxStreamsPerKey, clock: this.clock };
     if (notices) stream.resumeNotices = (userId, ids) => notices.resumeNotices(userId, ids);
@@ -248,7 +252,7 @@ class Engine {
   /** The uWS callback: copy what is needed out of `req` (uWS invalidates it on return), then run the pipeline. */
   accept(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
     const { method, head, headers, repeated } = readRequestHead(req);
-    const handle = new ResponseHandle(res, head);
+    const handle = this.proxies ? new ResponseHandle(res, head, this.proxies, headers['x-forwarded-for']) : new ResponseHandle(res, head);
     const given = headers['x-request-id'];
     const requestId = given && REQUEST_ID.test(given) ? given : this.requestIds.next();
     const path = req.getUrl();

@@ -48,6 +48,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig({}, { TRADEGATE_CLUSTER_REPLICAS: '2' })).toThrow(/must be 1 or 3/);
   });
 
+  it('reads TRUST_PROXY as a list of addresses, CIDR ranges and named groups, and names a bad entry', () => {
+    expect(loadConfig({}, {}).trustProxy).toEqual([]);
+    expect(loadConfig({}, { TRUST_PROXY: 'loopback, 10.0.0.0/8,192.0.2.7 , 2001:db8::/32' }).trustProxy).toEqual(['loopback', '10.0.0.0/8', '192.0.2.7', '2001:db8::/32']);
+    expect(loadConfig({ 'trust-proxy': 'private' }, { TRUST_PROXY: 'loopback' }).trustProxy).toEqual(['private']);
+    expect(() => loadConfig({}, { TRUST_PROXY: 'nginx' })).toThrow(/--trust-proxy \/ TRUST_PROXY: 'nginx' is not an IP address/);
+    expect(() => loadConfig({}, { TRUST_PROXY: '10.0.0.0/33' })).toThrow(/prefix length must be 0-32/);
+    expect(() => loadConfig({}, { TRUST_PROXY: '10.0.0.0/8/1' })).toThrow(/TRUST_PROXY/);
+    expect(() => loadConfig({}, { TRUST_PROXY: '::1/129' })).toThrow(/0-128/);
+  });
+
   it('rejects unknown flags', () => {
     expect(() => loadConfig({ prot: '1' }, {})).toThrow(/unknown option --prot/);
   });

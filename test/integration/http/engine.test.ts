@@ -235,3 +235,33 @@ describe('rate limit: exactly N per key in any rolling 60 s', () => {
     expect((await fetch(h.url('/v1/things/1'), { headers: { 'X-API-Key': h.keys.read } })).status).toBe(200);
   });
 });
+
+describe('behind a reverse proxy (TRUST_PROXY)', () => {
+  const bad = (t: EngineHarness, forwardedFor?: string) =>
+    fetch(t.url('/v1/things/1'), { headers: { 'X-API-Key': 'tgk_x_bad', ...(forwardedFor && { 'X-Forwarded-For': forwardedFor }) } }).then((r) => r.status);
+
+  it('counts failed authentications per client the trusted proxy names, so one client cannot lock out the others', async () => {
+    const t = await startEngine({ trustProxy: 'loopback' }, { fakeClock: true });
+    try {
+      for (let i = 0; i < 30; i++) expect(await bad(t, '198.51.100.1')).toBe(401);
+      expect(await bad(t, '198.51.100.1')).toBe(429);
+      // A name the client wrote itself, left of what the proxy appended, changes nothing.
+      expect(await bad(t, '203.0.113.50, 198.51.100.1')).toBe(429);
+      // Another client behind the same proxy is not locked out.
+      expect(await bad(t, '198.51.100.2')).toBe(401);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  it('without TRUST_PROXY, X-Forwarded-For is ignored: the peer is the client', async () => {
+    const t = await startEngine({}, { fakeClock: true });
+    try {
+      for (let i = 0; i < 30; i++) expect(await bad(t, `198.51.100.${i}`)).toBe(401);
+      expect(await bad(t, '198.51.100.200')).toBe(429);
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
