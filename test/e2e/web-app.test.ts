@@ -490,6 +490,50 @@ describe('the web app', () => {
     expect((await api('PUT', `/api/v1/accounts/${demo2}/guards`, {})).status).toBe(200);
   }, 60_000);
 
+  it('Accounts: edits trading windows in the guards form (a bad time shows the API’s words by its window); an entry outside them is refused; turning them off lifts it', async () => {
+    await signedIn();
+    await nav('Accounts');
+    await page.getByRole('button', { name: `DEMO2 ${demo2}` }).click();
+    const card = page.getByRole('region', { name: 'Risk guards and kill switch' });
+    await card.getByText('Entries allowed').waitFor();
+    // A one-hour window two hours from now (UTC), every day: now is outside it, whatever the day.
+    const hhmm = (h: number) => `${String(h % 24).padStart(2, '0')}:00`;
+    const hour = new Date().getUTCHours();
+    const [start, end] = [hhmm(hour + 2), hhmm(hour + 3)];
+
+    await card.getByRole('button', { name: 'Edit guards…' }).click();
+    await dialog().getByLabel('Allow entries only inside these windows').check();
+    await dialog().getByLabel('Time zone').fill('UTC');
+    const window1 = dialog().getByRole('group', { name: 'Window 1', exact: true });
+    for (const day of ['Sun', 'Sat']) await window1.getByLabel(day, { exact: true }).check();
+    await window1.getByLabel('Opens').fill(start);
+    await window1.getByLabel('Closes').fill('25:00');
+    await dialog().getByRole('button', { name: 'Save guards' }).click();
+    await window1.getByText('HH:MM from 00:00 to 24:00').waitFor();
+    await window1.getByLabel('Closes').fill(end);
+    await dialog().getByRole('button', { name: 'Add a window' }).click();
+    await dialog().getByRole('button', { name: 'Remove window 2' }).click();
+    await dialog().getByLabel('When a window ends, cancel working orders and close positions').check();
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await screenshot(page, 'accounts-trading-windows');
+    await dialog().getByRole('button', { name: 'Save guards' }).click();
+    await card.getByText(`In force: trading windows Sun–Sat ${start}–${end} (UTC), flattened at the end.`).waitFor();
+    const stored = await api('GET', `/api/v1/accounts/${demo2}/guards`);
+    expect(stored.json.guards.tradingWindows).toEqual({ timeZone: 'UTC', flattenAtEnd: true, windows: [{ days: ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'], start, end }] });
+    const refused = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
+    expect(refused.json).toMatchObject({ code: 'RISK_GUARD', guard: 'trading_window' });
+    await card.getByText('Outside the trading windows').waitFor();
+
+    // The form opens with what is stored; turning the windows off sends null.
+    await card.getByRole('button', { name: 'Edit guards…' }).click();
+    expect(await dialog().getByLabel('Time zone').inputValue()).toBe('UTC');
+    expect(await dialog().getByRole('group', { name: 'Window 1', exact: true }).getByLabel('Opens').inputValue()).toBe(start);
+    await dialog().getByLabel('Allow entries only inside these windows').uncheck();
+    await dialog().getByRole('button', { name: 'Save guards' }).click();
+    await card.getByText('No guards set').waitFor();
+    expect((await api('GET', `/api/v1/accounts/${demo2}/guards`)).json.guards.tradingWindows).toBeNull();
+  }, 60_000);
+
   it('Accounts: an account the broker no longer reports is shown as inactive, with flatten disabled', async () => {
     await signedIn();
     await nav('Accounts');

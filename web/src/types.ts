@@ -137,6 +137,15 @@ export interface FlattenResult {
   positions: { symbol: string; closedQty: number; status: 'liquidated' | 'failed'; detail?: string }[];
 }
 
+export type Weekday = 'sun' | 'mon' | 'tue' | 'wed' | 'thu' | 'fri' | 'sat';
+
+/** A trading window: opens on `days` at `start` (local HH:MM), closes at `end` (before `start`: the next day). */
+export interface TradingWindow {
+  days: Weekday[];
+  start: string;
+  end: string;
+}
+
 /** An account's risk guards as stored (PUT replaces them all; null: no limit). */
 export interface AccountGuards {
   maxOrderQty: number | null;
@@ -147,7 +156,7 @@ export interface AccountGuards {
   noPyramiding: boolean;
   flatOnly: boolean;
   webhookFlatOnly: boolean;
-  tradingWindows: { timeZone: string; flattenAtEnd?: boolean; windows: unknown[] } | null;
+  tradingWindows: { timeZone: string; flattenAtEnd?: boolean; windows: TradingWindow[] } | null;
   dailyLossLimit: number | null;
   dailyProfitTarget: number | null;
 }

@@ -13,6 +13,7 @@ import { Badge, ErrorBox, Field, Loading } from '../components/ui';
 import { fullTime, pnl, when } from '../format';
 import { useAction, usePolling, useResource } from '../hooks';
 import type { AccountGuards, GuardsView, LockResult } from '../types';
+import { TradingWindowsFields, windowsBody, windowsDraft, windowsSummary } from './trading-windows';
 
 const POLL_MS = 5_000;
 
@@ -35,7 +36,7 @@ export function guardSummary(g: AccountGuards): string[] {
   if (g.noPyramiding) out.push('no pyramiding');
   if (g.flatOnly) out.push('entries only when flat');
   else if (g.webhookFlatOnly) out.push('alerts only when flat');
-  if (g.tradingWindows !== null) out.push(`trading windows (${g.tradingWindows.timeZone}${g.tradingWindows.flattenAtEnd ? ', flattened at the end' : ''})`);
+  if (g.tradingWindows !== null) out.push(windowsSummary(g.tradingWindows));
   if (g.dailyLossLimit !== null) out.push(`daily loss limit $${g.dailyLossLimit}`);
   if (g.dailyProfitTarget !== null) out.push(`daily profit target $${g.dailyProfitTarget}`);
   return out;
@@ -65,7 +66,16 @@ export function GuardsCard(props: { accountId: string; accountName: string; onFl
         <h3 id="guards-title">Risk guards and kill switch</h3>
         {v && (
           <div class="card-actions">
-            <button type="button" class="btn secondary" onClick={() => setEditing(true)}>
+            <button
+              type="button"
+              class="btn secondary"
+              onClick={async () => {
+                // The form starts from the guards as stored now, not as last polled: saving
+                // replaces them all, so a stale form would undo a change made elsewhere since.
+                await view.reload();
+                setEditing(true);
+              }}
+            >
               Edit guards…
             </button>
             {lock ? (
@@ -221,6 +231,7 @@ function GuardsDialog(props: { accountId: string; accountName: string; guards: A
   const [noPyramiding, setNoPyramiding] = useState(g.noPyramiding);
   const [flatOnly, setFlatOnly] = useState(g.flatOnly);
   const [webhookFlatOnly, setWebhookFlatOnly] = useState(g.webhookFlatOnly);
+  const [windows, setWindows] = useState(() => windowsDraft(g));
   const [invalid, setInvalid] = useState<Partial<Record<LimitKey, string>>>({});
   const action = useAction();
   const err = (path: string) => action.error?.errors.find((e) => e.path === path || e.path.startsWith(`${path}.`))?.message;
@@ -244,7 +255,7 @@ function GuardsDialog(props: { accountId: string; accountName: string; guards: A
             .split(/[\s,]+/)
             .map((p) => p.trim().toUpperCase())
             .filter(Boolean);
-          // PUT replaces every guard: the trading windows (set through the API) are sent back as they are.
+          // PUT replaces every guard.
           const body: AccountGuards = {
             ...values,
             allowedProducts: roots.length ? roots : null,
@@ -252,7 +263,7 @@ function GuardsDialog(props: { accountId: string; accountName: string; guards: A
             noPyramiding,
             flatOnly,
             webhookFlatOnly,
-            tradingWindows: g.tradingWindows,
+            tradingWindows: windowsBody(windows),
           };
           const saved = await action.run(() => api('PUT', `/accounts/${encodeURIComponent(props.accountId)}/guards`, body));
           if (saved) await props.onSaved();
@@ -289,7 +300,7 @@ function GuardsDialog(props: { accountId: string; accountName: string; guards: A
         <label class="check">
           <input type="checkbox" checked={webhookFlatOnly} onChange={(e) => setWebhookFlatOnly(e.currentTarget.checked)} /> Alerts only when flat
         </label>
-        {g.tradingWindows && <p class="muted small">Trading windows ({g.tradingWindows.timeZone}) are kept as they are; change them through the API.</p>}
+        <TradingWindowsFields draft={windows} onChange={setWindows} error={err} />
         <ErrorBox error={action.error && action.error.errors.length === 0 ? action.error : undefined} title="Not saved" />
         <div class="dialog-actions">
           <button type="button" class="btn secondary" onClick={props.onClose}>
