@@ -75,9 +75,10 @@ export interface LockState {
   until: number | null;
   detail: string;
   /**
-   * Kill switch only: the flatten it asked for has not gone through yet (the connection was
-   * down, FAILED or not running). Stored with the lock, so every actor that starts with it
-   * flattens the account once CONNECTED; cleared when that succeeds, dropped by an unlock.
+   * The flatten the lock asked for (a kill switch with flatten, a tripped P&L limit) has not
+   * gone through yet: it is running, or the connection was down, FAILED or not running. Stored
+   * with the lock from the moment it is set, so every actor that starts with it (after a crash
+   * too) flattens the account once CONNECTED; cleared when that succeeds, dropped by an unlock.
    */
   flattenOwed?: true;
 }

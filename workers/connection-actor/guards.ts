@@ -169,7 +169,11 @@ export class GuardKeeper {
     if (state.lock?.guard !== 'kill_switch') {
       // A P&L lock (or none) under the kill switch: it still ends only with its day, not at the unlock.
       state.dayLock = state.lock;
-      this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail });
+      // The flatten is stored as owed with the lock itself, before it is sent: a crash while it
+      // runs leaves a lock that still owes it, and the next actor runs it (fresh()).
+      this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail, ...(flattenToo && { flattenOwed: true as const }) });
+    } else if (flattenToo) {
+      this.oweOnLock(accountId, state, 'kill_switch', detail);
     }
     let result: LockResult['flatten'] = null;
     if (flattenToo) {
@@ -308,9 +312,12 @@ export class GuardKeeper {
     const detail = `P&L of the day ${pnl} reached ${what}`;
     // A kill-switch lock is stronger (it lasts until unlocked): keep it, flatten all the same,
     // and keep the day's lock for when it is lifted.
-    const lock: LockState = { guard: trip.guard, since: this.now(), until: day.end, detail };
-    if (state.lock?.guard === 'kill_switch') state.dayLock = lock;
-    else this.setLock(accountId, state, lock);
+    // The flatten is stored as owed with the lock before it is sent (see lock()).
+    const lock: LockState = { guard: trip.guard, since: this.now(), until: day.end, detail, flattenOwed: true };
+    if (state.lock?.guard === 'kill_switch') {
+      state.dayLock = lock;
+      this.oweOnLock(accountId, state, trip.guard, detail);
+    } else this.setLock(accountId, state, lock);
     this.flattenFor(accountId, state, trip.guard, detail);
   }
 
@@ -331,9 +338,14 @@ export class GuardKeeper {
       })
       .catch((err: unknown) => {
         const code = err instanceof AppError ? err.code : 'INTERNAL';
+        const message = `${detail}: ${err instanceof Error ? err.message : String(err)}`;
         // An account the broker no longer reports has nothing left to flatten here.
-        if (code === 'ACCOUNT_INACTIVE' || code === 'NOT_FOUND') state.owed = null;
-        if (firstTry) this.emit(accountId, guard, 'flatten-failed', `${detail}: ${err instanceof Error ? err.message : String(err)}; retrying`);
+        let settled: LockState | undefined;
+        if (code === 'ACCOUNT_INACTIVE' || code === 'NOT_FOUND') {
+          state.owed = null;
+          settled = this.settleOwed(state);
+        }
+        if (firstTry || settled) this.emit(accountId, guard, 'flatten-failed', state.owed ? `${message}; retrying` : message, settled);
         this.ctx.logger.warn({ err, accountId, guard }, 'guard flatten failed');
       })
       .finally(() => {
@@ -341,8 +353,20 @@ export class GuardKeeper {
       });
   }
 
+  /** Marks the account's current lock as owing a flatten, and stores it so, before the flatten is sent. */
+  private oweOnLock(accountId: string, state: AccountState, guard: GuardName, detail: string): void {
+    if (!state.lock || state.lock.flattenOwed) return;
+    state.lock = { ...state.lock, flattenOwed: true };
+    this.emit(accountId, guard, 'locked', `${detail}: flattening`, state.lock);
+  }
+
   /** The lock without its owed flatten once that went through (for the event that stores it), or undefined when unchanged. */
   private settleOwed(state: AccountState): LockState | undefined {
+    // A day's P&L lock kept under a kill switch owed the same flatten.
+    if (state.dayLock?.flattenOwed) {
+      const { flattenOwed: _dayDone, ...dayLock } = state.dayLock;
+      state.dayLock = dayLock;
+    }
     if (!state.lock?.flattenOwed) return undefined;
     const { flattenOwed: _done, ...lock } = state.lock;
     state.lock = lock;
@@ -401,8 +425,9 @@ export class GuardKeeper {
 const MISSED_WINDOW_END_MS = 12 * 60 * 60_000;
 
 function fresh(config: GuardConfig, lock: LockState | null, inside: boolean | null): AccountState {
-  // A kill switch stored with its flatten still owed (set while the connection was down) owes it here too.
-  const owed = lock?.guard === 'kill_switch' && lock.flattenOwed ? { guard: 'kill_switch' as const, detail: lock.detail } : null;
+  // A lock stored with its flatten still owed (the connection was down, or the service stopped
+  // while it ran) owes it here too: it runs once CONNECTED.
+  const owed = lock?.flattenOwed ? { guard: lock.guard, detail: lock.detail } : null;
   return { config, lock, inside, owed, flattening: false, trippedDay: null, dayLock: null, limits: {} };
 }
 

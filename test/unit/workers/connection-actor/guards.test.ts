@@ -504,7 +504,7 @@ describe('trading windows', () => {
     s.keeper.tick();
     s.clock.now = MON_15;
     s.keeper.tick();
-    expect((await s.event('flatten-failed')).detail).toBe(`the trading window ended: ${message}; retrying`);
+    expect((await s.event('flatten-failed')).detail).toBe(`the trading window ended: ${message}`);
     await s.settle();
     // Were it still owed, the next tick would flatten it now that the account is back.
     s.broker.mirror.apply('account', 'Created', { id: Number(accountId), name: 'BACK', active: true });
@@ -553,6 +553,46 @@ describe('daily loss limit and profit target', () => {
     keeper.pnl.mark(CONTRACT, 4997);
     await placeOrder(ctx, newOrder());
     expect(keeper.status(ACCOUNT)).toMatchObject({ lock: null, day: { realized: 0, open: -150 } });
+  });
+
+  it('a tripped P&L lock is stored owing its flatten before the flatten is sent, and the flatten clears it', async () => {
+    const { keeper, event, guardEvents, position } = setup({ dailyLossLimit: 100 });
+    position(1);
+    keeper.pnl.mark(CONTRACT, 4990);
+    // The first event (what the front stores) already owes the flatten: a crash while it runs
+    // leaves a stored lock that still owes it.
+    expect(guardEvents()[0]).toMatchObject({ action: 'locked', lock: { guard: 'daily_loss', flattenOwed: true } });
+    const done = await event('flattened', 'daily_loss');
+    expect(done.lock).toMatchObject({ guard: 'daily_loss' });
+    expect(done.lock).not.toHaveProperty('flattenOwed');
+    expect(keeper.status(ACCOUNT).lock).not.toHaveProperty('flattenOwed');
+  });
+
+  it('a kill switch with flatten is stored owing it before it is sent; over an existing kill switch too', async () => {
+    const { keeper, guardEvents, position } = setup({});
+    position(1);
+    const locked = keeper.lock(ACCOUNT, true);
+    expect(guardEvents()[0]).toMatchObject({ action: 'locked', lock: { guard: 'kill_switch', flattenOwed: true } });
+    expect((await locked).status.lock).not.toHaveProperty('flattenOwed');
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened' });
+    expect(guardEvents().at(-1)!.lock).not.toHaveProperty('flattenOwed');
+    position(1);
+    const again = keeper.lock(ACCOUNT, true);
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'locked', lock: { guard: 'kill_switch', flattenOwed: true } });
+    expect((await again).status.lock).not.toHaveProperty('flattenOwed');
+  });
+
+  it.each([
+    ['a daily loss lock', { guard: 'daily_loss', since: MON_10 - 1000, until: DAY.end, detail: 'P&L of the day -150 reached the daily loss limit of 100', flattenOwed: true }],
+    ['a kill switch', { guard: 'kill_switch', since: MON_10 - 1000, until: null, detail: 'kill switch', flattenOwed: true }],
+  ] as const)('%s restored still owing its flatten (the service died while it ran) flattens once connected, and no longer owes it', async (_what, stored) => {
+    const { broker, keeper, event, position } = setup({ dailyLossLimit: 100 }, { ...stored });
+    position(1);
+    keeper.tick();
+    const done = await event('flattened', stored.guard);
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
+    expect(done.lock).toMatchObject({ guard: stored.guard, detail: stored.detail });
+    expect(done.lock).not.toHaveProperty('flattenOwed');
   });
 
   it('a P&L lock restored at start-up for today does not trip (or report, or flatten) again', async () => {
