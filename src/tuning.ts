@@ -63,6 +63,13 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
 });
 
 /** Broker deadlines: one request (REST or socket) when the spec names none, and opening a socket. */
+/**
+ * How long a leg cancel of a filled bracket waits for the survivor it owes to be stored before it
+ * sends the cancel (an LMDB commit is ~1-3 ms; a NATS write a few more). Past it the cancel goes
+ * on, logged: a stalled store must not hold trading.
+ */
+export const ACTOR_OWED_LEGS = Object.freeze({ storeWaitMs: 2_000 });
+
 export const BROKER_TIMEOUTS = Object.freeze({ requestMs: 10_000, openMs: 10_000 });
 
 /** Some deployments never send the `o` frame: authorize this long after the socket opens anyway. */

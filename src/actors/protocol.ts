@@ -11,7 +11,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import type { AccountRecord, ClosedTrade, NewOrder, OrderRecord, PositionRecord } from '../domain/orders.js';
 import type { ErrorData } from '../domain/problems.js';
-import type { GuardConfig, GuardName, GuardNarrowing, GuardRefusal, LockState } from '../domain/guards.js';
+import type { GuardConfig, GuardName, GuardNarrowing, GuardRefusal, LockState, OwedLeg } from '../domain/guards.js';
 import type { ConnectionTuning } from '../tuning.js';
 import type { ThreadUsage } from '../thread-usage.js';
 
@@ -92,6 +92,12 @@ export interface UnlockRequest {
   accountId: string;
 }
 
+/** The supervisor stored what an OwedLegsChanged notice `seq` said (and every earlier one): the actor may go on. */
+export interface OwedLegsStoredRequest {
+  type: 'owed-legs-stored';
+  seq: number;
+}
+
 /** A dry run's question: would the account's guards (and the credential's narrowing) admit this order now? */
 export type CheckOrderRequest = Omit<PlaceOrderRequest, 'type' | 'clOrdId'> & { type: 'check-order' };
 
@@ -113,7 +119,8 @@ export type ActorRequest =
   | LockRequest
   | UnlockRequest
   | GuardStatusRequest
-  | CheckOrderRequest;
+  | CheckOrderRequest
+  | OwedLegsStoredRequest;
 
 // ---------------------------------------------------------------------------
 // Results.
@@ -184,6 +191,7 @@ export interface ResultMap {
   'guard-status': GuardStatus;
   /** The refusal the order would meet now, or null when the guards would admit it. */
   'check-order': { refusal: GuardRefusal | null };
+  'owed-legs-stored': null;
 }
 
 /**
@@ -247,8 +255,24 @@ export interface WorkingOrdersChanged {
   version: number;
 }
 
+/**
+ * Actor → supervisor only: the bracket legs the actor owes an account changed (domain/guards.ts
+ * OwedLeg). The supervisor stores them with the account's guards, and answers with an
+ * OwedLegsStoredRequest of the same `seq` once they are durable.
+ */
+export interface OwedLegsChanged {
+  type: 'owed-legs-changed';
+  connectionId: string;
+  accountId: string;
+  legs: OwedLeg[];
+  seq: number;
+}
+
+/** What an actor tells its supervisor alone. */
+export type SupervisorNotice = WorkingOrdersChanged | OwedLegsChanged;
+
 /** What travels on a worker host's event port. */
-export type WorkerEventMessage = ActorEvent | WorkingOrdersChanged;
+export type WorkerEventMessage = ActorEvent | SupervisorNotice;
 
 // ---------------------------------------------------------------------------
 // What the HTTP front sees of the actor system (implemented by src/actors/supervisor.ts).

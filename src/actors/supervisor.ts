@@ -13,10 +13,10 @@ import { ActorClient } from './actor-client.js';
 import { SUPERVISOR, type ConnectionTuning } from '../tuning.js';
 import type { WorkerHostData, WorkerStats } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
-import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, ResultFor, WorkerEventMessage, WorkingOrdersPage } from './protocol.js';
+import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, OwedLegsChanged, ResultFor, WorkerEventMessage, WorkingOrdersPage } from './protocol.js';
 import { WorkingOrdersCache } from './page-cache.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
-import { NO_GUARDS, type AccountGuards } from '../domain/guards.js';
+import { NO_GUARDS, type AccountGuards, type OwedLeg } from '../domain/guards.js';
 
 /** The compiled worker-host entry every actor thread runs. */
 export const ACTOR_HOST_FILE = 'workers/connection-actor/host.js';
@@ -39,6 +39,11 @@ export interface SupervisorOptions {
    * whoever adds the connection (the supervisor then keeps them current for restarts).
    */
   guards?: (userId: string) => Record<string, AccountGuards>;
+  /**
+   * Stores the bracket legs an actor owes an account (OwedLegsChanged) with its guards, so an
+   * actor started after a crash still places them; the actor waits for this before it cancels.
+   */
+  keepOwedLegs?: (userId: string, accountId: string, legs: OwedLeg[]) => Promise<unknown>;
   /** Connection actors it runs at most (ACTORS_MAX); a new one past it is ACTOR_LIMIT_REACHED. */
   maxActors?: number;
 }
@@ -97,8 +102,37 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     const spec = specs.get(connectionId);
     if (!spec) return;
     const current = spec.guards?.[accountId];
-    const next: AccountGuards = { config: change.config ?? current?.config ?? { ...NO_GUARDS }, lock: change.lock !== undefined ? change.lock : (current?.lock ?? null) };
+    const owedLegs = change.owedLegs ?? current?.owedLegs ?? [];
+    const next: AccountGuards = {
+      config: change.config ?? current?.config ?? { ...NO_GUARDS },
+      lock: change.lock !== undefined ? change.lock : (current?.lock ?? null),
+      ...(owedLegs.length > 0 && { owedLegs }),
+    };
     spec.guards = { ...spec.guards, [accountId]: next };
+  }
+
+  /**
+   * Owed legs changed: noted in the spec (a restarted worker starts with them), stored, and the
+   * actor told once they are durable. Writes of one connection stay in notice order.
+   */
+  const owedWrites = new Map<string, Promise<unknown>>();
+  function keepOwedLegs(notice: OwedLegsChanged): void {
+    const { connectionId, accountId, legs, seq } = notice;
+    noteGuards(connectionId, accountId, { owedLegs: legs });
+    const userId = specs.get(connectionId)?.userId;
+    const write = (owedWrites.get(connectionId) ?? Promise.resolve())
+      .then(() => (userId !== undefined ? opts.keepOwedLegs?.(userId, accountId, legs) : undefined))
+      .catch((err: unknown) => log.error({ err, connectionId, accountId }, 'storing owed bracket legs failed'))
+      .then(() => {
+        const slot = placement.get(connectionId);
+        if (slot?.client.alive) return slot.client.request(connectionId, { type: 'owed-legs-stored', seq });
+        return undefined;
+      })
+      .catch((err: unknown) => log.warn({ err, connectionId }, 'telling the actor its owed legs are stored failed'));
+    owedWrites.set(connectionId, write);
+    void write.finally(() => {
+      if (owedWrites.get(connectionId) === write) owedWrites.delete(connectionId);
+    });
   }
 
   function publish(event: ActorEvent): void {
@@ -126,6 +160,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       // Events of a connection removed or moved elsewhere are stale.
       if (placement.get(message.connectionId) !== slot) return;
       if (message.type === 'working-orders-changed') pages.changed(message.connectionId, message.version);
+      else if (message.type === 'owed-legs-changed') keepOwedLegs(message);
       else publish(message);
     });
     worker.on('exit', (code) => onExit(slot, code));

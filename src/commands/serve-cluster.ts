@@ -86,7 +86,13 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     // not renew and, with the rest of its start, could lapse and stop the actors it just took.
     front = startWebFront(config, store, logger);
     // Every actor starts with its owner's stored guards and locks, on whichever node takes it.
-    const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, maxActors: config.actorsMax, logger, guards: (userId) => accountGuardsOf(shared, userId) });
+    const supervisor = createSupervisor({
+      threadsMax: config.actorThreadsMax,
+      maxActors: config.actorsMax,
+      logger,
+      guards: (userId) => accountGuardsOf(shared, userId),
+      keepOwedLegs: (userId, accountId, legs) => shared.guards.setOwedLegs(userId, accountId, legs),
+    });
     node = await startClusterNode({
       nc,
       store,

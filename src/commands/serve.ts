@@ -167,7 +167,13 @@ export async function run(argv: string[]): Promise<number> {
     if (config.paper) {
       paper = await startEmbeddedPaper({ store, dataDir: config.dataDir, port: config.paperPort, logLevel: config.logLevel, logger });
     }
-    const supervisor = createSupervisor({ threadsMax: config.actorThreadsMax, maxActors: config.actorsMax, logger, guards: (userId) => accountGuardsOf(store, userId) });
+    const supervisor = createSupervisor({
+      threadsMax: config.actorThreadsMax,
+      maxActors: config.actorsMax,
+      logger,
+      guards: (userId) => accountGuardsOf(store, userId),
+      keepOwedLegs: (userId, accountId, legs) => store.guards.setOwedLegs(userId, accountId, legs),
+    });
     const metrics = new ServiceMetrics();
     gateway = measuredGateway(supervisor, metrics);
     let listenUrl: string | undefined;

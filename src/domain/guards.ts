@@ -15,6 +15,7 @@
  *   every live order on one side filled and none on the other: max(net + buying, selling − net).
  *   Max-position limits bound the exposure an entry would create, so working entries count.
  */
+import type { OrderRecord } from './orders.js';
 import { describeLocal, inWindows, type TradingWindows } from './trading-time.js';
 
 export type { TradingWindows, TradingWindow, Weekday } from './trading-time.js';
@@ -83,10 +84,26 @@ export interface LockState {
   flattenOwed?: true;
 }
 
-/** An account's guards and lock, as the actor is given them. */
+/**
+ * A bracket leg the service owes an account: the survivor of a leg cancel of a filled bracket,
+ * which the broker's one-cancels-other takes down and the service places again (`rp-<id>`).
+ * Stored before the cancel is sent and cleared once the survivor is back (or not needed), so an
+ * actor that starts after a crash in between still places it (workers/connection-actor/cancel.ts).
+ */
+export interface OwedLeg {
+  accountId: string;
+  /** The survivor as it was before the cancel (its open quantity is what is owed). */
+  leg: OrderRecord;
+  entryId: number;
+  role: 'take_profit' | 'stop_loss';
+  attempts: number;
+}
+
+/** An account's guards and lock, and the bracket legs owed to it, as the actor is given them. */
 export interface AccountGuards {
   config: GuardConfig;
   lock: LockState | null;
+  owedLegs?: OwedLeg[];
 }
 
 /** No guard at all: what an account without a record has. */

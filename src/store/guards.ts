@@ -4,7 +4,7 @@
  * account id): account ids are the broker's, unique per user.
  */
 import { AppError } from '../domain/problems.js';
-import { NO_GUARDS, type AccountGuards, type GuardConfig, type LockState } from '../domain/guards.js';
+import { NO_GUARDS, type AccountGuards, type GuardConfig, type LockState, type OwedLeg } from '../domain/guards.js';
 import type { StoreContext } from './context.js';
 
 /** An account's guards and lock. */
@@ -13,7 +13,16 @@ export interface GuardRecord {
   accountId: string;
   config: GuardConfig;
   lock: LockState | null;
+  /** Bracket legs the account's actor owes it (domain/guards.ts OwedLeg); absent when none. */
+  owedLegs?: OwedLeg[];
   updatedAt: string;
+}
+
+/** What one write changes of a record. */
+export interface GuardChange {
+  config?: GuardConfig;
+  lock?: LockState | null;
+  owedLegs?: OwedLeg[];
 }
 
 export interface GuardStore {
@@ -25,6 +34,8 @@ export interface GuardStore {
   setConfig(userId: string, accountId: string, config: GuardConfig): Promise<GuardRecord>;
   /** Sets or clears the account's lock (guards stay, or none when the account had no record). */
   setLock(userId: string, accountId: string, lock: LockState | null): Promise<GuardRecord>;
+  /** Replaces the bracket legs owed to the account (empty: none). */
+  setOwedLegs(userId: string, accountId: string, legs: OwedLeg[]): Promise<GuardRecord>;
 }
 
 const ACCOUNT_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -39,14 +50,16 @@ export function changedGuards(
   prev: GuardRecord | undefined,
   userId: string,
   accountId: string,
-  change: { config?: GuardConfig; lock?: LockState | null },
+  change: GuardChange,
   updatedAt: string,
 ): GuardRecord {
+  const owedLegs = change.owedLegs ?? prev?.owedLegs ?? [];
   return {
     userId,
     accountId,
     config: change.config ?? prev?.config ?? { ...NO_GUARDS },
     lock: change.lock !== undefined ? change.lock : (prev?.lock ?? null),
+    ...(owedLegs.length > 0 && { owedLegs }),
     updatedAt,
   };
 }
@@ -56,7 +69,7 @@ export function createGuardStore(ctx: StoreContext): GuardStore {
   const { guards } = ctx.dbs;
   const get = (userId: string, accountId: string) => guards.get([userId, accountId]) as GuardRecord | undefined;
 
-  async function change(userId: string, accountId: string, c: { config?: GuardConfig; lock?: LockState | null }): Promise<GuardRecord> {
+  async function change(userId: string, accountId: string, c: GuardChange): Promise<GuardRecord> {
     checkGuardAccountId(accountId);
     // Read-modify-write in one transaction: the config (API) and the lock (actor events) change independently.
     return ctx.durable(
@@ -80,12 +93,13 @@ export function createGuardStore(ctx: StoreContext): GuardStore {
     },
     setConfig: (userId, accountId, config) => change(userId, accountId, { config }),
     setLock: (userId, accountId, lock) => change(userId, accountId, { lock }),
+    setOwedLegs: (userId, accountId, owedLegs) => change(userId, accountId, { owedLegs }),
   };
 }
 
 /** A user's guards as an actor takes them: by account id. */
 export function accountGuardsOf(store: { guards: Pick<GuardStore, 'listByUser'> }, userId: string): Record<string, AccountGuards> {
   const out: Record<string, AccountGuards> = {};
-  for (const r of store.guards.listByUser(userId)) out[r.accountId] = { config: r.config, lock: r.lock };
+  for (const r of store.guards.listByUser(userId)) out[r.accountId] = { config: r.config, lock: r.lock, ...(r.owedLegs && { owedLegs: r.owedLegs }) };
   return out;
 }

@@ -14,12 +14,13 @@ import { UnknownOutcomes } from './unknown-outcomes.js';
 import { cancelOrder } from './cancel.js';
 import { flatten } from './flatten.js';
 import type { ActorContext } from './context.js';
-import type { ActorEvent, ActorRequest, Result, ResultMap, WorkingOrdersChanged } from '../../src/actors/protocol.js';
+import type { ActorEvent, ActorRequest, Result, ResultMap, SupervisorNotice } from '../../src/actors/protocol.js';
 import type { ConnectionSpec, StatusEvent } from '../../src/domain/connections.js';
 import { BracketWatch } from './bracket-watch.js';
 import { OrphanLegs } from './orphan-legs.js';
 import { GuardKeeper } from './guards.js';
 import { QuoteFeed } from '../../src/broker/tradovate/quotes.js';
+import { OwedLegStore } from './owed-leg-store.js';
 
 /** The actor's clock: the real one, or a test's shared fake (tuning.fakeClock). */
 function clockOf(t: ConnectionTuning): () => number {
@@ -39,17 +40,19 @@ export class ConnectionActor {
   private readonly ctx: ActorContext;
   private readonly brokerPointValues = new Map<string, number>();
   private readonly orphans: OrphanLegs;
+  private readonly owedStore: OwedLegStore;
 
-  /** `notify`: the supervisor-only notices (working orders changed after a page was served). */
+  /** `notify`: the supervisor-only notices (working orders changed after a page was served, owed legs to store). */
   constructor(
     readonly spec: ConnectionSpec,
     emit: (event: ActorEvent) => void,
     logger: Logger,
     tuning: Partial<ConnectionTuning> = {},
-    notify: (notice: WorkingOrdersChanged) => void = () => {},
+    notify: (notice: SupervisorNotice) => void = () => {},
   ) {
     const t = { ...CONNECTION_TUNING, ...tuning };
     const log = logger.child({ connectionId: spec.connectionId });
+    this.owedStore = new OwedLegStore(spec.connectionId, notify, log);
     this.conn = new BrokerConnection(spec, t, log, (e: StatusEvent) => {
       if (e.status === 'CONNECTED') this.guards.connected();
       emit(e);
@@ -58,6 +61,9 @@ export class ConnectionActor {
     // A retry waits for an unknown outcome as long as a first attempt waits for the broker's answer.
     const unknown = new UnknownOutcomes(this.conn.mirror, this.model, log, spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs, t.unknownOutcomeMaxMs);
     this.ctx = { conn: this.conn, mirror: this.conn.mirror, model: this.model, settleMs: t.settleMs, logger: log, emit, placing: new Map(), reducing: new Map(), unknown, owedLegs: new Map(), cancelling: new Map(), flattening: new Map() };
+    this.ctx.keepOwedLegs = (accountId) => this.owedStore.keep(accountId, [...this.ctx.owedLegs.values()].filter((l) => l.accountId === accountId));
+    // Legs owed from before a restart (a crash during a leg cancel): placed once CONNECTED, like those of a reconnect.
+    for (const g of Object.values(spec.guards ?? {})) for (const leg of g.owedLegs ?? []) this.ctx.owedLegs.set(leg.leg.orderId, leg);
     const quotes = new QuoteFeed(this.conn, (contractId, price) => this.guards.pnl.mark(contractId, price), log, spec.mdWsUrl);
     this.conn.onMarketData((data) => quotes.handle(data));
     this.guards = new GuardKeeper({ ctx: this.ctx, now: clockOf(t), tickMs: t.guardTickMs, initial: spec.guards ?? {}, quotes });
@@ -144,6 +150,9 @@ export class ConnectionActor {
         this.model.account(req.accountId);
         await this.conn.ensureContract({ name: req.symbol });
         return { refusal: this.guards.check(req) };
+      case 'owed-legs-stored':
+        this.owedStore.stored(req.seq);
+        return null;
       case 'find-by-clordid': {
         this.conn.requireConnected();
         const o = this.model.findByClOrdId(req.accountId, req.clOrdId);

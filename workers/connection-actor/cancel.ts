@@ -12,6 +12,10 @@
  * bracket-alert says so, the cancel answers 504 BROKER_TIMEOUT, and once the connection is back
  * (its snapshot) the leg is re-placed, sized to the position then, unless the broker already has
  * it (its clOrdId `rp-<old id>`) or the position is gone.
+ *
+ * The survivor is owed from before the cancel is sent: it is stored (ActorContext.keepOwedLegs)
+ * and the cancel waits until it is, so an actor started after a crash at any later moment still
+ * places it (or finds it was not needed: the survivor still working, filled, or the position gone).
  */
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
@@ -21,16 +25,6 @@ import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/pro
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import { tracked } from './in-flight.js';
 import { placementsSettled, settle } from './place.js';
-
-/** A survivor leg whose re-placement did not complete: re-placed once the connection is back. */
-export interface OwedLeg {
-  accountId: string;
-  /** The survivor as it was cancelled (its open quantity is what is owed). */
-  leg: OrderRecord;
-  entryId: number;
-  role: 'take_profit' | 'stop_loss';
-  attempts: number;
-}
 
 interface Bracket {
   entryId: number;
@@ -156,14 +150,25 @@ function reasonOf(err: unknown): string {
  * on its own side now, and otherwise placed again, cut to the position. Reported as bracket-alerts.
  */
 export async function resumeOwedLegs(ctx: ActorContext, accountId: string, connectionId: string): Promise<void> {
+  let changed = false;
   for (const [key, owed] of ctx.owedLegs) {
-    if (owed.accountId !== accountId) continue;
+    // A cancel of that bracket in flight settles its own survivor.
+    if (owed.accountId !== accountId || ctx.cancelling.has(`${accountId}|${owed.entryId}`)) continue;
     ctx.owedLegs.delete(key);
+    changed = true;
     const { leg, entryId, role } = owed;
     const alert = (detail: string) => {
       ctx.logger.warn({ orderId: leg.orderId, accountId, detail }, 'owed bracket leg');
       ctx.emit({ type: 'bracket-alert', connectionId, accountId, orderId: leg.orderId, ts: Date.now(), detail });
     };
+    // Owed from before its sibling's cancel was sent (a restart after a crash): unless the broker
+    // cancelled it (the one-cancels-other of that cancel), nothing is owed.
+    const survivor = ctx.model.record(Number(leg.orderId));
+    if (survivor && !isFinal(ctx.mirror, Number(leg.orderId))) {
+      alert(`${role} ${leg.orderId} is still working: the cancel of its sibling did not reach the broker before the service stopped`);
+      continue;
+    }
+    if (survivor?.status === 'filled') continue;
     const sent = ctx.model.findByClOrdId(accountId, `rp-${leg.orderId}`);
     if (sent && ctx.model.record(sent.id)?.status !== 'rejected') {
       adoptLeg(ctx, leg, sent.id, entryId, role);
@@ -190,6 +195,7 @@ export async function resumeOwedLegs(ctx: ActorContext, accountId: string, conne
       );
     }
   }
+  if (changed) void ctx.keepOwedLegs?.(accountId);
 }
 
 /** Reconnects an owed leg is tried on before the alert says it was given up. */
@@ -270,30 +276,57 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
     return { ...base, order, removedLegIds: removed, brokerMs: since(t0) };
   }
   const sibling = ctx.model.record(siblingId)!;
-  const order = await cancelAndWait(ctx, entity.id);
-  // OCO: the broker cancels the sibling too. Wait for it, and cancel it ourselves if it lingers.
-  await ctx.mirror.waitFor(() => (isFinal(ctx.mirror, siblingId) ? true : undefined), ctx.settleMs);
-  if (!isFinal(ctx.mirror, siblingId)) await cancelAndWait(ctx, siblingId);
+  // The survivor is owed from here on, stored before the cancel goes out (see the top).
+  const owedKey = String(siblingId);
+  ctx.owedLegs.set(owedKey, { accountId: req.accountId, leg: sibling, entryId: bracket.entryId, role: siblingRole, attempts: 0 });
+  await ctx.keepOwedLegs?.(req.accountId);
+  const settled = () => {
+    ctx.owedLegs.delete(owedKey);
+    void ctx.keepOwedLegs?.(req.accountId);
+  };
+  let order: OrderRecord;
+  try {
+    order = await cancelAndWait(ctx, entity.id);
+    // OCO: the broker cancels the sibling too. Wait for it, and cancel it ourselves if it lingers.
+    await ctx.mirror.waitFor(() => (isFinal(ctx.mirror, siblingId) ? true : undefined), ctx.settleMs);
+    if (!isFinal(ctx.mirror, siblingId)) await cancelAndWait(ctx, siblingId);
+  } catch (err) {
+    // Still owed when the survivor may be gone (a timeout, a lost connection): the next sweep
+    // re-places it if the broker cancelled it, or drops it if it still works. Settled otherwise.
+    if (!(err instanceof AppError) || (err.code !== 'BROKER_TIMEOUT' && err.code !== 'BROKER_UNAVAILABLE')) settled();
+    throw err;
+  }
   const survivor = ctx.model.record(siblingId)!;
-  if (survivor.status === 'filled') return { ...base, order, brokerMs: since(t0) };
+  if (survivor.status === 'filled') {
+    settled();
+    return { ...base, order, brokerMs: since(t0) };
+  }
   // The position as it stands once orders sent meanwhile (an exit) have reached the broker: a
   // survivor re-placed onto a flat account, or one on the position's own side, would open a
   // position when it fired; one larger than the position is cut to it.
   await placementsSettled(ctx, req.accountId);
   const position = ctx.model.netPosition(req.accountId, sibling.symbol);
   const reduces = position > 0 ? sibling.side === 'sell' : position < 0 && sibling.side === 'buy';
-  if (!reduces) return { ...base, order, removedLegIds: [String(siblingId)], brokerMs: since(t0) };
+  if (!reduces) {
+    settled();
+    return { ...base, order, removedLegIds: [String(siblingId)], brokerMs: since(t0) };
+  }
   const open = Math.min(sibling.qty - survivor.filledQty, Math.abs(position));
   const leg = { ...sibling, filledQty: survivor.filledQty, qty: survivor.filledQty + open };
   let newId: number;
   try {
     newId = await replaceLeg(ctx, leg, bracket.entryId, siblingRole);
+    settled();
   } catch (err) {
     // The cancel itself is done; what failed is the survivor's way back, and the position is
     // exposed until it is there.
     const rejected = err instanceof AppError && err.code === 'BROKER_REJECTED';
     const brokerReason = reasonOf(err);
-    if (!rejected) ctx.owedLegs.set(String(siblingId), { accountId: req.accountId, leg, entryId: bracket.entryId, role: siblingRole, attempts: 1 });
+    if (rejected) settled();
+    else {
+      ctx.owedLegs.set(owedKey, { accountId: req.accountId, leg, entryId: bracket.entryId, role: siblingRole, attempts: 1 });
+      void ctx.keepOwedLegs?.(req.accountId);
+    }
     const detail = rejected
       ? `leg ${order.orderId} cancelled, but the broker rejected re-placing ${siblingRole} ${siblingId} (${brokerReason}): the ${sibling.symbol} position is unprotected`
       : `leg ${order.orderId} cancelled, but re-placing ${siblingRole} ${siblingId} did not complete (${brokerReason}): ` +

@@ -10,7 +10,7 @@ import type { OrderModel } from './order-model.js';
 import type { ActorEvent, PlaceOrderRequest, PlaceOrderResult } from '../../src/actors/protocol.js';
 import type { Hold } from './exposure.js';
 import type { UnknownOutcomes } from './unknown-outcomes.js';
-import type { OwedLeg } from './cancel.js';
+import type { OwedLeg } from '../../src/domain/guards.js';
 
 /** What the order operations use of the broker connection (tests stand in for it). */
 export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract' | 'pollAccounts'>;
@@ -30,8 +30,17 @@ export interface ActorContext {
   reducing: Map<string, number>;
   /** Placements that timed out at the broker, by `accountId|clOrdId`, until their outcome is known. */
   unknown: UnknownOutcomes;
-  /** Bracket legs whose re-placement (after a cancel of their sibling) did not complete, by the old leg's id. */
+  /**
+   * Bracket legs owed to accounts, by the old leg's id: the survivor of a leg cancel of a filled
+   * bracket from before the cancel is sent until it is back, and those whose re-placement did not
+   * complete (cancel.ts).
+   */
   owedLegs: Map<string, OwedLeg>;
+  /**
+   * Stores an account's owed legs (as owedLegs holds them now) where an actor started after a
+   * crash finds them; resolves once they are durable. Absent in tests that do not restart.
+   */
+  keepOwedLegs?: (accountId: string) => Promise<void>;
   /** Flattens in flight, by account: a partial exit waits for them (it must see the position they leave). */
   flattening: Map<string, Promise<unknown>>;
   /** The last cancel of each bracket (or lone order), by `accountId|entry id`: they run one after another. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { guardConfig } from '../../../src/domain/guards.js';
+import { accountGuardsOf } from '../../../src/store/guards.js';
 import { useTwoUsers } from '../../support/store.js';
 
 const world = useTwoUsers();
@@ -19,6 +20,25 @@ describe('guards', () => {
     expect(store.guards.get(world.alice, '101')).toMatchObject({ config: narrower, lock });
     await store.guards.setLock(world.alice, '101', null);
     expect(store.guards.get(world.alice, '101')).toMatchObject({ config: narrower, lock: null });
+  });
+
+  it('keeps the bracket legs owed to an account beside its guards and lock, and hands them to the actor; empty clears them', async () => {
+    const { store } = world.t;
+    const leg = {
+      accountId: '303',
+      leg: { orderId: '77', accountId: '303', symbol: 'ESZ6', side: 'sell', qty: 1, filledQty: 0, type: 'stop', stopPrice: 4990, status: 'working' },
+      entryId: 75,
+      role: 'stop_loss',
+      attempts: 0,
+    } as never;
+    await store.guards.setConfig(world.alice, '303', guardConfig({ maxOrderQty: 3 }));
+    await store.guards.setOwedLegs(world.alice, '303', [leg]);
+    await store.guards.setLock(world.alice, '303', lock);
+    expect(store.guards.get(world.alice, '303')).toMatchObject({ config: { maxOrderQty: 3 }, lock, owedLegs: [leg] });
+    expect(accountGuardsOf(store, world.alice)['303']).toMatchObject({ lock, owedLegs: [leg] });
+    await store.guards.setOwedLegs(world.alice, '303', []);
+    expect(store.guards.get(world.alice, '303')).not.toHaveProperty('owedLegs');
+    expect(accountGuardsOf(store, world.alice)['303']).not.toHaveProperty('owedLegs');
   });
 
   it('a lock on an account without guards creates the record with none', async () => {
