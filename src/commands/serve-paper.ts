@@ -5,10 +5,11 @@
  * refused after its login was opened), so `paper-logins.json` names live connections only.
  *
  * The paper broker keeps its state in memory, so every start re-creates the logins the store
- * knows, in creation order, with the same credentials and account names. A fresh broker
- * numbers accounts the same way each time, so ids normally survive a restart; if they do not
- * (e.g. logins were created at the broker by hand), tokens bound to an old id report
- * `Account is inactive` until rebound. A restart after a crash loses the paper orders and
+ * knows, in creation order, with the same credentials, account names and account ids (each
+ * remembered when its login was opened): webhook tokens, guards and locks are bound to account
+ * ids, and an account that came back under another's id would take that one's alerts and lose its
+ * own lock. An id some other account holds already (logins created at the broker by hand) is
+ * given a new one; tokens bound to the old id then report `Account is inactive` until rebound. A restart after a crash loses the paper orders and
  * positions (as a service restart does); the actors reconnect to the same address by themselves.
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ import type { LevelWithSilent } from 'pino';
 import type { PaperBroker } from '../http/routes/common.js';
 import type { Logger } from '../log.js';
 import { AppError } from '../domain/problems.js';
-import { createPaperLogin, PaperRefusedError, removePaperLogin, type PaperEndpoints, type PaperLogin } from '../sim/control-client.js';
+import { createPaperLogin, PaperRefusedError, removePaperLogin, type OpenedLogin, type PaperEndpoints, type PaperLogin } from '../sim/control-client.js';
 import { startSimInWorker, type SimWorkerHandle } from '../sim/worker.js';
 import { makePrivate, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import type { Store } from '../store/index.js';
@@ -25,15 +26,26 @@ import { SERVE } from '../tuning.js';
 
 const LOGINS_FILE = 'paper-logins.json';
 
-/** login name → account names; no secrets (passwords stay sealed in the store). */
-type PaperLogins = Record<string, string[]>;
+/** A login's account names and the ids the broker gave them; no secrets (passwords stay sealed in the store). */
+interface RememberedLogin {
+  accounts: string[];
+  ids: Record<string, number>;
+}
+
+/** login name → its accounts. */
+type PaperLogins = Record<string, RememberedLogin>;
 
 function readLogins(dataDir: string): PaperLogins {
+  let raw: Record<string, unknown>;
   try {
-    return JSON.parse(readFileSync(join(dataDir, LOGINS_FILE), 'utf8')) as PaperLogins;
+    raw = JSON.parse(readFileSync(join(dataDir, LOGINS_FILE), 'utf8')) as Record<string, unknown>;
   } catch {
     return {};
   }
+  const out: PaperLogins = {};
+  // Files written before ids were kept hold the names alone.
+  for (const [login, v] of Object.entries(raw)) out[login] = Array.isArray(v) ? { accounts: v as string[], ids: {} } : (v as RememberedLogin);
+  return out;
 }
 
 function writeLogins(dataDir: string, all: PaperLogins): void {
@@ -43,9 +55,11 @@ function writeLogins(dataDir: string, all: PaperLogins): void {
   renameSync(tmp, join(dataDir, LOGINS_FILE));
 }
 
-/** Remembers a paper login's account names so the next start can re-create them. */
-export function rememberPaperLogin(dataDir: string, login: string, accounts: string[]): void {
-  writeLogins(dataDir, { ...readLogins(dataDir), [login]: accounts });
+/** Remembers a paper login's account names and ids so the next start can re-create them as they were. */
+export function rememberPaperLogin(dataDir: string, login: string, accounts: string[], opened?: OpenedLogin): void {
+  const ids: Record<string, number> = {};
+  for (const a of opened?.accounts ?? []) if (accounts.includes(a.name)) ids[a.name] = a.id;
+  writeLogins(dataDir, { ...readLogins(dataDir), [login]: { accounts, ids } });
 }
 
 /** Forgets a paper login: the next start does not re-create it. */
@@ -64,9 +78,14 @@ export function forgetPaperLogin(dataDir: string, login: string): void {
  */
 export async function restorePaperLogin(store: Pick<Store, 'connections'>, dataDir: string, controlUrl: string, connectionId: string, log?: Logger): Promise<boolean> {
   const creds = store.connections.credentials(connectionId);
-  const accounts = readLogins(dataDir)[creds.name] ?? [`${creds.name.toUpperCase()}-1`];
+  const remembered = readLogins(dataDir)[creds.name];
+  const accounts = remembered?.accounts ?? [`${creds.name.toUpperCase()}-1`];
   try {
-    await createPaperLogin(controlUrl, { name: creds.name, password: creds.password, accounts });
+    const opened = await createPaperLogin(controlUrl, { name: creds.name, password: creds.password, accounts, ids: remembered?.ids ?? {} });
+    const moved = opened.accounts.filter((a) => remembered?.ids[a.name] !== undefined && remembered.ids[a.name] !== a.id);
+    if (moved.length) log?.warn({ connectionId, moved }, 'paper accounts re-created under new ids (their old ids were taken)');
+    // Logins remembered without ids (or a CLI connection opened here first) keep the ids they get now.
+    if (!remembered || moved.length || Object.keys(remembered.ids).length < accounts.length) rememberPaperLogin(dataDir, creds.name, accounts, opened);
     return true;
   } catch (err) {
     if (err instanceof PaperRefusedError && err.reason === `user ${creds.name} exists`) return true;
@@ -193,12 +212,13 @@ export async function startEmbeddedPaper(opts: EmbeddedPaperOptions): Promise<Em
       restUrl: endpoints.restUrl,
       wsUrl: endpoints.wsUrl,
       async openLogin(login: PaperLogin) {
+        let opened: OpenedLogin;
         try {
-          await createPaperLogin(current.controlUrl, login);
+          opened = await createPaperLogin(current.controlUrl, login);
         } catch (err) {
           throw loginRefusal(err);
         }
-        rememberPaperLogin(dataDir, login.name, login.accounts);
+        rememberPaperLogin(dataDir, login.name, login.accounts, opened);
       },
       async closeLogin(name: string) {
         // Connections added by the CLI may share a login: it stays while one of them is stored.

@@ -10,11 +10,17 @@ export interface PaperEndpoints {
   wsUrl: string;
 }
 
-/** A login to open: broker user name, password and the names of its accounts. */
+/** A login to open: broker user name, password and the names of its accounts (with the ids they had, to keep them). */
 export interface PaperLogin {
   name: string;
   password: string;
   accounts: string[];
+  ids?: Record<string, number>;
+}
+
+/** What the broker answers for an opened login. */
+export interface OpenedLogin {
+  accounts: { id: number; name: string }[];
 }
 
 /** The paper broker answered a control request with an error status (`reason` is its own message). */
@@ -41,15 +47,20 @@ function refusalReason(text: string): string {
 }
 
 /** Creates a login with accounts at the paper broker; throws PaperRefusedError with the broker's answer when refused. */
-export async function createPaperLogin(controlUrl: string, login: PaperLogin): Promise<unknown> {
+export async function createPaperLogin(controlUrl: string, login: PaperLogin): Promise<OpenedLogin> {
+  const accounts = login.accounts.map((name) => {
+    const id = login.ids?.[name];
+    return id === undefined ? { name } : { name, id };
+  });
   const res = await fetch(`${controlUrl.replace(/\/+$/, '')}/users`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: login.name, password: login.password, accounts: login.accounts.map((name) => ({ name })) }),
+    body: JSON.stringify({ name: login.name, password: login.password, accounts }),
   });
   const text = await res.text();
   if (!res.ok) throw new PaperRefusedError(res.status, refusalReason(text), `login '${login.name}'`);
-  return text ? (JSON.parse(text) as unknown) : null;
+  const body = (text ? JSON.parse(text) : {}) as Partial<OpenedLogin>;
+  return { accounts: Array.isArray(body.accounts) ? body.accounts : [] };
 }
 
 /** Removes a login (and with it its accounts) at the paper broker; a login it does not have is no error. */

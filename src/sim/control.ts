@@ -223,7 +223,7 @@ function addAccount(core: SimCore, userId: number, spec: Body): { id: number; na
   if (activeNamed(core, userId, name)) bad(`account ${name} exists`, 409);
   const balance = positive(spec.balance, 'balance') ?? 50_000;
   const rules = rulesOf(core, spec);
-  const account = state.addAccount(userId, name, balance);
+  const account = state.addAccount(userId, name, balance, typeof spec.id === 'number' ? spec.id : undefined);
   core.rules.setRules(account, rules);
   return { id: account.entity.id, name };
 }
@@ -239,6 +239,7 @@ function createUser(core: SimCore, body: Body): ControlResult {
   if (names.some((n) => typeof n !== 'string' || !n) || new Set(names).size !== names.length) bad('each account needs a unique name');
   // Every spec is checked before anything is created: a refused request leaves no half-made user.
   for (const s of specs) {
+    if (s.id !== undefined && !(Number.isSafeInteger(s.id) && (s.id as number) > 0)) bad('an account id must be a positive integer');
     positive(s.balance, 'balance');
     rulesOf(core, s);
   }

@@ -116,6 +116,17 @@ export class SimState {
     return this.nextId++;
   }
 
+  /**
+   * `wanted` when no user or entity has it (the sequence then continues past it), else the next
+   * id: how a login re-created at a restart keeps its accounts' ids.
+   */
+  idOrNext(wanted: number | undefined): number {
+    if (wanted === undefined || !Number.isSafeInteger(wanted) || wanted <= 0 || this.users.has(wanted)) return this.id();
+    for (const table of this.tables.values()) if (table.has(wanted)) return this.id();
+    this.nextId = Math.max(this.nextId, wanted + 1);
+    return wanted;
+  }
+
   /** ISO timestamp of now. */
   timestamp(): string {
     this.refreshTime();
@@ -216,11 +227,11 @@ export class SimState {
     return user;
   }
 
-  /** Creates an account (plus its cash balance) for a user. */
-  addAccount(userId: number, name: string, balance: number): AccountState {
+  /** Creates an account (plus its cash balance) for a user; under `wantedId` when that id is free. */
+  addAccount(userId: number, name: string, balance: number, wantedId?: number): AccountState {
     const user = this.users.get(userId);
     if (!user) throw new Error(`unknown user ${userId}`);
-    const id = this.id();
+    const id = this.idOrNext(wantedId);
     const entity: Entity = {
       id, name, userId, accountType: 'Customer', active: true, clearingHouseId: 2, riskCategoryId: 2,
       autoLiqProfileId: 2, marginAccountType: 'Speculator', legalStatus: 'Individual', archived: false,

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { loginRefusal, rememberPaperLogin, startEmbeddedPaper, type EmbeddedPaper } from '../../../src/commands/serve-paper.js';
@@ -19,12 +19,16 @@ afterEach(async () => {
 
 const start = () => startEmbeddedPaper({ store: t.store, dataDir: t.dir, port: 0, logLevel: 'silent', logger: createLogger('silent'), restartMs: 10 });
 
-async function accountNames(restUrl: string, name: string, password: string): Promise<string[] | null> {
+async function accountList(restUrl: string, name: string, password: string): Promise<{ id: number; name: string }[] | null> {
   const auth = await fetch(`${restUrl}/auth/accesstokenrequest`, { method: 'POST', body: JSON.stringify({ name, password }) });
   const { accessToken } = (await auth.json()) as { accessToken?: string };
   if (!accessToken) return null;
   const list = await fetch(`${restUrl}/account/list`, { headers: { authorization: `Bearer ${accessToken}` } });
-  return ((await list.json()) as { name: string }[]).map((a) => a.name);
+  return (await list.json()) as { id: number; name: string }[];
+}
+
+async function accountNames(restUrl: string, name: string, password: string): Promise<string[] | null> {
+  return (await accountList(restUrl, name, password))?.map((a) => a.name) ?? null;
 }
 
 async function storePaperConnection(name: string, password: string, accounts: string[], remember = true): Promise<{ userId: string; id: string }> {
@@ -37,7 +41,7 @@ async function storePaperConnection(name: string, password: string, accounts: st
   return { userId: user.id, id: record.id };
 }
 
-const remembered = () => JSON.parse(readFileSync(join(t.dir, 'paper-logins.json'), 'utf8')) as Record<string, string[]>;
+const remembered = () => JSON.parse(readFileSync(join(t.dir, 'paper-logins.json'), 'utf8')) as Record<string, { accounts: string[]; ids: Record<string, number> }>;
 
 test('re-creates the stored paper logins with their account names at start', async () => {
   await storePaperConnection('kept', 'pw-kept', ['K1', 'K2']);
@@ -50,8 +54,31 @@ test('openLogin opens the login at the broker and remembers its accounts for the
   await paper.broker.openLogin({ name: 'fresh', password: 'pw-fresh', accounts: ['F1'] });
   expect(await accountNames(paper.broker.restUrl, 'fresh', 'pw-fresh')).toEqual(['F1']);
   const file = readFileSync(join(t.dir, 'paper-logins.json'), 'utf8');
-  expect(JSON.parse(file)).toEqual({ fresh: ['F1'] });
+  const [f1] = (await accountList(paper.broker.restUrl, 'fresh', 'pw-fresh'))!;
+  expect(JSON.parse(file)).toEqual({ fresh: { accounts: ['F1'], ids: { F1: f1!.id } } });
   expect(file).not.toContain('pw-fresh');
+});
+
+test('a login re-created at a start keeps its accounts’ ids, though what was numbered before it is gone (tokens, guards and locks are bound to ids)', async () => {
+  paper = await start();
+  await paper.broker.openLogin({ name: 'before', password: 'pw-b', accounts: ['B1', 'B2'] });
+  const { id } = await storePaperConnection('after', 'pw-a', ['A1', 'A2'], false);
+  await paper.broker.ensureLogin(id);
+  const idsOf = async () => (await accountList(paper!.endpoints.restUrl, 'after', 'pw-a'))?.map((a) => [a.name, a.id]);
+  const first = await idsOf();
+  await paper.close();
+  // The next start does not bring back 'before' (no stored connection uses it): without its
+  // ids remembered, 'after' would now be numbered where 'before' was.
+  paper = await start();
+  expect(await idsOf()).toEqual(first);
+  expect(await accountNames(paper.endpoints.restUrl, 'before', 'pw-b')).toBeNull();
+  // Files written before ids were kept (names only) still restore, and keep the ids given then.
+  await paper.close();
+  writeFileSync(join(t.dir, 'paper-logins.json'), JSON.stringify({ after: ['A1', 'A2'] }));
+  paper = await start();
+  const again = await accountList(paper.endpoints.restUrl, 'after', 'pw-a');
+  expect(again!.map((a) => a.name)).toEqual(['A1', 'A2']);
+  expect(remembered().after!.ids).toEqual(Object.fromEntries(again!.map((a) => [a.name, a.id])));
 });
 
 test('a paper broker whose thread dies is restarted on the same address with the stored logins', async () => {
@@ -95,7 +122,7 @@ test('closeLogin removes the login at the broker and from the file, unless a sto
   await paper.broker.ensureLogin(t.store.connections.all().find((c) => t.store.connections.credentials(c.id).name === 'shared')!.id);
   await paper.broker.closeLogin('shared');
   expect(await accountNames(paper.broker.restUrl, 'shared', 'pw-s')).toEqual(['S1']);
-  expect(remembered()).toMatchObject({ shared: ['S1'] });
+  expect(remembered()).toMatchObject({ shared: { accounts: ['S1'] } });
 });
 
 test('ensureLogin opens a stored connection’s login the broker lacks, and is content when it has it', async () => {
@@ -111,6 +138,7 @@ test('at start, logins remembered for connections that are gone are forgotten an
   await storePaperConnection('kept', 'pw-k', ['K1']);
   rememberPaperLogin(t.dir, 'leaked', ['X1']);
   paper = await start();
-  expect(remembered()).toEqual({ kept: ['K1'] });
+  expect(Object.keys(remembered())).toEqual(['kept']);
+  expect(remembered().kept!.accounts).toEqual(['K1']);
   expect(await accountNames(paper.endpoints.restUrl, 'kept', 'pw-k')).toEqual(['K1']);
 });
