@@ -8,6 +8,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -339,6 +340,51 @@ describe('the web app', () => {
     await card.locator('.status-line').getByText('CONNECTED', { exact: true }).waitFor({ timeout: 15_000 });
     const history = await card.getByRole('list', { name: /Status changes/ }).textContent();
     expect(history).toMatch(/CONNECTED.*reconnected.*RECONNECTING.*connection lost/);
+  }, 60_000);
+
+  it('when tradegate itself cannot be reached, the header never says “All connected” and the statuses are marked as last known', async () => {
+    // The app through a TCP proxy: cutting the proxy is tradegate gone (a restart, the network)
+    // for this tab, while the service runs on for the other tests.
+    const target = new URL(s.url);
+    const sockets = new Set<Socket>();
+    const proxy = createServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      for (const sock of [client, upstream]) {
+        sockets.add(sock);
+        sock.on('close', () => sockets.delete(sock));
+        sock.on('error', () => sock.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const port = (proxy.address() as AddressInfo).port;
+    const visitor = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    try {
+      const tab = await visitor.newPage();
+      await tab.goto(`http://127.0.0.1:${port}/connections`);
+      await tab.getByLabel('User name').fill(s.login.name);
+      await tab.getByLabel('Password').fill(s.login.password);
+      await tab.getByRole('button', { name: 'Sign in' }).click();
+      const pill = tab.locator('.topbar').getByText('All connected');
+      await pill.waitFor();
+      await tab.getByText('Live updates on').waitFor();
+
+      proxy.close();
+      for (const sock of sockets) sock.destroy();
+      await tab.locator('.topbar').getByText('tradegate unreachable — retrying').waitFor({ timeout: 15_000 });
+      await tab.getByText('Lost contact with tradegate — retrying. The statuses below are the last known, not the current ones.').waitFor();
+      expect(await pill.count()).toBe(0);
+      await screenshot(tab, 'connections-tradegate-unreachable');
+
+      // Back on the same address: the stream reopens and the statuses are current again.
+      await new Promise<void>((resolve) => proxy.listen(port, '127.0.0.1', resolve));
+      await pill.waitFor({ timeout: 20_000 });
+      await tab.getByText('Live updates on').waitFor();
+    } finally {
+      await visitor.close();
+      proxy.close();
+      for (const sock of sockets) sock.destroy();
+    }
   }, 60_000);
 
   it('Connections: a FAILED connection offers Reconnect, which logs in again once the broker takes the login', async () => {

@@ -1,6 +1,6 @@
 /** Top bar: brand, page links, the connections' overall health, the user and sign-out. */
 import { Link } from './components/link';
-import { health, streamState } from './health';
+import { health, streamLost, streamState } from './health';
 import { path } from './router';
 import { session, signOut } from './session';
 import { toast } from './components/toast';
@@ -15,6 +15,8 @@ const NAV = [
 
 /** One word for all connections: the worst status wins. */
 function overall(): { tone: string; text: string } {
+  // Statuses from before the stream was lost are not the current ones: never "All connected" then.
+  if (streamLost.value) return { tone: 'danger', text: 'tradegate unreachable — retrying' };
   if (streamState.value === 'down') return { tone: 'warn', text: 'Live status unavailable' };
   const all = [...health.value.values()];
   if (all.length === 0) return { tone: 'neutral', text: streamState.value === 'open' ? 'No connections' : 'Connecting…' };

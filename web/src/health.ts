@@ -35,6 +35,13 @@ const REOPEN_MS = 5_000;
 export const health = signal<ReadonlyMap<string, ConnectionHealth>>(new Map());
 /** Whether the stream is open. */
 export const streamState = signal<'connecting' | 'open' | 'down'>('connecting');
+
+/**
+ * The stream was open and is not now (tradegate restarting or unreachable, the network gone): every
+ * status shown is the last known, not the current one. The browser retries on its own meanwhile,
+ * so the stream stays 'connecting' rather than 'down' for as long as tradegate is away.
+ */
+export const streamLost = signal(false);
 /** Entries whose protective legs could not be placed (never leave these silent). */
 export const bracketAlerts = signal<readonly BracketAlert[]>([]);
 
@@ -66,6 +73,7 @@ export function startHealthStream(): void {
   source = es;
   es.onopen = () => {
     streamState.value = 'open';
+    streamLost.value = false;
   };
   es.onmessage = (e: MessageEvent<string>) => {
     try {
@@ -75,6 +83,7 @@ export function startHealthStream(): void {
     }
   };
   es.onerror = () => {
+    if (streamState.value === 'open') streamLost.value = true;
     if (es.readyState === EventSource.CLOSED) {
       stopHealthStream();
       streamState.value = 'down';
@@ -118,4 +127,5 @@ export function resetHealth(): void {
   health.value = new Map();
   bracketAlerts.value = [];
   streamState.value = 'connecting';
+  streamLost.value = false;
 }

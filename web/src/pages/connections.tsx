@@ -5,7 +5,7 @@ import { ConfirmDialog } from '../components/dialog';
 import { toast } from '../components/toast';
 import { Badge, ErrorBox, ListStates, Page, StatusBadge } from '../components/ui';
 import { ago, brokerLabel, fullTime, when } from '../format';
-import { health, streamState, type ConnectionHealth } from '../health';
+import { health, streamLost, streamState, type ConnectionHealth } from '../health';
 import { useAction, useNow, usePolling, useResource } from '../hooks';
 import type { Account, Connection } from '../types';
 import { AddPaperDialog, AddTradovateDialog } from './connection-dialogs';
@@ -136,10 +136,16 @@ export function ConnectionsPage() {
         </>
       }
     >
-      <p class={`stream-state ${stream}`} role="status">
-        <span class="dot" aria-hidden="true" />
-        {stream === 'open' ? 'Live updates on' : stream === 'connecting' ? 'Connecting to live updates…' : 'Live updates unavailable — retrying. Statuses below may be stale.'}
-      </p>
+      {streamLost.value ? (
+        <p class="callout danger" role="status">
+          Lost contact with tradegate — retrying. The statuses below are the last known, not the current ones.
+        </p>
+      ) : (
+        <p class={`stream-state ${stream}`} role="status">
+          <span class="dot" aria-hidden="true" />
+          {stream === 'open' ? 'Live updates on' : stream === 'connecting' ? 'Connecting to live updates…' : 'Live updates unavailable — retrying. Statuses below may be stale.'}
+        </p>
+      )}
       <ListStates res={connections} what="connections" empty="No connections yet">
         Add a paper connection to try things safely, or a Tradovate demo or live login.
       </ListStates>
