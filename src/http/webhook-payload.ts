@@ -170,7 +170,7 @@ function legFeature(key: string): string | undefined {
 }
 
 function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | null {
-  if (value === null || value === undefined || value === '') return null;
+  if (value === null || value === undefined) return null;
   const what = path === 'takeProfit' ? 'more than one take-profit' : 'more than one stop-loss';
   if (Array.isArray(value)) {
     if (value.length > 1) throw unsupported(what);
@@ -217,10 +217,22 @@ function parseOrderType(value: unknown): OrderType {
 
 /** `marketPosition` as sent, or undefined when absent; a value we cannot read is refused, never guessed. */
 function parseMarketPosition(value: unknown): MarketPosition | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
+  if (value === undefined || value === null) return undefined;
+  refuseEmpty('marketPosition', value);
   const position = typeof value === 'string' ? MARKET_POSITIONS[value.trim().toLowerCase()] : undefined;
   if (!position) throw invalid('marketPosition', `'${String(value)}' is not one of long, short, flat (bullish, bearish accepted)`);
   return position;
+}
+
+/**
+ * A field that decides what is traded, sent empty (`""`, `[]`): most likely a placeholder that came
+ * out empty. Refused rather than read as absent: an empty stop-loss would place the entry with
+ * none, an empty order type a market order where a limit was meant.
+ */
+function refuseEmpty(field: WebhookField, value: unknown): void {
+  if ((typeof value === 'string' && value.trim() === '') || (Array.isArray(value) && value.length === 0)) {
+    throw invalid(field, 'is empty (a placeholder that came out empty?): give a value, or leave the field out');
+  }
 }
 
 /** An alert whose `time` lies further back than this is traded, with a warning saying how old it is. */
@@ -353,8 +365,9 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
 
   const order: Partial<OrderInput> & { side: Side } = { side };
   if (symbol !== undefined) order.symbol = symbol;
-  if (fields.qty !== undefined && fields.qty !== '') order.qty = parseQty(fields.qty);
-  if (fields.orderType !== undefined && fields.orderType !== '') order.type = parseOrderType(fields.orderType);
+  for (const key of ['qty', 'orderType', 'takeProfit', 'stopLoss'] as const) refuseEmpty(key, fields[key]);
+  if (fields.qty !== undefined) order.qty = parseQty(fields.qty);
+  if (fields.orderType !== undefined) order.type = parseOrderType(fields.orderType);
   if (fields.price !== undefined && fields.price !== '') order.price = positivePrice('price', fields.price);
   if (fields.stopPrice !== undefined && fields.stopPrice !== '') order.stopPrice = positivePrice('stopPrice', fields.stopPrice);
   const tp = reduce ? null : parseLeg('takeProfit', fields.takeProfit);

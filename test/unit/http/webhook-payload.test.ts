@@ -34,7 +34,7 @@ describe('parseWebhookPayload actions and aliases', () => {
   });
 
   it('refuses quantities that are not plain whole numbers of contracts (the per-order cap is the plan’s)', () => {
-    for (const qty of [0, -1, 1.5, 1e308, '1e308', '1e3', '0x10', '+2', '2.5', ' ', 'two', true, [2], { n: 2 }, '1.0', '2.', ' 1', '3 ', '\t3', '0', '9007199254740993']) {
+    for (const qty of [0, -1, 1.5, 1e308, '1e308', '1e3', '0x10', '+2', '2.5', 'two', true, [2], { n: 2 }, '1.0', '2.', ' 1', '3 ', '\t3', '0', '9007199254740993']) {
       expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty }, NOW), JSON.stringify(qty)).toThrow(/qty: must be a whole number of contracts, at least 1 \(digits only in a string\)/);
     }
     expect(orderOf(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 10_000 }, NOW)).qty).toBe(10_000);
@@ -396,7 +396,6 @@ describe('parseWebhookPayload marketPosition (the strategy after the alert)', ()
     [{ action: 'buy', market_position: 'Long' }, 'buy'],
     [{ action: 'buy', sentiment: 'bullish' }, 'buy'],
     [{ action: 'sell', sentiment: 'bearish' }, 'sell'],
-    [{ action: 'buy', marketPosition: '' }, 'buy'],
   ])('%j on the side it leaves the strategy is an entry, as without it', (body, side) => {
     const intent = parse(body);
     expect(intent.kind).toBe('order');
@@ -479,8 +478,23 @@ describe('parseWebhookPayload: exact answers', () => {
     for (const type of [5, 'TRAIL', 'trailing_stop']) expect(thrown(() => parse({ action: 'buy', stopLoss: { ticks: 4, type } })).extensions.feature).toBe('trailing stops');
   });
 
-  it('empty fields are absent, null parts of a leg are ignored', () => {
-    expect(parse({ action: 'buy', qty: '', orderType: '', price: '', stopPrice: '', takeProfit: '', stopLoss: null })).toEqual({ kind: 'order', warnings: [], alertDelayMs: null, order: { side: 'buy' } });
+  it('an empty field that decides what is traded (a placeholder that came out empty) is refused, naming it; an empty price is absent, null parts of a leg are ignored', () => {
+    for (const [field, value] of [
+      ['stopLoss', ''],
+      ['stopLoss', []],
+      ['sl', ' '],
+      ['takeProfit', ''],
+      ['tp', []],
+      ['orderType', ''],
+      ['qty', ''],
+      ['qty', ' '],
+      ['marketPosition', ''],
+    ] as const) {
+      const err = thrown(() => parse({ action: 'buy', orderType: 'limit', price: 4500, [field]: value }));
+      expect(err.code, `${field}=${JSON.stringify(value)}`).toBe('VALIDATION_FAILED');
+      expect(err.message).toMatch(/is empty \(a placeholder that came out empty\?\): give a value, or leave the field out/);
+    }
+    expect(parse({ action: 'buy', price: '', stopPrice: '', stopLoss: null })).toEqual({ kind: 'order', warnings: [], alertDelayMs: null, order: { side: 'buy' } });
     expect(orderOf(parse({ action: 'buy', takeProfit: { price: null, ticks: 4 }, stopLoss: { ticks: null, price: 4990 } }))).toMatchObject({ takeProfit: { ticks: 4 }, stopLoss: { price: 4990 } });
   });
 
