@@ -57,11 +57,16 @@ export interface AccountsRequest {
   type: 'accounts';
 }
 
-/** One page of an account's working orders, serialized by the actor (JSON text of the array). */
+/**
+ * One page of an account's working orders, serialized by the actor (JSON text of the array):
+ * the `limit` oldest after order id `after` (0: from the first). Keyed by the last order a client
+ * saw, not by an offset: orders ended between two pages (cancelled while paging) do not shift the
+ * next page past ones it never showed.
+ */
 export interface WorkingOrdersPageRequest {
   type: 'working-orders-page';
   accountId: string;
-  offset: number;
+  after: number;
   limit: number;
 }
 
@@ -203,6 +208,9 @@ export interface WorkingOrdersPage {
   json: string;
   total: number;
   version?: number;
+  /** Whether working orders follow this page, and the id of its last order (the next page's `after`). */
+  more?: boolean;
+  lastId?: number;
 }
 
 export type ResultFor<R extends ActorRequest> = ResultMap[R['type']];

@@ -198,9 +198,9 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   }
 
   /** A page read again while nothing changed (the actor answers 503 itself while not CONNECTED). */
-  function keptPage(connectionId: string, accountId: string, offset: number, limit: number): WorkingOrdersPage | undefined {
+  function keptPage(connectionId: string, accountId: string, after: number, limit: number): WorkingOrdersPage | undefined {
     if (!specs.has(connectionId) || statuses.get(connectionId)?.status !== 'CONNECTED') return undefined;
-    return pages.get(connectionId, accountId, offset, limit);
+    return pages.get(connectionId, accountId, after, limit);
   }
 
   function pick(connectionId: string): Slot {
@@ -255,7 +255,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       // A page read again while nothing changed is answered here (the actor answers 503 itself while not CONNECTED).
       let ticket = 0;
       if (req.type === 'working-orders-page') {
-        const kept = keptPage(connectionId, req.accountId, req.offset, req.limit);
+        const kept = keptPage(connectionId, req.accountId, req.after, req.limit);
         if (kept) return kept as ResultFor<R>;
         ticket = pages.ticket(connectionId);
       }
@@ -268,7 +268,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       inFlight.set(connectionId, pending + 1);
       try {
         const value = (await slot.client.request(connectionId, req, ropts?.timeoutMs, ropts?.cancelled)) as ResultFor<R>;
-        if (req.type === 'working-orders-page') pages.keep(connectionId, ticket, req.accountId, req.offset, req.limit, value as WorkingOrdersPage);
+        if (req.type === 'working-orders-page') pages.keep(connectionId, ticket, req.accountId, req.after, req.limit, value as WorkingOrdersPage);
         return value;
       } finally {
         const left = (inFlight.get(connectionId) ?? 1) - 1;

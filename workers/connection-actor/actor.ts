@@ -124,7 +124,7 @@ export class ConnectionActor {
         return this.model.workingOrders(req.accountId);
       case 'working-orders-page':
         this.readable(req.accountId);
-        return this.model.workingOrdersPage(req.accountId, req.offset, req.limit);
+        return this.model.workingOrdersPage(req.accountId, req.after, req.limit);
       case 'positions':
         this.readable(req.accountId);
         return this.model.positions(req.accountId);

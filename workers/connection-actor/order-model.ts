@@ -31,7 +31,8 @@ export class OrderModel {
    */
   private readonly live = new Map<number, Set<number>>();
   /** Working orders of an account as JSON texts, one per record, until anything changes. */
-  private readonly pages = new Map<string, string[]>();
+  /** Working orders serialized once per change, oldest first, with their ids (for `after`). */
+  private readonly pages = new Map<string, { texts: string[]; ids: number[] }>();
   /** Version of the working orders: moves with every change that may alter a record. */
   private version = ++pageVersions;
   /** A page went out since the last change (the front may be keeping it). */
@@ -198,14 +199,26 @@ export class OrderModel {
    * A page of workingOrders as JSON text, from records serialized once and kept until the
    * mirror changes: repeated reads of 150 orders cost a slice and a join, not 150 records.
    */
-  workingOrdersPage(accountId: string, offset: number, limit: number): WorkingOrdersPage {
-    let texts = this.pages.get(accountId);
-    if (!texts) {
-      texts = this.workingOrders(accountId).map((r) => JSON.stringify(r));
-      this.pages.set(accountId, texts);
+  workingOrdersPage(accountId: string, after: number, limit: number): WorkingOrdersPage {
+    let page = this.pages.get(accountId);
+    if (!page) {
+      const records = this.workingOrders(accountId);
+      page = { texts: records.map((r) => JSON.stringify(r)), ids: records.map((r) => Number(r.orderId)) };
+      this.pages.set(accountId, page);
     }
     this.served = true;
-    return { json: `[${texts.slice(offset, offset + limit).join(',')}]`, total: texts.length, version: this.version };
+    // Oldest first, by id: the page starts at the first order past `after`.
+    let start = 0;
+    let hi = page.ids.length;
+    while (start < hi) {
+      const mid = (start + hi) >>> 1;
+      if (page.ids[mid]! <= after) start = mid + 1;
+      else hi = mid;
+    }
+    const end = Math.min(start + limit, page.texts.length);
+    const out: WorkingOrdersPage = { json: `[${page.texts.slice(start, end).join(',')}]`, total: page.texts.length, version: this.version, more: end < page.texts.length };
+    if (end > start) out.lastId = page.ids[end - 1]!;
+    return out;
   }
 
   /** Open positions (non-zero net), the newest position entity per contract. */

@@ -180,7 +180,7 @@ function decodeCursor(cursor: string | undefined, list: string): number {
   // The offset follows the last colon: a list name may hold one (an account id), an offset never.
   const sep = text.lastIndexOf(':');
   const offset = text.slice(sep + 1);
-  if (sep < 0 || text.slice(0, sep) !== list || !/^\d{1,9}$/.test(offset)) {
+  if (sep < 0 || text.slice(0, sep) !== list || !/^\d{1,15}$/.test(offset)) {
     throw new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
   }
   return Number(offset);
@@ -206,12 +206,13 @@ function nextCursor(list: string, next: number, total: number): string | null {
 }
 
 /**
- * The `{ data, nextCursor }` answer text of `list` from a page already serialized elsewhere
- * (`json`: the page's items as a JSON array text, `count` of them), without parsing it again.
+ * The `{ data, nextCursor }` answer text of a list paged by key (working orders: the id of the
+ * last order shown): `after` is the next page's key, null on the last page.
  */
-export function serializedPage(list: string, json: string, offset: number, count: number, total: number): string {
-  return `{"data":${json},"nextCursor":${JSON.stringify(nextCursor(list, offset + count, total))}}`;
+export function serializedPageAfter(list: string, json: string, after: number | null): string {
+  return `{"data":${json},"nextCursor":${after === null ? 'null' : JSON.stringify(Buffer.from(`${list}:${after}`).toString('base64url'))}}`;
 }
+
 
 /** Documented error responses for the OpenAPI document. */
 export function errors(...codes: ProblemCode[]): ResponseDoc[] {

@@ -22,7 +22,7 @@ import {
   type ListQuery,
   type PlaceOrderBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, ownedAccount, pageOf, paginate, requireActive, serializedPage, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, ownedAccount, pageOf, paginate, requireActive, serializedPageAfter, type RouteDeps } from './common.js';
 
 /** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
 export function placedOrderView(result: PlaceOrderResult) {
@@ -42,10 +42,10 @@ export function placedOrderView(result: PlaceOrderResult) {
 /** Answer bytes of a working-orders page object (kept as long as the page itself is). */
 const pageBodies = new WeakMap<WorkingOrdersPage, Buffer>();
 
-function pageAnswer(page: WorkingOrdersPage, list: string, offset: number, limit: number): RouteResponse {
+function pageAnswer(page: WorkingOrdersPage, list: string): RouteResponse {
   let body = pageBodies.get(page);
   if (!body) {
-    body = Buffer.from(serializedPage(list, page.json, offset, Math.max(0, Math.min(limit, page.total - offset)), page.total));
+    body = Buffer.from(serializedPageAfter(list, page.json, page.more && page.lastId !== undefined ? page.lastId : null));
     pageBodies.set(page, body);
   }
   return { status: 200, headers: JSON_HEADERS, body };
@@ -159,7 +159,8 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: 'Orders resting at the broker (unfilled entries, active TP/SL legs)',
     description:
       'Served from the connection’s live mirror of the broker; 503 while the connection is not CONNECTED (never stale data). ' +
-      'Oldest first; `?limit=` (1..500, default 100) and `?cursor=` (the previous page’s nextCursor).',
+      'Oldest first; `?limit=` (1..500, default 100) and `?cursor=` (the previous page’s nextCursor). A cursor continues after the last ' +
+      'order its page showed: orders that end while a client pages (cancelled from an earlier page) never make it skip one.',
     tags: ['orders'],
     query: listQuerySchema,
     responses: [
@@ -168,14 +169,15 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     ],
     handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
-      const list = `working-orders/${owned.account.id}`;
-      const { offset, limit } = pageOf(ctx.req.query, list);
+      const list = `working-orders-after/${owned.account.id}`;
+      // The cursor holds the id of the last order the previous page showed (pageOf reads it as its number).
+      const { offset: after, limit } = pageOf(ctx.req.query, list);
       // The actor answers the page as JSON text it keeps between changes, and the front keeps the
       // same page object until they change: an unchanged page is answered synchronously, its
       // answer bytes built once per page.
-      const kept = deps.gateway.keptPage?.(owned.connectionId, owned.account.id, offset, limit);
-      if (kept) return pageAnswer(kept, list, offset, limit);
-      return callActor(deps, ctx, owned.connectionId, { type: 'working-orders-page', accountId: owned.account.id, offset, limit }).then((page) => pageAnswer(page, list, offset, limit));
+      const kept = deps.gateway.keptPage?.(owned.connectionId, owned.account.id, after, limit);
+      if (kept) return pageAnswer(kept, list);
+      return callActor(deps, ctx, owned.connectionId, { type: 'working-orders-page', accountId: owned.account.id, after, limit }).then((page) => pageAnswer(page, list));
     },
   });
 

@@ -80,7 +80,7 @@ describe('supervisor', () => {
     const up = next(s, status('c1', 'CONNECTED'));
     await s.addConnection(spec('c1'));
     await up;
-    const read = () => s.request('c1', { type: 'working-orders-page', accountId: 'acc-c1', offset: 0, limit: 10 });
+    const read = () => s.request('c1', { type: 'working-orders-page', accountId: 'acc-c1', after: 0, limit: 10 });
     const kept = () => s.keptPage!('c1', 'acc-c1', 0, 10);
     expect(kept()).toBeUndefined();
     const first = await read();
@@ -89,7 +89,7 @@ describe('supervisor', () => {
     expect(kept()).toBe(first);
     expect(await read()).toBe(first);
     // Another page is another entry.
-    expect((await s.request('c1', { type: 'working-orders-page', accountId: 'acc-c1', offset: 0, limit: 5 })).json).toBe('[2]');
+    expect((await s.request('c1', { type: 'working-orders-page', accountId: 'acc-c1', after: 0, limit: 5 })).json).toBe('[2]');
     // The actor's working orders change: announced on the event port, ahead of the guard event awaited here.
     const unlocked = next(s, (e) => e.type === 'guard' && e.action === 'unlocked');
     await s.request('c1', { type: 'unlock', accountId: 'acc-c1' });

@@ -165,10 +165,12 @@ describe('DELETE /accounts/:id/orders/:orderId', () => {
 describe('working orders and trade history', () => {
   it('serves working orders from the actor’s serialized pages, paginated with a cursor', async () => {
     const records = Array.from({ length: 5 }, (_, i) => orderRecord({ orderId: String(i) }));
-    const asked: { offset: number; limit: number }[] = [];
+    const asked: { after: number; limit: number }[] = [];
     w.gateway.responder['working-orders-page'] = (r) => {
-      asked.push({ offset: r.offset, limit: r.limit });
-      return { json: JSON.stringify(records.slice(r.offset, r.offset + r.limit)), total: records.length };
+      asked.push({ after: r.after, limit: r.limit });
+      const rest = records.filter((o) => Number(o.orderId) > r.after || (r.after === 0 && o.orderId === '0'));
+      const page = rest.slice(0, r.limit);
+      return { json: JSON.stringify(page), total: records.length, more: rest.length > page.length, lastId: Number(page.at(-1)!.orderId) };
     };
     const first = await call(w, 'GET', '/accounts/:id/working-orders', { userId: w.a.userId, params: { id: '101' }, query: { limit: '2' } });
     expect(first.headers).toEqual({ 'Content-Type': 'application/json' });
@@ -179,7 +181,8 @@ describe('working orders and trade history', () => {
     const page2 = listOf(orderRecordSchema).parse(JSON.parse(last.body as string));
     expect(page2.data.map((o) => o.orderId)).toEqual(['2', '3', '4']);
     expect(page2.nextCursor).toBeNull();
-    expect(asked).toEqual([{ offset: 0, limit: 2 }, { offset: 2, limit: 3 }]);
+    // The second page is asked for after the last order the first showed.
+    expect(asked).toEqual([{ after: 0, limit: 2 }, { after: 1, limit: 3 }]);
   });
 
   it('answers a page the front still holds synchronously, without a call into the actor', async () => {

@@ -317,9 +317,11 @@ test('working orders: only live orders are walked; pages are the records’ JSON
   m.replace({ contracts: [{ id: 5, name: 'ESZ6' }], orders, orderVersions: orders.map((o) => ({ id: o.id, orderId: o.id, orderQty: 1, orderType: 'Limit', price: 1 })) });
   const all = model.workingOrders('1');
   expect(all.map((o) => o.orderId)).toEqual(['495', '496', '497', '498', '499']);
-  const page = model.workingOrdersPage('1', 1, 3);
-  expect(page).toEqual({ json: JSON.stringify(all.slice(1, 4)), total: 5, version: expect.any(Number) });
-  expect(model.workingOrdersPage('1', 1, 3)).toEqual(page);
+  const page = model.workingOrdersPage('1', 495, 3);
+  expect(page).toEqual({ json: JSON.stringify(all.slice(1, 4)), total: 5, version: expect.any(Number), more: true, lastId: 498 });
+  expect(model.workingOrdersPage('1', 495, 3)).toEqual(page);
+  expect(model.workingOrdersPage('1', 498, 3)).toMatchObject({ json: JSON.stringify(all.slice(4)), more: false, lastId: 499 });
+  expect(model.workingOrdersPage('1', 499, 3)).toEqual({ json: '[]', total: 5, version: expect.any(Number), more: false });
   // A fill ends one; a new order starts working: the next page shows both.
   m.apply('order', 'Updated', { id: 496, ordStatus: 'Filled' });
   m.apply('order', 'Created', { id: 600, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' });
@@ -327,7 +329,26 @@ test('working orders: only live orders are walked; pages are the records’ JSON
   expect(JSON.parse(model.workingOrdersPage('1', 0, 10).json).map((o: { orderId: string }) => o.orderId)).toEqual(['495', '497', '498', '499', '600']);
   // What tradegate notes about an order is in its record at once.
   model.note(600, { clientOrderId: 'mine' });
-  expect(JSON.parse(model.workingOrdersPage('1', 4, 1).json)[0].clientOrderId).toBe('mine');
+  expect(JSON.parse(model.workingOrdersPage('1', 599, 1).json)[0].clientOrderId).toBe('mine');
+});
+
+test('working orders: a page continues after the last order the previous one showed, so orders cancelled while paging never make it skip one', () => {
+  const { m, model } = setup();
+  const orders = Array.from({ length: 6 }, (_, i) => ({ id: 10 + i, accountId: 1, contractId: 5, action: 'Buy', ordStatus: 'Working' }));
+  m.replace({ contracts: [{ id: 5, name: 'ESZ6' }], orders, orderVersions: orders.map((o) => ({ id: o.id, orderId: o.id, orderQty: 1, orderType: 'Limit', price: 1 })) });
+  const ids = (page: { json: string }) => JSON.parse(page.json).map((o: { orderId: string }) => o.orderId);
+  const seen: string[] = [];
+  let after = 0;
+  for (;;) {
+    const page = model.workingOrdersPage('1', after, 2);
+    seen.push(...ids(page));
+    // "Cancel everything by paging": what the page showed ends before the next page is read.
+    for (const id of ids(page)) m.apply('order', 'Updated', { id: Number(id), ordStatus: 'Canceled' });
+    if (!page.more) break;
+    after = page.lastId!;
+  }
+  expect(seen).toEqual(['10', '11', '12', '13', '14', '15']);
+  expect(model.workingOrders('1')).toEqual([]);
 });
 
 test('working orders: a change after a page was served is announced once, with a newer version; none while nobody reads', () => {
