@@ -73,6 +73,15 @@ export interface RemoteClient {
   remoteAddress(): string;
 }
 
+/**
+ * A web session's reads and its actions count in windows of their own (each RATE_LIMIT_PER_MIN):
+ * the app refreshes what it shows on its own, in every open tab, and that must never use up the
+ * budget of a flatten, a cancel or the kill switch. API keys keep one window (DESIGN §3).
+ */
+function sessionRateKey(principalId: string, method: string): string {
+  return method === 'GET' ? `${principalId}|reads` : principalId;
+}
+
 /** Authenticates requests against the store; owns the per-IP failed-auth limiter. */
 export class Authenticator {
   readonly failures = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
@@ -113,7 +122,7 @@ export class Authenticator {
     if (scope === 'session') return this.sessionOnly(raw !== undefined, headers, method);
     if (raw === undefined && this.session) {
       const auth = this.session({ method, headers });
-      if (auth) return this.grant(scope, auth, auth.principalId);
+      if (auth) return this.grant(scope, auth, sessionRateKey(auth.principalId, method));
     }
     return this.apiKey(scope, raw ?? '', client, now);
   }
@@ -130,7 +139,7 @@ export class Authenticator {
     const auth = this.session?.({ method, headers });
     // A 256-bit session id cannot be guessed, so misses here are not counted per address.
     if (!auth) throw new AppError('UNAUTHENTICATED', 'Sign in first: no valid session');
-    return { auth, rateKey: auth.principalId, bucket: 'key' };
+    return { auth, rateKey: sessionRateKey(auth.principalId, method), bucket: 'key' };
   }
 
   private apiKey(scope: Scope, raw: string, client: RemoteClient, now: number): Authenticated {

@@ -160,6 +160,19 @@ describe('web sessions over HTTP', () => {
     expect((await as(demo, 'GET', '/api/v1/api-keys')).json.data.some((k: { name: string }) => k.name === 'minted')).toBe(false);
   });
 
+  it('the app’s own refreshing cannot use up a session’s budget for actions: reads and actions count apart', async () => {
+    const tab = await signIn('demo', s.login.password);
+    const statuses: number[] = [];
+    for (let i = 0; i < 121; i++) statuses.push((await as(tab, 'GET', '/api/v1/accounts')).status);
+    expect(statuses.slice(0, 120).every((x) => x === 200)).toBe(true);
+    expect(statuses[120]).toBe(429);
+    // Reads exhausted (several tabs polling): a flatten, a cancel, the kill switch still go through.
+    const created = await as(tab, 'POST', '/api/v1/strategies', { body: { name: 'still allowed' } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.headers.get('x-ratelimit-remaining')).toBe('119');
+    expect((await as(tab, 'DELETE', `/api/v1/strategies/${created.json.id}`)).status).toBe(204);
+  });
+
   it('throttles failed sign-ins per address: the 11th attempt is 429 with Retry-After, even with the right password', async () => {
     const from = '127.0.0.77';
     for (let i = 0; i < 10; i++) {

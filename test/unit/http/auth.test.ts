@@ -131,7 +131,7 @@ describe('Authenticator', () => {
       if (headers['cookie'] === 'sid=bad-csrf') throw new AppError('CSRF_REJECTED');
       return headers['cookie'] === 'sid=ok' ? { userId: 'u9', principalId: 'session:s1', scopes: ['read'], kind: 'session' } : undefined;
     });
-    expect(auth.authenticate('read', { cookie: 'sid=ok' }, {}, at('1.1.1.1'), 'GET')).toMatchObject({ auth: { userId: 'u9', kind: 'session' }, rateKey: 'session:s1' });
+    expect(auth.authenticate('read', { cookie: 'sid=ok' }, {}, at('1.1.1.1'), 'GET')).toMatchObject({ auth: { userId: 'u9', kind: 'session' }, rateKey: 'session:s1|reads' });
     expect(codeOf(() => auth.authenticate('trade', { cookie: 'sid=ok' }, {}, at('1.1.1.1'), 'POST'))).toBe('INSUFFICIENT_SCOPE');
     expect(codeOf(() => auth.authenticate('trade', { cookie: 'sid=bad-csrf' }, {}, at('1.1.1.1'), 'POST'))).toBe('CSRF_REJECTED');
     expect(codeOf(() => auth.authenticate('read', {}, {}, at('1.1.1.1')))).toBe('UNAUTHENTICATED');
