@@ -211,6 +211,8 @@ describe('the web app', () => {
     tokenUrl = await dialog().getByRole('textbox', { name: 'Webhook URL', exact: true }).inputValue();
     expect(tokenUrl).toMatch(new RegExp(`^${s.url}/api/v1/webhooks/whk_`));
     expect(await dialog().getByRole('textbox', { name: 'Alert message', exact: true }).inputValue()).toContain('"action": "{{strategy.order.action}}"');
+    // The message's qty wins over a bound strategy's quantity: said where the message is.
+    await dialog().getByText('therefore wins over a strategy’s quantity: delete that line to trade the strategy’s quantity on every alert').waitFor();
     await dialog().getByRole('button', { name: 'Done' }).click();
 
     const r = await alertTo({ action: 'buy', symbol: 'ES1!', qty: 1 });
@@ -446,6 +448,11 @@ describe('the web app', () => {
       await expect.poll(() => page.getByRole('button', { name: `Cancel order ${entryId}` }).count()).toBe(0);
       expect(await page.getByText('Flat — no open positions.').count()).toBe(0);
       expect(await page.getByText('No working orders.').count()).toBe(0);
+      // Flatten's confirmation does not claim the account is flat: it cannot know.
+      await page.getByRole('button', { name: 'Flatten…' }).click();
+      await dialog().getByText('What the account holds right now is not known here').waitFor();
+      expect(await dialog().getByText('no open positions right now').count()).toBe(0);
+      await dialog().getByRole('button', { name: 'Cancel', exact: true }).click();
     } finally {
       await http(s.controlUrl, 'DELETE', '/faults');
     }

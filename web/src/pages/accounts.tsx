@@ -160,20 +160,30 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
             await refreshAll();
           }}
         >
-          <p>
-            Cancels <strong>every working order</strong> ({orders.length}) and then closes <strong>every position at market</strong>:
-          </p>
-          <ul>
-            {pos.length ? (
-              pos.map((p) => (
-                <li key={p.symbol}>
-                  {p.symbol}: {p.netQty > 0 ? 'sell' : 'buy'} {Math.abs(p.netQty)}
-                </li>
-              ))
-            ) : (
-              <li>no open positions right now</li>
-            )}
-          </ul>
+          {livePositions && liveOrders ? (
+            <>
+              <p>
+                Cancels <strong>every working order</strong> ({orders.length}) and then closes <strong>every position at market</strong>:
+              </p>
+              <ul>
+                {pos.length ? (
+                  pos.map((p) => (
+                    <li key={p.symbol}>
+                      {p.symbol}: {p.netQty > 0 ? 'sell' : 'buy'} {Math.abs(p.netQty)}
+                    </li>
+                  ))
+                ) : (
+                  <li>no open positions right now</li>
+                )}
+              </ul>
+            </>
+          ) : (
+            // Not known now (the connection is not CONNECTED, or a reload failed): never say "none".
+            <p>
+              Cancels <strong>every working order</strong> and then closes <strong>every position at market</strong>. What the account holds
+              right now is not known here (its positions and orders could not be loaded): the broker flattens whatever it holds.
+            </p>
+          )}
           <p class="muted small">Market orders fill at the prevailing price, which may differ from the last one you saw.</p>
         </ConfirmDialog>
       )}

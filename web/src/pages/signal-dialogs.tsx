@@ -8,6 +8,13 @@ import { ErrorBox, Field } from '../components/ui';
 import { useAction } from '../hooks';
 import type { Account, Strategy, WebhookToken } from '../types';
 
+/**
+ * What the ready alert message does with a bound strategy: it leaves out the fields the strategy
+ * sets, except the quantity, which Pine gives every order (exits too) and which then wins.
+ */
+export const ALERT_MESSAGE_HINT =
+  'Paste as the alert’s message. A bound strategy fills the fields you leave out; the message’s own fields win. Its "qty" ({{strategy.order.contracts}}, the size your Pine strategy gives each order, exits included) therefore wins over a strategy’s quantity: delete that line to trade the strategy’s quantity on every alert.';
+
 /** The URL and alert message to paste into TradingView. */
 export function TokenUrlDialog(props: { title: string; token: WebhookToken; onClose: () => void; note?: string }) {
   return (
@@ -15,7 +22,7 @@ export function TokenUrlDialog(props: { title: string; token: WebhookToken; onCl
       {props.note && <p class="callout info">{props.note}</p>}
       {props.token.url && <CopyField label="Webhook URL" value={props.token.url} hint="In TradingView: alert → Notifications → Webhook URL." />}
       {props.token.alertMessage && (
-        <CopyField label="Alert message" multiline value={props.token.alertMessage} hint="Paste as the alert's message. A bound strategy fills fields you leave out." />
+        <CopyField label="Alert message" multiline value={props.token.alertMessage} hint={ALERT_MESSAGE_HINT} />
       )}
       <div class="dialog-actions">
         <button type="button" class="btn primary" onClick={props.onClose}>

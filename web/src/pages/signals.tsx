@@ -12,7 +12,7 @@ import { Badge, ErrorBox, ListStates, Loading, Page, TableHead } from '../compon
 import { ago, fullTime, when } from '../format';
 import { useNow, usePolling, useResource } from '../hooks';
 import type { Account, Alert, Strategy, WebhookToken } from '../types';
-import { TokenDialog, TokenUrlDialog } from './signal-dialogs';
+import { ALERT_MESSAGE_HINT, TokenDialog, TokenUrlDialog } from './signal-dialogs';
 
 const ALERTS_POLL_MS = 4_000;
 
@@ -80,7 +80,7 @@ function TokenDetails(props: { token: WebhookToken; urlVersion: number }) {
       {full.data?.alertMessage && (
         <details class="template">
           <summary>TradingView alert message</summary>
-          <CopyField label="Alert message" multiline value={full.data.alertMessage} />
+          <CopyField label="Alert message" multiline value={full.data.alertMessage} hint={ALERT_MESSAGE_HINT} />
         </details>
       )}
       <RecentAlerts token={props.token} />
