@@ -66,6 +66,8 @@ export interface Alert {
   orderStatus: string | null;
   flattened: { cancelledOrders: number; positions: number } | null;
   requestId: string;
+  /** A follow-up: the requestId of the alert answered 504 whose order this reports. */
+  lateOutcomeOf: string | null;
 }
 
 export type BracketLeg = { price: number } | { ticks: number };

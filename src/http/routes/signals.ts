@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { AppError, type ProblemCode } from '../../domain/problems.js';
 import type { JournalEntry } from '../../store/index.js';
+import type { OrderRecord } from '../../domain/orders.js';
 import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
@@ -30,7 +31,17 @@ function alertRequest(body: unknown, requestId: string) {
   };
 }
 
-function alertOutcome(res: RouteResponse | undefined, err: unknown) {
+/** An alert's outcome as journaled. */
+interface AlertOutcome {
+  status: number;
+  code: ProblemCode | null;
+  detail: string | null;
+  orderId: string | null;
+  orderStatus: string | null;
+  flattened: { cancelledOrders: number; positions: number } | null;
+}
+
+function alertOutcome(res: RouteResponse | undefined, err: unknown): AlertOutcome {
   if (res) {
     const body = res.body as { order?: { orderId: string; status: string } | null; flatten?: { cancelledOrderIds: string[]; positions: unknown[] } | null };
     return {
@@ -44,6 +55,44 @@ function alertOutcome(res: RouteResponse | undefined, err: unknown) {
   }
   const e = err instanceof AppError ? err : new AppError('INTERNAL');
   return { status: e.status, code: e.code as ProblemCode, detail: e.message, orderId: null, orderStatus: null, flattened: null };
+}
+
+/** When an alert answered 504 is looked up at the broker again (ms after the alert). */
+const LATE_CHECKS_MS = [3_000, 10_000, 30_000, 120_000];
+
+/**
+ * An alert answered 504 (the broker did not confirm within the webhook's deadline) may still be
+ * placed, and TradingView neither waits nor retries. Its order is looked up by its clOrdId a few
+ * times over two minutes; what is found (or that nothing was) is journaled under the token as a
+ * follow-up of that alert (`lateOutcomeOf`: its request id), so the Signals page shows whether it
+ * traded and a trader does not send it again.
+ */
+export function followLateOutcome(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, connectionId: string, accountId: string, clOrdId: string): void {
+  const token = ctx.auth.webhook;
+  if (!token) return;
+  const request = { ...alertRequest(ctx.req.body, ctx.requestId), lateOutcomeOf: ctx.requestId };
+  const record = (outcome: AlertOutcome) =>
+    deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: ALERT_KIND, ref: alertRef(token.tokenId), request, outcome });
+  let attempt = 0;
+  const check = async (): Promise<void> => {
+    let order: OrderRecord | null = null;
+    try {
+      order = await deps.gateway.request(connectionId, { type: 'find-by-clordid', accountId, clOrdId });
+    } catch {
+      // The connection is not CONNECTED now: asked again at the next check.
+    }
+    if (order) {
+      ctx.log.warn({ orderId: order.orderId, accountId }, 'webhook order placed after its 504');
+      record({ status: 201, code: null, detail: 'placed after this alert was answered 504', orderId: order.orderId, orderStatus: order.status, flattened: null });
+      return;
+    }
+    if (++attempt < LATE_CHECKS_MS.length) {
+      setTimeout(() => void check(), LATE_CHECKS_MS[attempt]! - LATE_CHECKS_MS[attempt - 1]!).unref();
+      return;
+    }
+    record({ status: 504, code: 'BROKER_TIMEOUT', detail: 'not placed: the broker has no order for this alert two minutes after it', orderId: null, orderStatus: null, flattened: null });
+  };
+  setTimeout(() => void check(), LATE_CHECKS_MS[0]).unref();
 }
 
 /** Wraps the webhook receiver so each alert that reaches it is journaled under its token. */
@@ -84,12 +133,13 @@ export const alertSchema = z.object({
   orderStatus: z.string().nullable(),
   flattened: z.object({ cancelledOrders: z.number(), positions: z.number() }).nullable(),
   requestId: z.string(),
+  lateOutcomeOf: z.string().nullable().describe('On a follow-up: the requestId of the alert answered 504 whose order this entry reports (placed late, or not at all)'),
 });
 
 function alertView(e: JournalEntry) {
   const req = e.request as ReturnType<typeof alertRequest>;
   const out = e.outcome as ReturnType<typeof alertOutcome>;
-  return { at: new Date(e.ts).toISOString(), accountId: e.accountId, ...req, ...out };
+  return { at: new Date(e.ts).toISOString(), accountId: e.accountId, lateOutcomeOf: null, ...req, ...out };
 }
 
 /** `?limit=` only: strict like every query, so `?cursor=` (this list has no pages) or a typo is a 400. */

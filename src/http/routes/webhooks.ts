@@ -12,6 +12,7 @@ import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type Strategy
 import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount } from './flatten.js';
 import { placedOrderView } from './orders.js';
+import { followLateOutcome } from './signals.js';
 
 /**
  * The token's account as its broker reports it. 403 ACCOUNT_INACTIVE when the broker no
@@ -119,7 +120,21 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));
         const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
         const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
-        const result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, timeout);
+        let result;
+        try {
+          result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, timeout);
+        } catch (err) {
+          if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
+          // TradingView does not wait (or retry): the order may still reach the broker. Its
+          // outcome is looked up and journaled under the token once known (followLateOutcome).
+          followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, clOrdId);
+          throw new AppError(
+            'BROKER_TIMEOUT',
+            `The broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
+            err.extensions,
+            err.retryAfterSeconds,
+          );
+        }
         return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: null }) };
       },
     }),

@@ -213,4 +213,33 @@ describe('webhook alerts', () => {
     const r = await http(s.url, 'POST', '/api/v1/webhooks/whk_AAAAAAAAAAAA_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', { body: { action: 'close' } });
     expect(r.status).toBe(404);
   });
+  it('an alert answered 504 whose order the broker places later: its alerts say it was placed (and under which id), so nobody resends it', async () => {
+    // Every broker call takes 4 s, past the webhook's 2.5 s deadline.
+    await control(s, 'POST', '/faults', { latencyMs: 4000 });
+    let r;
+    try {
+      r = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, orderType: 'limit', price: 4400 });
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    expect(r.status, r.text).toBe(504);
+    expect(r.json.code).toBe('BROKER_TIMEOUT');
+    expect(r.json.detail).toMatch(/may still place it: do not resend the alert/);
+    const placed = await eventually(
+      async () => {
+        const list = (await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[];
+        return list.find((a) => a.lateOutcomeOf !== null);
+      },
+      'the follow-up of the 504',
+      25_000,
+    );
+    expect(placed).toMatchObject({ status: 201, detail: 'placed after this alert was answered 504', action: 'buy', symbol: 'ES1!' });
+    const first = ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[]).find((a) => a.requestId === placed.lateOutcomeOf && a.lateOutcomeOf === null);
+    expect(first).toMatchObject({ status: 504, code: 'BROKER_TIMEOUT', orderId: null });
+    // Listed once the broker's events for it have arrived.
+    // (The account the token is bound to now: earlier tests rebind it.)
+    const account = placed.accountId as string;
+    await eventually(async () => ((await api('GET', `/api/v1/accounts/${account}/working-orders`)).json.data as any[] | undefined)?.some((o) => o.orderId === placed.orderId), 'the late order among the working orders', 15_000);
+    expect((await api('DELETE', `/api/v1/accounts/${account}/orders/${placed.orderId}`)).status).toBe(200);
+  }, 60_000);
 });

@@ -18,7 +18,15 @@ const ALERTS_POLL_MS = 4_000;
 
 function Outcome(props: { alert: Alert }) {
   const a = props.alert;
-  if (a.status === 201) return <Badge tone="ok">Order {a.orderStatus ?? 'placed'}</Badge>;
+  const late = a.lateOutcomeOf && a.detail ? <span class="small"> {a.detail}</span> : null;
+  if (a.status === 201) {
+    return (
+      <span class="outcome">
+        <Badge tone={a.lateOutcomeOf ? 'warn' : 'ok'}>Order {a.orderStatus ?? 'placed'}</Badge>
+        {late}
+      </span>
+    );
+  }
   if (a.status === 200) return <Badge tone="ok">Flattened{a.flattened ? ` (${a.flattened.positions} position${a.flattened.positions === 1 ? '' : 's'})` : ''}</Badge>;
   return (
     <span class="outcome">
