@@ -148,9 +148,17 @@ export class BrokerConnection {
     return 'retry';
   }
 
-  /** A failed attempt while connected (or after) is a disconnect; before the first, we stay CONNECTING. */
+  /**
+   * A failed attempt while connected (or after) is a disconnect. Before the first, we stay
+   * CONNECTING, but say why (the broker unreachable, its login endpoint down): a connection that
+   * never comes up must not read "starting" for ever. Reported again only when the reason changes.
+   */
   private noteDown(detail: string): void {
     if (this.statusValue === 'CONNECTED') this.setStatus('RECONNECTING', 'disconnect', detail);
+    else if (this.statusValue === 'CONNECTING') {
+      const why = `not connected yet: ${detail}; retrying`;
+      if (this.statusDetail !== why) this.setStatus('CONNECTING', 'connect', why);
+    }
   }
 
   private async connectOnce(): Promise<Outcome> {

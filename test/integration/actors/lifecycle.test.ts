@@ -93,6 +93,20 @@ test('bad credentials: FAILED with fatal-error, and the broker sees a bounded nu
   expect((await h.callError({ type: 'working-orders', accountId: '1' })).code).toBe('CONNECTION_FAILED');
 });
 
+test('a broker whose login endpoint cannot be reached: CONNECTING says why (not "starting" for ever), once per reason', async () => {
+  // A port nothing listens on: every login attempt fails to connect.
+  const closed = createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  h = await startActorHarness({ restUrl: () => `http://127.0.0.1:${port}/v1`, tuning: { backoffBaseMs: 20, backoffMaxMs: 50 } });
+  h.actor.start();
+  await expect.poll(() => h!.events.filter((e) => e.type === 'status' && e.status === 'CONNECTING' && /^not connected yet: .+; retrying$/.test(e.detail ?? '')).length, { timeout: 10_000 }).toBe(1);
+  // More failed attempts with the same reason add no events.
+  await new Promise((r) => setTimeout(r, 300));
+  expect(h.events.filter((e) => e.type === 'status' && e.status === 'CONNECTING')).toHaveLength(2);
+});
+
 test('a p-captcha on login is FAILED at once (no retry storm)', async () => {
   h = await startActorHarness();
   await h.control('POST', '/faults', { pTicketSeconds: 1, pTicketCaptcha: true, pTicketTarget: 'auth' });
