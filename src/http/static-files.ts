@@ -149,13 +149,26 @@ export function loadWebApp(opts: { dir?: string; https?: boolean } = {}): WebApp
     return out;
   }
 
+  /**
+   * A mistyped address opened in a browser (it asks for HTML): the app, with status 404, which
+   * takes a signed-in user home, rather than the API's JSON problem. API paths, assets and
+   * other clients keep the JSON 404.
+   */
+  function mistyped(method: string, path: string, headers: Readonly<Record<string, string>>): Reply | undefined {
+    const index = files.get('index.html');
+    if (!index || (method !== 'GET' && method !== 'HEAD') || !(headers['accept'] ?? '').includes('text/html')) return undefined;
+    if (path.startsWith('/api/') || path.startsWith('/v1/') || path.startsWith('/assets/')) return undefined;
+    const { 'if-none-match': _etag, ...fresh } = headers;
+    return { ...reply(index, method, fresh), status: 404 };
+  }
+
   return {
     built,
     serve(method, rawPath, headers) {
       const path = rawPath.length > 1 && rawPath.endsWith('/') ? rawPath.slice(0, -1) : rawPath;
       const isPage = pages.has(path);
       const file = isPage ? files.get('index.html') : path.startsWith('/assets/') ? files.get(path.slice(1)) : undefined;
-      if (!isPage && !file) return undefined;
+      if (!isPage && !file) return mistyped(method, path, headers);
       if (method !== 'GET' && method !== 'HEAD') {
         return { status: 405, headers: { ...secure, Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }, body: 'Method not allowed\n' };
       }

@@ -98,6 +98,17 @@ describe('web app files', () => {
     expect(app.serve('POST', '/', {})).toMatchObject({ status: 405, headers: { Allow: 'GET, HEAD' } });
   });
 
+  it('a mistyped address opened in a browser gets the app with status 404 (it takes the user home); API paths, assets and other clients keep the JSON 404', () => {
+    const browser = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'if-none-match': 'x' };
+    const r = app.serve('GET', '/acounts', browser)!;
+    expect(r.status).toBe(404);
+    expect(r.headers['Content-Type']).toBe('text/html; charset=utf-8');
+    expect(String(r.body)).toBe(HTML);
+    for (const path of ['/api/v1/nothing', '/v1/nothing', '/assets/missing.js']) expect(app.serve('GET', path, browser), path).toBeUndefined();
+    expect(app.serve('GET', '/acounts', { accept: 'application/json' })).toBeUndefined();
+    expect(app.serve('POST', '/acounts', browser)).toBeUndefined();
+  });
+
   it('says how to build when the bundle is missing', () => {
     const missing = loadWebApp({ dir: join(dir, 'nowhere') });
     expect(missing.built).toBe(false);
