@@ -603,6 +603,30 @@ describe('the web app', () => {
     }
   }, 60_000);
 
+  it('a 100-character name without a space never pushes its row’s buttons out of view, nor makes the page scroll sideways at 375 px', async () => {
+    await signedIn();
+    const name = 'N'.repeat(100);
+    const created = await api('POST', '/api/v1/strategies', { name });
+    expect(created.status, created.text).toBe(201);
+    try {
+      await nav('Strategies');
+      const edit = page.getByRole('button', { name: `Edit strategy ${name}` });
+      await edit.waitFor();
+      const box = (await edit.boundingBox())!;
+      expect(box.x + box.width, 'the Edit button is inside the 1280 px window').toBeLessThanOrEqual(1280);
+      await page.setViewportSize({ width: 375, height: 800 });
+      try {
+        await page.waitForTimeout(100);
+        const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+        expect(overflow, `scrolls sideways by ${overflow}px at 375 px`).toBeLessThanOrEqual(0);
+      } finally {
+        await page.setViewportSize({ width: 1280, height: 860 });
+      }
+    } finally {
+      expect((await api('DELETE', `/api/v1/strategies/${created.json.id}`)).status).toBe(204);
+    }
+  }, 60_000);
+
   it('Settings: accessible; every page is readable at 375 px without sideways scrolling', async () => {
     await signedIn();
     await page.getByRole('link', { name: 'Settings for demo' }).click();

@@ -44,6 +44,10 @@ export function ConfirmDialog(props: {
   title: string;
   children: ComponentChildren;
   confirmLabel: string;
+  /** The button that closes without acting (default "Cancel"; "Keep order" where the action is itself a cancel). */
+  dismissLabel?: string;
+  /** Nothing to confirm: the server would refuse it (the text says why); only the dismiss button is offered. */
+  refused?: boolean;
   danger?: boolean;
   onConfirm: () => Promise<unknown>;
   onClose: () => void;
@@ -55,22 +59,24 @@ export function ConfirmDialog(props: {
       <ErrorBox error={action.error} title="Not done" />
       <div class="dialog-actions">
         <button type="button" class="btn secondary" onClick={props.onClose} autoFocus>
-          Cancel
+          {props.dismissLabel ?? 'Cancel'}
         </button>
-        <button
-          type="button"
-          class={`btn ${props.danger ? 'danger' : 'primary'}`}
-          disabled={action.busy}
-          onClick={async () => {
-            const ok = await action.run(async () => {
-              await props.onConfirm();
-              return true;
-            });
-            if (ok) props.onClose();
-          }}
-        >
-          {action.busy ? 'Working…' : props.confirmLabel}
-        </button>
+        {!props.refused && (
+          <button
+            type="button"
+            class={`btn ${props.danger ? 'danger' : 'primary'}`}
+            disabled={action.busy}
+            onClick={async () => {
+              const ok = await action.run(async () => {
+                await props.onConfirm();
+                return true;
+              });
+              if (ok) props.onClose();
+            }}
+          >
+            {action.busy ? 'Working…' : props.confirmLabel}
+          </button>
+        )}
       </div>
     </Dialog>
   );

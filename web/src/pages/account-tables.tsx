@@ -6,6 +6,11 @@ import { fullTime, pnl, price, when } from '../format';
 const ROLE: Record<Order['role'], string> = { single: 'Order', entry: 'Entry', take_profit: 'Take-profit', stop_loss: 'Stop-loss' };
 
 /** What cancelling `o` does, in the words of the order semantics (DESIGN §6). */
+/** A leg of a bracket whose entry still works: the server refuses to cancel it alone (409). */
+export function cancelRefused(o: Order, working: readonly Order[]): boolean {
+  return (o.role === 'take_profit' || o.role === 'stop_loss') && !!o.bracketId && working.some((w) => w.orderId === o.bracketId && w.role === 'entry');
+}
+
 export function cancelExplanation(o: Order, working: readonly Order[]): string {
   const legs = [o.legs.takeProfit && 'take-profit', o.legs.stopLoss && 'stop-loss'].filter((x): x is string => !!x);
   if (o.role === 'entry') {

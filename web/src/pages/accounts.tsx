@@ -14,7 +14,7 @@ import { health } from '../health';
 import { usePolling, useResource } from '../hooks';
 import type { Account, CancelResult, ClosedTrade, FlattenResult, Order, Position } from '../types';
 import { GuardsCard } from './account-guards';
-import { cancelExplanation, PositionsTable, TradesTable, WorkingOrdersTable } from './account-tables';
+import { cancelExplanation, cancelRefused, PositionsTable, TradesTable, WorkingOrdersTable } from './account-tables';
 
 const LIVE_POLL_MS = 5_000;
 const TRADES_POLL_MS = 30_000;
@@ -130,6 +130,8 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         <ConfirmDialog
           title={`Cancel order ${cancelling.orderId}?`}
           confirmLabel="Cancel order"
+          dismissLabel="Keep order"
+          refused={cancelRefused(cancelling, orders)}
           danger
           onClose={() => setCancelling(null)}
           onConfirm={async () => {

@@ -1,5 +1,5 @@
 /** Sign-in: user name and password (users come from `tradegate users add`; npm start prints the demo login). */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ErrorBox, Field } from '../components/ui';
 import { useAction } from '../hooks';
 import { HOME, navigate, path } from '../router';
@@ -12,6 +12,10 @@ export function SignInPage() {
   const [password, setPassword] = useState('');
   const action = useAction();
   const reason = signedOutReason.value;
+  // The tab names this page, not the one signed out of (WCAG 2.4.2).
+  useEffect(() => {
+    document.title = 'Sign in · tradegate';
+  }, []);
 
   const submit = async (e: Event) => {
     e.preventDefault();
