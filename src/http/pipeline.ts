@@ -365,7 +365,7 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   const header = ex.headers['idempotency-key'];
   const fromBody = header === undefined ? route.idempotencyKeyFrom?.(request) : undefined;
   if (header === undefined && fromBody === undefined) return undefined;
-  if (header !== undefined) route.checkIdempotencyKey?.(header);
+  if (header !== undefined) route.checkIdempotencyKey?.(header, request);
   const parsed = header !== undefined ? parseIdempotencyKey(header) : parseBodyIdempotencyKey(fromBody!);
   const scope = route.idempotencyScope?.(ex.authd.auth);
   // Scopes hold no space, so the first space ends the scope: no key of one scope can spell another's.

@@ -112,8 +112,12 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * payload's `id`). Runs after body validation.
    */
   idempotencyKeyFrom?: (req: RouteRequest<B, Q>) => string | undefined;
-  /** A route's own rule for an `Idempotency-Key` header, beyond the general one (throws a coded error). */
-  checkIdempotencyKey?: (key: string) => void;
+  /**
+   * A route's own rule for an `Idempotency-Key` header, beyond the general one (throws a coded
+   * error), checked before the key is looked up: a request that may carry no key is refused as
+   * such (400), never as a reused key (422).
+   */
+  checkIdempotencyKey?: (key: string, req: RouteRequest<B, Q>) => void;
   /**
    * The namespace this route's idempotency keys live in, inside the user's (DESIGN §3 scopes
    * keys per user). The webhook receiver answers its token's: one alert sent to two tokens

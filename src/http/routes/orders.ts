@@ -51,6 +51,8 @@ function pageAnswer(page: WorkingOrdersPage, list: string): RouteResponse {
   return { status: 200, headers: JSON_HEADERS, body };
 }
 
+const isDryRun = (query: { dryRun?: string } | undefined): boolean => query?.dryRun === 'true' || query?.dryRun === '1';
+
 /** Order routes. */
 export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   /**
@@ -87,6 +89,16 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: placeOrderBodySchema,
     query: placeOrderQuerySchema,
     idempotent: true,
+    // A stored plan would hold the key for 24 h, so the real order sent next with that key would
+    // meet 422 (the fingerprint covers the query). Refused before the key is looked up: a 400,
+    // never stored, whether or not the key was used before.
+    checkIdempotencyKey(_key, req) {
+      if (isDryRun(req.query)) {
+        throw new AppError('VALIDATION_FAILED', 'dryRun: send no Idempotency-Key with a dry run (nothing is placed, nothing to dedupe)', {
+          errors: [{ path: 'dryRun', message: 'cannot be combined with Idempotency-Key' }],
+        });
+      }
+    },
     responses: [
       { status: 201, description: 'The order as placed', schema: placeOrderResponseSchema },
       { status: 200, description: 'dryRun: the plan; nothing was sent', schema: dryRunResponseSchema },
@@ -98,15 +110,8 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const plan = planOrder(ctx.req.body, owned.account.id, nowOf(deps), orderLimits(deps.config));
       // A dry run answers what the real order would meet on our side, inactive account included.
       requireActive(owned);
-      const dryRun = ctx.req.query?.dryRun === 'true' || ctx.req.query?.dryRun === '1';
-      if (dryRun) {
-        // A stored plan would hold the key for 24 h, so the real order sent next with that key
-        // would meet 422 (the fingerprint covers the query). A 400 is not stored.
-        if (ctx.idempotencyKey !== undefined) {
-          throw new AppError('VALIDATION_FAILED', 'dryRun: send no Idempotency-Key with a dry run (nothing is placed, nothing to dedupe)', {
-            errors: [{ path: 'dryRun', message: 'cannot be combined with Idempotency-Key' }],
-          });
-        }
+      if (isDryRun(ctx.req.query)) {
+        // (Under an Idempotency-Key it never gets here: checkIdempotencyKey refused it.)
         return { status: 200, body: dryRunBody(plan, await checkGuards(deps, ctx, owned.connectionId, plan.order)) };
       }
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);

@@ -97,6 +97,19 @@ describe('placing orders', () => {
     expect(r.json.errors).toEqual([expect.objectContaining({ path: 'price' })]);
   });
 
+  it('dryRun with an Idempotency-Key is 400, even a key an order already used (never 422 IDEMPOTENCY_KEY_REUSED)', async () => {
+    const key = `dry-after-real-${Date.now()}`;
+    const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4900 };
+    const real = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body, headers: { 'Idempotency-Key': key } });
+    expect(real.status, real.text).toBe(201);
+    for (const k of [key, `${key}-unused`]) {
+      const dry = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders?dryRun=true`, { key: s.apiKey, body, headers: { 'Idempotency-Key': k } });
+      expect(dry.status, dry.text).toBe(400);
+      expect(dry.json.code).toBe('VALIDATION_FAILED');
+    }
+    expect((await api('DELETE', `/api/v1/accounts/${acc}/orders/${real.json.orderId}`)).status).toBe(200);
+  });
+
   it('dryRun returns the plan and sends nothing', async () => {
     const before = (await simState(s)).orders.length;
     const r = await api('POST', `/api/v1/accounts/${acc}/orders?dryRun=true`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4990, takeProfit: { ticks: 40 } });

@@ -4,6 +4,7 @@ import { AppError } from '../../../../src/domain/problems.js';
 import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
 import { cancelOrderResponseSchema, closedTradeSchema, dryRunResponseSchema, listOf, orderRecordSchema, placeOrderResponseSchema } from '../../../../src/http/schemas.js';
 import { call, callError, orderRecord, route, world, type World } from '../../../support/routes.js';
+import { thrown } from '../../../support/errors.js';
 
 let w: World;
 beforeEach(async () => {
@@ -97,15 +98,10 @@ describe('POST /accounts/:id/orders', () => {
     expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toEqual([]);
   });
 
-  it('refuses dryRun with an Idempotency-Key, so a stored plan can never replay in place of the real order', async () => {
-    const err = await callError(w, 'POST', '/accounts/:id/orders', {
-      userId: w.a.userId,
-      params: { id: '101' },
-      body: { symbol: 'ES', side: 'buy', qty: 1 },
-      query: { dryRun: 'true' },
-      idempotencyKey: 'k-dry',
-    });
-    expect(err.code).toBe('VALIDATION_FAILED');
+  it('refuses dryRun with an Idempotency-Key before the key is looked up, so a stored plan can never replay in place of the real order', () => {
+    const check = route(w, 'POST', '/accounts/:id/orders').checkIdempotencyKey!;
+    for (const dryRun of ['true', '1']) expect(thrown(() => check('k-dry', { query: { dryRun } } as never)).code).toBe('VALIDATION_FAILED');
+    for (const query of [{ dryRun: 'false' }, {}]) expect(() => check('k-real', { query } as never)).not.toThrow();
     expect(w.gateway.calls).toHaveLength(0);
   });
 
