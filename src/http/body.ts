@@ -5,6 +5,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { z } from 'zod';
 import { AppError } from '../domain/problems.js';
+import { printable } from '../domain/plain-text.js';
 import type { ResponseHandle } from './respond.js';
 
 /** Thrown when the client went away while its body was being read. */
@@ -63,6 +64,15 @@ function mediaType(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
+/** Charsets that are UTF-8 (US-ASCII is a subset). */
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+
+/** The `charset` parameter of a Content-Type, lower case and unquoted; undefined without one. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  const m = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i.exec(contentType ?? '');
+  return m ? m[2]!.toLowerCase() : undefined;
+}
+
 /** Whether a Content-Type names JSON (`application/json` or `application/*+json`). */
 export function isJsonMediaType(contentType: string | undefined): boolean {
   const type = mediaType(contentType);
@@ -117,10 +127,19 @@ export function jsonNestsDeeperThan(text: string, max: number): boolean {
  * it cannot tell, curl's default is form-urlencoded); it still has to be valid JSON.
  * Empty body → undefined.
  */
-export function parseJsonBody(raw: Buffer, contentType: string | undefined, lenient: boolean): unknown {
+export function parseJsonBody(raw: Buffer, contentType: string | undefined, lenient: boolean, contentEncoding?: string): unknown {
   if (raw.length === 0) return undefined;
   if (!lenient && !isJsonMediaType(contentType)) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
+  }
+  // A compressed body would be read as its compressed bytes, a body in another charset with
+  // its characters changed: refused, never guessed at.
+  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== 'identity') {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${printable(contentEncoding, 32)} is not accepted: send the body uncompressed`);
+  }
+  const charset = charsetOf(contentType);
+  if (charset !== undefined && !UTF8_CHARSETS.has(charset)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `charset ${printable(charset, 32)} is not accepted: send UTF-8 (JSON is UTF-8, RFC 8259)`);
   }
   // JSON is UTF-8 (RFC 8259): a body that is not would be read with U+FFFD in place of what was
   // sent (a name stored as "���"). A leading byte order mark is skipped, as the RFC allows.

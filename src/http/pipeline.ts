@@ -275,7 +275,7 @@ export function validateStage(ex: Exchange): void {
   const route = ex.route!;
   const query = ex.query === '' ? emptyQuery(route) : validate(route.query ?? NO_QUERY, queryParams(ex.query), 'query');
   const raw = ex.rawBody ?? NO_BODY;
-  const body = route.body ? validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType), 'body') : undefined;
+  const body = route.body ? validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType, ex.headers['content-encoding']), 'body') : undefined;
   ex.request = new ValidatedRequest(route.method, ex.path, ex.params!, query, ex.headers, body, raw, ex.handle);
 }
 

@@ -35,6 +35,21 @@ describe('media types and JSON parsing', () => {
     expect(codeOf(() => parseJsonBody(Buffer.from('action=buy'), 'application/x-www-form-urlencoded', true))).toBe('VALIDATION_FAILED');
   });
 
+  it('415 for a compressed body or a charset other than UTF-8, never read as something else; UTF-8 and US-ASCII labels are fine', () => {
+    const raw = Buffer.from('{"a":1}');
+    for (const encoding of ['gzip', 'br', 'deflate', 'x-custom']) {
+      expect(codeOf(() => parseJsonBody(raw, 'application/json', false, encoding)), encoding).toBe('UNSUPPORTED_MEDIA_TYPE');
+      expect(codeOf(() => parseJsonBody(raw, 'text/plain', true, encoding)), encoding).toBe('UNSUPPORTED_MEDIA_TYPE');
+    }
+    expect(parseJsonBody(raw, 'application/json', false, 'identity')).toEqual({ a: 1 });
+    for (const type of ['application/json; charset=UTF-16', 'application/json; charset=latin1', 'application/json;charset="iso-8859-1"']) {
+      expect(codeOf(() => parseJsonBody(raw, type, false)), type).toBe('UNSUPPORTED_MEDIA_TYPE');
+    }
+    for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF-8"', 'application/json;charset=us-ascii', 'text/plain; charset=utf8']) {
+      expect(parseJsonBody(raw, type, true), type).toEqual({ a: 1 });
+    }
+  });
+
   it('400 VALIDATION_FAILED for malformed JSON; empty body is undefined', () => {
     expect(codeOf(() => parseJsonBody(Buffer.from('{'), 'application/json', false))).toBe('VALIDATION_FAILED');
     expect(parseJsonBody(Buffer.alloc(0), 'application/json', false)).toBeUndefined();
