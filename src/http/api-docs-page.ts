@@ -3,6 +3,7 @@
  * machine running tradegate may have no internet), rendered server-side from the same
  * OpenAPI document served at `/api-docs/openapi.json`.
  */
+import { createHash } from 'node:crypto';
 import type { OpenApiDocument } from './openapi.js';
 import type { GuideSection } from './openapi-guide.js';
 
@@ -11,6 +12,7 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
 }
 
+/** The page's one stylesheet (inline; the page's CSP allows exactly it, by hash: API_DOCS_STYLE_HASH). */
 const CSS = `
 body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1f24;background:#fafbfc}
 main{max-width:1040px;margin:0 auto;padding:24px}
@@ -27,6 +29,9 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 .scope{font-size:12px;border:1px solid #d0d7de;border-radius:10px;padding:0 8px;margin-left:8px}
 details summary{cursor:pointer;color:#57606a}
 `;
+
+/** `'sha256-…'` of the inline stylesheet, for the page's Content-Security-Policy. */
+export const API_DOCS_STYLE_HASH = `'sha256-${createHash('sha256').update(CSS).digest('base64')}'`;
 
 function section(s: GuideSection): string {
   const parts = [`<h2 id="${escapeHtml(s.id)}">${escapeHtml(s.title)}</h2>`];

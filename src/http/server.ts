@@ -14,7 +14,7 @@ import type { ActorGateway } from '../actors/protocol.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
-import { renderApiDocsPage } from './api-docs-page.js';
+import { API_DOCS_STYLE_HASH, renderApiDocsPage } from './api-docs-page.js';
 import { Authenticator, type SessionAuthenticator } from './auth.js';
 import { TrustedProxies } from './client-address.js';
 import { bridgeActorEvents, HEALTH_STREAM_ROUTE, openHealthStream, SSE_HEADERS, type HealthStreamDeps } from './health-stream.js';
@@ -106,7 +106,7 @@ function accessLogger(logger: Logger): Logger {
  */
 const DOCS_HEADERS: Readonly<Record<string, string>> = {
   ...securityHeaders(false),
-  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'Content-Security-Policy': `default-src 'none'; style-src ${API_DOCS_STYLE_HASH}; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
   'Content-Type': 'text/html; charset=utf-8',
 };
 

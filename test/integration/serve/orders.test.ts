@@ -3,6 +3,7 @@
  * every symbol form, market/limit/stop with and without brackets, the cancel state table
  * (DESIGN §6), working orders vs trade history, flatten.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../../src/domain/symbols.js';
 import { control, simState } from '../../support/sim.js';
@@ -302,5 +303,10 @@ describe('/api-docs', () => {
     const page = await http(s.url, 'GET', '/api-docs');
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toContain('text/html');
+    // Its policy allows its one inline stylesheet by hash, no inline style or script beyond it.
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).not.toContain('unsafe-inline');
+    const style = /<style>([\s\S]*?)<\/style>/.exec(page.text)![1]!;
+    expect(csp).toContain(`style-src 'sha256-${createHash('sha256').update(style).digest('base64')}'`);
   });
 });
