@@ -74,6 +74,20 @@ export interface RemoteClient {
 }
 
 /**
+ * 403 INSUFFICIENT_SCOPE for a credential that is valid: the request still counts against it, and
+ * its answer carries the rate-limit headers like every keyed answer (the pipeline reads `authd`,
+ * which is never part of the problem body).
+ */
+export class ScopeRefused extends AppError {
+  constructor(
+    scope: Scope,
+    readonly authd: Authenticated,
+  ) {
+    super('INSUFFICIENT_SCOPE', `This credential lacks the '${scope}' scope`, { requiredScope: scope });
+  }
+}
+
+/**
  * A web session's reads and its actions count in windows of their own (each RATE_LIMIT_PER_MIN):
  * the app refreshes what it shows on its own, in every open tab, and that must never use up the
  * budget of a flatten, a cancel or the kill switch. API keys keep one window (DESIGN §3).
@@ -128,9 +142,7 @@ export class Authenticator {
   }
 
   private grant(scope: Scope, auth: AuthContext, rateKey: string): Authenticated {
-    if (!auth.scopes.includes(scope)) {
-      throw new AppError('INSUFFICIENT_SCOPE', `This credential lacks the '${scope}' scope`, { requiredScope: scope });
-    }
+    if (!auth.scopes.includes(scope)) throw new ScopeRefused(scope, { auth, rateKey, bucket: 'key' });
     return { auth, rateKey, bucket: 'key' };
   }
 

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import type { Logger } from '../log.js';
 import { AppError, RequestNotSentError } from '../domain/problems.js';
 import { redactUrl } from '../log.js';
-import type { Authenticated, Authenticator } from './auth.js';
+import { ScopeRefused, type Authenticated, type Authenticator } from './auth.js';
 import { ClientAbortedError, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
 import { parseBodyIdempotencyKey, parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -115,8 +115,24 @@ export function runPipeline(deps: PipelineDeps, ex: Exchange): Promise<void> | u
     ex.rawBody = NO_BODY;
     return runAfterBody(deps, ex);
   } catch (err) {
+    if (err instanceof ScopeRefused) countRefused(deps, ex, err.authd);
     return failedStage(deps, ex, err);
   }
+}
+
+/**
+ * A valid credential refused for its scope still uses its rate limit, and the 403 carries the
+ * headers like every keyed answer (DESIGN §3). A shared limiter (cluster) counts it too, but its
+ * answer is not waited for: the 403 goes out without them.
+ */
+function countRefused(deps: PipelineDeps, ex: Exchange, authd: Authenticated): void {
+  const limiter = authd.bucket === 'key' ? deps.limiters.key : deps.limiters.webhook;
+  const decision = limiter.hit(authd.rateKey, deps.clock());
+  if (decision instanceof Promise) {
+    decision.catch(() => undefined);
+    return;
+  }
+  Object.assign(ex.extra, rateLimitHeaders(authd.bucket, decision));
 }
 
 /** The body read (and a shared limiter's decision) awaited, then the rest. */

@@ -108,6 +108,10 @@ describe('auth and scopes', () => {
     const write = await fetch(h.url('/v1/accounts/1/orders'), json(h.keys.read, { symbol: 'ES', qty: 1 }));
     expect(write.status).toBe(403);
     expect(await write.json()).toMatchObject({ requiredScope: 'trade' });
+    // A valid key refused for its scope is still a keyed answer: it counts, and says so.
+    const again = await fetch(h.url('/v1/accounts/1/orders'), json(h.keys.read, { symbol: 'ES', qty: 1 }));
+    expect(again.headers.get('ratelimit-policy')).toBe('"key";q=120;w=60');
+    expect(Number(again.headers.get('x-ratelimit-remaining'))).toBe(Number(write.headers.get('x-ratelimit-remaining')) - 1);
   });
 
   it('authenticates webhooks by the path token: unknown token → 404 like an unknown route', async () => {
