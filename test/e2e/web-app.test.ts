@@ -174,7 +174,12 @@ describe('the web app', () => {
     const key = await dialog().getByRole('textbox', { name: 'API key', exact: true }).inputValue();
     expect(key).toMatch(/^tgk_[A-Za-z0-9]{12}_[A-Za-z0-9]{32}$/);
     await screenshot(page, 'api-keys-created');
+    // A stray Escape does not lose the key (it cannot be shown again): only the dialog's button closes it.
     await page.keyboard.press('Escape');
+    await page.waitForTimeout(200);
+    expect(await dialog().getByText('This key will not be shown again').isVisible()).toBe(true);
+    expect(await dialog().getByRole('button', { name: 'Close' }).count()).toBe(0);
+    await dialog().getByRole('button', { name: 'I have copied it' }).click();
     await expect.poll(() => dialog().count()).toBe(0);
     // Focus returns to where the user was.
     expect(await page.evaluate('document.activeElement?.textContent')).toBe('Create key');
@@ -589,14 +594,16 @@ describe('the web app', () => {
 
   it('Accounts: an account the broker no longer reports is shown as inactive, with flatten disabled', async () => {
     await signedIn();
-    await nav('Accounts');
+    // The page opened without ?account= shows the first account; it stays on it when it turns
+    // inactive (before, it quietly switched to another, with that one's Flatten button).
+    await page.goto(`${s.url}/accounts`);
+    await page.getByRole('button', { name: /^DEMO1 /, pressed: true }).waitFor();
     await control(s, 'POST', `/accounts/${demo1}/deactivate`);
     try {
-      await page.reload();
       const chip = page.getByRole('button', { name: /^DEMO1 / });
-      await expect.poll(() => chip.textContent(), { timeout: 20_000 }).toContain('inactive');
-      await chip.click();
+      await expect.poll(() => chip.textContent(), { timeout: 25_000 }).toContain('inactive');
       await page.getByRole('alert').filter({ hasText: `DEMO1 (${demo1}) is no longer reported by the broker` }).waitFor();
+      expect(await chip.getAttribute('aria-pressed')).toBe('true');
       expect(await page.getByRole('button', { name: 'Flatten…' }).isDisabled()).toBe(true);
     } finally {
       await control(s, 'POST', `/accounts/${demo1}/reactivate`);

@@ -4,20 +4,31 @@ import { useEffect, useId, useRef } from 'preact/hooks';
 import { useAction } from '../hooks';
 import { ErrorBox } from './ui';
 
-/** A modal; `onClose` runs on Escape, the close button and `Cancel` buttons. */
-export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }) {
+/**
+ * A modal; `onClose` runs on Escape, the close button and `Cancel` buttons. `explicitClose`: only
+ * the dialog's own buttons close it (no Escape, no ×), where closing by accident loses something
+ * that cannot be shown again (a new API key).
+ */
+export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean; explicitClose?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
   const id = useId();
   const onClose = useRef(props.onClose);
   onClose.current = props.onClose;
+  const explicit = useRef(props.explicitClose === true);
+  explicit.current = props.explicitClose === true;
   useEffect(() => {
     const d = ref.current!;
     const opener = document.activeElement as HTMLElement | null;
     d.showModal();
     const closed = () => onClose.current();
+    const cancel = (e: Event) => {
+      if (explicit.current) e.preventDefault();
+    };
     d.addEventListener('close', closed);
+    d.addEventListener('cancel', cancel);
     return () => {
       d.removeEventListener('close', closed);
+      d.removeEventListener('cancel', cancel);
       if (d.open) d.close();
       // Focus goes back where it was, so keyboard users keep their place.
       opener?.focus?.();
@@ -27,9 +38,11 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     <dialog ref={ref} class={`dialog${props.wide ? ' wide' : ''}`} aria-labelledby={id}>
       <div class="dialog-head">
         <h2 id={id}>{props.title}</h2>
-        <button type="button" class="icon-btn" aria-label="Close" onClick={() => props.onClose()}>
-          ×
-        </button>
+        {!props.explicitClose && (
+          <button type="button" class="icon-btn" aria-label="Close" onClick={() => props.onClose()}>
+            ×
+          </button>
+        )}
       </div>
       <div class="dialog-body">{props.children}</div>
     </dialog>

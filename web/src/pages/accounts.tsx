@@ -3,7 +3,7 @@
  * spelled out), risk guards and kill switch, closed trades with P&L, and flatten. An account the broker no longer
  * reports is shown as inactive, never silently dropped.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, apiList } from '../api';
 import { accountLabel } from '../accounts-label';
 import { ConfirmDialog } from '../components/dialog';
@@ -199,6 +199,11 @@ export function AccountsPage() {
   const [selected, setSelected] = useState<string | null>(selectedFromUrl());
   const list = accounts.data ?? [];
   const current = list.find((a) => a.id === selected) ?? list.find((a) => a.active) ?? list[0];
+  // The account first shown stays the one shown: should it turn inactive, the page says so
+  // rather than quietly showing (and offering Flatten on) another account.
+  useEffect(() => {
+    if (selected === null && current) setSelected(current.id);
+  }, [selected, current?.id]);
   const choose = (id: string) => {
     setSelected(id);
     history.replaceState(null, '', `/accounts?account=${encodeURIComponent(id)}`);

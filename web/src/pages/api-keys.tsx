@@ -20,7 +20,7 @@ function CreateKeyDialog(props: { onClose: () => void; onCreated: () => void }) 
 
   if (created) {
     return (
-      <Dialog title="Copy your new key" onClose={props.onClose} wide>
+      <Dialog title="Copy your new key" onClose={props.onClose} wide explicitClose>
         <p class="callout warn">
           <strong>This key will not be shown again.</strong> Copy it now and keep it somewhere safe. If you lose it, revoke it and create another.
         </p>
