@@ -3,7 +3,7 @@
  * spelled out), risk guards and kill switch, closed trades with P&L, and flatten. An account the broker no longer
  * reports is shown as inactive, never silently dropped.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, apiList } from '../api';
 import { accountLabel } from '../accounts-label';
 import { ConfirmDialog } from '../components/dialog';
@@ -60,6 +60,13 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
   const pos = livePositions ?? [];
   const orders = liveOrders ?? [];
   const refreshAll = () => Promise.all([refreshLive(), trades.reload()]);
+  // Back to CONNECTED: everything is read again at once, so an error from the outage (trade
+  // history unavailable) does not stand next to the live data until the next poll.
+  const wasConnected = useRef(connected);
+  useEffect(() => {
+    if (connected && !wasConnected.current) void refreshAll();
+    wasConnected.current = connected;
+  }, [connected]);
 
   return (
     <div class="account" aria-labelledby="account-title">
