@@ -18,7 +18,7 @@ import { LMDB_DIR } from '../../src/store/index.js';
 import { eventually, http } from '../support/http.js';
 import { startServe, type Served } from '../support/processes.js';
 import { control } from '../support/sim.js';
-import { launchBrowser, screenshot, violationsInBothSchemes } from '../support/browser.js';
+import { launchBrowser, screenshot, SCREENSHOT_DIR, violationsInBothSchemes } from '../support/browser.js';
 
 let s: Served;
 let browser: Browser;
@@ -179,6 +179,14 @@ describe('the web app', () => {
     await page.waitForTimeout(200);
     expect(await dialog().getByText('This key will not be shown again').isVisible()).toBe(true);
     expect(await dialog().getByRole('button', { name: 'Close' }).count()).toBe(0);
+    // The copy confirmation shows above the dialog's backdrop, not under it.
+    await dialog().getByRole('button', { name: 'Copy api key' }).click();
+    const toastBox = page.locator('.toast').filter({ hasText: /API key copied|copy it by hand/ });
+    await toastBox.waitFor();
+    // (In the top layer, shown after the dialog: painted above it. The page behind a modal is
+    // inert, so a hit test cannot tell; the picture shows it.)
+    expect(await page.evaluate<boolean>("document.querySelector('.toasts').matches(':popover-open')")).toBe(true);
+    await page.screenshot({ path: join(SCREENSHOT_DIR, 'api-keys-copied.png') });
     await dialog().getByRole('button', { name: 'I have copied it' }).click();
     await expect.poll(() => dialog().count()).toBe(0);
     // Focus returns to where the user was.

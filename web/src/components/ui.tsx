@@ -53,6 +53,7 @@ export function ErrorBox(props: { error: ApiError | undefined; retry?: () => voi
     <div class="callout danger" role="alert">
       <p>
         <strong>{props.title ?? 'Something went wrong'}:</strong> {e.detail}
+        {/[.!?)]$/.test(e.detail) ? '' : '.'}
         {e.retryAfter !== null && ` Try again in ${e.retryAfter} s.`}
       </p>
       {e.errors.length > 0 && (
