@@ -525,6 +525,10 @@ describe('the web app', () => {
     await dialog().getByLabel('Max contracts per order').fill('two');
     await dialog().getByRole('button', { name: 'Save guards' }).click();
     await dialog().getByText('a whole number of contracts').waitFor();
+    // The field says it is invalid, and its error is read with it.
+    const maxQty = dialog().getByLabel('Max contracts per order');
+    expect(await maxQty.getAttribute('aria-invalid')).toBe('true');
+    expect(await maxQty.getAttribute('aria-describedby')).toContain('guard-maxOrderQty-error');
     await dialog().getByLabel('Max contracts per order').fill('2');
     await dialog().getByLabel('Daily loss limit ($)').fill('1500');
     await dialog().getByLabel('Only these products').fill('es, NQ');

@@ -1,5 +1,5 @@
 /** Building blocks every page uses: page frame, loading/empty/error states, badges, fields. */
-import type { ComponentChildren } from 'preact';
+import { cloneElement, isValidElement, type ComponentChildren } from 'preact';
 import { useEffect } from 'preact/hooks';
 import type { ApiError } from '../api';
 import type { Resource } from '../hooks';
@@ -110,10 +110,15 @@ export function StatusBadge(props: { status: ConnectionStatus }) {
 
 /** A labelled form field with its hint and its error from the API. */
 export function Field(props: { label: string; id: string; hint?: ComponentChildren; error?: string | undefined; children: ComponentChildren }) {
+  // The control is tied to its hint and its error, so a screen reader reads them with it (WCAG 1.3.1, 3.3.1).
+  const described = [props.hint ? `${props.id}-hint` : '', props.error ? `${props.id}-error` : ''].filter(Boolean).join(' ');
+  const control = isValidElement(props.children)
+    ? cloneElement(props.children, { ...(described && { 'aria-describedby': described }), ...(props.error && { 'aria-invalid': 'true' }) })
+    : props.children;
   return (
     <div class={`field${props.error ? ' invalid' : ''}`}>
       <label for={props.id}>{props.label}</label>
-      {props.children}
+      {control}
       {props.hint && (
         <p class="hint" id={`${props.id}-hint`}>
           {props.hint}
