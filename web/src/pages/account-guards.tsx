@@ -46,7 +46,8 @@ function flattenNote(r: LockResult): string {
   if (!r.flatten) return '';
   if ('error' in r.flatten) return `; ${r.flatten.error}`;
   const failed = r.flatten.positions.filter((p) => p.status === 'failed');
-  return `; ${r.flatten.cancelledOrderIds.length} orders cancelled, ${r.flatten.positions.length - failed.length} positions closed${failed.length ? `, NOT closed: ${failed.map((p) => p.symbol).join(', ')}` : ''}`;
+  const n = (count: number, what: string) => `${count} ${what}${count === 1 ? '' : 's'}`;
+  return `; ${n(r.flatten.cancelledOrderIds.length, 'order')} cancelled, ${n(r.flatten.positions.length - failed.length, 'position')} closed${failed.length ? `, NOT closed: ${failed.map((p) => p.symbol).join(', ')}` : ''}`;
 }
 
 export function GuardsCard(props: { accountId: string; accountName: string; onFlattened: () => unknown }) {
