@@ -136,7 +136,8 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           'again, while entries stay refused. An unlock drops a pending flatten.',
         'They are enforced inside the connection\'s actor against the broker\'s live positions and working orders, one order after the other: an entry is ' +
           'checked with every earlier order counted (in flight included), so a burst cannot overshoot. A refused entry is 403 RISK_GUARD with guard, limit and ' +
-          'value (what the order would have reached); nothing reaches the broker.',
+          'value (what the order would have reached: numbers for quantity and position guards; for a lock, value "locked" and limit the lock\'s end or null; ' +
+            'for products, direction and trading windows what the guard compared); nothing reaches the broker.',
         'An exit (an order on the side opposite the position whose quantity, plus everything already working on that side, fits in the position), ' +
           'cancels and flatten are never refused. Exposure = the largest position one side filling could reach: max(net + working buys, working sells − net).',
         'The trading day starts at 17:00 America/Chicago. Day P&L = realized P&L of the day\'s fill pairs − fees the broker reports + open P&L. Reaching ' +
