@@ -153,7 +153,9 @@ export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'read',
     operationId: 'listWebhookAlerts',
     summary: "A token's recent alerts with their outcome, newest first (from the journal)",
-    description: 'Alerts refused before the token was recognised (unknown URL, malformed JSON, rate limit) are not listed; replays of a deduplicated alert are not listed again.',
+    description:
+      'The most recent alerts (`limit`, default 20, at most 100), newest first; not paged: `nextCursor` is always null, and older alerts are not listed here. ' +
+      'Alerts refused before the token was recognised (unknown URL, malformed JSON, rate limit) are not listed; replays of a deduplicated alert are not listed again.',
     tags: ['webhooks'],
     query: alertsQuerySchema,
     responses: [{ status: 200, description: 'Alerts', schema: listOf(alertSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND')],
