@@ -7,7 +7,7 @@
  * the account, the record alone is written and every actor of the user starts with it. A
  * webhook token's narrowing is a field of the token (webhook-tokens.ts).
  */
-import type { GuardStatus, LockResult } from '../../actors/protocol.js';
+import type { GuardStatus, LockRequest, LockResult } from '../../actors/protocol.js';
 import { NO_GUARDS, type GuardNarrowing, type LockState } from '../../domain/guards.js';
 import { AppError, type ProblemCode } from '../../domain/problems.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
@@ -110,6 +110,10 @@ async function liveStatus(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, 
 }
 
 /** What a lock's flatten answers when no actor runs the account: it is owed on the stored lock. */
+/** How often, and how many times, a kill switch no actor could take is sent again (relayLock). */
+const LOCK_RELAY_MS = 1_000;
+const LOCK_RELAY_TRIES = 60;
+
 const FLATTEN_OWED_NO_ACTOR =
   'not flattened: no running connection reports this account now (its connection is FAILED, disabled or not started). ' +
   'The lock holds, and the flatten runs once its connection is CONNECTED again';
@@ -185,12 +189,22 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const body = ctx.req.body ?? { flatten: true };
       const detail = body.reason ?? `kill switch (${ctx.auth.kind})`;
       if (target.connectionId) {
-        const result: LockResult = await callActor(deps, ctx as RouteContext<unknown, unknown>, target.connectionId, {
-          type: 'lock',
-          accountId: target.accountId,
-          flatten: body.flatten,
-          detail,
-        });
+        const request = { type: 'lock' as const, accountId: target.accountId, flatten: body.flatten, detail };
+        let result: LockResult;
+        try {
+          result = await callActor(deps, ctx as RouteContext<unknown, unknown>, target.connectionId, request);
+        } catch (err) {
+          // No actor can take it right now (a cluster node died and another has not taken its
+          // connections over yet; a worker restarting): the kill switch must not be refused.
+          // Stored as such (flatten owed), so the actor that starts next starts locked, and
+          // sent again until a running actor has it (one that started before the write).
+          if (!(err instanceof AppError) || err.code !== 'BROKER_UNAVAILABLE') throw err;
+          const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
+          relayLock(target.connectionId, request, ctx.log);
+          ctx.log.warn({ accountId: target.accountId, flattenOwed: lock.flattenOwed === true, err: err.message }, 'account locked while its actor was unavailable');
+          const why = `not flattened yet: ${err.message}. The lock holds, and the flatten runs as soon as an actor runs the connection`;
+          return { status: 200, body: { ...guardsView(deps, userId, target.accountId, null), flatten: body.flatten ? { error: why } : null } };
+        }
         // Stored before the answer (the actor's event stores it too, a moment later): a restart right after starts locked.
         await deps.store.guards.setLock(userId, target.accountId, result.status.lock);
         return { status: 200, body: { ...guardsView(deps, userId, target.accountId, result.status, mayRead(ctx)), flatten: result.flatten } };
@@ -276,6 +290,25 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       return { status: 200, body: { keyId: updated.id, guards: updated.guards ?? null } };
     },
   });
+
+  /**
+   * Sends a kill switch the actor could not take at once again, every LOCK_RELAY_MS for up to
+   * LOCK_RELAY_TRIES tries, until a running actor has it (locking twice is harmless; a flatten of a
+   * flat account does nothing).
+   */
+  function relayLock(connectionId: string, request: LockRequest, log: RouteContext<unknown, unknown>['log']): void {
+    let tries = 0;
+    const attempt = () => {
+      deps.gateway.request(connectionId, request).then(
+        () => log.info({ accountId: request.accountId }, 'kill switch delivered to the connection’s actor'),
+        () => {
+          if (++tries < LOCK_RELAY_TRIES) setTimeout(attempt, LOCK_RELAY_MS).unref();
+          else log.error({ accountId: request.accountId }, 'kill switch not delivered to an actor: it holds as stored, for the next actor that starts');
+        },
+      );
+    };
+    setTimeout(attempt, LOCK_RELAY_MS).unref();
+  }
 
   /** The kill switch as a stored record (no actor runs the account): in force when one starts with it, flatten owed if asked. */
   async function storeKillSwitch(ctx: RouteContext<unknown, unknown>, accountId: string, detail: string, flatten: boolean): Promise<LockState> {

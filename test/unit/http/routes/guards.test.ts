@@ -112,8 +112,15 @@ describe('lock / unlock', () => {
     expect(w.gateway.calls.at(-1)?.req).toEqual({ type: 'lock', accountId: '101', flatten: false, detail: 'lunch' });
   });
 
-  it('lock needs the actor (503 when it cannot be reached); unlock passes the actor’s 409 on', async () => {
-    expect((await callError(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params })).code).toBe('BROKER_UNAVAILABLE');
+  it('a kill switch the actor cannot take now (a cluster failover, a worker restarting) is stored owing its flatten, answered 200, and sent again until an actor has it; unlock passes the actor’s 409 on', async () => {
+    const locked = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params });
+    expect(locked.status).toBe(200);
+    expect(locked.body).toMatchObject({ lock: { guard: 'kill_switch', flattenPending: true }, flatten: { error: expect.stringMatching(/^not flattened yet: .*the flatten runs as soon as an actor runs the connection$/) } });
+    expect(w.store.guards.get(w.a.userId, '101')?.lock).toMatchObject({ guard: 'kill_switch', flattenOwed: true });
+    const lock = { guard: 'kill_switch' as const, since: DAY.start, until: null, detail: 'kill switch (api-key)' };
+    w.gateway.responder.lock = () => ({ status: status({ lock }), flatten: null });
+    await expect.poll(() => w.gateway.calls.filter((c) => c.req.type === 'lock').length, { timeout: 5_000 }).toBeGreaterThanOrEqual(2);
+    expect(w.gateway.calls.at(-1)?.req).toEqual({ type: 'lock', accountId: '101', flatten: true, detail: 'kill switch (api-key)' });
     w.gateway.responder.unlock = () => {
       throw new AppError('CONFLICT', 'locked by daily_loss', { guard: 'daily_loss', lockedUntil: '2026-11-21T23:00:00.000Z' });
     };
