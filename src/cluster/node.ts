@@ -124,10 +124,12 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
     onLapse: () => void ownership?.stopAll(),
     onRestore: () => ownership?.scanSoon(),
     // Back: first the events of the outage (a connection that moved meanwhile reports its move
-    // before this node says it is reachable again), then the news.
+    // before this node says it is reachable again), and the records written meanwhile (a key
+    // revoked on another node must not be accepted here a moment after), then the news. Until
+    // then the node refuses requests (503 CLUSTER_UNAVAILABLE, the HTTP pipeline asks `reach`).
     onReach: (reachable) => {
       if (!reachable) tellReach(false);
-      else void feed.synced().then(() => lease.reachable && tellReach(true));
+      else void Promise.all([feed.synced(), store.recordsCurrent()]).then(() => lease.reachable && tellReach(true));
     },
   });
   ownership = await Ownership.start({

@@ -77,6 +77,12 @@ export interface PipelineDeps {
   closing(): boolean;
   auth: Authenticator;
   limiters: { key: RateLimiter; webhook: RateLimiter };
+  /**
+   * Cluster mode: whether this node reaches NATS and its records are current (cluster/node.ts
+   * `reach`). While not, every request that needs a credential is refused 503: a key revoked on
+   * another node during an outage must not be accepted here.
+   */
+  reachable?: () => boolean;
   gate: IdempotencyGate;
   bodyLimitBytes: number;
   clock: () => number;
@@ -231,6 +237,9 @@ export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
 /** auth: the credential the route's scope asks for (none for public routes). Throws the 401/403/404. */
 export function authStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
   const scope = ex.route!.scope;
+  if (scope !== 'none' && deps.reachable && !deps.reachable()) {
+    throw new AppError('CLUSTER_UNAVAILABLE', 'This node cannot reach the cluster store (NATS), or is catching up with it after an outage; use another node or retry', {}, 1);
+  }
   // The client's address is read only where it is used (it costs ~10 µs): here for public and
   // session routes, whose handlers use it after awaits (sign-in throttling, the journal), and by
   // the authenticator when a credential fails, synchronously.

@@ -212,6 +212,7 @@ class Engine {
       auth: this.auth,
       limiters: deps.limiters ?? { key: new SlidingLogLimiter(config.rateLimitPerMin), webhook: new SlidingLogLimiter(config.webhookRateLimitPerMin) },
       gate: new IdempotencyGate(store.idempotency, this.clock),
+      ...(deps.reach && { reachable: () => deps.reach!.reachable() }),
       bodyLimitBytes: config.bodyLimitBytes,
       clock: this.clock,
       logger,

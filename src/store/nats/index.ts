@@ -63,6 +63,11 @@ export interface NatsStore extends Store {
   readonly idempotency: NatsIdempotencyStore;
   /** Writes a single-node store's rows into the cluster (`tradegate cluster import`; see import.ts). */
   importDump(dump: StoreDump): Promise<ImportReport>;
+  /**
+   * Resolves once the records in memory hold every write the bucket held when it was called (a
+   * key revoked, a session ended while this node could not reach NATS): see KvMirror.current.
+   */
+  recordsCurrent(): Promise<void>;
 }
 
 const PREFIX = /^[A-Za-z0-9_-]{1,32}$/;
@@ -205,6 +210,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs, holder: opts.nodeId, holderAlive: opts.holderAlive }),
     journal,
     importDump: (dump) => importDump(ctx, idempotencyKv, journal, flushed, dump),
+    recordsCurrent: () => mirror.current(),
     guards: createNatsGuardStore(ctx),
     flushed,
     close() {

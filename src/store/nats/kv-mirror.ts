@@ -51,6 +51,8 @@ export function isWrongRevision(err: unknown): boolean {
 }
 
 const MUTATE_ATTEMPTS = 20;
+/** How often `current` looks whether the watch has caught up. */
+const CURRENT_POLL_MS = 20;
 
 /** See module comment. */
 export class KvMirror {
@@ -98,6 +100,24 @@ export class KvMirror {
       this.close();
       throw err;
     });
+  }
+
+  /**
+   * Resolves once the mirror has applied every revision the bucket held when it was called: after
+   * an outage, what was written meanwhile (a key revoked on another node) is in memory before
+   * this node answers with it again. Asks the bucket again while NATS cannot answer.
+   */
+  async current(): Promise<void> {
+    let last: number | undefined;
+    while (last === undefined) {
+      if (this.closed) return;
+      try {
+        last = (await this.kv.status()).streamInfo.state.last_seq;
+      } catch {
+        await new Promise((r) => setTimeout(r, CURRENT_POLL_MS));
+      }
+    }
+    while (this.watched < last && !this.closed) await new Promise((r) => setTimeout(r, CURRENT_POLL_MS));
   }
 
   /** Registers a listener (e.g. a secondary index; register before `start`); it sees every later change. */

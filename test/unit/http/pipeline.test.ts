@@ -198,6 +198,22 @@ describe('auth and limit stages', () => {
     expect(ex.authd?.rateKey).toBe('k-rw');
   });
 
+  it('a cluster node that cannot reach NATS, or is catching up with its records after an outage, refuses credentialed requests 503 (a key revoked meanwhile is never accepted)', () => {
+    let reachable = false;
+    const deps = { ...w.deps, reachable: () => reachable };
+    const err = (() => {
+      try {
+        authStage(deps, routed('GET', '/v1/things/1', { 'x-api-key': 'tgk_a_rw' }));
+      } catch (e) {
+        return e as AppError;
+      }
+      return undefined;
+    })();
+    expect(err).toMatchObject({ code: 'CLUSTER_UNAVAILABLE', retryAfterSeconds: 1 });
+    reachable = true;
+    expect(codeOf(() => authStage(deps, routed('GET', '/v1/things/1', { 'x-api-key': 'tgk_a_rw' })))).toBe('ok');
+  });
+
   it("reads the client's address only for a failed credential (uWS copies it per read), and the failure still counts per address", () => {
     const { ex: good, res: goodRes } = exchange('GET', '/v1/things/1', { 'x-api-key': 'tgk_a_rw' });
     routeStage(w.deps, good);
