@@ -179,19 +179,27 @@ export class GuardKeeper {
     if (flattenToo) {
       try {
         result = await flatten(this.ctx, { type: 'flatten', accountId });
-        if (outstandingOrders(this.ctx, accountId) > 0) {
+        if (!stillOwed(state, 'kill_switch')) {
+          // Unlocked while the flatten ran: the positions are the trader's again, nothing is owed.
+          state.owed = null;
+        } else if (outstandingOrders(this.ctx, accountId) > 0 || notClosed(result)) {
           // An order sent before the lock whose outcome the broker has not given (still on its
-          // way, or timed out) may still fill: the flatten stays owed, and runs again every tick
-          // until no such order is left.
+          // way, or timed out) may still fill, or a position could not be closed: the flatten
+          // stays owed, and runs again every tick until it is done.
           state.owed = { guard: 'kill_switch', detail };
           if (state.lock?.guard === 'kill_switch' && !state.lock.flattenOwed) state.lock = { ...state.lock, flattenOwed: true };
-          this.emit(accountId, 'kill_switch', 'flattened', `${summary(result)}; ${UNKNOWN_PENDING}`, state.lock);
+          this.emit(accountId, 'kill_switch', 'flattened', `${summary(result)}; ${notClosed(result) ? NOT_CLOSED_RETRY : UNKNOWN_PENDING}`, state.lock);
         } else {
           state.owed = null;
           this.emit(accountId, 'kill_switch', 'flattened', summary(result), this.settleOwed(state));
         }
       } catch (err) {
         if (err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'ACCOUNT_INACTIVE')) throw err;
+        if (!stillOwed(state, 'kill_switch')) {
+          // Unlocked while it ran: dropped, as unlock drops a flatten still pending.
+          state.owed = null;
+          return { status: this.status(accountId), flatten: { error: `${err instanceof Error ? err.message : String(err)}; the account was unlocked meanwhile: not retried` } };
+        }
         // The lock holds; the flatten is owed (on the stored lock too, so a restarted actor still
         // owes it) and runs at the first tick the connection is CONNECTED.
         const message = owedFlattenMessage(err);
@@ -328,9 +336,14 @@ export class GuardKeeper {
     state.flattening = true;
     flatten(this.ctx, { type: 'flatten', accountId })
       .then((result) => {
-        if (outstandingOrders(this.ctx, accountId) > 0) {
-          // Still owed (see lock): said once, done for good when the last such order is known.
-          if (firstTry) this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}; ${UNKNOWN_PENDING}`);
+        if (!stillOwed(state, guard)) {
+          state.owed = null;
+          return;
+        }
+        if (outstandingOrders(this.ctx, accountId) > 0 || notClosed(result)) {
+          // Still owed (see lock): said once, done for good when the last such order is known
+          // and every position is closed.
+          if (firstTry) this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}; ${notClosed(result) ? NOT_CLOSED_RETRY : UNKNOWN_PENDING}`);
           return;
         }
         state.owed = null;
@@ -341,7 +354,8 @@ export class GuardKeeper {
         const message = `${detail}: ${err instanceof Error ? err.message : String(err)}`;
         // An account the broker no longer reports has nothing left to flatten here.
         let settled: LockState | undefined;
-        if (code === 'ACCOUNT_INACTIVE' || code === 'NOT_FOUND') {
+        if (!stillOwed(state, guard)) state.owed = null;
+        else if (code === 'ACCOUNT_INACTIVE' || code === 'NOT_FOUND') {
           state.owed = null;
           settled = this.settleOwed(state);
         }
@@ -439,6 +453,25 @@ function owedFlattenMessage(err: unknown): string {
   }
   return `${message}; the lock holds, and the flatten is retried until it goes through`;
 }
+
+/** A flatten that left a position open (its liquidation failed or was not answered). */
+function notClosed(result: FlattenResult): boolean {
+  return result.positions.some((p) => p.status === 'failed');
+}
+
+/**
+ * Whether the flatten a guard asked for is still wanted: a kill switch's only while the account
+ * is still locked by it (unlock drops it, even one running), a P&L limit's while its lock (or the
+ * one kept under a kill switch) lasts; a trading window's always.
+ */
+function stillOwed(state: AccountState, guard: GuardName): boolean {
+  if (guard === 'kill_switch') return state.lock?.guard === 'kill_switch';
+  if (guard === 'daily_loss' || guard === 'profit_target') return state.lock?.guard === guard || state.dayLock?.guard === guard || state.lock?.guard === 'kill_switch';
+  return true;
+}
+
+/** What a flatten that left a position open says: it is owed, and runs again. */
+const NOT_CLOSED_RETRY = 'a position was not closed: flattening again every second until it is';
 
 /** Why a flatten that went through is still owed. */
 const UNKNOWN_PENDING = 'an order sent before it has no known outcome yet (on its way, or a broker timeout): flattening again once it is known';

@@ -283,7 +283,9 @@ describe('kill switch', () => {
     position(2);
     broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'UnknownReason', failureText: 'market closed' });
     await keeper.lock(ACCOUNT, true);
-    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'cancelled 0 orders, ESZ6 failed' });
+    // A failed liquidation is not a flatten done: it is said, and owed (run again every tick).
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'cancelled 0 orders, ESZ6 failed; a position was not closed: flattening again every second until it is' });
+    expect(keeper.status(ACCOUNT).lock).toMatchObject({ flattenOwed: true });
   });
 
   it('a flatten that fails keeps the lock and is retried on the tick until it goes through', async () => {
@@ -655,7 +657,7 @@ describe('daily loss limit and profit target', () => {
     broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'UnknownReason', failureText: 'market closed' });
     await keeper.lock(ACCOUNT, false);
     keeper.pnl.mark(CONTRACT, 4990);
-    expect((await event('flattened', 'daily_loss')).detail).toMatch(/ESZ6 failed$/);
+    expect((await event('flattened', 'daily_loss')).detail).toMatch(/ESZ6 failed; a position was not closed: flattening again every second until it is$/);
     await settle();
     keeper.pnl.mark(CONTRACT, 4980);
     keeper.tick();
@@ -677,6 +679,43 @@ describe('daily loss limit and profit target', () => {
     broker.connected = true;
     keeper.tick();
     expect(await event('flattened')).toMatchObject({ guard: 'daily_loss', detail: `${detail}: cancelled 0 orders, ESZ6 liquidated (1)` });
+  });
+
+  it('a flatten whose liquidation failed is not done: the lock keeps owing it, and it runs again until the position is closed', async () => {
+    const { broker, keeper, guardEvents, settle, position } = setup({ dailyLossLimit: 100 });
+    position(1);
+    // The liquidation times out (the broker never carries it out).
+    broker.timeOut('order/liquidateposition');
+    keeper.pnl.mark(CONTRACT, 4990);
+    await expect.poll(() => guardEvents().some((e) => e.action === 'flattened')).toBe(true);
+    await settle();
+    expect(guardEvents().find((e) => e.action === 'flattened')!.detail).toMatch(/a position was not closed: flattening again every second until it is$/);
+    expect(keeper.status(ACCOUNT).lock).toMatchObject({ guard: 'daily_loss', flattenOwed: true });
+    keeper.tick();
+    await expect.poll(() => broker.bodies('order/liquidateposition').length).toBe(2);
+    await expect.poll(() => keeper.status(ACCOUNT).lock?.flattenOwed).toBeUndefined();
+  });
+
+  it('unlock while the kill switch’s flatten is running drops it: when that flatten fails, it is not run again on the unlocked account', async () => {
+    const { broker, keeper, settle, position } = setup({});
+    position(1);
+    broker.addOrder({ action: 'Buy', orderType: 'Limit', qty: 1, price: 4900 });
+    // The flatten's cancel is answered with a refusal, once the account has been unlocked.
+    broker.handlers['order/cancelorder'] = () => ({ failureReason: 'UnknownReason', failureText: 'broker busy' });
+    const held = broker.hold('order/cancelorder');
+    const locking = keeper.lock(ACCOUNT, true);
+    await held.reached;
+    keeper.unlock(ACCOUNT);
+    held.release();
+    const r = await locking;
+    expect(r.status.lock).toBeNull();
+    expect(r.flatten).toMatchObject({ error: expect.stringMatching(/the account was unlocked meanwhile: not retried$/) });
+    await settle();
+    keeper.tick();
+    keeper.tick();
+    await settle();
+    expect(broker.bodies('order/liquidateposition')).toEqual([]);
+    expect(broker.bodies('order/cancelorder')).toHaveLength(1);
   });
 
   it('a guard flatten in flight is not started twice (the window ends during a P&L flatten)', async () => {
