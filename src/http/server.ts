@@ -268,9 +268,9 @@ class Engine {
       startedAt: performance.now(),
       metrics: [],
       // API answers hold account data: no cache may keep them (a shared proxy keys by URL, and
-      // X-API-Key is not a header caches know to vary on), and no browser may read one as a page
-      // or script. Static files keep their own caching and set their own nosniff.
-      extra: isApiPath(path) ? { 'X-Request-Id': requestId, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } : { 'X-Request-Id': requestId },
+      // X-API-Key is not a header caches know to vary on). No answer may be read by a browser as
+      // a page or script (/healthz and the OpenAPI JSON too). Static files keep their own caching.
+      extra: isApiPath(path) ? { 'X-Request-Id': requestId, 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' } : { 'X-Request-Id': requestId, 'X-Content-Type-Options': 'nosniff' },
     };
     // Runs synchronously up to its first await, so onData is registered inside this callback;
     // a request with nothing to wait for is answered before it returns (undefined).

@@ -174,7 +174,12 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
   const what = path === 'takeProfit' ? 'more than one take-profit' : 'more than one stop-loss';
   if (Array.isArray(value)) {
     if (value.length > 1) throw unsupported(what);
-    return parseLeg(path, value[0]);
+    // `[null]`, `[[]]`, `[""]`: as empty as `[]` (a placeholder that came out empty), never absent.
+    const only = value[0];
+    if (only === null || only === undefined || (typeof only === 'string' && only.trim() === '') || (Array.isArray(only) && only.length === 0)) {
+      throw invalid(path, 'is empty (a placeholder that came out empty?): give a value, or leave the field out');
+    }
+    return parseLeg(path, only);
   }
   if (typeof value !== 'object') return { price: positivePrice(path, value) };
   const leg = value as Record<string, unknown>;

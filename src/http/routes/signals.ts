@@ -59,6 +59,9 @@ function alertOutcome(res: RouteResponse | undefined, err: unknown): AlertOutcom
 
 /** When an alert answered 504 is looked up at the broker again (ms after the alert). */
 const LATE_CHECKS_MS = [3_000, 10_000, 30_000, 120_000];
+/** While no lookup could be made (the connection down), it goes on every minute, up to this many in all (~15 min). */
+const LATE_CHECK_EVERY_MS = 60_000;
+const LATE_CHECKS_MAX = 16;
 
 /**
  * An alert answered 504 (the broker did not confirm within the webhook's deadline) may still be
@@ -74,23 +77,35 @@ export function followLateOutcome(deps: RouteDeps, ctx: RouteContext<unknown, un
   const record = (outcome: AlertOutcome) =>
     deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: ALERT_KIND, ref: alertRef(token.tokenId), request, outcome });
   let attempt = 0;
+  let looked = false;
   const check = async (): Promise<void> => {
     let order: OrderRecord | null = null;
     try {
       order = await deps.gateway.request(connectionId, { type: 'find-by-clordid', accountId, clOrdId });
+      looked = true;
     } catch {
       // The connection is not CONNECTED now: asked again at the next check.
+    }
+    if (order?.status === 'rejected') {
+      record({ status: 422, code: 'BROKER_REJECTED', detail: `not placed: the broker rejected it after this alert was answered 504 (${order.rejectReason ?? 'rejected'})`, orderId: order.orderId, orderStatus: order.status, flattened: null });
+      return;
     }
     if (order) {
       ctx.log.warn({ orderId: order.orderId, accountId }, 'webhook order placed after its 504');
       record({ status: 201, code: null, detail: 'placed after this alert was answered 504', orderId: order.orderId, orderStatus: order.status, flattened: null });
       return;
     }
-    if (++attempt < LATE_CHECKS_MS.length) {
-      setTimeout(() => void check(), LATE_CHECKS_MS[attempt]! - LATE_CHECKS_MS[attempt - 1]!).unref();
+    if (++attempt < LATE_CHECKS_MS.length || (!looked && attempt < LATE_CHECKS_MAX)) {
+      const wait = attempt < LATE_CHECKS_MS.length ? LATE_CHECKS_MS[attempt]! - LATE_CHECKS_MS[attempt - 1]! : LATE_CHECK_EVERY_MS;
+      setTimeout(() => void check(), wait).unref();
       return;
     }
-    record({ status: 504, code: 'BROKER_TIMEOUT', detail: 'not placed: the broker has no order for this alert two minutes after it', orderId: null, orderStatus: null, flattened: null });
+    // "Not placed" only from an answer of the broker's own list; a connection down all along says nothing.
+    record(
+      looked
+        ? { status: 504, code: 'BROKER_TIMEOUT', detail: 'not placed: the broker has no order for this alert two minutes after it', orderId: null, orderStatus: null, flattened: null }
+        : { status: 504, code: 'BROKER_TIMEOUT', detail: 'outcome unknown: the connection could not be asked since; check the account’s orders before sending it again', orderId: null, orderStatus: null, flattened: null },
+    );
   };
   setTimeout(() => void check(), LATE_CHECKS_MS[0]).unref();
 }

@@ -228,6 +228,7 @@ describe('web sessions over HTTP', () => {
     }
     expect((await http(s.url, 'GET', '/api/v1/me')).headers.get('cache-control')).toBe('no-store');
     expect((await http(s.url, 'GET', '/healthz')).headers.get('cache-control')).toBeNull();
+    for (const path of ['/healthz', '/readyz', '/api-docs/openapi.json']) expect((await http(s.url, 'GET', path)).headers.get('x-content-type-options'), path).toBe('nosniff');
   });
 
   it('answers broken bodies on the session routes with the documented 4xx, never a 5xx', async () => {

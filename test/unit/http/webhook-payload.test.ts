@@ -489,6 +489,9 @@ describe('parseWebhookPayload: exact answers', () => {
       ['qty', ''],
       ['qty', ' '],
       ['marketPosition', ''],
+      ['stopLoss', [null]],
+      ['tp', [[]]],
+      ['sl', ['']],
     ] as const) {
       const err = thrown(() => parse({ action: 'buy', orderType: 'limit', price: 4500, [field]: value }));
       expect(err.code, `${field}=${JSON.stringify(value)}`).toBe('VALIDATION_FAILED');

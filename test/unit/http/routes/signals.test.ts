@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
 import { alertSchema } from '../../../../src/http/routes/signals.js';
 import { createdWebhookTokenSchema, listOf } from '../../../../src/http/schemas.js';
@@ -46,6 +46,43 @@ describe('recent alerts of a token', () => {
     expect(list[0]).toMatchObject({ detail: 'Account is inactive', accountId: '101', requestId: 'req-1' });
     expect(list[2]).toMatchObject({ orderStatus: 'filled' });
     expect(JSON.stringify(list)).not.toContain('secret-ish');
+  });
+
+  describe('the follow-up of an alert answered 504', () => {
+    beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout'] }));
+    afterEach(() => vi.useRealTimers());
+    const timedOut = async () => {
+      w.gateway.responder['place-order'] = () => {
+        throw new AppError('BROKER_TIMEOUT', 'actor request place-order did not complete within 2500 ms');
+      };
+      await expect(alert({ action: 'buy', symbol: 'ES1!', qty: 2 })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+    };
+    const followUp = async () => (await alerts()).find((a) => a.lateOutcomeOf !== null);
+
+    it('an order the broker rejected is reported as not placed (422 BROKER_REJECTED), not as placed', async () => {
+      await timedOut();
+      w.gateway.responder['find-by-clordid'] = () => orderRecord({ orderId: '77', status: 'rejected', rejectReason: 'MaxOrderQty' });
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(await followUp()).toMatchObject({ status: 422, code: 'BROKER_REJECTED', orderId: '77', detail: expect.stringContaining('rejected it after this alert was answered 504 (MaxOrderQty)') });
+    });
+
+    it('while the connection cannot be asked it never says "not placed": it goes on asking, and says the outcome is unknown', async () => {
+      await timedOut();
+      w.gateway.responder['find-by-clordid'] = () => {
+        throw new AppError('BROKER_UNAVAILABLE', 'broker connection is RECONNECTING');
+      };
+      await vi.advanceTimersByTimeAsync(120_000);
+      expect(await followUp()).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(15 * 60_000);
+      expect(await followUp()).toMatchObject({ status: 504, detail: expect.stringMatching(/^outcome unknown/) });
+    });
+
+    it('"not placed" once the broker’s own list, asked, has no order for it', async () => {
+      await timedOut();
+      w.gateway.responder['find-by-clordid'] = () => null;
+      await vi.advanceTimersByTimeAsync(120_000);
+      expect(await followUp()).toMatchObject({ status: 504, detail: expect.stringMatching(/^not placed: the broker has no order/) });
+    });
   });
 
   it('records an unexpected failure as 500 INTERNAL, and the error still reaches the engine', async () => {
