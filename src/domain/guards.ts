@@ -97,6 +97,11 @@ export interface OwedLeg {
   entryId: number;
   role: 'take_profit' | 'stop_loss';
   attempts: number;
+  /**
+   * The cancel of its sibling timed out: the broker may still carry it out (and its OCO take this
+   * leg down). Owed only once this leg is cancelled; kept, not dropped, while it still works.
+   */
+  cancelPending?: true;
 }
 
 /** An account's guards and lock, and the bracket legs owed to it, as the actor is given them. */

@@ -11,7 +11,7 @@ import { BROKER_TIMEOUTS, CONNECTION_TUNING, type ConnectionTuning } from '../..
 import { OrderModel } from './order-model.js';
 import { placeOrder } from './place.js';
 import { UnknownOutcomes } from './unknown-outcomes.js';
-import { cancelOrder } from './cancel.js';
+import { cancelOrder, watchOwedLegs } from './cancel.js';
 import { flatten } from './flatten.js';
 import type { ActorContext } from './context.js';
 import type { ActorEvent, ActorRequest, Result, ResultMap, SupervisorNotice } from '../../src/actors/protocol.js';
@@ -71,8 +71,10 @@ export class ConnectionActor {
     this.ctx.market = quotes;
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
     this.orphans = new OrphanLegs(this.ctx, spec.connectionId, t.orphanLegGraceMs);
+    const owedLegs = watchOwedLegs(this.ctx, spec.connectionId);
     this.conn.mirror.onChange((change) => {
       this.orphans.onChange(change);
+      owedLegs(change);
       const alert = watch.check(change);
       if (alert) {
         log.error({ orderId: alert.orderId, detail: alert.detail }, 'bracket integrity alert');

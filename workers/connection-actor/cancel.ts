@@ -21,6 +21,7 @@ import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
 import { isFinal, linkageOf, rejectReasonOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/tradovate/requests.js';
+import type { MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import { tracked } from './in-flight.js';
@@ -151,7 +152,8 @@ function reasonOf(err: unknown): string {
  */
 export async function resumeOwedLegs(ctx: ActorContext, accountId: string, connectionId: string): Promise<void> {
   let changed = false;
-  for (const [key, owed] of ctx.owedLegs) {
+  // A copy: an entry still waiting is put back while the loop runs.
+  for (const [key, owed] of [...ctx.owedLegs]) {
     // A cancel of that bracket in flight settles its own survivor.
     if (owed.accountId !== accountId || ctx.cancelling.has(`${accountId}|${owed.entryId}`)) continue;
     ctx.owedLegs.delete(key);
@@ -165,6 +167,11 @@ export async function resumeOwedLegs(ctx: ActorContext, accountId: string, conne
     // cancelled it (the one-cancels-other of that cancel), nothing is owed.
     const survivor = ctx.model.record(Number(leg.orderId));
     if (survivor && !isFinal(ctx.mirror, Number(leg.orderId))) {
+      if (owed.cancelPending) {
+        // Its sibling's cancel may still be carried out: owed again once this leg is cancelled.
+        ctx.owedLegs.set(key, owed);
+        continue;
+      }
       alert(`${role} ${leg.orderId} is still working: the cancel of its sibling did not reach the broker before the service stopped`);
       continue;
     }
@@ -219,6 +226,8 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
   const entity = ctx.model.orderEntity(req.accountId, req.orderId);
   if (!entity) throw new AppError('NOT_FOUND', `order ${req.orderId} not found on account ${req.accountId}`);
   const rec = ctx.model.record(entity.id)!;
+  // A leg owed back (its sibling's cancel timed out) that the trader now cancels is not owed any more.
+  if (ctx.owedLegs.delete(String(entity.id))) void ctx.keepOwedLegs?.(req.accountId);
   if (isFinal(ctx.mirror, entity.id)) {
     // A leg the cancel of its sibling re-placed lives on under a new id: cancelling the old id
     // (both legs cancelled at once, or from a stale list) cancels the leg where it is now.
@@ -291,9 +300,19 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
     await ctx.mirror.waitFor(() => (isFinal(ctx.mirror, siblingId) ? true : undefined), ctx.settleMs);
     if (!isFinal(ctx.mirror, siblingId)) await cancelAndWait(ctx, siblingId);
   } catch (err) {
-    // Still owed when the survivor may be gone (a timeout, a lost connection): the next sweep
-    // re-places it if the broker cancelled it, or drops it if it still works. Settled otherwise.
-    if (!(err instanceof AppError) || (err.code !== 'BROKER_TIMEOUT' && err.code !== 'BROKER_UNAVAILABLE')) settled();
+    // Still owed when the survivor may be gone (a timeout, a lost connection): the broker may
+    // carry the cancel out late, its OCO then taking the survivor down. It is re-placed as soon as
+    // the broker reports it cancelled (watchOwedLegs), and said now. Settled otherwise.
+    if (!(err instanceof AppError) || (err.code !== 'BROKER_TIMEOUT' && err.code !== 'BROKER_UNAVAILABLE')) {
+      settled();
+      throw err;
+    }
+    ctx.owedLegs.set(owedKey, { accountId: req.accountId, leg: sibling, entryId: bracket.entryId, role: siblingRole, attempts: 0, cancelPending: true });
+    void ctx.keepOwedLegs?.(req.accountId);
+    const detail =
+      `cancel of leg ${entity.id} not confirmed (${reasonOf(err)}): if the broker carries it out, its one-cancels-other also cancels ` +
+      `${siblingRole} ${siblingId}, which is then placed again at once`;
+    ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId: req.accountId, orderId: String(siblingId), ts: Date.now(), detail });
     throw err;
   }
   const survivor = ctx.model.record(siblingId)!;
@@ -336,4 +355,19 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
     throw rejected ? new AppError('BROKER_REJECTED', detail, { brokerReason, order }) : new AppError('BROKER_TIMEOUT', detail, { order });
   }
   return { ...base, order, replaced: { replacedOrderId: String(siblingId), newOrderId: String(newId) }, brokerMs: since(t0) };
+}
+
+/**
+ * A leg owed back whose sibling's cancel timed out is placed again as soon as the broker reports
+ * it cancelled (the late cancel's OCO), not at the next reconnect: the position has no stop
+ * meanwhile. Feed it every mirror change.
+ */
+export function watchOwedLegs(ctx: ActorContext, connectionId: string): (change: MirrorChange) => void {
+  return (change) => {
+    if (change.entityType !== 'order' || change.entity?.ordStatus !== 'Canceled') return;
+    const owed = ctx.owedLegs.get(String(change.entity.id));
+    if (!owed?.cancelPending) return;
+    // After the change is applied (it is being applied now), and never twice at once.
+    setTimeout(() => void resumeOwedLegs(ctx, owed.accountId, connectionId).catch((err: unknown) => ctx.logger.warn({ err }, 'owed leg re-place failed')), 0);
+  };
 }

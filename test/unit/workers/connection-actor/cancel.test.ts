@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
-import { cancelOrder, resumeOwedLegs } from '../../../../workers/connection-actor/cancel.js';
+import { cancelOrder, resumeOwedLegs, watchOwedLegs } from '../../../../workers/connection-actor/cancel.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
 import { OrderModel } from '../../../../workers/connection-actor/order-model.js';
@@ -228,6 +228,27 @@ describe('cancelOrder', () => {
     expect(ctx.model.workingOrders(ACCOUNT)).toEqual([]);
     // A rejection is final: nothing is owed for the next reconnect.
     expect(ctx.owedLegs.size).toBe(0);
+  });
+
+  it('a leg cancel that times out: alerted at once, and when the broker carries it out late (its OCO taking the other leg), the other leg is placed again at once, not at the next reconnect', async () => {
+    const { broker, ctx, events } = fakeActorContext();
+    const unwatch = ctx.mirror.onChange(watchOwedLegs(ctx, 'c1'));
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    const late = broker.timeOut('order/cancelorder');
+    const err = await rejected(cancelOrder(ctx, cancel(b.tp)));
+    expect(err.code).toBe('BROKER_TIMEOUT');
+    expect(events.at(-1)).toMatchObject({ type: 'bracket-alert', orderId: b.sl, detail: expect.stringMatching(/^cancel of leg \d+ not confirmed .*: if the broker carries it out, its one-cancels-other also cancels stop_loss \d+, which is then placed again at once$/) });
+    // Nothing placed while the stop still works.
+    await resumeOwedLegs(ctx, ACCOUNT, 'c1');
+    expect(broker.bodies('order/placeorder')).toEqual([]);
+    // The broker carries the cancel out late: both legs cancelled (OCO).
+    late.execute();
+    ctx.mirror.apply('order', 'Updated', { id: Number(b.sl), ordStatus: 'Canceled' });
+    await expect.poll(() => broker.bodies('order/placeorder').length).toBe(1);
+    expect(broker.bodies('order/placeorder')[0]).toMatchObject({ clOrdId: `rp-${b.sl}`, action: 'Sell', orderType: 'Stop', stopPrice: 4990, orderQty: 2 });
+    await expect.poll(() => ctx.owedLegs.size).toBe(0);
+    unwatch?.();
   });
 
   it('a re-placement cut off by a lost connection is BROKER_TIMEOUT, owed, and re-placed after the reconnect, sized to the position then', async () => {
