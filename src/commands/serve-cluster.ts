@@ -9,7 +9,6 @@
  * the others (stop the actors, free their owner records), then close the store and NATS.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { createSupervisor } from '../actors/supervisor.js';
 import { clusterReplicas, connectNats, defaultNodeId, startClusterNode, type ClusterNode } from '../cluster/node.js';
 import { holderName } from '../cluster/node-lease.js';
 import { ConfigError, type Config } from '../config.js';
@@ -18,12 +17,11 @@ import { buildRoutes } from '../http/routes/index.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
-import { accountGuardsOf } from '../store/guards.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
 import { StartupAbortedError, stopStartupWaitsOn } from '../store/nats/startup-abort.js';
 import { isUnreachableNats, serializesRevisionChecks, whileStarting } from '../store/nats/startup.js';
 import { CLUSTER, SERVE } from '../tuning.js';
-import { serveThreads, serveUntilSignal, startMetrics, startWebFront, stoppedWhileStarting } from './serve-lifecycle.js';
+import { serveThreads, serveUntilSignal, startMetrics, startWebFront, stoppedWhileStarting, storeBackedSupervisor } from './serve-lifecycle.js';
 
 /** Runs one cluster node until `signalled`; returns the exit code after a graceful shutdown. */
 export async function runClusterNode(config: Config, servers: string[], signalled: Promise<NodeJS.Signals>): Promise<number> {
@@ -86,13 +84,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     // not renew and, with the rest of its start, could lapse and stop the actors it just took.
     front = startWebFront(config, store, logger);
     // Every actor starts with its owner's stored guards and locks, on whichever node takes it.
-    const supervisor = createSupervisor({
-      threadsMax: config.actorThreadsMax,
-      maxActors: config.actorsMax,
-      logger,
-      guards: (userId) => accountGuardsOf(shared, userId),
-      keepOwedLegs: (userId, accountId, legs) => shared.guards.setOwedLegs(userId, accountId, legs),
-    });
+    const supervisor = storeBackedSupervisor(config, shared, logger);
     node = await startClusterNode({
       nc,
       store,

@@ -3,18 +3,33 @@
  * (sessions, swept now and then, and the static files), and the process's life — start up
  * (shutting down what started if that fails), then run until SIGTERM/SIGINT and shut down.
  */
-import type { Supervisor } from '../actors/supervisor.js';
+import { createSupervisor, type Supervisor } from '../actors/supervisor.js';
 import type { Config } from '../config.js';
 import { startMetricsListener, type MetricsListener, type NamedThreadUsage, type ServiceMetrics } from '../http/metrics.js';
 import { createWebSessions, type WebSessions } from '../http/session-auth.js';
 import { loadWebApp, type WebApp } from '../http/static-files.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
+import { accountGuardsOf } from '../store/guards.js';
 import { StartupAbortedError } from '../store/nats/startup-abort.js';
 import { SERVE } from '../tuning.js';
 import type { EmbeddedPaper } from './serve-paper.js';
 
 /** Web sessions over `store` and the web app's files; `stop` ends the session sweeper. */
+/**
+ * The actor supervisor over a store (LMDB on one node, NATS in a cluster): every actor starts with
+ * its owner's stored guards and locks, and the bracket legs it owes are stored back there.
+ */
+export function storeBackedSupervisor(config: Config, store: Store, logger: Logger): Supervisor {
+  return createSupervisor({
+    threadsMax: config.actorThreadsMax,
+    maxActors: config.actorsMax,
+    logger,
+    guards: (userId) => accountGuardsOf(store, userId),
+    keepOwedLegs: (userId, accountId, legs) => store.guards.setOwedLegs(userId, accountId, legs),
+  });
+}
+
 export function startWebFront(config: Config, store: Store, logger: Logger): { sessions: WebSessions; web: WebApp; stop(): void } {
   const sessions = createWebSessions(config, store);
   // Expired sessions are dropped from the store (they already fail lookup) and idle sign-in throttle state from memory.

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { connectionSpecFor } from '../actors/connection-spec.js';
 import type { ActorGateway } from '../actors/protocol.js';
 import { startConnectionSync, type ConnectionSync } from '../actors/connection-sync.js';
-import { createSupervisor, type Supervisor } from '../actors/supervisor.js';
+import type { Supervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
@@ -21,10 +21,9 @@ import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type Store } from '../store/index.js';
-import { accountGuardsOf } from '../store/guards.js';
 import { SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
-import { serveThreads as serviceThreads, serveUntilSignal, startMetrics, startWebFront } from './serve-lifecycle.js';
+import { serveThreads as serviceThreads, serveUntilSignal, startMetrics, startWebFront, storeBackedSupervisor } from './serve-lifecycle.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
 
 const BOOLEAN_FLAGS = new Set(['paper']);
@@ -167,13 +166,7 @@ export async function run(argv: string[]): Promise<number> {
     if (config.paper) {
       paper = await startEmbeddedPaper({ store, dataDir: config.dataDir, port: config.paperPort, logLevel: config.logLevel, logger });
     }
-    const supervisor = createSupervisor({
-      threadsMax: config.actorThreadsMax,
-      maxActors: config.actorsMax,
-      logger,
-      guards: (userId) => accountGuardsOf(store, userId),
-      keepOwedLegs: (userId, accountId, legs) => store.guards.setOwedLegs(userId, accountId, legs),
-    });
+    const supervisor = storeBackedSupervisor(config, store, logger);
     const metrics = new ServiceMetrics();
     gateway = measuredGateway(supervisor, metrics);
     let listenUrl: string | undefined;

@@ -175,10 +175,8 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
   if (Array.isArray(value)) {
     if (value.length > 1) throw unsupported(what);
     // `[null]`, `[[]]`, `[""]`: as empty as `[]` (a placeholder that came out empty), never absent.
-    const only = value[0];
-    if (only === null || only === undefined || (typeof only === 'string' && only.trim() === '') || (Array.isArray(only) && only.length === 0)) {
-      throw invalid(path, 'is empty (a placeholder that came out empty?): give a value, or leave the field out');
-    }
+    const only: unknown = value[0] ?? [];
+    refuseEmpty(path, only);
     return parseLeg(path, only);
   }
   if (typeof value !== 'object') return { price: positivePrice(path, value) };
