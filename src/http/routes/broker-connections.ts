@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials } from '../../domain/connections.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { connectionSchema, trimmedLabel } from '../schemas.js';
-import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, refuseNarrowedKey, type RouteDeps } from './common.js';
 import { connectionView, startConnection } from './connections.js';
 
 const createTradovateBodySchema = z
@@ -38,6 +38,7 @@ export function brokerConnectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: createTradovateBodySchema,
     responses: [{ status: 201, description: 'The new connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'QUOTA_EXCEEDED', 'ACTOR_LIMIT_REACHED')],
     async handler(ctx) {
+      refuseNarrowedKey(ctx.auth, 'add connections');
       const b = ctx.req.body;
       const credentials: BrokerCredentials = {
         name: b.username,

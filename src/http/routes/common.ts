@@ -230,6 +230,23 @@ export const AUTH_ERRORS: ProblemCode[] = ['UNAUTHENTICATED', 'INSUFFICIENT_SCOP
 /** Errors of routes that talk to a broker. */
 export const BROKER_ERRORS: ProblemCode[] = ['CONNECTION_FAILED', 'BROKER_UNAVAILABLE', 'BROKER_TIMEOUT'];
 
+/**
+ * A key that narrows the risk guards trades within them: it may place (narrowed), cancel, flatten,
+ * lock and reconnect, but not change what bounds trading, since each would let it or a URL trade
+ * past its narrowing: the account's guards, an unlock, strategies (a webhook URL trades with
+ * them), connections, webhook tokens. Called after the object's lookup, so another user's ids
+ * stay 404. `what` completes "… in the web app".
+ */
+export function refuseNarrowedKey(auth: AuthContext, what: string): void {
+  if (auth.kind === 'api-key' && auth.narrowing !== undefined) {
+    throw new AppError(
+      'INSUFFICIENT_SCOPE',
+      `This API key narrows the risk guards and only trades within them: ${what} in the web app, or with a key that narrows nothing`,
+      { requiredScope: 'trade' },
+    );
+  }
+}
+
 /** What the actor's guards need to know of who places an order: where it came from and the credential's narrowing. */
 export function guardedBy(auth: AuthContext, origin: 'api' | 'webhook'): Pick<PlaceOrderRequest, 'origin' | 'narrowing'> {
   return auth.narrowing ? { origin, narrowing: [auth.narrowing] } : { origin };

@@ -20,7 +20,7 @@ import {
   type ListQuery,
   type UpdateConnectionBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, paginate, quotas, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, paginate, quotas, refuseNarrowedKey, type RouteDeps } from './common.js';
 
 /** The public view of a connection with its current status. */
 export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
@@ -71,6 +71,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'CONFLICT', 'QUOTA_EXCEEDED', 'BROKER_REJECTED', 'BROKER_UNAVAILABLE', 'ACTOR_LIMIT_REACHED'),
     ],
     async handler(ctx) {
+      refuseNarrowedKey(ctx.auth, 'add connections');
       const paper = deps.paper;
       if (!paper) throw new AppError('BROKER_UNAVAILABLE', 'No embedded paper broker: start the service with --paper');
       const suffix = randomBase62(8).toLowerCase();
@@ -106,6 +107,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const id = ctx.req.params.id!;
       const record = deps.store.connections.getForUser(userId, id);
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
+      refuseNarrowedKey(ctx.auth, 'delete connections');
       const accountIds = deps.gateway.accounts(id).map((a) => a.id);
       const login = record.broker === 'paper' && deps.paper ? deps.store.connections.credentials(id).name : undefined;
       // The record goes first: the sync of other processes' changes (connection-sync.ts) starts
@@ -138,6 +140,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const id = ctx.req.params.id!;
       const current = deps.store.connections.getForUser(userId, id);
       if (!current) throw new AppError('NOT_FOUND', 'Not found');
+      refuseNarrowedKey(ctx.auth, 'change connections');
       const given = ctx.req.body.credentials;
       const credentials = given ? mergedCredentials(deps.store.connections.credentials(id), given) : undefined;
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && { credentials }) });

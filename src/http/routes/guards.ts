@@ -21,7 +21,7 @@ import {
   type GuardNarrowingBody,
   type LockBody,
 } from '../guard-schemas.js';
-import { AUTH_ERRORS, callActor, errors, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, callActor, errors, refuseNarrowedKey, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
 import { SESSION_ERRORS } from './api-keys.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -124,6 +124,8 @@ const GUARDS_DOC =
   'cancels and flatten are never refused. The actor of the account’s connection enforces them against the broker’s live positions and ' +
   'working orders, one order after the other, so a burst of alerts cannot overshoot a limit.';
 
+const NARROWED_KEY_DOC = 'An API key that narrows the guards only trades within them: it gets 403 INSUFFICIENT_SCOPE here.';
+
 /** Guard routes. */
 export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   const get = defineRoute({
@@ -148,7 +150,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'trade',
     operationId: 'putGuards',
     summary: 'Replace an account’s risk guards (a field left out = no such guard)',
-    description: `${GUARDS_DOC} Changing the guards does not lift a lock.`,
+    description: `${GUARDS_DOC} Changing the guards does not lift a lock. ${NARROWED_KEY_DOC}`,
     tags: ['guards'],
     body: guardConfigBodySchema,
     responses: [
@@ -157,6 +159,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     ],
     async handler(ctx) {
       const target = guardTarget(deps, ctx.auth.userId, ctx.req.params.id!);
+      refuseNarrowedKey(ctx.auth, 'change the account’s guards');
       const config = ctx.req.body;
       await deps.store.guards.setConfig(ctx.auth.userId, target.accountId, config);
       const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, target, { type: 'set-guards', config });
@@ -221,7 +224,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'trade',
     operationId: 'unlockAccount',
     summary: 'Lift the kill switch',
-    description: 'A lock set by the daily loss limit or the profit target lasts until the next trading day (17:00 America/Chicago): 409 CONFLICT with `lockedUntil`.',
+    description: `A lock set by the daily loss limit or the profit target lasts until the next trading day (17:00 America/Chicago): 409 CONFLICT with \`lockedUntil\`. ${NARROWED_KEY_DOC}`,
     tags: ['guards'],
     responses: [
       { status: 200, description: 'Unlocked (or was not locked)', schema: guardsViewSchema },
@@ -230,6 +233,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const { userId } = ctx.auth;
       const target = guardTarget(deps, userId, ctx.req.params.id!);
+      refuseNarrowedKey(ctx.auth, 'unlock the account');
       if (target.connectionId) {
         const status = await callActor(deps, ctx as RouteContext<unknown, unknown>, target.connectionId, { type: 'unlock', accountId: target.accountId });
         await deps.store.guards.setLock(userId, target.accountId, status.lock);

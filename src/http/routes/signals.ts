@@ -9,8 +9,8 @@ import type { JournalEntry } from '../../store/index.js';
 import type { OrderRecord } from '../../domain/orders.js';
 import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
-import { AUTH_ERRORS, errors, type RouteDeps } from './common.js';
-import { alertMessageFor, refuseNarrowedKey, tokenView, webhookUrl } from './webhook-tokens.js';
+import { AUTH_ERRORS, errors, refuseNarrowedKey, type RouteDeps } from './common.js';
+import { alertMessageFor, tokenView, webhookUrl } from './webhook-tokens.js';
 
 /** The journal kind of a received alert. */
 export const ALERT_KIND = 'webhook-alert';

@@ -17,7 +17,7 @@ import {
   type ListQuery,
   type UpdateStrategyBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, nowOf, orderLimits, paginate, quotas, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, nowOf, orderLimits, paginate, quotas, refuseNarrowedKey, type RouteDeps } from './common.js';
 
 /** The public view of a strategy (absent optionals as null). */
 export function strategyView(s: StrategyRecord) {
@@ -85,6 +85,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', 'QUOTA_EXCEEDED', ...AUTH_ERRORS),
     ],
     async handler(ctx) {
+      refuseNarrowedKey(ctx.auth, 'create strategies');
       const b = ctx.req.body;
       checkLegs(deps, b);
       const fields: StrategyFields = { name: b.name, description: b.description ?? '' };
@@ -130,6 +131,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const b = ctx.req.body;
       const current = deps.store.strategies.getForUser(ctx.auth.userId, ctx.req.params.id!);
       if (!current) throw notFound();
+      refuseNarrowedKey(ctx.auth, 'change strategies');
       // A new symbol is checked against the legs kept, new legs against the symbol kept.
       const pick = <K extends keyof StrategyLegs>(k: K): StrategyLegs[K] => (b[k] !== undefined ? b[k] : current[k]);
       checkLegs(deps, { symbol: pick('symbol'), takeProfit: pick('takeProfit'), stopLoss: pick('stopLoss') });
@@ -154,6 +156,8 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     tags: ['strategies'],
     responses: [{ status: 204, description: 'Deleted' }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
     async handler(ctx) {
+      if (!deps.store.strategies.getForUser(ctx.auth.userId, ctx.req.params.id!)) throw notFound();
+      refuseNarrowedKey(ctx.auth, 'delete strategies');
       if (!(await deps.store.strategies.remove(ctx.auth.userId, ctx.req.params.id!))) throw notFound();
       return { status: 204 };
     },

@@ -24,7 +24,7 @@ import {
   webhookTokenSchema,
   type ListQuery,
 } from '../schemas.js';
-import { AUTH_ERRORS, baseUrl, errors, paginate, quotas, userAccounts, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, baseUrl, errors, paginate, quotas, refuseNarrowedKey, userAccounts, type RouteDeps } from './common.js';
 
 /** The receiving URL of a token. */
 export function webhookUrl(deps: RouteDeps, token: string): string {
@@ -69,17 +69,6 @@ const notFound = () => new AppError('NOT_FOUND', 'Not found');
 export function mayHoldWebhookUrl(auth: AuthContext): boolean {
   if (auth.kind === 'session') return true;
   return auth.kind === 'api-key' && auth.scopes.includes('trade') && auth.narrowing === undefined;
-}
-
-/** Refuses a key that narrows the guards: a webhook URL it made or changed would trade past its narrowing. */
-export function refuseNarrowedKey(auth: AuthContext, what: string): void {
-  if (auth.kind === 'api-key' && auth.narrowing !== undefined) {
-    throw new AppError(
-      'INSUFFICIENT_SCOPE',
-      `This API key narrows the risk guards, and a webhook URL's alerts would not carry its narrowing: ${what} in the web app, or with a key that narrows nothing`,
-      { requiredScope: 'trade' },
-    );
-  }
 }
 
 /** What a strategy may set that the ready alert message then leaves out (qty stays: Pine's contracts size exits too). */

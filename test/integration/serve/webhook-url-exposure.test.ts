@@ -85,6 +85,50 @@ describe('webhook URLs and the credentials that may hold them', () => {
     expect(again.json.url).toMatch(/whk_/);
   });
 
+  it('refuses a key that narrows the guards whatever would loosen what bounds trading: guards, unlock, strategies, connections', async () => {
+    const narrowed = await createKey(s, 'demo', 'read,trade', 'narrow-admin');
+    expect((await http(s.url, 'PUT', `/api/v1/api-keys/${narrowed.id}/guards`, { headers: session, body: { maxOrderQty: 1 } })).status).toBe(200);
+    // The owner's kill switch, guards and a strategy a webhook URL trades with.
+    expect((await http(s.url, 'PUT', `/api/v1/accounts/${account}/guards`, { key: s.apiKey, body: { maxOrderQty: 2 } })).status).toBe(200);
+    expect((await http(s.url, 'POST', `/api/v1/accounts/${account}/lock`, { key: s.apiKey, body: { flatten: false } })).status).toBe(200);
+    const strategy = await http(s.url, 'POST', '/api/v1/strategies', { key: s.apiKey, body: { name: 'guarded', symbol: 'MES1!', qty: 1, stopLoss: { ticks: 10 } } });
+    expect(strategy.status).toBe(201);
+    const strategyId = strategy.json.id as string;
+    const connections = await http(s.url, 'GET', '/api/v1/connections', { key: s.apiKey });
+    const connectionId = (connections.json.data as { id: string }[])[0]!.id;
+
+    for (const [method, path, body] of [
+      ['PUT', `/api/v1/accounts/${account}/guards`, {}],
+      ['POST', `/api/v1/accounts/${account}/unlock`, undefined],
+      ['POST', '/api/v1/strategies', { name: 'wide', symbol: 'ES1!', qty: 50 }],
+      ['PATCH', `/api/v1/strategies/${strategyId}`, { qty: 50, stopLoss: null }],
+      ['DELETE', `/api/v1/strategies/${strategyId}`, undefined],
+      ['POST', '/api/v1/connections', {}],
+      ['PATCH', `/api/v1/connections/${connectionId}`, { name: 'mine now' }],
+      ['DELETE', `/api/v1/connections/${connectionId}`, undefined],
+      ['POST', '/api/v1/connections/tradovate', { environment: 'demo', username: 'u', password: 'p' }],
+    ] as const) {
+      const res = await http(s.url, method, path, { key: narrowed.key, ...(body ? { body } : {}) });
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(res.json, `${method} ${path}`).toMatchObject({ code: 'INSUFFICIENT_SCOPE' });
+      expect(res.json.detail).toMatch(/narrows the risk guards/);
+    }
+    // Nothing moved: still locked with the owner's guards, the strategy as it was, the connection kept.
+    const guards = await http(s.url, 'GET', `/api/v1/accounts/${account}/guards`, { key: s.apiKey });
+    expect(guards.json).toMatchObject({ guards: { maxOrderQty: 2 }, lock: { guard: 'kill_switch' } });
+    const kept = await http(s.url, 'GET', `/api/v1/strategies/${strategyId}`, { key: s.apiKey });
+    expect(kept.json).toMatchObject({ qty: 1, stopLoss: { ticks: 10 } });
+    const after = await http(s.url, 'GET', '/api/v1/connections', { key: s.apiKey });
+    expect(after.json.data).toEqual(connections.json.data);
+    // Another user's or an unknown id stays 404 for it, as for anyone.
+    expect((await http(s.url, 'PATCH', '/api/v1/strategies/nosuchstrategy', { key: narrowed.key, body: { qty: 2 } })).status).toBe(404);
+    // What keeps the account safe stays allowed: the kill switch.
+    expect((await http(s.url, 'POST', `/api/v1/accounts/${account}/lock`, { key: narrowed.key, body: { flatten: false } })).status).toBe(200);
+    // The owner lifts it and clears the guards again for the tests after.
+    expect((await http(s.url, 'POST', `/api/v1/accounts/${account}/unlock`, { key: s.apiKey })).status).toBe(200);
+    expect((await http(s.url, 'PUT', `/api/v1/accounts/${account}/guards`, { key: s.apiKey, body: {} })).status).toBe(200);
+  });
+
   it("does not show a trade-only key the account's P&L and positions in guard and lock answers", async () => {
     const trader = await createKey(s, 'demo', 'trade', 'trade-only');
     for (const [method, path, body] of [
