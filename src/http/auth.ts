@@ -6,6 +6,7 @@
 import { AppError } from '../domain/problems.js';
 import type { Logger } from '../log.js';
 import { SlidingLogLimiter } from './rate-limit.js';
+import { addressKey } from './client-address.js';
 import type { AuthContext, RouteScope } from './route-types.js';
 import type { Scope } from '../domain/connections.js';
 import type { GuardNarrowing } from '../domain/guards.js';
@@ -126,7 +127,7 @@ export class Authenticator {
     client: RemoteClient,
     method = 'GET',
   ): Authenticated | undefined {
-    if (scope === 'none') return this.anonymous(client.remoteAddress());
+    if (scope === 'none') return this.anonymous(addressKey(client.remoteAddress()));
     const now = this.clock();
     // Webhooks are exempt from the per-IP failure limit: TradingView sends every user's
     // alerts from the same four addresses, so one user's stale token URL must not block
@@ -160,7 +161,7 @@ export class Authenticator {
     if (!view || view.revokedAt) {
       // Only failures are limited: a valid key keeps working from an address where someone
       // else keeps failing (a shared NAT or proxy must not let one client lock out the rest).
-      const ip = client.remoteAddress();
+      const ip = addressKey(client.remoteAddress());
       const blocked = this.failures.isExhausted(ip, now);
       if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed authentication attempts from this address', {}, blocked.retryAfterSeconds);
       throw this.fail(ip, now, new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key'));
@@ -206,7 +207,7 @@ export class Authenticator {
    * make the front validate junk without a credential, unbounded.
    */
   noteRefusedBody(ip: string): void {
-    this.refusedBodies.hit(ip, this.clock());
+    this.refusedBodies.hit(addressKey(ip), this.clock());
   }
 
   private fail(ip: string, now: number, err: AppError): AppError {

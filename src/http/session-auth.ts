@@ -14,6 +14,7 @@ import type { SessionPolicy, SessionRecord } from '../store/index.js';
 import { timingSafeEqual } from '../store/crypto.js';
 import type { SessionAuthenticator } from './auth.js';
 import { SlidingLogLimiter } from './rate-limit.js';
+import { addressKey } from './client-address.js';
 
 /** The cookie that carries the session id. */
 export const SESSION_COOKIE = 'tg_session';
@@ -115,6 +116,8 @@ export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleM
 /** Failed sign-ins allowed per client address, and per user name, in SIGN_IN_WINDOW_MS. */
 export const SIGN_IN_FAILURES_PER_ADDRESS = 10;
 export const SIGN_IN_FAILURES_PER_NAME = 5;
+/** Sign-ins of any outcome per client address in SIGN_IN_WINDOW_MS: a correct password is a password check too. */
+export const SIGN_IN_ATTEMPTS_PER_ADDRESS = 30;
 export const SIGN_IN_WINDOW_MS = 5 * 60_000;
 /**
  * Password checks (scrypt, 16 MiB, ~0.2 s each) running at once. scrypt runs on libuv's thread
@@ -123,16 +126,32 @@ export const SIGN_IN_WINDOW_MS = 5 * 60_000;
  */
 export const SIGN_IN_CONCURRENCY = 2;
 export const SIGN_IN_QUEUE = 16;
+/** Sign-ins of one client address running or waiting at once: one address cannot fill the queue. */
+export const SIGN_IN_PENDING_PER_ADDRESS = 2;
+/**
+ * How long an address that signed a name in keeps signing it in while the name is locked by
+ * failures from elsewhere (in memory: a restart forgets it). Its own failures still count.
+ */
+export const SIGN_IN_KNOWN_ADDRESS_MS = 30 * 24 * 3_600_000;
+/** Known addresses kept per name (the most recent). */
+const KNOWN_ADDRESSES_PER_NAME = 8;
 
 /**
  * Throttles password guessing: failures are counted per address and per user name in a
- * sliding window; once either is exhausted, sign-ins for it are refused (429 with
- * Retry-After) before any password is checked. A name being locked also stops its owner
- * for the window — the price of stopping a spread-out guesser, kept short on purpose.
+ * sliding window, and every sign-in per address; once one is exhausted, sign-ins for it are
+ * refused (429 with Retry-After) before any password is checked. Addresses are limited as
+ * addressKey gives them (an IPv6 client by its /64). Each address has at most
+ * SIGN_IN_PENDING_PER_ADDRESS checks running or queued, so one client cannot keep the queue
+ * full for everyone. A name locked by failures stops sign-ins for it from anywhere except the
+ * addresses it was recently signed in from: guessing from elsewhere cannot lock its owner out.
  */
 export class SignInThrottle {
   private readonly byAddress = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS);
+  private readonly attemptsByAddress = new SlidingLogLimiter(SIGN_IN_ATTEMPTS_PER_ADDRESS, SIGN_IN_WINDOW_MS);
   private readonly byName = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_NAME, SIGN_IN_WINDOW_MS);
+  /** name → address → when it last signed that name in. */
+  private readonly known = new Map<string, Map<string, number>>();
+  private readonly pending = new Map<string, number>();
   private checking = 0;
   private readonly waiting: (() => void)[] = [];
 
@@ -142,42 +161,75 @@ export class SignInThrottle {
    * Runs one password check unless the address or the name is locked out (RATE_LIMITED) or
    * too many checks are running; counts a failure when `check` resolves false.
    */
-  async attempt<T>(address: string, name: string, check: () => Promise<T | null>): Promise<T | null> {
+  async attempt<T>(clientAddress: string, name: string, check: () => Promise<T | null>): Promise<T | null> {
     const nameKey = name.toLowerCase();
+    const address = addressKey(clientAddress);
     this.refuseIfLocked(address, nameKey);
-    if (this.checking >= SIGN_IN_CONCURRENCY) {
-      if (this.waiting.length >= SIGN_IN_QUEUE) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
-      // The slot is handed over by the finishing check (checking stays counted), so no one jumps the queue.
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    } else {
-      this.checking++;
-    }
+    const many = this.attemptsByAddress.isExhausted(address, this.clock());
+    if (many) throw new AppError('RATE_LIMITED', 'Too many sign-ins from this address; wait before trying again', {}, many.retryAfterSeconds);
+    const mine = this.pending.get(address) ?? 0;
+    if (mine >= SIGN_IN_PENDING_PER_ADDRESS) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once from this address; retry in a moment', {}, 1);
+    if (this.checking >= SIGN_IN_CONCURRENCY && this.waiting.length >= SIGN_IN_QUEUE) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
+    this.attemptsByAddress.hit(address, this.clock());
+    this.pending.set(address, mine + 1);
     try {
-      // Failures counted while this attempt waited may have locked it out meanwhile.
-      this.refuseIfLocked(address, nameKey);
-      const result = await check();
-      if (result === null) {
-        const at = this.clock();
-        this.byAddress.hit(address, at);
-        this.byName.hit(nameKey, at);
+      if (this.checking >= SIGN_IN_CONCURRENCY) {
+        // The slot is handed over by the finishing check (checking stays counted), so no one jumps the queue.
+        await new Promise<void>((resolve) => this.waiting.push(resolve));
+      } else {
+        this.checking++;
       }
-      return result;
+      try {
+        // Failures counted while this attempt waited may have locked it out meanwhile.
+        this.refuseIfLocked(address, nameKey);
+        const result = await check();
+        const at = this.clock();
+        if (result === null) {
+          this.byAddress.hit(address, at);
+          this.byName.hit(nameKey, at);
+        } else {
+          this.remember(nameKey, address, at);
+        }
+        return result;
+      } finally {
+        const next = this.waiting.shift();
+        if (next) next();
+        else this.checking--;
+      }
     } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.checking--;
+      const left = (this.pending.get(address) ?? 1) - 1;
+      if (left === 0) this.pending.delete(address);
+      else this.pending.set(address, left);
     }
   }
 
   private refuseIfLocked(address: string, nameKey: string): void {
     const now = this.clock();
-    const blocked = this.byAddress.isExhausted(address, now) ?? this.byName.isExhausted(nameKey, now);
-    if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed sign-ins; wait before trying again', {}, blocked.retryAfterSeconds);
+    const failed = this.byAddress.isExhausted(address, now) ?? (this.knows(nameKey, address, now) ? undefined : this.byName.isExhausted(nameKey, now));
+    if (failed) throw new AppError('RATE_LIMITED', 'Too many failed sign-ins; wait before trying again', {}, failed.retryAfterSeconds);
+  }
+
+  private knows(nameKey: string, address: string, now: number): boolean {
+    const at = this.known.get(nameKey)?.get(address);
+    return at !== undefined && now - at < SIGN_IN_KNOWN_ADDRESS_MS;
+  }
+
+  private remember(nameKey: string, address: string, now: number): void {
+    let addresses = this.known.get(nameKey);
+    if (!addresses) this.known.set(nameKey, (addresses = new Map()));
+    addresses.delete(address);
+    addresses.set(address, now);
+    if (addresses.size > KNOWN_ADDRESSES_PER_NAME) addresses.delete(addresses.keys().next().value!);
   }
 
   /** Drops idle state (called periodically). */
   sweep(now: number): void {
     this.byAddress.sweep(now);
+    this.attemptsByAddress.sweep(now);
     this.byName.sweep(now);
+    for (const [name, addresses] of this.known) {
+      for (const [address, at] of addresses) if (now - at >= SIGN_IN_KNOWN_ADDRESS_MS) addresses.delete(address);
+      if (addresses.size === 0) this.known.delete(name);
+    }
   }
 }

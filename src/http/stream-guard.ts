@@ -13,16 +13,20 @@ import { STREAM_GUARD } from '../tuning.js';
 export interface GuardStore {
   apiKeys: { byId(id: string): { revokedAt: string | null } | undefined };
   users: { byId(id: string): unknown };
+  sessions: { live(userId: string, sessionId: string): boolean };
 }
+
+const SESSION_PRINCIPAL = 'session:';
 
 /**
  * Why a principal's streams must end now, or undefined while its credential holds: its user is
- * gone, or (API keys) the key is gone or revoked. Web sessions end through closeStreams, which
- * the session code calls on sign-out and password change.
+ * gone, (API keys) the key is gone or revoked, or (web sessions) the session timed out (idle or
+ * its deadline) or ended in another process. Sign-out and password change end a session's
+ * streams at once through closeStreams.
  */
 export function streamRevocation(store: GuardStore, principalId: string, userId: string): StreamEndReason | undefined {
   if (store.users.byId(userId) === undefined) return 'user-deleted';
-  if (principalId.startsWith('session:')) return undefined;
+  if (principalId.startsWith(SESSION_PRINCIPAL)) return store.sessions.live(userId, principalId.slice(SESSION_PRINCIPAL.length)) ? undefined : 'session-ended';
   const key = store.apiKeys.byId(principalId);
   return !key || key.revokedAt ? 'key-revoked' : undefined;
 }

@@ -35,6 +35,8 @@ export interface SessionStore {
   create(userId: string, policy: SessionPolicy): Promise<{ secret: string; record: SessionRecord }>;
   /** The live session for a cookie value; undefined when unknown, malformed, idle too long or past its deadline. */
   lookup(secret: string): SessionRecord | undefined;
+  /** Whether the session with this public id is still live (not idle too long, past its deadline, or ended). */
+  live(userId: string, sessionId: string): boolean;
   /** Ends one session; false when it did not exist. */
   revoke(secret: string): Promise<boolean>;
   /** Ends every session of a user (password change); resolves with how many ended. */
@@ -131,6 +133,12 @@ export function createSessionStore(ctx: StoreContext): SessionStore {
           .catch((err: unknown) => ctx.logger?.warn({ err, sessionId: r.id }, 'recording session use failed'));
       }
       return sessionView(r);
+    },
+
+    live(userId, sessionId) {
+      const digest = sessionsByUser.get([userId, sessionId]) as string | undefined;
+      const r = digest === undefined ? undefined : row(digest);
+      return r !== undefined && isLive(r, ctx.clock());
     },
 
     async revoke(secret) {

@@ -56,6 +56,15 @@ export function createNatsSessionStore(ctx: NatsStoreContext): SessionStore {
       return sessionView(r);
     },
 
+    live(userId, sessionId) {
+      const now = ctx.clock();
+      for (const digest of byUser.get(userId) ?? []) {
+        const r = mirror.get<SessionRow>(PREFIX + digest);
+        if (r?.id === sessionId) return isLive(r, now);
+      }
+      return false;
+    },
+
     async revoke(secret) {
       const digest = sessionDigest(secret);
       return digest === undefined ? false : remove(digest);

@@ -3,7 +3,7 @@
  * as far as the proxies in it are trusted, so a client cannot pick the address it is counted under.
  */
 import { describe, expect, it } from 'vitest';
-import { TrustedProxies } from '../../../src/http/client-address.js';
+import { addressKey, TrustedProxies } from '../../../src/http/client-address.js';
 
 /** uWS writes an IPv4 peer of a server listening on `::` in this form. */
 const MAPPED_LOOPBACK = '0000:0000:0000:0000:0000:ffff:7f00:0001';
@@ -48,5 +48,17 @@ describe('TrustedProxies.clientOf', () => {
 
   it('without X-Forwarded-For the peer is the client', () => {
     expect(loopback.clientOf('127.0.0.1', undefined)).toBe('127.0.0.1');
+  });
+});
+
+describe('addressKey', () => {
+  it('limits IPv4 as it is, IPv4-mapped IPv6 as its IPv4, and IPv6 by its /64', () => {
+    expect(addressKey('127.0.0.1')).toBe('127.0.0.1');
+    expect(addressKey('0000:0000:0000:0000:0000:ffff:7f00:0001')).toBe('127.0.0.1');
+    expect(addressKey('::ffff:10.1.2.3')).toBe('10.1.2.3');
+    expect(addressKey('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:0db8:0001:0002::9')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:db8:1:3::9')).toBe('2001:db8:1:3::/64');
+    expect(addressKey('')).toBe('');
   });
 });

@@ -5,9 +5,11 @@ import {
   createWebSessions,
   csrfTokenFor,
   readCookie,
+  SIGN_IN_ATTEMPTS_PER_ADDRESS,
   SIGN_IN_CONCURRENCY,
   SIGN_IN_FAILURES_PER_ADDRESS,
   SIGN_IN_FAILURES_PER_NAME,
+  SIGN_IN_PENDING_PER_ADDRESS,
   SIGN_IN_QUEUE,
   SIGN_IN_WINDOW_MS,
   SignInThrottle,
@@ -119,9 +121,52 @@ describe('sign-in throttle', () => {
     expect(await other).toBe('user');
   });
 
-  it('successes do not count', async () => {
+  it('successes do not count as failures', async () => {
     const th = new SignInThrottle(() => 0);
     for (let i = 0; i < 3 * SIGN_IN_FAILURES_PER_NAME; i++) expect(await th.attempt('10.0.0.1', 'demo', passing)).toBe('user');
+  });
+
+  it(`refuses an address after ${SIGN_IN_ATTEMPTS_PER_ADDRESS} sign-ins of any outcome: correct passwords are password checks too`, async () => {
+    const now = { t: 0 };
+    const th = new SignInThrottle(() => now.t);
+    for (let i = 0; i < SIGN_IN_ATTEMPTS_PER_ADDRESS; i++) expect(await th.attempt('10.0.0.1', 'eve', passing)).toBe('user');
+    await expect(th.attempt('10.0.0.1', 'eve', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(await th.attempt('10.0.0.2', 'demo', passing)).toBe('user');
+    now.t += SIGN_IN_WINDOW_MS;
+    expect(await th.attempt('10.0.0.1', 'eve', passing)).toBe('user');
+  });
+
+  it(`lets one address hold at most ${SIGN_IN_PENDING_PER_ADDRESS} checks running or queued, so it cannot fill the queue for everyone`, async () => {
+    const th = new SignInThrottle(() => 0);
+    const gates: (() => void)[] = [];
+    const slow = () => new Promise<string>((resolve) => gates.push(() => resolve('user')));
+    const flood = Array.from({ length: SIGN_IN_PENDING_PER_ADDRESS }, () => th.attempt('10.6.6.6', 'eve', slow));
+    await expect(th.attempt('10.6.6.6', 'eve', slow)).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfterSeconds: 1 });
+    const owner = th.attempt('10.0.0.1', 'demo', passing);
+    await new Promise((r) => setTimeout(r, 0));
+    for (const open of gates.splice(0)) open();
+    expect(await Promise.all(flood)).toEqual(flood.map(() => 'user'));
+    expect(await owner).toBe('user');
+    // Its turn is back once its checks are done.
+    expect(await th.attempt('10.6.6.6', 'eve', passing)).toBe('user');
+  });
+
+  it('keeps signing a locked name in from an address it was signed in from, and only from there', async () => {
+    const th = new SignInThrottle(() => 0);
+    expect(await th.attempt('10.0.0.1', 'demo', passing)).toBe('user');
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_NAME; i++) await th.attempt(`10.7.0.${i}`, 'demo', failing);
+    await expect(th.attempt('10.7.1.1', 'demo', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(await th.attempt('10.0.0.1', 'Demo', passing)).toBe('user');
+    // Known for that name only.
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_NAME; i++) await th.attempt(`10.7.2.${i}`, 'eve', failing);
+    await expect(th.attempt('10.0.0.1', 'eve', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+  });
+
+  it('limits an IPv6 client by its /64: it cannot step around the limits with the addresses it is given', async () => {
+    const th = new SignInThrottle(() => 0);
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_ADDRESS; i++) await th.attempt(`2001:db8:1:2::${(i + 1).toString(16)}`, `name${i}`, failing);
+    await expect(th.attempt('2001:db8:1:2:ffff::1', 'fresh', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(await th.attempt('2001:db8:1:3::1', 'fresh', passing)).toBe('user');
   });
 
   it(`runs at most ${SIGN_IN_CONCURRENCY} password checks at once, queues ${SIGN_IN_QUEUE} more in order, refuses beyond`, async () => {

@@ -1,21 +1,24 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startStreamGuard, streamRevocation, type GuardStore } from '../../../src/http/stream-guard.js';
 
-const store = (keys: Record<string, { revokedAt: string | null }>, users: string[]): GuardStore => ({
+const store = (keys: Record<string, { revokedAt: string | null }>, users: string[], sessions: string[] = []): GuardStore => ({
   apiKeys: { byId: (id) => keys[id] },
   users: { byId: (id) => (users.includes(id) ? { id } : undefined) },
+  sessions: { live: (userId, id) => sessions.includes(`${userId}/${id}`) },
 });
 
 afterEach(() => vi.useRealTimers());
 
 describe('streamRevocation', () => {
   it('names why a principal’s streams must end', () => {
-    const s = store({ live: { revokedAt: null }, gone: { revokedAt: '2026-01-01T00:00:00Z' } }, ['u1']);
+    const s = store({ live: { revokedAt: null }, gone: { revokedAt: '2026-01-01T00:00:00Z' } }, ['u1'], ['u1/abc']);
     expect(streamRevocation(s, 'live', 'u1')).toBeUndefined();
     expect(streamRevocation(s, 'gone', 'u1')).toBe('key-revoked');
     expect(streamRevocation(s, 'missing', 'u1')).toBe('key-revoked');
     expect(streamRevocation(s, 'live', 'u-deleted')).toBe('user-deleted');
     expect(streamRevocation(s, 'session:abc', 'u1')).toBeUndefined();
+    // A session that timed out (idle, or its deadline) or ended elsewhere: its streams end too.
+    expect(streamRevocation(s, 'session:expired', 'u1')).toBe('session-ended');
     expect(streamRevocation(s, 'session:abc', 'u-deleted')).toBe('user-deleted');
   });
 });

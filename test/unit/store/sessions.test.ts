@@ -53,6 +53,26 @@ describe('sessions', () => {
     expect(w.t.store.sessions.lookup(idle.secret)).toBeUndefined();
   });
 
+  it('tells by public id whether a session still holds (what ends its streams): idle, past its deadline, ended, another user’s', async () => {
+    const idle = await w.t.store.sessions.create(w.alice, policy);
+    const ended = await w.t.store.sessions.create(w.alice, policy);
+    const active = await w.t.store.sessions.create(w.alice, policy);
+    expect(w.t.store.sessions.live(w.alice, idle.record.id)).toBe(true);
+    expect(w.t.store.sessions.live(w.bob, idle.record.id)).toBe(false);
+    expect(w.t.store.sessions.live(w.alice, 'ses_unknown')).toBe(false);
+    await w.t.store.sessions.revoke(ended.secret);
+    expect(w.t.store.sessions.live(w.alice, ended.record.id)).toBe(false);
+    for (let i = 0; i < 4; i++) {
+      w.t.now.value += 10 * MIN;
+      w.t.store.sessions.lookup(active.secret);
+      await w.t.store.flushed();
+    }
+    expect(w.t.store.sessions.live(w.alice, idle.record.id)).toBe(false);
+    expect(w.t.store.sessions.live(w.alice, active.record.id)).toBe(true);
+    w.t.now.value = active.record.createdAt + policy.maxAgeMs;
+    expect(w.t.store.sessions.live(w.alice, active.record.id)).toBe(false);
+  });
+
   it('records use at most once a minute (the idle clock is that coarse)', async () => {
     const s = await w.t.store.sessions.create(w.alice, policy);
     w.t.now.value += SESSION_TOUCH_MS - 1;
