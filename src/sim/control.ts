@@ -32,6 +32,23 @@ export function isLoopback(address: string | undefined): boolean {
   return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
+/**
+ * Why a loopback request must not reach the control API, or undefined: a web page the local user
+ * opened may send simple requests to a loopback port (fault injection, fills, account resets),
+ * and a DNS-rebound name may reach it as the page's own origin. Browsers name the page in
+ * `Origin` (every cross-origin POST) and `Sec-Fetch-Site`; a rebound name shows in `Host`.
+ * The control API's clients (curl, scripts, tradegate itself) send none of those.
+ */
+export function browserRefusal(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+  if (headers['origin'] !== undefined) return 'control API refuses requests from web pages (Origin)';
+  const site = headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'none') return 'control API refuses requests from web pages (Sec-Fetch-Site)';
+  const host = typeof headers['host'] === 'string' ? headers['host'].toLowerCase() : '';
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
+  if (name !== '' && name !== 'localhost' && name !== '[::1]' && !/^127(\.\d{1,3}){3}$/.test(name)) return 'control API answers loopback host names only (Host)';
+  return undefined;
+}
+
 class ControlError extends Error {
   constructor(
     readonly status: number,

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { control, isLoopback } from './control.js';
+import { browserRefusal, control, isLoopback } from './control.js';
 import { SimCore } from './core.js';
 import type { SessionMode } from './sessions.js';
 import type { AccountRules } from './state.js';
@@ -125,6 +125,8 @@ export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
     if (path.startsWith('/v1/')) return rest(req, res, normaliseEndpoint(url.pathname), url.searchParams);
     if (path === '/control' || path.startsWith('/control/')) {
       if (!isLoopback(req.socket.remoteAddress)) return send(res, 403, { error: 'control API is loopback only' });
+      const refused = browserRefusal(req.headers);
+      if (refused) return send(res, 403, { error: refused });
       const text = await readBody(req);
       let body: Record<string, unknown> = {};
       try {

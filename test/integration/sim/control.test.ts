@@ -2,6 +2,7 @@
  * The paper broker's control API, one block per row of DESIGN §11 plus the additions
  * (accounts, limits, shutdown, p-tickets, 429): each effect observed from a plain client.
  */
+import { request as httpRequest } from 'node:http';
 import { isLoopback } from '../../../src/sim/control.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSim, type SimHandle } from '../../../src/sim/index.js';
@@ -280,6 +281,27 @@ describe('POST /control/faults', () => {
 describe('loopback only', () => {
   // Tests send traffic to loopback addresses only, so the refusal of other peers is checked on the
   // predicate the server applies to every control request's remote address.
+  it('refuses what a web page makes a browser send (Origin, Sec-Fetch-Site) and a DNS-rebound Host, and changes nothing', async () => {
+    const send = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const url = new URL(`${sim.controlUrl}/faults`);
+        const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'text/plain', ...headers } }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ latencyMs: 5000 }));
+      });
+    for (const headers of [{ origin: 'http://evil.example' }, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }, { host: 'evil.example:8091' }, { host: 'rebind.attacker.test' }]) {
+      const res = await send(headers);
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+    }
+    expect((await ctl(sim, 'GET', '/faults')).body).toMatchObject({ latencyMs: 0 });
+    // Its own clients are served: no Origin, a loopback Host by address or name.
+    for (const host of [`127.0.0.1:${new URL(sim.controlUrl).port}`, 'localhost', '[::1]:1']) expect((await send({ host })).status, host).toBe(200);
+  });
+
   it('serves loopback peers and refuses every other peer address', async () => {
     for (const a of ['127.0.0.1', '127.0.0.2', '::1', '::ffff:127.0.0.1']) expect(isLoopback(a), a).toBe(true);
     for (const a of ['10.0.0.5', '192.168.1.2', '::ffff:10.0.0.5', 'fe80::1', '0.0.0.0', '', undefined]) expect(isLoopback(a), String(a)).toBe(false);
