@@ -293,7 +293,7 @@ describe('loopback only', () => {
         req.on('error', reject);
         req.end(JSON.stringify({ latencyMs: 5000 }));
       });
-    for (const headers of [{ origin: 'http://evil.example' }, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }, { host: 'evil.example:8091' }, { host: 'rebind.attacker.test' }]) {
+    for (const headers of [{ origin: 'http://evil.example' } as Record<string, string>, { origin: 'null' }, { 'sec-fetch-site': 'cross-site' }, { host: 'evil.example:8091' }, { host: 'rebind.attacker.test' }]) {
       const res = await send(headers);
       expect(res.status, JSON.stringify(headers)).toBe(403);
     }
