@@ -3,6 +3,7 @@
  * Works while the server runs: LMDB is multi-process.
  */
 import { parseCommand, print, readPassword, runCommand, table, UsageError, withStore } from './store-command.js';
+import { MIN_PASSWORD_LENGTH } from '../store/users.js';
 
 const USAGE = 'tradegate users add <name> [--password-stdin] [--json] | users list [--json]   [--data-dir D | --cluster nats://…]';
 
@@ -20,6 +21,9 @@ export function run(argv: string[]): Promise<number> {
       if (!name || extra.length > 0) throw new UsageError('users add takes exactly one <name>');
       // Read the secret before opening the store, so a missing password leaves no half-made user.
       const password = values['password-stdin'] ? await readPassword() : undefined;
+      if (password !== undefined && password.length < MIN_PASSWORD_LENGTH) {
+        throw new UsageError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters (as in the web app)`);
+      }
       const user = await withStore(values, (store) =>
         store.users.create(password === undefined ? { name } : { name, password }),
       );

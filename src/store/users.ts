@@ -43,6 +43,19 @@ export function checkPassword(password: string): void {
   if (password.length < 1 || password.length > 1024) throw new AppError('VALIDATION_FAILED', 'password must be 1..1024 characters');
 }
 
+/** Shortest password a person sets (the web app's password change, `tradegate users add`). */
+export const MIN_PASSWORD_LENGTH = 12;
+
+/**
+ * A taken name that differs from `name` only in case, if any. Names are unique regardless of case:
+ * `Demo` beside `demo` would look like one user and share its sign-in lockout.
+ */
+export function sameNameIgnoringCase(names: Iterable<string>, name: string): string | undefined {
+  const folded = name.toLowerCase();
+  for (const taken of names) if (taken.toLowerCase() === folded) return taken;
+  return undefined;
+}
+
 /** Validates a new user and builds its row (hashing the password, off the event loop). */
 export async function newUserRow({ name, password }: { name: string; password?: string }, createdAt: string): Promise<UserRow> {
   if (!USER_NAME_PATTERN.test(name)) {
@@ -76,15 +89,16 @@ export function createUserStore(ctx: StoreContext, hooks: { onPasswordChanged?: 
       const { name } = rec;
       // The name check and both writes run in one write transaction, which LMDB serializes
       // across processes: two concurrent `users add demo` cannot both succeed.
-      const created = await ctx.durable(
+      const taken = await ctx.durable(
         users.transaction(() => {
-          if (userNames.get(name) !== undefined) return false;
+          const same = sameNameIgnoringCase(userNames.getKeys() as Iterable<string>, name);
+          if (same !== undefined) return same;
           userNames.put(name, rec.id);
           users.put(rec.id, rec);
-          return true;
+          return undefined;
         }),
       );
-      if (!created) throw new AppError('CONFLICT', `user '${name}' already exists`);
+      if (taken !== undefined) throw new AppError('CONFLICT', `user '${taken}' already exists`);
       return userView(rec);
     },
 

@@ -9,6 +9,7 @@ import type { SessionRecord, User } from '../../store/index.js';
 import { assertSameOrigin, csrfTokenFor } from '../session-auth.js';
 import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { errors, type RouteDeps, webSessions } from './common.js';
+import { MIN_PASSWORD_LENGTH } from '../../store/users.js';
 
 const signInBodySchema = z.strictObject({
   name: z.string().min(1).max(64),
@@ -16,7 +17,7 @@ const signInBodySchema = z.strictObject({
 });
 
 /** Shortest password the web app accepts when a user changes theirs. */
-export const MIN_PASSWORD_LENGTH = 12;
+export { MIN_PASSWORD_LENGTH };
 
 const changePasswordBodySchema = z.strictObject({
   currentPassword: z.string().min(1).max(1024),

@@ -12,7 +12,7 @@ import { byCreation, ownedReadsOver } from '../context.js';
 import { hashPassword } from '../crypto.js';
 import { parseToken, verifiedRow } from '../secret-token.js';
 import { checkName, clean, newStrategy, patchedStrategy, type StrategyRecord, type StrategyStore } from '../strategies.js';
-import { USER_NAME_PATTERN, checkPassword, newUserRow, passwordMatches, sortUsers, userView, type UserRow, type UserStore } from '../users.js';
+import { USER_NAME_PATTERN, checkPassword, newUserRow, passwordMatches, sameNameIgnoringCase, sortUsers, userView, type UserRow, type UserStore } from '../users.js';
 import {
   checkTokenName,
   deactivates,
@@ -50,6 +50,8 @@ export function createNatsUserStore(ctx: NatsStoreContext, hooks: { onPasswordCh
   return {
     async create(input) {
       const rec = await newUserRow(input, ctx.nowIso());
+      const taken = sameNameIgnoringCase(mirror.values<UserRow>('user.').map((u) => u.name), rec.name);
+      if (taken !== undefined) throw new AppError('CONFLICT', `user '${taken}' already exists`);
       if (!(await mirror.create(keyOf(rec.name), rec))) throw new AppError('CONFLICT', `user '${rec.name}' already exists`);
       return userView(rec);
     },

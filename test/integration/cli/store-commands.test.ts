@@ -163,7 +163,14 @@ describe('tradegate users', () => {
     expect(bad.stderr).toMatch(/user name must be/);
     const noPw = await cli(['users', 'add', 'carol', '--password-stdin'], '');
     expect(noPw.code).toBe(2);
+    // Too short for the web app's password rule, and a name that differs from a taken one only in case.
+    const short = await cli(['users', 'add', 'carol', '--password-stdin'], 'x\n');
+    expect(short.code).toBe(2);
+    expect(short.stderr).toMatch(/at least 12 characters/);
     expect((await cli(['users', 'list'])).stdout).not.toContain('carol');
+    const lookalike = await cli(['users', 'add', 'Alice']);
+    expect(lookalike.code).toBe(1);
+    expect(lookalike.stderr).toContain("user 'alice' already exists");
   });
 
   it('rejects unknown subcommands and options with the usage (exit 2)', async () => {

@@ -20,6 +20,8 @@ describe('users', () => {
   it('refuses a taken name with CONFLICT, also when two creations race', async () => {
     await t.store.users.create({ name: 'alice' });
     await expect(t.store.users.create({ name: 'alice' })).rejects.toMatchObject({ code: 'CONFLICT' });
+    // Unique regardless of case: `Alice` beside `alice` would look like one user.
+    await expect(t.store.users.create({ name: 'ALICE' })).rejects.toMatchObject({ code: 'CONFLICT', message: "user 'alice' already exists" });
     const results = await Promise.allSettled([t.store.users.create({ name: 'bob' }), t.store.users.create({ name: 'bob' })]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     expect(t.store.users.list().filter((u) => u.name === 'bob')).toHaveLength(1);
