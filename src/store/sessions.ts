@@ -39,6 +39,11 @@ export interface SessionStore {
   live(userId: string, sessionId: string): boolean;
   /** Ends one session; false when it did not exist. */
   revoke(secret: string): Promise<boolean>;
+  /**
+   * Ends a user's sessions beyond the `keep` most recently used (live or not); resolves with the
+   * public ids of those that ended, so their streams can end too.
+   */
+  keepNewest(userId: string, keep: number): Promise<string[]>;
   /** Ends every session of a user (password change); resolves with how many ended. */
   revokeAllForUser(userId: string): Promise<number>;
   /** Deletes sessions that have expired (run periodically). */
@@ -77,6 +82,12 @@ export function isLive(r: SessionRow, now: number): boolean {
 /** What may be shown of a session (never its digest). */
 export function sessionView(r: SessionRow): SessionRecord {
   return { id: r.id, userId: r.userId, createdAt: r.createdAt, lastSeenAt: r.lastSeenAt, expiresAt: r.expiresAt, idleMs: r.idleMs };
+}
+
+/** The rows beyond the `keep` most recently used (last seen, then created), which keepNewest ends. */
+export function beyondNewest(rows: SessionRow[], keep: number): SessionRow[] {
+  if (rows.length <= keep) return [];
+  return [...rows].sort((a, b) => b.lastSeenAt - a.lastSeenAt || b.createdAt - a.createdAt).slice(keep);
 }
 
 /** Decides when a session's use is written: at most once per SESSION_TOUCH_MS per session. */
@@ -150,6 +161,21 @@ export function createSessionStore(ctx: StoreContext): SessionStore {
           if (!r) return false;
           removeRow(r);
           return true;
+        }),
+      );
+    },
+
+    async keepNewest(userId, keep) {
+      return ctx.durable(
+        sessions.transaction(() => {
+          const rows: SessionRow[] = [];
+          for (const { value } of sessionsByUser.getRange({ start: [userId] as never, end: [userId, '\uffff'] as never })) {
+            const r = row(value as string);
+            if (r && r.userId === userId) rows.push(r);
+          }
+          const ended = beyondNewest(rows, keep);
+          for (const r of ended) removeRow(r);
+          return ended.map((r) => r.id);
         }),
       );
     },

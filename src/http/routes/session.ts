@@ -18,6 +18,8 @@ const signInBodySchema = z.strictObject({
 
 /** Shortest password the web app accepts when a user changes theirs. */
 export { MIN_PASSWORD_LENGTH };
+/** Sessions a user keeps at once (devices and browsers); a sign-in past it ends the least recently used. */
+export const SESSIONS_PER_USER = 20;
 
 const changePasswordBodySchema = z.strictObject({
   currentPassword: z.string().min(1).max(1024),
@@ -53,6 +55,10 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     const old = web().secretOf(ctx.req.headers);
     if (old) await deps.store.sessions.revoke(old);
     const { secret, record } = await deps.store.sessions.create(user.id, web().policy);
+    // Sessions are bounded per user: signing in again and again cannot pile them up (or their streams).
+    for (const id of await deps.store.sessions.keepNewest(user.id, SESSIONS_PER_USER)) {
+      deps.streams?.closeStreams({ principalId: `session:${id}` }, 'session-ended');
+    }
     deps.store.journal.append({ userId: user.id, accountId: null, kind, request: { via: 'session', ip: ctx.req.ip, requestId: ctx.requestId }, outcome: { sessionId: record.id } });
     return { status, headers: { ...NO_STORE, 'Set-Cookie': web().cookie(secret, ctx.req.headers) }, body: sessionBody(user, secret, record) };
   }

@@ -4,7 +4,7 @@
  * everywhere, as soon as the mirrors see it). Same rows and rules as the LMDB store.
  */
 import { AppError } from '../../domain/problems.js';
-import { isLive, newSessionRow, sessionDigest, sessionTouches, sessionView, type SessionRow, type SessionStore } from '../sessions.js';
+import { beyondNewest, isLive, newSessionRow, sessionDigest, sessionTouches, sessionView, type SessionRow, type SessionStore } from '../sessions.js';
 import type { NatsStoreContext } from './tables.js';
 
 const PREFIX = 'session.';
@@ -68,6 +68,13 @@ export function createNatsSessionStore(ctx: NatsStoreContext): SessionStore {
     async revoke(secret) {
       const digest = sessionDigest(secret);
       return digest === undefined ? false : remove(digest);
+    },
+
+    async keepNewest(userId, keep) {
+      const rows = [...(byUser.get(userId) ?? [])].flatMap((digest) => mirror.get<SessionRow>(PREFIX + digest) ?? []);
+      const ended: string[] = [];
+      for (const r of beyondNewest(rows, keep)) if (await remove(r.digest)) ended.push(r.id);
+      return ended;
     },
 
     async revokeAllForUser(userId) {

@@ -73,6 +73,23 @@ describe('sessions', () => {
     expect(w.t.store.sessions.live(w.alice, active.record.id)).toBe(false);
   });
 
+  it('keeps a user’s most recently used sessions and ends the rest (sign-ins cannot pile them up)', async () => {
+    const made = [];
+    for (let i = 0; i < 5; i++) {
+      made.push(await w.t.store.sessions.create(w.alice, policy));
+      w.t.now.value += 2 * MIN;
+    }
+    // The first one is used again: it is kept over the two that came after it.
+    expect(w.t.store.sessions.lookup(made[0]!.secret)).toBeDefined();
+    await w.t.store.flushed();
+    const bobs = await w.t.store.sessions.create(w.bob, policy);
+    const ended = await w.t.store.sessions.keepNewest(w.alice, 3);
+    expect(ended.sort()).toEqual([made[1]!.record.id, made[2]!.record.id].sort());
+    expect(made.map((m) => w.t.store.sessions.lookup(m.secret) !== undefined)).toEqual([true, false, false, true, true]);
+    expect(w.t.store.sessions.lookup(bobs.secret)).toBeDefined();
+    expect(await w.t.store.sessions.keepNewest(w.alice, 3)).toEqual([]);
+  });
+
   it('records use at most once a minute (the idle clock is that coarse)', async () => {
     const s = await w.t.store.sessions.create(w.alice, policy);
     w.t.now.value += SESSION_TOUCH_MS - 1;
