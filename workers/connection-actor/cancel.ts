@@ -150,7 +150,9 @@ function reasonOf(err: unknown): string {
  * broker has it already (sent before the drop), dropped when the position it protected is flat or
  * on its own side now, and otherwise placed again, cut to the position. Reported as bracket-alerts.
  */
-export async function resumeOwedLegs(ctx: ActorContext, accountId: string, connectionId: string): Promise<void> {
+export async function resumeOwedLegs(ctx: ActorContext, accountId: string, connectionId: string, opts: { afterSnapshot?: boolean } = {}): Promise<void> {
+  // A flatten running on the account drops what is owed on it (forgetOwedLegs): nothing to place.
+  if (ctx.flattening.has(accountId)) return;
   let changed = false;
   // A copy: an entry still waiting is put back while the loop runs.
   for (const [key, owed] of [...ctx.owedLegs]) {
@@ -167,9 +169,16 @@ export async function resumeOwedLegs(ctx: ActorContext, accountId: string, conne
     // cancelled it (the one-cancels-other of that cancel), nothing is owed.
     const survivor = ctx.model.record(Number(leg.orderId));
     if (survivor && !isFinal(ctx.mirror, Number(leg.orderId))) {
-      if (owed.cancelPending) {
+      if (owed.cancelPending && !opts.afterSnapshot) {
         // Its sibling's cancel may still be carried out: owed again once this leg is cancelled.
         ctx.owedLegs.set(key, owed);
+        continue;
+      }
+      if (owed.cancelPending) {
+        // The snapshot after the reconnect settles it: the cancel was carried out before it (the
+        // survivor outlived the OCO) or never will be. Owed no longer, or a later cancel of this
+        // leg (a flatten, its sibling's fill) would place it again on a position it no longer protects.
+        alert(`${role} ${leg.orderId} is still working after the reconnect: nothing to place again`);
         continue;
       }
       alert(`${role} ${leg.orderId} is still working: the cancel of its sibling did not reach the broker before the service stopped`);
@@ -201,6 +210,20 @@ export async function resumeOwedLegs(ctx: ActorContext, accountId: string, conne
           : `${role} ${leg.orderId} not re-placed yet (${reasonOf(err)}): ${owed.attempts < MAX_OWED_ATTEMPTS ? 'tried again after the next reconnect' : 'given up: the position is unprotected'}`,
       );
     }
+  }
+  if (changed) void ctx.keepOwedLegs?.(accountId);
+}
+
+/**
+ * A flatten owes no leg on what it flattens: the position is being closed, and a leg placed again
+ * meanwhile (its sibling's late cancel, the flatten's own cancels) would open one when it fired.
+ */
+export function forgetOwedLegs(ctx: ActorContext, accountId: string, inScope: (symbol: string) => boolean): void {
+  let changed = false;
+  for (const [key, owed] of [...ctx.owedLegs]) {
+    if (owed.accountId !== accountId || !inScope(owed.leg.symbol)) continue;
+    ctx.owedLegs.delete(key);
+    changed = true;
   }
   if (changed) void ctx.keepOwedLegs?.(accountId);
 }

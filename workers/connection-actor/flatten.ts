@@ -8,6 +8,7 @@ import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
 import { tracked } from './in-flight.js';
 import { outstandingOrders, placementsSettled } from './place.js';
+import { forgetOwedLegs } from './cancel.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
@@ -33,6 +34,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   await placementsSettled(ctx, req.accountId);
   const only = req.symbolOnly && req.symbol ? req.symbol : undefined;
   const inScope = (symbol: string) => only === undefined || symbol === only;
+  forgetOwedLegs(ctx, req.accountId, inScope);
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
   // Entries first: cancelling one takes its suspended legs with it, saving a request per leg.
   working.sort((a, b) => (a.role === 'entry' ? 0 : 1) - (b.role === 'entry' ? 0 : 1));

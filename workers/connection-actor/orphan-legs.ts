@@ -189,7 +189,7 @@ export class OrphanLegs {
     } catch {
       return; // the snapshot after the reconnect sweeps again
     }
-    if (this.ctx.owedLegs.size > 0) await resumeOwedLegs(this.ctx, accountId, this.connectionId);
+    if (this.ctx.owedLegs.size > 0) await resumeOwedLegs(this.ctx, accountId, this.connectionId, { afterSnapshot: this.afterSnapshot.has(Number(accountId)) });
     if (this.afterSnapshot.delete(Number(accountId))) {
       for (const u of this.unprotected(accountId)) {
         const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has no protective order: ${u.legs === NEVER_PLACED ? `its bracket entry ${u.entryId} was cancelled after a partial fill, before the broker placed its legs` : `the legs of its bracket (entry ${u.entryId}: ${u.legs}) ended without filling`}`;

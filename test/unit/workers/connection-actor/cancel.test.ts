@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
 import { cancelOrder, resumeOwedLegs, watchOwedLegs } from '../../../../workers/connection-actor/cancel.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
+import { flatten } from '../../../../workers/connection-actor/flatten.js';
 import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
 import { OrderModel } from '../../../../workers/connection-actor/order-model.js';
 import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
@@ -248,6 +249,53 @@ describe('cancelOrder', () => {
     await expect.poll(() => broker.bodies('order/placeorder').length).toBe(1);
     expect(broker.bodies('order/placeorder')[0]).toMatchObject({ clOrdId: `rp-${b.sl}`, action: 'Sell', orderType: 'Stop', stopPrice: 4990, orderQty: 2 });
     await expect.poll(() => ctx.owedLegs.size).toBe(0);
+    unwatch?.();
+  });
+
+  it('a flatten owes no leg: after a leg cancel that timed out, the flatten’s own cancel of the other leg does not place it again onto the flattened account', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const unwatch = ctx.mirror.onChange(watchOwedLegs(ctx, 'c1'));
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    const late = broker.timeOut('order/cancelorder');
+    expect((await rejected(cancelOrder(ctx, cancel(b.tp)))).code).toBe('BROKER_TIMEOUT');
+    late.execute();
+    delete broker.handlers['order/cancelorder'];
+    expect([...ctx.owedLegs.keys()]).toEqual([b.sl]);
+    // The trader flattens: every working order cancelled (the stop among them), then the
+    // position liquidated, its fill still on the way while the stop's cancel is reported.
+    const liquidation = broker.hold('order/liquidateposition');
+    const flattened = flatten(ctx, { type: 'flatten', accountId: ACCOUNT });
+    await liquidation.reached;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(broker.bodies('order/placeorder')).toEqual([]);
+    liquidation.release();
+    await flattened;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(broker.bodies('order/placeorder')).toEqual([]);
+    expect(ctx.owedLegs.size).toBe(0);
+    expect(ctx.model.workingOrders(ACCOUNT)).toEqual([]);
+    unwatch?.();
+  });
+
+  it('once the snapshot after a reconnect shows the leg still working, a timed-out cancel of its sibling owes nothing: a later cancel of that leg places nothing', async () => {
+    const { broker, ctx, events } = fakeActorContext();
+    const unwatch = ctx.mirror.onChange(watchOwedLegs(ctx, 'c1'));
+    const b = await bracket(ctx);
+    broker.fill(Number(b.entry), 2, 5000);
+    broker.timeOut('order/cancelorder');
+    expect((await rejected(cancelOrder(ctx, cancel(b.tp)))).code).toBe('BROKER_TIMEOUT');
+    delete broker.handlers['order/cancelorder'];
+    // Before a snapshot it stays owed; the snapshot (both legs still working) settles it.
+    await resumeOwedLegs(ctx, ACCOUNT, 'c1');
+    expect([...ctx.owedLegs.keys()]).toEqual([b.sl]);
+    await resumeOwedLegs(ctx, ACCOUNT, 'c1', { afterSnapshot: true });
+    expect(ctx.owedLegs.size).toBe(0);
+    expect(events.at(-1)).toMatchObject({ type: 'bracket-alert', orderId: b.sl, detail: expect.stringMatching(/still working after the reconnect/) });
+    // Its take-profit fills later; the broker's OCO cancels the stop: nothing is placed again.
+    ctx.mirror.apply('order', 'Updated', { id: Number(b.sl), ordStatus: 'Canceled' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(broker.bodies('order/placeorder')).toEqual([]);
     unwatch?.();
   });
 
