@@ -354,7 +354,7 @@ export class BrokerConnection {
     this.requireConnected();
     this.budget.take(opts.kind ?? 'read');
     try {
-      return await this.socket!.request(endpoint, { body, query: opts.query ?? '', onLate: opts.onLate });
+      return await this.socket!.request(endpoint, { body, query: opts.query ?? '', onLate: opts.onLate, mayExecute: opts.kind === 'order' });
     } catch (err) {
       if (err instanceof BrokerStatusError) {
         if (err.status === 401) throw new AppError('BROKER_UNAVAILABLE', 'broker refused the access token; re-authenticating');

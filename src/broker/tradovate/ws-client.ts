@@ -53,8 +53,8 @@ interface Pending {
   timer: NodeJS.Timeout;
   /** Set once the request has timed out: where its late answer goes. */
   late?: (answer: LateAnswer) => void;
-  /** The request may be executed though unanswered (it asked for its late answer: an order). */
-  mayExecute: boolean;
+  /** What may be executed though unanswered: an order (it asked for its late answer), another change, or nothing. */
+  mayExecute: 'order' | 'request' | false;
 }
 
 /** The broker's answer to a request that had already timed out (status and `d`, unchecked). */
@@ -74,6 +74,12 @@ export interface RequestOptions {
    * lives (and within `lateAnswerMs`), is handed here instead of being dropped.
    */
   onLate?: (answer: LateAnswer) => void;
+  /**
+   * The request changes something at the broker (an order, a cancel, a modify, a liquidation):
+   * written to a socket that is then lost, its outcome is unknown (504), not "nothing sent" (503).
+   * Implied by `onLate`.
+   */
+  mayExecute?: boolean;
 }
 
 /** An authorized broker socket. Create with `TradovateSocket.connect`. */
@@ -231,7 +237,7 @@ export class TradovateSocket {
       const p: Pending = {
         resolve,
         reject,
-        mayExecute: opts.onLate !== undefined,
+        mayExecute: opts.onLate !== undefined ? 'order' : opts.mayExecute === true ? 'request' : false,
         timer: setTimeout(() => {
           if (opts.onLate) this.keepLate(id, p, opts.onLate);
           else this.pending.delete(id);
@@ -287,7 +293,7 @@ export class TradovateSocket {
       // socket: its outcome is unknown (504, as after a timeout), never "nothing was sent" (503).
       p.reject(
         p.mayExecute
-          ? new AppError('BROKER_TIMEOUT', `broker connection lost (${reason}) before it answered: the order may have reached the broker`)
+          ? new AppError('BROKER_TIMEOUT', `broker connection lost (${reason}) before it answered: the ${p.mayExecute} may have reached the broker`)
           : new AppError('BROKER_UNAVAILABLE', `broker connection lost (${reason})`),
       );
     }

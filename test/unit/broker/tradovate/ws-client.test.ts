@@ -188,10 +188,13 @@ test('a drop with an order unanswered: its outcome is unknown (BROKER_TIMEOUT), 
   const c = connect(url);
   client = await c.p;
   const order = client.request('order/placeorder', { body: { clOrdId: 'k1' }, onLate: () => {} }).catch((e: unknown) => e);
+  const cancel = client.request('order/cancelorder', { body: { orderId: 1 }, mayExecute: true }).catch((e: unknown) => e);
   const read = client.request('order/list').catch((e: unknown) => e);
   await new Promise((r) => setTimeout(r, 50));
   drop();
   expect(await order).toMatchObject({ code: 'BROKER_TIMEOUT', message: expect.stringMatching(/connection lost \(closed\) before it answered: the order may have reached the broker/) });
+  // A cancel (any change at the broker) written to the lost socket may have been carried out too.
+  expect(await cancel).toMatchObject({ code: 'BROKER_TIMEOUT', message: expect.stringMatching(/before it answered: the request may have reached the broker/) });
   expect(await read).toMatchObject({ code: 'BROKER_UNAVAILABLE' });
 });
 
