@@ -55,18 +55,22 @@ export interface GuardConfig extends EntryLimits {
 export type GuardNarrowing = Partial<EntryLimits>;
 
 /** Guard names, as refusals and events report them. */
-export type GuardName =
-  | 'kill_switch'
-  | 'daily_loss'
-  | 'profit_target'
-  | 'trading_window'
-  | 'allowed_products'
-  | 'direction'
-  | 'max_order_qty'
-  | 'flat_only'
-  | 'no_pyramiding'
-  | 'max_position'
-  | 'max_position_total';
+/** Every guard, as refusals, locks and the health stream name them. */
+export const GUARD_NAMES = [
+  'kill_switch',
+  'daily_loss',
+  'profit_target',
+  'trading_window',
+  'allowed_products',
+  'direction',
+  'max_order_qty',
+  'flat_only',
+  'no_pyramiding',
+  'max_position',
+  'max_position_total',
+] as const;
+
+export type GuardName = (typeof GUARD_NAMES)[number];
 
 /** Why an account is locked, since when and until when (null: until unlocked). */
 export interface LockState {

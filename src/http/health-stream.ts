@@ -8,11 +8,12 @@
  * Everything from the cap check to `subscribe` runs synchronously in one turn, so no
  * event can slip between the snapshot and the subscription.
  */
+import { z } from 'zod';
 import type { ActorGateway } from '../actors/protocol.js';
 import type { ConnectionStatus } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
 import type { HealthHub, SseHub, SseSink, SseSubscription } from './sse-hub.js';
-import { formatRetry, formatSseEvent, parseLastEventId, statusMessage, type ConnectionStatusMessage } from './sse.js';
+import { formatRetry, formatSseEvent, parseLastEventId, statusMessage, type ConnectionStatusMessage, type GapMessage } from './sse.js';
 import type { ResponseHandle } from './respond.js';
 import { statusLine } from './respond.js';
 import { defineRoute, type AuthContext } from './route-types.js';
@@ -58,6 +59,22 @@ export function bridgeActorEvents(gateway: Pick<ActorGateway, 'onEvent'>, store:
   });
 }
 
+/** The `gap` message of a resume that cannot be exact (GapMessage). */
+function gapMessage(lastId: number, ts: number): GapMessage {
+  return {
+    type: 'gap',
+    lastEventId: String(lastId),
+    ts,
+    detail:
+      'messages after this Last-Event-ID are no longer kept (a client far behind, or a service restart): the snapshots give every ' +
+      'connection’s status now; guard actions and bracket alerts in between are not repeated (GET …/guards and the orders show the state)',
+  };
+}
+
+const healthStreamQuerySchema = z.strictObject({
+  lastEventId: z.string().max(32).optional().describe('Last-Event-ID for clients that cannot send the header on a reconnect (EventSource polyfills); the header wins'),
+});
+
 /** The route-table entry (auth, rate limit and /api-docs treat it like any route). */
 export const HEALTH_STREAM_ROUTE = defineRoute({
   method: 'GET',
@@ -68,13 +85,17 @@ export const HEALTH_STREAM_ROUTE = defineRoute({
   description:
     'Send `Accept: text/event-stream`. On open: `retry: 3000`, then one `snapshot` per connection you own, ' +
     'then a `status` message on every change and a `heartbeat` every SSE_HEARTBEAT_MS. Each message is ' +
-    '`id: <seq>` + `data: <json>`. Reconnect with `Last-Event-ID` to resume; when the id is too old you get ' +
-    'fresh snapshots. At most SSE_MAX_STREAMS_PER_KEY streams per key (429 TOO_MANY_STREAMS beyond). ' +
+    '`id: <seq>` + `data: <json>`. Reconnect with `Last-Event-ID` (or `?lastEventId=`) to resume; when the id is too old (or ' +
+    'from before a restart) you get a `gap` message and fresh snapshots. At most SSE_MAX_STREAMS_PER_KEY streams per key (429 TOO_MANY_STREAMS beyond). ' +
     'A client that stops reading is cut once its buffer passes a bound; it resumes with Last-Event-ID. ' +
     'Risk guards report `{"type":"guard","accountId","guard","action","ts","detail"}` when they refuse an entry, lock or unlock an ' +
     'account, or flatten it (`action`: refused, locked, unlocked, flattened, flatten-failed).',
   tags: ['health'],
-  responses: [{ status: 200, description: 'text/event-stream of snapshot, status, heartbeat, bracket-alert and guard messages' }],
+  query: healthStreamQuerySchema,
+  responses: [
+    { status: 200, description: 'text/event-stream of snapshot, status, heartbeat, bracket-alert, guard, gap and revoked messages' },
+    { status: 429, description: 'TOO_MANY_STREAMS: SSE_MAX_STREAMS_PER_KEY streams of this key are open (Retry-After: 5); RATE_LIMITED: the key’s request rate' },
+  ],
   handler: async () => {
     throw new Error('the health stream is served by the pipeline (openHealthStream), not a route handler');
   },
@@ -103,6 +124,7 @@ export function openHealthStream(
   auth: AuthContext,
   headers: Readonly<Record<string, string>>,
   responseHeaders: Record<string, string>,
+  lastEventIdParam?: string,
 ): void {
   const { hub } = deps;
   if (hub.streamsOf(auth.principalId) >= deps.maxStreamsPerKey) {
@@ -114,12 +136,14 @@ export function openHealthStream(
     );
   }
   if (!handle.open) return;
-  const lastId = parseLastEventId(headers['last-event-id']);
+  // The header, or `?lastEventId=` (EventSource polyfills that cannot set headers on a reconnect).
+  const lastId = parseLastEventId(headers['last-event-id'] ?? lastEventIdParam);
   let frames = lastId !== undefined ? hub.resume(auth.userId, lastId) : undefined;
   if (frames && deps.resumeNotices) frames.push(...deps.resumeNotices(auth.userId, deps.store.connections.listByUser(auth.userId).map((c) => c.id)));
   if (!frames) {
     const id = hub.currentId(auth.userId);
     frames = deps.store.connections.listByUser(auth.userId).map((c) => formatSseEvent(id, snapshot(deps, c)));
+    if (lastId !== undefined) frames.unshift(formatSseEvent(id, gapMessage(lastId, deps.clock())));
   }
 
   handle.finished = true;

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import { PROBLEMS, problemType, type ProblemCode } from '../domain/problems.js';
+import { GUARD_NAMES } from '../domain/guards.js';
 import { buildGuide, type GuideSection } from './openapi-guide.js';
 import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
 import type { RouteDef } from './route-types.js';
@@ -142,6 +143,9 @@ function operation(route: RouteDef<any, any>): Json {
       schema: { type: 'string', minLength: 1, maxLength: 255 },
     });
   }
+  if (route.path === '/connection-health/stream') {
+    params.push({ name: 'Last-Event-ID', in: 'header', required: false, description: 'The last `id:` received: resumes after it (EventSource sends it on a reconnect)', schema: { type: 'string', pattern: '^[0-9]{1,16}$' } });
+  }
   const sessionOnly = route.scope === 'session';
   if (sessionOnly && route.method !== 'GET') {
     params.push({ name: 'X-CSRF-Token', in: 'header', required: true, description: 'csrfToken from the session', schema: { type: 'string' } });
@@ -170,7 +174,10 @@ function operation(route: RouteDef<any, any>): Json {
     else if (r.schema) res['content'] = { 'application/json': { schema: jsonSchemaOf(r.schema, 'output') } };
     if (route.path === '/connection-health/stream' && r.status === 200) res['content'] = { 'text/event-stream': { schema: { oneOf: SSE_REFS } } };
     if (route.idempotent && r.status < 300) res['headers'] = { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } };
-    responses[String(r.status)] = res;
+    // Two entries of one status (a route's own and its shared errors): one response naming both.
+    const same = responses[String(r.status)];
+    if (same) same['description'] = `${same['description'] as string}; ${r.description}`;
+    else responses[String(r.status)] = res;
   }
   const standard: [number, string, boolean][] = [
     // Every API route refuses unknown or repeated query parameters.
@@ -191,7 +198,7 @@ function operation(route: RouteDef<any, any>): Json {
   const uncounted = uncountedStatuses(route);
   for (const [status, res] of Object.entries(responses)) {
     if (Object.keys(rateHeaders).length && !uncounted.has(Number(status))) res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), ...rateHeaders };
-    if (status === '429' || status === '503') res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), 'Retry-After': { $ref: '#/components/headers/Retry-After' } };
+    if (status === '429' || status === '503' || status === '409') res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), 'Retry-After': { $ref: '#/components/headers/Retry-After' } };
   }
   op['responses'] = { ...responses, default: DEFAULT_RESPONSE };
   return op;
@@ -245,7 +252,7 @@ function problemSchema(): Json {
   };
 }
 
-const SSE_REFS = ['SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage', 'RevokedMessage'].map((n) => ({ $ref: `#/components/schemas/${n}` }));
+const SSE_REFS = ['SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage', 'GuardMessage', 'GapMessage', 'RevokedMessage'].map((n) => ({ $ref: `#/components/schemas/${n}` }));
 
 function sseSchemas(): Record<string, Json> {
   const statuses = ['CONNECTING', 'CONNECTED', 'RECONNECTING', 'AUTH_EXPIRED', 'FAILED', 'DISABLED'];
@@ -277,10 +284,34 @@ function sseSchemas(): Record<string, Json> {
         detail: { type: 'string' },
       },
     },
+    GuardMessage: {
+      type: 'object',
+      required: ['type', 'accountId', 'guard', 'action', 'ts', 'detail'],
+      description: 'A risk guard acted on an account',
+      properties: {
+        type: { const: 'guard' },
+        accountId: { type: 'string' },
+        guard: { type: 'string', enum: [...GUARD_NAMES] },
+        action: { type: 'string', enum: ['refused', 'locked', 'unlocked', 'flattened', 'flatten-failed'] },
+        ts: { type: 'integer' },
+        detail: { type: 'string' },
+      },
+    },
+    GapMessage: {
+      type: 'object',
+      required: ['type', 'lastEventId', 'ts', 'detail'],
+      description: 'A resume that cannot be exact: the Last-Event-ID is older than the messages kept (or from before a restart). Fresh snapshots follow; guard and bracket-alert messages in between are not repeated',
+      properties: {
+        type: { const: 'gap' },
+        lastEventId: { type: 'string' },
+        ts: { type: 'integer' },
+        detail: { type: 'string' },
+      },
+    },
     BracketAlertMessage: {
       type: 'object',
       required: ['type', 'connectionId', 'accountId', 'orderId', 'ts', 'detail'],
-      description: 'An entry filled but its protective legs could not be placed',
+      description: 'A position may be unprotected or a protective leg changed: legs not placed, a leg cancel not confirmed, a leg re-placed or owed, a position with no protective order',
       properties: {
         type: { const: 'bracket-alert' },
         connectionId: { type: 'string' },

@@ -222,7 +222,7 @@ class Engine {
         if (ex.route !== HEALTH_STREAM_ROUTE || !ex.authd) return false;
         // HEAD: what a GET would start with, and no stream.
         if (ex.handle.headOnly) ex.handle.send({ status: 200, headers: { ...ex.extra, ...SSE_HEADERS } });
-        else openHealthStream(stream, ex.handle, ex.authd.auth, ex.headers, ex.extra);
+        else openHealthStream(stream, ex.handle, ex.authd.auth, ex.headers, ex.extra, (ex.request?.query as { lastEventId?: string } | undefined)?.lastEventId);
         return true;
       },
     };

@@ -47,8 +47,20 @@ export interface GuardMessage {
   detail: string;
 }
 
+/**
+ * Sent on a resume whose Last-Event-ID the stream can no longer replay exactly (older than the
+ * messages kept, or from before a restart): the snapshots that follow give every connection's
+ * status, but guard actions and bracket alerts in between are not repeated.
+ */
+export interface GapMessage {
+  type: 'gap';
+  lastEventId: string;
+  ts: number;
+  detail: string;
+}
+
 /** Every payload the health stream carries. */
-export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage | GuardMessage | RevokedMessage;
+export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage | GuardMessage | RevokedMessage | GapMessage;
 
 /** Events the hub publishes to a user's stream (snapshots and heartbeats are per stream). */
 export type PublishedMessage = (Omit<ConnectionStatusMessage, 'type'> & { type: 'status' }) | BracketAlertMessage | GuardEvent;

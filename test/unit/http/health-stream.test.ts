@@ -115,9 +115,9 @@ describe('openHealthStream', () => {
       maxStreamsPerKey,
       clock: () => 5,
     };
-    const open = (headers: Record<string, string> = {}) => {
+    const open = (headers: Record<string, string> = {}, lastEventIdParam?: string) => {
       const res = new FakeResponse();
-      openHealthStream(deps, new ResponseHandle(res.res), alice, headers, { 'X-Request-Id': 'r1' });
+      openHealthStream(deps, new ResponseHandle(res.res), alice, headers, { 'X-Request-Id': 'r1' }, lastEventIdParam);
       return res;
     };
     return { hub, open };
@@ -151,6 +151,27 @@ describe('openHealthStream', () => {
     w.hub.publish('alice', { type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'reconnect', ts: 7 });
     const resumed = w.open({ 'last-event-id': String(lastId) });
     expect(data(resumed)).toEqual([{ type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'reconnect', ts: 7 }]);
+  });
+
+  it('resumes after `?lastEventId=` too (EventSource polyfills send it on a reconnect instead of the header)', () => {
+    const w = streamWorld();
+    w.open();
+    w.hub.publish('alice', { type: 'status', connectionId: 'c1', status: 'RECONNECTING', reason: 'disconnect', ts: 6 });
+    const lastId = w.hub.currentId('alice');
+    w.hub.publish('alice', { type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'reconnect', ts: 7 });
+    expect(data(w.open({}, String(lastId)))).toEqual([{ type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'reconnect', ts: 7 }]);
+  });
+
+  it('says when a resume cannot be exact: a gap message before the fresh snapshots, so a client knows guard and alert messages were missed', () => {
+    const w = streamWorld();
+    const first = w.hub.currentId('alice');
+    // Far more messages than the stream keeps.
+    for (let i = 0; i < 2000; i++) w.hub.publish('alice', { type: 'guard', connectionId: 'c1', accountId: '7', guard: 'kill_switch', action: i % 2 ? 'unlocked' : 'locked', ts: 6, detail: 'k' });
+    const resumed = data(w.open({ 'last-event-id': String(first + 1) }));
+    expect(resumed[0]).toMatchObject({ type: 'gap', lastEventId: String(first + 1), detail: expect.stringMatching(/no longer kept/) });
+    expect(resumed.slice(1).map((m) => m.type)).toEqual(['snapshot', 'snapshot', 'snapshot']);
+    // A first open (no id) has no gap to report.
+    expect(data(w.open()).map((m) => m.type)).toEqual(['snapshot', 'snapshot', 'snapshot']);
   });
 
   it('refuses a stream past the per-key cap before writing anything', () => {

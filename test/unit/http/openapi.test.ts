@@ -113,6 +113,31 @@ describe('buildOpenApiDocument', () => {
     expect(doc['x-problem-codes']).toHaveLength(Object.keys(PROBLEMS).length);
   });
 
+  it('describes every message the stream sends (guard and gap too) and how to resume it', () => {
+    const sse = doc.paths['/connection-health/stream']!['get']! as any;
+    const refs = (sse.responses['200'].content['text/event-stream'].schema.oneOf as { $ref: string }[]).map((r) => r.$ref.split('/').at(-1));
+    expect(refs).toEqual(expect.arrayContaining(['GuardMessage', 'GapMessage', 'RevokedMessage', 'BracketAlertMessage']));
+    const schemas = (doc['components'] as any).schemas;
+    expect(schemas.GuardMessage.properties.guard.enum).toContain('kill_switch');
+    const params = (sse.parameters as { name: string; in: string }[]).map((p) => `${p.in}:${p.name}`);
+    expect(params).toEqual(expect.arrayContaining(['header:Last-Event-ID', 'query:lastEventId']));
+    expect(sse.responses['429'].description).toMatch(/TOO_MANY_STREAMS/);
+  });
+
+  it('keeps both entries of a status a route lists twice (its own 409 and a shared one)', () => {
+    const twice = buildOpenApiDocument(
+      [
+        defineRoute({
+          method: 'POST', path: '/accounts/:id/flatten', scope: 'trade', operationId: 'flatten', summary: 'Flatten', tags: ['orders'],
+          responses: [{ status: 200, description: 'Flattened' }, { status: 409, description: 'SYMBOL_MISMATCH' }, { status: 409, description: 'CONNECTION_FAILED' }],
+          handler: async () => ({ status: 200 }),
+        }),
+      ],
+      { config },
+    ) as any;
+    expect(twice.paths['/accounts/{id}/flatten'].post.responses['409'].description).toBe('SYMBOL_MISMATCH; CONNECTION_FAILED');
+  });
+
   it('resolves every $ref', () => {
     for (const ref of refs(doc)) {
       const target = ref.replace(/^#\//, '').split('/').reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], doc);
