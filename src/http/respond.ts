@@ -72,6 +72,9 @@ export function problemBodyReply(body: ProblemBody, headers: Record<string, stri
   return { status: body.status, headers: { 'Content-Type': PROBLEM_TYPE, ...headers }, body: JSON.stringify(body), code: body.code };
 }
 
+/** The challenge of every 401: an API key in X-API-Key (the web app's session cookie is got by signing in). */
+export const WWW_AUTHENTICATE = 'ApiKey realm="tradegate", header="X-API-Key"';
+
 /** Seconds to wait when a 503 does not say: DESIGN §3 promises `Retry-After` on every 503. */
 export const DEFAULT_UNAVAILABLE_RETRY_AFTER_S = 1;
 
@@ -80,6 +83,8 @@ export function appErrorReply(err: AppError, headers: Record<string, string> = {
   const extra: Record<string, string> = {};
   const retryAfter = err.retryAfterSeconds ?? (err.status === 503 ? DEFAULT_UNAVAILABLE_RETRY_AFTER_S : undefined);
   if (retryAfter !== undefined) extra['Retry-After'] = String(retryAfter);
+  // RFC 9110 §11.6.1: a 401 names how to authenticate.
+  if (err.status === 401) extra['WWW-Authenticate'] = WWW_AUTHENTICATE;
   return problemBodyReply(err.toProblem(), Object.assign(extra, headers));
 }
 

@@ -22,6 +22,11 @@ describe('appErrorReply', () => {
   it('adds no Retry-After to other errors', () => {
     expect(appErrorReply(new AppError('NOT_FOUND', 'Not found')).headers['Retry-After']).toBeUndefined();
   });
+
+  it('names how to authenticate on every 401 (RFC 9110 WWW-Authenticate), and only there', () => {
+    expect(appErrorReply(new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key')).headers['WWW-Authenticate']).toBe('ApiKey realm="tradegate", header="X-API-Key"');
+    expect(appErrorReply(new AppError('INSUFFICIENT_SCOPE', 'no')).headers['WWW-Authenticate']).toBeUndefined();
+  });
 });
 
 describe('ResponseHandle.send', () => {
