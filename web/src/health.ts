@@ -47,6 +47,9 @@ export const bracketAlerts = signal<readonly BracketAlert[]>([]);
 
 let source: EventSource | null = null;
 let reopen: ReturnType<typeof setTimeout> | undefined;
+/** Opens refused in a row (reset once one opens): the wait before the next grows with it. */
+let refusals = 0;
+const REOPEN_MAX_MS = 60_000;
 
 function apply(msg: HealthMessage): void {
   if (msg.type === 'bracket-alert' && msg.connectionId && msg.accountId && msg.orderId) {
@@ -72,6 +75,7 @@ export function startHealthStream(): void {
   const es = new EventSource('/api/v1/connection-health/stream');
   source = es;
   es.onopen = () => {
+    refusals = 0;
     streamState.value = 'open';
     streamLost.value = false;
   };
@@ -111,7 +115,10 @@ async function reopenUnlessSignedOut(): Promise<void> {
   }
   if (source) return;
   clearTimeout(reopen);
-  reopen = setTimeout(startHealthStream, REOPEN_MS);
+  // Refused again and again (a tab past the streams a session may hold open): each try costs the
+  // session two requests of its rate window, so wait longer each time, up to a minute.
+  reopen = setTimeout(startHealthStream, Math.min(REOPEN_MS * 2 ** refusals, REOPEN_MAX_MS));
+  refusals++;
 }
 
 /** Closes the stream (sign-out). */
@@ -124,6 +131,7 @@ export function stopHealthStream(): void {
 /** Forgets everything (sign-out: another user may sign in next). */
 export function resetHealth(): void {
   stopHealthStream();
+  refusals = 0;
   health.value = new Map();
   bracketAlerts.value = [];
   streamState.value = 'connecting';
