@@ -246,7 +246,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
           await slot.worker.terminate();
         }
       }
-      if (known) publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection removed' });
+      if (known) publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection stopped: disabled or deleted' });
     },
 
     async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: ActorCallOptions): Promise<ResultFor<R>> {
