@@ -17,3 +17,13 @@ export function printable(text: string, max = 64): string {
   const cut = text.length > max ? `${text.slice(0, max)}…` : text;
   return cut.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b\u200c\u200e\u200f\u2028-\u202e\u2060-\u2069\ufeff\p{Cs}]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+/**
+ * Characters of a name as the API documents them (JSON Schema `maxLength`, and zod's checks at the
+ * edge): code points, so an emoji is one, not the two UTF-16 units of `String.length`.
+ */
+export function textLength(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}

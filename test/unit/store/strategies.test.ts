@@ -33,6 +33,11 @@ describe('strategies', () => {
     expect(world.t.store.strategies.getForUser(world.alice, s.id)).toEqual(u);
   });
 
+  it('counts a name in characters as the API documents it (an emoji is one), not UTF-16 units', async () => {
+    await expect(world.t.store.strategies.create(world.alice, { name: '📈'.repeat(100), description: '' })).resolves.toMatchObject({ name: '📈'.repeat(100) });
+    await expect(world.t.store.strategies.create(world.alice, { name: '📈'.repeat(101), description: '' })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+
   it('remove deletes for the owner only', async () => {
     const s = await world.t.store.strategies.create(world.alice, { name: 'n', description: '' });
     expect(await world.t.store.strategies.remove(world.bob, s.id)).toBe(false);
