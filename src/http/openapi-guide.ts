@@ -30,7 +30,7 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           `up to ${config.bodyLimitBytes} bytes; unknown fields are rejected with 400 VALIDATION_FAILED. IDs are strings; ` +
           'REST times are ISO-8601 UTC; SSE ts is integer milliseconds since the epoch.',
         'Lists are { "data": [...], "nextCursor": string|null } with ?limit= (1..500, default 100) and ?cursor=.',
-        'Every response carries X-Request-Id (yours, echoed, or generated) and Server-Timing (total;dur=…, plus broker;dur=… on broker calls).',
+        'Every response carries X-Request-Id (yours, echoed, or generated) and, except the health stream (it has no end), Server-Timing (total;dur=…, plus broker;dur=… on broker calls).',
         'Processing order: route → authentication → rate limit → body size → validation → idempotency → handler. ' +
           'A body over the limit is answered 413 as soon as the limit is crossed (the rest is not read) and the connection is closed.',
       ],
