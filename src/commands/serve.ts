@@ -16,6 +16,7 @@ import { startConnectionSync, type ConnectionSync } from '../actors/connection-s
 import type { Supervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
+import { resumeLateOutcomes } from '../http/routes/signals.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
@@ -171,7 +172,8 @@ export async function run(argv: string[]): Promise<number> {
     gateway = measuredGateway(supervisor, metrics);
     let listenUrl: string | undefined;
     const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
-    const routes = buildRoutes({ config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams });
+    const routeDeps = { config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams };
+    const routes = buildRoutes(routeDeps);
     const embedded = paper;
     server = await startHttpServer({
       config, store, gateway, routes, logger, sessionAuth: sessions.authenticate, web, metrics, threads: () => serviceThreads(supervisor, embedded),
@@ -183,6 +185,8 @@ export async function run(argv: string[]): Promise<number> {
     const demo = paper ? await bootstrapDemo({ store, dataDir: config.dataDir, paper: paper.broker, webUrl: publicUrl }) : null;
     await startConnections(store, gateway, paper?.endpoints, logger);
     sync = syncConnections(store, supervisor, gateway, paper, logger);
+    // Webhook alerts answered 504 shortly before a restart: their outcome is still looked up.
+    void resumeLateOutcomes(routeDeps, logger).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
     process.stdout.write(banner(config, server.url, paper?.url, web.built, metricsListener.url));
     if (demo) {
       const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);

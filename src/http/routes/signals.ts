@@ -9,7 +9,8 @@ import type { JournalEntry } from '../../store/index.js';
 import type { OrderRecord } from '../../domain/orders.js';
 import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
-import { AUTH_ERRORS, errors, refuseNarrowedKey, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, nowOf, refuseNarrowedKey, type RouteDeps } from './common.js';
+import type { Logger } from '../../log.js';
 import { alertMessageFor, tokenView, webhookUrl } from './webhook-tokens.js';
 
 /** The journal kind of a received alert. */
@@ -63,35 +64,99 @@ const LATE_CHECKS_MS = [3_000, 10_000, 30_000, 120_000];
 const LATE_CHECK_EVERY_MS = 60_000;
 const LATE_CHECKS_MAX = 16;
 
+/** Journal kind and ref of an alert answered 504 whose outcome is still being looked up (not listed with the alerts). */
+export const LATE_PENDING_KIND = 'webhook-alert-late';
+const LATE_PENDING_REF = 'webhook-late';
+
+/** What a late-outcome follow-up needs, journaled as LATE_PENDING_KIND so a restart resumes it. */
+interface LateFollowUp {
+  userId: string;
+  tokenId: string;
+  connectionId: string;
+  accountId: string;
+  clOrdId: string;
+  /** The alert's fields as its alerts entry keeps them, with `lateOutcomeOf`: its request id. */
+  request: ReturnType<typeof alertRequest> & { lateOutcomeOf: string };
+  /** When the alert arrived (ms). */
+  since: number;
+}
+
 /**
  * An alert answered 504 (the broker did not confirm within the webhook's deadline) may still be
  * placed, and TradingView neither waits nor retries. Its order is looked up by its clOrdId a few
  * times over two minutes; what is found (or that nothing was) is journaled under the token as a
  * follow-up of that alert (`lateOutcomeOf`: its request id), so the Signals page shows whether it
- * traded and a trader does not send it again.
+ * traded and a trader does not send it again. The follow-up is journaled too, so a restart within
+ * those minutes takes it up again (resumeLateOutcomes).
  */
 export function followLateOutcome(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, connectionId: string, accountId: string, clOrdId: string): void {
   const token = ctx.auth.webhook;
   if (!token) return;
-  const request = { ...alertRequest(ctx.req.body, ctx.requestId), lateOutcomeOf: ctx.requestId };
+  const followUp: LateFollowUp = {
+    userId: ctx.auth.userId,
+    tokenId: token.tokenId,
+    connectionId,
+    accountId,
+    clOrdId,
+    request: { ...alertRequest(ctx.req.body, ctx.requestId), lateOutcomeOf: ctx.requestId },
+    since: nowOf(deps).getTime(),
+  };
+  deps.store.journal.append({ userId: followUp.userId, accountId, kind: LATE_PENDING_KIND, ref: LATE_PENDING_REF, request: followUp, outcome: null });
+  lookUpLate(deps, ctx.log, followUp);
+}
+
+/**
+ * Takes up the follow-ups a stopped process left (single node: a cluster's nodes would each take
+ * them): those journaled in the last LATE_RESUME_MS without their outcome entry. Each goes on
+ * from where its schedule stands now.
+ */
+export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<number> {
+  const now = nowOf(deps).getTime();
+  const recent = await deps.store.journal.list({ limit: LATE_RESUME_SCAN });
+  const done = new Set<string>();
+  for (const e of recent) {
+    const of = e.kind === ALERT_KIND ? (e.request as { lateOutcomeOf?: unknown } | null)?.lateOutcomeOf : undefined;
+    if (typeof of === 'string') done.add(of);
+  }
+  let resumed = 0;
+  for (const e of recent) {
+    if (e.kind !== LATE_PENDING_KIND) continue;
+    const f = e.request as LateFollowUp;
+    if (now - f.since >= LATE_RESUME_MS || done.has(f.request.lateOutcomeOf)) continue;
+    done.add(f.request.lateOutcomeOf);
+    lookUpLate(deps, log, f);
+    resumed++;
+  }
+  if (resumed > 0) log.info({ resumed }, 'webhook 504 follow-ups resumed');
+  return resumed;
+}
+
+/** How far back a restart looks for follow-ups (past the last scheduled check), and how many journal entries it reads. */
+const LATE_RESUME_MS = 20 * 60_000;
+const LATE_RESUME_SCAN = 5_000;
+
+function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
   const record = (outcome: AlertOutcome) =>
-    deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: ALERT_KIND, ref: alertRef(token.tokenId), request, outcome });
-  let attempt = 0;
+    deps.store.journal.append({ userId: f.userId, accountId: f.accountId, kind: ALERT_KIND, ref: alertRef(f.tokenId), request: f.request, outcome });
+  // A resumed follow-up goes on from where its schedule stands: the checks already due run at once, once.
+  const elapsed = nowOf(deps).getTime() - f.since;
+  let attempt = LATE_CHECKS_MS.findIndex((at) => at > elapsed);
+  if (attempt < 0) attempt = LATE_CHECKS_MS.length - 1;
   let looked = false;
   const check = async (): Promise<void> => {
     let order: OrderRecord | null = null;
     try {
-      order = await deps.gateway.request(connectionId, { type: 'find-by-clordid', accountId, clOrdId });
+      order = await deps.gateway.request(f.connectionId, { type: 'find-by-clordid', accountId: f.accountId, clOrdId: f.clOrdId });
       looked = true;
     } catch {
-      // The connection is not CONNECTED now: asked again at the next check.
+      // The connection is not CONNECTED now (or no longer exists): asked again at the next check.
     }
     if (order?.status === 'rejected') {
       record({ status: 422, code: 'BROKER_REJECTED', detail: `not placed: the broker rejected it after this alert was answered 504 (${order.rejectReason ?? 'rejected'})`, orderId: order.orderId, orderStatus: order.status, flattened: null });
       return;
     }
     if (order) {
-      ctx.log.warn({ orderId: order.orderId, accountId }, 'webhook order placed after its 504');
+      log.warn({ orderId: order.orderId, accountId: f.accountId }, 'webhook order placed after its 504');
       record({ status: 201, code: null, detail: 'placed after this alert was answered 504', orderId: order.orderId, orderStatus: order.status, flattened: null });
       return;
     }
@@ -107,7 +172,7 @@ export function followLateOutcome(deps: RouteDeps, ctx: RouteContext<unknown, un
         : { status: 504, code: 'BROKER_TIMEOUT', detail: 'outcome unknown: the connection could not be asked since; check the account’s orders before sending it again', orderId: null, orderStatus: null, flattened: null },
     );
   };
-  setTimeout(() => void check(), LATE_CHECKS_MS[0]).unref();
+  setTimeout(() => void check(), Math.max(0, LATE_CHECKS_MS[attempt]! - elapsed)).unref();
 }
 
 /** Wraps the webhook receiver so each alert that reaches it is journaled under its token. */

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
-import { alertSchema } from '../../../../src/http/routes/signals.js';
+import { alertSchema, resumeLateOutcomes } from '../../../../src/http/routes/signals.js';
+import { createLogger } from '../../../../src/log.js';
 import { createdWebhookTokenSchema, listOf } from '../../../../src/http/schemas.js';
 import { TRADINGVIEW_TEMPLATE } from '../../../../src/http/webhook-payload.js';
 import { call, callError, orderRecord, route, world, type World } from '../../../support/routes.js';
@@ -75,6 +76,20 @@ describe('recent alerts of a token', () => {
       expect(await followUp()).toBeUndefined();
       await vi.advanceTimersByTimeAsync(15 * 60_000);
       expect(await followUp()).toMatchObject({ status: 504, detail: expect.stringMatching(/^outcome unknown/) });
+    });
+
+    it('a restart within the follow-up takes it up again from the journal, once, where its schedule stands', async () => {
+      await timedOut();
+      // The process stops before any look-up: its timers are gone.
+      vi.clearAllTimers();
+      await w.store.flushed();
+      w.gateway.responder['find-by-clordid'] = () => orderRecord({ orderId: '78', status: 'working' });
+      expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(1);
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(await followUp()).toMatchObject({ status: 201, orderId: '78', detail: 'placed after this alert was answered 504' });
+      // Another restart finds its outcome journaled: nothing to take up.
+      await w.store.flushed();
+      expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(0);
     });
 
     it('"not placed" once the broker’s own list, asked, has no order for it', async () => {
