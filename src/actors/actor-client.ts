@@ -19,12 +19,12 @@ interface Pending {
   timer: NodeJS.Timeout;
   /** Withdraws the call when true at the flush (ActorCallOptions.cancelled). */
   cancelled?: (() => boolean) | undefined;
-  /** Places or closes positions: once handed to the worker, its outcome is unknown if the worker dies. */
-  mayExecute: boolean;
+  /** Changes something at the broker (what, in words): once handed to the worker, its outcome is unknown if the worker dies. */
+  mayExecute: 'the order' | 'the request' | false;
 }
 
-/** Requests whose effect at the broker may outlive the worker that sent them. */
-const EFFECTFUL = new Set<ActorRequest['type']>(['place-order', 'flatten']);
+/** Requests whose effect at the broker may outlive the worker that sent them (a lock's flatten is owed and run again: it stays retryable). */
+const EFFECTFUL = new Set<ActorRequest['type']>(['place-order', 'flatten', 'cancel-order']);
 
 /** RPC client for one worker host. */
 export class ActorClient {
@@ -65,7 +65,7 @@ export class ActorClient {
       clearTimeout(p.timer);
       // Handed to the worker, an order may have reached the broker before it died: not "nothing
       // was sent" (503) but outcome unknown (504); a retry with the same key finds it or places it.
-      p.reject(p.mayExecute && !unsent.has(id) ? new AppError('BROKER_TIMEOUT', `${reason} before it answered: the order may have reached the broker`) : err);
+      p.reject(p.mayExecute && !unsent.has(id) ? new AppError('BROKER_TIMEOUT', `${reason} before it answered: ${p.mayExecute} may have reached the broker`) : err);
     }
     this.pending.clear();
     this.outbox = [];
@@ -85,7 +85,7 @@ export class ActorClient {
       const timer = setTimeout(() => {
         if (this.pending.delete(id)) reject(new AppError('BROKER_TIMEOUT', `actor request ${req.type} did not complete within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer, cancelled, mayExecute: EFFECTFUL.has(req.type) });
+      this.pending.set(id, { resolve, reject, timer, cancelled, mayExecute: req.type === 'place-order' ? 'the order' : EFFECTFUL.has(req.type) ? 'the request' : false });
       this.outbox.push({ id, connectionId, req });
       if (!this.flushing) {
         this.flushing = true;

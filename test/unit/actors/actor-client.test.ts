@@ -19,7 +19,7 @@ async function answer(connectionId, req) {
     await new Promise((r) => setTimeout(r, Number(req.clOrdId) % 7));
     return { ok: true, value: req.clOrdId };
   }
-  if (req.type === 'positions') return new Promise(() => {});
+  if (req.type === 'positions' || req.type === 'cancel-order') return new Promise(() => {});
   if (req.type === 'flatten') { setTimeout(() => process.exit(3), 20); return new Promise(() => {}); }
   return { ok: false, error: { code: 'SYMBOL_MISMATCH', message: 'holds NQZ6', retryable: false, extensions: { held: ['NQZ6'] } } };
 }
@@ -72,11 +72,14 @@ test('a call past its deadline is BROKER_TIMEOUT', async () => {
 test('when the worker dies a pending read rejects BROKER_UNAVAILABLE (retryable), a handed-over flatten BROKER_TIMEOUT (outcome unknown), and later calls fail fast', async () => {
   const c = client(10_000);
   const hanging = c.request('c1', { type: 'positions', accountId: 'a' }).catch((e: unknown) => e);
+  const cancel = c.request('c1', { type: 'cancel-order', accountId: 'a', orderId: '7' } as never).catch((e: unknown) => e);
   const killer = c.request('c1', { type: 'flatten', accountId: 'a' }).catch((e: unknown) => e);
-  const [a, b] = (await Promise.all([hanging, killer])) as AppError[];
+  const [a, x, b] = (await Promise.all([hanging, cancel, killer])) as AppError[];
   expect(a!.code).toBe('BROKER_UNAVAILABLE');
   expect(b!.code).toBe('BROKER_TIMEOUT');
-  expect(b!.message).toMatch(/may have reached the broker/);
+  expect(b!.message).toMatch(/the request may have reached the broker/);
+  // A cancel handed over may have been sent too: not "nothing sent".
+  expect(x!.code).toBe('BROKER_TIMEOUT');
   expect(c.alive).toBe(false);
   const later = (await c.request('c1', { type: 'accounts' }).catch((e: unknown) => e)) as AppError;
   expect(later.code).toBe('BROKER_UNAVAILABLE');
