@@ -9,6 +9,7 @@
  * event can slip between the snapshot and the subscription.
  */
 import { z } from 'zod';
+import { printable } from '../domain/plain-text.js';
 import type { ActorGateway } from '../actors/protocol.js';
 import type { ConnectionStatus } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
@@ -60,10 +61,10 @@ export function bridgeActorEvents(gateway: Pick<ActorGateway, 'onEvent'>, store:
 }
 
 /** The `gap` message of a resume that cannot be exact (GapMessage). */
-function gapMessage(lastId: number, ts: number): GapMessage {
+function gapMessage(lastId: string, ts: number): GapMessage {
   return {
     type: 'gap',
-    lastEventId: String(lastId),
+    lastEventId: printable(lastId, 32),
     ts,
     detail:
       'messages after this Last-Event-ID are no longer kept (a client far behind, or a service restart): the snapshots give every ' +
@@ -137,13 +138,15 @@ export function openHealthStream(
   }
   if (!handle.open) return;
   // The header, or `?lastEventId=` (EventSource polyfills that cannot set headers on a reconnect).
-  const lastId = parseLastEventId(headers['last-event-id'] ?? lastEventIdParam);
+  const lastIdText = headers['last-event-id'] ?? lastEventIdParam;
+  const lastId = parseLastEventId(lastIdText);
   let frames = lastId !== undefined ? hub.resume(auth.userId, lastId) : undefined;
   if (frames && deps.resumeNotices) frames.push(...deps.resumeNotices(auth.userId, deps.store.connections.listByUser(auth.userId).map((c) => c.id)));
   if (!frames) {
     const id = hub.currentId(auth.userId);
     frames = deps.store.connections.listByUser(auth.userId).map((c) => formatSseEvent(id, snapshot(deps, c)));
-    if (lastId !== undefined) frames.unshift(formatSseEvent(id, gapMessage(lastId, deps.clock())));
+    // Any id given (a garbled one too) means the client had messages: say what it may have missed.
+    if (lastIdText !== undefined) frames.unshift(formatSseEvent(id, gapMessage(lastIdText, deps.clock())));
   }
 
   handle.finished = true;

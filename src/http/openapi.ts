@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import { PROBLEMS, problemType, type ProblemCode } from '../domain/problems.js';
 import { GUARD_NAMES } from '../domain/guards.js';
+import { WWW_AUTHENTICATE } from './respond.js';
 import { buildGuide, type GuideSection } from './openapi-guide.js';
 import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
 import type { RouteDef } from './route-types.js';
@@ -199,6 +200,7 @@ function operation(route: RouteDef<any, any>): Json {
   for (const [status, res] of Object.entries(responses)) {
     if (Object.keys(rateHeaders).length && !uncounted.has(Number(status))) res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), ...rateHeaders };
     if (status === '429' || status === '503' || status === '409') res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), 'Retry-After': { $ref: '#/components/headers/Retry-After' } };
+    if (status === '401') res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), 'WWW-Authenticate': { description: `${WWW_AUTHENTICATE} (RFC 9110)`, schema: { type: 'string' } } };
   }
   op['responses'] = { ...responses, default: DEFAULT_RESPONSE };
   return op;

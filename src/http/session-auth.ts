@@ -169,13 +169,16 @@ export class SignInThrottle {
     if (many) throw new AppError('RATE_LIMITED', 'Too many sign-ins from this address; wait before trying again', {}, many.retryAfterSeconds);
     const mine = this.pending.get(address) ?? 0;
     if (mine >= SIGN_IN_PENDING_PER_ADDRESS) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once from this address; retry in a moment', {}, 1);
-    if (this.checking >= SIGN_IN_CONCURRENCY && this.waiting.length >= SIGN_IN_QUEUE) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
+    // An address the name was signed in from goes ahead of the queue, full or not: a flood from
+    // many other addresses cannot keep a user out from where they usually sign in.
+    const known = this.knows(nameKey, address, this.clock());
+    if (!known && this.checking >= SIGN_IN_CONCURRENCY && this.waiting.length >= SIGN_IN_QUEUE) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
     this.attemptsByAddress.hit(address, this.clock());
     this.pending.set(address, mine + 1);
     try {
       if (this.checking >= SIGN_IN_CONCURRENCY) {
         // The slot is handed over by the finishing check (checking stays counted), so no one jumps the queue.
-        await new Promise<void>((resolve) => this.waiting.push(resolve));
+        await new Promise<void>((resolve) => (known ? this.waiting.unshift(resolve) : this.waiting.push(resolve)));
       } else {
         this.checking++;
       }

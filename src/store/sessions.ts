@@ -90,24 +90,49 @@ export function beyondNewest(rows: SessionRow[], keep: number): SessionRow[] {
   return [...rows].sort((a, b) => b.lastSeenAt - a.lastSeenAt || b.createdAt - a.createdAt).slice(keep);
 }
 
-/** Decides when a session's use is written: at most once per SESSION_TOUCH_MS per session. */
-export function sessionTouches(): { due(r: SessionRow, now: number): boolean; forget(digest: string): void } {
-  const last = new Map<string, number>();
+/**
+ * A session's use in this process: every use is remembered here at once (so the idle clock and
+ * "least recently used" count from the last request, not from the last write), and written at
+ * most once per SESSION_TOUCH_MS per session (what other processes and nodes see).
+ */
+export interface SessionTouches {
+  /** The row with the last use this process saw, when that is later than the stored one. */
+  current(r: SessionRow): SessionRow;
+  /** Records a use at `now` of the row as stored; true when it is due to be written. */
+  due(stored: SessionRow, now: number): boolean;
+  forget(digest: string): void;
+}
+
+export function sessionTouches(): SessionTouches {
+  const written = new Map<string, number>();
+  const seen = new Map<string, number>();
   return {
-    due(r, now) {
-      if (now - (last.get(r.digest) ?? r.lastSeenAt) < SESSION_TOUCH_MS) return false;
-      last.set(r.digest, now);
+    current(r) {
+      const at = seen.get(r.digest);
+      return at !== undefined && at > r.lastSeenAt ? { ...r, lastSeenAt: at } : r;
+    },
+    due(stored, now) {
+      seen.set(stored.digest, now);
+      if (now - (written.get(stored.digest) ?? stored.lastSeenAt) < SESSION_TOUCH_MS) return false;
+      written.set(stored.digest, now);
       return true;
     },
-    forget: (digest) => void last.delete(digest),
+    forget(digest) {
+      written.delete(digest);
+      seen.delete(digest);
+    },
   };
 }
 
 /** The session store over a shared context. */
 export function createSessionStore(ctx: StoreContext): SessionStore {
   const { sessions, sessionsByUser } = ctx.dbs;
-  const row = (digest: string): SessionRow | undefined => sessions.get(digest) as SessionRow | undefined;
   const touches = sessionTouches();
+  /** The stored row with this process's last use of it. */
+  const row = (digest: string): SessionRow | undefined => {
+    const r = sessions.get(digest) as SessionRow | undefined;
+    return r && touches.current(r);
+  };
   const removeRow = (r: SessionRow): void => {
     touches.forget(r.digest);
     sessions.remove(r.digest);
@@ -130,15 +155,16 @@ export function createSessionStore(ctx: StoreContext): SessionStore {
 
     lookup(secret) {
       const digest = sessionDigest(secret);
-      const r = digest === undefined ? undefined : row(digest);
+      const stored = digest === undefined ? undefined : (sessions.get(digest) as SessionRow | undefined);
+      const r = stored && touches.current(stored);
       const now = ctx.clock();
-      if (!r || !isLive(r, now)) return undefined;
-      if (touches.due(r, now)) {
+      if (!stored || !r || !isLive(r, now)) return undefined;
+      if (touches.due(stored, now)) {
         // Read-modify-write inside one transaction: a touch racing a sign-out can never
         // bring the revoked row back. Informational precision only, so not awaited.
         sessions
           .transaction(() => {
-            const cur = row(r.digest);
+            const cur = sessions.get(r.digest) as SessionRow | undefined;
             if (cur && cur.lastSeenAt < now) sessions.put(r.digest, { ...cur, lastSeenAt: now });
           })
           .catch((err: unknown) => ctx.logger?.warn({ err, sessionId: r.id }, 'recording session use failed'));
@@ -201,7 +227,7 @@ export function createSessionStore(ctx: StoreContext): SessionStore {
       const now = ctx.clock();
       const dead: SessionRow[] = [];
       for (const { value } of sessions.getRange()) {
-        const r = value as SessionRow;
+        const r = touches.current(value as SessionRow);
         if (!isLive(r, now)) dead.push(r);
       }
       if (dead.length === 0) return 0;

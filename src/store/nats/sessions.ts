@@ -43,10 +43,11 @@ export function createNatsSessionStore(ctx: NatsStoreContext): SessionStore {
 
     lookup(secret) {
       const digest = sessionDigest(secret);
-      const r = digest === undefined ? undefined : mirror.get<SessionRow>(PREFIX + digest);
+      const stored = digest === undefined ? undefined : mirror.get<SessionRow>(PREFIX + digest);
+      const r = stored && touches.current(stored);
       const now = ctx.clock();
-      if (!r || !isLive(r, now)) return undefined;
-      if (touches.due(r, now)) {
+      if (!stored || !r || !isLive(r, now)) return undefined;
+      if (touches.due(stored, now)) {
         const touch = mirror.mutate(PREFIX + r.digest, (current) => {
           const cur = current as SessionRow | undefined;
           return { next: cur && cur.lastSeenAt < now ? { ...cur, lastSeenAt: now } : undefined, result: undefined };
@@ -60,7 +61,7 @@ export function createNatsSessionStore(ctx: NatsStoreContext): SessionStore {
       const now = ctx.clock();
       for (const digest of byUser.get(userId) ?? []) {
         const r = mirror.get<SessionRow>(PREFIX + digest);
-        if (r?.id === sessionId) return isLive(r, now);
+        if (r?.id === sessionId) return isLive(touches.current(r), now);
       }
       return false;
     },
@@ -71,7 +72,10 @@ export function createNatsSessionStore(ctx: NatsStoreContext): SessionStore {
     },
 
     async keepNewest(userId, keep) {
-      const rows = [...(byUser.get(userId) ?? [])].flatMap((digest) => mirror.get<SessionRow>(PREFIX + digest) ?? []);
+      const rows = [...(byUser.get(userId) ?? [])].flatMap((digest) => {
+        const r = mirror.get<SessionRow>(PREFIX + digest);
+        return r ? [touches.current(r)] : [];
+      });
       const ended: string[] = [];
       for (const r of beyondNewest(rows, keep)) if (await remove(r.digest)) ended.push(r.id);
       return ended;
@@ -86,7 +90,9 @@ export function createNatsSessionStore(ctx: NatsStoreContext): SessionStore {
     async sweep() {
       const now = ctx.clock();
       let n = 0;
-      for (const r of mirror.values<SessionRow>(PREFIX)) if (!isLive(r, now) && (await remove(r.digest, (cur) => !isLive(cur, now)))) n++;
+      for (const r of mirror.values<SessionRow>(PREFIX)) {
+        if (!isLive(touches.current(r), now) && (await remove(r.digest, (cur) => !isLive(touches.current(cur), now)))) n++;
+      }
       return n;
     },
   };

@@ -163,15 +163,19 @@ describe('openHealthStream', () => {
   });
 
   it('says when a resume cannot be exact: a gap message before the fresh snapshots, so a client knows guard and alert messages were missed', () => {
-    const w = streamWorld();
+    const w = streamWorld(20);
     const first = w.hub.currentId('alice');
     // Far more messages than the stream keeps.
     for (let i = 0; i < 2000; i++) w.hub.publish('alice', { type: 'guard', connectionId: 'c1', accountId: '7', guard: 'kill_switch', action: i % 2 ? 'unlocked' : 'locked', ts: 6, detail: 'k' });
     const resumed = data(w.open({ 'last-event-id': String(first + 1) }));
     expect(resumed[0]).toMatchObject({ type: 'gap', lastEventId: String(first + 1), detail: expect.stringMatching(/no longer kept/) });
     expect(resumed.slice(1).map((m) => m.type)).toEqual(['snapshot', 'snapshot', 'snapshot']);
-    // A first open (no id) has no gap to report.
+    // A first open (no id) has no gap to report; a garbled id is one the client had.
     expect(data(w.open()).map((m) => m.type)).toEqual(['snapshot', 'snapshot', 'snapshot']);
+    for (const garbled of ['abc', '-5', '12345678901234567']) {
+      expect(data(w.open({ 'last-event-id': garbled }))[0], garbled).toMatchObject({ type: 'gap', lastEventId: garbled });
+      expect(data(w.open({}, garbled))[0], garbled).toMatchObject({ type: 'gap', lastEventId: garbled });
+    }
   });
 
   it('refuses a stream past the per-key cap before writing anything', () => {

@@ -122,6 +122,7 @@ describe('buildOpenApiDocument', () => {
     const params = (sse.parameters as { name: string; in: string }[]).map((p) => `${p.in}:${p.name}`);
     expect(params).toEqual(expect.arrayContaining(['header:Last-Event-ID', 'query:lastEventId']));
     expect(sse.responses['429'].description).toMatch(/TOO_MANY_STREAMS/);
+    expect(sse.responses['401'].headers).toHaveProperty('WWW-Authenticate');
   });
 
   it('keeps both entries of a status a route lists twice (its own 409 and a shared one)', () => {

@@ -162,6 +162,23 @@ describe('sign-in throttle', () => {
     await expect(th.attempt('10.0.0.1', 'eve', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
   });
 
+  it('lets an address the name was signed in from ahead of a queue that a flood from many addresses keeps full', async () => {
+    const th = new SignInThrottle(() => 0);
+    expect(await th.attempt('10.0.0.1', 'demo', passing)).toBe('user');
+    const gates: (() => void)[] = [];
+    const slow = () => new Promise<null>((resolve) => gates.push(() => resolve(null)));
+    // Many addresses, one or two each, fill every slot and the queue.
+    const flood = Array.from({ length: SIGN_IN_CONCURRENCY + SIGN_IN_QUEUE }, (_, i) => th.attempt(`10.66.${i}.1`, `x${i}`, slow).catch(() => 'refused'));
+    await expect(th.attempt('10.77.0.1', 'demo', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    const owner = th.attempt('10.0.0.1', 'demo', passing);
+    await new Promise((r) => setTimeout(r, 0));
+    // One check ends: the owner's runs next, before the 16 waiting.
+    gates.shift()!();
+    expect(await owner).toBe('user');
+    while (gates.length > 0 || (await new Promise((r) => setTimeout(r, 0)), gates.length > 0)) gates.shift()?.();
+    await Promise.all(flood);
+  });
+
   it('limits an IPv6 client by its /64: it cannot step around the limits with the addresses it is given', async () => {
     const th = new SignInThrottle(() => 0);
     for (let i = 0; i < SIGN_IN_FAILURES_PER_ADDRESS; i++) await th.attempt(`2001:db8:1:2::${(i + 1).toString(16)}`, `name${i}`, failing);
