@@ -179,6 +179,11 @@ export async function placeOrder(ctx: ActorContext, req: PlaceOrderRequest): Pro
 }
 
 async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<PlaceOrderResult> {
+  // An order that arrives while the account is being flattened goes after the flatten: sent in
+  // between, the flatten's liquidation would close it too (a strategy's close and its next entry,
+  // sent a moment apart, ended flat while both were answered as done).
+  const flattening = ctx.flattening.get(req.accountId);
+  if (flattening) await flattening.catch(() => undefined);
   ctx.conn.requireConnected();
   const account = ctx.model.account(req.accountId);
   const existing = ctx.model.findByClOrdId(req.accountId, req.clOrdId);

@@ -63,7 +63,9 @@ export function placeOrderBody(req: NewOrder, account: AccountRef): Record<strin
  */
 export function placeOsoBody(req: NewOrder, account: AccountRef, tp: number | null, sl: number | null): Record<string, unknown> {
   const exit = exitActionOf(req.side);
-  const tif = TIF_TO_BROKER[req.timeInForce === 'ioc' || req.timeInForce === 'fok' ? 'gtc' : req.timeInForce];
+  // Protective legs are good till cancelled whatever the entry's time in force: a day leg expires
+  // at the session's close and leaves the position it protects open overnight with no stop.
+  const tif = TIF_TO_BROKER.gtc;
   const legs: Record<string, unknown>[] = [];
   if (tp !== null) legs.push({ action: exit, orderType: 'Limit', price: tp, timeInForce: tif });
   if (sl !== null) legs.push({ action: exit, orderType: 'Stop', stopPrice: sl, timeInForce: tif });
@@ -137,7 +139,8 @@ export function replaceLegBody(leg: OrderRecord, account: AccountRef): Record<st
     symbol: leg.symbol,
     orderQty: leg.qty - leg.filledQty,
     orderType: ORDER_TYPE_TO_BROKER[leg.type],
-    timeInForce: TIF_TO_BROKER[leg.timeInForce],
+    // Good till cancelled, as every protective leg (placeOsoBody).
+    timeInForce: TIF_TO_BROKER.gtc,
     isAutomated: true,
   };
   if (leg.price !== null) body.price = leg.price;

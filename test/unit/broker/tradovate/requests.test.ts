@@ -34,6 +34,10 @@ test('placeoso: bracket1 is the take-profit Limit, bracket2 the stop-loss Stop, 
   expect(body.isAutomated).toBe(true);
   const slOnly = placeOsoBody(base, acct, null, 4980);
   expect(slOnly.bracket1).toMatchObject({ orderType: 'Stop', stopPrice: 4980 });
+  // A day entry's legs are still good till cancelled: a day leg would expire at the close and leave the position without a stop.
+  const day = placeOsoBody({ ...base, timeInForce: 'day' }, acct, 5010, 4990);
+  expect(day.timeInForce).toBe('Day');
+  expect([day.bracket1, day.bracket2]).toEqual([expect.objectContaining({ timeInForce: 'GTC' }), expect.objectContaining({ timeInForce: 'GTC' })]);
   expect(slOnly).not.toHaveProperty('bracket2');
 });
 

@@ -23,6 +23,24 @@ describe('flatten', () => {
     expect(ctx.model.positions(ACCOUNT)).toEqual([]);
   });
 
+  it('an order that arrives while the flatten runs goes after it, so its liquidation does not close that order too (a close and the next entry a moment apart)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    const liquidation = broker.hold('order/liquidateposition');
+    const flattened = flatten(ctx, request());
+    await liquidation.reached;
+    const entry = placeOrder(ctx, newOrder({ orderType: 'market', price: undefined } as never));
+    await new Promise((r) => setTimeout(r, 20));
+    // Not sent while the liquidation is on its way.
+    expect(broker.bodies('order/placeorder')).toEqual([]);
+    liquidation.release();
+    await flattened;
+    await entry;
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+    expect(broker.sent.map((s) => s.endpoint).filter((e) => e !== 'contract/find' && e !== 'contract/item')).toEqual(['order/liquidateposition', 'order/placeorder']);
+  });
+
   it('with a symbol the account does not hold (while it holds another), refuses with SYMBOL_MISMATCH and touches nothing', async () => {
     const { broker, ctx } = fakeActorContext();
     const held = broker.addOrder({ qty: 1 });

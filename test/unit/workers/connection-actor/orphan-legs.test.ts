@@ -73,8 +73,8 @@ describe('orphaned bracket legs', () => {
     await pause(GRACE_MS * 5);
     expect(s.broker.bodies('order/cancelorder')).toEqual([]);
     expect(s.broker.bodies('order/modifyorder')).toEqual([
-      { orderId: Number(placed.legs!.takeProfit!.orderId), orderQty: 1, orderType: 'Limit', price: 5010, timeInForce: 'Day', isAutomated: true },
-      { orderId: Number(placed.legs!.stopLoss!.orderId), orderQty: 1, orderType: 'Stop', stopPrice: 4990, timeInForce: 'Day', isAutomated: true },
+      { orderId: Number(placed.legs!.takeProfit!.orderId), orderQty: 1, orderType: 'Limit', price: 5010, timeInForce: 'GTC', isAutomated: true },
+      { orderId: Number(placed.legs!.stopLoss!.orderId), orderQty: 1, orderType: 'Stop', stopPrice: 4990, timeInForce: 'GTC', isAutomated: true },
     ]);
     expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => [o.role, o.qty])).toEqual([['take_profit', 1], ['stop_loss', 1]]);
     expect(s.events).toHaveLength(1);
