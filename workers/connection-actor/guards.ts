@@ -128,12 +128,14 @@ export class GuardKeeper {
     return contractId;
   }
 
-  /** The first guard the order breaks (exits never do); `live`: a real order, which runs the P&L check first. */
+  /** The first guard the order breaks (exits never do, unless they carry legs); `live`: a real order, which runs the P&L check first. */
   private refusalOf(req: Omit<PlaceOrderRequest, 'type' | 'clOrdId'>, contractId: number, live: boolean): GuardRefusal | null {
     const state = this.accounts.get(req.accountId);
     const narrowing = req.narrowing ?? [];
     const contract = this.exposure.contract(req.accountId, contractId);
-    if (isExit(contract, req.side, req.qty)) return null;
+    // An exit with a take-profit or stop-loss is no exit: once it has closed the position, its
+    // legs open a new one when they fire (a locked account could otherwise reverse through one).
+    if (isExit(contract, req.side, req.qty) && !req.takeProfit && !req.stopLoss) return null;
     if (state) {
       this.expire(req.accountId, state);
       if (live) this.checkPnl(req.accountId);

@@ -120,7 +120,7 @@ const FLATTEN_OWED_NO_ACTOR =
 
 const GUARDS_DOC =
   'Entries that break a guard are refused with 403 RISK_GUARD naming the guard (`guard`), its limit (`limit`) and the value the order ' +
-  'would have reached (`value`); nothing reaches the broker. Exits (orders that only reduce the position, counting working orders), ' +
+  'would have reached (`value`); nothing reaches the broker. Exits (orders that only reduce the position, counting working orders, and carry no take-profit or stop-loss), ' +
   'cancels and flatten are never refused. The actor of the account’s connection enforces them against the broker’s live positions and ' +
   'working orders, one order after the other, so a burst of alerts cannot overshoot a limit.';
 

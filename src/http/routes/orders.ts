@@ -82,7 +82,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     description:
       'Resolves the symbol (any accepted form) and checks prices against the contract tick before anything reaches the broker. ' +
       'Send an Idempotency-Key to make retries safe: the same key within 24 h replays the first response and never places a second order. ' +
-      'An entry that breaks one of the account’s risk guards (or the key’s narrowing of them) is refused with 403 RISK_GUARD; exits never are. ' +
+      'An entry that breaks one of the account’s risk guards (or the key’s narrowing of them) is refused with 403 RISK_GUARD; exits never are (an exit with a take-profit or stop-loss counts as an entry: its legs would open a new position). ' +
       '`?dryRun=true` validates and returns the plan without sending anything; while the connection is CONNECTED it also asks the ' +
       'risk guards, and an order they would refuse is 403 RISK_GUARD as the real one (`guardsChecked` says whether they were asked).',
     tags: ['orders'],

@@ -169,6 +169,8 @@ describe('GuardKeeper.admit', () => {
     broker.fill(Number(entry.order.orderId), 2, 5000);
     await keeper.lock(ACCOUNT, false);
     expect((await rejected(placeOrder(ctx, newOrder()))).extensions).toMatchObject({ guard: 'kill_switch', limit: null });
+    // An exit carrying a bracket is an entry: its legs would open a new position once it has closed this one.
+    expect((await rejected(placeOrder(ctx, newOrder({ side: 'sell', qty: 2, takeProfit: { price: 4990 }, stopLoss: { price: 5010 } })))).extensions).toMatchObject({ guard: 'kill_switch' });
     const exit = await placeOrder(ctx, newOrder({ side: 'sell', qty: 2 }));
     expect(exit.order.side).toBe('sell');
     // Both lots are covered by the working exit: one more sell would open a short — an entry.
