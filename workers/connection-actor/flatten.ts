@@ -11,7 +11,7 @@ import { outstandingOrders, placementsSettled } from './place.js';
 import { forgetOwedLegs } from './cancel.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
-import { contractName, isFinal } from '../../src/broker/tradovate/order-records.js';
+import { contractName, isFinal, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, liquidatePositionBody } from '../../src/broker/tradovate/requests.js';
 import type { FlattenRequest, FlattenResult } from '../../src/actors/protocol.js';
 
@@ -27,6 +27,11 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
     }
   }
   return tracked(ctx.flattening, req.accountId, onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account)));
+}
+
+/** Whether an order ended (rejected, cancelled, expired) without a fill. */
+function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
+  return isFinal(ctx.mirror, orderId) && ctx.mirror.get('order', orderId)?.ordStatus !== 'Filled';
 }
 
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {
@@ -57,28 +62,41 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
 
   const outcomes: FlattenResult['positions'] = [];
+  const liquidations = new Map<string, number>();
   for (const p of ctx.model.openPositionEntities(req.accountId)) {
     const symbol = contractName(ctx.mirror, p.contractId) ?? String(p.contractId);
     if (!inScope(symbol)) continue;
     const closedQty = Math.abs(Number(p.netPos));
     try {
-      checkAnswer(
+      const answer = checkAnswer(
         'liquidateposition',
         await ctx.conn.send('order/liquidateposition', liquidatePositionBody(account.id, p.contractId), { kind: 'order' }),
-      );
+      ) as { orderId?: unknown };
       outcomes.push({ symbol, closedQty, status: 'liquidated' });
+      if (typeof answer?.orderId === 'number') liquidations.set(symbol, answer.orderId);
     } catch (err) {
       outcomes.push({ symbol, closedQty: 0, status: 'failed', detail: err instanceof Error ? err.message : String(err) });
     }
   }
   const contracts = outcomes.filter((o) => o.status === 'liquidated').map((o) => o.symbol);
+  // Flat, or its liquidation order ended without filling (the broker rejected it: a closed market).
+  const settled = (s: string, open: readonly string[]) => !open.includes(s) || (liquidations.has(s) && endedUnfilled(ctx, liquidations.get(s)!));
   const flat = await ctx.mirror.waitFor(() => {
     const open = ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
-    return contracts.every((s) => !open.includes(s)) ? true : undefined;
+    return contracts.every((s) => settled(s, open)) ? true : undefined;
   }, ctx.settleMs);
-  if (!flat) {
-    const open = new Set(ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId)));
-    for (const o of outcomes) if (o.status === 'liquidated' && open.has(o.symbol)) o.detail = 'liquidation sent; position not yet flat';
+  const open = new Set(ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId)));
+  for (const o of outcomes) {
+    if (o.status !== 'liquidated' || !open.has(o.symbol)) continue;
+    const id = liquidations.get(o.symbol);
+    if (id !== undefined && endedUnfilled(ctx, id)) {
+      // Not closed: the lock that asked for it runs it again, and the position has lost its protective orders meanwhile.
+      const reason = rejectReasonOf(ctx.mirror, id) ?? ctx.mirror.get('order', id)?.ordStatus ?? 'ended';
+      Object.assign(o, { status: 'failed', closedQty: 0, detail: `the broker did not fill the liquidation (${String(reason)}): the position is still open` });
+      const detail = `the ${o.symbol} position is open without protective orders: the flatten cancelled them and the broker did not fill its liquidation (${String(reason)}); close or protect it`;
+      ctx.logger.error({ accountId: req.accountId, symbol: o.symbol }, 'flatten left the position open');
+      ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId: req.accountId, orderId: String(id), ts: Date.now(), detail });
+    } else if (!flat) o.detail = 'liquidation sent; position not yet flat';
   }
   const outstanding = outstandingOrders(ctx, req.accountId);
   return { cancelledOrderIds: cancelled, positions: outcomes, ...(outstanding > 0 && { outstandingOrders: outstanding }), brokerMs: since(t0) };

@@ -41,6 +41,17 @@ describe('flatten', () => {
     expect(broker.sent.map((s) => s.endpoint).filter((e) => e !== 'contract/find' && e !== 'contract/item')).toEqual(['order/liquidateposition', 'order/placeorder']);
   });
 
+  it('a liquidation the broker rejects (a closed market) is failed, not liquidated, and the position left without its stops is alerted', async () => {
+    const { broker, ctx, events } = fakeActorContext();
+    const b = await placeOrder(ctx, newOrder({ qty: 1, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    broker.fill(Number(b.order.orderId), 1, 5000);
+    broker.handlers['order/liquidateposition'] = () => ({ orderId: broker.addOrder({ action: 'Sell', orderType: 'Market', ordStatus: 'Rejected' }) });
+    const r = await flatten(ctx, request());
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', detail: expect.stringMatching(/did not fill the liquidation .*still open/) }]);
+    expect(events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/ESZ6 position is open without protective orders/) });
+    expect(ctx.model.positions(ACCOUNT)).toHaveLength(1);
+  });
+
   it('with a symbol the account does not hold (while it holds another), refuses with SYMBOL_MISMATCH and touches nothing', async () => {
     const { broker, ctx } = fakeActorContext();
     const held = broker.addOrder({ qty: 1 });
