@@ -45,6 +45,11 @@ export interface FlattenRequest {
    * left alone, and a symbol the account does not hold is nothing to do, not SYMBOL_MISMATCH.
    */
   symbolOnly?: boolean;
+  /**
+   * With symbolOnly: every month of `symbol`'s product (the exit named the product, `ES1!`, not a
+   * month): a position opened before the roll is still that strategy's position.
+   */
+  productOnly?: boolean;
   clOrdIdPrefix?: string;
 }
 

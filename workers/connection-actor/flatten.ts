@@ -5,6 +5,7 @@
  * contract's orders and position, whatever else the account holds.
  */
 import { AppError } from '../../src/domain/problems.js';
+import { contractRoot } from '../../src/domain/symbols.js';
 import { since, type ActorContext } from './context.js';
 import { tracked } from './in-flight.js';
 import { outstandingOrders, placementsSettled } from './place.js';
@@ -38,7 +39,8 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   const t0 = performance.now();
   await placementsSettled(ctx, req.accountId);
   const only = req.symbolOnly && req.symbol ? req.symbol : undefined;
-  const inScope = (symbol: string) => only === undefined || symbol === only;
+  const product = only !== undefined && req.productOnly ? contractRoot(only)?.root : undefined;
+  const inScope = (symbol: string) => only === undefined || symbol === only || (product !== undefined && contractRoot(symbol)?.root === product);
   forgetOwedLegs(ctx, req.accountId, inScope);
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
   // Entries first: cancelling one takes its suspended legs with it, saving a request per leg.

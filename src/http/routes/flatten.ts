@@ -5,12 +5,15 @@
  */
 import { AppError } from '../../domain/problems.js';
 import { flattenClOrdIdPrefix } from '../../domain/order-plan.js';
-import { resolveSymbol } from '../../domain/symbols.js';
+import { resolveSymbol, type SymbolForm } from '../../domain/symbols.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
 
 /** Runs a flatten on an owned account; resolves the symbol first (UNKNOWN_SYMBOL, no broker traffic). */
+/** Symbol forms that name a product, not a month (`ES`, `ES1!`, `ES!`, `CME_MINI:ES1!`): an exit of one closes every month of it. */
+const PRODUCT_FORMS: ReadonlySet<SymbolForm> = new Set(['root', 'continuous', 'bang', 'exchange-continuous']);
+
 export async function flattenAccount(
   deps: RouteDeps,
   ctx: RouteContext<unknown, unknown>,
@@ -19,10 +22,12 @@ export async function flattenAccount(
   opts?: { timeoutMs?: number; symbolOnly?: boolean },
 ) {
   let symbol: string | null = null;
+  let productNamed = false;
   if (symbolInput !== undefined) {
     const resolved = resolveSymbol(symbolInput, nowOf(deps));
     if (!resolved.ok) throw new AppError('UNKNOWN_SYMBOL', `Unknown symbol '${symbolInput}': ${resolved.reason}`, { symbol: symbolInput });
     symbol = resolved.contract;
+    productNamed = PRODUCT_FORMS.has(resolved.form);
   }
   requireActive(owned);
   const result = await callActor(
@@ -33,7 +38,7 @@ export async function flattenAccount(
       type: 'flatten',
       accountId: owned.account.id,
       symbol,
-      ...(opts?.symbolOnly && symbol !== null ? { symbolOnly: true } : {}),
+      ...(opts?.symbolOnly && symbol !== null ? { symbolOnly: true, ...(productNamed && { productOnly: true }) } : {}),
       clOrdIdPrefix: flattenClOrdIdPrefix(ctx.auth.userId, ctx.idempotencyKey),
     },
     opts,

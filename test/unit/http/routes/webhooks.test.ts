@@ -134,7 +134,10 @@ describe('POST /webhooks/:token flatten', () => {
     const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 40 }, marketPosition: 'flat' });
     expect(res.status).toBe(200);
     expect(webhookResponseSchema.parse(res.body)).toMatchObject({ action: 'flatten', order: null });
-    expect(w.gateway.calls.map((c) => c.req)).toEqual([expect.objectContaining({ type: 'flatten', accountId: '101', symbol: 'ESZ6', symbolOnly: true })]);
+    expect(w.gateway.calls.map((c) => c.req)).toEqual([expect.objectContaining({ type: 'flatten', accountId: '101', symbol: 'ESZ6', symbolOnly: true, productOnly: true })]);
+    // A month named is that month only.
+    await alert({ action: 'sell', symbol: 'ESZ6', qty: 1, marketPosition: 'flat' });
+    expect(w.gateway.calls.at(-1)!.req).not.toHaveProperty('productOnly');
   });
 
   it("an exit without a symbol closes the token's strategy's symbol, never the whole account", async () => {

@@ -4,7 +4,7 @@ import { flatten } from '../../../../workers/connection-actor/flatten.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { ACCOUNT, CONTRACT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 
-const request = (patch: { symbol?: string | null; symbolOnly?: boolean; clOrdIdPrefix?: string } = {}) => ({ type: 'flatten' as const, accountId: ACCOUNT, ...patch });
+const request = (patch: { symbol?: string | null; symbolOnly?: boolean; productOnly?: boolean; clOrdIdPrefix?: string } = {}) => ({ type: 'flatten' as const, accountId: ACCOUNT, ...patch });
 
 describe('flatten', () => {
   it('cancels every resting order, entries first, then liquidates every position', async () => {
@@ -86,6 +86,18 @@ describe('flatten', () => {
     expect(r).toMatchObject({ cancelledOrderIds: [], positions: [] });
     expect(broker.sent.filter((s) => s.endpoint !== 'order/placeorder')).toEqual([]);
     expect(ctx.model.positions(ACCOUNT)).toHaveLength(1);
+  });
+
+  it('an exit that named the product (ES1!) closes the position in another month of it: one opened before the roll', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    // ES1! resolves to March now; the position is in December.
+    expect(await flatten(ctx, request({ symbol: 'ESH7', symbolOnly: true }))).toMatchObject({ positions: [] });
+    expect(ctx.model.positions(ACCOUNT)).toHaveLength(1);
+    const r = await flatten(ctx, request({ symbol: 'ESH7', symbolOnly: true, productOnly: true }));
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
+    expect(ctx.model.positions(ACCOUNT)).toEqual([]);
   });
 
   it('symbol only of the held contract cancels its orders and closes its position', async () => {
