@@ -132,6 +132,15 @@ function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): Plac
     }
   }
   const order = ctx.model.record(id, req.symbol)!;
+  // The broker's order for this key is another request's (the same key sent with another side,
+  // quantity or contract after a 504, whose answer was not stored): not this one's answer.
+  if (order.side !== req.side || order.qty !== req.qty || order.symbol !== req.symbol) {
+    throw new AppError(
+      'IDEMPOTENCY_KEY_REUSED',
+      `this key's order at the broker (${order.orderId}: ${order.side} ${order.qty} ${order.symbol}) is not this request's; use a new key for a new order`,
+      { order },
+    );
+  }
   const result: PlaceOrderResult = { order, reconciled: true, brokerMs: 0 };
   if (order.role === 'entry' || hasBracket) result.legs = legsResult(ctx, order);
   return result;

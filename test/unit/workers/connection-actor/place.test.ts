@@ -27,6 +27,16 @@ describe('placeOrder: single orders', () => {
     expect(retry).toMatchObject({ reconciled: true, brokerMs: 0, order: { orderId: first.order.orderId } });
   });
 
+  it('the key’s order at the broker is not the answer of another request under that key (after a 504 no answer was stored): IDEMPOTENCY_KEY_REUSED, nothing sent', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const first = await placeOrder(ctx, newOrder({ qty: 1, clOrdId: 'tg-k-same' }));
+    for (const other of [newOrder({ qty: 2, clOrdId: 'tg-k-same' }), newOrder({ qty: 1, side: 'sell', clOrdId: 'tg-k-same' })]) {
+      const err = await rejected(placeOrder(ctx, other));
+      expect(err).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', extensions: { order: { orderId: first.order.orderId } } });
+    }
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+  });
+
   it('an order the broker has but tradegate never noted (a timed-out first attempt, a crash) answers with what the request says', async () => {
     const { broker, ctx } = fakeActorContext();
     const req = newOrder({ clientOrderId: 'mine', takeProfit: { price: 5010 }, stopLoss: { price: 4990 } });
