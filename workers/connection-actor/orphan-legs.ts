@@ -91,6 +91,30 @@ export class OrphanLegs {
     this.pending.set(accountId, timer);
   }
 
+  /**
+   * A partial exit still working (a resting limit) whose position went flat or shrank below it
+   * meanwhile (its stop hit, another exit) would open the other way when it fills: cancelled.
+   */
+  private async cancelStaleExits(accountId: string): Promise<void> {
+    for (const order of this.ctx.model.workingOrders(accountId)) {
+      const id = Number(order.orderId);
+      if (!this.ctx.model.noteOf(id)?.reduceOnly || isFinal(this.ctx.mirror, id)) continue;
+      const net = this.ctx.model.netPosition(accountId, order.symbol);
+      const open = order.qty - order.filledQty;
+      if ((order.side === 'sell' ? net : -net) >= open) continue;
+      try {
+        checkAnswer('cancelorder', await this.ctx.conn.send('order/cancelorder', cancelOrderBody(id), { kind: 'order' }));
+      } catch (err) {
+        if (!isFinal(this.ctx.mirror, id)) this.ctx.logger.error({ err, orderId: order.orderId, accountId }, 'partial exit could not be cancelled');
+        continue;
+      }
+      const now = net === 0 ? 'flat' : `${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
+      const detail = `partial exit ${order.orderId} (${order.side} ${open} ${order.symbol}) cancelled: the position it was to reduce is ${now} now, and it would have opened one the other way`;
+      this.ctx.logger.warn({ orderId: order.orderId, accountId }, 'partial exit cancelled');
+      this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: order.orderId, ts: Date.now(), detail });
+    }
+  }
+
   /** What a sweep of the account would do now, leg by leg. */
   plan(accountId: string): LegAction[] {
     const working = this.ctx.model.workingOrders(accountId);
@@ -197,6 +221,7 @@ export class OrphanLegs {
         this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: u.entryId, ts: Date.now(), detail });
       }
     }
+    await this.cancelStaleExits(accountId);
     // One report per bracket: cancelling one leg may take its OCO sibling with it.
     const brackets = new Map<string, LegAction[]>();
     for (const action of this.plan(accountId)) {

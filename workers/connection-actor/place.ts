@@ -355,7 +355,7 @@ async function placeNew(ctx: ActorContext, req: PlaceOrderRequest, account: Enti
     const orderId = Number(d.orderId);
     if (!orderId) throw new AppError('BROKER_REJECTED', 'broker returned no order id', { brokerReason: 'no orderId' });
     hold?.bind(orderId);
-    ctx.model.note(orderId, note);
+    ctx.model.note(orderId, req.reduceOnly ? { ...note, reduceOnly: true } : note);
     const t1 = performance.now();
     await settle(ctx, orderId);
     return { order: recordOrThrow(ctx, req, orderId, 'single'), reconciled: false, brokerMs, settleMs: since(t1) };

@@ -17,6 +17,8 @@ export interface OrderNote {
   /** For an entry whose leg was re-placed: the current leg ids. */
   legs?: { takeProfit: string | null; stopLoss: string | null };
   rejectReason?: string | null;
+  /** A partial exit (a webhook's reduce-only order): it must never outlive the position it reduces. */
+  reduceOnly?: boolean;
 }
 
 const TYPE_FROM_BROKER: Record<string, OrderType> = { Market: 'market', Limit: 'limit', Stop: 'stop', StopLimit: 'stop_limit' };

@@ -23,6 +23,21 @@ async function filledBracket(s: ReturnType<typeof setup>) {
 }
 
 describe('orphaned bracket legs', () => {
+  it('a resting partial exit whose position went flat (its stop hit) is cancelled: filling, it would open the other way', async () => {
+    const s = setup();
+    const held = s.broker.addOrder({ qty: 2 });
+    s.broker.fill(held, 2, 5000);
+    const partial = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, price: 5008, reduceOnly: true } as never));
+    // An ordinary resting sell stays: it is the trader's own order, not a partial exit.
+    const own = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, price: 5020 }));
+    const stop = s.broker.addOrder({ action: 'Sell', orderType: 'Market' });
+    s.broker.fill(stop, 2, 4990);
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId))).toEqual([partial.order.orderId]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toEqual([own.order.orderId]);
+    expect(s.events).toEqual([expect.objectContaining({ type: 'bracket-alert', orderId: partial.order.orderId, detail: expect.stringMatching(/^partial exit \d+ \(sell 1 ESZ6\) cancelled: the position it was to reduce is flat now/) })]);
+  });
+
   it('a position closed by an ordinary opposite order gets its legs cancelled after the grace, with one bracket-alert', async () => {
     const s = setup();
     const placed = await filledBracket(s);
