@@ -108,7 +108,9 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const record = deps.store.connections.getForUser(userId, id);
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       refuseNarrowedKey(ctx.auth, 'delete connections');
-      const accountIds = deps.gateway.accounts(id).map((a) => a.id);
+      // Accounts another of the user's connections still serves (the same broker login added twice) keep their tokens.
+      const elsewhere = new Set(deps.store.connections.listByUser(userId).filter((c) => c.id !== id).flatMap((c) => deps.gateway.accounts(c.id).map((a) => a.id)));
+      const accountIds = deps.gateway.accounts(id).map((a) => a.id).filter((a) => !elsewhere.has(a));
       const login = record.broker === 'paper' && deps.paper ? deps.store.connections.credentials(id).name : undefined;
       // The record goes first: the sync of other processes' changes (connection-sync.ts) starts
       // any stored connection without an actor, so it must not see this one stopped but stored.

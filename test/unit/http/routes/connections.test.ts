@@ -144,4 +144,12 @@ describe('leaving FAILED and deleting', () => {
     expect(w.store.webhookTokens.getForUser(w.a.userId, record.id)?.inactiveReason).toBe(`its connection ${w.a.connectionId} was deleted`);
     expect((await callError(w, 'DELETE', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId } })).code).toBe('NOT_FOUND');
   });
+
+  it('DELETE of a second connection to the same broker login keeps the tokens of the accounts the first still serves', async () => {
+    const { record } = await w.store.webhookTokens.create({ userId: w.a.userId, name: 't', accountId: '101' });
+    const twin = await w.store.connections.create({ userId: w.a.userId, name: 'twin', broker: 'paper', environment: 'paper', restUrl: 'http://x', wsUrl: 'ws://x', credentials: { name: 'same', password: 'pw' } });
+    w.gateway.accountsOf.set(twin.id, w.gateway.accountsOf.get(w.a.connectionId)!.map((a) => ({ ...a, connectionId: twin.id })));
+    expect((await call(w, 'DELETE', '/connections/:id', { userId: w.a.userId, params: { id: twin.id } })).status).toBe(204);
+    expect(w.store.webhookTokens.getForUser(w.a.userId, record.id)?.inactiveReason ?? null).toBeNull();
+  });
 });
