@@ -195,6 +195,20 @@ export class OrderModel {
     return out;
   }
 
+  /** The working partial exits (reduce-only orders) of an account: notes first, so other orders cost no record. */
+  workingReduceOnly(accountId: string): OrderRecord[] {
+    const out: OrderRecord[] = [];
+    for (const id of this.live.get(Number(accountId)) ?? []) {
+      const note = this.notes.get(id);
+      if (!note?.reduceOnly) continue;
+      const o = this.mirror.get('order', id);
+      if (!o) continue;
+      const rec = toOrderRecord(this.mirror, o, note, undefined, this.noteById);
+      if (!FINAL_STATUSES.has(rec.status)) out.push(rec);
+    }
+    return out;
+  }
+
   /**
    * A page of workingOrders as JSON text, from records serialized once and kept until the
    * mirror changes: repeated reads of 150 orders cost a slice and a join, not 150 records.

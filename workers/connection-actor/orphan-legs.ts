@@ -96,9 +96,9 @@ export class OrphanLegs {
    * meanwhile (its stop hit, another exit) would open the other way when it fills: cancelled.
    */
   private async cancelStaleExits(accountId: string): Promise<void> {
-    for (const order of this.ctx.model.workingOrders(accountId)) {
+    for (const order of this.ctx.model.workingReduceOnly(accountId)) {
       const id = Number(order.orderId);
-      if (!this.ctx.model.noteOf(id)?.reduceOnly || isFinal(this.ctx.mirror, id)) continue;
+      if (isFinal(this.ctx.mirror, id)) continue;
       const net = this.ctx.model.netPosition(accountId, order.symbol);
       const open = order.qty - order.filledQty;
       if ((order.side === 'sell' ? net : -net) >= open) continue;
