@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials, type BrokerKind, type Environment } from '../domain/connections.js';
 import { checkQuota } from '../http/quotas.js';
+import { connectionWithLogin, loginTaken } from '../store/connections.js';
 import { AppError } from '../domain/problems.js';
 import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore, type StoreFlags } from './store-command.js';
 
@@ -108,6 +109,8 @@ export function run(argv: string[]): Promise<number> {
       const { user, record } = await withStore(values, async (store, config) => {
         const owner = resolveUser(store, values.user);
         checkQuota(store, config, owner.id, 'connections');
+        const taken = connectionWithLogin(store.connections, owner.id, { ...plan, name: plan.brokerUser });
+        if (taken) throw loginTaken(taken);
         const rec = await store.connections.create({
           userId: owner.id,
           name,

@@ -99,6 +99,50 @@ export function patchedConnection<R extends ConnectionRecord & { sealedCredentia
   };
 }
 
+/** What names a broker login: the broker, where it runs, and the user name there. */
+export interface BrokerLogin {
+  broker: BrokerKind;
+  environment: Environment;
+  restUrl: string;
+  /** The user name at the broker (`credentials.name`). */
+  name: string;
+}
+
+/** One key per broker login (user names compared without case, as brokers do). */
+export function brokerLoginKey(login: BrokerLogin): string {
+  return [login.broker, login.environment, login.restUrl.replace(/\/+$/, '').toLowerCase(), login.name.trim().toLowerCase()].join('\n');
+}
+
+/**
+ * The user's connection (other than `exceptId`) that already logs in as `login`, if any. Two
+ * connections to one login would each run an actor on the same accounts: the accounts listed
+ * twice, orders and guards split between two views of one position, and two broker sessions
+ * where Tradovate may end the older one.
+ */
+export function connectionWithLogin(store: Pick<ConnectionStore, 'listByUser' | 'credentials'>, userId: string, login: BrokerLogin, exceptId?: string): ConnectionRecord | undefined {
+  const key = brokerLoginKey(login);
+  return store.listByUser(userId).find((c) => {
+    if (c.id === exceptId || c.broker !== login.broker || c.environment !== login.environment) return false;
+    let name: string;
+    try {
+      name = store.credentials(c.id).name;
+    } catch {
+      // Credentials sealed under another key cannot be compared; that connection cannot log in either.
+      return false;
+    }
+    return brokerLoginKey({ ...c, name }) === key;
+  });
+}
+
+/** 409 CONFLICT naming the connection that already logs in as the same broker user. */
+export function loginTaken(existing: ConnectionRecord): AppError {
+  return new AppError(
+    'CONFLICT',
+    `Connection ${existing.id} (${existing.name}) already logs in as this ${existing.broker} ${existing.environment} user: one connection per broker login (a second would list its accounts twice); give that one new credentials or delete it first`,
+    { connectionId: existing.id },
+  );
+}
+
 /** Validates a new connection and builds its row, the credentials sealed under `sealer`. */
 export function newConnectionRow(input: NewConnection, createdAt: string, sealer: Sealer): ConnectionRow {
   checkConnectionName(input.name);

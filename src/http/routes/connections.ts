@@ -8,7 +8,7 @@ import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
 import { ReconnectThrottle } from '../reconnect-throttle.js';
 import { randomBase62 } from '../../store/crypto.js';
-import type { ConnectionRecord, NewConnection } from '../../store/connections.js';
+import { brokerLoginKey, connectionWithLogin, loginTaken, type ConnectionRecord, type NewConnection } from '../../store/connections.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import type { BrokerCredentials } from '../../domain/connections.js';
 import {
@@ -133,7 +133,8 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: 'Rename a connection or give it new broker credentials (restarts it with them)',
     description:
       'New credentials are merged into the stored ones (sealed, never returned) and the connection restarts with them at once, ' +
-      'whatever its status: the way out of FAILED after a password change. Watch the health stream for CONNECTED or FAILED.',
+      'whatever its status: the way out of FAILED after a password change. Watch the health stream for CONNECTED or FAILED. ' +
+      'A username another of your connections already logs in as (same broker and environment) is 409 CONFLICT naming it: one connection per broker login.',
     tags: ['connections'],
     body: updateConnectionBodySchema,
     responses: [{ status: 200, description: 'The connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT')],
@@ -145,6 +146,8 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       refuseNarrowedKey(ctx.auth, 'change connections');
       const given = ctx.req.body.credentials;
       const credentials = given ? mergedCredentials(deps.store.connections.credentials(id), given) : undefined;
+      const taken = credentials && connectionWithLogin(deps.store.connections, userId, { ...current, name: credentials.name }, id);
+      if (taken) throw loginTaken(taken);
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       if (credentials && !record.disabled) {
@@ -215,6 +218,13 @@ export async function startConnection(
   login?: { open(): Promise<void>; close(): Promise<void> },
 ): Promise<ConnectionRecord> {
   const gate = quotas(deps);
+  const brokerLogin = { ...input, name: input.credentials.name };
+  const existing = connectionWithLogin(deps.store.connections, userId, brokerLogin);
+  if (existing) throw loginTaken(existing);
+  // Taken before the first await: two concurrent adds of one login cannot both pass.
+  const starting = `${userId}\n${brokerLoginKey(brokerLogin)}`;
+  if (loginsStarting.has(starting)) throw new AppError('CONFLICT', `A connection for this ${input.broker} ${input.environment} user is being added: one connection per broker login`);
+  loginsStarting.add(starting);
   return gate.create(userId, 'connections', () =>
     gate.actor(async () => {
       await login?.open();
@@ -230,8 +240,11 @@ export async function startConnection(
         throw err;
       }
     }),
-  );
+  ).finally(() => loginsStarting.delete(starting));
 }
+
+/** Broker logins (`userId` + brokerLoginKey) whose connection is being added. */
+const loginsStarting = new Set<string>();
 
 /** The stored credentials with the given fields replaced (`username` is the broker's `name`). */
 export function mergedCredentials(stored: BrokerCredentials, given: NonNullable<UpdateConnectionBody['credentials']>): BrokerCredentials {

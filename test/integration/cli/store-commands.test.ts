@@ -276,6 +276,16 @@ describe('tradegate connections', () => {
     }
   });
 
+  it('refuses a second connection of the user to the same broker login (exit 1, naming the first)', async () => {
+    const again = await cli(['connections', 'add', '--user', 'alice', '--tradovate-demo', '--broker-user', 'JDOE'], 'another\n');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/already logs in as this tradovate demo user/);
+    const list = await cli(['connections', 'list', '--user', 'alice', '--json']);
+    expect((JSON.parse(list.stdout) as { broker: string }[]).filter((c) => c.broker === 'tradovate')).toHaveLength(1);
+    // The same user name on the live environment is another login.
+    expect((await cli(['connections', 'add', '--user', 'alice', '--tradovate-live', '--broker-user', 'jdoe'], 'pw\n')).code).toBe(0);
+  });
+
   it('requires exactly one broker choice, its details, and a Tradovate password on stdin', async () => {
     const [none, noUser, noPw] = await Promise.all([
       cli(['connections', 'add', '--user', 'alice']),

@@ -48,6 +48,39 @@ describe('POST /connections/tradovate', () => {
   });
 });
 
+describe('one connection per broker login', () => {
+  const add = (userId: string, body: Record<string, unknown>) => call(w, 'POST', '/connections/tradovate', { userId, body: { password: 'pw', ...body } });
+
+  it('refuses a second connection of the same user to the same Tradovate user (any case) with 409 CONFLICT naming the first', async () => {
+    const first = await add(w.a.userId, { environment: 'demo', username: 'Trader1' });
+    expect(first.status).toBe(201);
+    const err = await callError(w, 'POST', '/connections/tradovate', { userId: w.a.userId, body: { environment: 'demo', username: ' trader1', password: 'other' } });
+    expect(err.code).toBe('CONFLICT');
+    expect(err.extensions).toMatchObject({ connectionId: (first.body as { id: string }).id });
+    expect(w.store.connections.listByUser(w.a.userId).filter((c) => c.broker === 'tradovate')).toHaveLength(1);
+    // Another environment is another login; another user may hold the same one.
+    expect((await add(w.a.userId, { environment: 'live', username: 'trader1' })).status).toBe(201);
+    expect((await add(w.b.userId, { environment: 'demo', username: 'trader1' })).status).toBe(201);
+  });
+
+  it('lets one of two concurrent adds of the same login through', async () => {
+    const results = await Promise.allSettled([add(w.a.userId, { environment: 'demo', username: 'twice' }), add(w.a.userId, { environment: 'demo', username: 'twice' })]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(w.store.connections.listByUser(w.a.userId).filter((c) => c.broker === 'tradovate')).toHaveLength(1);
+    // Once both settled, the stored one holds the login.
+    expect((await callError(w, 'POST', '/connections/tradovate', { userId: w.a.userId, body: { environment: 'demo', username: 'twice', password: 'pw' } })).code).toBe('CONFLICT');
+  });
+
+  it('refuses new credentials that name a login another connection of the user holds; its own user name is fine', async () => {
+    const one = (await add(w.a.userId, { environment: 'demo', username: 'one' })).body as { id: string };
+    const two = (await add(w.a.userId, { environment: 'demo', username: 'two' })).body as { id: string };
+    const err = await callError(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: two.id }, body: { credentials: { username: 'ONE' } } });
+    expect(err).toMatchObject({ code: 'CONFLICT', extensions: { connectionId: one.id } });
+    expect(w.store.connections.credentials(two.id).name).toBe('two');
+    expect((await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: one.id }, body: { credentials: { username: 'one', password: 'new' } } })).status).toBe(200);
+  });
+});
+
 describe('DELETE /connections/:id', () => {
   it('stops the actor and deletes the owner’s connection; another user’s is 404 and untouched', async () => {
     const stopped: string[] = [];
