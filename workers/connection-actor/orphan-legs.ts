@@ -8,8 +8,10 @@
  * close by hand, a partial exit and a reversal in one order.
  *
  * When a position goes flat, changes side or shrinks, the account's legs in that contract are
- * swept, after a grace period (when a leg fills, the broker cancels or trims its OCO sibling
- * itself, a moment after the position update). Only legs of entries that are done (filled or
+ * swept: at once when the fill that moved it was not a leg's (an exit, a reversal, a close by
+ * hand: every moment its legs keep working, a stop could fire and open the other way), after a
+ * grace period when it was a leg's or is not known yet (the broker cancels or trims the leg's OCO
+ * sibling itself, a moment after the position update). Only legs of entries that are done (filled or
  * otherwise final, or re-placed legs) are looked at, and not those of an entry still filling:
  * - legs that cannot reduce the position (it is flat, or on their own side), and legs whose
  *   OCO sibling has filled and is done (the broker is about to cancel them), are cancelled;
@@ -40,8 +42,10 @@ const NEVER_PLACED = 'never placed';
 
 /** Keeps protective legs within the positions they protect. */
 export class OrphanLegs {
-  /** Accounts with a sweep pending (one timer per account, however many positions moved). */
-  private readonly pending = new Map<number, NodeJS.Timeout>();
+  /** Accounts with a sweep pending (one timer per account, however many positions moved), and when it runs. */
+  private readonly pending = new Map<number, { timer: NodeJS.Timeout; at: number }>();
+  /** Per account and contract (`accountId:contractId`) with fills since its position's last update: whether one was a protective leg's. */
+  private readonly legFilled = new Map<string, boolean>();
   /** Net quantity each position was last seen with: a sweep is due when it goes flat, changes side or shrinks. */
   private readonly nets = new Map<number, number>();
   /** Accounts whose next sweep follows a snapshot: it also looks for positions left unprotected. */
@@ -65,30 +69,53 @@ export class OrphanLegs {
       return;
     }
     const e = change.entity;
+    if (change.entityType === 'fill' && change.eventType === 'Created' && e) {
+      // Fills come before the position they move; a fill names its order, not its account.
+      const order = this.ctx.mirror.get('order', Number(e.orderId));
+      if (order && typeof order.accountId === 'number') {
+        const role = linkageOf(this.ctx.mirror, order).role;
+        const key = `${order.accountId}:${e.contractId}`;
+        this.legFilled.set(key, this.legFilled.get(key) === true || role === 'take_profit' || role === 'stop_loss');
+      }
+      return;
+    }
     if (change.entityType !== 'position' || !e || typeof e.accountId !== 'number') return;
     // A broker that deletes a closed position instead of zeroing it: flat all the same.
     const net = change.eventType === 'Deleted' ? 0 : Number(e.netPos ?? 0);
+    // The fills since the position's last update moved it; a position update before its fill is not blamed on the fill before.
+    const fillKey = `${e.accountId}:${e.contractId}`;
+    const byLeg = this.legFilled.get(fillKey) ?? true;
+    this.legFilled.delete(fillKey);
     const before = this.nets.get(e.id);
     if (change.eventType === 'Deleted') this.nets.delete(e.id);
     else this.nets.set(e.id, net);
     const shrank = before !== undefined && (Math.sign(before) !== Math.sign(net) || Math.abs(net) < Math.abs(before));
-    if (net === 0 || shrank) this.schedule(e.accountId);
+    if (net !== 0 && !shrank) return;
+    // Moved by a fill that is not a leg's: nothing for the broker's OCO to do, so no reason to wait.
+    this.schedule(e.accountId, byLeg ? this.graceMs : 0);
   }
 
   /** Stops pending sweeps (the actor is stopping). */
   stop(): void {
-    for (const timer of this.pending.values()) clearTimeout(timer);
+    for (const { timer } of this.pending.values()) clearTimeout(timer);
     this.pending.clear();
   }
 
-  private schedule(accountId: number): void {
-    if (this.pending.has(accountId)) return;
+  /** A sweep of the account in `delayMs` (or sooner, when one is due sooner already). */
+  private schedule(accountId: number, delayMs = this.graceMs): void {
+    const at = Date.now() + delayMs;
+    const due = this.pending.get(accountId);
+    if (due) {
+      if (due.at <= at) return;
+      clearTimeout(due.timer);
+    }
+    // Even "at once" waits for the rest of the broker's batch (the position's other fills and orders).
     const timer = setTimeout(() => {
       this.pending.delete(accountId);
       void this.sweep(String(accountId)).catch((err: unknown) => this.ctx.logger.warn({ err, accountId }, 'bracket leg sweep failed'));
-    }, this.graceMs);
+    }, delayMs);
     timer.unref();
-    this.pending.set(accountId, timer);
+    this.pending.set(accountId, { timer, at });
   }
 
   /**

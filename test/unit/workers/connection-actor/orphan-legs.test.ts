@@ -7,9 +7,9 @@ const GRACE_MS = 20;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A fake actor context with the orphan sweep listening, as the actor wires it. */
-function setup() {
+function setup(graceMs = GRACE_MS) {
   const { broker, ctx, events } = fakeActorContext();
-  const orphans = new OrphanLegs(ctx, 'c1', GRACE_MS);
+  const orphans = new OrphanLegs(ctx, 'c1', graceMs);
   broker.mirror.onChange((c) => orphans.onChange(c));
   return { broker, ctx, events, orphans };
 }
@@ -38,8 +38,9 @@ describe('orphaned bracket legs', () => {
     expect(s.events).toEqual([expect.objectContaining({ type: 'bracket-alert', orderId: partial.order.orderId, detail: expect.stringMatching(/^partial exit \d+ \(sell 1 ESZ6\) cancelled: the position it was to reduce is flat now/) })]);
   });
 
-  it('a position closed by an ordinary opposite order gets its legs cancelled after the grace, with one bracket-alert', async () => {
-    const s = setup();
+  it('a position closed by an ordinary opposite order gets its legs cancelled at once (no grace: a stop firing meanwhile would open a short), with one bracket-alert', async () => {
+    // A grace far longer than the test: only a sweep that does not wait for it passes.
+    const s = setup(60_000);
     const placed = await filledBracket(s);
     const exit = s.broker.addOrder({ action: 'Sell', orderType: 'Market' });
     s.broker.fill(exit, 1, 5001);
@@ -154,6 +155,19 @@ describe('orphaned bracket legs', () => {
     await pause(GRACE_MS * 5);
     expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId)).sort()).toEqual([placed.legs!.takeProfit!.orderId, placed.legs!.stopLoss!.orderId].sort());
     expect(s.events).toHaveLength(1);
+  });
+
+  it('a leg that filled waits the grace for the broker’s OCO to cancel its sibling, and so does a position update whose fill is not known yet', async () => {
+    const s = setup(60_000);
+    s.broker.oco = false;
+    const placed = await filledBracket(s);
+    s.broker.fill(Number(placed.legs!.takeProfit!.orderId), 1, 5010);
+    // A position update with no fill before it (its fill still on the way) is not blamed on the entry's fill.
+    const pos = s.broker.mirror.by('position', 'accountId', Number(ACCOUNT))[0]!;
+    s.broker.mirror.apply('position', 'Updated', { ...pos, netPos: -1 });
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder')).toEqual([]);
+    expect(s.broker.bodies('order/modifyorder')).toEqual([]);
   });
 
   it('a leg that filled leaves nothing to do once the broker cancels its sibling within the grace', async () => {
