@@ -19,14 +19,14 @@
  *   newest first: cut to the quantity left, or cancelled when nothing is left for it.
  * Each bracket touched is reported once as a bracket-alert, and logged.
  *
- * The same sweeps keep the other half of bracket integrity after a reconnect: legs whose
- * re-placement the connection loss interrupted (cancel.ts) are re-placed first; and after every
- * snapshot (a restart, a reconnect) a position that nothing protects although its latest bracket's
- * legs ended without filling (cancelled or rejected: a re-placement a crash cut off, or legs the
- * broker or someone else removed) is reported as a bracket-alert, so it is never silent.
+ * The same sweeps keep the other half of bracket integrity: legs whose re-placement a connection
+ * loss interrupted (cancel.ts) are re-placed first; and after every snapshot (a restart, a
+ * reconnect), and a grace after a leg ends without filling while the connection runs (cancelled
+ * at the broker by hand, rejected, expired), a position that nothing protects although its latest
+ * bracket's legs ended without filling is reported as a bracket-alert, so it is never silent.
  */
 import type { Entity, MirrorChange } from '../../src/broker/tradovate/mirror.js';
-import { contractName, fillsOf, isFinal, linkageOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
+import { contractName, fillsOf, isFinal, linkageOf, orderStatus, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
@@ -50,6 +50,8 @@ export class OrphanLegs {
   private readonly nets = new Map<number, number>();
   /** Accounts whose next sweep follows a snapshot: it also looks for positions left unprotected. */
   private readonly afterSnapshot = new Set<number>();
+  /** Accounts where a leg ended without filling since their last sweep: it looks for positions left unprotected too. */
+  private readonly legEnded = new Set<number>();
 
   constructor(
     private readonly ctx: ActorContext,
@@ -77,6 +79,16 @@ export class OrphanLegs {
         const key = `${order.accountId}:${e.contractId}`;
         this.legFilled.set(key, this.legFilled.get(key) === true || role === 'take_profit' || role === 'stop_loss');
       }
+      return;
+    }
+    if (change.entityType === 'order' && change.eventType === 'Updated' && e && typeof e.accountId === 'number') {
+      if (!FINAL_STATUSES.has(orderStatus(this.ctx.mirror, e)) || fillsOf(this.ctx.mirror, e.id).qty > 0) return;
+      // The model knows re-placed legs too (the broker links only a bracket's own).
+      const role = this.ctx.model.record(e.id)?.role ?? linkageOf(this.ctx.mirror, e).role;
+      if (role !== 'take_profit' && role !== 'stop_loss') return;
+      // After the grace: a leg the broker's OCO or our own cancel took has its replacement, or its position is flat, by then.
+      this.legEnded.add(e.accountId);
+      this.schedule(e.accountId);
       return;
     }
     if (change.entityType !== 'position' || !e || typeof e.accountId !== 'number') return;
@@ -234,6 +246,27 @@ export class OrphanLegs {
     return out;
   }
 
+  /**
+   * Whether this sweep looks for unprotected positions because a leg ended unfilled. Not while a
+   * flatten, a cancel or a leg's re-placement on the account is under way (they end legs on
+   * purpose and finish what they do): the look waits for them, another grace at a time.
+   */
+  private afterLegEnded(accountId: string): boolean {
+    const id = Number(accountId);
+    if (!this.legEnded.has(id)) return false;
+    const prefix = `${accountId}|`;
+    const busy =
+      this.ctx.flattening.has(accountId) ||
+      [...this.ctx.cancelling.keys()].some((k) => k.startsWith(prefix)) ||
+      [...this.ctx.owedLegs.values()].some((o) => o.accountId === accountId && !o.cancelPending);
+    if (busy) {
+      this.schedule(id);
+      return false;
+    }
+    this.legEnded.delete(id);
+    return true;
+  }
+
   private async sweep(accountId: string): Promise<void> {
     try {
       this.ctx.conn.requireConnected();
@@ -241,7 +274,8 @@ export class OrphanLegs {
       return; // the snapshot after the reconnect sweeps again
     }
     if (this.ctx.owedLegs.size > 0) await resumeOwedLegs(this.ctx, accountId, this.connectionId, { afterSnapshot: this.afterSnapshot.has(Number(accountId)) });
-    if (this.afterSnapshot.delete(Number(accountId))) {
+    const snapshot = this.afterSnapshot.delete(Number(accountId));
+    if (this.afterLegEnded(accountId) || snapshot) {
       for (const u of this.unprotected(accountId)) {
         const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has no protective order: ${u.legs === NEVER_PLACED ? `its bracket entry ${u.entryId} was cancelled after a partial fill, before the broker placed its legs` : `the legs of its bracket (entry ${u.entryId}: ${u.legs}) ended without filling`}`;
         this.ctx.logger.error({ accountId, symbol: u.symbol, entryId: u.entryId }, 'position unprotected');

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { OrphanLegs } from '../../../../workers/connection-actor/orphan-legs.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
+import { cancelOrder } from '../../../../workers/connection-actor/cancel.js';
+import { flatten } from '../../../../workers/connection-actor/flatten.js';
 import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 
 const GRACE_MS = 20;
@@ -237,6 +239,49 @@ describe('orphaned bracket legs', () => {
     expect(s.events.filter((e) => e.type === 'bracket-alert')).toHaveLength(1);
     s.broker.addOrder({ action: 'Sell', orderType: 'Stop', stopPrice: 4980, qty: 2 });
     expect(s.orphans.unprotected(ACCOUNT)).toEqual([]);
+  });
+
+  it('legs cancelled at the broker by hand while connected leave the position unprotected: reported after the grace, no snapshot needed', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    // Someone cancels the take-profit in the broker's own app; its OCO takes the stop-loss along.
+    await s.broker.send('order/cancelorder', { orderId: Number(placed.legs!.takeProfit!.orderId) });
+    expect(s.events).toEqual([]);
+    await pause(GRACE_MS * 5);
+    expect(s.events).toEqual([
+      expect.objectContaining({ type: 'bracket-alert', orderId: placed.order.orderId, detail: expect.stringMatching(/^the ESZ6 position long 1 has no protective order/) }),
+    ]);
+  });
+
+  it('a re-placed leg cancelled at the broker by hand is reported too', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    await cancelOrder(s.ctx, { type: 'cancel-order', accountId: ACCOUNT, orderId: placed.legs!.takeProfit!.orderId });
+    const [survivor] = s.ctx.model.workingOrders(ACCOUNT);
+    expect(survivor).toMatchObject({ role: 'stop_loss' });
+    await s.broker.send('order/cancelorder', { orderId: Number(survivor!.orderId) });
+    await pause(GRACE_MS * 5);
+    expect(s.events.filter((e) => e.type === 'bracket-alert')).toEqual([expect.objectContaining({ detail: expect.stringMatching(/^the ESZ6 position long 1 has no protective order/) })]);
+  });
+
+  it('no unprotected-position alert when our own cancel of one leg re-places the other, or when a flatten takes the legs before it closes', async () => {
+    const s = setup();
+    const placed = await filledBracket(s);
+    await cancelOrder(s.ctx, { type: 'cancel-order', accountId: ACCOUNT, orderId: placed.legs!.takeProfit!.orderId });
+    await pause(GRACE_MS * 5);
+    expect(s.events.filter((e) => e.type === 'bracket-alert')).toEqual([]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => o.role)).toEqual(['stop_loss']);
+    // The flatten: legs cancelled (the re-placed one, and a whole bracket's), the liquidation slower than the grace.
+    const second = await placeOrder(s.ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(second.order.orderId), 1, 5000);
+    const liquidation = s.broker.hold('order/liquidateposition');
+    const done = flatten(s.ctx, { type: 'flatten', accountId: ACCOUNT });
+    await liquidation.reached;
+    await pause(GRACE_MS * 3);
+    liquidation.release();
+    await done;
+    await pause(GRACE_MS * 5);
+    expect(s.events.filter((e) => e.type === 'bracket-alert')).toEqual([]);
   });
 
   it('after a snapshot, a position from a bracket entry cancelled after a partial fill (the broker never placed its legs) is reported', async () => {
