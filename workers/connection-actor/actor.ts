@@ -71,6 +71,7 @@ export class ConnectionActor {
     this.ctx.market = quotes;
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
     this.orphans = new OrphanLegs(this.ctx, spec.connectionId, t.orphanLegGraceMs);
+    this.ctx.fitLegs = (accountId) => this.orphans.sweepSoon(accountId);
     const owedLegs = watchOwedLegs(this.ctx, spec.connectionId);
     this.conn.mirror.onChange((change) => {
       this.orphans.onChange(change);

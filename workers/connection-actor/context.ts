@@ -45,6 +45,8 @@ export interface ActorContext {
   flattening: Map<string, Promise<unknown>>;
   /** The last cancel of each bracket (or lone order), by `accountId|entry id`: they run one after another. */
   cancelling: Map<string, Promise<unknown>>;
+  /** Fits the account's bracket legs to its position and partial exits now (orphan-legs.ts); set by the actor. */
+  fitLegs?: (accountId: string) => void;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
   guards?: { admit(req: PlaceOrderRequest): Hold | null };
   /** Last prices (quotes), to check where a bracket's offset legs land; absent without market data. */

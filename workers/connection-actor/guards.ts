@@ -135,7 +135,9 @@ export class GuardKeeper {
     const contract = this.exposure.contract(req.accountId, contractId);
     // An exit with a take-profit or stop-loss is no exit: once it has closed the position, its
     // legs open a new one when they fire (a locked account could otherwise reverse through one).
-    if (isExit(contract, req.side, req.qty) && !req.takeProfit && !req.stopLoss) return null;
+    // A partial exit (reduce-only) was checked to reduce the position already (place.ts); the
+    // position's own legs working on its side are cut to what it leaves (orphan-legs.ts).
+    if ((req.reduceOnly || isExit(contract, req.side, req.qty)) && !req.takeProfit && !req.stopLoss) return null;
     if (state) {
       this.expire(req.accountId, state);
       if (live) this.checkPnl(req.accountId);

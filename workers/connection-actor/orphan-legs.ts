@@ -75,9 +75,18 @@ export class OrphanLegs {
       // Fills come before the position they move; a fill names its order, not its account.
       const order = this.ctx.mirror.get('order', Number(e.orderId));
       if (order && typeof order.accountId === 'number') {
-        const role = linkageOf(this.ctx.mirror, order).role;
+        const link = linkageOf(this.ctx.mirror, order);
         const key = `${order.accountId}:${e.contractId}`;
-        this.legFilled.set(key, this.legFilled.get(key) === true || role === 'take_profit' || role === 'stop_loss');
+        this.legFilled.set(key, this.legFilled.get(key) === true || link.role === 'take_profit' || link.role === 'stop_loss');
+        // An entry filling on after its legs have ended (one filled, the other taken by its OCO):
+        // what it fills now has no protection. Looked at after the grace, like a leg ended by hand.
+        if (link.role === 'entry') {
+          const legs = [link.takeProfit, link.stopLoss].filter((id): id is number => id !== null);
+          if (legs.length > 0 && legs.every((id) => isFinal(this.ctx.mirror, id))) {
+            this.legEnded.add(order.accountId);
+            this.schedule(order.accountId);
+          }
+        }
       }
       return;
     }
@@ -105,6 +114,11 @@ export class OrphanLegs {
     if (net !== 0 && !shrank) return;
     // Moved by a fill that is not a leg's: nothing for the broker's OCO to do, so no reason to wait.
     this.schedule(e.accountId, byLeg ? this.graceMs : 0);
+  }
+
+  /** A sweep of the account now: a partial exit was placed on it (resting, its legs make room for it; filled, they follow the position). */
+  sweepSoon(accountId: string): void {
+    this.schedule(Number(accountId), 0);
   }
 
   /** Stops pending sweeps (the actor is stopping). */
@@ -174,17 +188,29 @@ export class OrphanLegs {
       if (list) list.push(o);
       else legs.set(o.symbol, [o]);
     }
+    // Partial exits resting on a position count with the legs of their kind (a limit with the
+    // take-profits, a stop with the stop-losses): long 3 with a take-profit for 3 and a limit sell
+    // of 1 under it would, in one move through both, sell 4 and open a short. Only legs are cut.
+    const resting = new Map<string, { take_profit: number; stop_loss: number }>();
+    for (const o of this.ctx.model.workingReduceOnly(accountId)) {
+      const kind = o.type === 'limit' ? 'take_profit' : o.type === 'stop' || o.type === 'stop_limit' ? 'stop_loss' : undefined;
+      if (!kind) continue;
+      const sums = resting.get(`${o.side}|${o.symbol}`) ?? { take_profit: 0, stop_loss: 0 };
+      sums[kind] += open(o);
+      resting.set(`${o.side}|${o.symbol}`, sums);
+    }
     const out: LegAction[] = [];
     for (const [symbol, list] of legs) {
       const position = net.get(symbol) ?? 0;
       const reduces = (o: OrderRecord) => (position > 0 ? o.side === 'sell' : position < 0 && o.side === 'buy');
+      const exits = resting.get(`${position > 0 ? 'sell' : 'buy'}|${symbol}`);
       // A leg whose sibling filled is done for, whenever the broker's OCO gets to it: counting it
       // would cut a live bracket's leg in its place.
       const live = (o: OrderRecord) => reduces(o) && !this.siblingFilled(o);
       for (const o of list) if (!live(o)) out.push({ leg: o, cancel: true });
       for (const role of ['take_profit', 'stop_loss'] as const) {
         const kind = list.filter((o) => o.role === role && live(o)).sort((a, b) => Number(b.orderId) - Number(a.orderId));
-        let excess = kind.reduce((n, o) => n + open(o), 0) - Math.abs(position);
+        let excess = kind.reduce((n, o) => n + open(o), 0) + (exits?.[role] ?? 0) - Math.abs(position);
         for (const o of kind) {
           if (excess <= 0) break;
           const cut = Math.min(excess, open(o));
@@ -213,8 +239,8 @@ export class OrphanLegs {
    * order on the position's side that is not a leg) was a bracket whose legs have all ended: what
    * is left unprotected, and why. A position opened by a plain order is not reported.
    */
-  unprotected(accountId: string): { symbol: string; net: number; entryId: string; legs: string }[] {
-    const out: { symbol: string; net: number; entryId: string; legs: string }[] = [];
+  unprotected(accountId: string): { symbol: string; net: number; entryId: string; legs: string; legFilled?: true }[] {
+    const out: { symbol: string; net: number; entryId: string; legs: string; legFilled?: true }[] = [];
     const working = this.ctx.model.workingOrders(accountId);
     for (const p of this.ctx.model.openPositionEntities(accountId)) {
       const net = Number(p.netPos ?? 0);
@@ -241,7 +267,8 @@ export class OrphanLegs {
       // Every leg done (cancelled, rejected, or filled in part and then ended) while the position
       // is still open with nothing reducing it: unprotected, however the legs ended.
       if (!legs.every((id) => isFinal(this.ctx.mirror, id))) continue;
-      out.push({ symbol, net, entryId: String(latest.id), legs: legs.map((id) => `${id} ${this.ctx.model.record(id)?.status ?? 'gone'}`).join(', ') });
+      const legFilled = legs.some((id) => fillsOf(this.ctx.mirror, id).qty > 0);
+      out.push({ symbol, net, entryId: String(latest.id), legs: legs.map((id) => `${id} ${this.ctx.model.record(id)?.status ?? 'gone'}`).join(', '), ...(legFilled && { legFilled: true as const }) });
     }
     return out;
   }
@@ -277,7 +304,13 @@ export class OrphanLegs {
     const snapshot = this.afterSnapshot.delete(Number(accountId));
     if (this.afterLegEnded(accountId) || snapshot) {
       for (const u of this.unprotected(accountId)) {
-        const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has no protective order: ${u.legs === NEVER_PLACED ? `its bracket entry ${u.entryId} was cancelled after a partial fill, before the broker placed its legs` : `the legs of its bracket (entry ${u.entryId}: ${u.legs}) ended without filling`}`;
+        const why =
+          u.legs === NEVER_PLACED
+            ? `its bracket entry ${u.entryId} was cancelled after a partial fill, before the broker placed its legs`
+            : u.legFilled
+              ? `the legs of its bracket (entry ${u.entryId}: ${u.legs}) ended before the entry filled completely, and nothing protects what it filled since`
+              : `the legs of its bracket (entry ${u.entryId}: ${u.legs}) ended without filling`;
+        const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has no protective order: ${why}`;
         this.ctx.logger.error({ accountId, symbol: u.symbol, entryId: u.entryId }, 'position unprotected');
         this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: u.entryId, ts: Date.now(), detail });
       }
@@ -314,7 +347,9 @@ export class OrphanLegs {
       const symbol = actions[0]!.leg.symbol;
       const position = this.ctx.model.netPosition(accountId, symbol);
       const now = position === 0 ? 'flat' : `${position > 0 ? 'long' : 'short'} ${Math.abs(position)}`;
-      const detail = `${done.join(', ')}${actions[0]!.leg.bracketId ? ` (entry ${bracket})` : ''}: another order left the ${symbol} position ${now}`;
+      const exits = this.ctx.model.workingReduceOnly(accountId).filter((o) => o.symbol === symbol && o.type !== 'market').map((o) => o.orderId);
+      const cause = exits.length > 0 ? `fitted to the ${symbol} position ${now} with partial exit ${exits.join(', ')} working on it` : `another order left the ${symbol} position ${now}`;
+      const detail = `${done.join(', ')}${actions[0]!.leg.bracketId ? ` (entry ${bracket})` : ''}: ${cause}`;
       this.ctx.logger.warn({ orderId: bracket, accountId, symbol, done }, 'bracket legs fitted to the position');
       this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: bracket, ts: Date.now(), detail });
     }

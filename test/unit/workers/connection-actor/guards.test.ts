@@ -177,6 +177,18 @@ describe('GuardKeeper.admit', () => {
     expect((await rejected(placeOrder(ctx, newOrder({ side: 'sell', qty: 1 })))).extensions).toMatchObject({ guard: 'kill_switch' });
   });
 
+  it('a partial exit (reduce-only) of a bracketed position is an exit, though the legs work on its side: long-only or locked', async () => {
+    const { broker, ctx, keeper } = setup({ direction: 'long_only' });
+    const entry = await placeOrder(ctx, newOrder({ orderType: 'market', price: null, qty: 3, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    broker.fill(Number(entry.order.orderId), 3, 5000);
+    // A plain sell on top of legs for the whole position is still an entry (README "Risk guards").
+    expect((await rejected(placeOrder(ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null })))).extensions).toMatchObject({ guard: 'direction' });
+    const partial = await placeOrder(ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null, reduceOnly: true } as never));
+    expect(partial.order.side).toBe('sell');
+    await keeper.lock(ACCOUNT, false);
+    expect((await placeOrder(ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null, reduceOnly: true } as never))).order.side).toBe('sell');
+  });
+
   it('a contract the connection cannot name yet is a retryable 503 naming it, not a guess', () => {
     const { keeper } = setup({ maxPositionPerContract: 1 });
     const err = thrown(() => keeper.admit(newOrder({ symbol: 'NQZ6' })));

@@ -12,6 +12,7 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function setup(graceMs = GRACE_MS) {
   const { broker, ctx, events } = fakeActorContext();
   const orphans = new OrphanLegs(ctx, 'c1', graceMs);
+  ctx.fitLegs = (accountId) => orphans.sweepSoon(accountId);
   broker.mirror.onChange((c) => orphans.onChange(c));
   return { broker, ctx, events, orphans };
 }
@@ -55,6 +56,45 @@ describe('orphaned bracket legs', () => {
       expect.objectContaining({
         type: 'bracket-alert', accountId: ACCOUNT, orderId: placed.order.orderId,
         detail: `take_profit ${placed.legs!.takeProfit!.orderId} cancelled (entry ${placed.order.orderId}): another order left the ESZ6 position flat`,
+      }),
+    ]);
+  });
+
+  it('a resting partial exit makes room for itself: long 3 with a take-profit for 3 and a limit sell of 1 cuts the take-profit to 2, so one move through both cannot open a short', async () => {
+    const s = setup(60_000);
+    s.broker.oco = false;
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    const exit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, price: 5007.5, reduceOnly: true } as never));
+    expect(exit.order.status).toBe('working');
+    await pause(GRACE_MS * 2);
+    expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[placed.legs!.takeProfit!.orderId, 2]]);
+    expect(s.events).toEqual([expect.objectContaining({ detail: expect.stringContaining(`fitted to the ESZ6 position long 3 with partial exit ${exit.order.orderId} working on it`) })]);
+    // The move through 5007.5 and 5010: the exit sells 1, the take-profit 2 — flat, not short.
+    s.broker.fill(Number(exit.order.orderId), 1, 5007.5);
+    s.broker.fill(Number(placed.legs!.takeProfit!.orderId), 2, 5010);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
+  });
+
+  it('a bracket entry filling on after its legs ended (take-profit filled, stop-loss taken by the OCO) is reported: what it fills since has no stop', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, price: 4990, takeProfit: { price: 5005 }, stopLoss: { price: 4980 } }));
+    const entry = Number(placed.order.orderId);
+    const [tp, sl] = [Number(placed.legs!.takeProfit!.orderId), Number(placed.legs!.stopLoss!.orderId)];
+    s.broker.fill(entry, 1, 4990);
+    s.broker.fill(tp, 1, 5005);
+    // At the broker the legs were sized to the 1 filled: the take-profit is done, its OCO took the stop-loss.
+    s.broker.mirror.apply('order', 'Updated', { ...s.broker.mirror.get('order', tp)!, ordStatus: 'Filled' });
+    s.broker.mirror.apply('order', 'Updated', { ...s.broker.mirror.get('order', sl)!, ordStatus: 'Canceled' });
+    await pause(GRACE_MS * 5);
+    expect(s.events).toEqual([]); // flat: nothing to protect
+    s.broker.fill(entry, 2, 4990);
+    await pause(GRACE_MS * 5);
+    expect(s.events).toEqual([
+      expect.objectContaining({
+        type: 'bracket-alert',
+        orderId: String(entry),
+        detail: `the ESZ6 position long 2 has no protective order: the legs of its bracket (entry ${entry}: ${tp} filled, ${sl} cancelled) ended before the entry filled completely, and nothing protects what it filled since`,
       }),
     ]);
   });
