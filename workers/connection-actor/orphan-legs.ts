@@ -50,6 +50,8 @@ export class OrphanLegs {
   private readonly nets = new Map<number, number>();
   /** Accounts whose next sweep follows a snapshot: it also looks for positions left unprotected. */
   private readonly afterSnapshot = new Set<number>();
+  /** Entries still filling whose legs a sweep left alone: once one is done, its account is swept again. */
+  private readonly filling = new Set<string>();
   /** Accounts where a leg ended without filling since their last sweep: it looks for positions left unprotected too. */
   private readonly legEnded = new Set<number>();
 
@@ -63,6 +65,7 @@ export class OrphanLegs {
   onChange(change: MirrorChange): void {
     if (change.eventType === 'Snapshot') {
       this.nets.clear();
+      this.filling.clear();
       for (const p of this.ctx.mirror.all('position')) this.nets.set(p.id, Number(p.netPos ?? 0));
       for (const account of this.ctx.mirror.all('account')) {
         this.afterSnapshot.add(account.id);
@@ -91,7 +94,10 @@ export class OrphanLegs {
       return;
     }
     if (change.entityType === 'order' && change.eventType === 'Updated' && e && typeof e.accountId === 'number') {
-      if (!FINAL_STATUSES.has(orderStatus(this.ctx.mirror, e)) || fillsOf(this.ctx.mirror, e.id).qty > 0) return;
+      if (!FINAL_STATUSES.has(orderStatus(this.ctx.mirror, e))) return;
+      // An entry whose legs a sweep left alone while it was filling is done: its legs are fitted now.
+      if (this.filling.delete(String(e.id))) this.schedule(e.accountId, 0);
+      if (fillsOf(this.ctx.mirror, e.id).qty > 0) return;
       // The model knows re-placed legs too (the broker links only a bracket's own).
       const role = this.ctx.model.record(e.id)?.role ?? linkageOf(this.ctx.mirror, e).role;
       if (role !== 'take_profit' && role !== 'stop_loss') return;
@@ -180,7 +186,10 @@ export class OrphanLegs {
     const legs = new Map<string, OrderRecord[]>();
     for (const o of working) {
       if (o.role !== 'take_profit' && o.role !== 'stop_loss') continue;
-      if (o.bracketId !== null && filling.has(o.bracketId)) continue;
+      if (o.bracketId !== null && filling.has(o.bracketId)) {
+        this.filling.add(o.bracketId);
+        continue;
+      }
       // A leg of a resting entry waits for its entry.
       const entry = o.bracketId === null ? undefined : byId.get(o.bracketId);
       if (entry !== undefined && !FINAL_STATUSES.has(entry.status)) continue;

@@ -3,7 +3,7 @@ import { OrphanLegs } from '../../../../workers/connection-actor/orphan-legs.js'
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
 import { cancelOrder } from '../../../../workers/connection-actor/cancel.js';
 import { flatten } from '../../../../workers/connection-actor/flatten.js';
-import { ACCOUNT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
+import { ACCOUNT, CONTRACT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 
 const GRACE_MS = 20;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -149,6 +149,26 @@ describe('orphaned bracket legs', () => {
     expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId)).sort()).toEqual([long.legs!.takeProfit!.orderId, long.legs!.stopLoss!.orderId].sort());
     expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[short.legs!.takeProfit!.orderId, 1], [short.legs!.stopLoss!.orderId, 1]]);
     expect(s.ctx.model.workingOrders(ACCOUNT).map((o) => [o.orderId, o.qty])).toEqual([[short.legs!.takeProfit!.orderId, 1], [short.legs!.stopLoss!.orderId, 1]]);
+  });
+
+  it('a reversal bracket whose last fill comes before its status: its legs are cut once it is reported filled, not left sized for 2', async () => {
+    const s = setup(60_000);
+    s.broker.oco = false;
+    const long = await filledBracket(s);
+    const short = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, takeProfit: { price: 4990 }, stopLoss: { price: 5010 } }));
+    const id = Number(short.order.orderId);
+    s.broker.fill(id, 1, 5000); // flat: the long's legs go at once; the short's wait for their entry
+    await pause(GRACE_MS * 2);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId)).sort()).toEqual([long.legs!.takeProfit!.orderId, long.legs!.stopLoss!.orderId].sort());
+    // The last fill and the position, the order's own update still to come.
+    s.broker.mirror.apply('fill', 'Created', { id: 990001, orderId: id, contractId: CONTRACT, action: 'Sell', qty: 1, price: 5000, timestamp: new Date().toISOString() });
+    const pos = s.broker.mirror.by('position', 'accountId', Number(ACCOUNT))[0]!;
+    s.broker.mirror.apply('position', 'Updated', { ...pos, netPos: -1 });
+    await pause(GRACE_MS * 2);
+    expect(s.broker.bodies('order/modifyorder')).toEqual([]);
+    s.broker.mirror.apply('order', 'Updated', { ...s.broker.mirror.get('order', id)!, ordStatus: 'Filled' });
+    await pause(GRACE_MS * 2);
+    expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[short.legs!.takeProfit!.orderId, 1], [short.legs!.stopLoss!.orderId, 1]]);
   });
 
   it('two brackets over a position cut to one: the newest bracket goes, the oldest stays', async () => {
