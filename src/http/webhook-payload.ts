@@ -12,7 +12,7 @@ import { AppError } from '../domain/problems.js';
 
 /** A TradingView alert message that places a bracket order through a webhook URL (shown in /api-docs). */
 export const TRADINGVIEW_TEMPLATE = `{
-  "id": "{{strategy.order.id}}-{{timenow}}",
+  "id": "{{strategy.order.id}}-{{strategy.position_size}}-{{timenow}}",
   "action": "{{strategy.order.action}}",
   "symbol": "{{ticker}}",
   "qty": "{{strategy.order.contracts}}",

@@ -15,6 +15,8 @@ export interface StrategyFire {
   contracts: string;
   /** {{strategy.market_position}} after the order */
   marketPosition: 'long' | 'short' | 'flat';
+  /** {{strategy.position_size}} after the order: signed (short is negative), 0 when flat */
+  positionSize: number;
   /** {{timenow}} */
   time: string;
 }
@@ -26,5 +28,6 @@ export function filledTemplate(fire: StrategyFire): string {
     .replace('{{strategy.order.action}}', fire.action)
     .replace('{{ticker}}', fire.ticker)
     .replace('{{strategy.order.contracts}}', fire.contracts)
-    .replace('{{strategy.market_position}}', fire.marketPosition);
+    .replace('{{strategy.market_position}}', fire.marketPosition)
+    .replace('{{strategy.position_size}}', String(fire.positionSize));
 }

@@ -25,8 +25,8 @@ const api = (method: string, path: string, body?: unknown) => http(s.url, method
 const alert = (body: unknown, contentType = 'application/json') =>
   http(token.url, 'POST', '', { raw: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': contentType } });
 /** The README's template as TradingView fills it for an ES1! strategy order. */
-const fire = (action: 'buy' | 'sell', contracts: string, marketPosition: 'long' | 'short' | 'flat', orderId: string) =>
-  filledTemplate({ orderId, action, ticker: 'ES1!', contracts, marketPosition, time: new Date().toISOString() });
+const fire = (action: 'buy' | 'sell', contracts: string, marketPosition: 'long' | 'short' | 'flat', orderId: string, positionSize = marketPosition === 'flat' ? 0 : (marketPosition === 'long' ? 1 : -1) * Number(contracts), time = new Date().toISOString()) =>
+  filledTemplate({ orderId, action, ticker: 'ES1!', contracts, marketPosition, positionSize, time });
 const positions = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/positions`)).json.data as any[];
 const working = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/working-orders`)).json.data as any[];
 
@@ -124,6 +124,19 @@ describe('webhook alerts', () => {
     expect(drifted.status, drifted.text).toBe(409);
     expect(drifted.json).toMatchObject({ code: 'SYMBOL_MISMATCH', detail: `a partial exit may only reduce the position: the account holds no ${ES}, the order would sell 1` });
     expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
+  });
+
+  it('pyramided entries of one strategy order in the same second both trade with the template (its id holds the position size); the same alert again is a replay', async () => {
+    const second = new Date().toISOString().replace(/\.\d+Z$/, 'Z'); // {{timenow}} has whole seconds
+    const first = await alert(fire('buy', '1', 'long', 'Long', 1, second), 'text/plain');
+    const added = await alert(fire('buy', '1', 'long', 'Long', 2, second), 'text/plain');
+    expect([first.status, added.status], added.text).toEqual([201, 201]);
+    expect(added.json.order.orderId).not.toBe(first.json.order.orderId);
+    const repeat = await alert(fire('buy', '1', 'long', 'Long', 2, second), 'text/plain');
+    expect(repeat.status).toBe(201);
+    expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+    await eventually(async () => (await positions()).find((p) => p.symbol === ES)?.netQty === 2, 'long 2');
+    await api('POST', `/api/v1/accounts/${acc}/flatten`, {});
   });
 
   it('dedupes by payload id: a repeated alert replays and places no second order', async () => {

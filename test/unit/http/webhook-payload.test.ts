@@ -367,16 +367,16 @@ describe('every name the parser knows, pinned', () => {
   });
 
   it('the TradingView template, filled in as TradingView would, is a valid bracket order', () => {
-    const filled = filledTemplate({ orderId: 'L1', action: 'buy', ticker: 'MES1!', contracts: '2', marketPosition: 'long', time: '2026-11-21T14:59:58Z' });
+    const filled = filledTemplate({ orderId: 'L1', action: 'buy', ticker: 'MES1!', contracts: '2', marketPosition: 'long', positionSize: 2, time: '2026-11-21T14:59:58Z' });
     const intent = parseWebhookPayload(JSON.parse(filled), NOW);
-    expect(intent).toMatchObject({ kind: 'order', id: 'L1-2026-11-21T14:59:58Z', alertDelayMs: 2000, warnings: [] });
+    expect(intent).toMatchObject({ kind: 'order', id: 'L1-2-2026-11-21T14:59:58Z', alertDelayMs: 2000, warnings: [] });
     expect(orderOf(intent)).toEqual({ side: 'buy', symbol: 'MES1!', qty: 2, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
   });
 
   it("the same template on the strategy's exit (a sell that leaves it flat) is an exit of the symbol, with no bracket of its own", () => {
-    const filled = filledTemplate({ orderId: 'Close entry(s) order L1', action: 'sell', ticker: 'MES1!', contracts: '2', marketPosition: 'flat', time: '2026-11-21T14:59:58Z' });
+    const filled = filledTemplate({ orderId: 'Close entry(s) order L1', action: 'sell', ticker: 'MES1!', contracts: '2', marketPosition: 'flat', positionSize: 0, time: '2026-11-21T14:59:58Z' });
     expect(parseWebhookPayload(JSON.parse(filled), NOW)).toEqual({
-      kind: 'flatten', exit: true, symbol: 'MES1!', id: 'Close entry(s) order L1-2026-11-21T14:59:58Z', alertDelayMs: 2000,
+      kind: 'flatten', exit: true, symbol: 'MES1!', id: 'Close entry(s) order L1-0-2026-11-21T14:59:58Z', alertDelayMs: 2000,
       warnings: [
         "'qty' ignored when marketPosition is flat: the exit closes the whole position",
         "'orderType' ignored when marketPosition is flat: the exit closes the whole position",
