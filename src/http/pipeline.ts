@@ -207,7 +207,7 @@ function failedStage(deps: PipelineDeps, ex: Exchange, err: unknown): Promise<vo
 }
 
 /** Pages outside the API that /metrics names by their path. */
-const FIXED_PAGES = new Set(['/healthz', '/readyz', '/api-docs', '/api-docs/openapi.json']);
+const FIXED_PAGES = new Set(['/healthz', '/readyz', '/api-docs', '/api-docs/openapi.json', '/openapi.json']);
 
 /** route: shutdown, the fixed pages, then the API route table (404, 405 with Allow). */
 export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {

@@ -296,6 +296,8 @@ class Engine {
     ['/readyz', () => this.readiness()],
     ['/api-docs', (accept) => this.docs.html.reply(accept)],
     ['/api-docs/openapi.json', (accept) => this.docs.openapi.reply(accept)],
+    // Where API tools look for it first.
+    ['/openapi.json', (accept) => this.docs.openapi.reply(accept)],
   ]);
 
   /** Ready unless shutting down or (cluster mode) cut off from NATS: a load balancer should then use another node. */

@@ -120,6 +120,8 @@ describe('the OpenAPI document describes the answers', () => {
           res.on('end', () => resolve({ encoding: res.headers['content-encoding'], vary: res.headers['vary'], body: Buffer.concat(chunks) }));
         }).on('error', reject);
       });
+    // /openapi.json (where API tools look first) is the same document.
+    expect((await fetchRaw('/openapi.json', undefined)).body.equals((await fetchRaw('/api-docs/openapi.json', undefined)).body)).toBe(true);
     for (const path of ['/api-docs/openapi.json', '/api-docs']) {
       const plain = await fetchRaw(path, undefined);
       expect(plain.encoding).toBeUndefined();
