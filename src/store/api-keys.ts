@@ -7,7 +7,7 @@ import { textLength } from '../domain/plain-text.js';
 import { AppError } from '../domain/problems.js';
 import type { Scope } from '../domain/connections.js';
 import type { GuardNarrowing } from '../domain/guards.js';
-import { ownedReads, type StoreContext } from './context.js';
+import { ownedReads, rowReader, type StoreContext } from './context.js';
 import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
 
 /** An API key as stored (both stores). */
@@ -119,7 +119,7 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
   const { apiKeys, owners, lastUsed } = ctx.dbs;
   const touches = touchThrottle();
 
-  const row = (id: string): ApiKeyRow | undefined => apiKeys.get(id) as ApiKeyRow | undefined;
+  const row = rowReader<ApiKeyRow>(apiKeys);
   const view = (r: ApiKeyRow): ApiKeyView => apiKeyView(r, lastUsed.get(['apiKey', r.id]));
 
   async function revokeWhere(id: string, owner: string | undefined): Promise<boolean> {

@@ -5,7 +5,7 @@
 import { textLength } from '../domain/plain-text.js';
 import type { BrokerCredentials, BrokerKind, Environment } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
-import { byCreation, cachedOwnedReads, type StoreContext } from './context.js';
+import { byCreation, cachedOwnedReads, rowReader, type StoreContext } from './context.js';
 import { randomBase62, type Sealer } from './crypto.js';
 
 /** A connection as it may be shown (no credentials). */
@@ -164,7 +164,7 @@ export function newConnectionRow(input: NewConnection, createdAt: string, sealer
 /** The connection store over a shared context. */
 export function createConnectionStore(ctx: StoreContext): ConnectionStore {
   const { connections, owners } = ctx.dbs;
-  const row = (id: string): ConnectionRow | undefined => connections.get(id) as ConnectionRow | undefined;
+  const row = rowReader<ConnectionRow>(connections);
 
   return {
     async create(input) {

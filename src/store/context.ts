@@ -98,14 +98,35 @@ export function cachedOwnedReads<R extends { userId: string }, V extends { creat
   view: (r: R) => V,
 ): OwnedReads<V> {
   const direct = ownedReads(ctx, kind, row, view);
+  // Only records found are remembered: ids a client makes up cannot fill the cache.
+  const byId = (id: string): V | undefined => {
+    const key = `${kind}:id:${id}`;
+    const known = ctx.cache.peek<V>(key);
+    if (known) return known;
+    const found = direct.byId(id);
+    if (found) ctx.cache.set(key, found);
+    return found;
+  };
   return {
     listByUser: (userId) => ctx.cache.get(`${kind}:list:${userId}`, () => direct.listByUser(userId)),
     getForUser: (userId, id) => {
-      const v = ctx.cache.get(`${kind}:id:${id}`, () => direct.byId(id));
+      const v = byId(id);
       return v && (v as unknown as { userId: string }).userId === userId ? v : undefined;
     },
-    byId: (id) => ctx.cache.get(`${kind}:id:${id}`, () => direct.byId(id)),
+    byId,
   };
+}
+
+/**
+ * Longest id a record can have (ours are `xxx_` + 12 base62 characters). A longer one names no
+ * record and is not looked up: an LMDB key holds at most ~1,900 bytes, and past that a read throws
+ * (a 4 KB `strategyId` in a body was a 500).
+ */
+export const MAX_RECORD_ID_LENGTH = 128;
+
+/** Reads records of `db` by id; an id no record can have reads as absent. */
+export function rowReader<R>(db: Database<any, any>): (id: string) => R | undefined {
+  return (id) => (id.length <= MAX_RECORD_ID_LENGTH ? (db.get(id) as R | undefined) : undefined);
 }
 
 /** ownedReads over any index of ids by owner (the NATS store keeps its own in memory). */

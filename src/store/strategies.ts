@@ -5,7 +5,7 @@
 import { textLength } from '../domain/plain-text.js';
 import type { LegInput, OrderType } from '../domain/orders.js';
 import { AppError } from '../domain/problems.js';
-import { cachedOwnedReads, type StoreContext } from './context.js';
+import { cachedOwnedReads, rowReader, type StoreContext } from './context.js';
 import { randomBase62 } from './crypto.js';
 
 export interface StrategyFields {
@@ -85,7 +85,7 @@ export function patchedStrategy(r: StrategyRecord, patch: StrategyPatch, updated
 /** The strategy store over a shared context. */
 export function createStrategyStore(ctx: StoreContext): StrategyStore {
   const { strategies, owners } = ctx.dbs;
-  const row = (id: string): StrategyRecord | undefined => strategies.get(id) as StrategyRecord | undefined;
+  const row = rowReader<StrategyRecord>(strategies);
 
   return {
     async create(userId, fields) {

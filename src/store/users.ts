@@ -3,7 +3,7 @@
  * The hash never leaves this module.
  */
 import { AppError } from '../domain/problems.js';
-import type { StoreContext } from './context.js';
+import { rowReader, type StoreContext } from './context.js';
 import { dummyPasswordHash, hashPassword, randomBase62, verifyPasswordHash } from './crypto.js';
 
 /** A user as the rest of the service sees it. */
@@ -81,7 +81,7 @@ export async function passwordMatches(row: UserRow | undefined, password: string
 /** The user store over a shared context; `onPasswordChanged` runs (awaited) after a password is replaced. */
 export function createUserStore(ctx: StoreContext, hooks: { onPasswordChanged?: (userId: string) => Promise<unknown> } = {}): UserStore {
   const { users, userNames } = ctx.dbs;
-  const row = (id: string): UserRow | undefined => users.get(id) as UserRow | undefined;
+  const row = rowReader<UserRow>(users);
 
   return {
     async create(input) {

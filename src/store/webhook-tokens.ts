@@ -6,7 +6,7 @@
  */
 import { textLength } from '../domain/plain-text.js';
 import { AppError } from '../domain/problems.js';
-import { byCreation, ownedIds, ownedReads, type StoreContext } from './context.js';
+import { byCreation, ownedIds, ownedReads, rowReader, type StoreContext } from './context.js';
 import type { Sealer } from './crypto.js';
 import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
 import { touchThrottle } from './api-keys.js';
@@ -147,7 +147,7 @@ export function deactivates(r: { userId: string; accountId: string; inactiveReas
 export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
   const { webhookTokens, owners, lastUsed } = ctx.dbs;
   const touches = touchThrottle();
-  const row = (id: string): WebhookTokenRow | undefined => webhookTokens.get(id) as WebhookTokenRow | undefined;
+  const row = rowReader<WebhookTokenRow>(webhookTokens);
 
   const view = (r: WebhookTokenRow): WebhookTokenRecord => webhookTokenView(r, lastUsed.get(['webhookToken', r.id]));
 

@@ -48,6 +48,14 @@ describe('webhook tokens', () => {
     expect(err.extensions.errors).toEqual([expect.objectContaining({ path: 'strategyId' })]);
   });
 
+  it('refuses a strategy id no record can have (5,000 characters: too long for an LMDB key) as unknown, a 400 and not a 500', async () => {
+    for (const strategyId of ['x'.repeat(5000), `str_${'a'.repeat(200)}`]) {
+      const err = await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'x', strategyId } });
+      expect(err.code).toBe('VALIDATION_FAILED');
+      expect(err.extensions.errors).toEqual([expect.objectContaining({ path: 'strategyId' })]);
+    }
+  });
+
   it('lists without secrets, shows the URL to its owner on GET one, 404 to others', async () => {
     const created = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'a' })).body);
     const list = listOf(webhookTokenSchema).parse((await call(w, 'GET', '/webhook-tokens', { userId: w.a.userId })).body);
