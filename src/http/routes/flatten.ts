@@ -64,7 +64,7 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       idempotent: true,
       responses: [
         { status: 200, description: 'Per-symbol outcomes', schema: flattenResponseSchema },
-        ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'SYMBOL_MISMATCH'),
+        ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'SYMBOL_MISMATCH'),
         ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', ...BROKER_ERRORS),
       ],
       async handler(ctx) {

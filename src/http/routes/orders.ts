@@ -133,7 +133,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     tags: ['orders'],
     responses: [
       { status: 200, description: 'Cancelled', schema: cancelOrderResponseSchema },
-      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'ORDER_NOT_WORKING', 'BROKER_REJECTED', ...BROKER_ERRORS),
+      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'ORDER_NOT_WORKING', 'CONFLICT', 'BROKER_REJECTED', ...BROKER_ERRORS),
     ],
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);

@@ -85,7 +85,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       responses: [
         { status: 201, description: 'Order placed', schema: webhookResponseSchema },
         { status: 200, description: 'Account flattened', schema: webhookResponseSchema },
-        ...errors('VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', 'UNAUTHENTICATED', 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
+        ...errors('VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', 'INVALID_IDEMPOTENCY_KEY', 'UNAUTHENTICATED', 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
         ...errors('SYMBOL_MISMATCH', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'RATE_LIMITED', ...BROKER_ERRORS),
       ],
       async handler(ctx) {

@@ -263,4 +263,23 @@ describe('the served document lists the hardening routes and codes', () => {
       await w.close();
     }
   });
+
+  it('every operation that takes an idempotency key lists its three refusals; a leg cancel lists CONFLICT', async () => {
+    const { world } = await import('../../support/routes.js');
+    const w = await world();
+    try {
+      const doc = buildOpenApiDocument([...w.routes, HEALTH_STREAM_ROUTE], { config: configSchema.parse({}) }) as any;
+      const idempotent = w.routes.filter((r) => r.idempotent);
+      expect(idempotent.map((r) => r.operationId).sort()).toEqual(['flattenAccount', 'placeOrder', 'receiveWebhook'].sort());
+      for (const r of idempotent) {
+        const responses = doc.paths[openApiPath(r.path)][r.method.toLowerCase()].responses;
+        expect(responses['400'].description, r.operationId).toContain('INVALID_IDEMPOTENCY_KEY');
+        expect(responses['409'].description, r.operationId).toContain('IDEMPOTENCY_KEY_IN_USE');
+        expect(responses['422'].description, r.operationId).toContain('IDEMPOTENCY_KEY_REUSED');
+      }
+      expect(doc.paths['/accounts/{id}/orders/{orderId}'].delete.responses['409'].description).toContain('CONFLICT');
+    } finally {
+      await w.close();
+    }
+  });
 });
