@@ -172,7 +172,7 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined, leni
   // JSON.parse keeps the last of repeated keys: `{"qty":1,"qty":5}` would place 5. Fewer keys
   // parsed than members written means one was repeated (a count, not a second parse).
   if (members > 0 && keyCount(value) !== members) {
-    const path = firstRepeatedKey(text) ?? '';
+    const path = echoedName(firstRepeatedKey(text) ?? '');
     throw new AppError('VALIDATION_FAILED', `${path || 'body'}: given more than once`, { errors: [{ path, message: 'given more than once' }] });
   }
   return value;
@@ -249,13 +249,22 @@ export function zodIssuesToErrors(issues: readonly z.core.$ZodIssue[], prefix = 
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         if (out.length >= max) break;
-        out.push({ path: base ? `${base}.${key}` : key, message: unknown });
+        const name = echoedName(key);
+        out.push({ path: base ? `${base}.${name}` : name, message: unknown });
       }
     } else {
       out.push({ path: base, message: issue.message });
     }
   }
   return out;
+}
+
+/** Longest name of a client's field or parameter an error repeats (a 32 KB name would come back twice). */
+const MAX_ECHOED_NAME = 100;
+
+/** A client's field or parameter name as an error repeats it: cut to MAX_ECHOED_NAME characters. */
+export function echoedName(name: string): string {
+  return name.length > MAX_ECHOED_NAME ? `${name.slice(0, MAX_ECHOED_NAME)}…` : name;
 }
 
 /** How many entries zodIssuesToErrors would list without a cap. */

@@ -17,7 +17,7 @@ import type { Logger } from '../log.js';
 import { AppError, RequestNotSentError } from '../domain/problems.js';
 import { redactUrl } from '../log.js';
 import { ScopeRefused, type Authenticated, type Authenticator } from './auth.js';
-import { ClientAbortedError, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
+import { ClientAbortedError, echoedName, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
 import { parseBodyIdempotencyKey, parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
 import type { ServiceMetrics } from './metrics.js';
 import { rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.js';
@@ -369,7 +369,8 @@ export function queryParams(raw: string): Record<string, string> {
   if (raw === '') return out;
   for (const [name, value] of new URLSearchParams(raw)) {
     if (Object.hasOwn(out, name)) {
-      throw new AppError('VALIDATION_FAILED', `query.${name}: given more than once`, { errors: [{ path: `query.${name}`, message: 'given more than once' }] });
+      const shown = echoedName(name);
+      throw new AppError('VALIDATION_FAILED', `query.${shown}: given more than once`, { errors: [{ path: `query.${shown}`, message: 'given more than once' }] });
     }
     // `out.__proto__ = …` would set the prototype, hiding the name from every check after this.
     if (name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });

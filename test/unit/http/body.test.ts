@@ -127,6 +127,23 @@ describe('validate', () => {
     }
   });
 
+  it('repeats at most 100 characters of a name the client made up (a 32 KB unknown field or parameter would come back twice)', () => {
+    const long = 'z'.repeat(32_000);
+    for (const [value, what] of [[{ [long]: 1 }, 'body'], [{ [long]: '1' }, 'query']] as const) {
+      const e = (() => {
+        try {
+          validate(schema, value, what);
+        } catch (err) {
+          return err as AppError;
+        }
+        throw new Error('accepted');
+      })();
+      expect(JSON.stringify({ detail: e.message, ...e.extensions }).length, what).toBeLessThan(600);
+      expect(JSON.stringify(e.extensions)).toContain(`${'z'.repeat(100)}…`);
+    }
+    expect(JSON.stringify((() => { try { parseJsonBody(Buffer.from(`{"${long}":1,"${long}":2}`), 'application/json', false); } catch (err) { return (err as AppError).extensions; } })()).length).toBeLessThan(400);
+  });
+
   it('lists at most MAX_LISTED_ERRORS problems and counts the rest in errorsOmitted', () => {
     const body = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`x${i}`, 1]));
     try {
