@@ -19,7 +19,7 @@ export async function flattenAccount(
   ctx: RouteContext<unknown, unknown>,
   owned: OwnedAccount,
   symbolInput: string | undefined,
-  opts?: { timeoutMs?: number; symbolOnly?: boolean },
+  opts?: { timeoutMs?: number; symbolOnly?: boolean; onTimeout?: (target: { symbol: string | null; product: boolean }) => void },
 ) {
   let symbol: string | null = null;
   let productNamed = false;
@@ -30,6 +30,7 @@ export async function flattenAccount(
     productNamed = PRODUCT_FORMS.has(resolved.form);
   }
   requireActive(owned);
+  const productOnly = !!opts?.symbolOnly && symbol !== null && productNamed;
   const result = await callActor(
     deps,
     ctx,
@@ -38,11 +39,15 @@ export async function flattenAccount(
       type: 'flatten',
       accountId: owned.account.id,
       symbol,
-      ...(opts?.symbolOnly && symbol !== null ? { symbolOnly: true, ...(productNamed && { productOnly: true }) } : {}),
+      ...(opts?.symbolOnly && symbol !== null ? { symbolOnly: true, ...(productOnly && { productOnly: true }) } : {}),
       clOrdIdPrefix: flattenClOrdIdPrefix(ctx.auth.userId, ctx.idempotencyKey),
     },
     opts,
-  );
+  ).catch((err: unknown) => {
+    // The flatten goes on in the actor after the deadline: a caller may follow what it closes.
+    if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') opts?.onTimeout?.({ symbol, product: productOnly });
+    throw err;
+  });
   const view = { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions: result.positions };
   return result.outstandingOrders ? Object.assign(view, { outstandingOrders: result.outstandingOrders }) : view;
 }

@@ -6,7 +6,8 @@
 import { z } from 'zod';
 import { AppError, type ProblemCode } from '../../domain/problems.js';
 import type { JournalEntry } from '../../store/index.js';
-import type { OrderRecord } from '../../domain/orders.js';
+import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
+import { contractRoot } from '../../domain/symbols.js';
 import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, errors, nowOf, refuseNarrowedKey, type RouteDeps } from './common.js';
@@ -74,7 +75,10 @@ interface LateFollowUp {
   tokenId: string;
   connectionId: string;
   accountId: string;
-  clOrdId: string;
+  /** The order's clOrdId; absent for a flatten. */
+  clOrdId?: string;
+  /** A flatten (exit or close) answered 504: what it was to close (null: the whole account; `product`: every month of the symbol's product). */
+  flatten?: { symbol: string | null; product: boolean };
   /** The alert's fields as its alerts entry keeps them, with `lateOutcomeOf`: its request id. */
   request: ReturnType<typeof alertRequest> & { lateOutcomeOf: string };
   /** When the alert arrived (ms). */
@@ -89,7 +93,13 @@ interface LateFollowUp {
  * traded and a trader does not send it again. The follow-up is journaled too, so a restart within
  * those minutes takes it up again (resumeLateOutcomes).
  */
-export function followLateOutcome(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, connectionId: string, accountId: string, clOrdId: string): void {
+export function followLateOutcome(
+  deps: RouteDeps,
+  ctx: RouteContext<unknown, unknown>,
+  connectionId: string,
+  accountId: string,
+  what: { clOrdId: string } | { flatten: { symbol: string | null; product: boolean } },
+): void {
   const token = ctx.auth.webhook;
   if (!token) return;
   const followUp: LateFollowUp = {
@@ -97,7 +107,7 @@ export function followLateOutcome(deps: RouteDeps, ctx: RouteContext<unknown, un
     tokenId: token.tokenId,
     connectionId,
     accountId,
-    clOrdId,
+    ...what,
     request: { ...alertRequest(ctx.req.body, ctx.requestId), lateOutcomeOf: ctx.requestId },
     since: nowOf(deps).getTime(),
   };
@@ -143,10 +153,43 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
   let attempt = LATE_CHECKS_MS.findIndex((at) => at > elapsed);
   if (attempt < 0) attempt = LATE_CHECKS_MS.length - 1;
   let looked = false;
+  const again = (): boolean => {
+    if (++attempt < LATE_CHECKS_MS.length || (!looked && attempt < LATE_CHECKS_MAX)) {
+      const wait = attempt < LATE_CHECKS_MS.length ? LATE_CHECKS_MS[attempt]! - LATE_CHECKS_MS[attempt - 1]! : LATE_CHECK_EVERY_MS;
+      setTimeout(() => void (f.flatten ? checkFlat(f.flatten) : check()), wait).unref();
+      return true;
+    }
+    return false;
+  };
+  // A flatten carries on in the actor after its 504: it is done once the positions it was to close are.
+  const checkFlat = async (target: NonNullable<LateFollowUp['flatten']>): Promise<void> => {
+    let open: PositionRecord[] | undefined;
+    try {
+      const rows = await deps.gateway.request(f.connectionId, { type: 'positions', accountId: f.accountId });
+      looked = true;
+      open = rows.filter((p) => p.netQty !== 0 && closedBy(target, p.symbol));
+    } catch {
+      // Not CONNECTED now: asked again at the next check.
+    }
+    if (open?.length === 0) {
+      record({ status: 200, code: null, detail: 'flattened after this alert was answered 504', orderId: null, orderStatus: null, flattened: null });
+      return;
+    }
+    if (again()) return;
+    const held = open?.map((p) => `${p.symbol} ${p.netQty > 0 ? 'long' : 'short'} ${Math.abs(p.netQty)}`).join(', ');
+    record({
+      status: 504,
+      code: 'BROKER_TIMEOUT',
+      detail: held ? `not flat two minutes after this alert: the account still holds ${held}; flatten it yourself` : 'outcome unknown: the connection could not be asked since; check the account’s positions',
+      orderId: null,
+      orderStatus: null,
+      flattened: null,
+    });
+  };
   const check = async (): Promise<void> => {
     let order: OrderRecord | null = null;
     try {
-      order = await deps.gateway.request(f.connectionId, { type: 'find-by-clordid', accountId: f.accountId, clOrdId: f.clOrdId });
+      order = await deps.gateway.request(f.connectionId, { type: 'find-by-clordid', accountId: f.accountId, clOrdId: f.clOrdId! });
       looked = true;
     } catch {
       // The connection is not CONNECTED now (or no longer exists): asked again at the next check.
@@ -160,11 +203,7 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
       record({ status: 201, code: null, detail: 'placed after this alert was answered 504', orderId: order.orderId, orderStatus: order.status, flattened: null });
       return;
     }
-    if (++attempt < LATE_CHECKS_MS.length || (!looked && attempt < LATE_CHECKS_MAX)) {
-      const wait = attempt < LATE_CHECKS_MS.length ? LATE_CHECKS_MS[attempt]! - LATE_CHECKS_MS[attempt - 1]! : LATE_CHECK_EVERY_MS;
-      setTimeout(() => void check(), wait).unref();
-      return;
-    }
+    if (again()) return;
     // "Not placed" only from an answer of the broker's own list; a connection down all along says nothing.
     record(
       looked
@@ -172,7 +211,13 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
         : { status: 504, code: 'BROKER_TIMEOUT', detail: 'outcome unknown: the connection could not be asked since; check the account’s orders before sending it again', orderId: null, orderStatus: null, flattened: null },
     );
   };
-  setTimeout(() => void check(), Math.max(0, LATE_CHECKS_MS[attempt]! - elapsed)).unref();
+  setTimeout(() => void (f.flatten ? checkFlat(f.flatten) : check()), Math.max(0, LATE_CHECKS_MS[attempt]! - elapsed)).unref();
+}
+
+/** Whether a flatten of `target` closes a position in `symbol`. */
+function closedBy(target: NonNullable<LateFollowUp['flatten']>, symbol: string): boolean {
+  if (target.symbol === null || target.symbol === symbol) return true;
+  return target.product && contractRoot(symbol)?.root === contractRoot(target.symbol)?.root;
 }
 
 /** Wraps the webhook receiver so each alert that reaches it is journaled under its token. */

@@ -109,7 +109,17 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             const message = 'required for an exit (marketPosition flat), or set a symbol on the token’s strategy; action close flattens the whole account';
             throw new AppError('VALIDATION_FAILED', `symbol: ${message}`, { errors: [{ path: 'symbol', message }] });
           }
-          const flatten = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, intent.exit ? { ...timeout, symbolOnly: true } : timeout);
+          // TradingView does not retry: a flatten the broker did not confirm in time is followed, like a late order.
+          const onTimeout = (target: { symbol: string | null; product: boolean }) => followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { flatten: target });
+          const flatten = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, { ...timeout, onTimeout, ...(intent.exit && { symbolOnly: true }) }).catch((err: unknown) => {
+            if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
+            throw new AppError(
+              'BROKER_TIMEOUT',
+              `The broker did not confirm the flatten within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on: do not resend the alert. Whether the positions closed is added to this token's alerts once known`,
+              err.extensions,
+              err.retryAfterSeconds,
+            );
+          });
           ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
           return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
         }
@@ -127,7 +137,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
           // TradingView does not wait (or retry): the order may still reach the broker. Its
           // outcome is looked up and journaled under the token once known (followLateOutcome).
-          followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, clOrdId);
+          followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { clOrdId });
           throw new AppError(
             'BROKER_TIMEOUT',
             `The broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,

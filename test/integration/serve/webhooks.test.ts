@@ -255,4 +255,27 @@ describe('webhook alerts', () => {
     await eventually(async () => ((await api('GET', `/api/v1/accounts/${account}/working-orders`)).json.data as any[] | undefined)?.some((o) => o.orderId === placed.orderId), 'the late order among the working orders', 15_000);
     expect((await api('DELETE', `/api/v1/accounts/${account}/orders/${placed.orderId}`)).status).toBe(200);
   }, 60_000);
+
+  it('a close answered 504 goes on: its alerts say once the account is flat, so nobody resends it', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    const entry = await alert({ action: 'buy', symbol: 'ES1!', qty: 2 });
+    expect(entry.status, entry.text).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === 2), 'long 2');
+    await control(s, 'POST', '/faults', { latencyMs: 4000 });
+    let r;
+    try {
+      r = await alert({ action: 'close' });
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    expect(r.status, r.text).toBe(504);
+    expect(r.json.detail).toMatch(/did not confirm the flatten .* it goes on: do not resend the alert/);
+    const late = await eventually(
+      async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[]).find((a) => a.lateOutcomeOf === r.headers.get('x-request-id')),
+      'the follow-up of the close',
+      25_000,
+    );
+    expect(late).toMatchObject({ status: 200, detail: 'flattened after this alert was answered 504', action: 'close' });
+    expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
+  }, 60_000);
 });
