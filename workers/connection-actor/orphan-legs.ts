@@ -26,7 +26,7 @@
  * bracket's legs ended without filling is reported as a bracket-alert, so it is never silent.
  */
 import type { Entity, MirrorChange } from '../../src/broker/tradovate/mirror.js';
-import { contractName, fillsOf, isFinal, linkageOf, orderStatus, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
+import { contractName, fillsOf, isFinal, linkageOf, statusOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
@@ -94,7 +94,8 @@ export class OrphanLegs {
       return;
     }
     if (change.entityType === 'order' && change.eventType === 'Updated' && e && typeof e.accountId === 'number') {
-      if (!FINAL_STATUSES.has(orderStatus(this.ctx.mirror, e))) return;
+      // Final statuses do not depend on fills: no fill sum for the many updates that are not final.
+      if (!FINAL_STATUSES.has(statusOf(e.ordStatus, 0))) return;
       // An entry whose legs a sweep left alone while it was filling is done: its legs are fitted now.
       if (this.filling.delete(String(e.id))) this.schedule(e.accountId, 0);
       if (fillsOf(this.ctx.mirror, e.id).qty > 0) return;
