@@ -105,7 +105,8 @@ describe('leaving FAILED (item 3)', () => {
       const early = stream.events.length;
       const again = await reconnect(id);
       expect(again.status, again.text).toBe(202);
-      expect(again.json.status).toBe('CONNECTING');
+      // The answer shows the status as it is then: on a loaded machine the refused login can be back already.
+      expect(['CONNECTING', 'FAILED']).toContain(again.json.status);
       const connecting = await stream.waitFor((e) => e.connectionId === id && e.status === 'CONNECTING', early, 10_000);
       await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', connecting.index + 1, 15_000);
 

@@ -258,6 +258,7 @@ describe('webhook alerts', () => {
 
   it('a close answered 504 goes on: its alerts say once the account is flat, so nobody resends it', async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
     const entry = await alert({ action: 'buy', symbol: 'ES1!', qty: 2 });
     expect(entry.status, entry.text).toBe(201);
     await eventually(async () => (await positions(account)).some((p) => p.netQty === 2), 'long 2');
