@@ -41,8 +41,11 @@ interface Common {
 }
 
 export type WebhookIntent =
-  /** `reduce`: a partial exit (the strategy stays on the side the order reduces): no bracket, and it must reduce the position. */
-  | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side }; reduce?: true })
+  /**
+   * `reduce`: a partial exit (the strategy stays on the side the order reduces): no bracket, and it must reduce the position.
+   * `entry`: the strategy is on the order's side after it (marketPosition long on a buy, short on a sell): it may reverse a position.
+   */
+  | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side }; reduce?: true; entry?: true })
   /** `exit`: a buy or sell that leaves the strategy flat; without a symbol, its strategy's symbol. */
   | (Common & { kind: 'flatten'; symbol?: string; exit?: true });
 
@@ -382,7 +385,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     if (TIFS.has(tif)) order.timeInForce = tif as TimeInForce;
     else warnings.push(`timeInForce '${String(fields.timeInForce)}' not supported; day used`);
   }
-  return Object.assign({}, common, { kind: 'order' as const, order }, reduce ? { reduce: true as const } : {});
+  return Object.assign({}, common, { kind: 'order' as const, order }, reduce ? { reduce: true as const } : position !== undefined ? { entry: true as const } : {});
 }
 
 /**

@@ -10,10 +10,16 @@ import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js
 import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
 
-/** Runs a flatten on an owned account; resolves the symbol first (UNKNOWN_SYMBOL, no broker traffic). */
 /** Symbol forms that name a product, not a month (`ES`, `ES1!`, `ES!`, `CME_MINI:ES1!`): an exit of one closes every month of it. */
 const PRODUCT_FORMS: ReadonlySet<SymbolForm> = new Set(['root', 'continuous', 'bang', 'exchange-continuous']);
 
+/** Whether a symbol as sent names a product (every month of it), not one month. */
+export function namesProduct(symbolInput: string, now: Date): boolean {
+  const resolved = resolveSymbol(symbolInput, now);
+  return resolved.ok && PRODUCT_FORMS.has(resolved.form);
+}
+
+/** Runs a flatten on an owned account; resolves the symbol first (UNKNOWN_SYMBOL, no broker traffic). */
 export async function flattenAccount(
   deps: RouteDeps,
   ctx: RouteContext<unknown, unknown>,

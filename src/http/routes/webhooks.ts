@@ -10,7 +10,8 @@ import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
 import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
-import { flattenAccount } from './flatten.js';
+import { flattenAccount, namesProduct } from './flatten.js';
+import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
 import { followLateOutcome } from './signals.js';
 
@@ -68,7 +69,9 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). `marketPosition` ' +
         '({{strategy.market_position}}; alias sentiment) flat turns a buy or sell into an exit: its symbol (or the strategy’s) is flattened and nothing is ' +
         'opened; a buy that leaves the strategy short, or a sell that leaves it long, is a partial exit: placed with no bracket, only while the account ' +
-        'holds at least that much on the other side (else 409 SYMBOL_MISMATCH), and the position’s legs are cut to what is left. Aliases: ticker → ' +
+        'holds at least that much on the other side (else 409 SYMBOL_MISMATCH), and the position’s legs are cut to what is left; a buy or sell that the strategy makes ' +
+        'its side (long on a buy, short on a sell) while the account holds the other side is a reversal: that position is closed first (its legs with it), then the rest ' +
+        'of the quantity is opened with the bracket (201 with both `order` and `flatten`; 200 when nothing is left to open). Aliases: ticker → ' +
         'symbol, quantity/contracts → qty; numeric strings in plain decimal notation accepted (qty a whole number: `"2"`, never `"1e3"`). One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
         'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED. Unknown fields are ignored and listed ' +
         'in `warnings`. `id` deduplicates for 24 h, per token: the same `id` sent to another token is another alert. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
@@ -109,9 +112,62 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             const message = 'required for an exit (marketPosition flat), or set a symbol on the token’s strategy; action close flattens the whole account';
             throw new AppError('VALIDATION_FAILED', `symbol: ${message}`, { errors: [{ path: 'symbol', message }] });
           }
+          const flatten = await close(symbol, !!intent.exit);
+          ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
+          return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
+        }
+        const defaults: StrategyDefaults | null = strategy ?? null;
+        const input = completeOrder(intent.order, defaults, intent.warnings);
+        // A partial exit carries no bracket, not even the strategy's: the position keeps its own legs.
+        if (intent.reduce) Object.assign(input, { takeProfit: null, stopLoss: null });
+        let plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));
+        // A strategy's entry against the account's position is a reversal (TradingView sends
+        // `sell 2`, marketPosition short, from long 1): the position is closed first, its legs
+        // with it, and only the rest is opened with the bracket. In one order, the old legs
+        // would work against the new position until fitted, sized for the whole order, and count
+        // as exposure: a max position of 1 refused every reversal and left the account long.
+        let closed: Awaited<ReturnType<typeof close>> | null = null;
+        if (intent.entry) {
+          const held = await heldAgainst(plan.order.symbol, namesProduct(input.symbol, now), input.side);
+          if (held > 0) {
+            closed = await close(input.symbol, true);
+            const rest = plan.order.qty - held;
+            if (rest <= 0) {
+              intent.warnings.push(`reversal: the ${held} held the other way closed; the alert's qty ${plan.order.qty} leaves nothing to open`);
+              return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten: closed }) };
+            }
+            intent.warnings.push(`reversal: the ${held} held the other way closed first, then ${rest} opened`);
+            plan = planOrder({ ...input, qty: rest }, owned.account.id, now, orderLimits(deps.config));
+          }
+        }
+        const afterClose = (err: unknown): unknown => {
+          if (!closed || !(err instanceof AppError)) return err;
+          return new AppError(err.code, `The position the other way was closed first; the new one was not opened: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
+        };
+        const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
+        const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
+        let result;
+        try {
+          result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, timeout);
+        } catch (err) {
+          if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw afterClose(err);
+          // TradingView does not wait (or retry): the order may still reach the broker. Its
+          // outcome is looked up and journaled under the token once known (followLateOutcome).
+          followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { clOrdId });
+          throw new AppError(
+            'BROKER_TIMEOUT',
+            `${closed ? 'The position the other way was closed first; then the' : 'The'} broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
+            closed ? { ...err.extensions, flatten: closed } : err.extensions,
+            err.retryAfterSeconds,
+          );
+        }
+        return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: closed }) };
+
+        /** Flattens the account, or (symbolOnly) every position in the symbol; a 504 is followed like a late order. */
+        async function close(symbol: string | undefined, symbolOnly: boolean) {
           // TradingView does not retry: a flatten the broker did not confirm in time is followed, like a late order.
           const onTimeout = (target: { symbol: string | null; product: boolean }) => followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { flatten: target });
-          const flatten = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, { ...timeout, onTimeout, ...(intent.exit && { symbolOnly: true }) }).catch((err: unknown) => {
+          return flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, { ...timeout, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
             if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
             throw new AppError(
               'BROKER_TIMEOUT',
@@ -120,32 +176,19 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
               err.retryAfterSeconds,
             );
           });
-          ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
-          return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
         }
-        const defaults: StrategyDefaults | null = strategy ?? null;
-        const input = completeOrder(intent.order, defaults, intent.warnings);
-        // A partial exit carries no bracket, not even the strategy's: the position keeps its own legs.
-        if (intent.reduce) Object.assign(input, { takeProfit: null, stopLoss: null });
-        const plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));
-        const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-        const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
-        let result;
-        try {
-          result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, timeout);
-        } catch (err) {
-          if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
-          // TradingView does not wait (or retry): the order may still reach the broker. Its
-          // outcome is looked up and journaled under the token once known (followLateOutcome).
-          followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { clOrdId });
-          throw new AppError(
-            'BROKER_TIMEOUT',
-            `The broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
-            err.extensions,
-            err.retryAfterSeconds,
-          );
+
+        /** How many contracts the account holds against `side` in the contract (every month of its product, when named by product). */
+        async function heldAgainst(contract: string, product: boolean, side: 'buy' | 'sell'): Promise<number> {
+          const root = contractRoot(contract)?.root;
+          const rows = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'positions', accountId: owned.account.id }, timeout);
+          let held = 0;
+          for (const p of rows) {
+            if (product ? contractRoot(p.symbol)?.root !== root : p.symbol !== contract) continue;
+            if (side === 'buy' ? p.netQty < 0 : p.netQty > 0) held += Math.abs(p.netQty);
+          }
+          return held;
         }
-        return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: null }) };
       },
     }),
   ];

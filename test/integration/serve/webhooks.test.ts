@@ -126,6 +126,31 @@ describe('webhook alerts', () => {
     expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
   });
 
+  it('a reversal with the template (long 1, sell 2 short) closes the long and its legs first, then opens short 1 with legs for 1 — also under a max position of 1', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    expect((await api('PUT', `/api/v1/accounts/${account}/guards`, { maxPositionPerContract: 1 })).status).toBe(200);
+    try {
+      const long = await alert(fire('buy', '1', 'long', 'Long'), 'text/plain');
+      expect(long.status, long.text).toBe(201);
+      await eventually(async () => (await positions(account)).some((p) => p.netQty === 1) && (await working(account)).length === 2, 'long 1 with its legs');
+      const reversal = await alert(fire('sell', '2', 'short', 'Short'), 'text/plain');
+      expect(reversal.status, reversal.text).toBe(201);
+      expect(reversal.json).toMatchObject({ action: 'sell', order: { side: 'sell', qty: 1 }, flatten: { symbol: ES } });
+      expect(reversal.json.warnings).toContain('reversal: the 1 held the other way closed first, then 1 opened');
+      await eventually(async () => (await positions(account)).some((p) => p.netQty === -1), 'short 1');
+      const legs = await working(account);
+      expect(legs.map((o) => [o.side, o.qty, o.role]).sort()).toEqual([['buy', 1, 'stop_loss'], ['buy', 1, 'take_profit']]);
+      // The same size back (short 1, buy 1 long is no reversal of 2): closes the short, opens nothing.
+      const back = await alert(fire('buy', '1', 'long', 'Long 2'), 'text/plain');
+      expect(back.status, back.text).toBe(200);
+      expect(back.json).toMatchObject({ action: 'flatten', order: null });
+      await eventually(async () => (await positions(account)).every((p) => p.netQty === 0) && (await working(account)).length === 0, 'flat, nothing working');
+    } finally {
+      await api('PUT', `/api/v1/accounts/${account}/guards`, {});
+    }
+  });
+
   it('pyramided entries of one strategy order in the same second both trade with the template (its id holds the position size); the same alert again is a replay', async () => {
     const second = new Date().toISOString().replace(/\.\d+Z$/, 'Z'); // {{timenow}} has whole seconds
     const first = await alert(fire('buy', '1', 'long', 'Long', 1, second), 'text/plain');

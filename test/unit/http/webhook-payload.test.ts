@@ -430,9 +430,12 @@ describe('parseWebhookPayload marketPosition (the strategy after the alert)', ()
     ]);
   });
 
-  it('an entry is never marked reduce', () => {
+  it('an entry is never marked reduce; one the strategy confirms (marketPosition on its side) is marked entry: it may reverse a position', () => {
     expect(parse({ action: 'buy', marketPosition: 'long' })).not.toHaveProperty('reduce');
     expect(parse({ action: 'buy' })).not.toHaveProperty('reduce');
+    expect(parse({ action: 'sell', marketPosition: 'short' })).toMatchObject({ entry: true });
+    expect(parse({ action: 'buy' })).not.toHaveProperty('entry');
+    expect(parse({ action: 'sell', marketPosition: 'long' })).not.toHaveProperty('entry');
   });
 
   it.each([['sideways'], [1], [true], [{}]])('an unreadable marketPosition %j is refused, never guessed', (value) => {

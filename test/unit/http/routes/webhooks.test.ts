@@ -6,6 +6,7 @@ import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../../../src/tuning.js';
 import { webhookResponseSchema } from '../../../../src/http/schemas.js';
 import type { WebhookPrincipal } from '../../../../src/http/route-types.js';
 import { account, call, orderRecord, world, type World } from '../../../support/routes.js';
+import { rejected } from '../../../support/errors.js';
 
 let w: World;
 let tokenId: string;
@@ -109,8 +110,28 @@ describe('POST /webhooks/:token partial exits', () => {
   });
 
   it('an entry is sent without reduceOnly', async () => {
+    w.gateway.responder.positions = () => [];
     await alert({ action: 'buy', symbol: 'ES', qty: 1, marketPosition: 'long' });
-    expect(w.gateway.calls[0]!.req).not.toHaveProperty('reduceOnly');
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'place-order']);
+    expect(w.gateway.calls[1]!.req).not.toHaveProperty('reduceOnly');
+  });
+
+  it('a strategy entry against the position is a reversal: the position closed first, only the rest opened', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
+    const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 3, marketPosition: 'short', stopLoss: { ticks: 8 } });
+    expect(res.status).toBe(201);
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten', 'place-order']);
+    expect(w.gateway.calls[1]!.req).toMatchObject({ symbol: 'ESZ6', symbolOnly: true, productOnly: true });
+    expect(w.gateway.calls[2]!.req).toMatchObject({ side: 'sell', qty: 2, stopLoss: { offsetPoints: 2 } });
+    // The open refused after the close: the answer says the close happened.
+    w.gateway.calls.length = 0;
+    w.gateway.responder['place-order'] = () => {
+      throw new AppError('BROKER_REJECTED', 'margin');
+    };
+    const refused = await rejected(alert({ action: 'sell', symbol: 'ES1!', qty: 3, marketPosition: 'short' }));
+    expect(refused.code).toBe('BROKER_REJECTED');
+    expect(refused.message).toBe('The position the other way was closed first; the new one was not opened: margin');
+    expect(refused.extensions).toMatchObject({ flatten: { symbol: 'ESZ6' } });
   });
 });
 
