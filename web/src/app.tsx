@@ -2,6 +2,7 @@
 import type { FunctionComponent } from 'preact';
 import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { Toasts } from './components/toast';
+import { BracketAlerts } from './components/bracket-alerts';
 import { ErrorBox, Loading } from './components/ui';
 import { ApiError } from './api';
 import { resetHealth, startHealthStream } from './health';
@@ -77,6 +78,7 @@ export function App() {
       </a>
       <Header />
       <main id="main" tabIndex={-1}>
+        <BracketAlerts />
         <PageAt p={p} />
       </main>
       <Toasts />

@@ -42,8 +42,13 @@ export const streamState = signal<'connecting' | 'open' | 'down'>('connecting');
  * so the stream stays 'connecting' rather than 'down' for as long as tradegate is away.
  */
 export const streamLost = signal(false);
-/** Entries whose protective legs could not be placed (never leave these silent). */
+/** Bracket alerts since the page opened, newest first, until dismissed (never leave these silent). */
 export const bracketAlerts = signal<readonly BracketAlert[]>([]);
+
+/** The trader has read them. */
+export function dismissBracketAlerts(): void {
+  bracketAlerts.value = [];
+}
 
 let source: EventSource | null = null;
 let reopen: ReturnType<typeof setTimeout> | undefined;

@@ -54,6 +54,15 @@ export class OrphanLegs {
   private readonly filling = new Set<string>();
   /** Accounts where a leg ended without filling since their last sweep: it looks for positions left unprotected too. */
   private readonly legEnded = new Set<number>();
+  /** Accounts with a sweep running, and those due another once it ends: sweeps of an account never overlap. */
+  private readonly sweeping = new Set<number>();
+  private readonly sweepAgain = new Set<number>();
+  /**
+   * Leg changes the broker has answered that its events may not show yet: order id → the whole
+   * quantity it was cut to (0: cancelled). A sweep right after another plans with them, so it never
+   * cuts a leg again for the same excess (two sweeps a moment apart left a position of 4 with stops for 3).
+   */
+  private readonly sent = new Map<string, number>();
 
   constructor(
     private readonly ctx: ActorContext,
@@ -66,6 +75,7 @@ export class OrphanLegs {
     if (change.eventType === 'Snapshot') {
       this.nets.clear();
       this.filling.clear();
+      this.sent.clear();
       for (const p of this.ctx.mirror.all('position')) this.nets.set(p.id, Number(p.netPos ?? 0));
       for (const account of this.ctx.mirror.all('account')) {
         this.afterSnapshot.add(account.id);
@@ -145,10 +155,25 @@ export class OrphanLegs {
     // Even "at once" waits for the rest of the broker's batch (the position's other fills and orders).
     const timer = setTimeout(() => {
       this.pending.delete(accountId);
-      void this.sweep(String(accountId)).catch((err: unknown) => this.ctx.logger.warn({ err, accountId }, 'bracket leg sweep failed'));
+      this.run(accountId);
     }, delayMs);
     timer.unref();
     this.pending.set(accountId, { timer, at });
+  }
+
+  /** Sweeps the account now, or right after the sweep of it that is running (which planned from what it saw then). */
+  private run(accountId: number): void {
+    if (this.sweeping.has(accountId)) {
+      this.sweepAgain.add(accountId);
+      return;
+    }
+    this.sweeping.add(accountId);
+    void this.sweep(String(accountId))
+      .catch((err: unknown) => this.ctx.logger.warn({ err, accountId }, 'bracket leg sweep failed'))
+      .finally(() => {
+        this.sweeping.delete(accountId);
+        if (this.sweepAgain.delete(accountId)) this.run(accountId);
+      });
   }
 
   /**
@@ -185,8 +210,17 @@ export class OrphanLegs {
     // old side's legs working, where they add to the new side.
     const filling = new Set(working.filter((o) => o.role === 'entry' && o.filledQty > 0).map((o) => o.orderId));
     const legs = new Map<string, OrderRecord[]>();
-    for (const o of working) {
-      if (o.role !== 'take_profit' && o.role !== 'stop_loss') continue;
+    for (const [id, qty] of this.sent) {
+      const o = this.ctx.mirror.get('order', Number(id));
+      const shown = byId.get(id);
+      if (!o || isFinal(this.ctx.mirror, Number(id)) || (qty > 0 && shown !== undefined && shown.qty <= qty)) this.sent.delete(id);
+    }
+    for (const listed of working) {
+      if (listed.role !== 'take_profit' && listed.role !== 'stop_loss') continue;
+      // As the broker answered it, where its events have not caught up yet.
+      const cut = this.sent.get(listed.orderId);
+      if (cut === 0) continue;
+      const o = cut === undefined ? listed : { ...listed, qty: cut };
       if (o.bracketId !== null && filling.has(o.bracketId)) {
         this.filling.add(o.bracketId);
         continue;
@@ -343,9 +377,11 @@ export class OrphanLegs {
         try {
           if (action.cancel) {
             checkAnswer('cancelorder', await this.ctx.conn.send('order/cancelorder', cancelOrderBody(id), { kind: 'order' }));
+            this.sent.set(leg.orderId, 0);
             done.push(`${leg.role} ${leg.orderId} cancelled`);
           } else {
             checkAnswer('modifyorder', await this.ctx.conn.send('order/modifyorder', resizeOrderBody(leg, action.qty), { kind: 'order' }));
+            this.sent.set(leg.orderId, action.qty);
             done.push(`${leg.role} ${leg.orderId} cut from ${leg.qty} to ${action.qty}`);
           }
         } catch (err) {

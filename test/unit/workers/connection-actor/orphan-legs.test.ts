@@ -171,6 +171,51 @@ describe('orphaned bracket legs', () => {
     expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[short.legs!.takeProfit!.orderId, 1], [short.legs!.stopLoss!.orderId, 1]]);
   });
 
+  /** Open quantity of the working legs of each kind. */
+  const cover = (s: ReturnType<typeof setup>) => {
+    const legs = s.ctx.model.workingOrders(ACCOUNT);
+    const sum = (role: string) => legs.filter((o) => o.role === role).reduce((n, o) => n + o.qty - o.filledQty, 0);
+    return { takeProfit: sum('take_profit'), stopLoss: sum('stop_loss') };
+  };
+
+  it('a sweep right after another plans with the cuts the broker answered before its events came: long 2 keeps legs for 2', async () => {
+    const s = setup(60_000);
+    s.broker.oco = false;
+    // The broker answers a modify at once and reports it 40 ms later.
+    const apply = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults['order/modifyorder']!;
+    s.broker.handlers['order/modifyorder'] = (b) => {
+      setTimeout(() => apply(b), 40);
+      return { commandId: 424242 };
+    };
+    const a = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(a.order.orderId), 2, 5000);
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001); // long 1: the first bracket's legs cut to 1
+    await pause(5);
+    const b = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(b.order.orderId), 2, 5000); // long 3
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001); // long 2: the second's cut to 1, not cancelled
+    await pause(150);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(2);
+    expect(cover(s)).toEqual({ takeProfit: 2, stopLoss: 2 });
+  });
+
+  it('sweeps of an account never overlap: one that comes while another waits on the broker runs after it, from what the first left', async () => {
+    const s = setup(60_000);
+    s.broker.oco = false;
+    const a = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(a.order.orderId), 2, 5000);
+    const held = s.broker.hold('order/modifyorder');
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001); // long 1: cut to 1, held at the broker
+    await held.reached;
+    const b = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(b.order.orderId), 2, 5000); // long 3
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001); // long 2
+    await pause(GRACE_MS);
+    held.release();
+    await pause(100);
+    expect(cover(s)).toEqual({ takeProfit: 2, stopLoss: 2 });
+  });
+
   it('two brackets over a position cut to one: the newest bracket goes, the oldest stays', async () => {
     const s = setup();
     s.broker.oco = false;

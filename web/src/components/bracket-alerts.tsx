@@ -1,0 +1,41 @@
+/**
+ * Bracket alerts from the health stream, on every page until dismissed: a position left without
+ * its take-profit or stop-loss (cancelled at the broker, never placed, an entry filling on after
+ * its legs ended), and legs the service fitted to a position another order changed. Never silent:
+ * a trader must see that a position is unprotected wherever they are in the app.
+ */
+import { bracketAlerts, dismissBracketAlerts, type BracketAlert } from '../health';
+import { fullTime, when } from '../format';
+
+/** Alerts that say a position is left without protection (the rest report legs fitted to it). */
+function unprotects(a: BracketAlert): boolean {
+  return /no protective order|no take-profit or stop-loss|unprotected|not placed|could not/i.test(a.detail);
+}
+
+export function BracketAlerts() {
+  const list = bracketAlerts.value;
+  if (list.length === 0) return null;
+  const danger = list.some(unprotects);
+  return (
+    <section class={`callout ${danger ? 'danger' : 'warn'} bracket-alerts`} aria-labelledby="bracket-alerts-title">
+      <div class="bracket-alerts-head">
+        <strong id="bracket-alerts-title">{danger ? 'A position needs protection' : 'Protective orders changed'}</strong>
+        <button type="button" class="btn small secondary" onClick={() => dismissBracketAlerts()}>
+          {list.length > 1 ? `Dismiss all ${list.length}` : 'Dismiss'}
+        </button>
+      </div>
+      {/* New alerts are announced; the list itself stays put. */}
+      <ul aria-live="assertive" aria-relevant="additions">
+        {list.map((a) => (
+          <li key={`${a.ts}-${a.orderId}-${a.detail}`}>
+            <time dateTime={new Date(a.ts).toISOString()} title={fullTime(a.ts)}>
+              {when(a.ts)}
+            </time>{' '}
+            account {a.accountId}: {a.detail}
+            {unprotects(a) && ' — protect or close it.'}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
