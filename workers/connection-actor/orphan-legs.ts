@@ -40,6 +40,29 @@ const open = (o: OrderRecord) => o.qty - o.filledQty;
 /** `legs` of an unprotected position whose bracket entry's legs were never placed. */
 const NEVER_PLACED = 'never placed';
 
+/**
+ * Exits resting on each position, by contract: plain orders (a webhook partial exit, or an API
+ * order with no bracket) working on the side that reduces it, each no larger than the position.
+ * They count with the legs of their kind (a limit with the take-profits, a stop with the
+ * stop-losses): long 3 with a take-profit for 3 and a limit sell of 1 under it would, in one move
+ * through both, sell 4 and open a short. Only legs are cut for them, never the exits.
+ */
+function restingExits(working: readonly OrderRecord[], net: ReadonlyMap<string, number>): Map<string, { take_profit: number; stop_loss: number; ids: string[] }> {
+  const out = new Map<string, { take_profit: number; stop_loss: number; ids: string[] }>();
+  for (const o of working) {
+    if (o.role !== 'single') continue;
+    const kind = o.type === 'limit' ? 'take_profit' : o.type === 'stop' || o.type === 'stop_limit' ? 'stop_loss' : undefined;
+    const position = net.get(o.symbol) ?? 0;
+    const reduces = position > 0 ? o.side === 'sell' : position < 0 && o.side === 'buy';
+    if (!kind || !reduces || open(o) > Math.abs(position)) continue;
+    const sums = out.get(o.symbol) ?? { take_profit: 0, stop_loss: 0, ids: [] };
+    sums[kind] += open(o);
+    sums.ids.push(o.orderId);
+    out.set(o.symbol, sums);
+  }
+  return out;
+}
+
 /** Keeps protective legs within the positions they protect. */
 export class OrphanLegs {
   /** Accounts with a sweep pending (one timer per account, however many positions moved), and when it runs. */
@@ -232,22 +255,12 @@ export class OrphanLegs {
       if (list) list.push(o);
       else legs.set(o.symbol, [o]);
     }
-    // Partial exits resting on a position count with the legs of their kind (a limit with the
-    // take-profits, a stop with the stop-losses): long 3 with a take-profit for 3 and a limit sell
-    // of 1 under it would, in one move through both, sell 4 and open a short. Only legs are cut.
-    const resting = new Map<string, { take_profit: number; stop_loss: number }>();
-    for (const o of this.ctx.model.workingReduceOnly(accountId)) {
-      const kind = o.type === 'limit' ? 'take_profit' : o.type === 'stop' || o.type === 'stop_limit' ? 'stop_loss' : undefined;
-      if (!kind) continue;
-      const sums = resting.get(`${o.side}|${o.symbol}`) ?? { take_profit: 0, stop_loss: 0 };
-      sums[kind] += open(o);
-      resting.set(`${o.side}|${o.symbol}`, sums);
-    }
+    const resting = restingExits(working, net);
     const out: LegAction[] = [];
     for (const [symbol, list] of legs) {
       const position = net.get(symbol) ?? 0;
       const reduces = (o: OrderRecord) => (position > 0 ? o.side === 'sell' : position < 0 && o.side === 'buy');
-      const exits = resting.get(`${position > 0 ? 'sell' : 'buy'}|${symbol}`);
+      const exits = resting.get(symbol);
       // A leg whose sibling filled is done for, whenever the broker's OCO gets to it: counting it
       // would cut a live bracket's leg in its place.
       const live = (o: OrderRecord) => reduces(o) && !this.siblingFilled(o);
@@ -393,8 +406,9 @@ export class OrphanLegs {
       const symbol = actions[0]!.leg.symbol;
       const position = this.ctx.model.netPosition(accountId, symbol);
       const now = position === 0 ? 'flat' : `${position > 0 ? 'long' : 'short'} ${Math.abs(position)}`;
-      const exits = this.ctx.model.workingReduceOnly(accountId).filter((o) => o.symbol === symbol && o.type !== 'market').map((o) => o.orderId);
-      const cause = exits.length > 0 ? `fitted to the ${symbol} position ${now} with partial exit ${exits.join(', ')} working on it` : `another order left the ${symbol} position ${now}`;
+      const net = new Map([[symbol, position]]);
+      const exits = restingExits(this.ctx.model.workingOrders(accountId), net).get(symbol)?.ids ?? [];
+      const cause = exits.length > 0 ? `fitted to the ${symbol} position ${now} with exit ${exits.join(', ')} working on it` : `another order left the ${symbol} position ${now}`;
       const detail = `${done.join(', ')}${actions[0]!.leg.bracketId ? ` (entry ${bracket})` : ''}: ${cause}`;
       this.ctx.logger.warn({ orderId: bracket, accountId, symbol, done }, 'bracket legs fitted to the position');
       this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: bracket, ts: Date.now(), detail });

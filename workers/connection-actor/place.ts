@@ -220,8 +220,8 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     hold?.release();
     // Settled (its fills are in the position now): it takes nothing more off.
     reducing?.release();
-    // Resting, the position's legs make room for it; filled, they follow the smaller position.
-    if (req.reduceOnly) ctx.fitLegs?.(req.accountId);
+    // An exit, resting: the position's legs make room for it; filled, they follow the smaller position.
+    if (req.reduceOnly || (!req.takeProfit && !req.stopLoss && req.orderType !== 'market' && result.order.status !== 'filled')) ctx.fitLegs?.(req.accountId);
     return result;
   } catch (err) {
     // After a timeout the order may still reach the broker: its outcome is unknown, and its

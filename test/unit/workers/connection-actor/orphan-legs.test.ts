@@ -69,11 +69,26 @@ describe('orphaned bracket legs', () => {
     expect(exit.order.status).toBe('working');
     await pause(GRACE_MS * 2);
     expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[placed.legs!.takeProfit!.orderId, 2]]);
-    expect(s.events).toEqual([expect.objectContaining({ detail: expect.stringContaining(`fitted to the ESZ6 position long 3 with partial exit ${exit.order.orderId} working on it`) })]);
+    expect(s.events).toEqual([expect.objectContaining({ detail: expect.stringContaining(`fitted to the ESZ6 position long 3 with exit ${exit.order.orderId} working on it`) })]);
     // The move through 5007.5 and 5010: the exit sells 1, the take-profit 2 — flat, not short.
     s.broker.fill(Number(exit.order.orderId), 1, 5007.5);
     s.broker.fill(Number(placed.legs!.takeProfit!.orderId), 2, 5010);
     expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
+  });
+
+  it('an API exit resting on a bracketed position (a plain stop sell of 1 on long 2) makes room too; a resting sell larger than the position (a reversal) does not', async () => {
+    const s = setup(60_000);
+    s.broker.oco = false;
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    const reversal = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 3, price: 5030 }));
+    await pause(GRACE_MS * 2);
+    expect(s.broker.bodies('order/modifyorder')).toEqual([]);
+    await s.broker.send('order/cancelorder', { orderId: Number(reversal.order.orderId) });
+    const exit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'stop', price: null, stopPrice: 4995 } as never));
+    expect(exit.order.role).toBe('single');
+    await pause(GRACE_MS * 2);
+    expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[placed.legs!.stopLoss!.orderId, 1]]);
   });
 
   it('a bracket entry filling on after its legs ended (take-profit filled, stop-loss taken by the OCO) is reported: what it fills since has no stop', async () => {
