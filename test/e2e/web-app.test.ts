@@ -514,6 +514,24 @@ describe('the web app', () => {
     await expect.poll(() => page.getByRole('table', { name: /Closed trades/ }).getByRole('row').count()).toBeGreaterThan(2);
   }, 60_000);
 
+  it('a position left without protection is shown on every page until dismissed (a bracket entry cancelled after a partial fill)', async () => {
+    await signedIn();
+    await nav('Strategies');
+    const entry = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 3, type: 'limit', price: 4980, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(entry.status, entry.text).toBe(201);
+    await control(s, 'POST', `/orders/${entry.json.orderId}/fill`, { qty: 1, price: 4980 });
+    expect((await api('DELETE', `/api/v1/accounts/${demo2}/orders/${entry.json.orderId}`)).status).toBe(200);
+    const banner = page.getByRole('region', { name: 'A position needs protection' });
+    await banner.waitFor({ timeout: 15_000 });
+    expect(await banner.textContent()).toMatch(new RegExp(`account ${demo2}: .*no take-profit or stop-loss`));
+    expect(await violationsInBothSchemes(page)).toEqual([]);
+    await nav('Accounts');
+    await banner.waitFor();
+    await banner.getByRole('button', { name: /Dismiss/ }).click();
+    await expect.poll(() => banner.count()).toBe(0);
+    expect((await api('POST', `/api/v1/accounts/${demo2}/flatten`, {})).status).toBe(200);
+  }, 60_000);
+
   it('Accounts: sets risk guards in the form (a refused order shows why), throws the kill switch (flattening), and unlocks', async () => {
     await signedIn();
     await nav('Accounts');
