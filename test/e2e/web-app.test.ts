@@ -516,16 +516,26 @@ describe('the web app', () => {
 
   it('a position left without protection is shown on every page until dismissed (a bracket entry cancelled after a partial fill)', async () => {
     await signedIn();
-    await nav('Strategies');
     const entry = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 3, type: 'limit', price: 4980, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
     expect(entry.status, entry.text).toBe(201);
-    await control(s, 'POST', `/orders/${entry.json.orderId}/fill`, { qty: 1, price: 4980 });
-    expect((await api('DELETE', `/api/v1/accounts/${demo2}/orders/${entry.json.orderId}`)).status).toBe(200);
+    const entryId = entry.json.orderId as string;
+    await nav('Accounts');
+    await page.getByRole('button', { name: `DEMO2 ${demo2}` }).click();
+    await page.getByRole('button', { name: `Cancel order ${entryId}` }).click();
+    // Unfilled, a tick-offset bracket has no leg ids yet: the confirmation still says they go too.
+    expect(await dialog().textContent()).toContain('and with it its take-profit and stop-loss, which would have been placed once it filled');
+    await dialog().getByRole('button', { name: 'Keep order' }).click();
+    await control(s, 'POST', `/orders/${entryId}/fill`, { qty: 1, price: 4980 });
+    await page.getByRole('button', { name: 'Refresh DEMO2' }).click();
+    await page.getByRole('row').filter({ hasText: entryId }).filter({ hasText: '1 / 3' }).waitFor({ timeout: 10_000 });
+    await page.getByRole('button', { name: `Cancel order ${entryId}` }).click();
+    expect(await dialog().textContent()).toContain('with no take-profit or stop-loss');
+    await dialog().getByRole('button', { name: 'Cancel order' }).click();
     const banner = page.getByRole('region', { name: 'A position needs protection' });
     await banner.waitFor({ timeout: 15_000 });
     expect(await banner.textContent()).toMatch(new RegExp(`account ${demo2}: .*no take-profit or stop-loss`));
     expect(await violationsInBothSchemes(page)).toEqual([]);
-    await nav('Accounts');
+    await nav('Strategies');
     await banner.waitFor();
     await banner.getByRole('button', { name: /Dismiss/ }).click();
     await expect.poll(() => banner.count()).toBe(0);

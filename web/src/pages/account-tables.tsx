@@ -14,12 +14,17 @@ export function cancelRefused(o: Order, working: readonly Order[]): boolean {
 export function cancelExplanation(o: Order, working: readonly Order[]): string {
   const legs = [o.legs.takeProfit && 'take-profit', o.legs.stopLoss && 'stop-loss'].filter((x): x is string => !!x);
   if (o.role === 'entry') {
+    // An entry with no leg ids yet is a tick-offset bracket: its legs are placed once it has filled completely.
     if (o.filledQty > 0) {
       return `This entry is partly filled (${o.filledQty} of ${o.qty}). Only the unfilled ${o.qty - o.filledQty} is cancelled; the filled part stays a position${
-        legs.length ? ` with its ${legs.join(' and ')}` : ''
-      }. Nothing is flattened.`;
+        legs.length
+          ? ` with its ${legs.join(' and ')}. Nothing is flattened.`
+          : ' with no take-profit or stop-loss: this bracket’s legs are placed only once the entry has filled completely, so they never will be. Protect or close the position yourself. Nothing is flattened.'
+      }`;
     }
-    return legs.length ? `The entry is cancelled and its ${legs.join(' and ')} ${legs.length > 1 ? 'are' : 'is'} removed with it.` : 'The entry is cancelled.';
+    return legs.length
+      ? `The entry is cancelled and its ${legs.join(' and ')} ${legs.length > 1 ? 'are' : 'is'} removed with it.`
+      : 'The entry is cancelled, and with it its take-profit and stop-loss, which would have been placed once it filled.';
   }
   if (o.role === 'take_profit' || o.role === 'stop_loss') {
     const self = o.role === 'take_profit' ? 'take-profit' : 'stop-loss';
