@@ -78,6 +78,14 @@ export const AUTHORIZE_GRACE_MS = 500;
 /** The longest p-ticket penalty (seconds) worth waiting out; longer ones fail as BROKER_UNAVAILABLE. */
 export const MAX_PENALTY_SECONDS = 120;
 
+/**
+ * The longest p-ticket penalty (seconds) a new order waits out before it is sent with the ticket;
+ * longer, it fails as BROKER_UNAVAILABLE with nothing sent. Well inside every caller's deadline
+ * (a webhook's 2.5 s included, with the broker's answer), so an order is never placed after its
+ * caller was told it timed out.
+ */
+export const ORDER_PENALTY_WAIT_S = 2;
+
 /** Access-token renewal (Tradovate tokens live 80 min and can be renewed before they expire). */
 export const TOKEN_RENEWAL = Object.freeze({
   /** Renew this long before expiry (lifetimes shorter than twice this renew at 80 %). */

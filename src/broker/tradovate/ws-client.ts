@@ -7,7 +7,7 @@
  */
 import WebSocket from 'ws';
 import { AppError } from '../../domain/problems.js';
-import { AUTHORIZE_GRACE_MS, BROKER_TIMEOUTS, CONNECTION_TUNING, MAX_PENALTY_SECONDS, UNKNOWN_OUTCOME_MAX_MS } from '../../tuning.js';
+import { AUTHORIZE_GRACE_MS, BROKER_TIMEOUTS, CONNECTION_TUNING, MAX_PENALTY_SECONDS, ORDER_PENALTY_WAIT_S, UNKNOWN_OUTCOME_MAX_MS } from '../../tuning.js';
 import { CLIENT_HEARTBEAT, formatRequest, parseFrame, penaltyOf, type EventMessage, type ServerMessage } from './frames.js';
 
 /** A non-200 answer from the broker (`d` is usually a message string). */
@@ -263,7 +263,10 @@ export class TradovateSocket {
 
   /**
    * Sends a request and resolves with `d` of its 200 answer. A p-ticket answer (the request
-   * was not executed) is resent once after p-time with the ticket; a captcha one fails.
+   * was not executed) is resent once after p-time with the ticket; a captcha one fails. A new
+   * order waits out at most ORDER_PENALTY_WAIT_S: resent after a longer wait, it would fill long
+   * after its caller was answered 504, at another price (a market order 40 s late); it fails
+   * with 503 and the wait as Retry-After instead, nothing sent.
    */
   async request(endpoint: string, opts: RequestOptions = {}): Promise<unknown> {
     let data = await this.sendOnce(endpoint, opts);
@@ -271,6 +274,14 @@ export class TradovateSocket {
     if (!penalty) return data;
     if (penalty.captcha || penalty.seconds > this.opts.maxPenaltySeconds) {
       throw new AppError('BROKER_UNAVAILABLE', 'broker penalty in force', {}, Math.max(1, penalty.seconds || 3600));
+    }
+    if (opts.onLate !== undefined && penalty.seconds > ORDER_PENALTY_WAIT_S) {
+      throw new AppError(
+        'BROKER_UNAVAILABLE',
+        `the broker asked to wait ${penalty.seconds} s before this order (p-ticket); nothing was sent: send it again after Retry-After if it still makes sense then`,
+        {},
+        Math.ceil(penalty.seconds),
+      );
     }
     await new Promise((r) => setTimeout(r, penalty.seconds * 1000));
     const body = opts.body && typeof opts.body === 'object' ? { ...(opts.body as object), 'p-ticket': penalty.ticket } : opts.body;

@@ -210,6 +210,18 @@ test('a p-ticket answer is resent once with the ticket after p-time', async () =
   expect(bodies.map((b) => JSON.parse(b))).toEqual([{ a: 1 }, { a: 1, 'p-ticket': 'PT' }]);
 });
 
+test('a new order under a p-ticket longer than 2 s is not waited out: 503 with the wait as Retry-After, nothing resent (it would fill long after its caller was answered)', async () => {
+  const bodies: string[] = [];
+  const url = await fakeBroker((ws, _e, id, body) => {
+    bodies.push(body);
+    ws.send(`a[${JSON.stringify({ s: 200, i: id, d: { 'p-ticket': 'PT', 'p-time': 40, 'p-captcha': false } })}]`);
+  });
+  client = await connect(url).p;
+  const err = await client.request('order/placeorder', { body: { a: 1 }, onLate: () => undefined }).catch((e: unknown) => e as AppError);
+  expect(err).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 40, message: expect.stringMatching(/wait 40 s before this order \(p-ticket\); nothing was sent/) });
+  expect(bodies).toHaveLength(1);
+});
+
 test('tolerates the real broker’s ordering: a quote before the answer, events before and after it, unknown event types and fields', async () => {
   const url = await fakeBroker((ws, endpoint, id) => {
     if (endpoint !== 'md/subscribeQuote') return;
