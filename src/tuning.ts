@@ -11,6 +11,8 @@ export interface ConnectionTuning {
   heartbeatMs: number;
   /** No frame at all for this long → the socket is dead (the server sends `h` every ~2.5 s). */
   silenceMs: number;
+  /** No frame for this long (two heartbeats) → reads answer 503 until one comes: the mirror may be missing events. */
+  readQuietMs: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
   /** Consecutive refused `authorize`s with fresh tokens before giving up (FAILED). */
@@ -52,6 +54,7 @@ export const UNKNOWN_OUTCOME_MAX_MS = 5 * 60_000;
 export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   heartbeatMs: 2500,
   silenceMs: 10_000,
+  readQuietMs: 5_000,
   backoffBaseMs: 500,
   backoffMaxMs: 30_000,
   maxAuthRejections: 3,

@@ -41,6 +41,8 @@ export class ConnectionActor {
   private readonly brokerPointValues = new Map<string, number>();
   private readonly orphans: OrphanLegs;
   private readonly owedStore: OwedLegStore;
+  /** Watches for the broker going quiet (reads answer 503 then): the front's kept pages are dropped once per quiet spell. */
+  private readonly quietWatch: NodeJS.Timeout;
 
   /** `notify`: the supervisor-only notices (working orders changed after a page was served, owed legs to store). */
   constructor(
@@ -72,6 +74,10 @@ export class ConnectionActor {
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
     this.orphans = new OrphanLegs(this.ctx, spec.connectionId, t.orphanLegGraceMs);
     this.ctx.fitLegs = (accountId) => this.orphans.sweepSoon(accountId);
+    this.quietWatch = setInterval(() => {
+      if (this.conn.watchQuiet()) this.model.forgetPages();
+    }, Math.max(50, Math.floor(t.readQuietMs / 20)));
+    this.quietWatch.unref();
     const owedLegs = watchOwedLegs(this.ctx, spec.connectionId);
     this.conn.mirror.onChange((change) => {
       this.orphans.onChange(change);
@@ -99,6 +105,7 @@ export class ConnectionActor {
 
   /** Stops the actor silently (the supervisor announces DISABLED). */
   stop(): Promise<void> {
+    clearInterval(this.quietWatch);
     this.guards.stop();
     this.orphans.stop();
     return this.conn.stop();
@@ -146,6 +153,8 @@ export class ConnectionActor {
       case 'unlock':
         return this.guards.unlock(req.accountId);
       case 'guard-status':
+        // Its day P&L and exposure are the broker's live figures: not shown from a quiet or lost socket.
+        this.conn.requireFresh();
         return this.guards.status(req.accountId);
       case 'check-order':
         // The live exposure the guards count is the broker's: only a CONNECTED connection has it.
@@ -173,7 +182,7 @@ export class ConnectionActor {
    * this connection: what the mirror holds for an account the broker stopped reporting is stale.
    */
   private readable(accountId: string): void {
-    this.conn.requireConnected();
+    this.conn.requireFresh();
     this.model.account(accountId);
   }
 

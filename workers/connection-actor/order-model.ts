@@ -56,6 +56,11 @@ export class OrderModel {
     });
   }
 
+  /** Drops the pages the front may keep (the broker went quiet: they may be stale, and a read must ask). */
+  forgetPages(): void {
+    this.changed();
+  }
+
   /** Drops the serialized pages; tells the front once when it may hold one. */
   private changed(): void {
     this.version = ++pageVersions;

@@ -347,6 +347,37 @@ export class BrokerConnection {
   }
 
   /**
+   * requireConnected, and the broker heard from within `readQuietMs`: a read served from the
+   * mirror of a socket gone quiet (two heartbeats missed) may be missing fills and cancels the
+   * broker sent into the void, long before the silence watchdog calls the socket dead.
+   */
+  requireFresh(): void {
+    this.requireConnected();
+    const quiet = this.socket?.quietMs() ?? 0;
+    // Refused from the moment the actor's watch saw the quiet spell (and dropped the pages the
+    // front keeps), until the next frame: reads refused and pages dropped are one step.
+    if (this.quietSeen && quiet > this.tuning.readQuietMs) {
+      throw new AppError(
+        'BROKER_UNAVAILABLE',
+        `no word from the broker for ${(quiet / 1000).toFixed(1)} s (it sends a heartbeat every 2.5 s): positions and orders may have changed since; retry shortly`,
+        { connectionStatus: this.statusValue, quietMs: Math.round(quiet) },
+        1,
+      );
+    }
+  }
+
+  /** Looks whether the broker has been quiet longer than `readQuietMs` (reads then answer 503 until a frame comes); true when that just began. */
+  watchQuiet(): boolean {
+    const quiet = this.statusValue === 'CONNECTED' && (this.socket?.quietMs() ?? 0) > this.tuning.readQuietMs;
+    const began = quiet && !this.quietSeen;
+    this.quietSeen = quiet;
+    return began;
+  }
+
+  /** The last watchQuiet saw the broker quiet. */
+  private quietSeen = false;
+
+  /**
    * One metered broker request over the socket; non-200 answers become coded errors. `onLate`
    * receives the broker's answer if it comes after BROKER_TIMEOUT (ws-client RequestOptions).
    */

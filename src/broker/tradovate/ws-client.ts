@@ -250,6 +250,11 @@ export class TradovateSocket {
     });
   }
 
+  /** Milliseconds since the broker's last frame of any kind (its heartbeats come every ~2.5 s). */
+  quietMs(): number {
+    return Date.now() - this.lastFrameAt;
+  }
+
   /**
    * Keeps a timed-out request routed to `onLate` for `lateAnswerMs`: the broker may still
    * execute it (a slow broker answers late, it does not forget), and only its answer says so.

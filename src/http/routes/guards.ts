@@ -98,13 +98,14 @@ function actorRuns(deps: RouteDeps, connectionId: string): boolean {
   return status !== undefined && status !== 'DISABLED';
 }
 
-/** The actor's status of an account; null while no actor can be asked (none runs it, or it is restarting). */
+/** The actor's status of an account; null while no actor can be asked (none runs it, it is restarting, or its connection is not live). */
 async function liveStatus(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, target: GuardTarget, req: { type: 'guard-status' | 'set-guards' } & Record<string, unknown>) {
   if (!target.connectionId) return null;
   try {
     return (await callActor(deps, ctx, target.connectionId, { ...req, accountId: target.accountId } as never)) as GuardStatus;
   } catch (err) {
-    if (err instanceof AppError && (err.code === 'BROKER_UNAVAILABLE' || err.code === 'BROKER_TIMEOUT')) return null;
+    // No live figures from a connection that is not CONNECTED (FAILED included) or whose broker went quiet: the stored guards still answer.
+    if (err instanceof AppError && (err.code === 'BROKER_UNAVAILABLE' || err.code === 'BROKER_TIMEOUT' || err.code === 'CONNECTION_FAILED')) return null;
     throw err;
   }
 }

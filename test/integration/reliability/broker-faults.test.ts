@@ -11,7 +11,7 @@ import { frontOf } from '../../support/symbols.js';
 import { clOrdIdFor } from '../../../src/domain/order-plan.js';
 import { openHealthStream, type HealthEvent, type HealthStream } from '../../support/sse.js';
 import { control, simState } from '../../support/sim.js';
-import { http } from '../../support/http.js';
+import { eventually, http } from '../../support/http.js';
 import { startServe, type Served } from '../../support/processes.js';
 
 let s: Served;
@@ -59,10 +59,26 @@ describe('broker faults and the health stream', () => {
     expect(await connectionStatus()).toBe('CONNECTED');
   }, 20_000);
 
-  it('silent broker → the watchdog reports RECONNECTING; orders meanwhile get 503 with Retry-After; recovery when the silence lifts', async () => {
+  it('silent broker → reads answer 503 after two missed heartbeats (5 s), before the watchdog; then RECONNECTING; orders meanwhile get 503 with Retry-After; recovery when the silence lifts', async () => {
     const from = stream.events.length;
+    const read = (path: string) => http(s.url, 'GET', `/api/v1/accounts/${s.accounts[0]}/${path}`, { key: s.apiKey });
+    // A page kept on the front before the silence must not be served through it either.
+    expect((await read('working-orders')).status).toBe(200);
     await control(s, 'POST', '/faults', { silent: true });
+    const t0 = Date.now();
     try {
+      // Refused while the connection still says CONNECTED: the watchdog waits 10 s.
+      const quiet = await eventually(async () => {
+        const r = await read('positions');
+        return r.status === 503 ? r : undefined;
+      }, 'positions refused while the broker is quiet', 8_500);
+      expect(Date.now() - t0).toBeLessThan(8_500);
+      expect(quiet.json).toMatchObject({ code: 'BROKER_UNAVAILABLE', connectionStatus: 'CONNECTED' });
+      expect(quiet.json.detail).toMatch(/^no word from the broker for \d+\.\d s/);
+      expect(quiet.headers.get('retry-after')).toBe('1');
+      // The front drops the page it kept once the actor's notice arrives (another port: a moment later at most).
+      await eventually(async () => (await read('working-orders')).status === 503, 'working orders refused too', 1_000);
+      expect((await read('guards')).json.live).toBeNull();
       const down = await stream.waitFor(isStatus('RECONNECTING'), from, 20_000);
       expect(down.event.detail ?? '').toMatch(/silence|no frame/);
       expect(await connectionStatus()).toBe('RECONNECTING');
