@@ -15,6 +15,7 @@ import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import { contractName, isFinal, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { cancelOrderBody, checkAnswer, liquidatePositionBody } from '../../src/broker/tradovate/requests.js';
 import type { FlattenRequest, FlattenResult } from '../../src/actors/protocol.js';
+import type { OrderRecord } from '../../src/domain/orders.js';
 
 /** Flattens one account. */
 export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<FlattenResult> {
@@ -30,6 +31,9 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
   return tracked(ctx.flattening, req.accountId, onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account)));
 }
 
+/** How long a flatten waits for the broker's one-cancels-other to take the legs it did not cancel itself. */
+const OCO_WAIT_MS = 500;
+
 /** Whether an order ended (rejected, cancelled, expired) without a fill. */
 function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
   return isFinal(ctx.mirror, orderId) && ctx.mirror.get('order', orderId)?.ordStatus !== 'Filled';
@@ -43,25 +47,39 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   const inScope = (symbol: string) => only === undefined || symbol === only || (product !== undefined && contractRoot(symbol)?.root === product);
   forgetOwedLegs(ctx, req.accountId, inScope);
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
-  // Entries first: cancelling one takes its suspended legs with it, saving a request per leg.
-  working.sort((a, b) => (a.role === 'entry' ? 0 : 1) - (b.role === 'entry' ? 0 : 1));
-  const cancelled: string[] = [];
-  for (const o of working) {
-    const id = Number(o.orderId);
-    if (isFinal(ctx.mirror, id)) {
-      if (ctx.mirror.get('order', id)?.ordStatus === 'Canceled') cancelled.push(o.orderId);
-      continue;
-    }
-    try {
-      const tag = req.clOrdIdPrefix ? `${req.clOrdIdPrefix}-x${id}` : undefined;
-      checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', cancelOrderBody(id, tag), { kind: 'order' }));
-      cancelled.push(o.orderId);
-    } catch (err) {
-      if (!isFinal(ctx.mirror, id)) throw err;
-    }
-  }
   const ids = working.map((o) => Number(o.orderId));
+  // Cancels go out together, in waves (one after the other, they held the liquidation back by a
+  // round trip per order): entries and plain orders first (an entry's cancel takes its suspended
+  // legs along), then one leg of each bracket (its OCO takes the other), then whatever still works.
+  // A cancel that fails counts only if its order still works once the broker's events are in.
+  const failures = new Map<number, unknown>();
+  const sent = new Set<number>();
+  const cancelEach = (orders: readonly OrderRecord[]) =>
+    Promise.all(
+      orders.map(async (o) => {
+        const id = Number(o.orderId);
+        if (isFinal(ctx.mirror, id) || sent.has(id)) return;
+        sent.add(id);
+        try {
+          const tag = req.clOrdIdPrefix ? `${req.clOrdIdPrefix}-x${id}` : undefined;
+          checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', cancelOrderBody(id, tag), { kind: 'order' }));
+          failures.delete(id);
+        } catch (err) {
+          failures.set(id, err);
+        }
+      }),
+    );
+  const isLeg = (o: OrderRecord) => o.role === 'take_profit' || o.role === 'stop_loss';
+  await cancelEach(working.filter((o) => !isLeg(o)));
+  const oneLegEach = new Map<string, OrderRecord>();
+  for (const o of working) if (isLeg(o) && !isFinal(ctx.mirror, Number(o.orderId)) && !oneLegEach.has(o.bracketId ?? o.orderId)) oneLegEach.set(o.bracketId ?? o.orderId, o);
+  await cancelEach([...oneLegEach.values()]);
+  await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), Math.min(ctx.settleMs, OCO_WAIT_MS));
+  // The other legs, where the broker's OCO did not take them (a cancel already sent is not sent again).
+  await cancelEach(working.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
   await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
+  for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw err;
+  const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);
 
   const outcomes: FlattenResult['positions'] = [];
   const liquidations = new Map<string, number>();

@@ -14,13 +14,36 @@ describe('flatten', () => {
     const single = await placeOrder(ctx, newOrder({ price: 4995 }));
     const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
     const r = await flatten(ctx, request({ clOrdIdPrefix: 'tg-f-abc' }));
-    // The entry goes first and takes its suspended legs along: no request per leg.
-    expect(broker.bodies('order/cancelorder').map((c) => String(c.orderId))).toEqual([b.order.orderId, single.order.orderId]);
-    expect(broker.bodies('order/cancelorder')[0]).toMatchObject({ clOrdId: `tg-f-abc-x${b.order.orderId}`, isAutomated: true });
+    // The entry and the plain order go out together; the entry takes its suspended legs along: no request per leg.
+    expect(broker.bodies('order/cancelorder').map((c) => String(c.orderId)).sort()).toEqual([b.order.orderId, single.order.orderId].sort());
+    expect(broker.bodies('order/cancelorder').find((c) => String(c.orderId) === b.order.orderId)).toMatchObject({ clOrdId: `tg-f-abc-x${b.order.orderId}`, isAutomated: true });
     expect(r.cancelledOrderIds.sort()).toEqual([b.order.orderId, b.legs!.takeProfit!.orderId, b.legs!.stopLoss!.orderId, single.order.orderId].sort());
     expect(broker.bodies('order/liquidateposition')).toEqual([{ accountId: 7, contractId: CONTRACT, admin: false, isAutomated: true }]);
     expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 2, status: 'liquidated' }]);
     expect(ctx.model.positions(ACCOUNT)).toEqual([]);
+  });
+
+  it('sends its cancels together, not one round trip after another: one leg per filled bracket (its OCO takes the other), and the liquidation after them', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const brackets = [];
+    for (let i = 0; i < 3; i++) {
+      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 + i }, stopLoss: { price: 4990 - i } }));
+      broker.fill(Number(b.order.orderId), 1, 5000);
+      brackets.push(b);
+    }
+    const resting = await Promise.all([1, 2, 3].map((i) => placeOrder(ctx, newOrder({ price: 4900 + i }))));
+    const held = broker.hold('order/cancelorder');
+    const done = flatten(ctx, request({}));
+    await held.reached;
+    await new Promise((r) => setTimeout(r, 20));
+    // The three plain orders at once, while none is answered yet.
+    expect(broker.bodies('order/cancelorder').map((c) => String(c.orderId)).sort()).toEqual(resting.map((r) => r.order.orderId).sort());
+    held.release();
+    const r = await done;
+    const legCancels = broker.bodies('order/cancelorder').map((c) => String(c.orderId)).filter((id) => !resting.some((x) => x.order.orderId === id));
+    expect(legCancels).toHaveLength(3);
+    expect(r.cancelledOrderIds).toHaveLength(9);
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
   });
 
   it('an order that arrives while the flatten runs goes after it, so its liquidation does not close that order too (a close and the next entry a moment apart)', async () => {
