@@ -590,6 +590,37 @@ describe('the web app', () => {
     expect((await api('PUT', `/api/v1/accounts/${demo2}/guards`, {})).status).toBe(200);
   }, 60_000);
 
+  it('Accounts: saving a daily loss limit the day has already reached warns that it locks and flattens at once, and saves only when asked again', async () => {
+    await signedIn();
+    // A loose limit already set: the account's open P&L is valued at live prices (and shown).
+    expect((await api('PUT', `/api/v1/accounts/${demo1}/guards`, { dailyLossLimit: 100000 })).status).toBe(200);
+    const entry = await api('POST', `/api/v1/accounts/${demo1}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
+    expect(entry.status, entry.text).toBe(201);
+    await control(s, 'POST', '/prices', { symbol: ES, price: 4900 });
+    try {
+      await nav('Accounts');
+      await page.getByRole('button', { name: `DEMO1 ${demo1}` }).click();
+      const card = page.getByRole('region', { name: 'Risk guards and kill switch' });
+      await card.getByText(/Day P&L -\$/).waitFor({ timeout: 15_000 });
+      await card.getByRole('button', { name: 'Edit guards…' }).click();
+      await dialog().getByLabel('Daily loss limit ($)').fill('500');
+      await dialog().getByRole('button', { name: 'Save guards' }).click();
+      await dialog().getByRole('alert').filter({ hasText: `with a daily loss limit of $500.00, saving locks DEMO1 and flattens it at once` }).waitFor();
+      expect((await api('GET', `/api/v1/accounts/${demo1}/guards`)).json.guards.dailyLossLimit).toBe(100000);
+      await dialog().getByRole('button', { name: 'Save, lock and flatten' }).waitFor();
+      expect(await violationsInBothSchemes(page)).toEqual([]);
+      // Another limit is another question: the warning goes until the form is saved again.
+      await dialog().getByLabel('Daily loss limit ($)').fill('50000');
+      await dialog().getByRole('button', { name: 'Save guards' }).waitFor();
+      await dialog().getByRole('button', { name: 'Cancel', exact: true }).click();
+      expect((await api('GET', `/api/v1/accounts/${demo1}/guards`)).json.lock).toBeNull();
+    } finally {
+      await control(s, 'POST', '/prices', { symbol: ES, price: 5000 });
+      expect((await api('POST', `/api/v1/accounts/${demo1}/flatten`, {})).status).toBe(200);
+      expect((await api('PUT', `/api/v1/accounts/${demo1}/guards`, {})).status).toBe(200);
+    }
+  }, 60_000);
+
   it('Accounts: edits trading windows in the guards form (a bad time shows the API’s words by its window); an entry outside them is refused; turning them off lifts it', async () => {
     await signedIn();
     await nav('Accounts');

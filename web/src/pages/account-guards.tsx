@@ -159,6 +159,7 @@ export function GuardsCard(props: { accountId: string; accountName: string; onFl
           accountId={props.accountId}
           accountName={props.accountName}
           guards={v.guards}
+          dayPnl={v.live?.day.pnl ?? null}
           onClose={() => setEditing(false)}
           onSaved={async () => {
             setEditing(false);
@@ -220,8 +221,24 @@ const LIMITS = [
 
 type LimitKey = (typeof LIMITS)[number][0];
 
-function GuardsDialog(props: { accountId: string; accountName: string; guards: AccountGuards; onClose: () => void; onSaved: () => Promise<unknown> }) {
+/**
+ * What saving these daily limits does at once, given the day's P&L: a limit the day has reached
+ * already locks the account and flattens it the moment it is saved. Null when nothing trips.
+ */
+function tripsNow(dayPnl: number | null, loss: number | null, target: number | null): string | null {
+  if (dayPnl === null) return null;
+  if (loss !== null && dayPnl <= -loss) return `a daily loss limit of ${DOLLARS.format(loss)}`;
+  if (target !== null && dayPnl >= target) return `a daily profit target of ${DOLLARS.format(target)}`;
+  return null;
+}
+
+const DOLLARS = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD' });
+
+function GuardsDialog(props: { accountId: string; accountName: string; guards: AccountGuards; dayPnl: number | null; onClose: () => void; onSaved: () => Promise<unknown> }) {
   const g = props.guards;
+  /** The limits the trader confirmed locking and flattening with (a change asks again). */
+  const [confirmed, setConfirmed] = useState<string | null>(null);
+  const [trip, setTrip] = useState<string | null>(null);
   const [limits, setLimits] = useState<Record<LimitKey, string>>(() => {
     const out = {} as Record<LimitKey, string>;
     for (const [key] of LIMITS) out[key] = g[key] === null ? '' : String(g[key]);
@@ -236,6 +253,8 @@ function GuardsDialog(props: { accountId: string; accountName: string; guards: A
   const [invalid, setInvalid] = useState<Partial<Record<LimitKey, string>>>({});
   const action = useAction();
   const err = (path: string) => action.error?.errors.find((e) => e.path === path || e.path.startsWith(`${path}.`))?.message;
+  // The warning stands while the daily limits are those it was given for.
+  const armed = trip !== null && confirmed === `${limitValue(limits.dailyLossLimit, true)}|${limitValue(limits.dailyProfitTarget, true)}`;
 
   return (
     <Dialog title={`Risk guards of ${props.accountName}`} onClose={props.onClose}>
@@ -252,6 +271,13 @@ function GuardsDialog(props: { accountId: string; accountName: string; guards: A
           }
           setInvalid(bad);
           if (Object.keys(bad).length) return;
+          const trips = tripsNow(props.dayPnl, values.dailyLossLimit, values.dailyProfitTarget);
+          const asked = `${values.dailyLossLimit}|${values.dailyProfitTarget}`;
+          if (trips && confirmed !== asked) {
+            setTrip(`The day's P&L is ${pnl(props.dayPnl!)}: with ${trips}, saving locks ${props.accountName} and flattens it at once — every working order cancelled, every position closed at market. Save again to do that.`);
+            setConfirmed(asked);
+            return;
+          }
           const roots = products
             .split(/[\s,]+/)
             .map((p) => p.trim().toUpperCase())
@@ -270,7 +296,10 @@ function GuardsDialog(props: { accountId: string; accountName: string; guards: A
           if (saved) await props.onSaved();
         }}
       >
-        <p class="muted small">Empty means no limit. Guards refuse entries before they reach the broker; exits, cancels and flatten always go through.</p>
+        <p class="muted small">
+          Empty means no limit. Guards refuse entries before they reach the broker; exits, cancels and flatten always go through. A daily loss limit or profit target
+          the day has already reached (open positions at current prices included) locks the account and flattens it as soon as it is saved.
+        </p>
         <div class="field-row">
           {LIMITS.map(([key, label]) => (
             <Field key={key} label={label} id={`guard-${key}`} error={invalid[key] ?? err(key)}>
@@ -303,12 +332,17 @@ function GuardsDialog(props: { accountId: string; accountName: string; guards: A
         </label>
         <TradingWindowsFields draft={windows} onChange={setWindows} error={err} />
         <ErrorBox error={action.error && action.error.errors.length === 0 ? action.error : undefined} title="Not saved" />
+        {armed && (
+          <div class="callout danger" role="alert">
+            {trip}
+          </div>
+        )}
         <div class="dialog-actions">
           <button type="button" class="btn secondary" onClick={props.onClose}>
             Cancel
           </button>
-          <button type="submit" class="btn primary" disabled={action.busy}>
-            {action.busy ? 'Saving…' : 'Save guards'}
+          <button type="submit" class={`btn ${armed ? 'danger' : 'primary'}`} disabled={action.busy}>
+            {action.busy ? 'Saving…' : armed ? 'Save, lock and flatten' : 'Save guards'}
           </button>
         </div>
       </form>
