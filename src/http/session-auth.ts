@@ -25,7 +25,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The slice of the store sessions use. */
 export interface SessionAuthStore {
-  sessions: { lookup(secret: string): SessionRecord | undefined };
+  sessions: { lookup(secret: string, opts?: { idle?: boolean }): SessionRecord | undefined };
 }
 
 /** The value of one cookie in a Cookie header; undefined when absent. */
@@ -101,7 +101,9 @@ export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleM
     authenticate({ method, headers }) {
       const secret = secretOf(headers);
       if (!secret) return undefined;
-      const session = store.sessions.lookup(secret);
+      // A page refreshing itself on a timer says so (GET only): it keeps the session, not its idle clock.
+      const idle = method === 'GET' && headers[BACKGROUND_HEADER] === '1';
+      const session = store.sessions.lookup(secret, { idle });
       if (!session) return undefined;
       if (!SAFE_METHODS.has(method)) {
         assertSameOrigin(headers, config.baseUrl);
@@ -112,6 +114,12 @@ export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleM
     },
   };
 }
+
+/**
+ * Sent by the web app on the requests its pages make on a timer (refreshing positions, alerts):
+ * they do not count as use, so an open tab nobody touches still signs out after SESSION_IDLE_MINUTES.
+ */
+export const BACKGROUND_HEADER = 'x-tradegate-background';
 
 /** Failed sign-ins allowed per client address, and per user name, in SIGN_IN_WINDOW_MS. */
 export const SIGN_IN_FAILURES_PER_ADDRESS = 10;

@@ -33,8 +33,11 @@ export interface SessionPolicy {
 export interface SessionStore {
   /** Starts a session; `secret` goes into the cookie and exists nowhere else. Durable before it resolves. */
   create(userId: string, policy: SessionPolicy): Promise<{ secret: string; record: SessionRecord }>;
-  /** The live session for a cookie value; undefined when unknown, malformed, idle too long or past its deadline. */
-  lookup(secret: string): SessionRecord | undefined;
+  /**
+   * The live session for a cookie value; undefined when unknown, malformed, idle too long or past
+   * its deadline. A use restarts its idle clock, unless `idle` (a page refreshing itself: nobody acted).
+   */
+  lookup(secret: string, opts?: { idle?: boolean }): SessionRecord | undefined;
   /** Whether the session with this public id is still live (not idle too long, past its deadline, or ended). */
   live(userId: string, sessionId: string): boolean;
   /** Ends one session; false when it did not exist. */
@@ -153,13 +156,13 @@ export function createSessionStore(ctx: StoreContext): SessionStore {
       return { secret, record: sessionView(rec) };
     },
 
-    lookup(secret) {
+    lookup(secret, opts) {
       const digest = sessionDigest(secret);
       const stored = digest === undefined ? undefined : (sessions.get(digest) as SessionRow | undefined);
       const r = stored && touches.current(stored);
       const now = ctx.clock();
       if (!stored || !r || !isLive(r, now)) return undefined;
-      if (touches.due(stored, now)) {
+      if (!opts?.idle && touches.due(stored, now)) {
         // Read-modify-write inside one transaction: a touch racing a sign-out can never
         // bring the revoked row back. Informational precision only, so not awaited.
         sessions

@@ -40,8 +40,21 @@ export interface ListPage<T> {
 }
 
 /** Calls the API; resolves with the JSON body (undefined for 204) or throws ApiError. */
+/**
+ * When the user last did something in this tab (loading the page counts). A read made after
+ * BACKGROUND_AFTER_MS without one (the pages refresh themselves on timers) tells the server it
+ * is background traffic, which keeps the session but not its idle clock: a tab left open and
+ * untouched still signs out after the idle timeout.
+ */
+let lastInteraction = Date.now();
+const BACKGROUND_AFTER_MS = 30_000;
+for (const type of ['pointerdown', 'keydown', 'wheel', 'touchstart'] as const) {
+  addEventListener(type, () => (lastInteraction = Date.now()), { capture: true, passive: true });
+}
+
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json' };
+  if (method === 'GET' && Date.now() - lastInteraction > BACKGROUND_AFTER_MS) headers['X-Tradegate-Background'] = '1';
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET' && csrfToken.value) headers['X-CSRF-Token'] = csrfToken.value;
   let res: Response;

@@ -41,13 +41,13 @@ export function createNatsSessionStore(ctx: NatsStoreContext): SessionStore {
       return { secret, record: sessionView(row) };
     },
 
-    lookup(secret) {
+    lookup(secret, opts) {
       const digest = sessionDigest(secret);
       const stored = digest === undefined ? undefined : mirror.get<SessionRow>(PREFIX + digest);
       const r = stored && touches.current(stored);
       const now = ctx.clock();
       if (!stored || !r || !isLive(r, now)) return undefined;
-      if (touches.due(stored, now)) {
+      if (!opts?.idle && touches.due(stored, now)) {
         const touch = mirror.mutate(PREFIX + r.digest, (current) => {
           const cur = current as SessionRow | undefined;
           return { next: cur && cur.lastSeenAt < now ? { ...cur, lastSeenAt: now } : undefined, result: undefined };

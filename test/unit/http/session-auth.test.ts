@@ -44,6 +44,15 @@ describe('web sessions', () => {
   const web = createWebSessions(config, store);
   const cookie = `tg_session=${SECRET}`;
 
+  it('a read the page makes on its own (X-Tradegate-Background: 1) looks the session up without restarting its idle clock; a write always does', () => {
+    const asked: (boolean | undefined)[] = [];
+    const watching = createWebSessions(config, { sessions: { lookup: (s: string, opts?: { idle?: boolean }) => (asked.push(opts?.idle), s === SECRET ? record : undefined) } });
+    watching.authenticate({ method: 'GET', headers: { cookie, 'x-tradegate-background': '1' } });
+    watching.authenticate({ method: 'GET', headers: { cookie } });
+    watching.authenticate({ method: 'POST', headers: { cookie, 'x-tradegate-background': '1', 'x-csrf-token': csrfTokenFor(SECRET), origin: 'http://127.0.0.1', host: '127.0.0.1' } });
+    expect(asked).toEqual([true, false, false]);
+  });
+
   it('authenticates a read with the cookie alone, as the session principal with read and trade', () => {
     expect(web.authenticate({ method: 'GET', headers: { cookie } })).toEqual({ userId: 'usr_1', principalId: 'session:ses_1', scopes: ['read', 'trade'], kind: 'session' });
     expect(web.authenticate({ method: 'GET', headers: {} })).toBeUndefined();

@@ -53,6 +53,18 @@ describe('sessions', () => {
     expect(w.t.store.sessions.lookup(idle.secret)).toBeUndefined();
   });
 
+  it('a page refreshing itself (lookup marked idle) keeps the session it uses but not its idle clock', async () => {
+    const watched = await w.t.store.sessions.create(w.alice, policy);
+    for (let i = 0; i < 2; i++) {
+      w.t.now.value += 10 * MIN;
+      expect(w.t.store.sessions.lookup(watched.secret, { idle: true }), `after ${(i + 1) * 10} min`).toBeDefined();
+      await w.t.store.flushed();
+    }
+    w.t.now.value += 11 * MIN;
+    // 31 min since anyone used it, however often the page asked meanwhile.
+    expect(w.t.store.sessions.lookup(watched.secret, { idle: true })).toBeUndefined();
+  });
+
   it('tells by public id whether a session still holds (what ends its streams): idle, past its deadline, ended, another user’s', async () => {
     const idle = await w.t.store.sessions.create(w.alice, policy);
     const ended = await w.t.store.sessions.create(w.alice, policy);
