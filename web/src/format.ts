@@ -36,6 +36,11 @@ export function price(v: number | null | undefined): string {
   return v === null || v === undefined ? '—' : String(v);
 }
 
+/** An average of fill prices (4993.333333333333 → 4993.333333): at most 6 decimals, enough for every tick (ZN's 1/64 = 0.015625). */
+export function averagePrice(v: number | null | undefined): string {
+  return v === null || v === undefined ? '—' : String(Math.round(v * 1e6) / 1e6);
+}
+
 const money = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', signDisplay: 'exceptZero' });
 
 /** P&L in account currency with its sign. */

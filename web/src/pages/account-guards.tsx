@@ -95,12 +95,15 @@ export function GuardsCard(props: { accountId: string; accountName: string; onFl
       <ErrorBox error={view.error} retry={view.reload} title="Risk guards unavailable" />
       {v && (
         <>
-          <p class="chips" role="status">
-            {lock ? (
-              <Badge tone="danger">Locked by the {LOCKED_BY[lock.guard] ?? lock.guard}</Badge>
-            ) : (
-              <Badge tone="ok">Entries allowed</Badge>
-            )}
+          <p class="chips">
+            {/* Only the lock is announced as it changes; the day's P&L moves with every price. */}
+            <span role="status">
+              {lock ? (
+                <Badge tone="danger">Locked by the {LOCKED_BY[lock.guard] ?? lock.guard}</Badge>
+              ) : (
+                <Badge tone="ok">Entries allowed</Badge>
+              )}
+            </span>
             {v.live && (
               <Badge tone={v.live.day.pnl < 0 ? 'warn' : 'neutral'} title={`realized ${pnl(v.live.day.realized)}, fees ${pnl(-v.live.day.fees)}, open ${pnl(v.live.day.open)}`}>
                 Day P&L {pnl(v.live.day.pnl)}
@@ -124,7 +127,7 @@ export function GuardsCard(props: { accountId: string; accountName: string; onFl
             </p>
           )}
           {set.length ? <p>In force: {set.join(' · ')}.</p> : <p class="muted">No guards set: every order the broker takes goes through.</p>}
-          {!v.live && <p class="muted small">Day P&L is shown while a connection runs this account.</p>}
+          {!v.live && <p class="muted small">Day P&L is shown while this account’s connection is CONNECTED and the broker answers.</p>}
         </>
       )}
 

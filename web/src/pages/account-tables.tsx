@@ -1,7 +1,7 @@
 /** The tables of one account: positions, working orders (with cancel), closed trades. */
 import type { Order, ClosedTrade, Position } from '../types';
 import { Badge, TableHead } from '../components/ui';
-import { fullTime, pnl, price, when } from '../format';
+import { averagePrice, fullTime, pnl, price, when } from '../format';
 
 const ROLE: Record<Order['role'], string> = { single: 'Order', entry: 'Entry', take_profit: 'Take-profit', stop_loss: 'Stop-loss' };
 
@@ -60,7 +60,7 @@ export function PositionsTable(props: { positions: Position[] }) {
               {Math.abs(p.netQty)}
             </td>
             <td data-label="Avg price" class="num">
-              {price(p.avgPrice)}
+              {averagePrice(p.avgPrice)}
             </td>
             <td data-label="Opened" title={fullTime(p.openedAt)}>
               {when(p.openedAt)}
@@ -124,10 +124,10 @@ export function TradesTable(props: { trades: ClosedTrade[] }) {
               {t.qty}
             </td>
             <td data-label="Entry" class="num">
-              {price(t.entryPrice)}
+              {averagePrice(t.entryPrice)}
             </td>
             <td data-label="Exit" class="num">
-              {price(t.exitPrice)}
+              {averagePrice(t.exitPrice)}
             </td>
             <td data-label="P&L" class={`num ${t.pnl > 0 ? 'gain' : t.pnl < 0 ? 'loss' : ''}`}>
               {pnl(t.pnl)} <span class="muted small">({t.pnlPoints > 0 ? '+' : ''}{t.pnlPoints} pt)</span>
