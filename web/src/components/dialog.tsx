@@ -66,12 +66,18 @@ export function ConfirmDialog(props: {
   onClose: () => void;
 }) {
   const action = useAction();
+  // While the request runs the dialog stays: closed, its outcome (or its error) would be seen nowhere.
+  const close = () => {
+    if (!action.busy) props.onClose();
+  };
+  const timedOut = action.error?.status === 504;
   return (
-    <Dialog title={props.title} onClose={props.onClose}>
+    <Dialog title={props.title} onClose={close}>
       <div class="confirm-text">{props.children}</div>
-      <ErrorBox error={action.error} title="Not done" />
+      <ErrorBox error={action.error} title={timedOut ? 'Not confirmed: the broker may still carry it out' : 'Not done'} />
+      {timedOut && <p class="muted small">Refresh in a moment to see whether it happened before trying again.</p>}
       <div class="dialog-actions">
-        <button type="button" class="btn secondary" onClick={props.onClose} autoFocus>
+        <button type="button" class="btn secondary" onClick={close} disabled={action.busy} autoFocus>
           {props.dismissLabel ?? 'Cancel'}
         </button>
         {!props.refused && (

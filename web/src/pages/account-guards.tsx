@@ -146,6 +146,7 @@ export function GuardsCard(props: { accountId: string; accountName: string; onFl
         <ConfirmDialog
           title={`Unlock ${props.accountName}?`}
           confirmLabel="Unlock"
+          refused={lock.until !== null && new Date(lock.until).getTime() > Date.now()}
           onClose={() => setUnlocking(false)}
           onConfirm={async () => {
             await api('POST', `/accounts/${q}/unlock`);
