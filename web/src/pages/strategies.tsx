@@ -6,12 +6,30 @@ import { toast } from '../components/toast';
 import { ListStates, Page, TableHead } from '../components/ui';
 import { when } from '../format';
 import { useResource } from '../hooks';
-import type { BracketLeg, Strategy } from '../types';
+import type { BracketLeg, Strategy, WebhookToken } from '../types';
 import { StrategyDialog } from './strategy-dialog';
 
 function leg(l: BracketLeg | null): string {
   if (!l) return '—';
   return 'ticks' in l ? `${l.ticks} ticks` : `@ ${l.price}`;
+}
+
+/** The signal tokens bound to a strategy, named, and what deleting it means for their alerts. */
+function TokensUsing(props: { strategy: Strategy }) {
+  const tokens = useResource(() => apiList<WebhookToken>('/webhook-tokens'), []);
+  const using = (tokens.data ?? []).filter((t) => t.strategyId === props.strategy.id);
+  const fields = (['symbol', 'qty', 'orderType', 'takeProfit', 'stopLoss'] as const).filter((f) => props.strategy[f] != null);
+  if (tokens.loading) return <p class="muted">Looking for signal tokens that use it…</p>;
+  if (tokens.error) return <p>Signal tokens that use it keep working; their alerts must then carry every field themselves.</p>;
+  if (using.length === 0) return <p>No signal token uses it.</p>;
+  return (
+    <div class="callout warn">
+      <p>
+        Used by {using.length === 1 ? 'the signal token' : `${using.length} signal tokens`} {using.map((t) => `“${t.name}”`).join(', ')}. They keep receiving alerts, but
+        {fields.length ? ` nothing fills in ${fields.join(', ')} any more: an alert without ${fields.length > 1 ? 'them' : 'it'} (a message copied while this strategy was bound leaves ${fields.length > 1 ? 'them' : 'it'} out) is refused.` : ' their alerts must carry every field themselves.'}
+      </p>
+    </div>
+  );
 }
 
 export function StrategiesPage() {
@@ -88,7 +106,7 @@ export function StrategiesPage() {
             await strategies.reload();
           }}
         >
-          <p>Signal tokens that use it keep working; their alerts must then carry every field themselves.</p>
+          <TokensUsing strategy={deleting} />
         </ConfirmDialog>
       )}
     </Page>
