@@ -129,8 +129,9 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         <h3 id="trades-title">Closed trades</h3>
         {trades.loading && <Loading what="trade history" />}
         <ErrorBox error={trades.error} retry={trades.reload} title="Trade history unavailable" />
-        {trades.data && trades.data.length === 0 && <p class="muted">No closed trades yet.</p>}
-        {trades.data && trades.data.length > 0 && <TradesTable trades={trades.data} />}
+        {/* After a failed reload the list shown would be the last one, perhaps without the latest trades: the error alone then. */}
+        {!trades.error && trades.data && trades.data.length === 0 && <p class="muted">No closed trades yet.</p>}
+        {!trades.error && trades.data && trades.data.length > 0 && <TradesTable trades={trades.data} />}
       </section>
 
       {cancelling && (
