@@ -21,9 +21,11 @@ function overall(): { tone: string; text: string } {
   const all = [...health.value.values()];
   if (all.length === 0) return { tone: 'neutral', text: streamState.value === 'open' ? 'No connections' : 'Connecting…' };
   const bad = all.filter((h) => h.status === 'FAILED' || h.status === 'AUTH_EXPIRED').length;
-  const shaky = all.filter((h) => h.status === 'RECONNECTING' || h.status === 'CONNECTING').length;
+  const reconnecting = all.filter((h) => h.status === 'RECONNECTING').length;
+  const connecting = all.filter((h) => h.status === 'CONNECTING').length;
   if (bad) return { tone: 'danger', text: `${bad} connection${bad > 1 ? 's' : ''} down` };
-  if (shaky) return { tone: 'warn', text: `${shaky} reconnecting` };
+  if (reconnecting) return { tone: 'warn', text: `${reconnecting} reconnecting` };
+  if (connecting) return { tone: 'warn', text: `${connecting} connecting` };
   return { tone: 'ok', text: 'All connected' };
 }
 
