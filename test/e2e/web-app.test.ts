@@ -688,6 +688,10 @@ describe('the web app', () => {
       await page.getByRole('alert').filter({ hasText: `DEMO1 (${demo1}) is no longer reported by the broker` }).waitFor();
       expect(await chip.getAttribute('aria-pressed')).toBe('true');
       expect(await page.getByRole('button', { name: 'Flatten…' }).isDisabled()).toBe(true);
+      // Nor does its guards card say entries are allowed, or offer a kill switch on it.
+      const card = page.getByRole('region', { name: 'Risk guards and kill switch' });
+      await card.getByText('No trading: the broker no longer reports this account').waitFor();
+      expect(await card.getByRole('button', { name: 'Kill switch…' }).isDisabled()).toBe(true);
     } finally {
       await control(s, 'POST', `/accounts/${demo1}/reactivate`);
     }

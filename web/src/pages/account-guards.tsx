@@ -50,7 +50,7 @@ function flattenNote(r: LockResult): string {
   return `; ${n(r.flatten.cancelledOrderIds.length, 'order')} cancelled, ${n(r.flatten.positions.length - failed.length, 'position')} closed${failed.length ? `, NOT closed: ${failed.map((p) => p.symbol).join(', ')}` : ''}`;
 }
 
-export function GuardsCard(props: { accountId: string; accountName: string; onFlattened: () => unknown }) {
+export function GuardsCard(props: { accountId: string; accountName: string; active: boolean; onFlattened: () => unknown }) {
   const q = encodeURIComponent(props.accountId);
   const view = useResource(() => api<GuardsView>('GET', `/accounts/${q}/guards`), [props.accountId]);
   usePolling(view.reload, POLL_MS);
@@ -84,7 +84,7 @@ export function GuardsCard(props: { accountId: string; accountName: string; onFl
                 Unlock…
               </button>
             ) : (
-              <button type="button" class="btn danger" onClick={() => setLocking(true)}>
+              <button type="button" class="btn danger" disabled={!props.active} onClick={() => setLocking(true)}>
                 Kill switch…
               </button>
             )}
@@ -100,8 +100,10 @@ export function GuardsCard(props: { accountId: string; accountName: string; onFl
             <span role="status">
               {lock ? (
                 <Badge tone="danger">Locked by the {LOCKED_BY[lock.guard] ?? lock.guard}</Badge>
-              ) : (
+              ) : props.active ? (
                 <Badge tone="ok">Entries allowed</Badge>
+              ) : (
+                <Badge tone="danger">No trading: the broker no longer reports this account</Badge>
               )}
             </span>
             {v.live && (

@@ -123,7 +123,7 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         {orders.length > 0 && <WorkingOrdersTable orders={orders} disabled={!a.active || !connected} onCancel={setCancelling} />}
       </section>
 
-      <GuardsCard accountId={a.id} accountName={a.name} onFlattened={refreshAll} />
+      <GuardsCard accountId={a.id} accountName={a.name} active={a.active} onFlattened={refreshAll} />
 
       <section class="card" aria-labelledby="trades-title">
         <h3 id="trades-title">Closed trades</h3>
