@@ -15,6 +15,9 @@ import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
 import { followLateOutcome } from './signals.js';
 
+/** Every broker call of an alert: TradingView gives a webhook about 3 s. */
+const WEBHOOK_TIMEOUT = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
+
 /**
  * The token's account as its broker reports it. 403 ACCOUNT_INACTIVE when the broker no
  * longer reports it; 503 while a connection that might report it has not synced yet
@@ -101,7 +104,6 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const inactive = token.inactiveReason;
         if (inactive) throw new AppError('ACCOUNT_INACTIVE', `Account is inactive: ${inactive}; rebind the token`, { accountId: token.accountId, inactiveReason: inactive });
         const owned = webhookAccount(deps, ctx.auth.userId, token.accountId);
-        const timeout = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
         const base = { accepted: true as const, accountId: owned.account.id, warnings: intent.warnings, alertDelayMs: intent.alertDelayMs };
 
         const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
@@ -112,7 +114,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             const message = 'required for an exit (marketPosition flat), or set a symbol on the token’s strategy; action close flattens the whole account';
             throw new AppError('VALIDATION_FAILED', `symbol: ${message}`, { errors: [{ path: 'symbol', message }] });
           }
-          const flatten = await close(symbol, !!intent.exit);
+          const flatten = await webhookFlatten(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, !!intent.exit);
           ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
           return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
         }
@@ -126,11 +128,11 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // with it, and only the rest is opened with the bracket. In one order, the old legs
         // would work against the new position until fitted, sized for the whole order, and count
         // as exposure: a max position of 1 refused every reversal and left the account long.
-        let closed: Awaited<ReturnType<typeof close>> | null = null;
+        let closed: Awaited<ReturnType<typeof webhookFlatten>> | null = null;
         if (intent.entry) {
-          const held = await heldAgainst(plan.order.symbol, namesProduct(input.symbol, now), input.side);
+          const held = await heldAgainst(deps, ctx as RouteContext<unknown, unknown>, owned, { contract: plan.order.symbol, product: namesProduct(input.symbol, now), side: input.side });
           if (held > 0) {
-            closed = await close(input.symbol, true);
+            closed = await webhookFlatten(deps, ctx as RouteContext<unknown, unknown>, owned, input.symbol, true);
             const rest = plan.order.qty - held;
             if (rest <= 0) {
               intent.warnings.push(`reversal: the ${held} held the other way closed; the alert's qty ${plan.order.qty} leaves nothing to open`);
@@ -148,7 +150,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
         let result;
         try {
-          result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, timeout);
+          result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, WEBHOOK_TIMEOUT);
         } catch (err) {
           if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw afterClose(err);
           // TradingView does not wait (or retry): the order may still reach the broker. Its
@@ -162,34 +164,36 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           );
         }
         return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: closed }) };
-
-        /** Flattens the account, or (symbolOnly) every position in the symbol; a 504 is followed like a late order. */
-        async function close(symbol: string | undefined, symbolOnly: boolean) {
-          // TradingView does not retry: a flatten the broker did not confirm in time is followed, like a late order.
-          const onTimeout = (target: { symbol: string | null; product: boolean }) => followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { flatten: target });
-          return flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, { ...timeout, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
-            if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
-            throw new AppError(
-              'BROKER_TIMEOUT',
-              `The broker did not confirm the flatten within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on: do not resend the alert. Whether the positions closed is added to this token's alerts once known`,
-              err.extensions,
-              err.retryAfterSeconds,
-            );
-          });
-        }
-
-        /** How many contracts the account holds against `side` in the contract (every month of its product, when named by product). */
-        async function heldAgainst(contract: string, product: boolean, side: 'buy' | 'sell'): Promise<number> {
-          const root = contractRoot(contract)?.root;
-          const rows = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, { type: 'positions', accountId: owned.account.id }, timeout);
-          let held = 0;
-          for (const p of rows) {
-            if (product ? contractRoot(p.symbol)?.root !== root : p.symbol !== contract) continue;
-            if (side === 'buy' ? p.netQty < 0 : p.netQty > 0) held += Math.abs(p.netQty);
-          }
-          return held;
-        }
       },
     }),
   ];
+}
+
+/**
+ * Flattens the alert's account, or (symbolOnly) every position in the symbol. TradingView does
+ * not retry: a flatten the broker did not confirm in time is followed, like a late order.
+ */
+function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, symbol: string | undefined, symbolOnly: boolean) {
+  const onTimeout = (target: { symbol: string | null; product: boolean }) => followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: target });
+  return flattenAccount(deps, ctx, owned, symbol, { ...WEBHOOK_TIMEOUT, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
+    if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
+    throw new AppError(
+      'BROKER_TIMEOUT',
+      `The broker did not confirm the flatten within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on: do not resend the alert. Whether the positions closed is added to this token's alerts once known`,
+      err.extensions,
+      err.retryAfterSeconds,
+    );
+  });
+}
+
+/** How many contracts the account holds against `side` in the contract (every month of its product, when named by product). */
+async function heldAgainst(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, of: { contract: string; product: boolean; side: 'buy' | 'sell' }): Promise<number> {
+  const root = contractRoot(of.contract)?.root;
+  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id }, WEBHOOK_TIMEOUT);
+  let held = 0;
+  for (const p of rows) {
+    if (of.product ? contractRoot(p.symbol)?.root !== root : p.symbol !== of.contract) continue;
+    if (of.side === 'buy' ? p.netQty < 0 : p.netQty > 0) held += Math.abs(p.netQty);
+  }
+  return held;
 }
