@@ -163,6 +163,13 @@ function positivePrice(path: string, value: unknown): number {
 /** What a leg object may carry (a take-profit's price may be called limitPrice, a stop-loss's stopPrice); anything else is refused. */
 const LEG_KEYS = { takeProfit: new Set(['price', 'ticks', 'limitPrice', 'type']), stopLoss: new Set(['price', 'ticks', 'stopPrice', 'type']) };
 
+/** A feature switch set to off: 0, false, null, an empty string or array, "0", "false", "off", "none", "no". */
+function switchedOff(value: unknown): boolean {
+  if (value === null || value === false || value === 0) return true;
+  if (Array.isArray(value)) return value.length === 0;
+  return typeof value === 'string' && /^\s*(|0|false|off|none|no)\s*$/i.test(value);
+}
+
 /** What an unknown key inside a leg asks for, when it names a feature webhooks do not have. */
 function legFeature(key: string): string | undefined {
   if (UNSUPPORTED_KEYS[key]) return UNSUPPORTED_KEYS[key];
@@ -307,7 +314,13 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   const givenAs: Record<string, string> = {};
   const warnings: string[] = [];
   for (const [key, value] of Object.entries(raw)) {
-    if (UNSUPPORTED_KEYS[key]) throw unsupported(UNSUPPORTED_KEYS[key]);
+    if (UNSUPPORTED_KEYS[key]) {
+      // Templates written for other products carry every switch, most of them off (`"trail": 0`):
+      // only one that asks for the feature is refused.
+      if (!switchedOff(value)) throw unsupported(UNSUPPORTED_KEYS[key]);
+      warnings.push(`'${printable(key)}' ignored: ${UNSUPPORTED_KEYS[key]} are off in this alert, and not supported by webhooks`);
+      continue;
+    }
     const canonical = WEBHOOK_FIELD_ALIASES[key];
     if (!canonical) {
       warnings.push(`unknown field '${printable(key)}' ignored`);

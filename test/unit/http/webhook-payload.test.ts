@@ -344,6 +344,22 @@ describe('every name the parser knows, pinned', () => {
     expect(err.message).toBe(`Webhooks do not support ${feature}: a payload carries one entry with at most one take-profit and one stop-loss ({price} or {ticks}).`);
   });
 
+  it.each([[0], [false], [null], [''], ['0'], ['false'], ['off'], ['None'], [[]]])(
+    'a feature switch that is off (%j, as templates written for other products carry them) is ignored with a warning, not refused',
+    (off) => {
+      const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, trail: off, breakeven: off }, NOW);
+      expect(intent.kind).toBe('order');
+      expect(intent.warnings).toEqual([
+        "'trail' ignored: trailing stops are off in this alert, and not supported by webhooks",
+        "'breakeven' ignored: breakeven moves are off in this alert, and not supported by webhooks",
+      ]);
+    },
+  );
+
+  it.each([[1], [true], ['1'], ['on'], [{ ticks: 8 }], [5.5]])('a feature switch that asks for it (%j) is refused', (on) => {
+    expect(thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, trail: on }, NOW)).code).toBe('WEBHOOK_UNSUPPORTED');
+  });
+
   it.each([
     [{ side: 'buy', symbol: 'ES', qty: 1 }, { side: 'buy' }],
     [{ action: 'buy', ticker: 'ES', qty: 1 }, { symbol: 'ES' }],
