@@ -82,8 +82,9 @@ export const AUTHORIZE_GRACE_MS = 500;
 export const MAX_PENALTY_SECONDS = 120;
 
 /**
- * The longest p-ticket penalty (seconds) a new order waits out before it is sent with the ticket;
- * longer, it fails as BROKER_UNAVAILABLE with nothing sent. Well inside every caller's deadline
+ * The longest p-ticket penalty (seconds) a request that changes something at the broker (an order,
+ * a cancel, a modify, a liquidation) waits out before it is sent with the ticket; longer, it fails
+ * as BROKER_UNAVAILABLE with nothing sent. Well inside every caller's deadline
  * (a webhook's 2.5 s included, with the broker's answer), so an order is never placed after its
  * caller was told it timed out.
  */

@@ -46,6 +46,14 @@ export class FakeBroker implements BrokerLink {
     if (!this.connected) throw new AppError('BROKER_UNAVAILABLE', 'broker connection is RECONNECTING');
   }
 
+  /** Set: the broker has gone quiet (reads and new requests refused while connected). */
+  quiet = false;
+
+  requireFresh(): void {
+    this.requireConnected();
+    if (this.quiet) throw new AppError('BROKER_UNAVAILABLE', 'no word from the broker for 5.0 s', {}, 1);
+  }
+
   async ensureContract(): Promise<void> {}
 
   /** Account ids `account/list` answers with; null lists every account in the mirror. */

@@ -74,6 +74,7 @@ export class ConnectionActor {
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
     this.orphans = new OrphanLegs(this.ctx, spec.connectionId, t.orphanLegGraceMs);
     this.ctx.fitLegs = (accountId) => this.orphans.sweepSoon(accountId);
+    this.ctx.makeRoom = (accountId, coming) => this.orphans.makeRoom(accountId, coming);
     this.quietWatch = setInterval(() => {
       if (this.conn.watchQuiet()) this.model.forgetPages();
     }, Math.max(50, Math.floor(t.readQuietMs / 20)));

@@ -244,7 +244,7 @@ export function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): Promise
 }
 
 async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
-  ctx.conn.requireConnected();
+  ctx.conn.requireFresh();
   ctx.model.account(req.accountId);
   const entity = ctx.model.orderEntity(req.accountId, req.orderId);
   if (!entity) throw new AppError('NOT_FOUND', `order ${req.orderId} not found on account ${req.accountId}`);

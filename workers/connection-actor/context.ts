@@ -3,6 +3,7 @@
  * connection and its mirror, the order model, how long to wait for the broker's events after
  * its answer, the place attempts in flight and those whose outcome is unknown.
  */
+import type { ComingExit } from './orphan-legs.js';
 import type { Logger } from '../../src/log.js';
 import type { Mirror } from '../../src/broker/tradovate/mirror.js';
 import type { BrokerConnection } from '../../src/broker/tradovate/connection.js';
@@ -13,7 +14,7 @@ import type { UnknownOutcomes } from './unknown-outcomes.js';
 import type { OwedLeg } from '../../src/domain/guards.js';
 
 /** What the order operations use of the broker connection (tests stand in for it). */
-export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'send' | 'ensureContract' | 'pollAccounts'>;
+export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'requireFresh' | 'send' | 'ensureContract' | 'pollAccounts'>;
 
 /** Everything an order operation needs from its actor. */
 export interface ActorContext {
@@ -47,6 +48,8 @@ export interface ActorContext {
   cancelling: Map<string, Promise<unknown>>;
   /** Fits the account's bracket legs to its position and partial exits now (orphan-legs.ts); set by the actor. */
   fitLegs?: (accountId: string) => void;
+  /** Cuts the position's legs for a plain exit about to rest on it; resolves once the broker answered (orphan-legs.ts). */
+  makeRoom?: (accountId: string, coming: ComingExit) => Promise<void>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
   guards?: { admit(req: PlaceOrderRequest): Hold | null };
   /** Last prices (quotes), to check where a bracket's offset legs land; absent without market data. */

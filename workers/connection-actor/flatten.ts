@@ -19,7 +19,7 @@ import type { OrderRecord } from '../../src/domain/orders.js';
 
 /** Flattens one account. */
 export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<FlattenResult> {
-  ctx.conn.requireConnected();
+  ctx.conn.requireFresh();
   const account = ctx.model.account(req.accountId);
   const positions = ctx.model.openPositionEntities(req.accountId);
   if (req.symbol && !req.symbolOnly && positions.length > 0) {

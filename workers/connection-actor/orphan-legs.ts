@@ -30,12 +30,12 @@ import { contractName, fillsOf, isFinal, linkageOf, statusOf, strategyWantsLegs 
 import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
-import { resumeOwedLegs } from './cancel.js';
+import { cancelOrder, resumeOwedLegs } from './cancel.js';
 
 /** What a sweep does to one leg: cancel it, or cut it to `qty` (its whole quantity, filled part included). */
 export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord; cancel: false; qty: number };
 
-const open = (o: OrderRecord) => o.qty - o.filledQty;
+const open = (o: Pick<OrderRecord, 'qty' | 'filledQty'>) => o.qty - o.filledQty;
 
 /** `legs` of an unprotected position whose bracket entry's legs were never placed. */
 const NEVER_PLACED = 'never placed';
@@ -47,9 +47,12 @@ const NEVER_PLACED = 'never placed';
  * stop-losses): long 3 with a take-profit for 3 and a limit sell of 1 under it would, in one move
  * through both, sell 4 and open a short. Only legs are cut for them, never the exits.
  */
-function restingExits(working: readonly OrderRecord[], net: ReadonlyMap<string, number>): Map<string, { take_profit: number; stop_loss: number; ids: string[] }> {
+function restingExits(working: readonly OrderRecord[], net: ReadonlyMap<string, number>, coming?: ComingExit): Map<string, { take_profit: number; stop_loss: number; ids: string[] }> {
   const out = new Map<string, { take_profit: number; stop_loss: number; ids: string[] }>();
-  for (const o of working) {
+  const orders: readonly Pick<OrderRecord, 'role' | 'type' | 'symbol' | 'side' | 'qty' | 'filledQty' | 'orderId'>[] = coming
+    ? [...working, { ...coming, role: 'single', filledQty: 0, orderId: 'about to be placed' }]
+    : working;
+  for (const o of orders) {
     if (o.role !== 'single') continue;
     const kind = o.type === 'limit' ? 'take_profit' : o.type === 'stop' || o.type === 'stop_limit' ? 'stop_loss' : undefined;
     const position = net.get(o.symbol) ?? 0;
@@ -61,6 +64,14 @@ function restingExits(working: readonly OrderRecord[], net: ReadonlyMap<string, 
     out.set(o.symbol, sums);
   }
   return out;
+}
+
+/** A plain order about to rest on a position (makeRoom): its legs are fitted as if it already did. */
+export interface ComingExit {
+  symbol: string;
+  side: 'buy' | 'sell';
+  type: OrderRecord['type'];
+  qty: number;
 }
 
 /** Keeps protective legs within the positions they protect. */
@@ -78,7 +89,7 @@ export class OrphanLegs {
   /** Accounts where a leg ended without filling since their last sweep: it looks for positions left unprotected too. */
   private readonly legEnded = new Set<number>();
   /** Accounts with a sweep running, and those due another once it ends: sweeps of an account never overlap. */
-  private readonly sweeping = new Set<number>();
+  private readonly sweeping = new Map<number, Promise<void>>();
   private readonly sweepAgain = new Set<number>();
   /**
    * Leg changes the broker has answered that its events may not show yet: order id → the whole
@@ -178,25 +189,41 @@ export class OrphanLegs {
     // Even "at once" waits for the rest of the broker's batch (the position's other fills and orders).
     const timer = setTimeout(() => {
       this.pending.delete(accountId);
-      this.run(accountId);
+      void this.run(accountId);
     }, delayMs);
     timer.unref();
     this.pending.set(accountId, { timer, at });
   }
 
-  /** Sweeps the account now, or right after the sweep of it that is running (which planned from what it saw then). */
-  private run(accountId: number): void {
-    if (this.sweeping.has(accountId)) {
+  /**
+   * Sweeps the account now, or right after the sweep of it that is running (which planned from what
+   * it saw then); resolves once this sweep is done. With `coming`, the sweep fits the legs as if that
+   * exit already rested on the position.
+   */
+  private run(accountId: number, coming?: ComingExit): Promise<void> {
+    const running = this.sweeping.get(accountId);
+    if (running) {
+      if (coming) return running.then(() => this.run(accountId, coming));
       this.sweepAgain.add(accountId);
-      return;
+      return running;
     }
-    this.sweeping.add(accountId);
-    void this.sweep(String(accountId))
+    const swept = this.sweep(String(accountId), coming)
       .catch((err: unknown) => this.ctx.logger.warn({ err, accountId }, 'bracket leg sweep failed'))
       .finally(() => {
         this.sweeping.delete(accountId);
-        if (this.sweepAgain.delete(accountId)) this.run(accountId);
+        if (this.sweepAgain.delete(accountId)) void this.run(accountId);
       });
+    this.sweeping.set(accountId, swept);
+    return swept;
+  }
+
+  /**
+   * Makes the position's legs room for a plain exit about to rest on it, before it is sent: placed
+   * first, a move through it and the full-size take-profit (or stop) in the moment before the legs
+   * were cut sold more than the position. Resolves once the cuts are answered.
+   */
+  makeRoom(accountId: string, coming: ComingExit): Promise<void> {
+    return this.run(Number(accountId), coming);
   }
 
   /**
@@ -224,7 +251,7 @@ export class OrphanLegs {
   }
 
   /** What a sweep of the account would do now, leg by leg. */
-  plan(accountId: string): LegAction[] {
+  plan(accountId: string, coming?: ComingExit): LegAction[] {
     const working = this.ctx.model.workingOrders(accountId);
     const net = new Map(this.ctx.model.openPositionEntities(accountId).map((p) => [contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId), Number(p.netPos)]));
     const byId = new Map(working.map((o) => [o.orderId, o]));
@@ -255,7 +282,7 @@ export class OrphanLegs {
       if (list) list.push(o);
       else legs.set(o.symbol, [o]);
     }
-    const resting = restingExits(working, net);
+    const resting = restingExits(working, net, coming);
     const out: LegAction[] = [];
     for (const [symbol, list] of legs) {
       const position = net.get(symbol) ?? 0;
@@ -277,6 +304,15 @@ export class OrphanLegs {
       }
     }
     return out;
+  }
+
+  /** The other leg of this leg's bracket while it works (its OCO partner at the broker), else null. */
+  private liveSibling(leg: OrderRecord): number | null {
+    const order = this.ctx.mirror.get('order', Number(leg.orderId));
+    if (!order) return null;
+    const link = linkageOf(this.ctx.mirror, order);
+    const sibling = leg.role === 'take_profit' ? link.stopLoss : link.takeProfit;
+    return sibling !== null && !isFinal(this.ctx.mirror, sibling) ? sibling : null;
   }
 
   /**
@@ -351,7 +387,7 @@ export class OrphanLegs {
     return true;
   }
 
-  private async sweep(accountId: string): Promise<void> {
+  private async sweep(accountId: string, coming?: ComingExit): Promise<void> {
     try {
       this.ctx.conn.requireConnected();
     } catch {
@@ -375,12 +411,13 @@ export class OrphanLegs {
     await this.cancelStaleExits(accountId);
     // One report per bracket: cancelling one leg may take its OCO sibling with it.
     const brackets = new Map<string, LegAction[]>();
-    for (const action of this.plan(accountId)) {
+    for (const action of this.plan(accountId, coming)) {
       const key = action.leg.bracketId ?? action.leg.orderId;
       const list = brackets.get(key);
       if (list) list.push(action);
       else brackets.set(key, [action]);
     }
+    const cancelling = new Set([...brackets.values()].flat().filter((a) => a.cancel).map((a) => a.leg.orderId));
     for (const [bracket, actions] of brackets) {
       const done: string[] = [];
       for (const action of actions) {
@@ -388,7 +425,15 @@ export class OrphanLegs {
         const id = Number(leg.orderId);
         if (isFinal(this.ctx.mirror, id)) continue;
         try {
-          if (action.cancel) {
+          const sibling = action.cancel ? this.liveSibling(leg) : null;
+          if (sibling !== null && !cancelling.has(String(sibling))) {
+            // Its OCO sibling stays (an exit resting on the position counts with this leg's kind
+            // only): cancelled on its own, the broker would take the sibling down too. Cancelled as
+            // a leg of a filled bracket instead: the survivor is re-placed under a new id.
+            const r = await cancelOrder(this.ctx, { type: 'cancel-order', accountId, orderId: leg.orderId });
+            this.sent.set(leg.orderId, 0);
+            done.push(`${leg.role} ${leg.orderId} cancelled${r.replaced ? ` (its ${leg.role === 'take_profit' ? 'stop-loss' : 'take-profit'} ${r.replaced.replacedOrderId} re-placed as ${r.replaced.newOrderId})` : ''}`);
+          } else if (action.cancel) {
             checkAnswer('cancelorder', await this.ctx.conn.send('order/cancelorder', cancelOrderBody(id), { kind: 'order' }));
             this.sent.set(leg.orderId, 0);
             done.push(`${leg.role} ${leg.orderId} cancelled`);
@@ -407,7 +452,7 @@ export class OrphanLegs {
       const position = this.ctx.model.netPosition(accountId, symbol);
       const now = position === 0 ? 'flat' : `${position > 0 ? 'long' : 'short'} ${Math.abs(position)}`;
       const net = new Map([[symbol, position]]);
-      const exits = restingExits(this.ctx.model.workingOrders(accountId), net).get(symbol)?.ids ?? [];
+      const exits = restingExits(this.ctx.model.workingOrders(accountId), net, coming).get(symbol)?.ids ?? [];
       const cause = exits.length > 0 ? `fitted to the ${symbol} position ${now} with exit ${exits.join(', ')} working on it` : `another order left the ${symbol} position ${now}`;
       const detail = `${done.join(', ')}${actions[0]!.leg.bracketId ? ` (entry ${bracket})` : ''}: ${cause}`;
       this.ctx.logger.warn({ orderId: bracket, accountId, symbol, done }, 'bracket legs fitted to the position');

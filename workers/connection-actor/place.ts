@@ -193,7 +193,8 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // sent a moment apart, ended flat while both were answered as done).
   const flattening = ctx.flattening.get(req.accountId);
   if (flattening) await flattening.catch(() => undefined);
-  ctx.conn.requireConnected();
+  // Not into a socket gone quiet (two heartbeats missed): its outcome would be unknown (504), not "nothing sent".
+  ctx.conn.requireFresh();
   const account = ctx.model.account(req.accountId);
   const existing = ctx.model.findByClOrdId(req.accountId, req.clOrdId);
   if (existing) return reconciled(ctx, req, existing.id);
@@ -216,6 +217,8 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   let unknown: UnknownPlacement | undefined;
   const onLate = (answer: LateAnswer) => unknown?.answered(answer);
   try {
+    // A plain exit that will rest on a bracketed position: the legs make room before it is sent.
+    if (restsAsExit(ctx, req)) await ctx.makeRoom?.(req.accountId, { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty });
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, req, account, hold, onLate));
     hold?.release();
     // Settled (its fills are in the position now): it takes nothing more off.
@@ -235,6 +238,13 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     }
     throw err;
   }
+}
+
+/** A plain order that will rest on the position and reduce it (a limit or stop, no bracket, no larger than the position). */
+function restsAsExit(ctx: ActorContext, req: PlaceOrderRequest): boolean {
+  if (req.takeProfit || req.stopLoss || req.orderType === 'market') return false;
+  const net = ctx.model.netPosition(req.accountId, req.symbol);
+  return (req.side === 'sell' ? net : -net) >= req.qty;
 }
 
 /**

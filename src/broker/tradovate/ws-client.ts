@@ -268,10 +268,11 @@ export class TradovateSocket {
 
   /**
    * Sends a request and resolves with `d` of its 200 answer. A p-ticket answer (the request
-   * was not executed) is resent once after p-time with the ticket; a captcha one fails. A new
-   * order waits out at most ORDER_PENALTY_WAIT_S: resent after a longer wait, it would fill long
-   * after its caller was answered 504, at another price (a market order 40 s late); it fails
-   * with 503 and the wait as Retry-After instead, nothing sent.
+   * was not executed) is resent once after p-time with the ticket; a captcha one fails. A request
+   * that changes something at the broker (an order, a cancel, a modify, a liquidation) waits out at
+   * most ORDER_PENALTY_WAIT_S: resent after a longer wait, it would act long after its caller was
+   * answered 504 (a market order filling 40 s late at another price, a close taking a position
+   * opened since); it fails with 503 and the wait as Retry-After instead, nothing sent.
    */
   async request(endpoint: string, opts: RequestOptions = {}): Promise<unknown> {
     let data = await this.sendOnce(endpoint, opts);
@@ -280,10 +281,10 @@ export class TradovateSocket {
     if (penalty.captcha || penalty.seconds > this.opts.maxPenaltySeconds) {
       throw new AppError('BROKER_UNAVAILABLE', 'broker penalty in force', {}, Math.max(1, penalty.seconds || 3600));
     }
-    if (opts.onLate !== undefined && penalty.seconds > ORDER_PENALTY_WAIT_S) {
+    if ((opts.onLate !== undefined || opts.mayExecute === true) && penalty.seconds > ORDER_PENALTY_WAIT_S) {
       throw new AppError(
         'BROKER_UNAVAILABLE',
-        `the broker asked to wait ${penalty.seconds} s before this order (p-ticket); nothing was sent: send it again after Retry-After if it still makes sense then`,
+        `the broker asked to wait ${penalty.seconds} s before ${opts.onLate !== undefined ? 'this order' : `${endpoint}`} (p-ticket); nothing was sent: send it again after Retry-After if it still makes sense then`,
         {},
         Math.ceil(penalty.seconds),
       );

@@ -79,6 +79,10 @@ describe('broker faults and the health stream', () => {
       // The front drops the page it kept once the actor's notice arrives (another port: a moment later at most).
       await eventually(async () => (await read('working-orders')).status === 503, 'working orders refused too', 1_000);
       expect((await read('guards')).json.live).toBeNull();
+      // Nor is an order sent into it (its outcome would be unknown): 503, nothing at the broker.
+      const quietOrder = await place('during-quiet');
+      expect(quietOrder.status, quietOrder.text).toBe(503);
+      expect(await brokerOrders('during-quiet')).toHaveLength(0);
       const down = await stream.waitFor(isStatus('RECONNECTING'), from, 20_000);
       expect(down.event.detail ?? '').toMatch(/silence|no frame/);
       expect(await connectionStatus()).toBe('RECONNECTING');

@@ -220,6 +220,10 @@ test('a new order under a p-ticket longer than 2 s is not waited out: 503 with t
   const err = await client.request('order/placeorder', { body: { a: 1 }, onLate: () => undefined }).catch((e: unknown) => e as AppError);
   expect(err).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 40, message: expect.stringMatching(/wait 40 s before this order \(p-ticket\); nothing was sent/) });
   expect(bodies).toHaveLength(1);
+  // A cancel or a liquidation likewise: run 40 s later, a close took a position opened since.
+  const cancel = await client.request('order/cancelorder', { body: { orderId: 1 }, mayExecute: true }).catch((e: unknown) => e as AppError);
+  expect(cancel).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 40, message: expect.stringMatching(/before order\/cancelorder \(p-ticket\)/) });
+  expect(bodies).toHaveLength(2);
 });
 
 test('tolerates the real broker’s ordering: a quote before the answer, events before and after it, unknown event types and fields', async () => {

@@ -13,6 +13,7 @@ function setup(graceMs = GRACE_MS) {
   const { broker, ctx, events } = fakeActorContext();
   const orphans = new OrphanLegs(ctx, 'c1', graceMs);
   ctx.fitLegs = (accountId) => orphans.sweepSoon(accountId);
+  ctx.makeRoom = (accountId, coming) => orphans.makeRoom(accountId, coming);
   broker.mirror.onChange((c) => orphans.onChange(c));
   return { broker, ctx, events, orphans };
 }
@@ -67,9 +68,12 @@ describe('orphaned bracket legs', () => {
     s.broker.fill(Number(placed.order.orderId), 3, 5000);
     const exit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, price: 5007.5, reduceOnly: true } as never));
     expect(exit.order.status).toBe('working');
+    // Cut before the exit was sent: no moment with both working at full size.
+    const sent = s.broker.sent.map((r) => r.endpoint);
+    expect(sent.lastIndexOf('order/modifyorder')).toBeLessThan(sent.lastIndexOf('order/placeorder'));
     await pause(GRACE_MS * 2);
     expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[placed.legs!.takeProfit!.orderId, 2]]);
-    expect(s.events).toEqual([expect.objectContaining({ detail: expect.stringContaining(`fitted to the ESZ6 position long 3 with exit ${exit.order.orderId} working on it`) })]);
+    expect(s.events).toEqual([expect.objectContaining({ detail: expect.stringContaining('fitted to the ESZ6 position long 3 with exit about to be placed working on it') })]);
     // The move through 5007.5 and 5010: the exit sells 1, the take-profit 2 — flat, not short.
     s.broker.fill(Number(exit.order.orderId), 1, 5007.5);
     s.broker.fill(Number(placed.legs!.takeProfit!.orderId), 2, 5010);
@@ -89,6 +93,21 @@ describe('orphaned bracket legs', () => {
     expect(exit.order.role).toBe('single');
     await pause(GRACE_MS * 2);
     expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[placed.legs!.stopLoss!.orderId, 1]]);
+  });
+
+  it('an exit resting for the whole position takes the take-profit out but keeps the stop-loss (re-placed: the broker’s OCO takes it with the take-profit)', async () => {
+    const s = setup(60_000);
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    const exit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, price: 5003 }));
+    await pause(GRACE_MS * 3);
+    const working = s.ctx.model.workingOrders(ACCOUNT);
+    expect(working.map((o) => [o.role, o.type, o.qty]).sort()).toEqual([['single', 'limit', 2], ['stop_loss', 'stop', 2]]);
+    expect(working.find((o) => o.role === 'stop_loss')!.stopPrice).toBe(4990);
+    expect(working.some((o) => o.orderId === exit.order.orderId)).toBe(true);
+    expect(s.events).toEqual([
+      expect.objectContaining({ detail: expect.stringMatching(new RegExp(`^take_profit ${placed.legs!.takeProfit!.orderId} cancelled \\(its stop-loss ${placed.legs!.stopLoss!.orderId} re-placed as \\d+\\)`)) }),
+    ]);
   });
 
   it('a bracket entry filling on after its legs ended (take-profit filled, stop-loss taken by the OCO) is reported: what it fills since has no stop', async () => {
