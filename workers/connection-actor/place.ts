@@ -217,9 +217,11 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   let unknown: UnknownPlacement | undefined;
   const onLate = (answer: LateAnswer) => unknown?.answered(answer);
   try {
-    // A plain exit that will rest on a bracketed position: the legs make room before it is sent.
-    if (restsAsExit(ctx, req)) await ctx.makeRoom?.(req.accountId, { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty });
-    const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, req, account, hold, onLate));
+    // A plain exit that will rest on a position: the legs make room before it is sent, and it is
+    // kept as an exit (cancelled, as a partial exit is, should the position go flat or smaller than it).
+    const asExit = restsAsExit(ctx, req);
+    if (asExit) await ctx.makeRoom?.(req.accountId, { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty });
+    const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...req, reduceOnly: true } : req, account, hold, onLate));
     hold?.release();
     // Settled (its fills are in the position now): it takes nothing more off.
     reducing?.release();
@@ -240,11 +242,22 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   }
 }
 
-/** A plain order that will rest on the position and reduce it (a limit or stop, no bracket, no larger than the position). */
+/**
+ * A plain order that will rest on the position and reduce it: a limit or stop, no bracket, no larger
+ * than what the position holds beyond the exits already resting on it (else, with them, it could
+ * take the position past flat).
+ */
 function restsAsExit(ctx: ActorContext, req: PlaceOrderRequest): boolean {
   if (req.takeProfit || req.stopLoss || req.orderType === 'market') return false;
   const net = ctx.model.netPosition(req.accountId, req.symbol);
-  return (req.side === 'sell' ? net : -net) >= req.qty;
+  return (req.side === 'sell' ? net : -net) - restingExitQty(ctx, req) >= req.qty;
+}
+
+/** Open quantity of the exits (partial exits, API exits) resting on the order's side of its contract. */
+function restingExitQty(ctx: ActorContext, req: PlaceOrderRequest): number {
+  let qty = 0;
+  for (const o of ctx.model.workingReduceOnly(req.accountId)) if (o.symbol === req.symbol && o.side === req.side) qty += o.qty - o.filledQty;
+  return qty;
 }
 
 /**
@@ -331,11 +344,11 @@ async function settledBeforeExit(ctx: ActorContext, req: PlaceOrderRequest): Pro
 function requireReduces(ctx: ActorContext, req: PlaceOrderRequest): { release(): void } {
   const net = ctx.model.netPosition(req.accountId, req.symbol);
   const key = `${req.accountId}|${req.symbol}`;
-  const pending = ctx.reducing.get(key) ?? 0;
+  const pending = (ctx.reducing.get(key) ?? 0) + restingExitQty(ctx, req);
   const held = (req.side === 'sell' ? net : -net) - pending;
   if (held < req.qty) {
     const holds = net === 0 ? 'holds no' : `is ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
-    const inFlight = pending > 0 ? ` (${pending} already on the way out)` : '';
+    const inFlight = pending > 0 ? ` (${pending} already on the way out or resting to go)` : '';
     throw new AppError('SYMBOL_MISMATCH', `a partial exit may only reduce the position: the account ${holds} ${req.symbol}${inFlight}, the order would ${req.side} ${req.qty}`, {
       symbol: req.symbol,
       net,

@@ -32,8 +32,8 @@ describe('orphaned bracket legs', () => {
     const held = s.broker.addOrder({ qty: 2 });
     s.broker.fill(held, 2, 5000);
     const partial = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, price: 5008, reduceOnly: true } as never));
-    // An ordinary resting sell stays: it is the trader's own order, not a partial exit.
-    const own = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, price: 5020 }));
+    // A resting sell larger than the position stays: the trader's own order to go short, not an exit.
+    const own = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 3, price: 5020 }));
     const stop = s.broker.addOrder({ action: 'Sell', orderType: 'Market' });
     s.broker.fill(stop, 2, 4990);
     await pause(GRACE_MS * 5);
@@ -93,6 +93,11 @@ describe('orphaned bracket legs', () => {
     expect(exit.order.role).toBe('single');
     await pause(GRACE_MS * 2);
     expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[placed.legs!.stopLoss!.orderId, 1]]);
+    // The position closed another way: the exit would open a short now, so it goes too.
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market', qty: 2 }), 2, 5001);
+    await pause(GRACE_MS * 3);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId))).toContain(exit.order.orderId);
+    expect(s.ctx.model.workingOrders(ACCOUNT)).toEqual([]);
   });
 
   it('an exit resting for the whole position takes the take-profit out but keeps the stop-loss (re-placed: the broker’s OCO takes it with the take-profit)', async () => {

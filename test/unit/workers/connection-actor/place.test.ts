@@ -264,12 +264,21 @@ describe('placeOrder: reduce-only in flight', () => {
     await held.reached;
     await expect(placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true })).rejects.toMatchObject({
       code: 'SYMBOL_MISMATCH',
-      message: 'a partial exit may only reduce the position: the account is long 1 ESZ6 (1 already on the way out), the order would sell 1',
+      message: 'a partial exit may only reduce the position: the account is long 1 ESZ6 (1 already on the way out or resting to go), the order would sell 1',
     });
     held.release();
     await first;
     expect(broker.bodies('order/placeorder')).toHaveLength(1);
     expect(ctx.reducing.size).toBe(0);
+  });
+
+  it('an exit resting on the position counts too: long 2 with an API stop sell of 2 resting takes no partial exit (both filling would leave it short)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    broker.fill(broker.addOrder({ qty: 2 }), 2, 5000);
+    const exit = await placeOrder(ctx, newOrder({ side: 'sell', qty: 2, orderType: 'stop', price: null, stopPrice: 4990 } as never));
+    expect(exit.order.status).toBe('working');
+    await expect(placeOrder(ctx, { ...newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null }), reduceOnly: true })).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH' });
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
   });
 
   it('a partial exit counts an ordinary exit sent just before it: it waits for the broker to have it, then sees the position it left', async () => {
