@@ -5,8 +5,13 @@
  * average price against the last quote, or the last fill when no quote has come yet).
  *
  * Kept incrementally: a pair, a fee, a position change or a price costs O(1) per account it
- * touches; a resync snapshot recounts the day from the broker's own timestamps. A position
- * carried over from an earlier day counts from its average price.
+ * touches; a resync snapshot recounts the day from the broker's own timestamps.
+ *
+ * A position carried over into the day counts from its value when the day began, as a prop firm
+ * measures the day (equity now against equity at 17:00 CT): the open P&L the positions had at the
+ * roll is the day's `carried`, taken off what they make or lose since (a profit carried past 17:00
+ * must not cushion the new day's loss). Known from the roll this process saw; a process started
+ * mid-day counts carried positions from their average price.
  */
 import type { Entity, Mirror, MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import { contractRoot } from '../../src/domain/symbols.js';
@@ -27,6 +32,8 @@ interface Day {
   realized: number;
   fees: number;
   open: number;
+  /** Open P&L (against average prices) of the positions held when the day began. */
+  carried: number;
   holdings: Map<number, Holding>;
 }
 
@@ -75,7 +82,8 @@ export class SessionPnl {
   of(accountId: string): DayPnl {
     const d = this.accounts.get(accountId);
     if (!d) return { realized: 0, fees: 0, open: 0, total: 0 };
-    return { realized: round(d.realized), fees: round(d.fees), open: round(d.open), total: round(d.realized - d.fees + d.open) };
+    const open = d.open - d.carried;
+    return { realized: round(d.realized), fees: round(d.fees), open: round(open), total: round(d.realized - d.fees + open) };
   }
 
   /** Contracts the account holds a position in. */
@@ -87,6 +95,8 @@ export class SessionPnl {
 
   /** A new last price (a quote): open P&L of every holder moves. */
   mark(contractId: number, price: number): void {
+    // A price from after the day's end belongs to the next day: the day rolls first.
+    this.roll();
     this.quoted.add(contractId);
     this.setMark(contractId, price);
   }
@@ -99,6 +109,7 @@ export class SessionPnl {
     for (const [accountId, d] of this.accounts) {
       d.realized = 0;
       d.fees = 0;
+      d.carried = d.open;
       this.changed(accountId);
     }
     return true;
@@ -106,7 +117,7 @@ export class SessionPnl {
 
   private account(accountId: string): Day {
     let d = this.accounts.get(accountId);
-    if (!d) this.accounts.set(accountId, (d = { realized: 0, fees: 0, open: 0, holdings: new Map() }));
+    if (!d) this.accounts.set(accountId, (d = { realized: 0, fees: 0, open: 0, carried: 0, holdings: new Map() }));
     return d;
   }
 
@@ -135,6 +146,8 @@ export class SessionPnl {
   private apply(change: MirrorChange): void {
     const e = change.entity;
     if (change.entityType === '*') return this.rebuild();
+    // Likewise a fill, a pair or a position change: counted in the day it happened.
+    this.roll();
     if (!e || change.eventType === 'Deleted') return;
     switch (change.entityType) {
       case 'position':
@@ -219,8 +232,11 @@ export class SessionPnl {
   }
 
   private rebuild(): void {
+    const sameDay = tradingDay(this.now()).start === this.day.start;
     this.day = tradingDay(this.now());
     const before = [...this.accounts.keys()];
+    // What the day began with stays what it was through a resync of the same day.
+    const carried = new Map(sameDay ? [...this.accounts].map(([id, d]) => [id, d.carried] as const) : []);
     this.accounts.clear();
     this.holders.clear();
     this.seen.clear();
@@ -228,6 +244,7 @@ export class SessionPnl {
     for (const p of latestPositions(this.mirror)) this.position(p);
     for (const pair of this.mirror.all('fillPair')) this.pair(pair, false);
     for (const fee of this.mirror.all('fillFee')) this.fee(fee, false);
+    for (const [accountId, c] of carried) if (c !== 0) this.account(accountId).carried = c;
     for (const accountId of before) if (!this.accounts.has(accountId)) this.changed(accountId);
   }
 }

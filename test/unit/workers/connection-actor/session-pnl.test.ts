@@ -69,7 +69,7 @@ describe('SessionPnl', () => {
     expect(of().realized).toBe(-500);
   });
 
-  it('a new trading day starts realized and fees from zero; open P&L carries on', () => {
+  it('a new trading day starts realized and fees from zero, and a position carried into it counts from its value at the roll (a carried profit cushions nothing)', () => {
     const { mirror, pnl, clock, of } = setup({
       orders: [{ id: 10, accountId: A, contractId: ES }],
       positions: [{ id: 20, accountId: A, contractId: ES, netPos: 1, netPrice: 5000 }],
@@ -81,7 +81,29 @@ describe('SessionPnl', () => {
     clock.now = DAY.end;
     expect(pnl.roll()).toBe(true);
     expect(pnl.window).toEqual(tradingDay(DAY.end));
-    expect(of()).toMatchObject({ realized: 0, open: 50, total: 50 });
+    expect(of()).toMatchObject({ realized: 0, open: 0, total: 0 });
+    // As the firm measures the day: 3 points under the 17:00 mark is −$150, not +$50 − $200.
+    pnl.mark(ES, 4998);
+    expect(of()).toMatchObject({ realized: 0, open: -150, total: -150 });
+    // Closed today at 4998: the pair books 5000 → 4998 (−$100), of which +$50 was yesterday's.
+    mirror.apply('fillPair', 'Created', { id: 41, positionId: 20, buyFillId: 3, sellFillId: 4, qty: 1, buyPrice: 5000, sellPrice: 4998 });
+    mirror.apply('position', 'Updated', { id: 20, accountId: A, contractId: ES, netPos: 0, netPrice: 0 });
+    expect(of()).toMatchObject({ realized: -100, open: -50, total: -150 });
+  });
+
+  it('a resync during the day keeps what the day began with', () => {
+    const { mirror, pnl, clock, of } = setup({
+      orders: [{ id: 10, accountId: A, contractId: ES }],
+      positions: [{ id: 20, accountId: A, contractId: ES, netPos: 2, netPrice: 5000 }],
+    });
+    pnl.mark(ES, 5006);
+    clock.now = DAY.end;
+    pnl.roll();
+    pnl.mark(ES, 4998.25);
+    expect(of().total).toBe(-775);
+    mirror.replace({ contracts: [{ id: ES, name: 'ESZ6' }], orders: [{ id: 10, accountId: A, contractId: ES }], positions: [{ id: 20, accountId: A, contractId: ES, netPos: 2, netPrice: 5000 }] });
+    pnl.mark(ES, 4998.25);
+    expect(of().total).toBe(-775);
   });
 
   it('a contract outside the catalogue is valued at 0 per point (unknown point value)', () => {
