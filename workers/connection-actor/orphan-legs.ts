@@ -88,6 +88,8 @@ export class OrphanLegs {
   private readonly filling = new Set<string>();
   /** Accounts where a leg ended without filling since their last sweep: it looks for positions left unprotected too. */
   private readonly legEnded = new Set<number>();
+  /** The legs that ended without filling since their account's last look (what underStopped names). */
+  private readonly endedLegs = new Set<{ accountId: string; symbol: string; orderId: string; role: string; status: string }>();
   /** Accounts with a sweep running, and those due another once it ends: sweeps of an account never overlap. */
   private readonly sweeping = new Map<number, Promise<void>>();
   private readonly sweepAgain = new Set<number>();
@@ -148,6 +150,8 @@ export class OrphanLegs {
       if (role !== 'take_profit' && role !== 'stop_loss') return;
       // After the grace: a leg the broker's OCO or our own cancel took has its replacement, or its position is flat, by then.
       this.legEnded.add(e.accountId);
+      const rec = this.ctx.model.record(e.id);
+      if (rec) this.endedLegs.add({ accountId: String(e.accountId), symbol: rec.symbol, orderId: rec.orderId, role: role, status: rec.status });
       this.schedule(e.accountId);
       return;
     }
@@ -367,6 +371,31 @@ export class OrphanLegs {
   }
 
   /**
+   * Open positions whose stop-losses (and resting stop exits) cover part of them only, after a leg
+   * in their contract ended without filling since the account's last look: the rest has no stop. A
+   * position nothing stops at all is unprotected()'s, and one with no stop-loss ever is a plain one.
+   */
+  private underStopped(accountId: string): { symbol: string; net: number; covered: number; orderId: string; ended: string }[] {
+    const out: { symbol: string; net: number; covered: number; orderId: string; ended: string }[] = [];
+    const working = this.ctx.model.workingOrders(accountId);
+    for (const p of this.ctx.model.openPositionEntities(accountId)) {
+      const net = Number(p.netPos ?? 0);
+      const symbol = contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId);
+      const side = net > 0 ? 'sell' : 'buy';
+      let covered = 0;
+      for (const o of working) {
+        if (o.symbol !== symbol || o.side !== side) continue;
+        if (o.role === 'stop_loss' || (o.role === 'single' && (o.type === 'stop' || o.type === 'stop_limit'))) covered += open(o);
+      }
+      const ended = [...this.endedLegs].filter((e) => e.accountId === accountId && e.symbol === symbol);
+      if (covered === 0 || covered >= Math.abs(net) || ended.length === 0) continue;
+      out.push({ symbol, net, covered, orderId: ended.at(-1)!.orderId, ended: ended.map((e) => `${e.role} ${e.orderId} ${e.status}`).join(', ') });
+    }
+    for (const e of [...this.endedLegs]) if (e.accountId === accountId) this.endedLegs.delete(e);
+    return out;
+  }
+
+  /**
    * Whether this sweep looks for unprotected positions because a leg ended unfilled. Not while a
    * flatten, a cancel or a leg's re-placement on the account is under way (they end legs on
    * purpose and finish what they do): the look waits for them, another grace at a time.
@@ -406,6 +435,11 @@ export class OrphanLegs {
         const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has no protective order: ${why}`;
         this.ctx.logger.error({ accountId, symbol: u.symbol, entryId: u.entryId }, 'position unprotected');
         this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: u.entryId, ts: Date.now(), detail });
+      }
+      for (const u of this.underStopped(accountId)) {
+        const detail = `the ${u.symbol} position ${u.net > 0 ? 'long' : 'short'} ${Math.abs(u.net)} has stop-losses for ${u.covered} only: a protective order ended without filling (${u.ended}); protect the rest or close it`;
+        this.ctx.logger.error({ accountId, symbol: u.symbol }, 'position partly unprotected');
+        this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: u.orderId, ts: Date.now(), detail });
       }
     }
     await this.cancelStaleExits(accountId);

@@ -397,6 +397,25 @@ describe('orphaned bracket legs', () => {
     ]);
   });
 
+  it('a bracket of two cancelled at the broker by hand leaves long 2 with a stop for 1: reported, the rest has no stop', async () => {
+    const s = setup();
+    const a = await filledBracket(s);
+    const b = await placeOrder(s.ctx, newOrder({ takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(b.order.orderId), 1, 5000);
+    await s.broker.send('order/cancelorder', { orderId: Number(a.legs!.stopLoss!.orderId) }); // its OCO takes the take-profit
+    await pause(GRACE_MS * 5);
+    expect(s.events).toEqual([
+      expect.objectContaining({
+        type: 'bracket-alert',
+        detail: expect.stringMatching(new RegExp(`^the ESZ6 position long 2 has stop-losses for 1 only: a protective order ended without filling \\(.*stop_loss ${a.legs!.stopLoss!.orderId} cancelled`)),
+      }),
+    ]);
+    // Fitted legs (an exit took one contract off) are no loss of protection: nothing more said.
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001);
+    await pause(GRACE_MS * 5);
+    expect(s.events).toHaveLength(1);
+  });
+
   it('a re-placed leg cancelled at the broker by hand is reported too', async () => {
     const s = setup();
     const placed = await filledBracket(s);
