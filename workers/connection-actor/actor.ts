@@ -73,7 +73,6 @@ export class ConnectionActor {
     this.ctx.market = quotes;
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
     this.orphans = new OrphanLegs(this.ctx, spec.connectionId, t.orphanLegGraceMs);
-    this.ctx.fitLegs = (accountId) => this.orphans.sweepSoon(accountId);
     this.ctx.makeRoom = (accountId, coming) => this.orphans.makeRoom(accountId, coming);
     this.quietWatch = setInterval(() => {
       if (this.conn.watchQuiet()) this.model.forgetPages();

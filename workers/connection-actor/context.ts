@@ -46,8 +46,6 @@ export interface ActorContext {
   flattening: Map<string, Promise<unknown>>;
   /** The last cancel of each bracket (or lone order), by `accountId|entry id`: they run one after another. */
   cancelling: Map<string, Promise<unknown>>;
-  /** Fits the account's bracket legs to its position and partial exits now (orphan-legs.ts); set by the actor. */
-  fitLegs?: (accountId: string) => void;
   /** Cuts the position's legs for a plain exit about to rest on it; resolves once the broker answered (orphan-legs.ts). */
   makeRoom?: (accountId: string, coming: ComingExit) => Promise<void>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */

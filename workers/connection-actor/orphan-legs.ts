@@ -171,11 +171,6 @@ export class OrphanLegs {
     this.schedule(e.accountId, byLeg ? this.graceMs : 0);
   }
 
-  /** A sweep of the account now: a partial exit was placed on it (resting, its legs make room for it; filled, they follow the position). */
-  sweepSoon(accountId: string): void {
-    this.schedule(Number(accountId), 0);
-  }
-
   /** Stops pending sweeps (the actor is stopping). */
   stop(): void {
     for (const { timer } of this.pending.values()) clearTimeout(timer);

@@ -225,8 +225,6 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     hold?.release();
     // Settled (its fills are in the position now): it takes nothing more off.
     reducing?.release();
-    // An exit, resting: the position's legs make room for it; filled, they follow the smaller position.
-    if (req.reduceOnly || (!req.takeProfit && !req.stopLoss && req.orderType !== 'market' && result.order.status !== 'filled')) ctx.fitLegs?.(req.accountId);
     return result;
   } catch (err) {
     // After a timeout the order may still reach the broker: its outcome is unknown, and its
@@ -250,7 +248,9 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
 function restsAsExit(ctx: ActorContext, req: PlaceOrderRequest): boolean {
   if (req.takeProfit || req.stopLoss || req.orderType === 'market') return false;
   const net = ctx.model.netPosition(req.accountId, req.symbol);
-  return (req.side === 'sell' ? net : -net) - restingExitQty(ctx, req) >= req.qty;
+  const held = req.side === 'sell' ? net : -net;
+  // The resting exits are counted only for an order the position could take at all.
+  return held >= req.qty && held - restingExitQty(ctx, req) >= req.qty;
 }
 
 /** Open quantity of the exits (partial exits, API exits) resting on the order's side of its contract. */

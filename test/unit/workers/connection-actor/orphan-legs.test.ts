@@ -12,7 +12,6 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function setup(graceMs = GRACE_MS) {
   const { broker, ctx, events } = fakeActorContext();
   const orphans = new OrphanLegs(ctx, 'c1', graceMs);
-  ctx.fitLegs = (accountId) => orphans.sweepSoon(accountId);
   ctx.makeRoom = (accountId, coming) => orphans.makeRoom(accountId, coming);
   broker.mirror.onChange((c) => orphans.onChange(c));
   return { broker, ctx, events, orphans };
