@@ -5,7 +5,6 @@
  * a trader must see that a position is unprotected wherever they are in the app.
  */
 import { bracketAlerts, dismissBracketAlerts, type BracketAlert } from '../health';
-import { fullTime, when } from '../format';
 
 /** Alerts that say a position is left without protection (the rest report legs fitted to it). */
 function unprotects(a: BracketAlert): boolean {
@@ -28,8 +27,9 @@ export function BracketAlerts() {
       <ul aria-live="assertive" aria-relevant="additions">
         {list.map((a) => (
           <li key={`${a.ts}-${a.orderId}-${a.detail}`}>
-            <time dateTime={new Date(a.ts).toISOString()} title={fullTime(a.ts)}>
-              {when(a.ts)}
+            {/* Not format.ts: its formatters, built on import, would load with the first page (sign-in) for nothing. */}
+            <time dateTime={new Date(a.ts).toISOString()} title={new Date(a.ts).toString()}>
+              {new Date(a.ts).toLocaleTimeString()}
             </time>{' '}
             account {a.accountId}: {a.detail}
             {unprotects(a) && ' — protect or close it.'}
