@@ -193,14 +193,15 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
         'Create a webhook token (POST /api/v1/webhook-tokens {accountId, name, strategyId?}); the answer holds the URL …/api/v1/webhooks/whk_<id>_<secret>. ' +
           'Paste it into the alert\'s Webhook URL and the template below into its Message. JSON sent as application/json or text/plain is accepted.',
         'Fields: action buy|sell|close|flat|flatten|exit (aliases long, short), symbol (alias ticker), qty (aliases quantity, contracts; numeric strings accepted), ' +
-          'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), marketPosition (alias sentiment), id (dedupe key, 24 h, per token), time. ' +
+          'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), marketPosition (alias sentiment), marketPositionSize, id (dedupe key, 24 h, per token), time. ' +
           'Unknown fields are ignored and echoed in warnings. More than one take-profit or stop-loss, trailing stops, breakeven or scale-outs → 400.',
         'close/flat/flatten/exit cancels every resting order and closes every position of the bound account (with symbol: 409 SYMBOL_MISMATCH when the account holds another symbol; nothing closed). ' +
           'marketPosition is the strategy\'s position after the alert ({{strategy.market_position}}: long, short or flat; bullish, bearish accepted). ' +
           'flat turns a buy or sell into an exit of its symbol (or the strategy\'s): that contract\'s resting orders, bracket legs included, are cancelled and its position closed; ' +
           'other contracts are left alone and nothing is opened, so an exit alert never adds a bracket the other way. A buy that leaves the strategy short, or a sell that leaves it long, ' +
           'is a partial exit: placed without a bracket, only while the account holds at least that much on the other side (else 409 SYMBOL_MISMATCH, nothing sent); ' +
-          'the position\'s legs are then cut to what is left.',
+          'the position\'s legs are then cut to what is left. A buy that leaves the strategy long (a sell, short) is an entry: a position the other way is closed first, ' +
+          'and no more than marketPositionSize ({{strategy.market_position_size}}) is opened, so a reversal reaching an account whose stop already closed it opens what the strategy holds.',
           'An account the broker no longer reports → 403 with detail "Account is inactive"; rebinding the token (PATCH) works on the next alert. An unknown token URL → 404.',
       ],
       code: TRADINGVIEW_TEMPLATE,

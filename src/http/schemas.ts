@@ -381,6 +381,12 @@ const WEBHOOK_FIELDS: Record<WebhookField, { schema: z.ZodType; doc?: string }> 
       'flat makes a buy or sell an exit: the symbol is flattened (its orders cancelled, its position closed), nothing is opened. ' +
       'A sell that leaves it long (a buy that leaves it short) is a partial exit: no bracket, reduce-only (409 SYMBOL_MISMATCH otherwise)',
   },
+  marketPositionSize: {
+    schema: scalar,
+    doc: "The strategy's position size after this alert ({{strategy.market_position_size}}, contracts, ≥ 0). With a marketPosition " +
+      'on the order\'s side (an entry or reversal), no more than this is opened: a reversal that reaches an account a stop already ' +
+      'closed opens this size, not the alert\'s qty. Ignored for exits and partial exits',
+  },
   id: { schema: scalar, doc: 'Dedupe key, 24 h, per token: 1–255 characters, any but control characters (TradingView order ids hold spaces)' },
   time: { schema: scalar, doc: 'Alert time ({{timenow}}), used to report alert-to-order delay' },
 };

@@ -20,6 +20,7 @@ export const TRADINGVIEW_TEMPLATE = `{
   "takeProfit": { "ticks": 40 },
   "stopLoss": { "ticks": 20 },
   "marketPosition": "{{strategy.market_position}}",
+  "marketPositionSize": "{{strategy.market_position_size}}",
   "time": "{{timenow}}"
 }`;
 
@@ -44,8 +45,9 @@ export type WebhookIntent =
   /**
    * `reduce`: a partial exit (the strategy stays on the side the order reduces): no bracket, and it must reduce the position.
    * `entry`: the strategy is on the order's side after it (marketPosition long on a buy, short on a sell): it may reverse a position.
+   * `positionSize`: with `entry`, the strategy's position after the alert (marketPositionSize): no more than that is opened.
    */
-  | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side }; reduce?: true; entry?: true })
+  | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side }; reduce?: true; entry?: true; positionSize?: number })
   /** `exit`: a buy or sell that leaves the strategy flat; without a symbol, its strategy's symbol. */
   | (Common & { kind: 'flatten'; symbol?: string; exit?: true });
 
@@ -71,7 +73,20 @@ const ORDER_TYPES: Record<string, OrderType> = {
 const TIFS = new Set(['day', 'gtc', 'ioc', 'fok']);
 
 /** The fields an alert can carry, each under its own name or an alias. */
-export type WebhookField = 'action' | 'symbol' | 'qty' | 'orderType' | 'price' | 'stopPrice' | 'takeProfit' | 'stopLoss' | 'timeInForce' | 'marketPosition' | 'id' | 'time';
+export type WebhookField =
+  | 'action'
+  | 'symbol'
+  | 'qty'
+  | 'orderType'
+  | 'price'
+  | 'stopPrice'
+  | 'takeProfit'
+  | 'stopLoss'
+  | 'timeInForce'
+  | 'marketPosition'
+  | 'marketPositionSize'
+  | 'id'
+  | 'time';
 
 /**
  * Name sent → the field it means; everything else is unknown and echoed. The one alias list:
@@ -98,6 +113,8 @@ export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = Obj
   marketPosition: 'marketPosition',
   market_position: 'marketPosition',
   sentiment: 'marketPosition',
+  marketPositionSize: 'marketPositionSize',
+  market_position_size: 'marketPositionSize',
   id: 'id',
   time: 'time',
 });
@@ -238,6 +255,22 @@ function parseMarketPosition(value: unknown): MarketPosition | undefined {
 }
 
 /**
+ * `marketPositionSize` as sent ({{strategy.market_position_size}}: the strategy's position after
+ * the alert, in contracts, never negative), or undefined when absent. Refused when unreadable:
+ * it caps what an entry opens.
+ */
+function parsePositionSize(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  refuseEmpty('marketPositionSize', value);
+  const plain = typeof value === 'number' || (typeof value === 'string' && /^\d+$/.test(value.trim()));
+  const n = plain ? Number(typeof value === 'string' ? value.trim() : value) : NaN;
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw invalid('marketPositionSize', `'${String(value)}' is not a whole number of contracts, 0 or more ({{strategy.market_position_size}})`);
+  }
+  return n;
+}
+
+/**
  * A field that decides what is traded, sent empty (`""`, `[]`): most likely a placeholder that came
  * out empty. Refused rather than read as absent: an empty stop-loss would place the entry with
  * none, an empty order type a market order where a limit was meant.
@@ -353,6 +386,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   }
   const symbol = text(fields.symbol);
   const position = parseMarketPosition(fields.marketPosition);
+  const positionSize = parsePositionSize(fields.marketPositionSize);
   const ignoredForFlatten = (why: string) => {
     for (const key of ['qty', 'orderType', 'price', 'stopPrice', 'takeProfit', 'stopLoss', 'timeInForce']) {
       if (fields[key] !== undefined) warnings.push(`'${key}' ignored ${why}`);
@@ -373,6 +407,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   // bracket of its own (the position's legs are cut to what is left once it fills).
   if (position === 'flat') {
     ignoredForFlatten('when marketPosition is flat: the exit closes the whole position');
+    if (positionSize) warnings.push(`marketPositionSize ${positionSize} ignored: marketPosition flat closes the whole position`);
     return Object.assign({}, common, { kind: 'flatten' as const, exit: true as const }, symbol !== undefined ? { symbol } : {});
   }
   const reduce = position !== undefined && (position === 'long') !== (side === 'buy');
@@ -380,6 +415,11 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     for (const key of ['takeProfit', 'stopLoss'] as const) {
       if (fields[key] !== undefined) warnings.push(`'${key}' ignored: a partial exit (marketPosition ${position}) only reduces the position`);
     }
+  }
+  if (positionSize !== undefined && position === undefined) warnings.push(`'marketPositionSize' ignored without marketPosition`);
+  const entry = position !== undefined && !reduce;
+  if (entry && positionSize === 0) {
+    throw invalid('marketPositionSize', `is 0 while marketPosition is ${position}: the template's placeholders disagree`);
   }
 
   const order: Partial<OrderInput> & { side: Side } = { side };
@@ -398,7 +438,8 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     if (TIFS.has(tif)) order.timeInForce = tif as TimeInForce;
     else warnings.push(`timeInForce '${String(fields.timeInForce)}' not supported; day used`);
   }
-  return Object.assign({}, common, { kind: 'order' as const, order }, reduce ? { reduce: true as const } : position !== undefined ? { entry: true as const } : {});
+  const kind = reduce ? { reduce: true as const } : entry ? Object.assign({ entry: true as const }, positionSize !== undefined ? { positionSize } : {}) : {};
+  return Object.assign({}, common, { kind: 'order' as const, order }, kind);
 }
 
 /**

@@ -29,5 +29,6 @@ export function filledTemplate(fire: StrategyFire): string {
     .replace('{{ticker}}', fire.ticker)
     .replace('{{strategy.order.contracts}}', fire.contracts)
     .replace('{{strategy.market_position}}', fire.marketPosition)
+    .replace('{{strategy.market_position_size}}', String(Math.abs(fire.positionSize)))
     .replace('{{strategy.position_size}}', String(fire.positionSize));
 }

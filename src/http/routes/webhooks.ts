@@ -131,16 +131,28 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         let closed: Awaited<ReturnType<typeof webhookFlatten>> | null = null;
         if (intent.entry) {
           const held = await heldAgainst(deps, ctx as RouteContext<unknown, unknown>, owned, { contract: plan.order.symbol, product: namesProduct(input.symbol, now), side: input.side });
+          let open = plan.order.qty;
           if (held > 0) {
             closed = await webhookFlatten(deps, ctx as RouteContext<unknown, unknown>, owned, input.symbol, true);
-            const rest = plan.order.qty - held;
-            if (rest <= 0) {
+            open -= held;
+            if (open <= 0) {
               intent.warnings.push(`reversal: the ${held} held the other way closed; the alert's qty ${plan.order.qty} leaves nothing to open`);
               return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten: closed }) };
             }
-            intent.warnings.push(`reversal: the ${held} held the other way closed first, then ${rest} opened`);
-            plan = planOrder({ ...input, qty: rest }, owned.account.id, now, orderLimits(deps.config));
           }
+          // The strategy's position after the alert caps what is opened: a reversal (`sell 2` from
+          // long 1) reaching an account its stop already closed would otherwise open short 2.
+          const size = intent.positionSize;
+          if (size !== undefined && open > size) {
+            const side = input.side === 'buy' ? 'long' : 'short';
+            intent.warnings.push(
+              `marketPositionSize ${size}: ${size} opened, not ${open}: the strategy is ${side} ${size} after this alert, which reverses ` +
+                `${plan.order.qty - size}; the account held ${held} the other way (closed at the broker already, by a stop or target?)`,
+            );
+            open = size;
+          }
+          if (held > 0) intent.warnings.push(`reversal: the ${held} held the other way closed first, then ${open} opened`);
+          if (open !== plan.order.qty) plan = planOrder({ ...input, qty: open }, owned.account.id, now, orderLimits(deps.config));
         }
         const afterClose = (err: unknown): unknown => {
           if (!closed || !(err instanceof AppError)) return err;

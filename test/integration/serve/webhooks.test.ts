@@ -134,7 +134,7 @@ describe('webhook alerts', () => {
       const long = await alert(fire('buy', '1', 'long', 'Long'), 'text/plain');
       expect(long.status, long.text).toBe(201);
       await eventually(async () => (await positions(account)).some((p) => p.netQty === 1) && (await working(account)).length === 2, 'long 1 with its legs');
-      const reversal = await alert(fire('sell', '2', 'short', 'Short'), 'text/plain');
+      const reversal = await alert(fire('sell', '2', 'short', 'Short', -1), 'text/plain');
       expect(reversal.status, reversal.text).toBe(201);
       expect(reversal.json).toMatchObject({ action: 'sell', order: { side: 'sell', qty: 1 }, flatten: { symbol: ES } });
       expect(reversal.json.warnings).toContain('reversal: the 1 held the other way closed first, then 1 opened');
@@ -146,6 +146,13 @@ describe('webhook alerts', () => {
       expect(back.status, back.text).toBe(200);
       expect(back.json).toMatchObject({ action: 'flatten', order: null });
       await eventually(async () => (await positions(account)).every((p) => p.netQty === 0) && (await working(account)).length === 0, 'flat, nothing working');
+      // The strategy reverses from long 1 again, but the account is flat (its stop closed the long
+      // at the broker): the template's marketPositionSize opens short 1, not the alert's 2.
+      const late = await alert(fire('sell', '2', 'short', 'Short 2', -1), 'text/plain');
+      expect(late.status, late.text).toBe(201);
+      expect(late.json).toMatchObject({ action: 'sell', order: { side: 'sell', qty: 1 }, flatten: null });
+      await eventually(async () => (await positions(account)).some((p) => p.netQty === -1) && (await working(account)).length === 2, 'short 1 with its legs');
+      expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
     } finally {
       await api('PUT', `/api/v1/accounts/${account}/guards`, {});
     }

@@ -460,6 +460,34 @@ describe('parseWebhookPayload marketPosition (the strategy after the alert)', ()
     expect(err.message).toBe(`marketPosition: '${String(value)}' is not one of long, short, flat (bullish, bearish accepted)`);
   });
 
+  it.each([[2, 2], ['3', 3], [' 1 ', 1]])('marketPositionSize %j on an entry is the most it may open (%d)', (value, size) => {
+    expect(parse({ action: 'sell', marketPosition: 'short', marketPositionSize: value })).toMatchObject({ kind: 'order', entry: true, positionSize: size, warnings: [] });
+    expect(parse({ action: 'buy', marketPosition: 'long', market_position_size: value })).toMatchObject({ entry: true, positionSize: size });
+  });
+
+  it.each([['-1'], [-1], [1.5], ['1.0'], ['1e3'], ['two'], [true], [{}], ['']])('an unreadable marketPositionSize %j is refused: it caps what is opened', (value) => {
+    const err = thrown(() => parse({ action: 'buy', marketPosition: 'long', marketPositionSize: value }));
+    expect(err.code).toBe('VALIDATION_FAILED');
+    expect(err.extensions.errors).toEqual([{ path: 'marketPositionSize', message: expect.any(String) }]);
+  });
+
+  it('marketPositionSize 0 on an entry contradicts its marketPosition: refused, nothing guessed', () => {
+    const err = thrown(() => parse({ action: 'buy', marketPosition: 'long', marketPositionSize: 0 }));
+    expect(err.message).toBe("marketPositionSize: is 0 while marketPosition is long: the template's placeholders disagree");
+  });
+
+  it('marketPositionSize is not used by exits and partial exits, and is ignored with a warning without marketPosition', () => {
+    const exit = (size: number) => parseWebhookPayload({ action: 'sell', symbol: 'ES', marketPosition: 'flat', marketPositionSize: size }, NOW);
+    expect(exit(0)).toMatchObject({ kind: 'flatten', warnings: [] });
+    expect(exit(2).warnings).toEqual(['marketPositionSize 2 ignored: marketPosition flat closes the whole position']);
+    const partial = parse({ action: 'sell', marketPosition: 'long', marketPositionSize: 1 });
+    expect(partial).toMatchObject({ reduce: true, warnings: [] });
+    expect(partial).not.toHaveProperty('positionSize');
+    const plain = parse({ action: 'buy', marketPositionSize: 1 });
+    expect(plain).not.toHaveProperty('positionSize');
+    expect(plain.warnings).toEqual(["'marketPositionSize' ignored without marketPosition"]);
+  });
+
   it('close keeps flattening the whole account; a marketPosition other than flat is ignored with a warning', () => {
     expect(parseWebhookPayload({ action: 'close', marketPosition: 'long' }, NOW)).toEqual({
       kind: 'flatten', warnings: ["marketPosition 'long' ignored for action close"], alertDelayMs: null,

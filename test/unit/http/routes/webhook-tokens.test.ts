@@ -33,7 +33,7 @@ describe('webhook tokens', () => {
     const legs = await w.store.strategies.create(w.a.userId, { name: 'legs', description: '', orderType: 'market', takeProfit: { ticks: 20 }, stopLoss: { ticks: 10 } });
     const bound = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'bound', strategyId: legs.id })).body);
     const message = JSON.parse(bound.alertMessage!) as Record<string, unknown>;
-    expect(Object.keys(message).sort()).toEqual(['action', 'id', 'marketPosition', 'qty', 'symbol', 'time']);
+    expect(Object.keys(message).sort()).toEqual(['action', 'id', 'marketPosition', 'marketPositionSize', 'qty', 'symbol', 'time']);
     const again = webhookTokenSchema.parse((await call(w, 'GET', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: bound.id } })).body);
     expect(again.alertMessage).toBe(bound.alertMessage);
     // A strategy that sets none of them, or none at all: the whole template.

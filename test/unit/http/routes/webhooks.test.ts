@@ -133,6 +133,29 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(refused.message).toBe('The position the other way was closed first; the new one was not opened: margin');
     expect(refused.extensions).toMatchObject({ flatten: { symbol: 'ESZ6' } });
   });
+
+  it("a reversal reaching an account already flat opens the strategy's marketPositionSize, not the alert's qty", async () => {
+    // TradingView's reversal from long 1: sell 2, short 1 after it. The stop closed the long at the broker first.
+    w.gateway.responder.positions = () => [];
+    const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', marketPositionSize: '1', stopLoss: { ticks: 8 } });
+    expect(res.status).toBe(201);
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'place-order']);
+    expect(w.gateway.calls[1]!.req).toMatchObject({ side: 'sell', qty: 1, stopLoss: { offsetPoints: 2 } });
+    expect(webhookResponseSchema.parse(res.body).warnings[0]).toMatch(/^marketPositionSize 1: 1 opened, not 2: the strategy is short 1 after this alert/);
+  });
+
+  it('marketPositionSize caps the rest of a reversal; a pyramid entry within it opens its qty', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
+    await alert({ action: 'sell', symbol: 'ES1!', qty: 3, marketPosition: 'short', marketPositionSize: 1 });
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten', 'place-order']);
+    expect(w.gateway.calls[2]!.req).toMatchObject({ side: 'sell', qty: 1 });
+    w.gateway.calls.length = 0;
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: -1, avgPrice: 5000, openedAt: null }];
+    const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'short', marketPositionSize: 2 });
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'place-order']);
+    expect(w.gateway.calls[1]!.req).toMatchObject({ side: 'sell', qty: 1 });
+    expect(webhookResponseSchema.parse(res.body).warnings).toEqual([]);
+  });
 });
 
 describe('POST /webhooks/:token flatten', () => {
