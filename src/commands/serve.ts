@@ -9,6 +9,7 @@
  *
  * `serve --cluster nats://…` runs a cluster node instead (serve-cluster.ts).
  */
+import { mkdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { connectionSpecFor } from '../actors/connection-spec.js';
 import type { ActorGateway } from '../actors/protocol.js';
@@ -26,6 +27,7 @@ import { SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
 import { serveThreads as serviceThreads, serveUntilSignal, startMetrics, startWebFront, storeBackedSupervisor } from './serve-lifecycle.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
+import { acquireServeLock } from './serve-lock.js';
 
 const BOOLEAN_FLAGS = new Set(['paper']);
 
@@ -140,6 +142,9 @@ export async function run(argv: string[]): Promise<number> {
   const signalled = untilSignal();
   if (config.cluster) return (await import('./serve-cluster.js')).runClusterNode(config, config.cluster, signalled);
   const logger = createLogger(config.logLevel);
+  // One serve per data dir (serve-lock.ts): a second would place orders beside the first.
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const lock = acquireServeLock(config.dataDir);
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey ? { dataKey: config.dataKey } : {}), logger });
   // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.
   store.idempotency.sweep();
@@ -161,6 +166,7 @@ export async function run(argv: string[]): Promise<number> {
     stopWebFront();
     await store.flushed();
     await store.close();
+    lock.release();
   };
 
   return serveUntilSignal(signalled, logger, async () => {

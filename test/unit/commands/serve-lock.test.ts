@@ -1,0 +1,57 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { acquireServeLock, DataDirInUseError, SERVE_LOCK_FILE } from '../../../src/commands/serve-lock.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tg-lock-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const lockPath = () => join(dir, SERVE_LOCK_FILE);
+const writeHolder = (pid: number, host = hostname(), ageMs = 0) => {
+  writeFileSync(lockPath(), JSON.stringify({ pid, host, startedAt: '2026-11-27T03:00:00.000Z', nonce: 'other' }));
+  const at = new Date(Date.now() - ageMs);
+  utimesSync(lockPath(), at, at);
+};
+
+describe('one serve per data dir', () => {
+  it('a second serve on a data dir another live serve holds is refused, naming the holder', () => {
+    writeHolder(process.ppid); // a live process on this host
+    expect(() => acquireServeLock(dir)).toThrow(DataDirInUseError);
+    expect(() => acquireServeLock(dir)).toThrow(`is in use by another tradegate serve (pid ${process.ppid} on ${hostname()}`);
+  });
+
+  it('a lock written by this very process (a container restarted with the same pid) is taken over', () => {
+    writeHolder(process.pid);
+    acquireServeLock(dir).release();
+  });
+
+  it('a lock whose holder on this host is gone (SIGKILL) is taken over at once', () => {
+    writeHolder(2 ** 22 + 12345); // above pid_max: no such process
+    const lock = acquireServeLock(dir);
+    expect(JSON.parse(readFileSync(lockPath(), 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
+    lock.release();
+    expect(existsSync(lockPath())).toBe(false);
+  });
+
+  it('a holder on another host is known by its heartbeat: held while fresh, taken over once stale', () => {
+    writeHolder(1, 'other-container', 1_000);
+    expect(() => acquireServeLock(dir, { staleMs: 15_000 })).toThrow('pid 1 on other-container');
+    writeHolder(1, 'other-container', 20_000);
+    acquireServeLock(dir, { staleMs: 15_000 }).release();
+  });
+
+  it('the holder keeps its lock fresh, and release leaves a lock another serve wrote since alone', async () => {
+    const lock = acquireServeLock(dir, { beatMs: 20 });
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(lockPath(), old, old);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(Date.now() - statSync(lockPath()).mtimeMs).toBeLessThan(1_000);
+    writeHolder(process.ppid, 'other-container');
+    lock.release();
+    expect(JSON.parse(readFileSync(lockPath(), 'utf8'))).toMatchObject({ host: 'other-container' });
+  });
+});
