@@ -34,6 +34,11 @@ export interface RequestHead {
   headers: Record<string, string>;
   /** Singleton headers that came more than once. */
   repeated: string[];
+  /**
+   * Two Content-Length lines that disagree: where the body ends, and so where the next request
+   * starts, is unknown (RFC 9112 §6.3). The connection must close before anything more is read.
+   */
+  framingInDoubt?: true;
 }
 
 /** Copies method and headers out of a uWS request (valid only inside its callback). */
@@ -41,15 +46,19 @@ export function readRequestHead(req: Pick<HttpRequest, 'getMethod' | 'forEach'>)
   const method = req.getMethod().toUpperCase();
   const headers: Record<string, string> = {};
   const repeated: string[] = [];
+  let framingInDoubt = false;
   req.forEach((name, value) => {
     const seen = headers[name];
     if (seen === undefined) headers[name] = value;
     else if (SINGLETON_HEADERS.has(name)) {
       if (!repeated.includes(name)) repeated.push(name);
+      if (name === 'content-length' && value.trim() !== seen.trim()) framingInDoubt = true;
     } else headers[name] = `${seen}, ${value}`;
   });
   const head = method === 'HEAD';
-  return { method: head ? 'GET' : method, head, headers, repeated };
+  const out: RequestHead = { method: head ? 'GET' : method, head, headers, repeated };
+  if (framingInDoubt) out.framingInDoubt = true;
+  return out;
 }
 
 /** 400 VALIDATION_FAILED naming the singleton headers sent twice; undefined when none were. */

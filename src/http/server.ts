@@ -252,7 +252,15 @@ class Engine {
 
   /** The uWS callback: copy what is needed out of `req` (uWS invalidates it on return), then run the pipeline. */
   accept(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
-    const { method, head, headers, repeated } = readRequestHead(req);
+    const { method, head, headers, repeated, framingInDoubt } = readRequestHead(req);
+    // Closed unanswered, as uWS itself closes on a Content-Length beside Transfer-Encoding: this
+    // uWS build frames by the first length and, even after an answer with `Connection: close`, goes
+    // on parsing the rest as requests (API probe: a second length smuggled an order past a 400),
+    // and an answered response cannot be closed at once.
+    if (framingInDoubt) {
+      res.close();
+      return;
+    }
     const handle = this.proxies ? new ResponseHandle(res, head, this.proxies, headers['x-forwarded-for']) : new ResponseHandle(res, head);
     const given = headers['x-request-id'];
     const requestId = given && REQUEST_ID.test(given) ? given : this.requestIds.next();

@@ -81,6 +81,24 @@ describe('repeated credential headers and stream limits (item 11)', () => {
     expect(JSON.parse(res!.body)).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'header.idempotency-key' }] });
   });
 
+  it('two Content-Length lines that disagree: the connection is closed unanswered, so bytes past the first length never run as a request of their own', async () => {
+    const order = JSON.stringify({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4001, clientOrderId: 'smuggled' });
+    const inner = rawRequest('POST', `/api/v1/accounts/${s.accounts[0]}/orders`, [key(), ['Content-Type', 'application/json']], order);
+    const body = `{}${inner}`;
+    for (const lengths of [[2, Buffer.byteLength(body)], [Buffer.byteLength(body), 2]]) {
+      const outer = `POST /api/v1/me HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${lengths[0]}\r\nContent-Length: ${lengths[1]}\r\n\r\n${body}`;
+      const r = await rawExchange(s.url, [outer], { waitMs: 1500 });
+      expect(r.text).toBe('');
+      expect(r.closedAfterMs).not.toBeNull();
+    }
+    const working = await http(s.url, 'GET', `/api/v1/accounts/${s.accounts[0]}/working-orders`, { key: s.apiKey });
+    expect(working.status).toBe(200);
+    expect(working.text).not.toContain('smuggled');
+    // The same length twice frames the body one way only: 400, as for other repeated singletons.
+    const same = await rawExchange(s.url, [`POST /api/v1/me HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`]);
+    expect(parseResponses(same.text, ['POST'])[0]!.status).toBe(400);
+  });
+
   it('joins other repeated headers instead of refusing them', async () => {
     const r = await rawExchange(s.url, [rawRequest('GET', '/api/v1/me', [key(), ['Accept', 'application/json'], ['Accept', 'text/plain']])]);
     expect(parseResponses(r.text, ['GET'])[0]!.status).toBe(200);

@@ -18,6 +18,12 @@ describe('readRequestHead', () => {
     expect(head.headers['x-api-key']).toBe('a');
   });
 
+  it('two Content-Length values that disagree put the framing in doubt; the same value twice does not', () => {
+    expect(readRequestHead(req('post', [['content-length', '2'], ['content-length', '60']]))).toMatchObject({ framingInDoubt: true, repeated: ['content-length'] });
+    expect(readRequestHead(req('post', [['content-length', '2'], ['content-length', ' 2']]))).not.toHaveProperty('framingInDoubt');
+    expect(readRequestHead(req('post', [['content-length', '2']]))).not.toHaveProperty('framingInDoubt');
+  });
+
   it('joins other repeated headers with ", "', () => {
     const head = readRequestHead(req('get', [['accept', 'a/b'], ['accept', 'c/d']]));
     expect(head.headers.accept).toBe('a/b, c/d');
