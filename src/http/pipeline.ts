@@ -397,7 +397,7 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   // Scopes hold no space, so the first space ends the scope: no key of one scope can spell another's.
   const key = scope === undefined ? parsed : `${scope} ${parsed}`;
   ex.idempotencyKey = key;
-  const fingerprint = requestFingerprint(route.method, route.path, request.params, request.body, request.query);
+  const fingerprint = requestFingerprint(route.method, route.path, route.fingerprintParams === false ? {} : request.params, request.body, request.query);
   const outcome = await deps.gate.begin(ex.authd.auth.userId, key, fingerprint);
   if (outcome.kind === 'in-flight') throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in flight', {}, 1);
   if (outcome.kind === 'mismatch') throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for a different request');

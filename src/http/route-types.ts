@@ -124,6 +124,12 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * (one strategy copied to two accounts) is two alerts, not a reused key.
    */
   idempotencyScope?: (auth: AuthContext) => string;
+  /**
+   * false: the path's parameters are not part of a request's fingerprint. The webhook receiver's
+   * only one is its token, a credential its scope already names by id: a rotated URL must
+   * replay the alerts the old one took, not answer IDEMPOTENCY_KEY_REUSED.
+   */
+  fingerprintParams?: false;
   responses: ResponseDoc[];
   /** Async as a rule; a handler that answers from memory may answer synchronously (no promise, no await). */
   handler(ctx: RouteContext<B, Q>): Promise<RouteResponse> | RouteResponse;

@@ -88,6 +88,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       checkIdempotencyKey: (key) => refusePlaceholder(key, 'Idempotency-Key'),
       // Per token (`webhook:<tokenId>`): the same alert on two tokens places two orders.
       idempotencyScope: (auth) => auth.principalId,
+      fingerprintParams: false,
       responses: [
         { status: 201, description: 'Order placed', schema: webhookResponseSchema },
         { status: 200, description: 'Account flattened', schema: webhookResponseSchema },

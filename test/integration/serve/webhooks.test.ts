@@ -183,6 +183,20 @@ describe('webhook alerts', () => {
     expect(orders).toHaveLength(1);
   });
 
+  it("an alert repeated to the token's rotated URL replays: the dedupe is the token's, not its secret's", async () => {
+    const body = { action: 'buy', symbol: 'ES', qty: 1, orderType: 'limit', price: 4000, id: 'before-rotation' };
+    const first = await alert(body);
+    expect(first.status, first.text).toBe(201);
+    const rotated = await api('POST', `/api/v1/webhook-tokens/${token.id}/rotate`);
+    expect(rotated.status, rotated.text).toBe(200);
+    token = { id: token.id, url: rotated.json.url };
+    const again = await alert(body);
+    expect(again.status, again.text).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.json.order.orderId).toBe(first.json.order.orderId);
+    expect((await api('DELETE', `/api/v1/accounts/${acc}/orders/${first.json.order.orderId}`)).status).toBe(200);
+  });
+
   it('refuses an id that would not dedupe as meant, placing nothing: still a TradingView placeholder (the same in every alert), empty, or not text', async () => {
     const before = (await simState(s)).orders.length;
     // An indicator alert leaves {{strategy.order.id}} as it is: every alert would carry one id.
