@@ -81,13 +81,28 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
   if (found) return { accountId, connectionId: actorRuns(deps, found.connectionId) ? found.connectionId : null };
   const unsynced = unsyncedAccountsError(deps, userId);
   if (unsynced?.code === 'CONNECTION_FAILED') {
-    if (GUARD_ACCOUNT_ID.test(accountId)) return { accountId, connectionId: null };
+    if (GUARD_ACCOUNT_ID.test(accountId) && !reportedByAnyConnection(deps, accountId) && mayHoldAnother(deps, userId, accountId)) return { accountId, connectionId: null };
     throw new AppError('NOT_FOUND', 'Not found');
   }
   throw unsynced ?? new AppError('NOT_FOUND', 'Not found');
 }
 
 const GUARD_ACCOUNT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** Guard records a user may hold in all (only counted for accounts no connection reports). */
+const MAX_GUARD_RECORDS = 200;
+
+/** Whether a connection (anyone's) reports the account now: another user's account is 404, as everywhere. */
+function reportedByAnyConnection(deps: RouteDeps, accountId: string): boolean {
+  for (const c of deps.store.connections.all()) {
+    if (deps.gateway.accounts(c.id).some((a) => a.id === accountId)) return true;
+  }
+  return false;
+}
+
+/** Made-up ids cannot fill the store: a record for an unreported account only within the cap. */
+function mayHoldAnother(deps: RouteDeps, userId: string, accountId: string): boolean {
+  return deps.store.guards.get(userId, accountId) !== undefined || deps.store.guards.listByUser(userId).length < MAX_GUARD_RECORDS;
+}
 
 /** Guard routes never answer CONNECTION_FAILED: a FAILED connection's actor still takes them. */
 const GUARD_BROKER_ERRORS: ProblemCode[] = ['BROKER_UNAVAILABLE', 'BROKER_TIMEOUT'];

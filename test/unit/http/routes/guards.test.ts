@@ -185,6 +185,15 @@ describe('guards and locks in every connection state (item 4)', () => {
     expect(w.gateway.calls).toEqual([]);
     // Another user's account ids are never theirs to read: they get their own (empty) record.
     expect(w.store.guards.get(w.b.userId, '555')).toBeUndefined();
+    // An account another user's connection reports is 404, as on every route (security probe: 200 and a stored lock).
+    for (const [method, path] of [['GET', '/accounts/:id/guards'], ['PUT', '/accounts/:id/guards'], ['POST', '/accounts/:id/lock'], ['POST', '/accounts/:id/unlock']] as const) {
+      expect((await callError(w, method, path, { userId: w.a.userId, params: { id: '201' }, body: method === 'PUT' ? { maxOrderQty: 1 } : {} })).code).toBe('NOT_FOUND');
+    }
+    expect(w.store.guards.get(w.a.userId, '201')).toBeUndefined();
+    // Made-up ids cannot fill the store: past 200 records, a new unreported id is 404 (known ones still answer).
+    for (let i = 0; w.store.guards.listByUser(w.a.userId).length < 200; i++) await w.store.guards.setConfig(w.a.userId, `made-up-${i}`, { maxOrderQty: 1 });
+    expect((await callError(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '557' }, body: { maxOrderQty: 1 } })).code).toBe('NOT_FOUND');
+    expect((await call(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '555' } })).status).toBe(200);
     setStatus('CONNECTING');
     expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '556' } })).code).toBe('BROKER_UNAVAILABLE');
     expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.b.userId, params: { id: '556' } })).code).toBe('NOT_FOUND');
