@@ -112,6 +112,31 @@ function legsResult(ctx: ActorContext, entry: OrderRecord): PlaceOrderResult['le
   return { takeProfit: tp, stopLoss: sl };
 }
 
+/** Prices the broker holds are the request's own, passed through a float: equal within this. */
+const SAME_PRICE = 1e-9;
+
+function samePrice(a: number | null | undefined, b: number | null | undefined): boolean {
+  if (a == null || b == null) return (a ?? null) === (b ?? null);
+  return Math.abs(a - b) <= SAME_PRICE * Math.max(1, Math.abs(a));
+}
+
+/** What of the request the broker's order under its key does not match, or undefined when it is this request's. */
+function differsFrom(order: OrderRecord, req: PlaceOrderRequest, bracketAsked: boolean, bracketAtBroker: boolean): string | undefined {
+  if (order.side !== req.side) return 'side';
+  if (order.qty !== req.qty) return 'quantity';
+  if (order.symbol !== req.symbol) return 'contract';
+  if (order.type !== req.orderType) return 'order type';
+  if (req.orderType !== 'market' && !samePrice(order.price, req.price)) return 'price';
+  if ((req.orderType === 'stop' || req.orderType === 'stop_limit') && !samePrice(order.stopPrice, req.stopPrice)) return 'stop price';
+  if (bracketAsked !== bracketAtBroker) return bracketAsked ? 'a bracket asked for, none at the broker' : 'no bracket asked for, one at the broker';
+  return undefined;
+}
+
+function describeAtBroker(order: OrderRecord, bracket: boolean): string {
+  const price = order.type === 'market' ? '' : ` @ ${order.stopPrice ?? ''}${order.type === 'stop_limit' ? '/' : ''}${order.type === 'stop' ? '' : (order.price ?? '')}`;
+  return `${order.side} ${order.qty} ${order.symbol} ${order.type}${price}${bracket ? ' with a bracket' : ''}`;
+}
+
 /**
  * The answer for an order the broker already has under the request's clOrdId (a retry after a
  * timeout or a crash). When the first attempt never got to note what the broker cannot hold
@@ -121,10 +146,23 @@ function legsResult(ctx: ActorContext, entry: OrderRecord): PlaceOrderResult['le
  */
 function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): PlaceOrderResult {
   const hasBracket = !!req.takeProfit || !!req.stopLoss;
+  const link = linkageOf(ctx.mirror, ctx.mirror.get('order', id)!);
+  // The broker's order for this key is another request's (the same key sent with another body
+  // after a 504, whose answer was not stored): not this one's answer, and nothing of this request
+  // is noted on it. A bracket asked for is a bracket at the broker (a plain order answered as a
+  // bracket entry with legs to come claimed protection nobody placed).
+  const atBroker = ctx.model.record(id, req.symbol)!;
+  const differs = differsFrom(atBroker, req, hasBracket, link.role === 'entry');
+  if (differs) {
+    throw new AppError(
+      'IDEMPOTENCY_KEY_REUSED',
+      `this key's order at the broker (${atBroker.orderId}: ${describeAtBroker(atBroker, link.role === 'entry')}) is not this request's (${differs}); use a new key for a new order`,
+      { order: atBroker },
+    );
+  }
   if (!ctx.model.noteOf(id)) {
     const note = { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null };
     ctx.model.note(id, hasBracket ? { ...note, role: 'entry', bracketId: String(id) } : note);
-    const link = linkageOf(ctx.mirror, ctx.mirror.get('order', id)!);
     // OSO legs are noted like the first attempt notes them; a strategy's are not (they come with the fill).
     if (hasBracket && link.role === 'entry' && ctx.mirror.by('order', 'parentId', id).length > 0) {
       if (link.takeProfit) ctx.model.note(link.takeProfit, { ...note, role: 'take_profit', bracketId: String(id) });
@@ -132,15 +170,6 @@ function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): Plac
     }
   }
   const order = ctx.model.record(id, req.symbol)!;
-  // The broker's order for this key is another request's (the same key sent with another side,
-  // quantity or contract after a 504, whose answer was not stored): not this one's answer.
-  if (order.side !== req.side || order.qty !== req.qty || order.symbol !== req.symbol) {
-    throw new AppError(
-      'IDEMPOTENCY_KEY_REUSED',
-      `this key's order at the broker (${order.orderId}: ${order.side} ${order.qty} ${order.symbol}) is not this request's; use a new key for a new order`,
-      { order },
-    );
-  }
   const result: PlaceOrderResult = { order, reconciled: true, brokerMs: 0 };
   if (order.role === 'entry' || hasBracket) result.legs = legsResult(ctx, order);
   return result;

@@ -191,7 +191,7 @@ describe('guards and locks in every connection state (item 4)', () => {
     }
     expect(w.store.guards.get(w.a.userId, '201')).toBeUndefined();
     // Made-up ids cannot fill the store: past 200 records, a new unreported id is 404 (known ones still answer).
-    for (let i = 0; w.store.guards.listByUser(w.a.userId).length < 200; i++) await w.store.guards.setConfig(w.a.userId, `made-up-${i}`, { maxOrderQty: 1 });
+    for (let i = 0; w.store.guards.listByUser(w.a.userId).length < 200; i++) await w.store.guards.setConfig(w.a.userId, `made-up-${i}`, { ...NO_GUARDS, maxOrderQty: 1 });
     expect((await callError(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '557' }, body: { maxOrderQty: 1 } })).code).toBe('NOT_FOUND');
     expect((await call(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '555' } })).status).toBe(200);
     setStatus('CONNECTING');

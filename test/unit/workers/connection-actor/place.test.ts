@@ -37,6 +37,28 @@ describe('placeOrder: single orders', () => {
     expect(broker.bodies('order/placeorder')).toHaveLength(1);
   });
 
+  it('a retry under the key with another price, order type or bracket is not that order either: 422 naming what differs, nothing noted, nothing sent (ops probe: a plain order answered as a bracket entry)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const plain = newOrder({ clOrdId: 'tg-k-plain', price: 5000 });
+    const id = broker.addOrder({ clOrdId: plain.clOrdId, price: 5000 });
+    const cases: [Partial<typeof plain>, string][] = [
+      [{ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }, 'a bracket asked for, none at the broker'],
+      [{ price: 5001 }, 'price'],
+      [{ orderType: 'market', price: null }, 'order type'],
+    ];
+    for (const [change, what] of cases) {
+      const err = await rejected(placeOrder(ctx, newOrder({ ...plain, ...change })));
+      expect(err).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', extensions: { order: { orderId: String(id), role: 'single' } } });
+      expect(err.message).toContain(`is not this request's (${what})`);
+    }
+    expect(ctx.model.noteOf(id)).toBeUndefined();
+    // The request it was: reconciled, as a plain order.
+    const same = await placeOrder(ctx, plain);
+    expect(same).toMatchObject({ reconciled: true, order: { orderId: String(id), role: 'single', legs: { takeProfit: null, stopLoss: null } } });
+    expect(broker.bodies('order/placeorder')).toEqual([]);
+    expect(broker.bodies('order/placeoso')).toEqual([]);
+  });
+
   it('an order the broker has but tradegate never noted (a timed-out first attempt, a crash) answers with what the request says', async () => {
     const { broker, ctx } = fakeActorContext();
     const req = newOrder({ clientOrderId: 'mine', takeProfit: { price: 5010 }, stopLoss: { price: 4990 } });
