@@ -145,13 +145,19 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (!current) throw new AppError('NOT_FOUND', 'Not found');
       refuseNarrowedKey(ctx.auth, 'change connections');
       const given = ctx.req.body.credentials;
-      const credentials = given ? mergedCredentials(deps.store.connections.credentials(id), given) : undefined;
+      const stored = given ? deps.store.connections.credentials(id) : undefined;
+      const credentials = given ? mergedCredentials(stored!, given) : undefined;
       const taken = credentials && connectionWithLogin(deps.store.connections, userId, { ...current, name: credentials.name }, id);
       if (taken) throw loginTaken(taken);
-      const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && { credentials }) });
+      // The same credentials again (a form saved twice) are no new information: a restart with
+      // them is a manual reconnect, one broker login per interval like POST …/reconnect (security
+      // probe: each PATCH was a login, and Tradovate locks a login out for an hour on too many).
+      const unchanged = credentials !== undefined && sameCredentials(stored!, credentials);
+      if (unchanged && !current.disabled) throttle().take(id);
+      const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && !unchanged && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       if (credentials && !record.disabled) {
-        throttle().note(id);
+        if (!unchanged) throttle().note(id);
         await restart(record, credentials);
       }
       journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });
@@ -245,6 +251,13 @@ export async function startConnection(
 
 /** Broker logins (`userId` + brokerLoginKey) whose connection is being added. */
 const loginsStarting = new Set<string>();
+
+/** Whether two sets of credentials say the same in every field. */
+function sameCredentials(a: BrokerCredentials, b: BrokerCredentials): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) if ((a as unknown as Record<string, unknown>)[k] !== (b as unknown as Record<string, unknown>)[k]) return false;
+  return true;
+}
 
 /** The stored credentials with the given fields replaced (`username` is the broker's `name`). */
 export function mergedCredentials(stored: BrokerCredentials, given: NonNullable<UpdateConnectionBody['credentials']>): BrokerCredentials {

@@ -119,6 +119,19 @@ describe('leaving FAILED and deleting', () => {
     expect((await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.b.userId, params: { id: w.b.connectionId } })).code).toBe('RATE_LIMITED');
   });
 
+  it('PATCH with the credentials already stored is a manual reconnect: one per interval, then 429 and no login (security probe: each re-save was a broker login)', async () => {
+    const stored = w.store.connections.credentials(w.a.connectionId);
+    const same = { credentials: { password: stored.password } };
+    expect((await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: same })).status).toBe(200);
+    expect(w.gateway.added).toHaveLength(1);
+    const again = await callError(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: same });
+    expect(again).toMatchObject({ code: 'RATE_LIMITED', status: 429 });
+    expect(w.gateway.added).toHaveLength(1);
+    // New credentials are new information: never refused.
+    expect((await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { credentials: { password: 'changed' } } })).status).toBe(200);
+    expect(w.gateway.added).toHaveLength(2);
+  });
+
   it('PATCH merges new credentials, restarts with them, and renames without a restart', async () => {
     const before = w.store.connections.credentials(w.a.connectionId);
     const res = await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { credentials: { password: 'new-secret', cid: 7 } } });
