@@ -152,6 +152,21 @@ export const CONNECTION_SYNC = Object.freeze({
   retryMs: 30_000,
 });
 
+/**
+ * How much journal is kept (README "Limits and quotas"): every alert a token receives is journaled,
+ * refused ones too, so without a bound one leaked webhook URL could fill the disk.
+ */
+export const JOURNAL = Object.freeze({
+  /** Entries older than this are deleted. */
+  retentionMs: 90 * 24 * 3_600_000,
+  /** Past this many entries a user's oldest are deleted (~65 MB of a user's alerts and orders). */
+  maxEntriesPerUser: 100_000,
+  /** The LMDB journal is swept this often (and once at start-up); the cluster's stream enforces both limits itself. */
+  sweepMs: 60_000,
+  /** Largest number of entries one sweep deletes (keeps each write transaction short). */
+  sweepBatch: 5_000,
+});
+
 /** `tradegate serve`. */
 export const SERVE = Object.freeze({
   /** Requests in flight get this long to finish at shutdown. */

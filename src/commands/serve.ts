@@ -23,7 +23,7 @@ import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type Store } from '../store/index.js';
-import { SERVE } from '../tuning.js';
+import { JOURNAL, SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
 import { serveThreads as serviceThreads, serveUntilSignal, startMetrics, startWebFront, storeBackedSupervisor } from './serve-lifecycle.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
@@ -149,6 +149,16 @@ export async function run(argv: string[]): Promise<number> {
   // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.
   store.idempotency.sweep();
   const stopSweeper = store.idempotency.startSweeper(SERVE.idempotencySweepMs);
+  // The journal is bounded too (JOURNAL in tuning.ts): a leaked webhook URL's refused alerts could fill the disk.
+  // A full batch deleted means more is due: swept again at once until caught up.
+  const sweepJournal = (): void =>
+    void store.journal
+      .sweep()
+      .then((n) => n >= JOURNAL.sweepBatch && setImmediate(sweepJournal))
+      .catch((err: unknown) => logger.error({ err }, 'journal sweep failed'));
+  sweepJournal();
+  const journalSweeper = setInterval(sweepJournal, JOURNAL.sweepMs);
+  journalSweeper.unref();
   const { sessions, web, stop: stopWebFront } = startWebFront(config, store, logger);
   let paper: EmbeddedPaper | undefined;
   let gateway: ActorGateway | undefined;
@@ -163,6 +173,7 @@ export async function run(argv: string[]): Promise<number> {
     await gateway?.close();
     await paper?.close();
     stopSweeper();
+    clearInterval(journalSweeper);
     stopWebFront();
     await store.flushed();
     await store.close();

@@ -15,7 +15,7 @@ import { dumpStore, type StoreDump } from './dump.js';
 import { makePrivate, sharedDirWarning, withPrivateUmask } from './file-modes.js';
 import { checkDataKey, type KeyCheckSlot } from './key-check.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
-import { createJournalStore, type JournalStore } from './journal.js';
+import { createJournalStore, type BatchedJournalStore, type JournalStore } from './journal.js';
 import { createSessionStore, type SessionStore } from './sessions.js';
 import { createStrategyStore, type StrategyStore } from './strategies.js';
 import { createUserStore, type UserStore } from './users.js';
@@ -69,6 +69,7 @@ export interface Store {
 
 /** The LMDB store, which can also hand over all its rows (`tradegate cluster import`). */
 export interface LmdbStore extends Store {
+  readonly journal: BatchedJournalStore;
   /** Every record as stored (see dump.ts). */
   dump(): StoreDump;
 }

@@ -10,6 +10,7 @@
 import type { Database } from 'lmdb';
 import type { StoreContext } from './context.js';
 import { randomBase62 } from './crypto.js';
+import { JOURNAL } from '../tuning.js';
 
 /** Longest an appended entry waits to be written. */
 export const JOURNAL_BATCH_MS = 50;
@@ -42,6 +43,11 @@ export interface JournalStore {
 export interface BatchedJournalStore extends JournalStore {
   /** Writes the queued entries now; resolves once they are committed. */
   drain(): Promise<void>;
+  /**
+   * Deletes entries past the retention, then each user's oldest past the per-user cap (JOURNAL in
+   * tuning.ts), at most `batch` in all; resolves with how many went.
+   */
+  sweep(opts?: { now?: number; retentionMs?: number; maxPerUser?: number; batch?: number }): Promise<number>;
 }
 
 /** The journal over a shared context. */
@@ -93,8 +99,54 @@ export function createJournalStore(ctx: StoreContext): BatchedJournalStore {
     return out;
   }
 
+  /** Users journaled for since the last sweep. */
+  const grown = new Set<string>();
+  let swept = false;
+
+  async function sweep(opts: { now?: number; retentionMs?: number; maxPerUser?: number; batch?: number } = {}): Promise<number> {
+    await drain();
+    const now = opts.now ?? ctx.clock();
+    const maxPerUser = opts.maxPerUser ?? JOURNAL.maxEntriesPerUser;
+    let budget = opts.batch ?? JOURNAL.sweepBatch;
+    const doomed: [number, string, number][] = [];
+    // Keys start with the time: the oldest come first.
+    for (const key of journal.getKeys({ end: [now - (opts.retentionMs ?? JOURNAL.retentionMs)] as never, limit: budget })) doomed.push(key as [number, string, number]);
+    budget -= doomed.length;
+    const seen = new Set(doomed.map(([ts, w, n]) => `${ts} ${w} ${n}`));
+    // Every user on the first sweep; then those this process journaled for since (a count is a scan).
+    const users: Iterable<string> = swept ? [...grown] : (ctx.dbs.users.getKeys({}) as Iterable<string>);
+    swept = true;
+    grown.clear();
+    for (const userId of users) {
+      if (budget <= 0) break;
+      // A fresh range object each call: lmdb-js keeps state on the options it is given.
+      const range = () => ({ start: [userId] as never, end: [userId, '\uffff'] as never });
+      const over = journalByUser.getKeysCount(range()) - maxPerUser;
+      if (over <= 0) continue;
+      if (over > budget) grown.add(userId); // the rest next time
+      for (const key of journalByUser.getKeys({ ...range(), limit: Math.min(over, budget) })) {
+        const [, ts, w, n] = key as [string, number, string, number];
+        if (seen.has(`${ts} ${w} ${n}`)) continue;
+        doomed.push([ts, w, n]);
+        budget -= 1;
+      }
+    }
+    if (doomed.length === 0) return 0;
+    await journal.transaction(() => {
+      for (const key of doomed) {
+        const rec = journal.get(key) as JournalEntry | undefined;
+        journal.remove(key);
+        if (!rec) continue;
+        journalByUser.remove([rec.userId, ...key]);
+        if (rec.ref !== undefined) journalByRef.remove([rec.ref, ...key]);
+      }
+    });
+    return doomed.length;
+  }
+
   return {
     drain,
+    sweep,
 
     append(entry) {
       const ts = Math.max(entry.ts ?? ctx.clock(), lastTs);
@@ -110,6 +162,7 @@ export function createJournalStore(ctx: StoreContext): BatchedJournalStore {
         ...(entry.ref !== undefined ? { ref: entry.ref } : {}),
       };
       queued.push([ts, seq, rec]);
+      grown.add(rec.userId);
       if (!timer) {
         timer = setTimeout(() => void drain(), JOURNAL_BATCH_MS);
         timer.unref();

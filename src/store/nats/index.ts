@@ -16,7 +16,7 @@ import { Kvm, type KV, type KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../log.js';
 import { loadDataKey } from '../crypto.js';
-import { IDEMPOTENCY_TTL_MS } from '../../tuning.js';
+import { IDEMPOTENCY_TTL_MS, JOURNAL } from '../../tuning.js';
 import type { Store } from '../index.js';
 import { checkDataKey, type KeyCheckSlot } from '../key-check.js';
 import { createNatsIdempotencyStore, type NatsIdempotencyStore } from './idempotency.js';
@@ -162,7 +162,13 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   const idempotencyKv = await openBucket(kvm, `${prefix}_idempotency`, { history: 1, ttl: IDEMPOTENCY_TTL_MS, replicas }, logger);
   const journalStream = `${prefix}_journal`;
   const subjectPrefix = `${prefix}.journal`;
-  await ensureStream(jsm, { name: journalStream, subjects: [`${subjectPrefix}.>`], retention: RetentionPolicy.Limits, storage: StorageType.File, num_replicas: replicas }, logger);
+  // The journal's limits (JOURNAL in tuning.ts), per user subject: the stream enforces them itself.
+  const journalLimits = { max_age: JOURNAL.retentionMs * 1_000_000, max_msgs_per_subject: JOURNAL.maxEntriesPerUser };
+  await ensureStream(jsm, { name: journalStream, subjects: [`${subjectPrefix}.>`], retention: RetentionPolicy.Limits, storage: StorageType.File, num_replicas: replicas, ...journalLimits }, logger);
+  const { config: journalConfig } = await jsm.streams.info(journalStream);
+  if (journalConfig.max_age !== journalLimits.max_age || journalConfig.max_msgs_per_subject !== journalLimits.max_msgs_per_subject) {
+    await jsm.streams.update(journalStream, journalLimits); // a stream made before the limits existed
+  }
 
   const sealer = await checkDataKey(keyCheckSlot(records, await records.get(KEY_CHECK)), () => loadDataKey(opts.dataDir, opts.dataKey), `the NATS records in ${prefix}_records`);
   const mirror = new KvMirror(records, `${prefix}_records`, { logger, republish: { nc: opts.nc, subject: republishTo } });

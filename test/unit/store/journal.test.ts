@@ -45,3 +45,45 @@ describe('journal', () => {
     expect((await t.store.journal.list({ userId: 'u', limit: 10 })).map((e) => e.kind)).toEqual(['c', 'b', 'a']);
   });
 });
+
+describe('journal retention (the LMDB journal sweeps itself; the cluster stream has the same limits)', () => {
+  it('deletes entries past the retention, then each user’s oldest past the cap, indexes included; the rest stays listed', async () => {
+    const { openStore } = await import('../../../src/store/index.js');
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'tg-journal-'));
+    const now = { value: T0 };
+    const store = await openStore({ dataDir: dir, clock: () => now.value });
+    try {
+      const a = await store.users.create({ name: 'a' });
+      const b = await store.users.create({ name: 'b' });
+      // a: 3 old entries (a token's alerts), 6 new; b: 2 new.
+      for (let i = 0; i < 3; i++) {
+        now.value = T0 + i;
+        store.journal.append({ userId: a.id, accountId: '7', kind: 'webhook-alert', request: { i }, outcome: null, ref: 'webhookToken:t' });
+      }
+      for (let i = 3; i < 9; i++) {
+        now.value = T0 + 100_000 + i;
+        store.journal.append({ userId: a.id, accountId: '7', kind: 'webhook-alert', request: { i }, outcome: null, ref: 'webhookToken:t' });
+      }
+      for (let i = 0; i < 2; i++) store.journal.append({ userId: b.id, accountId: '8', kind: 'place-order', request: { i: 100 + i }, outcome: null });
+      const ids = async (userId: string) => (await store.journal.list({ userId, limit: 100 })).map((e) => (e.request as { i: number }).i);
+      // Retention 50 s at T0 + 100 s: a's first three go; the cap of 4 then takes a's two oldest left.
+      expect(await store.journal.sweep({ now: T0 + 100_000, retentionMs: 50_000, maxPerUser: 4 })).toBe(5);
+      expect(await ids(a.id)).toEqual([8, 7, 6, 5]);
+      expect(await ids(b.id)).toEqual([101, 100]);
+      expect((await store.journal.listByRef({ userId: a.id, ref: 'webhookToken:t', limit: 100 })).map((e) => (e.request as { i: number }).i)).toEqual([8, 7, 6, 5]);
+      expect((await store.journal.list({ limit: 100 })).length).toBe(6);
+      // A batch limit leaves the rest for the next sweep, which finds it (a user over the cap stays due).
+      for (let i = 9; i < 15; i++) store.journal.append({ userId: a.id, accountId: '7', kind: 'webhook-alert', request: { i }, outcome: null });
+      expect(await store.journal.sweep({ now: T0 + 100_000, retentionMs: 50_000, maxPerUser: 4, batch: 4 })).toBe(4);
+      expect(await store.journal.sweep({ now: T0 + 100_000, retentionMs: 50_000, maxPerUser: 4, batch: 4 })).toBe(2);
+      expect(await ids(a.id)).toEqual([14, 13, 12, 11]);
+      expect(await store.journal.sweep({ now: T0 + 100_000, retentionMs: 50_000, maxPerUser: 4 })).toBe(0);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -177,3 +177,17 @@ describe('cluster store: secrets at rest and bucket settings', () => {
     }
   });
 });
+
+describe('cluster store: the journal is bounded', () => {
+  it('its stream keeps 90 days and 100,000 entries per user subject, also a stream made before the limits existed', async () => {
+    const { jetstreamManager } = await import('@nats-io/jetstream');
+    const { JOURNAL } = await import('../../../../src/tuning.js');
+    const jsm = await jetstreamManager(nodes.connections[0]!);
+    const stream = `${nodes.prefix}_journal`;
+    const expected = { max_age: JOURNAL.retentionMs * 1_000_000, max_msgs_per_subject: JOURNAL.maxEntriesPerUser };
+    expect((await jsm.streams.info(stream)).config).toMatchObject(expected);
+    await jsm.streams.update(stream, { max_age: 0, max_msgs_per_subject: -1 });
+    await nodes.open();
+    expect((await jsm.streams.info(stream)).config).toMatchObject(expected);
+  });
+});
