@@ -81,6 +81,15 @@ export function userAccounts(deps: RouteDeps, userId: string): OwnedAccount[] {
   return out;
 }
 
+/** 503 for a request to a disabled connection: no Retry-After, only enabling it helps. */
+export function connectionDisabled(connectionId: string): AppError {
+  return new AppError(
+    'BROKER_UNAVAILABLE',
+    `Broker connection ${connectionId} is disabled: an operator enables it with \`tradegate connections enable ${connectionId}\``,
+    { connectionId, connectionStatus: 'DISABLED' },
+  );
+}
+
 /**
  * Why an account id of the caller may simply not be known yet, as the error to answer instead
  * of 404: one of the user's enabled connections has not reported its accounts (just started,
@@ -151,6 +160,8 @@ export async function callActor<R extends ActorRequest>(
     // A connection that gave up is answered here, without a round trip into its actor.
     const status = deps.gateway.status(connectionId);
     if (status?.status === 'FAILED' && !ANY_STATE.has(req.type)) throw connectionFailed(connectionId, status.detail);
+    // A disabled connection has no actor to ask: 503 saying so (was 404 "connection … not found", read by bots as "no such account").
+    if ((status?.status === 'DISABLED' || deps.store.connections.byId(connectionId)?.disabled) && !ANY_STATE.has(req.type)) throw connectionDisabled(connectionId);
     // A trading action (each route's first and only side effect) is withdrawn if its client is gone before it is sent.
     const cancelled = JOURNALED.has(req.type) ? ctx.clientGone : undefined;
     result = await deps.gateway.request(connectionId, req, cancelled ? { ...opts, cancelled } : opts);

@@ -80,7 +80,7 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   if (found) return { accountId, connectionId: actorRuns(deps, found.connectionId) ? found.connectionId : null };
   const unsynced = unsyncedAccountsError(deps, userId);
-  if (unsynced?.code === 'CONNECTION_FAILED') {
+  if (unsynced?.code === 'CONNECTION_FAILED' || (!unsynced && stoppedWithoutAccounts(deps, userId))) {
     if (GUARD_ACCOUNT_ID.test(accountId) && !reportedByAnyConnection(deps, accountId) && mayHoldAnother(deps, userId, accountId)) return { accountId, connectionId: null };
     throw new AppError('NOT_FOUND', 'Not found');
   }
@@ -90,6 +90,15 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
 const GUARD_ACCOUNT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** Guard records a user may hold in all (only counted for accounts no connection reports). */
 const MAX_GUARD_RECORDS = 200;
+
+/**
+ * Whether a connection of the user runs no actor and reports no accounts: disabled (a restart
+ * forgets what a disabled connection reported) or not started. Its accounts' guards and locks
+ * are taken as for a FAILED one: an operator arms the kill switch before enabling it.
+ */
+function stoppedWithoutAccounts(deps: RouteDeps, userId: string): boolean {
+  return deps.store.connections.listByUser(userId).some((c) => !actorRuns(deps, c.id) && deps.gateway.accounts(c.id).length === 0);
+}
 
 /** Whether a connection (anyone's) reports the account now: another user's account is 404, as everywhere. */
 function reportedByAnyConnection(deps: RouteDeps, accountId: string): boolean {

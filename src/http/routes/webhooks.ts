@@ -25,9 +25,14 @@ const WEBHOOK_TIMEOUT = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
  */
 export function webhookAccount(deps: RouteDeps, userId: string, accountId: string): OwnedAccount {
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
-  if (found?.account.active && !deps.store.connections.byId(found.connectionId)?.disabled) return found;
+  const disabled = found && deps.store.connections.byId(found.connectionId)?.disabled;
+  if (found?.account.active && !disabled) return found;
   const unsynced = found ? undefined : unsyncedAccountsError(deps, userId);
   if (unsynced) throw unsynced;
+  if (disabled) {
+    const inactiveReason = `its connection ${found.connectionId} is disabled`;
+    throw new AppError('ACCOUNT_INACTIVE', `Account is inactive: ${inactiveReason}`, { accountId, inactiveReason });
+  }
   throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
 }
 

@@ -200,6 +200,31 @@ describe('guards and locks in every connection state (item 4)', () => {
   });
 });
 
+describe('a disabled connection (ops probe)', () => {
+  it('after a restart it reports no accounts: their guards and kill switch are still taken (stored, owed), not 404; trading reads answer 503 saying it is disabled', async () => {
+    await w.store.connections.setDisabled(w.a.connectionId, true);
+    w.gateway.statusOf.delete(w.a.connectionId);
+    w.gateway.accountsOf.set(w.a.connectionId, []);
+    const put = await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '101' }, body: { maxOrderQty: 1 } });
+    expect(put.body).toMatchObject({ accountId: '101', guards: { maxOrderQty: 1 }, live: null });
+    const locked = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params: { id: '101' } });
+    expect(locked.body).toMatchObject({ lock: { guard: 'kill_switch', flattenPending: true } });
+    expect(w.gateway.calls).toEqual([]);
+    // Another user's account stays 404.
+    expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '201' } })).code).toBe('NOT_FOUND');
+  });
+
+  it('disabled while running (its accounts still known): positions and orders answer 503 naming it, not 404 "connection not found"', async () => {
+    await w.store.connections.setDisabled(w.a.connectionId, true);
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'DISABLED', reason: 'disabled', ts: 1 });
+    const err = await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '101' } });
+    expect(err).toMatchObject({ code: 'BROKER_UNAVAILABLE', status: 503, extensions: { connectionId: w.a.connectionId, connectionStatus: 'DISABLED' } });
+    expect(err.message).toContain(`tradegate connections enable ${w.a.connectionId}`);
+    expect(err.retryAfterSeconds).toBeUndefined();
+    expect(w.gateway.calls).toEqual([]);
+  });
+});
+
 describe('API key narrowing (web session only, like all key management)', () => {
   it('GET/PUT for the owner; 404 for another user’s key; {} removes it; the key list shows it', async () => {
     const { record } = await w.store.apiKeys.create({ userId: w.a.userId, name: 'bot', scopes: ['trade'] });

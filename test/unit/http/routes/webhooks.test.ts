@@ -209,6 +209,13 @@ describe('POST /webhooks/:token account state', () => {
     expect(w.gateway.calls[0]!.req).toMatchObject({ accountId: '103' });
   });
 
+  it('answers 403 naming the disabled connection when the account is its (ops probe: a bare "Account is inactive")', async () => {
+    await w.store.connections.setDisabled(w.a.connectionId, true);
+    const err = await alertError({ action: 'buy', symbol: 'ES', qty: 1 });
+    expect(err).toMatchObject({ code: 'ACCOUNT_INACTIVE', message: `Account is inactive: its connection ${w.a.connectionId} is disabled`, extensions: { inactiveReason: `its connection ${w.a.connectionId} is disabled` } });
+    expect(w.gateway.calls).toHaveLength(0);
+  });
+
   it('answers 403 with the reason for a token made inactive (its connection deleted) until it is rebound', async () => {
     await w.store.webhookTokens.deactivateForAccounts(w.a.userId, ['101'], `its connection ${w.a.connectionId} was deleted`);
     const err = await alertError({ action: 'buy', symbol: 'ES', qty: 1 });
