@@ -68,7 +68,7 @@ function gapMessage(lastId: string, ts: number): GapMessage {
     ts,
     detail:
       'messages after this Last-Event-ID are no longer kept (a client far behind, or a service restart): the snapshots give every ' +
-      'connection’s status now; guard actions and bracket alerts in between are not repeated (GET …/guards and the orders show the state)',
+      'connection’s status now; guard actions in between are not repeated (GET …/guards and the orders show the state), bracket alerts of the last 15 minutes are',
   };
 }
 
@@ -144,7 +144,9 @@ export function openHealthStream(
   if (frames && deps.resumeNotices) frames.push(...deps.resumeNotices(auth.userId, deps.store.connections.listByUser(auth.userId).map((c) => c.id)));
   if (!frames) {
     const id = hub.currentId(auth.userId);
-    frames = deps.store.connections.listByUser(auth.userId).map((c) => formatSseEvent(id, snapshot(deps, c)));
+    // Recent bracket alerts first (their own, older ids), then the snapshots: the last id the client sees is the current one.
+    frames = hub.recentAlerts(auth.userId);
+    for (const c of deps.store.connections.listByUser(auth.userId)) frames.push(formatSseEvent(id, snapshot(deps, c)));
     // Any id given (a garbled one too) means the client had messages: say what it may have missed.
     if (lastIdText !== undefined) frames.unshift(formatSseEvent(id, gapMessage(lastIdText, deps.clock())));
   }

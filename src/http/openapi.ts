@@ -302,7 +302,7 @@ function sseSchemas(): Record<string, Json> {
     GapMessage: {
       type: 'object',
       required: ['type', 'lastEventId', 'ts', 'detail'],
-      description: 'A resume that cannot be exact: the Last-Event-ID is older than the messages kept (or from before a restart). Fresh snapshots follow; guard and bracket-alert messages in between are not repeated',
+      description: 'A resume that cannot be exact: the Last-Event-ID is older than the messages kept (or from before a restart). Bracket alerts of the last 15 minutes and fresh snapshots follow; guard messages in between are not repeated',
       properties: {
         type: { const: 'gap' },
         lastEventId: { type: 'string' },

@@ -92,7 +92,17 @@ interface Channel {
   seq: number;
   ring: EventRing;
   subscribers: Set<Subscriber>;
+  /** The user's bracket alerts of the last RECENT_ALERTS_MS, oldest first (created at the first one). */
+  recentAlerts?: { at: number; frame: string }[];
 }
+
+/**
+ * How long a bracket alert is shown again to a stream that opens without a resume (new, or after a
+ * gap): an unprotected position found ~1 s after a restart was published before any dashboard was
+ * back (the browser retries after 3 s), and reached no one (ops probe).
+ */
+export const RECENT_ALERTS_MS = 15 * 60_000;
+const RECENT_ALERTS_MAX = 50;
 
 class Subscriber implements SseSubscription {
   /** Created when the stream first congests (most never do). */
@@ -225,7 +235,21 @@ export class HealthHub implements SseHub {
       event.type === 'bracket-alert' ? bracketAlertMessage(event) : event.type === 'guard' ? guardMessage(event) : statusMessage(event, 'status');
     const frame = formatSseEvent(ch.seq, message);
     ch.ring.push(ch.seq, frame);
+    if (event.type === 'bracket-alert') {
+      const recent = (ch.recentAlerts ??= []);
+      recent.push({ at: this.clock(), frame });
+      if (recent.length > RECENT_ALERTS_MAX) recent.shift();
+    }
     for (const sub of ch.subscribers) sub.send(frame);
+  }
+
+  /** The user's bracket alerts of the last RECENT_ALERTS_MS (frames with their own ids), oldest first. */
+  recentAlerts(userId: string): string[] {
+    const recent = this.channels.get(userId)?.recentAlerts;
+    if (!recent) return [];
+    const since = this.clock() - RECENT_ALERTS_MS;
+    while (recent.length > 0 && recent[0]!.at < since) recent.shift();
+    return recent.map((r) => r.frame);
   }
 
   /**

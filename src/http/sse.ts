@@ -50,7 +50,7 @@ export interface GuardMessage {
 /**
  * Sent on a resume whose Last-Event-ID the stream can no longer replay exactly (older than the
  * messages kept, or from before a restart): the snapshots that follow give every connection's
- * status, but guard actions and bracket alerts in between are not repeated.
+ * status, and the bracket alerts of the last 15 minutes; guard actions in between are not repeated.
  */
 export interface GapMessage {
   type: 'gap';

@@ -45,6 +45,9 @@ export const streamLost = signal(false);
 /** Bracket alerts since the page opened, newest first, until dismissed (never leave these silent). */
 export const bracketAlerts = signal<readonly BracketAlert[]>([]);
 
+/** Alerts shown (and dismissed) already: a stream opened again repeats the last 15 minutes' alerts. */
+const seenAlerts = new Set<string>();
+
 /** The trader has read them. */
 export function dismissBracketAlerts(): void {
   bracketAlerts.value = [];
@@ -58,6 +61,9 @@ const REOPEN_MAX_MS = 60_000;
 
 function apply(msg: HealthMessage): void {
   if (msg.type === 'bracket-alert' && msg.connectionId && msg.accountId && msg.orderId) {
+    const key = `${msg.connectionId} ${msg.orderId} ${msg.ts} ${msg.detail ?? ''}`;
+    if (seenAlerts.has(key)) return;
+    seenAlerts.add(key);
     bracketAlerts.value = [{ connectionId: msg.connectionId, accountId: msg.accountId, orderId: msg.orderId, ts: msg.ts, detail: msg.detail ?? '' }, ...bracketAlerts.value].slice(0, 20);
     return;
   }

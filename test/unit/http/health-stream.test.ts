@@ -178,6 +178,38 @@ describe('openHealthStream', () => {
     }
   });
 
+  it('a stream opened without a resume gets the bracket alerts of the last 15 minutes first, then the snapshots (ops probe: an alert published before any dashboard was back after a restart reached no one)', () => {
+    let now = 1_000_000;
+    const hub = new HealthHub({ clock: () => now, heartbeatMs: 60_000, log: createLogger('silent') });
+    const deps: HealthStreamDeps = {
+      hub,
+      store: { connections: { listByUser: (u) => (u === 'alice' ? [{ id: 'c1' }] : []) } },
+      gateway: { status: () => undefined },
+      maxStreamsPerKey: 20,
+      clock: () => now,
+    };
+    const open = (headers: Record<string, string> = {}) => {
+      const res = new FakeResponse();
+      openHealthStream(deps, new ResponseHandle(res.res), alice, headers, {}, undefined);
+      return res;
+    };
+    const alert = (orderId: string) => hub.publish('alice', { type: 'bracket-alert', connectionId: 'c1', accountId: '7', orderId, ts: now, detail: 'position unprotected' });
+    alert('old');
+    now += 16 * 60_000;
+    alert('41');
+    hub.publish('alice', { type: 'guard', connectionId: 'c1', accountId: '7', guard: 'kill_switch', action: 'locked', ts: now, detail: 'k' });
+    alert('42');
+    const fresh = open();
+    expect(data(fresh).map((m) => [m.type, m.orderId])).toEqual([['bracket-alert', '41'], ['bracket-alert', '42'], ['snapshot', undefined]]);
+    // The last id the client sees is the current one: a reconnect resumes after the snapshot, repeating nothing.
+    const ids = [...fresh.written.join('').matchAll(/id: (\d+)\n/g)].map((m) => Number(m[1]));
+    expect(ids.at(-1)).toBe(hub.currentId('alice'));
+    expect(data(open({ 'last-event-id': String(ids.at(-1)) }))).toEqual([]);
+    // After a gap too, behind the gap message.
+    expect(data(open({ 'last-event-id': 'from-before-a-restart' })).map((m) => m.type)).toEqual(['gap', 'bracket-alert', 'bracket-alert', 'snapshot']);
+    hub.closeAll();
+  });
+
   it('refuses a stream past the per-key cap before writing anything', () => {
     const w = streamWorld(1);
     w.open();
