@@ -254,7 +254,7 @@ function problemSchema(): Json {
   };
 }
 
-const SSE_REFS = ['SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage', 'GuardMessage', 'GapMessage', 'RevokedMessage'].map((n) => ({ $ref: `#/components/schemas/${n}` }));
+const SSE_REFS = ['SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage', 'GuardMessage', 'GapMessage', 'RevokedMessage', 'ClosingMessage'].map((n) => ({ $ref: `#/components/schemas/${n}` }));
 
 function sseSchemas(): Record<string, Json> {
   const statuses = ['CONNECTING', 'CONNECTED', 'RECONNECTING', 'AUTH_EXPIRED', 'FAILED', 'DISABLED'];
@@ -282,6 +282,16 @@ function sseSchemas(): Record<string, Json> {
       properties: {
         type: { const: 'revoked' },
         reason: { type: 'string', enum: ['key-revoked', 'user-deleted', 'password-changed', 'session-ended'] },
+        ts: { type: 'integer' },
+        detail: { type: 'string' },
+      },
+    },
+    ClosingMessage: {
+      type: 'object',
+      required: ['type', 'ts', 'detail'],
+      description: 'The last message of every stream when the service shuts down (SIGTERM): reconnect with Last-Event-ID once it is back (a dropped network sends nothing)',
+      properties: {
+        type: { const: 'closing' },
         ts: { type: 'integer' },
         detail: { type: 'string' },
       },

@@ -279,8 +279,13 @@ export class HealthHub implements SseHub {
   }
 
   closeAll(): void {
-    for (const ch of this.channels.values()) {
+    const ts = this.clock();
+    for (const [userId, ch] of this.channels) {
+      if (ch.subscribers.size === 0) continue;
+      // Said, so a dashboard can tell a shutdown from a network drop (ops probe: streams just ended).
+      const frame = formatSseEvent(this.currentId(userId), { type: 'closing', ts, detail: 'tradegate is shutting down: reconnect with Last-Event-ID once it is back' });
       for (const sub of [...ch.subscribers]) {
+        sub.send(frame);
         this.remove(sub);
         sub.end(true);
       }

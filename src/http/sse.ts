@@ -34,6 +34,13 @@ export interface RevokedMessage {
   detail: string;
 }
 
+/** The last message of every stream when the service shuts down (SIGTERM): reconnect once it is back. */
+export interface ClosingMessage {
+  type: 'closing';
+  ts: number;
+  detail: string;
+}
+
 /** Bracket-integrity alarm, sent as the actor reported it. */
 export type BracketAlertMessage = BracketAlertEvent;
 
@@ -60,7 +67,7 @@ export interface GapMessage {
 }
 
 /** Every payload the health stream carries. */
-export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage | GuardMessage | RevokedMessage | GapMessage;
+export type SseMessage = ConnectionStatusMessage | HeartbeatMessage | BracketAlertMessage | GuardMessage | RevokedMessage | GapMessage | ClosingMessage;
 
 /** Events the hub publishes to a user's stream (snapshots and heartbeats are per stream). */
 export type PublishedMessage = (Omit<ConnectionStatusMessage, 'type'> & { type: 'status' }) | BracketAlertMessage | GuardEvent;

@@ -164,7 +164,7 @@ describe('HealthHub', () => {
     expect(hub.subscriberCount()).toBe(1);
   });
 
-  it('closeAll ends every stream gracefully', () => {
+  it('closeAll ends every stream gracefully, after a closing message (a shutdown is told apart from a dropped network)', () => {
     const hub = makeHub();
     const a = new FakeSink();
     const b = new FakeSink();
@@ -172,6 +172,7 @@ describe('HealthHub', () => {
     hub.subscribe('u2', 'k2', b);
     hub.closeAll();
     expect(a.ended && b.ended).toBe(true);
+    for (const sink of [a, b]) expect(sink.chunks.at(-1)).toMatch(/^id: \d+\ndata: \{"type":"closing","ts":\d+,"detail":"tradegate is shutting down: reconnect with Last-Event-ID once it is back"\}\n\n$/);
     expect(hub.subscriberCount()).toBe(0);
   });
 
