@@ -82,6 +82,9 @@ export interface RequestOptions {
   mayExecute?: boolean;
 }
 
+/** How long a broker 429 holds every request of the socket back (Tradovate: "wait up to 1 h"). */
+export const BROKER_RATE_LIMIT_HOLD_MS = 3_600_000;
+
 /** An authorized broker socket. Create with `TradovateSocket.connect`. */
 export class TradovateSocket {
   private nextId = 1;
@@ -90,6 +93,12 @@ export class TradovateSocket {
   private heartbeat: NodeJS.Timeout | undefined;
   private watchdog: NodeJS.Timeout | undefined;
   private closed = false;
+  /**
+   * Until when the broker's rate limit (a 429) holds this login out: Tradovate asks for up to an
+   * hour, and every request meanwhile extends it, so none is sent (ops probe: the next order went
+   * out 11 s after a 429 answered Retry-After: 3600). A manual reconnect starts a new socket.
+   */
+  private rateLimitedUntil = 0;
 
   private constructor(
     private readonly ws: WebSocket,
@@ -223,7 +232,10 @@ export class TradovateSocket {
       clearTimeout(p.timer);
       if (p.late) p.late({ status: m.status, data: m.data });
       else if (m.status === 200) p.resolve(m.data);
-      else p.reject(m.status === 429 ? new AppError('BROKER_UNAVAILABLE', 'broker rate limit (429): Tradovate locks the user out for an hour, and requests meanwhile extend it', {}, 3600) : new BrokerStatusError(m.status, m.data));
+      else if (m.status === 429) {
+        this.rateLimitedUntil = Date.now() + BROKER_RATE_LIMIT_HOLD_MS;
+        p.reject(new AppError('BROKER_UNAVAILABLE', 'broker rate limit (429): Tradovate locks the user out for an hour, and requests meanwhile extend it; none is sent until then', {}, BROKER_RATE_LIMIT_HOLD_MS / 1000));
+      } else p.reject(new BrokerStatusError(m.status, m.data));
       // A 401 on a live socket means the token died: the session is useless from here on.
       if (m.status === 401) this.shutdown('unauthorized', typeof m.data === 'string' ? m.data : 'access denied');
     }
@@ -231,6 +243,12 @@ export class TradovateSocket {
 
   private sendOnce(endpoint: string, opts: RequestOptions): Promise<unknown> {
     if (this.closed) return Promise.reject(new AppError('BROKER_UNAVAILABLE', 'broker socket is closed'));
+    const heldMs = this.rateLimitedUntil - Date.now();
+    if (heldMs > 0) {
+      return Promise.reject(
+        new AppError('BROKER_UNAVAILABLE', `broker rate limit (429) in force for ${Math.ceil(heldMs / 60_000)} more min: nothing sent (each request would extend it); a manual reconnect tries again sooner`, {}, Math.ceil(heldMs / 1000)),
+      );
+    }
     const id = this.nextId++;
     const timeoutMs = opts.timeoutMs ?? this.opts.requestTimeoutMs;
     return new Promise((resolve, reject) => {
