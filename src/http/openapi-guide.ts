@@ -67,11 +67,12 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
         'POST orders and flatten accept Idempotency-Key (1–255 visible ASCII characters; a quoted structured-field string is unquoted); ' +
           'a webhook payload\'s "id" plays the same role (1–255 characters, spaces and any text but control characters: TradingView order ids hold spaces). ' +
           'Keys are scoped to your user, a webhook id to its token, and kept 24 h.',
-        'The request fingerprint is SHA-256 over method, route, path parameters, the validated query and the canonical JSON of the validated body ' +
+        'The request fingerprint is SHA-256 over method, route, path parameters (not a webhook URL\'s token: a rotated URL replays), the validated query and the canonical JSON of the validated body ' +
           '(a dryRun takes no key: 400, so a stored plan never blocks the real order). ' +
           'Same key and fingerprint after completion → the first answer, byte for byte, with Idempotent-Replayed: true and no broker call. ' +
           'Same key while the first request is running → 409 IDEMPOTENCY_KEY_IN_USE with Retry-After: 1. Same key, other request → 422 IDEMPOTENCY_KEY_REUSED.',
-        'Stored: every answer 200–499 except 400, 401, 403, 404 and 429 (those are rejected before anything runs; fix the request and retry with the same key). ' +
+        'Stored: every answer 200–499 except 400, 401, 403, 404, 429 (those are rejected before anything runs; fix the request and retry with the same key) ' +
+          'and 409 CONNECTION_FAILED (nothing reached the broker: once the connection is back, the retry with the same key places the order). ' +
           'Never stored: 5xx. 503 means nothing reached the broker; 500 and 504 BROKER_TIMEOUT leave the outcome unknown, and the retry with the same key ' +
           'finds the order at the broker by its deterministic clOrdId (returning it) or places it — never a duplicate. ' +
           'The answer is committed durably before it is sent.',

@@ -200,7 +200,7 @@ export async function resumeOwedLegs(ctx: ActorContext, accountId: string, conne
     const qty = Math.min(leg.qty - leg.filledQty, Math.abs(position));
     try {
       const newId = await replaceLeg(ctx, { ...leg, qty: leg.filledQty + qty }, entryId, role);
-      alert(`${role} ${leg.orderId} re-placed as ${newId} (${qty}) once the connection was back`);
+      alert(`${role} ${leg.orderId} re-placed as ${newId} (${qty}) ${opts.afterSnapshot ? 'once the connection was back' : 'once the broker confirmed the late cancel of its sibling'}`);
     } catch (err) {
       const rejected = err instanceof AppError && err.code === 'BROKER_REJECTED';
       if (!rejected && owed.attempts < MAX_OWED_ATTEMPTS) ctx.owedLegs.set(key, { ...owed, attempts: owed.attempts + 1 });

@@ -314,7 +314,7 @@ describe('cancelOrder', () => {
     // Meanwhile one contract was sold: the owed stop-loss covers what is left.
     broker.fill(broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001);
     delete broker.handlers['order/placeorder'];
-    await resumeOwedLegs(ctx, ACCOUNT, 'c1');
+    await resumeOwedLegs(ctx, ACCOUNT, 'c1', { afterSnapshot: true });
     expect(broker.bodies('order/placeorder').at(-1)).toMatchObject({ clOrdId: `rp-${b.sl}`, action: 'Sell', orderType: 'Stop', stopPrice: 4990, orderQty: 1 });
     expect(ctx.model.workingOrders(ACCOUNT)).toEqual([expect.objectContaining({ role: 'stop_loss', bracketId: b.entry, qty: 1 })]);
     expect(events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/re-placed as \d+ \(1\) once the connection was back/) });
