@@ -155,6 +155,8 @@ export interface CancelOrderResult {
   replaced: { replacedOrderId: string; newOrderId: string } | null;
   /** Entry partly filled: the unfilled remainder was cancelled, the filled part stays. */
   remainderCancelled: boolean;
+  /** What the trader must act on: the filled part of a tick-offset bracket entry has no legs and never will. */
+  warning?: string;
   brokerMs: number;
 }
 

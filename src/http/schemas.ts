@@ -165,6 +165,10 @@ export const cancelOrderResponseSchema = z.object({
     .nullable()
     .describe('A leg of a filled bracket was cancelled: the surviving leg got a new id'),
   remainderCancelled: z.boolean().describe('Entry partly filled: the unfilled remainder was cancelled'),
+  warning: z
+    .string()
+    .optional()
+    .describe('Present when the cancel leaves a position unprotected: a tick-offset bracket entry cancelled after a partial fill (its legs come only with a complete fill); protect or close it'),
 });
 
 export const accountSchema = z.object({

@@ -60,18 +60,19 @@ function num(id: string | null): number | null {
  * the broker places them after all (it is given a moment), a bracket-alert says the position is
  * unprotected: never silent.
  */
-async function reportLeglessFill(ctx: ActorContext, accountId: string, entry: OrderRecord): Promise<void> {
+async function reportLeglessFill(ctx: ActorContext, accountId: string, entry: OrderRecord): Promise<string | undefined> {
   const id = Number(entry.orderId);
   const legsCame = await ctx.mirror.waitFor(() => {
     const b = bracketOf(ctx, id);
     return b && (b.takeProfit !== null || b.stopLoss !== null) ? true : undefined;
   }, Math.min(ctx.settleMs, LEGS_AFTER_CANCEL_MS));
-  if (legsCame) return;
+  if (legsCame) return undefined;
   const detail =
     `entry ${entry.orderId} cancelled after ${entry.filledQty} of ${entry.qty} filled: the ${entry.symbol} position from it has no take-profit or stop-loss ` +
     '(the broker places a bracket’s legs only once its entry has filled completely); protect or close it';
   ctx.logger.error({ accountId, orderId: entry.orderId }, 'position unprotected');
   ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId, orderId: entry.orderId, ts: Date.now(), detail });
+  return detail;
 }
 
 /** How long a cancelled strategy entry's legs are waited for before the position is reported unprotected. */
@@ -268,8 +269,9 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
   if (bracket.entryId === entity.id) {
     if (rec.filledQty > 0) {
       const order = await cancelAndWait(ctx, entity.id);
-      if (legIds.length === 0 && strategyWantsLegs(ctx.mirror, entity.id)) await reportLeglessFill(ctx, req.accountId, order);
-      return { ...base, order, remainderCancelled: true, brokerMs: since(t0) };
+      // Said in the answer too, not only on the stream (ops probe: 200 remainderCancelled and nothing else).
+      const warning = legIds.length === 0 && strategyWantsLegs(ctx.mirror, entity.id) ? await reportLeglessFill(ctx, req.accountId, order) : undefined;
+      return { ...base, order, remainderCancelled: true, brokerMs: since(t0), ...(warning !== undefined && { warning }) };
     }
     const order = await cancelAndWait(ctx, entity.id);
     // The broker normally cancels suspended legs with their entry; make sure of it.

@@ -151,6 +151,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           removedLegIds: result.removedLegIds,
           replaced: result.replaced,
           remainderCancelled: result.remainderCancelled,
+          ...(result.warning !== undefined && { warning: result.warning }),
         },
       };
     },

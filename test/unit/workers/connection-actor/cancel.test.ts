@@ -51,6 +51,7 @@ describe('cancelOrder', () => {
     broker.fill(Number(b.entry), 1, 5000);
     const r = await cancelOrder(ctx, cancel(b.entry));
     expect(r).toMatchObject({ remainderCancelled: true, removedLegIds: [] });
+    expect(r).not.toHaveProperty('warning');
     expect(ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toEqual([b.tp, b.sl]);
   });
 
@@ -59,7 +60,8 @@ describe('cancelOrder', () => {
     const placed = await placeOrder(ctx, newOrder({ qty: 3, takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } }));
     broker.fill(Number(placed.order.orderId), 2, 5000);
     const r = await cancelOrder(ctx, cancel(placed.order.orderId));
-    expect(r).toMatchObject({ remainderCancelled: true, removedLegIds: [] });
+    // In the answer too (ops probe: 200 remainderCancelled and nothing else).
+    expect(r).toMatchObject({ remainderCancelled: true, removedLegIds: [], warning: expect.stringContaining('has no take-profit or stop-loss') });
     expect(events.filter((e) => e.type === 'bracket-alert')).toEqual([
       expect.objectContaining({
         orderId: placed.order.orderId,
