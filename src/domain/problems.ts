@@ -24,6 +24,7 @@ export const PROBLEMS = {
   CONNECTION_FAILED: { status: 409, title: 'Broker connection failed; reconnect it or give it new credentials' },
   QUOTA_EXCEEDED: { status: 409, title: 'Per-user quota reached; delete one first' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
+  MISDIRECTED_REQUEST: { status: 421, title: 'The Host header does not name this server' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency-Key reused with a different request' },
   BROKER_REJECTED: { status: 422, title: 'Broker rejected the request' },

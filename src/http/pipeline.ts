@@ -14,6 +14,7 @@
  */
 import { z } from 'zod';
 import type { Logger } from '../log.js';
+import { printable } from '../domain/plain-text.js';
 import { AppError, RequestNotSentError } from '../domain/problems.js';
 import { redactUrl } from '../log.js';
 import { ScopeRefused, type Authenticated, type Authenticator } from './auth.js';
@@ -75,6 +76,8 @@ export interface PipelineDeps {
   fixedRoute(method: string, path: string, headers: Readonly<Record<string, string>>): Reply | undefined;
   /** True once the server is shutting down. */
   closing(): boolean;
+  /** True for a Host header that names another server (DNS rebinding; host-check.ts); absent: nothing checked. */
+  foreignHost?(host: string | undefined): boolean;
   auth: Authenticator;
   limiters: { key: RateLimiter; webhook: RateLimiter };
   /**
@@ -212,6 +215,12 @@ const FIXED_PAGES = new Set(['/healthz', '/readyz', '/api-docs', '/api-docs/open
 /** route: shutdown, the fixed pages, then the API route table (404, 405 with Allow). */
 export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
   if (deps.closing()) return { reply: problemReply('SHUTTING_DOWN', undefined, {}, { 'Retry-After': '1' }), closeConnection: true };
+  if (deps.foreignHost?.(ex.headers.host)) {
+    return {
+      reply: problemReply('MISDIRECTED_REQUEST', `Host '${printable(ex.headers.host ?? '', 100)}' is not a name of this server, which listens on loopback: use localhost, or set TRADEGATE_BASE_URL to the public URL a reverse proxy passes on`),
+      closeConnection: true,
+    };
+  }
   const repeated = repeatedHeaderError(ex.repeatedHeaders ?? []);
   if (repeated) return { reply: appErrorReply(repeated) };
   const fixed = deps.fixedRoute(ex.method, ex.path, ex.headers);

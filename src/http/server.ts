@@ -30,6 +30,7 @@ import { jsonReply, problemReply, ResponseHandle, type Reply } from './respond.j
 import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
 import { ReachNotices, type NodeReach } from './reach-notices.js';
+import { foreignHostCheck } from './host-check.js';
 import { HealthHub, type SseHub } from './sse-hub.js';
 import { negotiateEncoding, securityHeaders, type Coding, type WebApp } from './static-files.js';
 import { startStreamGuard } from './stream-guard.js';
@@ -202,6 +203,7 @@ class Engine {
     };
     this.reach = deps.reach;
     this.proxies = config.trustProxy.length > 0 ? new TrustedProxies(config.trustProxy) : undefined;
+    const foreignHost = foreignHostCheck(config.host, config.baseUrl);
     const notices = deps.reach && new ReachNotices(deps.reach, store, deps.gateway, this.hub, this.clock);
     const stream: HealthStreamDeps = { hub: this.hub, store, gateway: notices ?? deps.gateway, maxStreamsPerKey: config.sseMaxStreamsPerKey, clock: this.clock };
     if (notices) stream.resumeNotices = (userId, ids) => notices.resumeNotices(userId, ids);
@@ -209,6 +211,7 @@ class Engine {
       router: new Router(routes),
       fixedRoute: (method, path, headers) => this.fixedRoute(method, path, headers) ?? deps.web?.serve(method, path, headers),
       closing: () => this.closing,
+      ...(foreignHost && { foreignHost }),
       auth: this.auth,
       limiters: deps.limiters ?? { key: new SlidingLogLimiter(config.rateLimitPerMin), webhook: new SlidingLogLimiter(config.webhookRateLimitPerMin) },
       gate: new IdempotencyGate(store.idempotency, this.clock),

@@ -54,6 +54,23 @@ describe('HEAD (item 10)', () => {
   });
 });
 
+describe('DNS rebinding: a server on loopback answers only its own names', () => {
+  it('a request whose Host names another server is 421 MISDIRECTED_REQUEST, sign-in and the web app included; localhost and 127.0.0.1 are answered', async () => {
+    const port = new URL(s.url).port;
+    const login = JSON.stringify({ name: 'demo', password: 'not-the-password' });
+    for (const [method, path, body] of [['POST', '/api/v1/session', login], ['GET', '/', ''], ['GET', '/api/v1/me', '']] as const) {
+      const raw = `${method} ${path} HTTP/1.1\r\nHost: rebind.attacker.example:${port}\r\nOrigin: http://rebind.attacker.example:${port}\r\nContent-Type: application/json\r\n${body ? `Content-Length: ${body.length}\r\n` : ''}\r\n${body}`;
+      const [res] = parseResponses((await rawExchange(s.url, [raw])).text, [method]);
+      expect(res!.status, path).toBe(421);
+      expect(JSON.parse(res!.body)).toMatchObject({ code: 'MISDIRECTED_REQUEST' });
+    }
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) {
+      const r = await rawExchange(s.url, [`GET /healthz HTTP/1.1\r\nHost: ${host}\r\n\r\n`]);
+      expect(parseResponses(r.text, ['GET'])[0]!.status, host).toBe(200);
+    }
+  });
+});
+
 describe('bodiless answers keep the connection usable', () => {
   it('a 204 carries no bogus Content-Length and the next request on the connection is answered', async () => {
     const created = await http(s.url, 'POST', '/api/v1/strategies', { key: s.apiKey, body: { name: 'to delete' } });
