@@ -171,26 +171,55 @@ export function parseJsonBody(raw: Buffer, contentType: string | undefined, leni
   }
   // JSON.parse keeps the last of repeated keys: `{"qty":1,"qty":5}` would place 5. Fewer keys
   // parsed than members written means one was repeated (a count, not a second parse).
-  if (members > 0 && keyCount(value) !== members) {
+  const counted = members > 0 ? keyCount(value) : 0;
+  // `__proto__` is no field of any request: copied into another object (by a schema), it becomes
+  // that object's prototype and vanishes from its keys (security probe: a webhook leg's
+  // `"__proto__": {"trailing": true}` passed where `"trailing": true` is refused).
+  if (counted < 0) {
+    const path = protoPath(value) ?? '__proto__';
+    throw new AppError('VALIDATION_FAILED', `${path}: not a field name any request takes`, { errors: [{ path, message: 'not a field name any request takes' }] });
+  }
+  if (members > 0 && counted !== members) {
     const path = echoedName(firstRepeatedKey(text) ?? '');
     throw new AppError('VALIDATION_FAILED', `${path || 'body'}: given more than once`, { errors: [{ path, message: 'given more than once' }] });
   }
   return value;
 }
 
-/** Own keys of every object in a parsed JSON value (nesting is bounded by MAX_JSON_DEPTH). */
+/**
+ * Own keys of every object in a parsed JSON value (nesting is bounded by MAX_JSON_DEPTH); -1 when
+ * an object has a `__proto__` key.
+ */
 function keyCount(value: unknown): number {
   if (typeof value !== 'object' || value === null) return 0;
   let n = 0;
   if (Array.isArray(value)) {
-    for (const item of value) n += keyCount(item);
+    for (const item of value) {
+      const inner = keyCount(item);
+      if (inner < 0) return -1;
+      n += inner;
+    }
     return n;
   }
   for (const key in value) {
-    n++;
-    n += keyCount((value as Record<string, unknown>)[key]);
+    if (key === '__proto__') return -1;
+    const inner = keyCount((value as Record<string, unknown>)[key]);
+    if (inner < 0) return -1;
+    n += inner + 1;
   }
   return n;
+}
+
+/** The dotted path of the first `__proto__` key in a parsed JSON value. */
+function protoPath(value: unknown, at: string[] = []): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const entries: [string, unknown][] = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+  for (const [key, inner] of entries) {
+    if (key === '__proto__' && !Array.isArray(value)) return [...at, key].join('.');
+    const found = protoPath(inner, [...at, key]);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /**

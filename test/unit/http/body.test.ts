@@ -102,8 +102,23 @@ describe('media types and JSON parsing', () => {
     expect(refused('{"legs":[{"a":1},{"a":2,"b":{},"a":3}]}')).toBe('VALIDATION_FAILED legs.1.a: legs.1.a: given more than once');
     // The same key in different objects, and keys that look alike inside strings, are fine.
     expect(refused('{"a":{"x":1},"b":{"x":1},"c":[{"x":1},{"x":2}],"d":"\\"a\\":1,\\"a\\":2"}')).toBe('parsed');
-    expect(refused('{"__proto__":1,"a":[1,2,{"__proto__":2}]}')).toBe('parsed');
+    expect(refused('{"a":{"proto":1},"b":"__proto__"}')).toBe('parsed');
     expect(firstRepeatedKey('[{"k":[1,{"z":1,"z":2}]}]')).toBe('0.k.1.z');
+  });
+
+  it('refuses a __proto__ key at any depth, naming it: a schema copying the object would make it the prototype and drop it silently (security probe)', () => {
+    const refused = (text: string) => {
+      try {
+        parseJsonBody(Buffer.from(text), 'application/json', false);
+        return 'parsed';
+      } catch (err) {
+        const e = err as AppError;
+        return `${e.code} ${(e.extensions['errors'] as { path: string }[])[0]!.path}`;
+      }
+    };
+    expect(refused('{"action":"buy","__proto__":{"qty":5}}')).toBe('VALIDATION_FAILED __proto__');
+    expect(refused('{"stopLoss":{"ticks":10,"__proto__":{"trailing":true}}}')).toBe('VALIDATION_FAILED stopLoss.__proto__');
+    expect(refused(String.raw`{"a":[1,{"__proto__":2}]}`)).toBe('VALIDATION_FAILED a.1.__proto__');
   });
 
   it('hasBody looks at Content-Length and chunked encoding', () => {
