@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials, type BrokerKind, type Environment } from '../domain/connections.js';
 import { checkQuota } from '../http/quotas.js';
 import { connectionWithLogin, loginTaken } from '../store/connections.js';
+import { requestAccessToken } from '../broker/tradovate/rest-auth.js';
 import { AppError } from '../domain/problems.js';
 import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore, type StoreFlags } from './store-command.js';
 
@@ -105,6 +106,17 @@ export function run(argv: string[]): Promise<number> {
           credentials.sec = sec;
         }
       }
+      // A paper broker is asked at once (no login limits there), so refused credentials are said now
+      // (ops probe: exit 0 and nothing said, then a connection FAILED at once). Stored anyway: a
+      // `serve --paper` opens the login on its embedded broker itself. Tradovate is not asked: its
+      // logins are limited per hour, and the server logs in anyway.
+      let unchecked: string | undefined;
+      let refused: string | undefined;
+      if (plan.broker === 'paper') {
+        const outcome = await requestAccessToken(plan.restUrl, credentials, { timeoutMs: 3_000 });
+        if (outcome.kind === 'rejected') refused = outcome.reason;
+        else if (outcome.kind !== 'token') unchecked = `the paper broker at ${plan.restUrl} could not be asked (${outcome.reason})`;
+      }
       const name = values.name ?? `${plan.environment}-${plan.brokerUser}`;
       const { user, record } = await withStore(values, async (store, config) => {
         const owner = resolveUser(store, values.user);
@@ -126,6 +138,14 @@ export function run(argv: string[]): Promise<number> {
       else {
         print(`created connection ${record.name} (${record.id}) for user ${user.name}: ${record.broker}/${record.environment} ${record.restUrl}`);
         if (!password) note('no broker password stored (none given on stdin)');
+        if (refused) {
+          note(
+            `the paper broker at ${plan.restUrl} refuses these credentials now (${refused}): a server running it embedded (serve --paper) opens the login itself; ` +
+              'any other server will show the connection FAILED until the password is fixed (PATCH /api/v1/connections/{id})',
+          );
+        }
+        const check = plan.broker === 'tradovate' ? 'Tradovate checks the credentials' : unchecked ? `${unchecked}: it checks the credentials` : undefined;
+        if (check) note(`${check} when a server starts the connection (within about a second if one runs): GET /api/v1/connections and the web app show CONNECTED or FAILED`);
       }
       return 0;
     }

@@ -49,6 +49,16 @@ async function addByCli(brokerUser: string, password: string): Promise<string> {
 }
 
 describe('connections the CLI adds while the server runs (item 1)', () => {
+  it('says at once when the paper broker refuses the credentials given (ops probe: exit 0 and nothing said, the connection FAILED)', async () => {
+    await control(s, 'POST', '/users', { name: 'alice-typo', password: 'right-password', accounts: [{ name: 'ALICE-T' }] });
+    const added = await runCli(s.dataDir, ['connections', 'add', '--user', 'alice', '--paper', '--paper-url', s.paperUrl, '--paper-user', 'alice-typo', '--password-stdin'], 'wrong-password\n');
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toContain(`the paper broker at ${s.paperUrl}`);
+    expect(added.stderr).toContain('refuses these credentials now');
+    const id = /\((con_[A-Za-z0-9]+)\)/.exec(added.stdout)![1]!;
+    expect((await runCli(s.dataDir, ['connections', 'remove', id])).code).toBe(0);
+  });
+
   it('start within seconds and trade: a login made at the paper broker beforehand', async () => {
     await control(s, 'POST', '/users', { name: 'alice-own', password: 'pw-alice-own', accounts: [{ name: 'ALICE-A' }] });
     const id = await addByCli('alice-own', 'pw-alice-own');
