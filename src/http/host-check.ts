@@ -30,9 +30,15 @@ function isLoopbackName(name: string): boolean {
 export function foreignHostCheck(listenHost: string, baseUrl: string | undefined): ((host: string | undefined) => boolean) | undefined {
   if (!isLoopbackName(hostName(listenHost))) return undefined;
   const publicName = baseUrl ? new URL(baseUrl).hostname.toLowerCase().replace(/^\[|\]$/g, '') : undefined;
+  // Clients send the same Host on every request: the last answer is kept (one string compare).
+  let last: string | undefined;
+  let lastForeign = false;
   return (host) => {
     if (host === undefined) return false;
+    if (host === last) return lastForeign;
     const name = hostName(host);
-    return !isLoopbackName(name) && name !== publicName;
+    last = host;
+    lastForeign = !isLoopbackName(name) && name !== publicName;
+    return lastForeign;
   };
 }

@@ -331,6 +331,7 @@ function sseSchemas(): Record<string, Json> {
         orderId: { type: 'string' },
         ts: { type: 'integer' },
         detail: { type: 'string' },
+        replayed: { const: true, description: 'Sent again to a stream opened without a resume (the last 15 minutes\' alerts, before its snapshots): it may have been seen on an earlier stream' },
       },
     },
   };

@@ -237,7 +237,8 @@ export class HealthHub implements SseHub {
     ch.ring.push(ch.seq, frame);
     if (event.type === 'bracket-alert') {
       const recent = (ch.recentAlerts ??= []);
-      recent.push({ at: this.clock(), frame });
+      // Marked, so a client that reacts to alerts can tell one it may have seen on an earlier stream.
+      recent.push({ at: this.clock(), frame: formatSseEvent(ch.seq, Object.assign({}, message, { replayed: true })) });
       if (recent.length > RECENT_ALERTS_MAX) recent.shift();
     }
     for (const sub of ch.subscribers) sub.send(frame);

@@ -200,7 +200,7 @@ describe('health stream', () => {
 
     const c = stream(h.keys.read, { 'Last-Event-ID': '5' });
     await c.next((f) => f.data?.['type'] === 'snapshot' && f.data['connectionId'] === conns[1]!.id);
-    expect(c.frames.find((f) => f.data?.['connectionId'] === conns[1]!.id)!.data).toMatchObject({ status: 'AUTH_EXPIRED' });
+    expect(c.frames.find((f) => f.data?.['type'] === 'snapshot' && f.data['connectionId'] === conns[1]!.id)!.data).toMatchObject({ status: 'AUTH_EXPIRED' });
     c.close();
   });
 

@@ -186,7 +186,8 @@ describe('cancel (DESIGN §6 state table)', () => {
       const exit = await place({ symbol: 'ES', side: 'sell', qty: 1, type: 'market' });
       expect(exit.status, exit.text).toBe(201);
       expect((await positions()).filter((p) => p.netQty !== 0)).toEqual([]);
-      const { event: alert } = await stream.waitFor((e) => e.type === 'bracket-alert', 0, 10_000);
+      // A stream opens with the last 15 minutes' alerts (replayed): this one is the exit's.
+      const { event: alert } = await stream.waitFor((e) => e.type === 'bracket-alert' && e.orderId === r.json.orderId, 0, 10_000);
       expect(alert).toMatchObject({ orderId: r.json.orderId, detail: expect.stringContaining(`another order left the ${ES} position flat`) });
       await eventually(async () => (await working()).every((o) => o.bracketId === resting.json.orderId), 'only the resting bracket left');
       expect((await working()).map((o) => o.orderId)).toEqual([resting.json.orderId]);

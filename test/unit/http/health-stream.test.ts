@@ -200,7 +200,7 @@ describe('openHealthStream', () => {
     hub.publish('alice', { type: 'guard', connectionId: 'c1', accountId: '7', guard: 'kill_switch', action: 'locked', ts: now, detail: 'k' });
     alert('42');
     const fresh = open();
-    expect(data(fresh).map((m) => [m.type, m.orderId])).toEqual([['bracket-alert', '41'], ['bracket-alert', '42'], ['snapshot', undefined]]);
+    expect(data(fresh).map((m) => [m.type, m.orderId, m.replayed])).toEqual([['bracket-alert', '41', true], ['bracket-alert', '42', true], ['snapshot', undefined, undefined]]);
     // The last id the client sees is the current one: a reconnect resumes after the snapshot, repeating nothing.
     const ids = [...fresh.written.join('').matchAll(/id: (\d+)\n/g)].map((m) => Number(m[1]));
     expect(ids.at(-1)).toBe(hub.currentId('alice'));
