@@ -204,6 +204,10 @@ export class BrokerConnection {
     } catch (err) {
       this.socket.close();
       if (err instanceof BrokerStatusError && err.status === 401) return this.authExpired('syncrequest refused');
+      if (err instanceof AppError && err.extensions.brokerStatus === 429) {
+        this.setStatus('FAILED', 'fatal-error', err.message);
+        return 'fatal';
+      }
       this.noteDown(`resync failed: ${err instanceof Error ? err.message : String(err)}`);
       return 'retry';
     }
@@ -216,6 +220,11 @@ export class BrokerConnection {
     this.socket = null;
     if (this.stopped || reason === 'client') return 'stopped';
     if (reason === 'unauthorized') return this.authExpired(detail);
+    if (reason === 'rate-limited') {
+      // Reconnecting would ask the broker again inside its lockout, extending it: stop, as for a captcha.
+      this.setStatus('FAILED', 'fatal-error', detail);
+      return 'fatal';
+    }
     this.setStatus('RECONNECTING', 'disconnect', `${reason}: ${detail}`);
     return 'closed';
   }

@@ -27,7 +27,7 @@ export class AuthRejectedError extends Error {
 }
 
 /** Why a socket ended. */
-export type CloseReason = 'closed' | 'silence' | 'unauthorized' | 'shutdown' | 'error' | 'client';
+export type CloseReason = 'closed' | 'silence' | 'unauthorized' | 'rate-limited' | 'shutdown' | 'error' | 'client';
 
 /** Socket timings. */
 export interface SocketOptions {
@@ -82,8 +82,12 @@ export interface RequestOptions {
   mayExecute?: boolean;
 }
 
-/** How long a broker 429 holds every request of the socket back (Tradovate: "wait up to 1 h"). */
+/** How long Tradovate may hold a login out after a 429 ("wait up to 1 h"): the Retry-After of that answer. */
 export const BROKER_RATE_LIMIT_HOLD_MS = 3_600_000;
+
+const RATE_LIMITED_DETAIL =
+  'broker rate limit (429): Tradovate holds the login out for up to an hour, and every request meanwhile extends it; ' +
+  'the connection stopped sending (FAILED): reconnect it by hand (POST /connections/{id}/reconnect) once the hour has passed';
 
 /** An authorized broker socket. Create with `TradovateSocket.connect`. */
 export class TradovateSocket {
@@ -93,13 +97,6 @@ export class TradovateSocket {
   private heartbeat: NodeJS.Timeout | undefined;
   private watchdog: NodeJS.Timeout | undefined;
   private closed = false;
-  /**
-   * Until when the broker's rate limit (a 429) holds this login out: Tradovate asks for up to an
-   * hour, and every request meanwhile extends it, so none is sent (ops probe: the next order went
-   * out 11 s after a 429 answered Retry-After: 3600). A manual reconnect starts a new socket.
-   */
-  private rateLimitedUntil = 0;
-
   private constructor(
     private readonly ws: WebSocket,
     private readonly handlers: SocketHandlers,
@@ -233,8 +230,12 @@ export class TradovateSocket {
       if (p.late) p.late({ status: m.status, data: m.data });
       else if (m.status === 200) p.resolve(m.data);
       else if (m.status === 429) {
-        this.rateLimitedUntil = Date.now() + BROKER_RATE_LIMIT_HOLD_MS;
-        p.reject(new AppError('BROKER_UNAVAILABLE', 'broker rate limit (429): Tradovate locks the user out for an hour, and requests meanwhile extend it; none is sent until then', {}, BROKER_RATE_LIMIT_HOLD_MS / 1000));
+        // Tradovate holds the login out for up to an hour and every request meanwhile extends it:
+        // the socket closes, so nothing more is sent (ops probe: the next order went out 11 s after
+        // a 503 that said Retry-After: 3600), and the connection goes FAILED until reconnected by hand.
+        p.reject(new AppError('BROKER_UNAVAILABLE', RATE_LIMITED_DETAIL, { brokerStatus: 429 }, BROKER_RATE_LIMIT_HOLD_MS / 1000));
+        this.shutdown('rate-limited', RATE_LIMITED_DETAIL);
+        return;
       } else p.reject(new BrokerStatusError(m.status, m.data));
       // A 401 on a live socket means the token died: the session is useless from here on.
       if (m.status === 401) this.shutdown('unauthorized', typeof m.data === 'string' ? m.data : 'access denied');
@@ -243,12 +244,6 @@ export class TradovateSocket {
 
   private sendOnce(endpoint: string, opts: RequestOptions): Promise<unknown> {
     if (this.closed) return Promise.reject(new AppError('BROKER_UNAVAILABLE', 'broker socket is closed'));
-    const heldMs = this.rateLimitedUntil - Date.now();
-    if (heldMs > 0) {
-      return Promise.reject(
-        new AppError('BROKER_UNAVAILABLE', `broker rate limit (429) in force for ${Math.ceil(heldMs / 60_000)} more min: nothing sent (each request would extend it); a manual reconnect tries again sooner`, {}, Math.ceil(heldMs / 1000)),
-      );
-    }
     const id = this.nextId++;
     const timeoutMs = opts.timeoutMs ?? this.opts.requestTimeoutMs;
     return new Promise((resolve, reject) => {

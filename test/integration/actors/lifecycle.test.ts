@@ -115,6 +115,23 @@ test('a p-captcha on login is FAILED at once (no retry storm)', async () => {
   expect(failed.detail).toContain('captcha');
 });
 
+test("the broker's rate limit (429) on an order: FAILED at once, nothing more sent (each request extends the lockout), and orders answer CONNECTION_FAILED (re-probe: CONNECTED for an hour that could not trade or be reconnected)", async () => {
+  h = await startActorHarness();
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  await h.control('POST', '/faults', { rateLimit429: true });
+  const order = { type: 'place-order' as const, accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy' as const, qty: 1, orderType: 'limit' as const, price: 4990, timeInForce: 'day' as const };
+  // The first request the broker answers 429 (the order's contract lookup, here) stops the connection.
+  const first = await h.callError({ ...order, clOrdId: 'rl-1' });
+  expect(first.message).toContain('broker rate limit (429)');
+  const failed = await h.nextStatus('FAILED');
+  expect(failed.detail).toContain('broker rate limit (429)');
+  await h.control('DELETE', '/faults');
+  expect((await h.callError({ ...order, clOrdId: 'rl-2' })).code).toBe('CONNECTION_FAILED');
+  expect((await h.control('GET', '/state')).orders).toHaveLength(0);
+});
+
 test('a p-ticket on an order is honoured: wait p-time, resend with the ticket, one order placed', async () => {
   h = await startActorHarness();
   h.actor.start();
