@@ -99,9 +99,11 @@ export function requestFingerprint(
 
 /**
  * Codes that are never stored whatever their status: the request did not reach the broker and
- * a retry under the same key must run once the cause is gone (a FAILED connection reconnected).
+ * a retry under the same key must run once the cause is gone (a FAILED connection reconnected),
+ * or the key's order at the broker is another request's (a retry after a 504 with another body):
+ * stored, that 422 would answer the right retry too, and the key could never reconcile (re-probe).
  */
-const NOT_STORED_CODES: ReadonlySet<string> = new Set(['CONNECTION_FAILED']);
+const NOT_STORED_CODES: ReadonlySet<string> = new Set(['CONNECTION_FAILED', 'IDEMPOTENCY_KEY_REUSED']);
 
 /** Whether a handler answer with this status (and problem code) is committed for replay (see module comment). */
 export function isStoredStatus(status: number, code?: string): boolean {

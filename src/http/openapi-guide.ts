@@ -72,7 +72,8 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           'Same key and fingerprint after completion → the first answer, byte for byte, with Idempotent-Replayed: true and no broker call. ' +
           'Same key while the first request is running → 409 IDEMPOTENCY_KEY_IN_USE with Retry-After: 1. Same key, other request → 422 IDEMPOTENCY_KEY_REUSED.',
         'Stored: every answer 200–499 except 400, 401, 403, 404, 429 (those are rejected before anything runs; fix the request and retry with the same key) ' +
-          'and 409 CONNECTION_FAILED (nothing reached the broker: once the connection is back, the retry with the same key places the order). ' +
+          'and 409 CONNECTION_FAILED (nothing reached the broker: once the connection is back, the retry with the same key places the order), ' +
+          'and the 422 IDEMPOTENCY_KEY_REUSED of a retry after a 504 whose body is not the order the broker has under the key (the right body still reconciles). ' +
           'Never stored: 5xx. 503 means nothing reached the broker; 500 and 504 BROKER_TIMEOUT leave the outcome unknown, and the retry with the same key ' +
           'finds the order at the broker by its deterministic clOrdId (returning it) or places it — never a duplicate. ' +
           'The answer is committed durably before it is sent.',

@@ -29,7 +29,7 @@ export interface SampleState {
   /** When set, the order handler waits for it before answering. */
   hold?: Promise<void>;
   /** Status the failing handler throws with. */
-  failCode: 'BROKER_TIMEOUT' | 'BROKER_UNAVAILABLE' | 'BROKER_REJECTED';
+  failCode: 'BROKER_TIMEOUT' | 'BROKER_UNAVAILABLE' | 'BROKER_REJECTED' | 'IDEMPOTENCY_KEY_REUSED';
   failCalls: number;
 }
 

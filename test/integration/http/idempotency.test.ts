@@ -108,6 +108,17 @@ describe('idempotency', () => {
     expect(h.state.failCalls).toBe(calls + 1);
   });
 
+  it("never stores the actor's 422 for a retry whose body is not the key's order at the broker: the right body still reconciles (re-probe: one wrong retry blocked the key for 24 h)", async () => {
+    h.state.failCode = 'IDEMPOTENCY_KEY_REUSED';
+    const calls = h.state.failCalls;
+    const wrong = await place('mismatch-1', { symbol: 'ES', qty: 2 }, '/v1/accounts/7/fail');
+    expect(wrong.status).toBe(422);
+    h.state.failCode = 'BROKER_REJECTED';
+    const right = await place('mismatch-1', { symbol: 'ES', qty: 1 }, '/v1/accounts/7/fail');
+    expect(right.headers.get('idempotent-replayed')).toBeNull();
+    expect(h.state.failCalls).toBe(calls + 2);
+  });
+
   it('never stores validation failures: the same key works once the body is fixed', async () => {
     const bad = await place('corrected-1', { symbol: 'ES', qty: 0 });
     expect(bad.status).toBe(400);

@@ -83,6 +83,10 @@ describe('isStoredStatus', () => {
   it('stores executed outcomes, never pre-execution rejections or 5xx', () => {
     for (const s of [200, 201, 204, 409, 422]) expect(isStoredStatus(s)).toBe(true);
     for (const s of [400, 401, 403, 404, 429, 500, 503, 504]) expect(isStoredStatus(s)).toBe(false);
+    // Nothing sent: a retry under the key must still run (a FAILED connection back, the right body after a wrong one).
+    expect(isStoredStatus(409, 'CONNECTION_FAILED')).toBe(false);
+    expect(isStoredStatus(422, 'IDEMPOTENCY_KEY_REUSED')).toBe(false);
+    expect(isStoredStatus(422, 'BROKER_REJECTED')).toBe(true);
   });
 });
 
