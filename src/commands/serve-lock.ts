@@ -5,10 +5,12 @@
  * commands may still share the data dir with a running `serve` (LMDB is multi-process).
  *
  * Node has no flock, so the lock is a file (`serve.lock`: pid, host, start time) created with
- * O_EXCL and touched every few seconds. It is held while it is fresh, unless its holder is on
- * this host and gone (SIGKILL: a restart takes it over at once) or is this very process (a
- * container restarted with the same pid). A holder on another host (two containers on one volume)
- * is known only by its heartbeat: a lock not touched for `staleMs` is taken over.
+ * O_EXCL and touched every few seconds. A holder on this host holds it while its process lives,
+ * however late its heartbeat (a stopped or swapped-out process is still a server): it is taken
+ * over at once when that process is gone (SIGKILL), was started after the lock (its pid reused),
+ * or is this very process (a container restarted with the same pid). A holder on another host
+ * (two containers on one volume) is known only by its heartbeat: a lock not touched for `staleMs`
+ * is taken over, and a holder that finds its lock taken stops (`onLost`).
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
@@ -29,17 +31,23 @@ interface LockInfo {
 export interface ServeLockOptions {
   /** How often the holder touches the lock (ms). */
   beatMs?: number;
-  /** A lock not touched for this long is taken over (ms). */
+  /** A lock from another host not touched for this long is taken over (ms). */
   staleMs?: number;
+  /** Called once when the holder finds its lock taken by another serve: it must stop. */
+  onLost?(holder: string): void;
 }
+
+const TWO_SERVERS = 'Two servers on one data dir would each place orders: an Idempotency-Key in flight is known only to the process that holds it';
 
 /** The data dir is held by another running `serve`. */
 export class DataDirInUseError extends Error {
-  constructor(dataDir: string, holder: LockInfo) {
+  constructor(dataDir: string, holder: LockInfo | { damagedAgeMs: number }) {
     super(
-      `the data dir ${dataDir} is in use by another tradegate serve (pid ${holder.pid} on ${holder.host}, started ${holder.startedAt}): ` +
-        'stop it first, or give this one another --data-dir (TRADEGATE_DATA_DIR). Two servers on one data dir would each place orders: ' +
-        'an Idempotency-Key in flight is known only to the process that holds it',
+      'damagedAgeMs' in holder
+        ? `the data dir ${dataDir} has a serve.lock that is empty or damaged, written ${Math.round(holder.damagedAgeMs / 1000)} s ago (another serve starting?): ` +
+            'try again in 15 s, or remove it if no serve runs on this data dir'
+        : `the data dir ${dataDir} is in use by another tradegate serve (pid ${holder.pid} on ${holder.host}, started ${holder.startedAt}): ` +
+            `stop it first, or give this one another --data-dir (TRADEGATE_DATA_DIR). ${TWO_SERVERS}`,
     );
     this.name = 'DataDirInUseError';
   }
@@ -79,16 +87,41 @@ function readLock(path: string): { info: LockInfo | undefined; mtimeMs: number }
   }
 }
 
+/**
+ * When the process `pid` started (ms since the epoch), from /proc; undefined where /proc cannot
+ * say. Its start time is in clock ticks since boot (100 per second on Linux).
+ */
+function processStartMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[19]);
+    const boot = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+    if (!boot || !Number.isFinite(ticks)) return undefined;
+    return Number(boot[1]) * 1000 + ticks * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the lock's holder on this host is still the process that wrote it. */
+function holderLives(info: LockInfo): boolean {
+  if (info.pid === process.pid || !alive(info.pid)) return false;
+  const started = processStartMs(info.pid);
+  // A process started after the lock was written is another one under a reused pid (after a reboot).
+  return started === undefined || started <= Date.parse(info.startedAt) + 1_000;
+}
+
 /** The lock as found: its holder when it still holds it, or the stale lock to replace. */
-function look(path: string, staleMs: number): { holder?: LockInfo; stale?: { nonce: string | undefined; mtimeMs: number } } {
+function look(path: string, staleMs: number): { holder?: LockInfo | { damagedAgeMs: number }; stale?: { nonce: string | undefined; mtimeMs: number } } {
   const found = readLock(path);
   if (!found) return {};
   const stale = { nonce: found.info?.nonce, mtimeMs: found.mtimeMs };
-  if (Date.now() - found.mtimeMs >= staleMs) return { stale };
   const { info } = found;
-  if (!info) return { holder: { pid: 0, host: 'unknown', startedAt: new Date(found.mtimeMs).toISOString(), nonce: '' } };
-  if (info.host === hostname() && (info.pid === process.pid || !alive(info.pid))) return { stale };
-  return { holder: info };
+  const ageMs = Date.now() - found.mtimeMs;
+  if (info && info.host === hostname()) return holderLives(info) ? { holder: info } : { stale };
+  if (ageMs >= staleMs) return { stale };
+  return { holder: info ?? { damagedAgeMs: ageMs } };
 }
 
 /** Takes the data dir's serve lock, or throws DataDirInUseError naming its holder. */
@@ -118,9 +151,16 @@ export function acquireServeLock(dataDir: string, opts: ServeLockOptions = {}): 
     }
   }
   const ours = (): boolean => readLock(path)?.info?.nonce === mine.nonce;
+  let lost = false;
   const beat = setInterval(() => {
     try {
       if (ours()) utimesSync(path, new Date(), new Date());
+      else if (!lost) {
+        const now = readLock(path)?.info;
+        if (!now) return; // removed by hand: nothing to defend, nobody else holds it
+        lost = true;
+        opts.onLost?.(`pid ${now.pid} on ${now.host}, started ${now.startedAt}`);
+      }
     } catch {
       // the data dir went away; nothing to keep
     }

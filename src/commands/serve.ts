@@ -144,7 +144,13 @@ export async function run(argv: string[]): Promise<number> {
   const logger = createLogger(config.logLevel);
   // One serve per data dir (serve-lock.ts): a second would place orders beside the first.
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const lock = acquireServeLock(config.dataDir);
+  // A holder that finds its lock taken (another host's serve judged it stale) stops: two must never trade.
+  const lock = acquireServeLock(config.dataDir, {
+    onLost: (holder) => {
+      logger.fatal({ holder }, 'another serve took over this data dir: stopping');
+      process.kill(process.pid, 'SIGTERM');
+    },
+  });
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey ? { dataKey: config.dataKey } : {}), logger });
   // Records past 24 h already read as absent; the sweeper deletes them so the file stays bounded.
   store.idempotency.sweep();

@@ -11,8 +11,8 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const lockPath = () => join(dir, SERVE_LOCK_FILE);
-const writeHolder = (pid: number, host = hostname(), ageMs = 0) => {
-  writeFileSync(lockPath(), JSON.stringify({ pid, host, startedAt: '2026-11-27T03:00:00.000Z', nonce: 'other' }));
+const writeHolder = (pid: number, host = hostname(), ageMs = 0, startedAt = new Date().toISOString()) => {
+  writeFileSync(lockPath(), JSON.stringify({ pid, host, startedAt, nonce: 'other' }));
   const at = new Date(Date.now() - ageMs);
   utimesSync(lockPath(), at, at);
 };
@@ -22,6 +22,33 @@ describe('one serve per data dir', () => {
     writeHolder(process.ppid); // a live process on this host
     expect(() => acquireServeLock(dir)).toThrow(DataDirInUseError);
     expect(() => acquireServeLock(dir)).toThrow(`is in use by another tradegate serve (pid ${process.ppid} on ${hostname()}`);
+  });
+
+  it('a live holder on this host keeps its lock however late its heartbeat (re-probe: SIGSTOP for 16 s, and a second serve took over)', () => {
+    writeHolder(process.ppid, hostname(), 60_000);
+    expect(() => acquireServeLock(dir, { staleMs: 15_000 })).toThrow(DataDirInUseError);
+  });
+
+  it('a holder pid that now names a process started after the lock (a reboot reused it) is no holder', () => {
+    writeHolder(process.ppid, hostname(), 0, '2020-01-01T00:00:00.000Z');
+    acquireServeLock(dir).release();
+  });
+
+  it('an empty or damaged lock says so, and is taken over once stale', () => {
+    writeFileSync(lockPath(), '');
+    expect(() => acquireServeLock(dir)).toThrow('has a serve.lock that is empty or damaged');
+    const old = new Date(Date.now() - 20_000);
+    utimesSync(lockPath(), old, old);
+    acquireServeLock(dir).release();
+  });
+
+  it('a holder that finds its lock taken by another serve is told to stop', async () => {
+    const lost: string[] = [];
+    const lock = acquireServeLock(dir, { beatMs: 20, onLost: (h) => lost.push(h) });
+    writeHolder(4242, 'other-container');
+    await new Promise((r) => setTimeout(r, 80));
+    expect(lost).toEqual([expect.stringContaining('pid 4242 on other-container')]);
+    lock.release();
   });
 
   it('a lock written by this very process (a container restarted with the same pid) is taken over', () => {
