@@ -120,15 +120,29 @@ function samePrice(a: number | null | undefined, b: number | null | undefined): 
   return Math.abs(a - b) <= SAME_PRICE * Math.max(1, Math.abs(a));
 }
 
+/** The broker's legs of the key's order, as far as it has them (fixed-price legs are placed with their entry). */
+interface LegsAtBroker {
+  takeProfit: OrderRecord | null;
+  stopLoss: OrderRecord | null;
+}
+
 /** What of the request the broker's order under its key does not match, or undefined when it is this request's. */
-function differsFrom(order: OrderRecord, req: PlaceOrderRequest, bracketAsked: boolean, bracketAtBroker: boolean): string | undefined {
+function differsFrom(order: OrderRecord, req: PlaceOrderRequest, bracketAsked: boolean, bracketAtBroker: boolean, legs: LegsAtBroker, notedClientId: string | null | undefined): string | undefined {
   if (order.side !== req.side) return 'side';
   if (order.qty !== req.qty) return 'quantity';
   if (order.symbol !== req.symbol) return 'contract';
   if (order.type !== req.orderType) return 'order type';
   if (req.orderType !== 'market' && !samePrice(order.price, req.price)) return 'price';
   if ((req.orderType === 'stop' || req.orderType === 'stop_limit') && !samePrice(order.stopPrice, req.stopPrice)) return 'stop price';
+  if (order.timeInForce !== req.timeInForce) return 'time in force';
   if (bracketAsked !== bracketAtBroker) return bracketAsked ? 'a bracket asked for, none at the broker' : 'no bracket asked for, one at the broker';
+  // Fixed-price legs are at the broker with their entry: their prices are the request's (tick offsets become prices only at the fill).
+  const tp = req.takeProfit && 'price' in req.takeProfit ? req.takeProfit.price : undefined;
+  const sl = req.stopLoss && 'price' in req.stopLoss ? req.stopLoss.price : undefined;
+  if (tp !== undefined && legs.takeProfit && !samePrice(legs.takeProfit.price, tp)) return 'take-profit price';
+  if (sl !== undefined && legs.stopLoss && !samePrice(legs.stopLoss.stopPrice, sl)) return 'stop-loss price';
+  // What the first attempt noted (when it got that far): a label is part of the request.
+  if (notedClientId !== undefined && notedClientId !== (req.clientOrderId ?? null)) return 'clientOrderId';
   return undefined;
 }
 
@@ -152,7 +166,9 @@ function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): Plac
   // is noted on it. A bracket asked for is a bracket at the broker (a plain order answered as a
   // bracket entry with legs to come claimed protection nobody placed).
   const atBroker = ctx.model.record(id, req.symbol)!;
-  const differs = differsFrom(atBroker, req, hasBracket, link.role === 'entry');
+  const legRecord = (legId: number | null) => (legId ? (ctx.model.record(legId) ?? null) : null);
+  const noted = ctx.model.noteOf(id);
+  const differs = differsFrom(atBroker, req, hasBracket, link.role === 'entry', { takeProfit: legRecord(link.takeProfit), stopLoss: legRecord(link.stopLoss) }, noted ? (noted.clientOrderId ?? null) : undefined);
   if (differs) {
     throw new AppError(
       'IDEMPOTENCY_KEY_REUSED',

@@ -52,11 +52,31 @@ describe('placeOrder: single orders', () => {
       expect(err.message).toContain(`is not this request's (${what})`);
     }
     expect(ctx.model.noteOf(id)).toBeUndefined();
+    // Time in force (re-probe: day answered as gtc).
+    const tif = await rejected(placeOrder(ctx, newOrder({ ...plain, timeInForce: plain.timeInForce === 'day' ? 'gtc' : 'day' })));
+    expect(tif.message).toContain("(time in force)");
     // The request it was: reconciled, as a plain order.
     const same = await placeOrder(ctx, plain);
     expect(same).toMatchObject({ reconciled: true, order: { orderId: String(id), role: 'single', legs: { takeProfit: null, stopLoss: null } } });
     expect(broker.bodies('order/placeorder')).toEqual([]);
     expect(broker.bodies('order/placeoso')).toEqual([]);
+  });
+
+  it('a retry with other fixed leg prices, or another clientOrderId than the first attempt noted, is not that order (re-probe: answered as the original, relabelled)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const req = newOrder({ clOrdId: 'tg-k-legs', clientOrderId: 'alpha', takeProfit: { price: 5010 }, stopLoss: { price: 4990 } });
+    const first = await placeOrder(ctx, req);
+    for (const [change, what] of [
+      [{ takeProfit: { price: 5020 } }, 'take-profit price'],
+      [{ stopLoss: { price: 4980 } }, 'stop-loss price'],
+      [{ clientOrderId: 'beta' }, 'clientOrderId'],
+    ] as const) {
+      const err = await rejected(placeOrder(ctx, newOrder({ ...req, ...change })));
+      expect(err.code).toBe('IDEMPOTENCY_KEY_REUSED');
+      expect(err.message).toContain(`(${what})`);
+    }
+    expect(await placeOrder(ctx, req)).toMatchObject({ reconciled: true, order: { orderId: first.order.orderId, clientOrderId: 'alpha' } });
+    expect(broker.bodies('order/placeoso')).toHaveLength(1);
   });
 
   it('an order the broker has but tradegate never noted (a timed-out first attempt, a crash) answers with what the request says', async () => {
