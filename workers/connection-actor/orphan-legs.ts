@@ -54,12 +54,17 @@ function restingExits(working: readonly OrderRecord[], net: ReadonlyMap<string, 
     : working;
   for (const o of orders) {
     if (o.role !== 'single') continue;
+    // A market exit fills at once: it takes its contracts from under both kinds of leg.
+    const market = o.type === 'market';
     const kind = o.type === 'limit' ? 'take_profit' : o.type === 'stop' || o.type === 'stop_limit' ? 'stop_loss' : undefined;
     const position = net.get(o.symbol) ?? 0;
     const reduces = position > 0 ? o.side === 'sell' : position < 0 && o.side === 'buy';
-    if (!kind || !reduces || open(o) > Math.abs(position)) continue;
+    if ((!kind && !market) || !reduces || open(o) > Math.abs(position)) continue;
     const sums = out.get(o.symbol) ?? { take_profit: 0, stop_loss: 0, ids: [] };
-    sums[kind] += open(o);
+    if (market) {
+      sums.take_profit += open(o);
+      sums.stop_loss += open(o);
+    } else sums[kind!] += open(o);
     sums.ids.push(o.orderId);
     out.set(o.symbol, sums);
   }

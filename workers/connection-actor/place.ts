@@ -262,8 +262,10 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   let unknown: UnknownPlacement | undefined;
   const onLate = (answer: LateAnswer) => unknown?.answered(answer);
   try {
-    // A plain exit that will rest on a position: the legs make room before it is sent, and it is
-    // kept as an exit (cancelled, as a partial exit is, should the position go flat or smaller than it).
+    // A plain exit that will rest on a position or fill at once: the legs make room before it is
+    // sent (TV probe: a market partial exit sent as the full-size stop filled left the account
+    // short), and it is kept as an exit (cancelled, as a partial exit is, should the position go
+    // flat or smaller than it).
     const asExit = restsAsExit(ctx, req);
     if (asExit) await ctx.makeRoom?.(req.accountId, { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty });
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...req, reduceOnly: true } : req, account, hold, onLate));
@@ -286,12 +288,12 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
 }
 
 /**
- * A plain order that will rest on the position and reduce it: a limit or stop, no bracket, no larger
- * than what the position holds beyond the exits already resting on it (else, with them, it could
- * take the position past flat).
+ * A plain order that will rest on the position, or fill at once against it (market), and reduce
+ * it: no bracket, no larger than what the position holds beyond the exits already resting on it
+ * (else, with them, it could take the position past flat).
  */
 function restsAsExit(ctx: ActorContext, req: PlaceOrderRequest): boolean {
-  if (req.takeProfit || req.stopLoss || req.orderType === 'market') return false;
+  if (req.takeProfit || req.stopLoss) return false;
   const net = ctx.model.netPosition(req.accountId, req.symbol);
   const held = req.side === 'sell' ? net : -net;
   // The resting exits are counted only for an order the position could take at all.

@@ -79,6 +79,23 @@ describe('orphaned bracket legs', () => {
     expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
   });
 
+  it('a market partial exit makes room too, cutting both legs before it is sent (TV probe: sent as the full-size stop filled, it left the account short 1 with no stop)', async () => {
+    const s = setup(60_000);
+    s.broker.oco = false;
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    const exit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null, reduceOnly: true } as never));
+    const sent = s.broker.sent.map((r) => r.endpoint);
+    expect(sent.lastIndexOf('order/modifyorder')).toBeLessThan(sent.lastIndexOf('order/placeorder'));
+    expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty]).sort()).toEqual(
+      [[placed.legs!.takeProfit!.orderId, 1], [placed.legs!.stopLoss!.orderId, 1]].sort(),
+    );
+    // The stop fills for what is left as the exit fills: flat, never short.
+    s.broker.fill(Number(placed.legs!.stopLoss!.orderId), 1, 4990);
+    s.broker.fill(Number(exit.order.orderId), 1, 4990);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
+  });
+
   it('an API exit resting on a bracketed position (a plain stop sell of 1 on long 2) makes room too; a resting sell larger than the position (a reversal) does not', async () => {
     const s = setup(60_000);
     s.broker.oco = false;
