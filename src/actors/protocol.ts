@@ -56,6 +56,11 @@ export interface FlattenRequest {
 export interface ListRequest {
   type: 'working-orders' | 'positions' | 'trade-history';
   accountId: string;
+  /**
+   * Positions: read once the account's orders on their way have reached the broker (up to its
+   * settle time each), as a reversal must (TV probe: the entry sent 100 ms before it was missed).
+   */
+  settled?: boolean;
 }
 
 export interface AccountsRequest {

@@ -9,7 +9,7 @@ import { contractRoot } from '../../src/domain/symbols.js';
 import { BrokerConnection } from '../../src/broker/tradovate/connection.js';
 import { BROKER_TIMEOUTS, CONNECTION_TUNING, type ConnectionTuning } from '../../src/tuning.js';
 import { OrderModel } from './order-model.js';
-import { placeOrder } from './place.js';
+import { placeOrder, placementsSettled } from './place.js';
 import { UnknownOutcomes } from './unknown-outcomes.js';
 import { cancelOrder, watchOwedLegs } from './cancel.js';
 import { flatten } from './flatten.js';
@@ -136,6 +136,7 @@ export class ConnectionActor {
         this.readable(req.accountId);
         return this.model.workingOrdersPage(req.accountId, req.after, req.limit);
       case 'positions':
+        if (req.settled) await placementsSettled(this.ctx, req.accountId);
         this.readable(req.accountId);
         return this.model.positions(req.accountId);
       case 'trade-history': {

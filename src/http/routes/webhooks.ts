@@ -207,7 +207,8 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
 /** How many contracts the account holds against `side` in the contract (every month of its product, when named by product). */
 async function heldAgainst(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, of: { contract: string; product: boolean; side: 'buy' | 'sell' }): Promise<number> {
   const root = contractRoot(of.contract)?.root;
-  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id }, WEBHOOK_TIMEOUT);
+  // After the account's orders on their way: an entry sent just before this reversal is held.
+  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT);
   let held = 0;
   for (const p of rows) {
     if (of.product ? contractRoot(p.symbol)?.root !== root : p.symbol !== of.contract) continue;

@@ -158,6 +158,24 @@ describe('webhook alerts', () => {
     }
   });
 
+  it('a reversal sent while the entry before it is still on its way to the broker closes that entry (TV probe: with 150 ms to the broker it read flat and the account ended flat, the strategy short 1)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    await control(s, 'POST', '/faults', { latencyMs: 150 });
+    try {
+      const entry = alert(fire('buy', '1', 'long', 'Long', 1), 'text/plain');
+      await new Promise((r) => setTimeout(r, 60));
+      const reversal = await alert(fire('sell', '2', 'short', 'Short', -1), 'text/plain');
+      expect((await entry).status).toBe(201);
+      expect(reversal.status, reversal.text).toBe(201);
+      expect(reversal.json).toMatchObject({ order: { side: 'sell', qty: 1 }, flatten: { symbol: ES } });
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await positions(account)).find((p) => p.symbol === ES)?.netQty === -1, 'short 1');
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+  });
+
   it('pyramided entries of one strategy order in the same second both trade with the template (its id holds the position size); the same alert again is a replay', async () => {
     const second = new Date().toISOString().replace(/\.\d+Z$/, 'Z'); // {{timenow}} has whole seconds
     const first = await alert(fire('buy', '1', 'long', 'Long', 1, second), 'text/plain');

@@ -121,6 +121,8 @@ describe('POST /webhooks/:token partial exits', () => {
     const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 3, marketPosition: 'short', stopLoss: { ticks: 8 } });
     expect(res.status).toBe(201);
     expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten', 'place-order']);
+    // Read once the account's orders on their way reached the broker (an entry just before is held).
+    expect(w.gateway.calls[0]!.req).toMatchObject({ type: 'positions', settled: true });
     expect(w.gateway.calls[1]!.req).toMatchObject({ symbol: 'ESZ6', symbolOnly: true, productOnly: true });
     expect(w.gateway.calls[2]!.req).toMatchObject({ side: 'sell', qty: 2, stopLoss: { offsetPoints: 2 } });
     // The open refused after the close: the answer says the close happened.
