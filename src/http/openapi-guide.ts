@@ -195,7 +195,7 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
         'Create a webhook token (POST /api/v1/webhook-tokens {accountId, name, strategyId?}); the answer holds the URL …/api/v1/webhooks/whk_<id>_<secret>. ' +
           'Paste it into the alert\'s Webhook URL and the template below into its Message. JSON sent as application/json or text/plain is accepted.',
         'Fields: action buy|sell|close|flat|flatten|exit (aliases long, short), symbol (alias ticker), qty (aliases quantity, contracts; numeric strings accepted), ' +
-          'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), marketPosition (alias sentiment), marketPositionSize, id (dedupe key, 24 h, per token), time. ' +
+          'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), marketPosition (alias sentiment), marketPositionSize, id (dedupe key with the body, 24 h, per token: the same id with another body is another alert), time. ' +
           'Unknown fields are ignored and echoed in warnings. More than one take-profit or stop-loss, trailing stops, breakeven or scale-outs → 400.',
         'close/flat/flatten/exit cancels every resting order and closes every position of the bound account (with symbol: 409 SYMBOL_MISMATCH when the account holds another symbol; nothing closed). ' +
           'marketPosition is the strategy\'s position after the alert ({{strategy.market_position}}: long, short or flat; bullish, bearish accepted). ' +

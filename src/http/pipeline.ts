@@ -60,6 +60,8 @@ export interface Exchange {
   request?: RouteRequest<unknown, unknown>;
   idempotencyKey?: string;
   ticket?: IdempotencyTicket;
+  /** The route's handler was called (its refusals are its own to report). */
+  handlerRan?: boolean;
 }
 
 /** How a request ends early: its answer, whether to close the connection after it, what went wrong. */
@@ -205,6 +207,7 @@ async function idempotentThenRun(deps: PipelineDeps, ex: Exchange, t1: number): 
 function failedStage(deps: PipelineDeps, ex: Exchange, err: unknown): Promise<void> | undefined {
   ex.ticket?.release();
   ex.ticket = undefined;
+  if (err instanceof AppError && ex.authd && !ex.handlerRan) ex.route?.refused?.({ auth: ex.authd.auth, body: ex.request?.body, requestId: ex.requestId }, err);
   if (err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(err) });
   return replyStage(deps, ex, { reply: internalReply(ex), error: err });
 }
@@ -404,9 +407,12 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   const parsed = header !== undefined ? parseIdempotencyKey(header) : parseBodyIdempotencyKey(fromBody!);
   const scope = route.idempotencyScope?.(ex.authd.auth);
   // Scopes hold no space, so the first space ends the scope: no key of one scope can spell another's.
-  const key = scope === undefined ? parsed : `${scope} ${parsed}`;
-  ex.idempotencyKey = key;
   const fingerprint = requestFingerprint(route.method, route.path, route.fingerprintParams === false ? {} : request.params, request.body, request.query);
+  const scoped = scope === undefined ? parsed : `${scope} ${parsed}`;
+  // An alert's `id` names it with its body: a repeat delivery is byte for byte the same, and the
+  // same id on another alert (two fills of a strategy in one second) is another alert, traded.
+  const key = header === undefined && route.bodyKeyNamesBody === true ? `${scoped} ${fingerprint.slice(0, 32)}` : scoped;
+  ex.idempotencyKey = key;
   const outcome = await deps.gate.begin(ex.authd.auth.userId, key, fingerprint);
   if (outcome.kind === 'in-flight') throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in flight', {}, 1);
   if (outcome.kind === 'mismatch') throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for a different request');
@@ -426,6 +432,7 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
 export function handlerStage(deps: PipelineDeps, ex: Exchange): Stop | Promise<Stop> {
   // A write whose client is gone is not started: its answer cannot be sent, and a retry would repeat it.
   if (ex.method !== 'GET' && ex.handle.aborted) return notStarted(ex);
+  ex.handlerRan = true;
   let out: RouteResponse | Promise<RouteResponse>;
   try {
     out = ex.route!.handler(new HandlerContext(deps, ex));

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type { Scope } from '../domain/connections.js';
 import type { Logger } from '../log.js';
 import type { GuardNarrowing } from '../domain/guards.js';
-import type { ProblemCode } from '../domain/problems.js';
+import type { AppError, ProblemCode } from '../domain/problems.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -130,7 +130,21 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * replay the alerts the old one took, not answer IDEMPOTENCY_KEY_REUSED.
    */
   fingerprintParams?: false;
+  /**
+   * true: a key taken from the body (`idempotencyKeyFrom`) names the request together with its
+   * fingerprint, so the same key with another body is another request, never 422. The webhook
+   * receiver's: TradingView never resends an alert, a repeat delivery is byte-identical, and a
+   * template's id can repeat within its one-second clock (TV probe: a reversal and the entry back
+   * in one second, the second answered 422 and not traded).
+   */
+  bodyKeyNamesBody?: true;
   responses: ResponseDoc[];
+  /**
+   * Told of a request refused after it was authenticated but before its handler ran (its body not
+   * JSON or not valid, its Idempotency-Key in use or reused): the webhook receiver journals those
+   * alerts too, where a broken template shows.
+   */
+  refused?(request: { auth: AuthContext; body: unknown; requestId: string }, err: AppError): void;
   /** Async as a rule; a handler that answers from memory may answer synchronously (no promise, no await). */
   handler(ctx: RouteContext<B, Q>): Promise<RouteResponse> | RouteResponse;
 }

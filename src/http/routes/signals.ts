@@ -8,7 +8,7 @@ import { AppError, type ProblemCode } from '../../domain/problems.js';
 import type { JournalEntry } from '../../store/index.js';
 import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
 import { contractRoot } from '../../domain/symbols.js';
-import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
+import { defineRoute, type AuthContext, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, errors, nowOf, refuseNarrowedKey, type RouteDeps } from './common.js';
 import type { Logger } from '../../log.js';
@@ -223,13 +223,16 @@ function closedBy(target: NonNullable<LateFollowUp['flatten']>, symbol: string):
 /** Wraps the webhook receiver so each alert that reaches it is journaled under its token. */
 export function journalAlerts(deps: RouteDeps, route: RouteDef<any, any>): RouteDef<any, any> {
   const inner = route.handler;
-  const record = (ctx: RouteContext<unknown, unknown>, res: RouteResponse | undefined, err: unknown) => {
-    const token = ctx.auth.webhook;
+  const journal = (auth: AuthContext, body: unknown, requestId: string, res: RouteResponse | undefined, err: unknown) => {
+    const token = auth.webhook;
     if (!token) return;
-    deps.store.journal.append({ userId: ctx.auth.userId, accountId: token.accountId, kind: ALERT_KIND, ref: alertRef(token.tokenId), request: alertRequest(ctx.req.body, ctx.requestId), outcome: alertOutcome(res, err) });
+    deps.store.journal.append({ userId: auth.userId, accountId: token.accountId, kind: ALERT_KIND, ref: alertRef(token.tokenId), request: alertRequest(body, requestId), outcome: alertOutcome(res, err) });
   };
+  const record = (ctx: RouteContext<unknown, unknown>, res: RouteResponse | undefined, err: unknown) => journal(ctx.auth, ctx.req.body, ctx.requestId, res, err);
   return {
     ...route,
+    // Refused before the handler (not JSON, invalid, the id reused): listed too (re-probe: a broken template left no trace).
+    refused: ({ auth, body, requestId }, err) => journal(auth, body, requestId, undefined, err),
     async handler(ctx) {
       let res: RouteResponse;
       try {
@@ -280,7 +283,7 @@ export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: "A token's recent alerts with their outcome, newest first (from the journal)",
     description:
       'The most recent alerts (`limit`, default 20, at most 100), newest first; not paged: `nextCursor` is always null, and older alerts are not listed here. ' +
-      'Alerts refused before the token was recognised (unknown URL, malformed JSON, rate limit) are not listed; replays of a deduplicated alert are not listed again.',
+      'Alerts refused before the token was recognised (an unknown URL) or by its rate limit are not listed; those refused after (not JSON, invalid fields) are; replays of a deduplicated alert are not listed again.',
     tags: ['webhooks'],
     query: alertsQuerySchema,
     responses: [{ status: 200, description: 'Alerts', schema: listOf(alertSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND')],

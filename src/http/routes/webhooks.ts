@@ -82,7 +82,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'of the quantity is opened with the bracket (201 with both `order` and `flatten`; 200 when nothing is left to open). Aliases: ticker → ' +
         'symbol, quantity/contracts → qty; numeric strings in plain decimal notation accepted (qty a whole number: `"2"`, never `"1e3"`). One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
         'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED (a switch for one set to off, `"trail": 0`, is ignored with a warning). Unknown fields are ignored and listed ' +
-        'in `warnings`. `id` deduplicates for 24 h, per token: the same `id` sent to another token is another alert. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
+        'in `warnings`. `id` deduplicates for 24 h, per token, with the body: a repeat delivery (the same body) is replayed, the same `id` with another body or sent to another token is another alert. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
         'An entry that breaks the account’s risk guards (or the token’s narrowing of them) answers 403 RISK_GUARD; close/flatten never does.\n\n' +
         `TradingView alert message:\n\n\`\`\`json\n${TRADINGVIEW_TEMPLATE}\n\`\`\``,
       tags: ['webhooks'],
@@ -94,6 +94,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       // Per token (`webhook:<tokenId>`): the same alert on two tokens places two orders.
       idempotencyScope: (auth) => auth.principalId,
       fingerprintParams: false,
+      bodyKeyNamesBody: true,
       responses: [
         { status: 201, description: 'Order placed', schema: webhookResponseSchema },
         { status: 200, description: 'Account flattened', schema: webhookResponseSchema },

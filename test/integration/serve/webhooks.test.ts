@@ -176,6 +176,37 @@ describe('webhook alerts', () => {
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
   });
 
+  it('a strategy that reverses and comes back within one second: the template id repeats with another body, and that alert is traded, not refused (TV probe: 422, the account short while the strategy was long)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    // A second of its own (another test's alerts of this second would be the same alerts).
+    const second = new Date(Date.now() - 7_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    const long = await alert(fire('buy', '1', 'long', 'Long', 1, second), 'text/plain');
+    const short = await alert(fire('sell', '2', 'short', 'Short', -1, second), 'text/plain');
+    const back = await alert(fire('buy', '2', 'long', 'Long', 1, second), 'text/plain');
+    expect([long.status, short.status, back.status], back.text).toEqual([201, 201, 201]);
+    expect(back.headers.get('idempotent-replayed')).toBeNull();
+    await eventually(async () => (await positions(account)).find((p) => p.symbol === ES)?.netQty === 1, 'long 1 again');
+    // A repeat delivery of that alert, byte for byte, is still a replay.
+    const again = await alert(fire('buy', '2', 'long', 'Long', 1, second), 'text/plain');
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+  });
+
+  it("an alert refused before it could be traded (not JSON, an invalid field) is listed in the token's alerts (re-probe: a broken template left no trace)", async () => {
+    const broken = await alert('{"action":"buy","symbol":"ES1!","qty":"{{strategy.order.contracts}}"', 'text/plain');
+    expect(broken.status).toBe(400);
+    const invalid = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, tp: null });
+    expect(invalid.status).toBe(400);
+    const listed = await eventually(async () => {
+      const list = (await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[];
+      const ids = [broken, invalid].map((r) => r.headers.get('x-request-id'));
+      return ids.every((id) => list.some((a) => a.requestId === id)) ? list : undefined;
+    }, 'both refusals listed');
+    const entry = listed.find((a) => a.requestId === broken.headers.get('x-request-id'));
+    expect(entry).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' });
+  });
+
   it('pyramided entries of one strategy order in the same second both trade with the template (its id holds the position size); the same alert again is a replay', async () => {
     const second = new Date().toISOString().replace(/\.\d+Z$/, 'Z'); // {{timenow}} has whole seconds
     const first = await alert(fire('buy', '1', 'long', 'Long', 1, second), 'text/plain');
