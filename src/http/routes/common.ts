@@ -81,14 +81,20 @@ export function userAccounts(deps: RouteDeps, userId: string): OwnedAccount[] {
   return out;
 }
 
-/** 503 for a request to a disabled connection: no Retry-After, only enabling it helps. */
+/**
+ * 503 for a request to a disabled connection: only an operator enabling it helps, so its
+ * Retry-After (every 503 carries one, DESIGN §3) is a minute, not the default second.
+ */
 export function connectionDisabled(connectionId: string): AppError {
   return new AppError(
     'BROKER_UNAVAILABLE',
     `Broker connection ${connectionId} is disabled: an operator enables it with \`tradegate connections enable ${connectionId}\``,
     { connectionId, connectionStatus: 'DISABLED' },
+    DISABLED_RETRY_AFTER_S,
   );
 }
+
+const DISABLED_RETRY_AFTER_S = 60;
 
 /**
  * Why an account id of the caller may simply not be known yet, as the error to answer instead
@@ -98,13 +104,19 @@ export function connectionDisabled(connectionId: string): AppError {
  */
 export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError | undefined {
   let failed: AppError | undefined;
+  let disabled: AppError | undefined;
   for (const conn of deps.store.connections.listByUser(userId)) {
-    if (conn.disabled || deps.gateway.accounts(conn.id).length > 0) continue;
+    if (deps.gateway.accounts(conn.id).length > 0) continue;
+    // Disabled before this process saw its accounts (a restart): its accounts are simply unknown (re-probe: 404).
+    if (conn.disabled) {
+      disabled ??= connectionDisabled(conn.id);
+      continue;
+    }
     const status = deps.gateway.status(conn.id);
     if (status?.status === 'FAILED') failed ??= connectionFailed(conn.id, status.detail);
     else if (status?.status !== 'CONNECTED') return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
   }
-  return failed;
+  return failed ?? disabled;
 }
 
 /**

@@ -80,7 +80,8 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   if (found) return { accountId, connectionId: actorRuns(deps, found.connectionId) ? found.connectionId : null };
   const unsynced = unsyncedAccountsError(deps, userId);
-  if (unsynced?.code === 'CONNECTION_FAILED' || (!unsynced && stoppedWithoutAccounts(deps, userId))) {
+  const stopped = unsynced?.code === 'CONNECTION_FAILED' || unsynced?.extensions.connectionStatus === 'DISABLED' || (!unsynced && stoppedWithoutAccounts(deps, userId));
+  if (stopped) {
     if (GUARD_ACCOUNT_ID.test(accountId) && !reportedByAnyConnection(deps, accountId) && mayHoldAnother(deps, userId, accountId)) return { accountId, connectionId: null };
     throw new AppError('NOT_FOUND', 'Not found');
   }

@@ -212,6 +212,9 @@ describe('a disabled connection (ops probe)', () => {
     expect(w.gateway.calls).toEqual([]);
     // Another user's account stays 404.
     expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '201' } })).code).toBe('NOT_FOUND');
+    // Its accounts are unknown now, not gone: 503 naming the disabled connection, a minute's Retry-After (re-probe: 404).
+    const read = await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '101' } });
+    expect(read).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 60, extensions: { connectionStatus: 'DISABLED', connectionId: w.a.connectionId } });
   });
 
   it('disabled while running (its accounts still known): positions and orders answer 503 naming it, not 404 "connection not found"', async () => {
@@ -220,7 +223,7 @@ describe('a disabled connection (ops probe)', () => {
     const err = await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '101' } });
     expect(err).toMatchObject({ code: 'BROKER_UNAVAILABLE', status: 503, extensions: { connectionId: w.a.connectionId, connectionStatus: 'DISABLED' } });
     expect(err.message).toContain(`tradegate connections enable ${w.a.connectionId}`);
-    expect(err.retryAfterSeconds).toBeUndefined();
+    expect(err.retryAfterSeconds).toBe(60);
     expect(w.gateway.calls).toEqual([]);
   });
 });
