@@ -137,9 +137,14 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // as exposure: a max position of 1 refused every reversal and left the account long.
         let closed: Awaited<ReturnType<typeof webhookFlatten>> | null = null;
         if (intent.entry) {
-          const held = await heldAgainst(deps, ctx as RouteContext<unknown, unknown>, owned, { contract: plan.order.symbol, product: namesProduct(input.symbol, now), side: input.side });
+          const { against: held, same } = await heldIn(deps, ctx as RouteContext<unknown, unknown>, owned, { contract: plan.order.symbol, product: namesProduct(input.symbol, now), side: input.side });
+          const size = intent.positionSize;
+          // An alert for more than the strategy then holds reverses it (the rest closed its other
+          // side): that side's position and resting orders go first, even where the account is flat
+          // already (TV probe: a resting buy limit of the old long filled after the reversal).
+          const reversing = held > 0 || (size !== undefined && plan.order.qty > size);
           let open = plan.order.qty;
-          if (held > 0) {
+          if (reversing) {
             closed = await webhookFlatten(deps, ctx as RouteContext<unknown, unknown>, owned, input.symbol, true);
             open -= held;
             if (open <= 0) {
@@ -147,16 +152,23 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
               return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten: closed }) };
             }
           }
-          // The strategy's position after the alert caps what is opened: a reversal (`sell 2` from
-          // long 1) reaching an account its stop already closed would otherwise open short 2.
-          const size = intent.positionSize;
-          if (size !== undefined && open > size) {
-            const side = input.side === 'buy' ? 'long' : 'short';
-            intent.warnings.push(
-              `marketPositionSize ${size}: ${size} opened, not ${open}: the strategy is ${side} ${size} after this alert, which reverses ` +
-                `${plan.order.qty - size}; the account held ${held} the other way (closed at the broker already, by a stop or target?)`,
-            );
-            open = size;
+          // The strategy's position after the alert caps what the account holds on its side: a
+          // reversal reaching an account its stop already closed would otherwise open short 2, and
+          // one reaching an account already short 1 would make it short 2 (re-probe).
+          if (size !== undefined) {
+            const onItsSide = closed ? 0 : same;
+            const room = Math.max(0, size - onItsSide);
+            if (open > room) {
+              const side = input.side === 'buy' ? 'long' : 'short';
+              intent.warnings.push(
+                `marketPositionSize ${size}: ${room} opened, not ${open}: the strategy is ${side} ${size} after this alert; the account held ` +
+                  `${onItsSide} ${side} and ${held} the other way`,
+              );
+              open = room;
+            }
+            if (open <= 0) {
+              return { status: 200, body: Object.assign({}, base, { action: closed ? ('flatten' as const) : input.side, order: null, flatten: closed }) };
+            }
           }
           if (held > 0) intent.warnings.push(`reversal: the ${held} held the other way closed first, then ${open} opened`);
           if (open !== plan.order.qty) plan = planOrder({ ...input, qty: open }, owned.account.id, now, orderLimits(deps.config));
@@ -205,15 +217,18 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
   });
 }
 
-/** How many contracts the account holds against `side` in the contract (every month of its product, when named by product). */
-async function heldAgainst(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, of: { contract: string; product: boolean; side: 'buy' | 'sell' }): Promise<number> {
+/** How many contracts the account holds against `side`, and on it, in the contract (every month of its product, when named by product). */
+async function heldIn(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, of: { contract: string; product: boolean; side: 'buy' | 'sell' }): Promise<{ against: number; same: number }> {
   const root = contractRoot(of.contract)?.root;
   // After the account's orders on their way: an entry sent just before this reversal is held.
   const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT);
-  let held = 0;
+  let against = 0;
+  let same = 0;
   for (const p of rows) {
     if (of.product ? contractRoot(p.symbol)?.root !== root : p.symbol !== of.contract) continue;
-    if (of.side === 'buy' ? p.netQty < 0 : p.netQty > 0) held += Math.abs(p.netQty);
+    const mine = of.side === 'buy' ? p.netQty > 0 : p.netQty < 0;
+    if (mine) same += Math.abs(p.netQty);
+    else against += Math.abs(p.netQty);
   }
-  return held;
+  return { against, same };
 }

@@ -150,12 +150,26 @@ describe('webhook alerts', () => {
       // at the broker): the template's marketPositionSize opens short 1, not the alert's 2.
       const late = await alert(fire('sell', '2', 'short', 'Short 2', -1), 'text/plain');
       expect(late.status, late.text).toBe(201);
-      expect(late.json).toMatchObject({ action: 'sell', order: { side: 'sell', qty: 1 }, flatten: null });
+      // A reversal all the same: the symbol's resting orders of the old side went first (none here).
+      expect(late.json).toMatchObject({ action: 'sell', order: { side: 'sell', qty: 1 }, flatten: { symbol: ES, cancelledOrderIds: [], positions: [] } });
       await eventually(async () => (await positions(account)).some((p) => p.netQty === -1) && (await working(account)).length === 2, 'short 1 with its legs');
       expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
     } finally {
       await api('PUT', `/api/v1/accounts/${account}/guards`, {});
     }
+  });
+
+  it("a reversal on a flat account cancels the old side's resting entry (TV probe: the strategy's buy limit filled after it, and the account ended flat against a short strategy)", async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    const resting = await alert({ ...JSON.parse(fire('buy', '1', 'long', 'Long limit', 1)), orderType: 'limit', price: '4990' });
+    expect(resting.status, resting.text).toBe(201);
+    const reversal = await alert(fire('sell', '2', 'short', 'Short', -1), 'text/plain');
+    expect(reversal.status, reversal.text).toBe(201);
+    expect(reversal.json.flatten.cancelledOrderIds).toContain(resting.json.order.orderId);
+    await eventually(async () => (await positions(account)).find((p) => p.symbol === ES)?.netQty === -1, 'short 1');
+    expect((await working(account)).some((o) => o.orderId === resting.json.order.orderId)).toBe(false);
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
   });
 
   it('a reversal sent while the entry before it is still on its way to the broker closes that entry (TV probe: with 150 ms to the broker it read flat and the account ended flat, the strategy short 1)', async () => {

@@ -141,9 +141,25 @@ describe('POST /webhooks/:token partial exits', () => {
     w.gateway.responder.positions = () => [];
     const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', marketPositionSize: '1', stopLoss: { ticks: 8 } });
     expect(res.status).toBe(201);
-    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'place-order']);
-    expect(w.gateway.calls[1]!.req).toMatchObject({ side: 'sell', qty: 1, stopLoss: { offsetPoints: 2 } });
+    // A reversal all the same: the old side's resting orders go first (TV probe: a resting buy limit of the old long filled after it).
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten', 'place-order']);
+    expect(w.gateway.calls[2]!.req).toMatchObject({ side: 'sell', qty: 1, stopLoss: { offsetPoints: 2 } });
     expect(webhookResponseSchema.parse(res.body).warnings[0]).toMatch(/^marketPositionSize 1: 1 opened, not 2: the strategy is short 1 after this alert/);
+  });
+
+  it('marketPositionSize counts what the account already holds on its side: an entry never takes it past the strategy (re-probe: short 1 and a sell for short 1 made it short 2)', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
+    // Pyramiding from long 1 to long 2: 1 opened.
+    await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 2 });
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'place-order']);
+    expect(w.gateway.calls[1]!.req).toMatchObject({ side: 'buy', qty: 1 });
+    // The account long 2 already (the strategy's earlier alert traded twice?): nothing more.
+    w.gateway.calls.length = 0;
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 2, avgPrice: 5000, openedAt: null }];
+    const res = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 2 });
+    expect(res.status).toBe(200);
+    expect(webhookResponseSchema.parse(res.body)).toMatchObject({ action: 'buy', order: null, flatten: null });
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions']);
   });
 
   it('marketPositionSize caps the rest of a reversal; a pyramid entry within it opens its qty', async () => {
