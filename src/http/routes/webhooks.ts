@@ -136,6 +136,15 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // would work against the new position until fitted, sized for the whole order, and count
         // as exposure: a max position of 1 refused every reversal and left the account long.
         let closed: Awaited<ReturnType<typeof webhookFlatten>> | null = null;
+        // A partial exit that names the product (ES1!) after the roll reduces the month the account
+        // holds, as exits and reversals do (TV probe: 409 "holds no ESH7" while long ESZ6).
+        if (intent.reduce && namesProduct(input.symbol, now)) {
+          const held = await heldMonth(deps, ctx as RouteContext<unknown, unknown>, owned, plan.order.symbol, input.side);
+          if (held !== undefined && held !== plan.order.symbol) {
+            intent.warnings.push(`${input.symbol} names ${plan.order.symbol} now; the account's ${held} position is the one reduced`);
+            plan = planOrder({ ...input, symbol: held }, owned.account.id, now, orderLimits(deps.config));
+          }
+        }
         if (intent.entry) {
           const { against: held, same } = await heldIn(deps, ctx as RouteContext<unknown, unknown>, owned, { contract: plan.order.symbol, product: namesProduct(input.symbol, now), side: input.side });
           const size = intent.positionSize;
@@ -215,6 +224,19 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
       err.retryAfterSeconds,
     );
   });
+}
+
+/**
+ * For a partial exit on `side` that names a product: `front` when the account holds a position
+ * there it reduces, else the one other month of the product it holds such a position in (the
+ * month before the roll); undefined when there is none or more than one.
+ */
+async function heldMonth(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, front: string, side: 'buy' | 'sell'): Promise<string | undefined> {
+  const root = contractRoot(front)?.root;
+  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT);
+  const reducible = rows.filter((p) => contractRoot(p.symbol)?.root === root && (side === 'sell' ? p.netQty > 0 : p.netQty < 0)).map((p) => p.symbol);
+  if (reducible.includes(front)) return front;
+  return reducible.length === 1 ? reducible[0] : undefined;
 }
 
 /** How many contracts the account holds against `side`, and on it, in the contract (every month of its product, when named by product). */

@@ -102,11 +102,25 @@ describe('POST /webhooks/:token partial exits', () => {
   it("a sell that leaves the strategy long goes to the actor as reduce-only, with no bracket, not even the strategy's", async () => {
     const strategy = await w.store.strategies.create(w.a.userId, { name: 's', description: '', symbol: 'ES1!', qty: 3, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
     await w.store.webhookTokens.update(w.a.userId, tokenId, { strategyId: strategy.id });
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 3, avgPrice: 5000, openedAt: null }];
     const res = await alert({ action: 'sell', qty: 1, stopLoss: { ticks: 8 }, marketPosition: 'long' });
     expect(res.status).toBe(201);
     expect(webhookResponseSchema.parse(res.body).warnings).toEqual(["'stopLoss' ignored: a partial exit (marketPosition long) only reduces the position"]);
-    const sent = w.gateway.calls[0]!.req as PlaceOrderRequest;
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'place-order']);
+    const sent = w.gateway.calls[1]!.req as PlaceOrderRequest;
     expect(sent).toMatchObject({ type: 'place-order', side: 'sell', qty: 1, symbol: 'ESZ6', reduceOnly: true, takeProfit: null, stopLoss: null });
+  });
+
+  it('a partial exit naming the product reduces the month the account holds when the front month is another (the roll; TV probe: 409 "holds no ESH7" while long ESZ6)', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESH7', netQty: 2, avgPrice: 5000, openedAt: null }];
+    const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'long' });
+    expect(res.status).toBe(201);
+    expect(w.gateway.calls[1]!.req).toMatchObject({ type: 'place-order', symbol: 'ESH7', side: 'sell', qty: 1, reduceOnly: true });
+    expect(webhookResponseSchema.parse(res.body).warnings).toEqual(["ES1! names ESZ6 now; the account's ESH7 position is the one reduced"]);
+    // A month named (ESZ6) is that month only.
+    w.gateway.calls.length = 0;
+    await alert({ action: 'sell', symbol: 'ESZ6', qty: 1, marketPosition: 'long' });
+    expect(w.gateway.calls.map((c) => [c.req.type, (c.req as { symbol?: string }).symbol])).toEqual([['place-order', 'ESZ6']]);
   });
 
   it('an entry is sent without reduceOnly', async () => {
