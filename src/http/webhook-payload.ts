@@ -262,8 +262,9 @@ function parseMarketPosition(value: unknown): MarketPosition | undefined {
 function parsePositionSize(value: unknown): number | undefined {
   if (value === undefined || value === null) return undefined;
   refuseEmpty('marketPositionSize', value);
-  const plain = typeof value === 'number' || (typeof value === 'string' && /^\d+$/.test(value.trim()));
-  const n = plain ? Number(typeof value === 'string' ? value.trim() : value) : NaN;
+  // Digits only in a string, as for qty (" 1" is a template that came out wrong, not a size).
+  const plain = typeof value === 'number' || (typeof value === 'string' && /^\d+$/.test(value));
+  const n = plain ? Number(value) : NaN;
   if (!Number.isSafeInteger(n) || n < 0) {
     throw invalid('marketPositionSize', `'${String(value)}' is not a whole number of contracts, 0 or more ({{strategy.market_position_size}})`);
   }

@@ -460,12 +460,12 @@ describe('parseWebhookPayload marketPosition (the strategy after the alert)', ()
     expect(err.message).toBe(`marketPosition: '${String(value)}' is not one of long, short, flat (bullish, bearish accepted)`);
   });
 
-  it.each([[2, 2], ['3', 3], [' 1 ', 1]])('marketPositionSize %j on an entry is the most it may open (%d)', (value, size) => {
+  it.each([[2, 2], ['3', 3], ['0001', 1]])('marketPositionSize %j on an entry is the most it may open (%d)', (value, size) => {
     expect(parse({ action: 'sell', marketPosition: 'short', marketPositionSize: value })).toMatchObject({ kind: 'order', entry: true, positionSize: size, warnings: [] });
     expect(parse({ action: 'buy', marketPosition: 'long', market_position_size: value })).toMatchObject({ entry: true, positionSize: size });
   });
 
-  it.each([['-1'], [-1], [1.5], ['1.0'], ['1e3'], ['two'], [true], [{}], ['']])('an unreadable marketPositionSize %j is refused: it caps what is opened', (value) => {
+  it.each([['-1'], [-1], [1.5], ['1.0'], ['1e3'], ['two'], [true], [{}], [''], [' 1']])('an unreadable marketPositionSize %j is refused: it caps what is opened', (value) => {
     const err = thrown(() => parse({ action: 'buy', marketPosition: 'long', marketPositionSize: value }));
     expect(err.code).toBe('VALIDATION_FAILED');
     expect(err.extensions.errors).toEqual([{ path: 'marketPositionSize', message: expect.any(String) }]);
