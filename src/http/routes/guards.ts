@@ -82,13 +82,17 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
   const unsynced = unsyncedAccountsError(deps, userId);
   const stopped = unsynced?.code === 'CONNECTION_FAILED' || unsynced?.extensions.connectionStatus === 'DISABLED' || (!unsynced && stoppedWithoutAccounts(deps, userId));
   if (stopped) {
-    if (GUARD_ACCOUNT_ID.test(accountId) && !reportedByAnyConnection(deps, accountId) && mayHoldAnother(deps, userId, accountId)) return { accountId, connectionId: null };
-    throw new AppError('NOT_FOUND', 'Not found');
+    if (!GUARD_ACCOUNT_ID.test(accountId) || reportedByAnyConnection(deps, accountId)) throw new AppError('NOT_FOUND', 'Not found');
+    if (!mayHoldAnother(deps, userId, accountId)) {
+      throw new AppError('QUOTA_EXCEEDED', `At most ${MAX_GUARD_RECORDS} accounts' guards and locks per user; guards for accounts no connection reports count until one does`, { limit: MAX_GUARD_RECORDS });
+    }
+    return { accountId, connectionId: null };
   }
   throw unsynced ?? new AppError('NOT_FOUND', 'Not found');
 }
 
-const GUARD_ACCOUNT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** An account id as brokers give them: a positive integer, written without leading zeros (`010000002` names none). */
+const GUARD_ACCOUNT_ID = /^[1-9][0-9]{0,18}$/;
 /** Guard records a user may hold in all (only counted for accounts no connection reports). */
 const MAX_GUARD_RECORDS = 200;
 
@@ -162,7 +166,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: 'An account’s risk guards, its lock and what they see now (day P&L, exposure)',
     description: GUARDS_DOC,
     tags: ['guards'],
-    responses: [{ status: 200, description: 'Guards', schema: guardsViewSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', ...GUARD_BROKER_ERRORS)],
+    responses: [{ status: 200, description: 'Guards', schema: guardsViewSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'QUOTA_EXCEEDED', ...GUARD_BROKER_ERRORS)],
     async handler(ctx) {
       const target = guardTarget(deps, ctx.auth.userId, ctx.req.params.id!);
       const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, target, { type: 'guard-status' });
@@ -181,7 +185,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: guardConfigBodySchema,
     responses: [
       { status: 200, description: 'Guards in force', schema: guardsViewSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'UNSUPPORTED_MEDIA_TYPE', ...GUARD_BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'QUOTA_EXCEEDED', 'UNSUPPORTED_MEDIA_TYPE', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
       const target = guardTarget(deps, ctx.auth.userId, ctx.req.params.id!);
@@ -210,7 +214,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: lockBodySchema.optional(),
     responses: [
       { status: 200, description: 'Locked', schema: guardsViewSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', ...GUARD_BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'QUOTA_EXCEEDED', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
       const { userId } = ctx.auth;
@@ -254,7 +258,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     tags: ['guards'],
     responses: [
       { status: 200, description: 'Unlocked (or was not locked)', schema: guardsViewSchema },
-      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', ...GUARD_BROKER_ERRORS),
+      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'QUOTA_EXCEEDED', 'CONFLICT', ...GUARD_BROKER_ERRORS),
     ],
     async handler(ctx) {
       const { userId } = ctx.auth;

@@ -190,9 +190,11 @@ describe('guards and locks in every connection state (item 4)', () => {
       expect((await callError(w, method, path, { userId: w.a.userId, params: { id: '201' }, body: method === 'PUT' ? { maxOrderQty: 1 } : {} })).code).toBe('NOT_FOUND');
     }
     expect(w.store.guards.get(w.a.userId, '201')).toBeUndefined();
-    // Made-up ids cannot fill the store: past 200 records, a new unreported id is 404 (known ones still answer).
-    for (let i = 0; w.store.guards.listByUser(w.a.userId).length < 200; i++) await w.store.guards.setConfig(w.a.userId, `made-up-${i}`, { ...NO_GUARDS, maxOrderQty: 1 });
-    expect((await callError(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '557' }, body: { maxOrderQty: 1 } })).code).toBe('NOT_FOUND');
+    // Ids no broker gives (leading zeros, letters) name nothing (re-probe: accepted and counted).
+    for (const id of ['0555', 'abc', '0']) expect((await callError(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params: { id }, body: { maxOrderQty: 1 } })).code, id).toBe('NOT_FOUND');
+    // Made-up ids cannot fill the store: past 200 records, a new unreported id is 409 QUOTA_EXCEEDED (known ones still answer).
+    for (let i = 0; w.store.guards.listByUser(w.a.userId).length < 200; i++) await w.store.guards.setConfig(w.a.userId, String(900_000 + i), { ...NO_GUARDS, maxOrderQty: 1 });
+    expect(await callError(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '557' }, body: { maxOrderQty: 1 } })).toMatchObject({ code: 'QUOTA_EXCEEDED', status: 409 });
     expect((await call(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '555' } })).status).toBe(200);
     setStatus('CONNECTING');
     expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '556' } })).code).toBe('BROKER_UNAVAILABLE');
