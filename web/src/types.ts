@@ -64,7 +64,10 @@ export interface Alert {
   detail: string | null;
   orderId: string | null;
   orderStatus: string | null;
+  /** Less than qty when a reversal closed a position first or marketPositionSize capped it. */
+  orderQty: number | null;
   flattened: { cancelledOrders: number; positions: number } | null;
+  warnings: string[];
   requestId: string;
   /** A follow-up: the requestId of the alert answered 504 whose order this reports. */
   lateOutcomeOf: string | null;

@@ -40,19 +40,27 @@ interface AlertOutcome {
   detail: string | null;
   orderId: string | null;
   orderStatus: string | null;
+  /** What the order was for: a reversal or marketPositionSize may open less than the alert's qty. */
+  orderQty?: number | null;
   flattened: { cancelledOrders: number; positions: number } | null;
+  /** The answer's warnings (a capped reversal, ignored fields), at most MAX_JOURNALED_WARNINGS. */
+  warnings?: string[];
 }
+
+const MAX_JOURNALED_WARNINGS = 5;
 
 function alertOutcome(res: RouteResponse | undefined, err: unknown): AlertOutcome {
   if (res) {
-    const body = res.body as { order?: { orderId: string; status: string } | null; flatten?: { cancelledOrderIds: string[]; positions: unknown[] } | null };
+    const body = res.body as { order?: { orderId: string; status: string; qty?: number } | null; flatten?: { cancelledOrderIds: string[]; positions: unknown[] } | null; warnings?: string[] };
     return {
       status: res.status,
       code: null,
       detail: null,
       orderId: body.order?.orderId ?? null,
       orderStatus: body.order?.status ?? null,
+      orderQty: body.order?.qty ?? null,
       flattened: body.flatten ? { cancelledOrders: body.flatten.cancelledOrderIds.length, positions: body.flatten.positions.length } : null,
+      warnings: (body.warnings ?? []).slice(0, MAX_JOURNALED_WARNINGS),
     };
   }
   const e = err instanceof AppError ? err : new AppError('INTERNAL');
@@ -259,7 +267,9 @@ export const alertSchema = z.object({
   detail: z.string().nullable(),
   orderId: z.string().nullable(),
   orderStatus: z.string().nullable(),
+  orderQty: z.number().nullable().describe('The quantity the order was placed for: less than qty when a reversal closed a position first or marketPositionSize capped it'),
   flattened: z.object({ cancelledOrders: z.number(), positions: z.number() }).nullable(),
+  warnings: z.array(z.string()).describe("The answer's warnings (fields ignored, a reversal's close, a size cap), at most 5"),
   requestId: z.string(),
   lateOutcomeOf: z.string().nullable().describe('On a follow-up: the requestId of the alert answered 504 whose order this entry reports (placed late, or not at all)'),
 });
@@ -267,7 +277,8 @@ export const alertSchema = z.object({
 function alertView(e: JournalEntry) {
   const req = e.request as ReturnType<typeof alertRequest>;
   const out = e.outcome as ReturnType<typeof alertOutcome>;
-  return { at: new Date(e.ts).toISOString(), accountId: e.accountId, lateOutcomeOf: null, ...req, ...out };
+  // Alerts journaled before orderQty and warnings were kept read as none.
+  return { at: new Date(e.ts).toISOString(), accountId: e.accountId, lateOutcomeOf: null, orderQty: null, warnings: [], ...req, ...out };
 }
 
 /** `?limit=` only: strict like every query, so `?cursor=` (this list has no pages) or a typo is a 400. */

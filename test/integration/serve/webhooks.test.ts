@@ -153,6 +153,9 @@ describe('webhook alerts', () => {
       // A reversal all the same: the symbol's resting orders of the old side went first (none here).
       expect(late.json).toMatchObject({ action: 'sell', order: { side: 'sell', qty: 1 }, flatten: { symbol: ES, cancelledOrderIds: [], positions: [] } });
       await eventually(async () => (await positions(account)).some((p) => p.netQty === -1) && (await working(account)).length === 2, 'short 1 with its legs');
+      // The token's alerts say what was opened and why (TV probe: listed as "sell 2 — Order filled").
+      const listed = await eventually(async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[]).find((a) => a.requestId === late.headers.get('x-request-id')), 'the alert listed');
+      expect(listed).toMatchObject({ qty: '2', orderQty: 1, warnings: [expect.stringMatching(/^marketPositionSize 1: 1 opened, not 2/)] });
       expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
     } finally {
       await api('PUT', `/api/v1/accounts/${account}/guards`, {});

@@ -16,18 +16,46 @@ import { ALERT_MESSAGE_HINT, TokenDialog, TokenUrlDialog } from './signal-dialog
 
 const ALERTS_POLL_MS = 4_000;
 
+/** The answer's warnings (a reversal's close, a size cap, fields ignored): what the trader should read. */
+function Warnings(props: { alert: Alert }) {
+  const list = props.alert.warnings ?? [];
+  if (list.length === 0) return null;
+  return (
+    <ul class="small alert-warnings">
+      {list.map((w, i) => (
+        <li key={i}>{w}</li>
+      ))}
+    </ul>
+  );
+}
+
+const positionsText = (n: number) => `${n} position${n === 1 ? '' : 's'}`;
+
 function Outcome(props: { alert: Alert }) {
   const a = props.alert;
   const late = a.lateOutcomeOf && a.detail ? <span class="small"> {a.detail}</span> : null;
   if (a.status === 201) {
+    // A reversal closed first, or the size capped it: say what the order was for.
+    const opened = a.orderQty !== null && a.orderQty !== undefined && String(a.orderQty) !== a.qty ? ` for ${a.orderQty}` : '';
     return (
       <span class="outcome">
-        <Badge tone={a.lateOutcomeOf ? 'warn' : 'ok'}>Order {a.orderStatus ?? 'placed'}</Badge>
+        {a.flattened && <Badge tone="ok">Closed {positionsText(a.flattened.positions)}, then</Badge>}
+        <Badge tone={a.lateOutcomeOf ? 'warn' : 'ok'}>
+          Order{opened} {a.orderStatus ?? 'placed'}
+        </Badge>
         {late}
+        <Warnings alert={a} />
       </span>
     );
   }
-  if (a.status === 200) return <Badge tone="ok">Flattened{a.flattened ? ` (${a.flattened.positions} position${a.flattened.positions === 1 ? '' : 's'})` : ''}</Badge>;
+  if (a.status === 200) {
+    return (
+      <span class="outcome">
+        <Badge tone="ok">{a.flattened ? `Flattened (${positionsText(a.flattened.positions)})` : 'Nothing to do'}</Badge>
+        <Warnings alert={a} />
+      </span>
+    );
+  }
   return (
     <span class="outcome">
       <Badge tone="danger">
