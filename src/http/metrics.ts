@@ -14,6 +14,7 @@
  * Hot-path cost: three Map lookups and a bucket count per request (request-histogram.ts); the
  * actor histograms' label children are cached.
  */
+import { foreignHostCheck } from './host-check.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -273,7 +274,13 @@ export interface MetricsListener {
 
 /** Serves `GET /metrics` on host:port (0 = a free port). */
 export async function startMetricsListener(metrics: ServiceMetrics, host: string, port: number): Promise<MetricsListener> {
+  // On loopback (the default), only requests that name it: a DNS-rebound page could read it otherwise (host-check.ts).
+  const foreignHost = foreignHostCheck(host, undefined);
   const server: Server = createServer((req, res) => {
+    if (foreignHost?.(req.headers.host)) {
+      res.writeHead(421, { 'content-type': 'text/plain', connection: 'close' }).end('the Host header does not name this listener\n');
+      return;
+    }
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found; try /metrics\n');

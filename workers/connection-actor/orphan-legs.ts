@@ -37,6 +37,9 @@ export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord;
 
 const open = (o: Pick<OrderRecord, 'qty' | 'filledQty'>) => o.qty - o.filledQty;
 
+/** The order id restingExits gives an exit not sent yet (makeRoom). */
+const COMING_ID = 'about to be placed';
+
 /** `legs` of an unprotected position whose bracket entry's legs were never placed. */
 const NEVER_PLACED = 'never placed';
 
@@ -50,7 +53,7 @@ const NEVER_PLACED = 'never placed';
 function restingExits(working: readonly OrderRecord[], net: ReadonlyMap<string, number>, coming?: ComingExit): Map<string, { take_profit: number; stop_loss: number; ids: string[] }> {
   const out = new Map<string, { take_profit: number; stop_loss: number; ids: string[] }>();
   const orders: readonly Pick<OrderRecord, 'role' | 'type' | 'symbol' | 'side' | 'qty' | 'filledQty' | 'orderId'>[] = coming
-    ? [...working, { ...coming, role: 'single', filledQty: 0, orderId: 'about to be placed' }]
+    ? [...working, { ...coming, role: 'single', filledQty: 0, orderId: COMING_ID }]
     : working;
   for (const o of orders) {
     if (o.role !== 'single') continue;
@@ -486,8 +489,10 @@ export class OrphanLegs {
       const position = this.ctx.model.netPosition(accountId, symbol);
       const now = position === 0 ? 'flat' : `${position > 0 ? 'long' : 'short'} ${Math.abs(position)}`;
       const net = new Map([[symbol, position]]);
-      const exits = restingExits(this.ctx.model.workingOrders(accountId), net, coming).get(symbol)?.ids ?? [];
-      const cause = exits.length > 0 ? `fitted to the ${symbol} position ${now} with exit ${exits.join(', ')} working on it` : `another order left the ${symbol} position ${now}`;
+      const exits = (restingExits(this.ctx.model.workingOrders(accountId), net, coming).get(symbol)?.ids ?? []).filter((id) => id !== COMING_ID);
+      const incoming = coming && coming.symbol === symbol ? `${coming.type === 'market' ? 'a market' : `a ${coming.type}`} exit of ${coming.qty} about to be sent` : undefined;
+      const on = [...exits.map((id) => `exit ${id}`), ...(incoming ? [incoming] : [])];
+      const cause = on.length > 0 ? `fitted to the ${symbol} position ${now} with ${on.join(' and ')} on it` : `another order left the ${symbol} position ${now}`;
       const detail = `${done.join(', ')}${actions[0]!.leg.bracketId ? ` (entry ${bracket})` : ''}: ${cause}`;
       this.ctx.logger.warn({ orderId: bracket, accountId, symbol, done }, 'bracket legs fitted to the position');
       this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: bracket, ts: Date.now(), detail });

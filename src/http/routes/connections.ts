@@ -153,14 +153,11 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       // them is a manual reconnect, one broker login per interval like POST …/reconnect (security
       // probe: each PATCH was a login, and Tradovate locks a login out for an hour on too many).
       const unchanged = credentials !== undefined && sameCredentials(stored!, credentials);
-      // While the broker refuses the login (FAILED), every retry is one more failed login, whatever the
-      // password: throttled too (re-probe: alternating two passwords got round the rule above).
-      const refusing = deps.gateway.status(id)?.status === 'FAILED';
-      if (credentials !== undefined && (unchanged || refusing) && !current.disabled) throttle().take(id);
+      if (unchanged && !current.disabled) throttle().take(id);
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && !unchanged && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       if (credentials && !record.disabled) {
-        if (!unchanged && !refusing) throttle().note(id);
+        if (!unchanged) throttle().note(id);
         await restart(record, credentials);
       }
       journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });

@@ -36,6 +36,22 @@ describe('/metrics', () => {
     expect((await http(s.url, 'GET', '/metrics')).status).toBe(404);
   });
 
+  it('on loopback, answers only requests that name it: a DNS-rebound page gets 421 (re-probe: it answered any Host)', async () => {
+    const { request } = await import('node:http');
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(s.metricsUrl);
+        request({ host: u.hostname, port: u.port, path: '/metrics', headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        })
+          .on('error', reject)
+          .end();
+      });
+    expect(await status(`evil.example:${new URL(s.metricsUrl).port}`)).toBe(421);
+    expect(await status(`localhost:${new URL(s.metricsUrl).port}`)).toBe(200);
+  });
+
   it('moves the request, actor RPC and broker histograms under load, and reports every thread', async () => {
     const before = await scrape();
     const route = { route: '/accounts/:id/orders', method: 'POST', status: '201' };

@@ -72,7 +72,7 @@ describe('orphaned bracket legs', () => {
     expect(sent.lastIndexOf('order/modifyorder')).toBeLessThan(sent.lastIndexOf('order/placeorder'));
     await pause(GRACE_MS * 2);
     expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toEqual([[placed.legs!.takeProfit!.orderId, 2]]);
-    expect(s.events).toEqual([expect.objectContaining({ detail: expect.stringContaining('fitted to the ESZ6 position long 3 with exit about to be placed working on it') })]);
+    expect(s.events).toEqual([expect.objectContaining({ detail: expect.stringContaining('fitted to the ESZ6 position long 3 with a limit exit of 1 about to be sent on it') })]);
     // The move through 5007.5 and 5010: the exit sells 1, the take-profit 2 — flat, not short.
     s.broker.fill(Number(exit.order.orderId), 1, 5007.5);
     s.broker.fill(Number(placed.legs!.takeProfit!.orderId), 2, 5010);
