@@ -15,6 +15,17 @@ const codeOf = (fn: () => unknown): string | undefined => {
   }
 };
 
+/** `CODE path: message` of the refusal of a JSON body, or 'parsed'. */
+function refused(text: string): string {
+  try {
+    parseJsonBody(Buffer.from(text), 'application/json', false);
+    return 'parsed';
+  } catch (err) {
+    const e = err as AppError;
+    return `${e.code} ${(e.extensions['errors'] as { path: string }[])[0]!.path}: ${e.message}`;
+  }
+}
+
 describe('media types and JSON parsing', () => {
   it('recognises JSON media types with parameters and +json suffixes', () => {
     expect(isJsonMediaType('application/json; charset=utf-8')).toBe(true);
@@ -87,15 +98,6 @@ describe('media types and JSON parsing', () => {
   });
 
   it('refuses a key written twice in one object, naming it, instead of keeping the last', () => {
-    const refused = (text: string) => {
-      try {
-        parseJsonBody(Buffer.from(text), 'application/json', false);
-        return 'parsed';
-      } catch (err) {
-        const e = err as AppError;
-        return `${e.code} ${(e.extensions['errors'] as { path: string }[])[0]!.path}: ${e.message}`;
-      }
-    };
     expect(refused('{"qty":1,"qty":5}')).toBe('VALIDATION_FAILED qty: qty: given more than once');
     expect(refused(String.raw`{"qty":1,"q\u0074y":5}`)).toBe('VALIDATION_FAILED qty: qty: given more than once');
     expect(refused('{"symbol":"ES","takeProfit":{"price":1,"ticks":2,"price":3}}')).toBe('VALIDATION_FAILED takeProfit.price: takeProfit.price: given more than once');
@@ -107,18 +109,10 @@ describe('media types and JSON parsing', () => {
   });
 
   it('refuses a __proto__ key at any depth, naming it: a schema copying the object would make it the prototype and drop it silently (security probe)', () => {
-    const refused = (text: string) => {
-      try {
-        parseJsonBody(Buffer.from(text), 'application/json', false);
-        return 'parsed';
-      } catch (err) {
-        const e = err as AppError;
-        return `${e.code} ${(e.extensions['errors'] as { path: string }[])[0]!.path}`;
-      }
-    };
-    expect(refused('{"action":"buy","__proto__":{"qty":5}}')).toBe('VALIDATION_FAILED __proto__');
-    expect(refused('{"stopLoss":{"ticks":10,"__proto__":{"trailing":true}}}')).toBe('VALIDATION_FAILED stopLoss.__proto__');
-    expect(refused(String.raw`{"a":[1,{"__proto__":2}]}`)).toBe('VALIDATION_FAILED a.1.__proto__');
+    const message = 'not a field name any request takes';
+    expect(refused('{"action":"buy","__proto__":{"qty":5}}')).toBe(`VALIDATION_FAILED __proto__: __proto__: ${message}`);
+    expect(refused('{"stopLoss":{"ticks":10,"__proto__":{"trailing":true}}}')).toBe(`VALIDATION_FAILED stopLoss.__proto__: stopLoss.__proto__: ${message}`);
+    expect(refused(String.raw`{"a":[1,{"\u005f_proto__":2}]}`)).toBe(`VALIDATION_FAILED a.1.__proto__: a.1.__proto__: ${message}`);
   });
 
   it('hasBody looks at Content-Length and chunked encoding', () => {
