@@ -227,29 +227,34 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
 }
 
 /**
+ * The account's positions in the alert's contract (every month of its product when named by
+ * product), read once the account's orders on their way have reached the broker: an entry sent
+ * just before a reversal is held.
+ */
+async function holdings(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, of: { contract: string; product: boolean }) {
+  const root = contractRoot(of.contract)?.root;
+  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT);
+  return rows.filter((p) => (of.product ? contractRoot(p.symbol)?.root === root : p.symbol === of.contract) && p.netQty !== 0);
+}
+
+/**
  * For a partial exit on `side` that names a product: `front` when the account holds a position
  * there it reduces, else the one other month of the product it holds such a position in (the
  * month before the roll); undefined when there is none or more than one.
  */
 async function heldMonth(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, front: string, side: 'buy' | 'sell'): Promise<string | undefined> {
-  const root = contractRoot(front)?.root;
-  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT);
-  const reducible = rows.filter((p) => contractRoot(p.symbol)?.root === root && (side === 'sell' ? p.netQty > 0 : p.netQty < 0)).map((p) => p.symbol);
+  const rows = await holdings(deps, ctx, owned, { contract: front, product: true });
+  const reducible = rows.filter((p) => (side === 'sell' ? p.netQty > 0 : p.netQty < 0)).map((p) => p.symbol);
   if (reducible.includes(front)) return front;
   return reducible.length === 1 ? reducible[0] : undefined;
 }
 
 /** How many contracts the account holds against `side`, and on it, in the contract (every month of its product, when named by product). */
 async function heldIn(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, of: { contract: string; product: boolean; side: 'buy' | 'sell' }): Promise<{ against: number; same: number }> {
-  const root = contractRoot(of.contract)?.root;
-  // After the account's orders on their way: an entry sent just before this reversal is held.
-  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT);
   let against = 0;
   let same = 0;
-  for (const p of rows) {
-    if (of.product ? contractRoot(p.symbol)?.root !== root : p.symbol !== of.contract) continue;
-    const mine = of.side === 'buy' ? p.netQty > 0 : p.netQty < 0;
-    if (mine) same += Math.abs(p.netQty);
+  for (const p of await holdings(deps, ctx, owned, of)) {
+    if (of.side === 'buy' ? p.netQty > 0 : p.netQty < 0) same += Math.abs(p.netQty);
     else against += Math.abs(p.netQty);
   }
   return { against, same };
