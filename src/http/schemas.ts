@@ -389,7 +389,7 @@ const WEBHOOK_FIELDS: Record<WebhookField, { schema: z.ZodType; doc?: string }> 
     schema: scalar,
     doc: "The strategy's position size after this alert ({{strategy.market_position_size}}, contracts, ≥ 0). With a marketPosition " +
       'on the order\'s side (an entry or reversal), no more than this is opened: a reversal that reaches an account a stop already ' +
-      'closed opens this size, not the alert\'s qty. Ignored for exits and partial exits',
+      'closed opens this size, not the alert\'s qty. On a partial exit, the least the account keeps (nothing more is taken off). Ignored for exits (flat)',
   },
   id: { schema: scalar, doc: 'Dedupe key, with the body (the same id with another body is another alert), 24 h, per token: 1–255 characters, any but control characters (TradingView order ids hold spaces)' },
   time: { schema: scalar, doc: 'Alert time ({{timenow}}), used to report alert-to-order delay' },

@@ -45,7 +45,8 @@ export type WebhookIntent =
   /**
    * `reduce`: a partial exit (the strategy stays on the side the order reduces): no bracket, and it must reduce the position.
    * `entry`: the strategy is on the order's side after it (marketPosition long on a buy, short on a sell): it may reverse a position.
-   * `positionSize`: with `entry`, the strategy's position after the alert (marketPositionSize): no more than that is opened.
+   * `positionSize`: the strategy's position after the alert (marketPositionSize): an entry never leaves the account holding more
+   * on its side, a partial exit never less.
    */
   | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side }; reduce?: true; entry?: true; positionSize?: number })
   /** `exit`: a buy or sell that leaves the strategy flat; without a symbol, its strategy's symbol. */
@@ -419,7 +420,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   }
   if (positionSize !== undefined && position === undefined) warnings.push(`'marketPositionSize' ignored without marketPosition`);
   const entry = position !== undefined && !reduce;
-  if (entry && positionSize === 0) {
+  if ((entry || reduce) && positionSize === 0) {
     throw invalid('marketPositionSize', `is 0 while marketPosition is ${position}: the template's placeholders disagree`);
   }
 
@@ -439,7 +440,8 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     if (TIFS.has(tif)) order.timeInForce = tif as TimeInForce;
     else warnings.push(`timeInForce '${String(fields.timeInForce)}' not supported; day used`);
   }
-  const kind = reduce ? { reduce: true as const } : entry ? Object.assign({ entry: true as const }, positionSize !== undefined ? { positionSize } : {}) : {};
+  const sized = positionSize !== undefined ? { positionSize } : {};
+  const kind = reduce ? Object.assign({ reduce: true as const }, sized) : entry ? Object.assign({ entry: true as const }, sized) : {};
   return Object.assign({}, common, { kind: 'order' as const, order }, kind);
 }
 

@@ -4,6 +4,7 @@
  * gives up after 3 s, so broker calls here carry a shorter deadline.
  */
 import { AppError } from '../../domain/problems.js';
+import type { PositionRecord } from '../../domain/orders.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../tuning.js';
 import { clOrdIdFor, planOrder } from '../../domain/order-plan.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
@@ -138,11 +139,35 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         let closed: Awaited<ReturnType<typeof webhookFlatten>> | null = null;
         // A partial exit that names the product (ES1!) after the roll reduces the month the account
         // holds, as exits and reversals do (TV probe: 409 "holds no ESH7" while long ESZ6).
-        if (intent.reduce && namesProduct(input.symbol, now)) {
-          const held = await heldMonth(deps, ctx as RouteContext<unknown, unknown>, owned, plan.order.symbol, input.side);
-          if (held !== undefined && held !== plan.order.symbol) {
-            intent.warnings.push(`${input.symbol} names ${plan.order.symbol} now; the account's ${held} position is the one reduced`);
-            plan = planOrder({ ...input, symbol: held }, owned.account.id, now, orderLimits(deps.config));
+        if (intent.reduce && (namesProduct(input.symbol, now) || intent.positionSize !== undefined)) {
+          const product = namesProduct(input.symbol, now);
+          const rows = await holdings(deps, ctx as RouteContext<unknown, unknown>, owned, { contract: plan.order.symbol, product });
+          const month = product ? heldMonth(rows, plan.order.symbol, input.side) : undefined;
+          if (month !== undefined && month !== plan.order.symbol) {
+            intent.warnings.push(`${input.symbol} names ${plan.order.symbol} now; the account's ${month} position is the one reduced`);
+            plan = planOrder({ ...input, symbol: month }, owned.account.id, now, orderLimits(deps.config));
+          }
+          // The strategy's position after the alert is the least the account keeps: a partial exit a
+          // stop already made at the broker is not made again (TV probe: long 1 left, sold to flat).
+          const size = intent.positionSize;
+          if (size !== undefined) {
+            const held = rows.filter((p) => p.symbol === plan.order.symbol && (input.side === 'sell' ? p.netQty > 0 : p.netQty < 0)).reduce((n, p) => n + Math.abs(p.netQty), 0);
+            const side = input.side === 'sell' ? 'long' : 'short';
+            // Holding less than the strategy keeps: they disagree, and selling would widen it (with
+            // none at all, the reduce-only check below says so as before).
+            if (held > 0 && held < size) {
+              throw new AppError(
+                'SYMBOL_MISMATCH',
+                `the account holds ${held} ${plan.order.symbol} ${side}, less than the strategy's ${size} after this alert: nothing taken off`,
+                { symbol: plan.order.symbol, held, marketPositionSize: size },
+              );
+            }
+            const room = held - size;
+            if (held > 0 && plan.order.qty > room) {
+              intent.warnings.push(`marketPositionSize ${size}: ${room} taken off, not ${plan.order.qty}: the strategy is ${side} ${size} after this alert and the account held ${held}`);
+              if (room === 0) return { status: 200, body: Object.assign({}, base, { action: input.side, order: null, flatten: null }) };
+              plan = planOrder({ ...input, symbol: plan.order.symbol, qty: room }, owned.account.id, now, orderLimits(deps.config));
+            }
           }
         }
         if (intent.entry) {
@@ -242,8 +267,7 @@ async function holdings(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
  * there it reduces, else the one other month of the product it holds such a position in (the
  * month before the roll); undefined when there is none or more than one.
  */
-async function heldMonth(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, front: string, side: 'buy' | 'sell'): Promise<string | undefined> {
-  const rows = await holdings(deps, ctx, owned, { contract: front, product: true });
+function heldMonth(rows: readonly PositionRecord[], front: string, side: 'buy' | 'sell'): string | undefined {
   const reducible = rows.filter((p) => (side === 'sell' ? p.netQty > 0 : p.netQty < 0)).map((p) => p.symbol);
   if (reducible.includes(front)) return front;
   return reducible.length === 1 ? reducible[0] : undefined;

@@ -476,13 +476,13 @@ describe('parseWebhookPayload marketPosition (the strategy after the alert)', ()
     expect(err.message).toBe("marketPositionSize: is 0 while marketPosition is long: the template's placeholders disagree");
   });
 
-  it('marketPositionSize is not used by exits and partial exits, and is ignored with a warning without marketPosition', () => {
+  it('marketPositionSize is not used by exits, is kept for partial exits (the least the account keeps), and is ignored with a warning without marketPosition', () => {
     const exit = (size: number) => parseWebhookPayload({ action: 'sell', symbol: 'ES', marketPosition: 'flat', marketPositionSize: size }, NOW);
     expect(exit(0)).toMatchObject({ kind: 'flatten', warnings: [] });
     expect(exit(2).warnings).toEqual(['marketPositionSize 2 ignored: marketPosition flat closes the whole position']);
     const partial = parse({ action: 'sell', marketPosition: 'long', marketPositionSize: 1 });
-    expect(partial).toMatchObject({ reduce: true, warnings: [] });
-    expect(partial).not.toHaveProperty('positionSize');
+    expect(partial).toMatchObject({ reduce: true, positionSize: 1, warnings: [] });
+    expect(thrown(() => parse({ action: 'sell', marketPosition: 'long', marketPositionSize: 0 })).code).toBe('VALIDATION_FAILED');
     const plain = parse({ action: 'buy', marketPositionSize: 1 });
     expect(plain).not.toHaveProperty('positionSize');
     expect(plain.warnings).toEqual(["'marketPositionSize' ignored without marketPosition"]);

@@ -123,6 +123,25 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(w.gateway.calls.map((c) => [c.req.type, (c.req as { symbol?: string }).symbol])).toEqual([['place-order', 'ESZ6']]);
   });
 
+  it("a partial exit with marketPositionSize never takes the account below the strategy's position (TV probe: a stop had taken 1 of long 2 already; the exit sold the last one)", async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
+    const done = await alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
+    expect(done.status).toBe(200);
+    expect(webhookResponseSchema.parse(done.body)).toMatchObject({ action: 'sell', order: null, flatten: null, warnings: [expect.stringMatching(/^marketPositionSize 1: 0 taken off, not 1/)] });
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions']);
+    // Long 3 and the strategy long 1 after selling 1: only what it holds beyond 1 comes off, and never more than the alert's qty.
+    w.gateway.calls.length = 0;
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 3, avgPrice: 5000, openedAt: null }];
+    await alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
+    expect(w.gateway.calls[1]!.req).toMatchObject({ type: 'place-order', side: 'sell', qty: 1, reduceOnly: true });
+    // Holding less than the strategy keeps (long 1, the strategy long 2 after selling 1): refused, nothing sent.
+    w.gateway.calls.length = 0;
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
+    const less = await alertError({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 2 });
+    expect(less).toMatchObject({ code: 'SYMBOL_MISMATCH', message: "the account holds 1 ESZ6 long, less than the strategy's 2 after this alert: nothing taken off" });
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions']);
+  });
+
   it('an entry is sent without reduceOnly', async () => {
     w.gateway.responder.positions = () => [];
     await alert({ action: 'buy', symbol: 'ES', qty: 1, marketPosition: 'long' });
