@@ -266,7 +266,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // sent (TV probe: a market partial exit sent as the full-size stop filled left the account
     // short), and it is kept as an exit (cancelled, as a partial exit is, should the position go
     // flat or smaller than it).
-    const asExit = restsAsExit(ctx, req);
+    const asExit = reducesAsExit(ctx, req);
     if (asExit) await ctx.makeRoom?.(req.accountId, { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty });
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...req, reduceOnly: true } : req, account, hold, onLate));
     hold?.release();
@@ -292,7 +292,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
  * it: no bracket, no larger than what the position holds beyond the exits already resting on it
  * (else, with them, it could take the position past flat).
  */
-function restsAsExit(ctx: ActorContext, req: PlaceOrderRequest): boolean {
+function reducesAsExit(ctx: ActorContext, req: PlaceOrderRequest): boolean {
   if (req.takeProfit || req.stopLoss) return false;
   const net = ctx.model.netPosition(req.accountId, req.symbol);
   const held = req.side === 'sell' ? net : -net;

@@ -80,7 +80,10 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   if (found) return { accountId, connectionId: actorRuns(deps, found.connectionId) ? found.connectionId : null };
   const unsynced = unsyncedAccountsError(deps, userId);
-  const stopped = unsynced?.code === 'CONNECTION_FAILED' || unsynced?.extensions.connectionStatus === 'DISABLED' || (!unsynced && stoppedWithoutAccounts(deps, userId));
+  // A connection of the caller that runs no actor and reports no accounts (FAILED before syncing, or
+  // disabled: a restart forgets what it reported): its accounts' guards and locks are taken, so an
+  // operator arms the kill switch before enabling it.
+  const stopped = unsynced?.code === 'CONNECTION_FAILED' || unsynced?.extensions.connectionStatus === 'DISABLED';
   if (stopped) {
     if (!GUARD_ACCOUNT_ID.test(accountId) || reportedByAnyConnection(deps, accountId)) throw new AppError('NOT_FOUND', 'Not found');
     if (!mayHoldAnother(deps, userId, accountId)) {
@@ -95,15 +98,6 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
 const GUARD_ACCOUNT_ID = /^[1-9][0-9]{0,18}$/;
 /** Guard records a user may hold in all (only counted for accounts no connection reports). */
 const MAX_GUARD_RECORDS = 200;
-
-/**
- * Whether a connection of the user runs no actor and reports no accounts: disabled (a restart
- * forgets what a disabled connection reported) or not started. Its accounts' guards and locks
- * are taken as for a FAILED one: an operator arms the kill switch before enabling it.
- */
-function stoppedWithoutAccounts(deps: RouteDeps, userId: string): boolean {
-  return deps.store.connections.listByUser(userId).some((c) => !actorRuns(deps, c.id) && deps.gateway.accounts(c.id).length === 0);
-}
 
 /** Whether a connection (anyone's) reports the account now: another user's account is 404, as everywhere. */
 function reportedByAnyConnection(deps: RouteDeps, accountId: string): boolean {
