@@ -6,7 +6,7 @@
 import { AppError } from '../../domain/problems.js';
 import type { PositionRecord } from '../../domain/orders.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../tuning.js';
-import { clOrdIdFor, planOrder } from '../../domain/order-plan.js';
+import { clOrdIdFor, planOrder, type OrderInput, type OrderPlan } from '../../domain/order-plan.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
@@ -130,83 +130,13 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const input = completeOrder(intent.order, defaults, intent.warnings);
         // A partial exit carries no bracket, not even the strategy's: the position keeps its own legs.
         if (intent.reduce) Object.assign(input, { takeProfit: null, stopLoss: null });
-        let plan = planOrder(input, owned.account.id, now, orderLimits(deps.config));
-        // A strategy's entry against the account's position is a reversal (TradingView sends
-        // `sell 2`, marketPosition short, from long 1): the position is closed first, its legs
-        // with it, and only the rest is opened with the bracket. In one order, the old legs
-        // would work against the new position until fitted, sized for the whole order, and count
-        // as exposure: a max position of 1 refused every reversal and left the account long.
-        let closed: Awaited<ReturnType<typeof webhookFlatten>> | null = null;
-        // A partial exit that names the product (ES1!) after the roll reduces the month the account
-        // holds, as exits and reversals do (TV probe: 409 "holds no ESH7" while long ESZ6).
-        if (intent.reduce && (namesProduct(input.symbol, now) || intent.positionSize !== undefined)) {
-          const product = namesProduct(input.symbol, now);
-          const rows = await holdings(deps, ctx as RouteContext<unknown, unknown>, owned, { contract: plan.order.symbol, product });
-          const month = product ? heldMonth(rows, plan.order.symbol, input.side) : undefined;
-          if (month !== undefined && month !== plan.order.symbol) {
-            intent.warnings.push(`${input.symbol} names ${plan.order.symbol} now; the account's ${month} position is the one reduced`);
-            plan = planOrder({ ...input, symbol: month }, owned.account.id, now, orderLimits(deps.config));
-          }
-          // The strategy's position after the alert is the least the account keeps: a partial exit a
-          // stop already made at the broker is not made again (TV probe: long 1 left, sold to flat).
-          const size = intent.positionSize;
-          if (size !== undefined) {
-            const held = rows.filter((p) => p.symbol === plan.order.symbol && (input.side === 'sell' ? p.netQty > 0 : p.netQty < 0)).reduce((n, p) => n + Math.abs(p.netQty), 0);
-            const side = input.side === 'sell' ? 'long' : 'short';
-            // Holding less than the strategy keeps: they disagree, and selling would widen it (with
-            // none at all, the reduce-only check below says so as before).
-            if (held > 0 && held < size) {
-              throw new AppError(
-                'SYMBOL_MISMATCH',
-                `the account holds ${held} ${plan.order.symbol} ${side}, less than the strategy's ${size} after this alert: nothing taken off`,
-                { symbol: plan.order.symbol, held, marketPositionSize: size },
-              );
-            }
-            const room = held - size;
-            if (held > 0 && plan.order.qty > room) {
-              intent.warnings.push(`marketPositionSize ${size}: ${room} taken off, not ${plan.order.qty}: the strategy is ${side} ${size} after this alert and the account held ${held}`);
-              if (room === 0) return { status: 200, body: Object.assign({}, base, { action: input.side, order: null, flatten: null }) };
-              plan = planOrder({ ...input, symbol: plan.order.symbol, qty: room }, owned.account.id, now, orderLimits(deps.config));
-            }
-          }
-        }
-        if (intent.entry) {
-          const { against: held, same } = await heldIn(deps, ctx as RouteContext<unknown, unknown>, owned, { contract: plan.order.symbol, product: namesProduct(input.symbol, now), side: input.side });
-          const size = intent.positionSize;
-          // An alert for more than the strategy then holds reverses it (the rest closed its other
-          // side): that side's position and resting orders go first, even where the account is flat
-          // already (TV probe: a resting buy limit of the old long filled after the reversal).
-          const reversing = held > 0 || (size !== undefined && plan.order.qty > size);
-          let open = plan.order.qty;
-          if (reversing) {
-            closed = await webhookFlatten(deps, ctx as RouteContext<unknown, unknown>, owned, input.symbol, true);
-            open -= held;
-            if (open <= 0) {
-              intent.warnings.push(`reversal: the ${held} held the other way closed; the alert's qty ${plan.order.qty} leaves nothing to open`);
-              return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten: closed }) };
-            }
-          }
-          // The strategy's position after the alert caps what the account holds on its side: a
-          // reversal reaching an account its stop already closed would otherwise open short 2, and
-          // one reaching an account already short 1 would make it short 2 (re-probe).
-          if (size !== undefined) {
-            const onItsSide = closed ? 0 : same;
-            const room = Math.max(0, size - onItsSide);
-            if (open > room) {
-              const side = input.side === 'buy' ? 'long' : 'short';
-              intent.warnings.push(
-                `marketPositionSize ${size}: ${room} opened, not ${open}: the strategy is ${side} ${size} after this alert; the account held ` +
-                  `${onItsSide} ${side} and ${held} the other way`,
-              );
-              open = room;
-            }
-            if (open <= 0) {
-              return { status: 200, body: Object.assign({}, base, { action: closed ? ('flatten' as const) : input.side, order: null, flatten: closed }) };
-            }
-          }
-          if (held > 0) intent.warnings.push(`reversal: the ${held} held the other way closed first, then ${open} opened`);
-          if (open !== plan.order.qty) plan = planOrder({ ...input, qty: open }, owned.account.id, now, orderLimits(deps.config));
-        }
+        const sizing: Sizing = { deps, ctx: ctx as RouteContext<unknown, unknown>, owned, input, warnings: intent.warnings, now, positionSize: intent.positionSize };
+        let plan: OrderPlan | null = planOrder(input, owned.account.id, now, orderLimits(deps.config));
+        let closed: Closed | null = null;
+        if (intent.reduce) plan = await partialExit(sizing, plan);
+        else if (intent.entry) ({ plan, closed } = await entry(sizing, plan));
+        // Nothing left to send: the account already is where the strategy is after the alert.
+        if (plan === null) return { status: 200, body: Object.assign({}, base, { action: closed ? ('flatten' as const) : input.side, order: null, flatten: closed }) };
         const afterClose = (err: unknown): unknown => {
           if (!closed || !(err instanceof AppError)) return err;
           return new AppError(err.code, `The position the other way was closed first; the new one was not opened: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
@@ -232,6 +162,102 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       },
     }),
   ];
+}
+
+/** What an alert's order is sized against: the account, the completed order and the strategy's size after the alert. */
+interface Sizing {
+  deps: RouteDeps;
+  ctx: RouteContext<unknown, unknown>;
+  owned: OwnedAccount;
+  input: OrderInput;
+  warnings: string[];
+  now: Date;
+  /** `marketPositionSize`: what the strategy holds on its side after the alert. */
+  positionSize: number | undefined;
+}
+
+type Closed = Awaited<ReturnType<typeof webhookFlatten>>;
+
+/**
+ * A partial exit (the strategy still holds its side after it): the month the account holds when
+ * the alert names the product after the roll, and no more than takes the account down to the
+ * strategy's size. Null when there is nothing to take off (a stop already did it at the broker).
+ */
+async function partialExit(s: Sizing, plan: OrderPlan): Promise<OrderPlan | null> {
+  const { input, owned, now, warnings } = s;
+  const product = namesProduct(input.symbol, now);
+  const size = s.positionSize;
+  if (!product && size === undefined) return plan;
+  const rows = await holdings(s.deps, s.ctx, owned, { contract: plan.order.symbol, product });
+  // Naming the product after the roll reduces the month the account holds, as exits and
+  // reversals do (TV probe: 409 "holds no ESH7" while long ESZ6).
+  const month = product ? heldMonth(rows, plan.order.symbol, input.side) : undefined;
+  if (month !== undefined && month !== plan.order.symbol) {
+    warnings.push(`${input.symbol} names ${plan.order.symbol} now; the account's ${month} position is the one reduced`);
+    plan = planOrder({ ...input, symbol: month }, owned.account.id, now, orderLimits(s.deps.config));
+  }
+  if (size === undefined) return plan;
+  // The strategy's position after the alert is the least the account keeps: a partial exit a
+  // stop already made at the broker is not made again (TV probe: long 1 left, sold to flat).
+  const held = rows.filter((p) => p.symbol === plan.order.symbol && (input.side === 'sell' ? p.netQty > 0 : p.netQty < 0)).reduce((n, p) => n + Math.abs(p.netQty), 0);
+  const side = input.side === 'sell' ? 'long' : 'short';
+  // Holding less than the strategy keeps: they disagree, and selling would widen it (with none
+  // at all, the actor's reduce-only check says so).
+  if (held > 0 && held < size) {
+    throw new AppError(
+      'SYMBOL_MISMATCH',
+      `the account holds ${held} ${plan.order.symbol} ${side}, less than the strategy's ${size} after this alert: nothing taken off`,
+      { symbol: plan.order.symbol, held, marketPositionSize: size },
+    );
+  }
+  const room = held - size;
+  if (held === 0 || plan.order.qty <= room) return plan;
+  warnings.push(`marketPositionSize ${size}: ${room} taken off, not ${plan.order.qty}: the strategy is ${side} ${size} after this alert and the account held ${held}`);
+  return room === 0 ? null : planOrder({ ...input, symbol: plan.order.symbol, qty: room }, owned.account.id, now, orderLimits(s.deps.config));
+}
+
+/**
+ * An entry (the alert makes the strategy's side its own). Against a position the other way it
+ * is a reversal (TradingView sends `sell 2`, marketPosition short, from long 1): that position
+ * is closed first, its legs with it, and only the rest is opened with the bracket. In one order,
+ * the old legs would work against the new position until fitted, sized for the whole order, and
+ * count as exposure: a max position of 1 refused every reversal and left the account long.
+ * The strategy's size after the alert caps what the account then holds on its side. The plan is
+ * null when nothing is left to open.
+ */
+async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | null; closed: Closed | null }> {
+  const { input, owned, now, warnings } = s;
+  const { against: held, same } = await heldIn(s.deps, s.ctx, owned, { contract: plan.order.symbol, product: namesProduct(input.symbol, now), side: input.side });
+  const size = s.positionSize;
+  // An alert for more than the strategy then holds reverses it (the rest closed its other side):
+  // that side's position and resting orders go first, even where the account is flat already
+  // (TV probe: a resting buy limit of the old long filled after the reversal).
+  const reversing = held > 0 || (size !== undefined && plan.order.qty > size);
+  let closed: Closed | null = null;
+  let open = plan.order.qty;
+  if (reversing) {
+    closed = await webhookFlatten(s.deps, s.ctx, owned, input.symbol, true);
+    open -= held;
+    if (open <= 0) {
+      warnings.push(`reversal: the ${held} held the other way closed; the alert's qty ${plan.order.qty} leaves nothing to open`);
+      return { plan: null, closed };
+    }
+  }
+  // A reversal reaching an account its stop already closed would otherwise open short 2, and one
+  // reaching an account already short 1 would make it short 2 (re-probe).
+  if (size !== undefined) {
+    const onItsSide = closed ? 0 : same;
+    const room = Math.max(0, size - onItsSide);
+    if (open > room) {
+      const side = input.side === 'buy' ? 'long' : 'short';
+      warnings.push(`marketPositionSize ${size}: ${room} opened, not ${open}: the strategy is ${side} ${size} after this alert; the account held ${onItsSide} ${side} and ${held} the other way`);
+      open = room;
+    }
+    if (open <= 0) return { plan: null, closed };
+  }
+  if (held > 0) warnings.push(`reversal: the ${held} held the other way closed first, then ${open} opened`);
+  if (open !== plan.order.qty) plan = planOrder({ ...input, qty: open }, owned.account.id, now, orderLimits(s.deps.config));
+  return { plan, closed };
 }
 
 /**
