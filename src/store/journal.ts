@@ -11,6 +11,7 @@ import type { Database } from 'lmdb';
 import type { StoreContext } from './context.js';
 import { randomBase62 } from './crypto.js';
 import { JOURNAL } from '../tuning.js';
+import { AppError } from '../domain/problems.js';
 
 /** Longest an appended entry waits to be written. */
 export const JOURNAL_BATCH_MS = 50;
@@ -35,8 +36,20 @@ export interface JournalStore {
   append(entry: Omit<JournalEntry, 'ts'> & { ts?: number }): void;
   /** Newest first, optionally only one user's entries (async: the cluster journal is a JetStream stream). */
   list(opts: { userId?: string; limit: number }): Promise<JournalEntry[]>;
-  /** Newest first, the entries appended with this `ref` that belong to `userId`. */
-  listByRef(opts: { userId: string; ref: string; limit: number }): Promise<JournalEntry[]>;
+  /**
+   * Newest first, the entries appended with this `ref` that belong to `userId`, each with its
+   * `position`; with `before` (a position an earlier call returned), only the entries older than
+   * it. A `before` that is no position of this store is a 400 VALIDATION_FAILED naming `cursor`.
+   */
+  listByRef(opts: { userId: string; ref: string; limit: number; before?: string }): Promise<PositionedEntry[]>;
+}
+
+/** A journal entry with where it stands in the journal: an opaque, store-specific text. */
+export type PositionedEntry = JournalEntry & { position: string };
+
+/** A `before` that no list of this store returned: the route's cursor was not one of its own. */
+export function invalidPosition(): AppError {
+  return new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
 }
 
 /** The LMDB journal also writes out its batch on demand (store flush and close). */
@@ -83,20 +96,37 @@ export function createJournalStore(ctx: StoreContext): BatchedJournalStore {
     return writing;
   }
 
-  /** Newest first, through an index keyed [prefix, ts, writer, seq]. */
-  function newest(index: Database<true, [string, number, string, number]>, prefix: string, limit: number, keep: (rec: JournalEntry) => boolean): JournalEntry[] {
-    const out: JournalEntry[] = [];
+  /**
+   * Newest first, through an index keyed [prefix, ts, writer, seq]; below `before` ([ts, writer,
+   * seq], the position `ts.writer.seq` of an entry listed before) when given.
+   */
+  function newest(
+    index: Database<true, [string, number, string, number]>,
+    prefix: string,
+    limit: number,
+    keep: (rec: JournalEntry) => boolean,
+    before?: [number, string, number],
+  ): PositionedEntry[] {
+    const out: PositionedEntry[] = [];
     if (limit <= 0) return out;
-    // Reverse range: start is the upper bound. Numbers sort before strings, so
+    // Reverse range: start is the upper bound (inclusive). Numbers sort before strings, so
     // [prefix, '\uffff'] is above every [prefix, ts, ...] key.
-    for (const key of index.getKeys({ start: [prefix, '\uffff'] as never, end: [prefix] as never, reverse: true })) {
+    const start = before ? [prefix, ...before] : [prefix, '\uffff'];
+    for (const key of index.getKeys({ start: start as never, end: [prefix] as never, reverse: true })) {
       const [p, ts, w, s] = key as [string, number, string, number];
-      if (p !== prefix) continue;
+      if (p !== prefix || (before && ts === before[0] && w === before[1] && s === before[2])) continue;
       const rec = journal.get([ts, w, s]) as JournalEntry | undefined;
-      if (rec && keep(rec)) out.push(rec);
+      if (rec && keep(rec)) out.push(Object.assign({}, rec, { position: `${ts}.${w}.${s}` }));
       if (out.length >= limit) break;
     }
     return out;
+  }
+
+  /** [ts, writer, seq] of a position `newest` gave out. */
+  function positionKey(position: string): [number, string, number] {
+    const m = /^(\d{1,15})\.([0-9A-Za-z]{1,16})\.(\d{1,15})$/.exec(position);
+    if (!m) throw invalidPosition();
+    return [Number(m[1]), m[2]!, Number(m[3])];
   }
 
   /** Users journaled for since the last sweep. */
@@ -180,9 +210,10 @@ export function createJournalStore(ctx: StoreContext): BatchedJournalStore {
       return newest(journalByUser, userId, limit, () => true);
     },
 
-    async listByRef({ userId, ref, limit }) {
+    async listByRef({ userId, ref, limit, before }) {
+      const below = before === undefined ? undefined : positionKey(before);
       await drain();
-      return newest(journalByRef, ref, limit, (rec) => rec.userId === userId);
+      return newest(journalByRef, ref, limit, (rec) => rec.userId === userId, below);
     },
   };
 }

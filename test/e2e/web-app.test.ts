@@ -272,6 +272,30 @@ describe('the web app', () => {
     }
   }, 60_000);
 
+  it('Signals: the newest 20 alerts are shown and polled; older ones page in below them until there are none', async () => {
+    needs(tokenUrl, 'the token ES breakout');
+    await signedIn();
+    await nav('Signals');
+    const card = page.getByRole('article', { name: 'ES breakout' });
+    const disclosure = card.getByRole('button', { name: 'Show URL and alerts' });
+    if (await disclosure.count()) await disclosure.click();
+    const region = alertsRegion();
+    // The three ES1! alerts of the tests above are older than these 21 (refused: an unknown symbol).
+    for (let i = 1; i <= 21; i++) expect((await alertTo({ action: 'buy', symbol: 'XX1!', qty: i })).status).toBe(400);
+    const unknown = region.getByRole('row', { name: /XX1!/ });
+    await expect.poll(() => unknown.count(), { timeout: 15_000 }).toBe(20);
+    expect(await region.getByRole('row', { name: /ES1!/ }).count()).toBe(0);
+    await region.getByRole('button', { name: 'Older alerts' }).click();
+    await expect.poll(() => region.getByRole('row', { name: /ES1!/ }).count()).toBe(3);
+    expect(await unknown.count()).toBe(21);
+    // The last page: nothing older.
+    expect(await region.getByRole('button', { name: 'Older alerts' }).count()).toBe(0);
+    // A new alert joins at the top on the next poll; nothing shown goes away.
+    expect((await alertTo({ action: 'buy', symbol: 'XX1!', qty: 22 })).status).toBe(400);
+    await expect.poll(() => unknown.count(), { timeout: 15_000 }).toBe(22);
+    expect(await region.getByRole('row', { name: /ES1!/ }).count()).toBe(3);
+  }, 60_000);
+
   it('Signals: rotating the URL shows the new one on the open card at once; the old one is dead', async () => {
     needs(tokenUrl, 'the token ES breakout');
     await signedIn();

@@ -12,7 +12,7 @@ export interface Resource<T> {
   loadedAt: number | null;
 }
 
-function asApiError(err: unknown): ApiError {
+export function asApiError(err: unknown): ApiError {
   return err instanceof ApiError ? err : new ApiError(0, 'CLIENT', err instanceof Error ? err.message : String(err));
 }
 

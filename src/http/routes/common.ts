@@ -194,19 +194,35 @@ export async function callActor<R extends ActorRequest>(
 const DEFAULT_LIMIT = 100;
 
 /**
- * Opaque cursor: the list it pages and an offset into it. A malformed cursor, or one another
- * list issued (its offset means nothing here), is a 400, never a silent restart or a wrong page.
+ * Opaque cursor: the list it pages and a value in it (an offset, a key, a journal position). A
+ * malformed cursor, or one another list issued (its value means nothing here), is a 400, never a
+ * silent restart or a wrong page.
  */
-function decodeCursor(cursor: string | undefined, list: string): number {
-  if (cursor === undefined || cursor === '') return 0;
+function cursorValue(cursor: string, list: string, shape: RegExp): string {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  // The offset follows the last colon: a list name may hold one (an account id), an offset never.
+  // The value follows the last colon: a list name may hold one (an account id), a value never.
   const sep = text.lastIndexOf(':');
-  const offset = text.slice(sep + 1);
-  if (sep < 0 || text.slice(0, sep) !== list || !/^\d{1,15}$/.test(offset)) {
+  const value = text.slice(sep + 1);
+  if (sep < 0 || text.slice(0, sep) !== list || !shape.test(value)) {
     throw new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
   }
-  return Number(offset);
+  return value;
+}
+
+function decodeCursor(cursor: string | undefined, list: string): number {
+  if (cursor === undefined || cursor === '') return 0;
+  return Number(cursorValue(cursor, list, /^\d{1,15}$/));
+}
+
+/** The journal position a cursor of `list` continues below (undefined: the first page); 400 when not one of the list's. */
+export function cursorPosition(cursor: string | undefined, list: string): string | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  return cursorValue(cursor, list, /^[0-9A-Za-z.]{1,64}$/);
+}
+
+/** The cursor of the page of `list` after the entry at `position`. */
+export function positionCursor(list: string, position: string): string {
+  return Buffer.from(`${list}:${position}`).toString('base64url');
 }
 
 /**

@@ -10,7 +10,7 @@ import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { defineRoute, type AuthContext, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
-import { AUTH_ERRORS, errors, nowOf, refuseNarrowedKey, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, cursorPosition, errors, nowOf, positionCursor, refuseNarrowedKey, type RouteDeps } from './common.js';
 import type { Logger } from '../../log.js';
 import { alertMessageFor, tokenView, webhookUrl } from './webhook-tokens.js';
 
@@ -281,8 +281,11 @@ function alertView(e: JournalEntry) {
   return { at: new Date(e.ts).toISOString(), accountId: e.accountId, lateOutcomeOf: null, orderQty: null, warnings: [], ...req, ...out };
 }
 
-/** `?limit=` only: strict like every query, so `?cursor=` (this list has no pages) or a typo is a 400. */
-const alertsQuerySchema = z.strictObject({ limit: integerQuery(1, 100).optional().describe('1..100, default 20') });
+/** Strict like every query: a typo is a 400. */
+const alertsQuerySchema = z.strictObject({
+  limit: integerQuery(1, 100).optional().describe('1..100, default 20'),
+  cursor: z.string().max(200).optional().describe("The previous page's nextCursor: the alerts older than that page's last"),
+});
 
 /** Alerts list and rotation routes. */
 export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
@@ -293,7 +296,8 @@ export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     operationId: 'listWebhookAlerts',
     summary: "A token's recent alerts with their outcome, newest first (from the journal)",
     description:
-      'The most recent alerts (`limit`, default 20, at most 100), newest first; not paged: `nextCursor` is always null, and older alerts are not listed here. ' +
+      'The alerts newest first, `limit` (default 20, at most 100) per page; `?cursor=` (the previous page’s nextCursor, null on the last page) ' +
+      'continues with the alerts older than that page’s last, so alerts arriving meanwhile neither repeat nor shift a page. Kept 90 days (README, data kept). ' +
       'Alerts refused before the token was recognised (an unknown URL) or by its rate limit are not listed; those refused after (not JSON, invalid fields) are; replays of a deduplicated alert are not listed again.',
     tags: ['webhooks'],
     query: alertsQuerySchema,
@@ -301,8 +305,14 @@ export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       const id = ctx.req.params.id!;
       if (!deps.store.webhookTokens.getForUser(ctx.auth.userId, id)) throw new AppError('NOT_FOUND', 'Not found');
-      const entries = await deps.store.journal.listByRef({ userId: ctx.auth.userId, ref: alertRef(id), limit: ctx.req.query.limit ?? 20 });
-      return { status: 200, body: { data: entries.filter((e) => e.kind === ALERT_KIND).map(alertView), nextCursor: null } };
+      const list = `alerts/${id}`;
+      const before = cursorPosition(ctx.req.query.cursor, list);
+      const limit = ctx.req.query.limit ?? 20;
+      // One more than the page: whether there is a next page is known without a second read.
+      const entries = await deps.store.journal.listByRef({ userId: ctx.auth.userId, ref: alertRef(id), limit: limit + 1, ...(before !== undefined && { before }) });
+      const page = entries.slice(0, limit);
+      const nextCursor = entries.length > limit ? positionCursor(list, page[page.length - 1]!.position) : null;
+      return { status: 200, body: { data: page.filter((e) => e.kind === ALERT_KIND).map(alertView), nextCursor } };
     },
   });
 

@@ -6,7 +6,7 @@
  * filter and read front to back (nats-server 2.9 cannot read a subject backwards).
  */
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import type { JournalEntry, JournalStore } from '../journal.js';
+import { invalidPosition, type JournalEntry, type JournalStore, type PositionedEntry } from '../journal.js';
 import { isKeyToken } from './tables.js';
 
 /** How long one read of the stream may wait for the messages it was told exist. */
@@ -24,17 +24,18 @@ export function createNatsJournal(
   let lastTs = 0;
 
   /** Reads `count` messages (of `subject`, or of the stream from `startSeq`). */
-  async function read(count: number, filter: { subject: string } | { startSeq: number }): Promise<JournalEntry[]> {
+  async function read(count: number, filter: { subject: string } | { startSeq: number }): Promise<PositionedEntry[]> {
     const consumer = await js.consumers.get(
       opts.stream,
       'subject' in filter ? { filter_subjects: filter.subject } : { opt_start_seq: filter.startSeq },
     );
-    const out: JournalEntry[] = [];
+    const out: PositionedEntry[] = [];
     while (out.length < count) {
       const batch = await consumer.fetch({ max_messages: count - out.length, expires: READ_TIMEOUT_MS });
       let got = 0;
       for await (const m of batch) {
-        out.push(m.json<JournalEntry>());
+        // The stream's sequence is the entry's position.
+        out.push(Object.assign(m.json<JournalEntry>(), { position: String(m.seq) }));
         got++;
       }
       if (got === 0) break;
@@ -43,7 +44,7 @@ export function createNatsJournal(
   }
 
   /** Newest first, `limit` of one user's entries (all of them when limit is Infinity). */
-  async function ofUser(userId: string, limit: number): Promise<JournalEntry[]> {
+  async function ofUser(userId: string, limit: number): Promise<PositionedEntry[]> {
     const subject = subjectOf(userId);
     const { state } = await jsm.streams.info(opts.stream, { subjects_filter: subject });
     const count = state.subjects?.[subject] ?? 0;
@@ -72,9 +73,11 @@ export function createNatsJournal(
 
     // The user's subject is read whole and filtered here: nats-server 2.9 filters a consumer
     // by one subject only, so a per-object subject could not also be read as the user's.
-    async listByRef({ userId, ref, limit }) {
+    async listByRef({ userId, ref, limit, before }) {
+      if (before !== undefined && !/^\d{1,15}$/.test(before)) throw invalidPosition();
       if (limit <= 0) return [];
-      return (await ofUser(userId, Infinity)).filter((e) => e.ref === ref).slice(0, limit);
+      const below = before === undefined ? Infinity : Number(before);
+      return (await ofUser(userId, Infinity)).filter((e) => e.ref === ref && Number(e.position) < below).slice(0, limit);
     },
   };
 }

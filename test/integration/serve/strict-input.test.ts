@@ -121,7 +121,7 @@ describe('query parameters (item 8)', () => {
     expect((await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?dryRun=true')).status).toBe(200);
   });
 
-  it("a token's alerts take ?limit= only: an unknown parameter or a cursor is a 400", async () => {
+  it("a token's alerts take ?limit= and their own ?cursor=: an unknown parameter or a cursor they did not give out is a 400", async () => {
     const id = (await api('GET', '/api/v1/webhook-tokens')).json.data[0].id as string;
     for (const query of ['zzUnknown=1', 'cursor=abc', 'limit=0', 'limit=101']) {
       const r = await api('GET', `/api/v1/webhook-tokens/${id}/alerts?${query}`);

@@ -36,6 +36,37 @@ describe('journal', () => {
     expect(await t.store.journal.list({ userId: 'u1', limit: 10 })).toHaveLength(6);
   });
 
+  it('pages one ref by position: the next page starts below the last entry shown, so entries added meanwhile neither repeat nor shift it', async () => {
+    for (let i = 0; i < 5; i++) {
+      t.now.value = T0 + i;
+      t.store.journal.append({ userId: 'u1', accountId: '7', kind: 'webhook-alert', request: { i }, outcome: null, ref: 'webhookToken:a' });
+    }
+    // Two entries in one millisecond are two positions.
+    t.store.journal.append({ userId: 'u1', accountId: '7', kind: 'webhook-alert', request: { i: 5 }, outcome: null, ref: 'webhookToken:a' });
+    const page = async (before?: string) => {
+      const got = await t.store.journal.listByRef({ userId: 'u1', ref: 'webhookToken:a', limit: 2, ...(before !== undefined && { before }) });
+      return { ids: got.map((e) => (e.request as { i: number }).i), last: got[got.length - 1]?.position };
+    };
+    const first = await page();
+    expect(first.ids).toEqual([5, 4]);
+    t.now.value = T0 + 10;
+    t.store.journal.append({ userId: 'u1', accountId: '7', kind: 'webhook-alert', request: { i: 6 }, outcome: null, ref: 'webhookToken:a' });
+    const second = await page(first.last);
+    expect(second.ids).toEqual([3, 2]);
+    const third = await page(second.last);
+    expect(third.ids).toEqual([1, 0]);
+    expect((await page(third.last)).ids).toEqual([]);
+    // Positions survive a reopen (a cursor handed out before a restart still pages on).
+    await t.reopen();
+    expect((await page(first.last)).ids).toEqual([3, 2]);
+  });
+
+  it('refuses a position it never gave out as an invalid cursor', async () => {
+    for (const before of ['', 'abc', '1.2', '-1', '1..2', 'x'.repeat(80)]) {
+      await expect(t.store.journal.listByRef({ userId: 'u1', ref: 'webhookToken:a', limit: 2, before }), before).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    }
+  });
+
   it('keeps order and every entry when the clock stands still or steps back', async () => {
     t.store.journal.append({ userId: 'u', accountId: null, kind: 'a', request: null, outcome: null });
     t.store.journal.append({ userId: 'u', accountId: null, kind: 'b', request: null, outcome: null });

@@ -2,15 +2,15 @@
  * Signals: webhook tokens (one secret URL per account), their recent alerts live from the
  * journal, and a flag naming the account when the broker stops reporting it.
  */
-import { useState } from 'preact/hooks';
-import { api, apiList } from '../api';
+import { useEffect, useState } from 'preact/hooks';
+import { api, apiList, type ApiError } from '../api';
 import { accountLabel } from '../accounts-label';
 import { CopyField } from '../components/copy';
 import { ConfirmDialog } from '../components/dialog';
 import { toast } from '../components/toast';
 import { Badge, ErrorBox, ListStates, Loading, Page, TableHead } from '../components/ui';
 import { ago, fullTime, when } from '../format';
-import { useNow, usePolling, useResource } from '../hooks';
+import { asApiError, useNow, usePolling, useResource } from '../hooks';
 import type { Account, Alert, Strategy, WebhookToken } from '../types';
 import { ALERT_MESSAGE_HINT, TokenDialog, TokenUrlDialog } from './signal-dialogs';
 
@@ -66,18 +66,68 @@ function Outcome(props: { alert: Alert }) {
   );
 }
 
+interface AlertsPage {
+  data: Alert[];
+  nextCursor: string | null;
+}
+
+/** Alerts shown: the newest page as last polled, then every alert seen or paged in since, and where older ones continue. */
+interface Shown {
+  list: Alert[];
+  older: string | null;
+}
+
+const alertKey = (a: Alert) => `${a.requestId}|${a.lateOutcomeOf ?? ''}`;
+
+/**
+ * Folds a poll's newest page into what is shown. Alerts that fell off the newest page stay (they
+ * are older than all of it); when the page shares no alert with what is shown and more lie
+ * below it, alerts were missed between polls (a hidden tab stops polling): the view starts over.
+ */
+function foldNewest(shown: Shown | null, page: AlertsPage): Shown {
+  if (!shown || shown.list.length === 0) return { list: page.data, older: page.nextCursor };
+  const onPage = new Set(page.data.map(alertKey));
+  const overlaps = shown.list.some((a) => onPage.has(alertKey(a)));
+  if (!overlaps && page.nextCursor !== null) return { list: page.data, older: page.nextCursor };
+  return { list: [...page.data, ...shown.list.filter((a) => !onPage.has(alertKey(a)))], older: shown.older };
+}
+
 function RecentAlerts(props: { token: WebhookToken }) {
-  const alerts = useResource(() => api<{ data: Alert[] }>('GET', `/webhook-tokens/${encodeURIComponent(props.token.id)}/alerts?limit=20`).then((r) => r.data), [props.token.id]);
-  usePolling(alerts.reload, ALERTS_POLL_MS);
-  const list = alerts.data ?? [];
+  const path = `/webhook-tokens/${encodeURIComponent(props.token.id)}/alerts?limit=20`;
+  const newest = useResource(() => api<AlertsPage>('GET', path), [props.token.id]);
+  usePolling(newest.reload, ALERTS_POLL_MS);
+  const [shown, setShown] = useState<Shown | null>(null);
+  const [older, setOlder] = useState<{ loading: boolean; error?: ApiError }>({ loading: false });
+  useEffect(() => setShown(null), [props.token.id]);
+  useEffect(() => {
+    const page = newest.data;
+    if (page) setShown((s) => foldNewest(s, page));
+  }, [newest.data]);
+  const loadOlder = async () => {
+    const cursor = shown?.older;
+    if (!cursor) return;
+    setOlder({ loading: true });
+    try {
+      const page = await api<AlertsPage>('GET', `${path}&cursor=${encodeURIComponent(cursor)}`);
+      setShown((s) => {
+        if (!s || s.older !== cursor) return s;
+        const have = new Set(s.list.map(alertKey));
+        return { list: [...s.list, ...page.data.filter((a) => !have.has(alertKey(a)))], older: page.nextCursor };
+      });
+      setOlder({ loading: false });
+    } catch (err) {
+      setOlder({ loading: false, error: asApiError(err) });
+    }
+  };
+  const list = shown?.list ?? [];
   return (
     <section class="alerts" aria-label={`Recent alerts of ${props.token.name}`}>
       <h3>
         Recent alerts <span class="live-dot" title="Updates every few seconds" aria-hidden="true" />
       </h3>
-      {alerts.loading && <Loading what="alerts" />}
-      <ErrorBox error={alerts.error} retry={alerts.reload} title="Alerts could not be loaded" />
-      {!alerts.loading && !alerts.error && list.length === 0 && <p class="muted">No alerts yet. They appear here within seconds of arriving.</p>}
+      {newest.loading && <Loading what="alerts" />}
+      <ErrorBox error={newest.error} retry={newest.reload} title="Alerts could not be loaded" />
+      {!newest.loading && !newest.error && list.length === 0 && <p class="muted">No alerts yet. They appear here within seconds of arriving.</p>}
       {list.length > 0 && (
         <table class="table compact">
           <TableHead caption="Recent alerts, newest first" cols={['Time', 'Action', 'Symbol', { label: 'Qty', num: true }, 'Outcome', 'Order']} />
@@ -100,6 +150,12 @@ function RecentAlerts(props: { token: WebhookToken }) {
             ))}
           </tbody>
         </table>
+      )}
+      <ErrorBox error={older.error} retry={() => void loadOlder()} title="Older alerts could not be loaded" />
+      {shown?.older && (
+        <button type="button" class="btn" onClick={() => void loadOlder()} disabled={older.loading}>
+          {older.loading ? 'Loading older alerts…' : 'Older alerts'}
+        </button>
       )}
     </section>
   );

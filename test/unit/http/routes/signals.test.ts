@@ -23,13 +23,37 @@ const alerts = async (id = token.id, userId = w.a.userId) => {
 };
 
 describe('recent alerts of a token', () => {
-  it('takes ?limit= 1..100 in decimal digits and no other query parameter (it has no cursor)', () => {
+  it('takes ?limit= 1..100 in decimal digits and ?cursor=, no other query parameter', () => {
     const query = route(w, 'GET', '/webhook-tokens/:id/alerts').query!;
-    for (const q of [{ zzUnknown: '1' }, { cursor: 'abc' }, { limit: '0' }, { limit: '101' }, { limit: '1e2' }, { limit: '+5' }]) {
+    for (const q of [{ zzUnknown: '1' }, { limit: '0' }, { limit: '101' }, { limit: '1e2' }, { limit: '+5' }, { cursor: 'x'.repeat(201) }]) {
       expect(query.safeParse(q).success, JSON.stringify(q)).toBe(false);
     }
-    expect(query.parse({ limit: '100' })).toEqual({ limit: 100 });
+    expect(query.parse({ limit: '100', cursor: 'abc' })).toEqual({ limit: 100, cursor: 'abc' });
     expect(query.parse({})).toEqual({});
+  });
+
+  it('pages the alerts newest first: nextCursor continues below the last shown and is null on the last page; another list’s cursor is a 400', async () => {
+    for (let i = 1; i <= 5; i++) await alert({ action: 'buy', symbol: 'XX1!', qty: i }).catch(() => undefined);
+    await w.store.flushed();
+    const page = async (cursor?: string, id = token.id) =>
+      listOf(alertSchema).parse((await call(w, 'GET', '/webhook-tokens/:id/alerts', { userId: w.a.userId, params: { id }, query: { limit: '2', ...(cursor !== undefined && { cursor }) } })).body);
+    const first = await page();
+    expect(first.data.map((a) => a.qty)).toEqual(['5', '4']);
+    await alert({ action: 'buy', symbol: 'XX1!', qty: 6 }).catch(() => undefined);
+    await w.store.flushed();
+    const second = await page(first.nextCursor!);
+    expect(second.data.map((a) => a.qty)).toEqual(['3', '2']);
+    const third = await page(second.nextCursor!);
+    expect(third.data.map((a) => a.qty)).toEqual(['1']);
+    expect(third.nextCursor).toBeNull();
+    // The newest page shows what came meanwhile.
+    expect((await page()).data.map((a) => a.qty)).toEqual(['6', '5']);
+    // A cursor of another token's list, or none of ours, is refused, not read as the first page.
+    const other = createdWebhookTokenSchema.parse((await call(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'other' } })).body);
+    for (const cursor of [first.nextCursor!, 'abc', Buffer.from(`alerts/${token.id}:../1`).toString('base64url')]) {
+      const err = await callError(w, 'GET', '/webhook-tokens/:id/alerts', { userId: w.a.userId, params: { id: cursor === first.nextCursor ? other.id : token.id }, query: { cursor } });
+      expect(err, cursor).toMatchObject({ code: 'VALIDATION_FAILED' });
+    }
   });
 
   it('journals accepted and refused alerts with action, symbol, qty, status, code and order id, newest first', async () => {
