@@ -31,6 +31,11 @@ export interface ConnectionTuning {
    */
   orphanLegGraceMs: number;
   /**
+   * How long a connection waits after the broker's 429 before it logs in again: Tradovate holds
+   * the login out for up to an hour and every request meanwhile extends it.
+   */
+  rateLimitHoldMs: number;
+  /**
    * Tests only: a clock shared with the test thread (a SharedArrayBuffer view; crosses into
    * workers through workerData). Non-zero slot 0 is the actor's "now" in ms; 0 = the real clock.
    */
@@ -50,6 +55,9 @@ export interface ConnectionTuning {
  */
 export const UNKNOWN_OUTCOME_MAX_MS = 5 * 60_000;
 
+/** How long Tradovate may hold a login out after a 429 ("wait up to 1 h"): the Retry-After of that answer. */
+export const BROKER_RATE_LIMIT_HOLD_MS = 3_600_000;
+
 /** Production connection timings. */
 export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   heartbeatMs: 2500,
@@ -63,6 +71,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   guardTickMs: 1000,
   unknownOutcomeMaxMs: UNKNOWN_OUTCOME_MAX_MS,
   orphanLegGraceMs: 1000,
+  rateLimitHoldMs: BROKER_RATE_LIMIT_HOLD_MS,
 });
 
 /** Broker deadlines: one request (REST or socket) when the spec names none, and opening a socket. */

@@ -21,7 +21,8 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.round(step * (0.5 + random() / 2));
 }
 
-type Outcome = 'closed' | 'retry' | 'retry-now' | 'fatal' | 'stopped';
+/** `hold`: the broker rate-limited us (429): wait out its lockout, then log in again. */
+type Outcome = 'closed' | 'retry' | 'retry-now' | 'hold' | 'fatal' | 'stopped';
 
 /** One broker connection with its mirror. Emits a StatusEvent on every transition. */
 export class BrokerConnection {
@@ -123,6 +124,13 @@ export class BrokerConnection {
     while (!this.stopped) {
       const outcome = await this.connectOnce();
       if (outcome === 'fatal' || outcome === 'stopped' || this.stopped) return;
+      if (outcome === 'hold') {
+        await this.sleep(this.tuning.rateLimitHoldMs);
+        if (this.stopped) return;
+        this.attempt = 0;
+        this.setStatus('RECONNECTING', 'reconnect', "the broker's rate-limit hold has passed: logging in again");
+        continue;
+      }
       if (outcome === 'closed') this.attempt = 0;
       if (outcome === 'retry') await this.sleep(backoffMs(this.attempt++, this.tuning.backoffBaseMs, this.tuning.backoffMaxMs));
       else await this.sleep(backoffMs(0, Math.min(100, this.tuning.backoffBaseMs), this.tuning.backoffMaxMs));
@@ -204,10 +212,7 @@ export class BrokerConnection {
     } catch (err) {
       this.socket.close();
       if (err instanceof BrokerStatusError && err.status === 401) return this.authExpired('syncrequest refused');
-      if (err instanceof AppError && err.extensions.brokerStatus === 429) {
-        this.setStatus('FAILED', 'fatal-error', err.message);
-        return 'fatal';
-      }
+      if (err instanceof AppError && err.extensions.brokerStatus === 429) return this.rateLimited(err.message);
       this.noteDown(`resync failed: ${err instanceof Error ? err.message : String(err)}`);
       return 'retry';
     }
@@ -220,13 +225,20 @@ export class BrokerConnection {
     this.socket = null;
     if (this.stopped || reason === 'client') return 'stopped';
     if (reason === 'unauthorized') return this.authExpired(detail);
-    if (reason === 'rate-limited') {
-      // Reconnecting would ask the broker again inside its lockout, extending it: stop, as for a captcha.
-      this.setStatus('FAILED', 'fatal-error', detail);
-      return 'fatal';
-    }
+    if (reason === 'rate-limited') return this.rateLimited(detail);
     this.setStatus('RECONNECTING', 'disconnect', `${reason}: ${detail}`);
     return 'closed';
+  }
+
+  /**
+   * The broker answered 429: asking again inside its lockout extends it, so nothing is sent until
+   * the hold has passed (FAILED meanwhile, saying when it logs in again; a manual reconnect may
+   * try sooner), then the connection logs in again by itself: a bot is not left stopped for good.
+   */
+  private rateLimited(detail: string): Outcome {
+    const at = new Date(Date.now() + this.tuning.rateLimitHoldMs).toISOString();
+    this.setStatus('FAILED', 'fatal-error', `${detail} (at ${at}; POST /connections/{id}/reconnect tries sooner)`);
+    return 'hold';
   }
 
   private authExpired(detail: string): Outcome {

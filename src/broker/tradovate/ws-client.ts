@@ -7,7 +7,7 @@
  */
 import WebSocket from 'ws';
 import { AppError } from '../../domain/problems.js';
-import { AUTHORIZE_GRACE_MS, BROKER_TIMEOUTS, CONNECTION_TUNING, MAX_PENALTY_SECONDS, ORDER_PENALTY_WAIT_S, UNKNOWN_OUTCOME_MAX_MS } from '../../tuning.js';
+import { AUTHORIZE_GRACE_MS, BROKER_RATE_LIMIT_HOLD_MS, BROKER_TIMEOUTS, CONNECTION_TUNING, MAX_PENALTY_SECONDS, ORDER_PENALTY_WAIT_S, UNKNOWN_OUTCOME_MAX_MS } from '../../tuning.js';
 import { CLIENT_HEARTBEAT, formatRequest, parseFrame, penaltyOf, type EventMessage, type ServerMessage } from './frames.js';
 
 /** A non-200 answer from the broker (`d` is usually a message string). */
@@ -82,12 +82,9 @@ export interface RequestOptions {
   mayExecute?: boolean;
 }
 
-/** How long Tradovate may hold a login out after a 429 ("wait up to 1 h"): the Retry-After of that answer. */
-export const BROKER_RATE_LIMIT_HOLD_MS = 3_600_000;
-
 const RATE_LIMITED_DETAIL =
   'broker rate limit (429): Tradovate holds the login out for up to an hour, and every request meanwhile extends it; ' +
-  'the connection stopped sending (FAILED): reconnect it by hand (POST /connections/{id}/reconnect) once the hour has passed';
+  'the connection stopped sending (FAILED) and reconnects by itself once the hour has passed';
 
 /** An authorized broker socket. Create with `TradovateSocket.connect`. */
 export class TradovateSocket {
@@ -232,7 +229,7 @@ export class TradovateSocket {
       else if (m.status === 429) {
         // Tradovate holds the login out for up to an hour and every request meanwhile extends it:
         // the socket closes, so nothing more is sent (ops probe: the next order went out 11 s after
-        // a 503 that said Retry-After: 3600), and the connection goes FAILED until reconnected by hand.
+        // a 503 that said Retry-After: 3600), and the connection goes FAILED until the hour has passed.
         p.reject(new AppError('BROKER_UNAVAILABLE', RATE_LIMITED_DETAIL, { brokerStatus: 429 }, BROKER_RATE_LIMIT_HOLD_MS / 1000));
         this.shutdown('rate-limited', RATE_LIMITED_DETAIL);
         return;

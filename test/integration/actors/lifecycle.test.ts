@@ -115,8 +115,9 @@ test('a p-captcha on login is FAILED at once (no retry storm)', async () => {
   expect(failed.detail).toContain('captcha');
 });
 
-test("the broker's rate limit (429) on an order: FAILED at once, nothing more sent (each request extends the lockout), and orders answer CONNECTION_FAILED (re-probe: CONNECTED for an hour that could not trade or be reconnected)", async () => {
-  h = await startActorHarness();
+test("the broker's rate limit (429) on an order: FAILED at once, nothing more sent inside the hold (each request extends the lockout), orders answer CONNECTION_FAILED; after the hold it logs in again by itself (re-probe: CONNECTED for an hour that could not trade; then FAILED until someone noticed)", async () => {
+  const holdMs = 2000;
+  h = await startActorHarness({ tuning: { rateLimitHoldMs: holdMs } });
   h.actor.start();
   await h.nextStatus('CONNECTED');
   const account = String(h.user.accounts[0]!.id);
@@ -127,9 +128,16 @@ test("the broker's rate limit (429) on an order: FAILED at once, nothing more se
   expect(first.message).toContain('broker rate limit (429)');
   const failed = await h.nextStatus('FAILED');
   expect(failed.detail).toContain('broker rate limit (429)');
+  expect(failed.detail).toMatch(/reconnects by itself .* \(at \d{4}-\d\d-\d\dT[\d:.]+Z; POST \/connections\/\{id\}\/reconnect tries sooner\)/);
   await h.control('DELETE', '/faults');
   expect((await h.callError({ ...order, clOrdId: 'rl-2' })).code).toBe('CONNECTION_FAILED');
   expect((await h.control('GET', '/state')).orders).toHaveLength(0);
+  // Nothing is asked of the broker inside the hold; then it logs in again and trades.
+  const back = await h.nextStatus('RECONNECTING', holdMs + 5000);
+  expect(back.ts - failed.ts).toBeGreaterThanOrEqual(holdMs - 50);
+  expect(back.detail).toContain("rate-limit hold has passed");
+  await h.nextStatus('CONNECTED');
+  expect((await h.call({ ...order, clOrdId: 'rl-3' })).order.status).toBe('working');
 });
 
 test('a p-ticket on an order is honoured: wait p-time, resend with the ticket, one order placed', async () => {
