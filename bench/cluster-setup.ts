@@ -63,6 +63,8 @@ export interface BenchUser {
 export interface PaperUser {
   userId: string;
   brokerUser: string;
+  /** The login's password at the paper broker. */
+  brokerPassword: string;
   accountId: string;
   connectionId: string;
   keys: { id: string; key: string }[];
@@ -88,7 +90,7 @@ export async function addPaperUser(store: Store, brokerUrl: string, name: string
     const batch = Array.from({ length: Math.min(50, keys - k) }, () => store.apiKeys.create({ userId: user.id, name: 'k', scopes: ['read', 'trade'] }));
     for (const c of await Promise.all(batch)) created.push({ id: c.record.id, key: c.key });
   }
-  return { userId: user.id, brokerUser, accountId: String(login.accounts[0]!.id), connectionId: connection.id, keys: created };
+  return { userId: user.id, brokerUser, brokerPassword: password, accountId: String(login.accounts[0]!.id), connectionId: connection.id, keys: created };
 }
 
 /** `users` paper users with `keysPerUser` keys each, for one deployment. */

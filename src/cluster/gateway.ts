@@ -29,6 +29,11 @@ interface Forwarded {
   timeoutMs: number;
 }
 
+/** Asks the owner to restart its actor with the stored credentials (a PATCH with new ones, a manual reconnect). */
+interface RestartAsked {
+  restart: true;
+}
+
 interface Local {
   epoch: number;
   sub: Subscription;
@@ -48,6 +53,8 @@ export interface ClusterGatewayOptions {
   feed: EventFeed;
   /** The actor spec of a stored connection (opens its credentials). */
   specFor(connectionId: string): ConnectionSpec;
+  /** Resolves once this node's records mirror holds every record written so far (another node's credentials update). */
+  recordsCurrent(): Promise<void>;
   logger: Logger;
   callTimeoutMs?: number;
 }
@@ -146,9 +153,37 @@ export class ClusterGateway implements ActorGateway, ActorHost {
 
   // ---- ActorGateway: what the HTTP front asks.
 
-  /** A connection added on this node: ownership picks it up (here or elsewhere) at once. */
-  async addConnection(_spec: ConnectionSpec): Promise<void> {
+  /**
+   * A connection added or changed on this node. A new one: ownership picks it up (here or
+   * elsewhere) at once. One already running (new credentials, a manual reconnect) restarts on
+   * the node that runs it, with the credentials stored: scanning alone left a FAILED
+   * connection FAILED on its owner (cluster probe: 202, and nothing happened).
+   */
+  async addConnection(spec: ConnectionSpec): Promise<void> {
     this.ownership?.scanSoon();
+    const id = spec.connectionId;
+    if (this.local.has(id)) return this.restartLocal(id);
+    let reply;
+    try {
+      reply = await this.opts.nc.request(this.subjectOf(id), JSON.stringify({ restart: true } satisfies RestartAsked), { timeout: this.callTimeoutMs });
+    } catch (err) {
+      // Nobody runs it: whichever node takes it starts it with what is stored now.
+      if (isNoResponders(err)) return;
+      throw new AppError('BROKER_UNAVAILABLE', `the node running connection ${id} did not confirm its restart: ${forwardError(id, err, this.callTimeoutMs).message}`, {}, 1);
+    }
+    const result = reply.json<Result<unknown>>();
+    if (!result.ok) throw fromErrorData(result.error);
+  }
+
+  /** Restarts an actor this node runs, with the credentials stored (as written on any node). */
+  private async restartLocal(connectionId: string): Promise<void> {
+    const run = this.local.get(connectionId);
+    // Moving: the node that takes it next starts it with what is stored.
+    if (!run || run.stopping) return;
+    await this.opts.recordsCurrent();
+    await run.started;
+    if (this.local.get(connectionId) !== run || run.stopping) return;
+    await this.opts.supervisor.addConnection(this.opts.specFor(connectionId));
   }
 
   /** A connection removed: its owner stops it once the record is gone (here: at the next scan, now). */
@@ -220,8 +255,13 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   private async serve(connectionId: string, msg: Msg): Promise<void> {
     let result: Result<unknown>;
     try {
-      const { req, timeoutMs } = msg.json<Forwarded>();
-      result = { ok: true, value: await this.requestLocal(connectionId, req, timeoutMs) };
+      const asked = msg.json<Forwarded | RestartAsked>();
+      if ('restart' in asked) {
+        await this.restartLocal(connectionId);
+        result = { ok: true, value: null };
+      } else {
+        result = { ok: true, value: await this.requestLocal(connectionId, asked.req, asked.timeoutMs) };
+      }
     } catch (err) {
       result = { ok: false, error: toErrorData(err) };
     }
@@ -235,13 +275,18 @@ export class ClusterGateway implements ActorGateway, ActorHost {
 
 /** What a failed forward means to the client (see module comment). */
 function forwardError(connectionId: string, err: unknown, timeoutMs: number): AppError {
-  const noResponders =
-    err instanceof errors.NoRespondersError ||
-    (err instanceof errors.RequestError && err.isNoResponders()) ||
-    (err instanceof Error && err.cause instanceof errors.NoRespondersError);
-  if (noResponders) return new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} has no running actor right now (its node is changing); retry`, {}, 1);
+  if (isNoResponders(err)) return new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} has no running actor right now (its node is changing); retry`, {}, 1);
   if (err instanceof errors.TimeoutError || (err instanceof Error && err.cause instanceof errors.TimeoutError)) {
     return new AppError('BROKER_TIMEOUT', `the actor of ${connectionId} did not answer within ${timeoutMs} ms; retry with the same Idempotency-Key`);
   }
   return new AppError('BROKER_UNAVAILABLE', `forwarding to the actor of ${connectionId} failed: ${err instanceof Error ? err.message : String(err)}`, {}, 1);
+}
+
+/** Nobody subscribes to the subject: no node runs the actor right now. */
+function isNoResponders(err: unknown): boolean {
+  return (
+    err instanceof errors.NoRespondersError ||
+    (err instanceof errors.RequestError && err.isNoResponders()) ||
+    (err instanceof Error && err.cause instanceof errors.NoRespondersError)
+  );
 }

@@ -97,6 +97,7 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
       if (!record) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
       return connectionSpecFor(record, store.connections.credentials(connectionId));
     },
+    recordsCurrent: () => store.recordsCurrent(),
   });
   let ownership: Ownership | undefined;
   const reachListeners = new Set<(reachable: boolean) => void>();
@@ -141,6 +142,8 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
     host: gateway,
     logger: log,
     enabled: () => store.connections.all().flatMap((c) => (c.disabled ? [] : [c.id])),
+    exists: (connectionId) => store.connections.byId(connectionId) !== undefined,
+    epochSeen: (connectionId) => feed.epochOf(connectionId),
   });
   gateway.attach(ownership);
 

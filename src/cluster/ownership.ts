@@ -47,6 +47,14 @@ export interface OwnershipOptions {
   host: ActorHost;
   /** Ids of the enabled connections (from the records mirror). */
   enabled(): string[];
+  /** Whether the connection is stored at all (a disabled one is; a deleted one is not). */
+  exists(connectionId: string): boolean;
+  /**
+   * The highest owner epoch this node has seen events of for the connection (the event feed):
+   * a new owner's epoch is above it even where the owner record was lost, or its events would
+   * be dropped as a previous owner's everywhere.
+   */
+  epochSeen(connectionId: string): number;
   logger: Logger;
   clock?: () => number;
   timing?: Partial<OwnershipTiming>;
@@ -257,7 +265,7 @@ export class Ownership {
     const mine = previous !== undefined && this.isMine(previous);
     if (from && !mine && !(await lease.confirmEnded(from))) return;
     if (!lease.holding || this.closed) return;
-    const epoch = (previous?.epoch ?? 0) + 1;
+    const epoch = Math.max(previous?.epoch ?? 0, this.opts.epochSeen(id)) + 1;
     const wrote = await this.mirror.mutate(keyOf(id), (cur) => {
       const r = cur as OwnerRecord | undefined;
       // Someone else changed it since we looked: the next scan sees what they wrote.
@@ -296,12 +304,19 @@ export class Ownership {
       .catch((err: unknown) => this.log.warn({ err, connectionId: id }, 'freeing a connection failed; it moves when this node\'s lease ends'));
   }
 
-  /** A connection removed or disabled: stop its actor (DISABLED) and delete its record. */
+  /**
+   * A connection removed or disabled: stop its actor (DISABLED). A disabled one's record is kept
+   * free with its epoch, so the owner that takes it once enabled again counts on from there (a
+   * record deleted here restarted at epoch 1, whose events every node dropped as older than the
+   * DISABLED it had seen: enabled again, the connection read DISABLED for good). A deleted
+   * connection's record goes.
+   */
   private async retire(id: string): Promise<void> {
     await this.stopLocal(id, true);
     await this.mirror.mutate(keyOf(id), (cur) => {
       const r = cur as OwnerRecord | undefined;
-      return { next: r && this.isMine(r) ? null : undefined, result: undefined };
+      if (!r || !this.isMine(r)) return { next: undefined, result: undefined };
+      return { next: this.opts.exists(id) ? { ...r, node: null, boot: null } : null, result: undefined };
     });
   }
 }

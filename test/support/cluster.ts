@@ -103,6 +103,7 @@ export interface ClusterUser {
   keyId: string;
   connectionId: string;
   brokerUser: string;
+  brokerPassword: string;
   /** Broker account ids. */
   accounts: string[];
 }
@@ -110,7 +111,7 @@ export interface ClusterUser {
 /** Creates a broker login at the sim, then the user, its key and its connection in the cluster store. */
 export async function addClusterUser(store: NatsStore, sim: SimProcess, name: string): Promise<ClusterUser> {
   const u = await addPaperUser(store, sim.baseUrl, name, 1);
-  return { name, userId: u.userId, apiKey: u.keys[0]!.key, keyId: u.keys[0]!.id, connectionId: u.connectionId, brokerUser: u.brokerUser, accounts: [u.accountId] };
+  return { name, userId: u.userId, apiKey: u.keys[0]!.key, keyId: u.keys[0]!.id, connectionId: u.connectionId, brokerUser: u.brokerUser, brokerPassword: u.brokerPassword, accounts: [u.accountId] };
 }
 
 /** Polls node `url` until the user's connection is CONNECTED with its accounts; resolves with the ms it took. */

@@ -236,6 +236,49 @@ describe('three serve --cluster nodes', () => {
     }
   });
 
+  it('new credentials and a manual reconnect through nodes that do not run the connection restart it on its owner; disabled and enabled again it trades on every node (cluster probe: PATCH 200 and reconnect 202 left it FAILED for good)', async () => {
+    const erin = await addClusterUser(records.store, sim, 'erin');
+    for (const n of nodes) await connectedOn(n.url, erin.apiKey, 30_000);
+    const owner = (await ownersOf(nc, [erin.connectionId])).get(erin.connectionId)!;
+    const others = nodes.filter((n) => n.nodeId !== owner);
+    const ownerNode = nodes.find((n) => n.nodeId === owner)!;
+    expect(others).toHaveLength(2);
+    const statusOn = async (n: ClusterNodeProcess) => ((await http(n.url, 'GET', '/api/v1/connections', { key: erin.apiKey })).json.data as { status: string }[])[0]!.status;
+    const everywhere = async (status: string) => {
+      for (const n of nodes) {
+        for (const deadline = Date.now() + 20_000; (await statusOn(n)) !== status; ) {
+          if (Date.now() > deadline) throw new Error(`${n.nodeId}: not ${status} but ${await statusOn(n)}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    };
+    // A wrong password given through another node: the owner restarts with it, FAILED everywhere.
+    const wrong = await http(others[0]!.url, 'PATCH', `/api/v1/connections/${erin.connectionId}`, { key: erin.apiKey, body: { credentials: { password: 'not-the-password' } } });
+    expect(wrong.status, wrong.text).toBe(200);
+    await everywhere('FAILED');
+    // The right one through the third node: CONNECTED everywhere.
+    const right = await http(others[1]!.url, 'PATCH', `/api/v1/connections/${erin.connectionId}`, { key: erin.apiKey, body: { credentials: { password: erin.brokerPassword } } });
+    expect(right.status, right.text).toBe(200);
+    await everywhere('CONNECTED');
+    // FAILED again; the stored password fixed without a restart (as the CLI writes it), then a
+    // manual reconnect on the owner itself.
+    expect((await http(others[0]!.url, 'PATCH', `/api/v1/connections/${erin.connectionId}`, { key: erin.apiKey, body: { credentials: { password: 'wrong-again' } } })).status).toBe(200);
+    await everywhere('FAILED');
+    await records.store.connections.update(erin.userId, erin.connectionId, { credentials: { name: erin.brokerUser, password: erin.brokerPassword } });
+    const reconnect = await http(ownerNode.url, 'POST', `/api/v1/connections/${erin.connectionId}/reconnect`, { key: erin.apiKey });
+    expect(reconnect.status, reconnect.text).toBe(202);
+    await everywhere('CONNECTED');
+    // Disabled, then enabled again: it runs and trades through every node.
+    await records.store.connections.setDisabled(erin.connectionId, true);
+    await everywhere('DISABLED');
+    await records.store.connections.setDisabled(erin.connectionId, false);
+    await everywhere('CONNECTED');
+    for (const n of nodes) {
+      const r = await http(n.url, 'POST', `/api/v1/accounts/${erin.accounts[0]}/orders`, { key: erin.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4000, clientOrderId: `erin-${n.nodeId}` } });
+      expect(r.status, `${n.nodeId}: ${r.text}`).toBe(201);
+    }
+  });
+
   it('journals trading actions in the cluster’s journal stream, whichever node took them', async () => {
     const entries = await records.store.journal.list({ userId: alice.userId, limit: 100 });
     const places = entries.filter((e) => e.kind === 'place-order');

@@ -66,6 +66,8 @@ interface Node {
   feed: EventFeed;
   gateway: ClusterGateway;
   sup: ReturnType<typeof scriptedSupervisor>;
+  /** How often the gateway waited for its records mirror to catch up. */
+  records: { current: number };
 }
 
 const open: Node[] = [];
@@ -81,8 +83,9 @@ async function node(prefix: string, name: string, answer: (id: string, req: Acto
   const nc = await connect({ servers: nats.url });
   const feed = await EventFeed.start({ js: jetstream(nc), jsm: await jetstreamManager(nc), prefix, replicas: 1, nodeId: name, logger });
   const sup = scriptedSupervisor(answer);
-  const gateway = new ClusterGateway({ nc, prefix, supervisor: sup, feed, specFor: spec, logger, callTimeoutMs: 300 });
-  const n = { nc, feed, gateway, sup };
+  const records = { current: 0 };
+  const gateway = new ClusterGateway({ nc, prefix, supervisor: sup, feed, specFor: spec, logger, callTimeoutMs: 300, recordsCurrent: async () => void records.current++ });
+  const n = { nc, feed, gateway, sup, records };
   open.push(n);
   return n;
 }
@@ -125,6 +128,28 @@ describe('cluster gateway', () => {
     expect(err).toMatchObject({ code: 'ORDER_NOT_WORKING', message: 'already filled', extensions: { order: { orderId: '9' } } });
     // The owner itself calls its own supervisor, no hop.
     expect(await a.gateway.request('con_1', { type: 'working-orders', accountId: '7' })).toEqual([{ orderId: '1', served: 'a' }]);
+  });
+
+  it('a connection changed on any node (new credentials, a manual reconnect) restarts on the node that runs it, once that node has the stored records (cluster probe: 202, and it stayed FAILED)', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const a = await node(prefix, 'a');
+    const b = await node(prefix, 'b');
+    await a.gateway.start('con_1', 1, false);
+    expect(a.sup.added).toEqual([{ id: 'con_1', resume: false }]);
+    // Asked on b: the owner a restarts it (a new add of the running connection), after catching up.
+    await whenServed(async () => {
+      await b.gateway.addConnection(spec('con_1'));
+      if (a.sup.added.length < 2) throw new AppError('BROKER_UNAVAILABLE', 'no running actor yet');
+    });
+    expect(a.sup.added).toEqual([{ id: 'con_1', resume: false }, { id: 'con_1', resume: false }]);
+    expect(a.records.current).toBe(1);
+    expect(b.sup.added).toEqual([]);
+    // Asked on the owner itself: restarted there, no hop.
+    await a.gateway.addConnection(spec('con_1'));
+    expect(a.sup.added).toHaveLength(3);
+    // Nobody runs it (a new connection): nothing to restart, ownership starts it.
+    await b.gateway.addConnection(spec('con_new'));
+    expect([...a.sup.added, ...b.sup.added].filter((x) => x.id === 'con_new')).toEqual([]);
   });
 
   it('no node running the connection → 503 BROKER_UNAVAILABLE with Retry-After at once; a silent owner → 504', async () => {

@@ -54,6 +54,10 @@ interface TestNode {
 function cluster() {
   const prefix = `t${randomBase62(10)}`;
   const enabled: string[] = [];
+  /** Connections stored but disabled (enabled ones are stored too). */
+  const disabled = new Set<string>();
+  /** The highest epoch the event feed has seen per connection (tests set it). */
+  const epochSeen = new Map<string, number>();
   const log: HostEvent[] = [];
   const nodes: TestNode[] = [];
   const proxies: TcpProxy[] = [];
@@ -82,7 +86,11 @@ function cluster() {
       onRestore: () => ownership?.scanSoon(),
       onReach: (reachable) => reach.push({ reachable, at: Date.now(), holding: lease.holding }),
     });
-    ownership = await Ownership.start({ nc, kvm, prefix, replicas: 1, lease, host, logger, enabled: () => [...enabled], timing: opts.scan ?? SCAN });
+    ownership = await Ownership.start({ nc, kvm, prefix, replicas: 1, lease, host, logger, enabled: () => [...enabled],
+      exists: (id) => enabled.includes(id) || disabled.has(id),
+      epochSeen: (id) => epochSeen.get(id) ?? 0,
+      timing: opts.scan ?? SCAN,
+    });
     const node = {
       name, nc, lease, ownership, running, proxy, reach,
       async die() {
@@ -97,6 +105,8 @@ function cluster() {
 
   return {
     enabled,
+    disabled,
+    epochSeen,
     log,
     nodes,
     startNode,
@@ -299,6 +309,41 @@ describe('connection ownership', () => {
     const ms = await until(() => before.every((id) => c!.nodes[1]!.running.has(id)), 3000, 'b running a’s connections');
     expect(ms).toBeLessThan(TIMING.leaseMs);
     expect(c.log.filter((e) => e.node === 'b' && e.kind === 'start').every((e) => e.resume === true && e.epoch === 2)).toBe(true);
+  });
+
+  it('a connection disabled and enabled again resumes above the epoch it had, wherever it moved before (cluster probe: taken again at epoch 1, its events were dropped everywhere and it read DISABLED for good)', async () => {
+    c = cluster();
+    c.enabled.push('con_1');
+    const a = await c.startNode('a');
+    await until(() => everyOnce(c!), 5000, 'running on a');
+    // One move first: b takes it from a leaving a, under epoch 2.
+    const b = await c.startNode('b');
+    await a.ownership.releaseAll();
+    await a.lease.release();
+    await until(() => b.running.has('con_1'), 3000, 'b running it');
+    expect(c.log.filter((e) => e.kind === 'start').map((e) => e.epoch)).toEqual([1, 2]);
+    // Disabled: stopped (DISABLED); the record stays, free.
+    c.enabled.splice(0, 1);
+    c.disabled.add('con_1');
+    await until(() => c!.log.some((e) => e.kind === 'stop' && e.disabled === true), 3000, 'stopped as disabled');
+    await until(() => b.ownership.ownerOf('con_1')?.node === null, 3000, 'the record freed');
+    expect(b.ownership.ownerOf('con_1')).toMatchObject({ node: null, epoch: 2 });
+    c.disabled.delete('con_1');
+    c.enabled.push('con_1');
+    await until(() => b.running.has('con_1'), 3000, 'running again');
+    expect(c.log.filter((e) => e.kind === 'start').at(-1)).toMatchObject({ epoch: 3 });
+  });
+
+  it('a new owner counts on from the highest epoch the events showed, even where the record is gone; a deleted connection’s record goes', async () => {
+    c = cluster();
+    c.epochSeen.set('con_1', 7);
+    c.enabled.push('con_1');
+    const a = await c.startNode('a');
+    await until(() => a.running.has('con_1'), 5000, 'running');
+    expect(c.log.find((e) => e.kind === 'start')).toMatchObject({ epoch: 8 });
+    c.enabled.splice(0, 1);
+    await until(() => c!.log.some((e) => e.kind === 'stop' && e.disabled === true), 3000, 'stopped');
+    await until(() => a.ownership.ownerOf('con_1') === undefined, 3000, 'the record deleted');
   });
 
   it('refuses a second process under a node id that is still renewed', async () => {
