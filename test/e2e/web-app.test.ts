@@ -361,14 +361,16 @@ describe('the web app', () => {
     expect(await violationsInBothSchemes(page)).toEqual([]);
     await screenshot(page, 'strategies');
 
-    // Deleting it names the signal token that uses it, and what its alerts then lack.
+    // Not deleted while a signal token uses it: the dialog names the token and what its alerts rely on, and offers no delete.
     const strategyId = ((await api('GET', '/api/v1/strategies')).json.data as { id: string; name: string }[]).find((x) => x.name === 'ES opening range')!.id;
     const bound = await api('POST', '/api/v1/webhook-tokens', { accountId: demo2, name: 'ORB alerts', strategyId });
     expect(bound.status, bound.text).toBe(201);
     await page.getByRole('button', { name: 'Delete strategy ES opening range' }).click();
     await dialog().getByText('Used by the signal token “ORB alerts”').waitFor();
-    expect(await dialog().textContent()).toContain('nothing fills in symbol, qty, orderType, takeProfit, stopLoss any more');
-    await dialog().getByRole('button', { name: 'Cancel', exact: true }).click();
+    expect(await dialog().textContent()).toContain('whose alerts rely on it for symbol, qty, orderType, takeProfit, stopLoss');
+    expect(await dialog().getByRole('button', { name: 'Delete strategy' }).count()).toBe(0);
+    await dialog().getByRole('button', { name: 'Keep strategy', exact: true }).click();
+    expect((await api('DELETE', `/api/v1/strategies/${strategyId}`)).status).toBe(409);
     expect((await api('DELETE', `/api/v1/webhook-tokens/${bound.json.id}`)).status).toBe(204);
   }, 60_000);
 

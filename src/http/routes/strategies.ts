@@ -153,12 +153,25 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     scope: 'trade',
     operationId: 'deleteStrategy',
     summary: 'Delete a strategy',
+    description:
+      'A strategy webhook tokens are bound to is not deleted (409 CONFLICT naming them): their alerts leave out what it sets (the ready ' +
+      'alert message does), so its take-profit and stop-loss would silently vanish from every later entry. Rebind or delete those tokens first.',
     tags: ['strategies'],
-    responses: [{ status: 204, description: 'Deleted' }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
+    responses: [{ status: 204, description: 'Deleted' }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT')],
     async handler(ctx) {
-      if (!deps.store.strategies.getForUser(ctx.auth.userId, ctx.req.params.id!)) throw notFound();
+      const id = ctx.req.params.id!;
+      if (!deps.store.strategies.getForUser(ctx.auth.userId, id)) throw notFound();
       refuseNarrowedKey(ctx.auth, 'delete strategies');
-      if (!(await deps.store.strategies.remove(ctx.auth.userId, ctx.req.params.id!))) throw notFound();
+      const bound = deps.store.webhookTokens.listByUser(ctx.auth.userId).filter((t) => t.strategyId === id);
+      if (bound.length > 0) {
+        const names = bound.map((t) => `${t.name} (${t.id})`).join(', ');
+        throw new AppError(
+          'CONFLICT',
+          `Webhook tokens use this strategy: ${names}. Their alerts rely on its order defaults (take-profit, stop-loss): rebind them to another strategy or none, or delete them, first`,
+          { tokenIds: bound.map((t) => t.id) },
+        );
+      }
+      if (!(await deps.store.strategies.remove(ctx.auth.userId, id))) throw notFound();
       return { status: 204 };
     },
   });

@@ -100,7 +100,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         { status: 201, description: 'Order placed', schema: webhookResponseSchema },
         { status: 200, description: 'Account flattened', schema: webhookResponseSchema },
         ...errors('VALIDATION_FAILED', 'WEBHOOK_UNSUPPORTED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', 'INVALID_IDEMPOTENCY_KEY', 'UNAUTHENTICATED', 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
-        ...errors('SYMBOL_MISMATCH', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'RATE_LIMITED', ...BROKER_ERRORS),
+        ...errors('SYMBOL_MISMATCH', 'CONFLICT', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'RATE_LIMITED', ...BROKER_ERRORS),
       ],
       async handler(ctx) {
         const now = nowOf(deps);
@@ -125,6 +125,18 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           const flatten = await webhookFlatten(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, !!intent.exit);
           ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
           return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
+        }
+        // Bound to a strategy that is gone (deleted on another node meanwhile, or before deletes
+        // were refused): its alert leaves out what the strategy set, its legs among them. Traded
+        // without them, the entry would go out unprotected (API probe: 201 with no legs). Exits
+        // (flatten, a partial exit) carry no legs and go on, as does an alert that names both legs itself.
+        const reliesOnLegs = intent.order.takeProfit === undefined || intent.order.stopLoss === undefined;
+        if (token.strategyId && !strategy && !intent.reduce && reliesOnLegs) {
+          throw new AppError(
+            'CONFLICT',
+            `The token's strategy ${token.strategyId} no longer exists, and this alert relies on its order defaults (take-profit, stop-loss): nothing was placed. Rebind the token to a strategy or none`,
+            { strategyId: token.strategyId },
+          );
         }
         const defaults: StrategyDefaults | null = strategy ?? null;
         const input = completeOrder(intent.order, defaults, intent.warnings);

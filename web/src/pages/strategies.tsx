@@ -15,20 +15,42 @@ function leg(l: BracketLeg | null): string {
 }
 
 /** The signal tokens bound to a strategy, named, and what deleting it means for their alerts. */
-function TokensUsing(props: { strategy: Strategy }) {
+/**
+ * Deleting a strategy: refused while signal tokens use it (the API answers 409), since their
+ * alerts leave out what it sets (its take-profit and stop-loss would vanish from every entry).
+ */
+function DeleteStrategyDialog(props: { strategy: Strategy; onClose: () => void; onDeleted: () => Promise<void> }) {
   const tokens = useResource(() => apiList<WebhookToken>('/webhook-tokens'), []);
   const using = (tokens.data ?? []).filter((t) => t.strategyId === props.strategy.id);
   const fields = (['symbol', 'qty', 'orderType', 'takeProfit', 'stopLoss'] as const).filter((f) => props.strategy[f] != null);
-  if (tokens.loading) return <p class="muted">Looking for signal tokens that use it…</p>;
-  if (tokens.error) return <p>Signal tokens that use it keep working; their alerts must then carry every field themselves.</p>;
-  if (using.length === 0) return <p>No signal token uses it.</p>;
+  const refused = using.length > 0;
   return (
-    <div class="callout warn">
-      <p>
-        Used by {using.length === 1 ? 'the signal token' : `${using.length} signal tokens`} {using.map((t) => `“${t.name}”`).join(', ')}. They keep receiving alerts, but
-        {fields.length ? ` nothing fills in ${fields.join(', ')} any more: an alert without ${fields.length > 1 ? 'them' : 'it'} (a message copied while this strategy was bound leaves ${fields.length > 1 ? 'them' : 'it'} out) is refused.` : ' their alerts must carry every field themselves.'}
-      </p>
-    </div>
+    <ConfirmDialog
+      title={`Delete strategy “${props.strategy.name}”?`}
+      confirmLabel="Delete strategy"
+      danger
+      refused={refused || tokens.loading}
+      dismissLabel={refused ? 'Keep strategy' : 'Cancel'}
+      onClose={props.onClose}
+      onConfirm={async () => {
+        await api('DELETE', `/strategies/${encodeURIComponent(props.strategy.id)}`);
+        toast(`Strategy “${props.strategy.name}” deleted`);
+        await props.onDeleted();
+      }}
+    >
+      {tokens.loading && <p class="muted">Looking for signal tokens that use it…</p>}
+      {tokens.error && <p>Signal tokens that use it keep it: the service refuses the delete while any does.</p>}
+      {!tokens.loading && !tokens.error && !refused && <p>No signal token uses it.</p>}
+      {refused && (
+        <div class="callout warn">
+          <p>
+            Used by {using.length === 1 ? 'the signal token' : `${using.length} signal tokens`} {using.map((t) => `“${t.name}”`).join(', ')}, whose alerts rely on it
+            {fields.length ? ` for ${fields.join(', ')}` : ''}. Rebind {using.length === 1 ? 'it' : 'them'} to another strategy or none on the Signals page first: deleted
+            now, its take-profit and stop-loss would vanish from every later entry.
+          </p>
+        </div>
+      )}
+    </ConfirmDialog>
   );
 }
 
@@ -94,21 +116,7 @@ export function StrategiesPage() {
           }}
         />
       )}
-      {deleting && (
-        <ConfirmDialog
-          title={`Delete strategy “${deleting.name}”?`}
-          confirmLabel="Delete strategy"
-          danger
-          onClose={() => setDeleting(null)}
-          onConfirm={async () => {
-            await api('DELETE', `/strategies/${encodeURIComponent(deleting.id)}`);
-            toast(`Strategy “${deleting.name}” deleted`);
-            await strategies.reload();
-          }}
-        >
-          <TokensUsing strategy={deleting} />
-        </ConfirmDialog>
-      )}
+      {deleting && <DeleteStrategyDialog strategy={deleting} onClose={() => setDeleting(null)} onDeleted={() => strategies.reload()} />}
     </Page>
   );
 }

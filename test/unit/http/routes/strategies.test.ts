@@ -25,6 +25,17 @@ describe('strategies', () => {
     expect((await callError(w, 'GET', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } })).code).toBe('NOT_FOUND');
   });
 
+  it('refuses to delete a strategy webhook tokens are bound to (409 naming them); once they are rebound it goes (API probe: the tokens then traded without its legs)', async () => {
+    const created = strategySchema.parse((await call(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'ORB', stopLoss: { ticks: 20 } } })).body);
+    const token = (await call(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'TV', strategyId: created.id } })).body as { id: string };
+    const err = await callError(w, 'DELETE', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } });
+    expect(err).toMatchObject({ code: 'CONFLICT', extensions: { tokenIds: [token.id] } });
+    expect(err.message).toContain(`TV (${token.id})`);
+    expect((await call(w, 'GET', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } })).status).toBe(200);
+    await call(w, 'PATCH', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: token.id }, body: { strategyId: null } });
+    expect((await call(w, 'DELETE', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } })).status).toBe(204);
+  });
+
   it('refuses an unresolvable symbol with UNKNOWN_SYMBOL', async () => {
     expect((await callError(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'x', symbol: 'NOPE' } })).code).toBe('UNKNOWN_SYMBOL');
   });

@@ -86,6 +86,20 @@ describe('POST /webhooks/:token orders', () => {
     expect(w.gateway.calls[0]!.req).toMatchObject({ symbol: 'MNQZ6', qty: 3, side: 'sell', stopLoss: { offsetPoints: 10 } });
   });
 
+  it('a token whose strategy is gone refuses entries that rely on its legs (409, nothing sent); exits, and entries naming both legs, still go (API probe: 201 with no legs after the strategy was deleted)', async () => {
+    const strategy = await w.store.strategies.create(w.a.userId, { name: 's', description: '', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    await w.store.webhookTokens.update(w.a.userId, tokenId, { strategyId: strategy.id });
+    // Deleted behind the token's back (another node, or a store from before deletes were refused).
+    await w.store.strategies.remove(w.a.userId, strategy.id);
+    const err = await alertError({ action: 'buy', symbol: 'ES1!', qty: 1 });
+    expect(err).toMatchObject({ code: 'CONFLICT', extensions: { strategyId: strategy.id } });
+    expect(err.message).toContain('no longer exists');
+    expect((await alertError({ action: 'buy', symbol: 'ES1!', qty: 1, stopLoss: { ticks: 8 } })).code).toBe('CONFLICT');
+    expect(w.gateway.calls).toHaveLength(0);
+    expect((await alert({ action: 'buy', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 8 }, stopLoss: { ticks: 8 } })).status).toBe(201);
+    expect((await alert({ action: 'close', symbol: 'ES1!' })).status).toBe(200);
+  });
+
   it('refuses two take-profits with WEBHOOK_UNSUPPORTED and sends nothing', async () => {
     const err = await alertError({ action: 'buy', symbol: 'ES', qty: 2, takeProfit: [{ price: 5010 }, { price: 5020 }] });
     expect(err.code).toBe('WEBHOOK_UNSUPPORTED');
