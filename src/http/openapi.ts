@@ -141,7 +141,7 @@ function operation(route: RouteDef<any, any>): Json {
       in: 'header',
       required: false,
       description: '1–255 visible ASCII characters; same key + same request within 24 h replays the first answer',
-      schema: { type: 'string', minLength: 1, maxLength: 255 },
+      schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[!-~]+$' },
     });
   }
   if (route.path === '/connection-health/stream') {
