@@ -10,7 +10,7 @@ import type { MessagePort, Worker } from 'node:worker_threads';
 import * as Comlink from 'comlink';
 import { AppError, fromErrorData, RequestNotSentError } from '../domain/problems.js';
 import { nodeEndpoint } from './comlink-node.js';
-import type { ActorRequest, ReplyEnvelope, RequestEnvelope, WorkerHostApi, WorkerStats } from './protocol.js';
+import { EFFECTFUL_REQUESTS, type ActorRequest, type ReplyEnvelope, type RequestEnvelope, type WorkerHostApi, type WorkerStats } from './protocol.js';
 import type { ConnectionSpec } from '../domain/connections.js';
 
 interface Pending {
@@ -23,8 +23,6 @@ interface Pending {
   mayExecute: 'the order' | 'the request' | false;
 }
 
-/** Requests whose effect at the broker may outlive the worker that sent them (a lock's flatten is owed and run again: it stays retryable). */
-const EFFECTFUL = new Set<ActorRequest['type']>(['place-order', 'flatten', 'cancel-order']);
 
 /** RPC client for one worker host. */
 export class ActorClient {
@@ -85,7 +83,7 @@ export class ActorClient {
       const timer = setTimeout(() => {
         if (this.pending.delete(id)) reject(new AppError('BROKER_TIMEOUT', `actor request ${req.type} did not complete within ${timeoutMs} ms`));
       }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer, cancelled, mayExecute: req.type === 'place-order' ? 'the order' : EFFECTFUL.has(req.type) ? 'the request' : false });
+      this.pending.set(id, { resolve, reject, timer, cancelled, mayExecute: req.type === 'place-order' ? 'the order' : EFFECTFUL_REQUESTS.has(req.type) ? 'the request' : false });
       this.outbox.push({ id, connectionId, req });
       if (!this.flushing) {
         this.flushing = true;

@@ -137,6 +137,13 @@ export type ActorRequest =
   | CheckOrderRequest
   | OwedLegsStoredRequest;
 
+/**
+ * Requests whose effect at the broker may outlive the process that sent them: once handed over,
+ * their outcome is unknown (504) if the answer never comes; any other request can be retried (503)
+ * (a lock's flatten is owed and run again by the next owner: the lock stays retryable).
+ */
+export const EFFECTFUL_REQUESTS: ReadonlySet<ActorRequest['type']> = new Set<ActorRequest['type']>(['place-order', 'flatten', 'cancel-order']);
+
 // ---------------------------------------------------------------------------
 // Results.
 

@@ -13,7 +13,7 @@
  * events of the actors this node runs go into it, stamped with their owner epoch.
  */
 import { errors, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, Result, ResultFor, WorkingOrdersPage } from '../actors/protocol.js';
+import { EFFECTFUL_REQUESTS, type ActorCallOptions, type ActorEvent, type ActorGateway, type ActorRequest, type Result, type ResultFor, type WorkingOrdersPage } from '../actors/protocol.js';
 import type { Supervisor } from '../actors/supervisor.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import type { AccountRecord } from '../domain/orders.js';
@@ -71,6 +71,9 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   private readonly callTimeoutMs: number;
   private readonly unlisten: () => void;
   private readonly ownListeners = new Set<(event: ActorEvent) => void>();
+  /** Forwarded calls waiting, per connection, to learn that another node took it over (ownerChange). */
+  private readonly ownerWatch = new Map<string, Set<() => void>>();
+  private readonly unwatchFeed: () => void;
 
   constructor(private readonly opts: ClusterGatewayOptions) {
     this.log = opts.logger.child({ component: 'cluster-gateway' });
@@ -80,6 +83,10 @@ export class ClusterGateway implements ActorGateway, ActorHost {
       if (!run || run.silent) return;
       opts.feed.publish(run.epoch, event);
       for (const listener of [...this.ownListeners]) listener(event);
+    });
+    this.unwatchFeed = opts.feed.onEvent((event) => {
+      const watching = this.ownerWatch.get(event.connectionId);
+      if (watching) for (const watch of [...watching]) watch();
     });
   }
 
@@ -202,15 +209,53 @@ export class ClusterGateway implements ActorGateway, ActorHost {
       if (cancelled()) throw new RequestNotSentError('the client went away before the request was sent');
     }
     let reply;
+    const moved = this.ownerChange(connectionId, req);
     try {
       const body: Forwarded = { req, timeoutMs };
-      reply = await this.opts.nc.request(this.subjectOf(connectionId), JSON.stringify(body), { timeout: timeoutMs + CLUSTER.forwardGraceMs });
+      reply = await Promise.race([this.opts.nc.request(this.subjectOf(connectionId), JSON.stringify(body), { timeout: timeoutMs + CLUSTER.forwardGraceMs }), moved.changed]);
     } catch (err) {
-      throw forwardError(connectionId, err, timeoutMs);
+      throw err instanceof AppError ? err : forwardError(connectionId, err, timeoutMs);
+    } finally {
+      moved.stop();
     }
     const result = reply.json<Result<ResultFor<R>>>();
     if (!result.ok) throw fromErrorData(result.error);
     return result.value;
+  }
+
+  /**
+   * Rejects once another node has taken the connection over while a forwarded call waits (its
+   * owner died: the call would otherwise wait out its whole deadline, ~15 s for an order, on a
+   * node that will never answer). An order, cancel or flatten may have reached the broker first:
+   * 504, whose retry with the same Idempotency-Key reconciles on the new owner; anything else 503.
+   */
+  private ownerChange(connectionId: string, req: ActorRequest): { changed: Promise<never>; stop(): void } {
+    const feed = this.opts.feed;
+    const epoch = feed.epochOf(connectionId);
+    let stop = (): void => undefined;
+    const changed = new Promise<never>((_, reject) => {
+      // Nothing known of its owner yet: no change to look for.
+      if (epoch === 0) return;
+      const watch = (): void => {
+        if (feed.epochOf(connectionId) <= epoch) return;
+        stop();
+        reject(
+          EFFECTFUL_REQUESTS.has(req.type)
+            ? new AppError('BROKER_TIMEOUT', `the node running ${connectionId} stopped before it answered (another node took the connection over): ${req.type} may have reached the broker; retry with the same Idempotency-Key`)
+            : new AppError('BROKER_UNAVAILABLE', `the node running ${connectionId} stopped before it answered (another node took the connection over); retry`, {}, 1),
+        );
+      };
+      let set = this.ownerWatch.get(connectionId);
+      if (!set) this.ownerWatch.set(connectionId, (set = new Set()));
+      set.add(watch);
+      stop = () => {
+        set.delete(watch);
+        if (set.size === 0 && this.ownerWatch.get(connectionId) === set) this.ownerWatch.delete(connectionId);
+      };
+    });
+    // Never awaited when the answer comes first.
+    changed.catch(() => undefined);
+    return { changed, stop: () => stop() };
   }
 
   /** Pages of the actors this node runs only (others answer through their node). */
@@ -237,6 +282,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   async close(): Promise<void> {
     for (const run of this.local.values()) run.sub.unsubscribe();
     this.unlisten();
+    this.unwatchFeed();
     await this.opts.supervisor.close();
   }
 

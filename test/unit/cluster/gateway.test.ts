@@ -165,6 +165,27 @@ describe('cluster gateway', () => {
     expect(silent).toMatchObject({ code: 'BROKER_TIMEOUT' });
   });
 
+  it('a forwarded call whose owner dies is answered once another node takes the connection over, not at its deadline: an order 504 (may have been placed), a read 503 (cluster probe: 15.7 s)', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    // a never answers: it died with the calls in flight.
+    const a = await node(prefix, 'a', () => new Promise(() => undefined));
+    const b = await node(prefix, 'b');
+    const c = await node(prefix, 'c');
+    await a.gateway.start('con_7', 1, false);
+    await until(() => b.gateway.status('con_7')?.status === 'CONNECTED', 'b knows the owner');
+    const order = { type: 'place-order', accountId: '7', symbol: 'ESZ6', requestedSymbol: 'ES1!', side: 'buy', qty: 1, orderType: 'market', timeInForce: 'day', clOrdId: 'x' } as ActorRequest;
+    const t = performance.now();
+    const placed = b.gateway.request('con_7', order, { timeoutMs: 20_000 }).catch((e: unknown) => e);
+    const read = b.gateway.request('con_7', { type: 'positions', accountId: '7' }, { timeoutMs: 20_000 }).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    // c takes it over (a's lease ended): its resume is announced under epoch 2.
+    await c.gateway.start('con_7', 2, true);
+    expect(await placed).toMatchObject({ code: 'BROKER_TIMEOUT' });
+    expect((await placed as AppError).message).toContain('another node took the connection over');
+    expect(await read).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1 });
+    expect(performance.now() - t).toBeLessThan(5000);
+  });
+
   it('a connection being stopped answers 503 (it is moving), not its supervisor’s 404', async () => {
     const prefix = `t${randomBase62(8)}`;
     let stopping!: () => void;
