@@ -188,7 +188,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       for (const id of live) {
         placement.set(id, next);
         next.connections.add(id);
-        next.client.add(specs.get(id)!, true).catch((err) => log.error({ err, connectionId: id }, 're-adding actor failed'));
+        next.client.add(withHold(specs.get(id)!, statuses.get(id)), true).catch((err) => log.error({ err, connectionId: id }, 're-adding actor failed'));
       }
       // A worker that stays up for a while has recovered: forget its crash history.
       setTimeout(() => {
@@ -311,4 +311,9 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       placement.clear();
     },
   };
+}
+
+/** A spec restarted while its connection is in the broker's rate-limit hold: the new actor waits it out too. */
+export function withHold(spec: ConnectionSpec, last: StatusEvent | undefined, now = Date.now()): ConnectionSpec {
+  return last?.status === 'FAILED' && last.retryAt !== undefined && last.retryAt > now ? { ...spec, rateLimitedUntil: last.retryAt } : spec;
 }

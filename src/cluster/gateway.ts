@@ -14,7 +14,7 @@
  */
 import { errors, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { EFFECTFUL_REQUESTS, type ActorCallOptions, type ActorEvent, type ActorGateway, type ActorRequest, type Result, type ResultFor, type WorkingOrdersPage } from '../actors/protocol.js';
-import type { Supervisor } from '../actors/supervisor.js';
+import { withHold, type Supervisor } from '../actors/supervisor.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import type { AccountRecord } from '../domain/orders.js';
 import { AppError, fromErrorData, RequestNotSentError, toErrorData } from '../domain/problems.js';
@@ -128,7 +128,9 @@ export class ClusterGateway implements ActorGateway, ActorHost {
         // Subscribers everywhere learn first that the connection is moving.
         this.opts.feed.publish(epoch, { type: 'status', connectionId, status: 'RECONNECTING', reason: 'disconnect', ts: Date.now(), detail: 'owner node changed' });
       }
-      await this.opts.supervisor.addConnection(this.opts.specFor(connectionId), { resume });
+      // Taken over inside the broker's rate-limit hold (the last status says until when): the new
+      // actor waits it out as the old one would have (re-probe: it logged in 2.7 s into the hold).
+      await this.opts.supervisor.addConnection(withHold(this.opts.specFor(connectionId), this.opts.feed.status(connectionId)), { resume });
     } catch (err) {
       sub.unsubscribe();
       if (this.local.get(connectionId) === run) this.local.delete(connectionId);

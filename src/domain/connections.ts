@@ -51,6 +51,11 @@ export interface ConnectionSpec {
   requestTimeoutMs?: number;
   /** Risk guards and locks of the owner's accounts, by account id (stored by the front). */
   guards?: Record<string, AccountGuards>;
+  /**
+   * The broker's rate-limit hold (429) the connection is in, ms since the epoch, when it starts
+   * again elsewhere (another cluster node, a restarted worker): it logs in only after it.
+   */
+  rateLimitedUntil?: number;
 }
 
 /** Tradovate REST and WebSocket endpoints per environment (reference/tradovate-protocol.md §1). */
@@ -71,13 +76,25 @@ export interface StatusEvent {
   /** ms since the epoch */
   ts: number;
   detail?: string;
+  /** FAILED for the broker's rate limit: when it logs in again by itself (ms since the epoch). */
+  retryAt?: number;
 }
 
 /**
  * The answer to a request for a connection that has given up (FAILED: credentials refused, a
- * captcha). Not transient, so no Retry-After: retrying cannot help, reconnecting can.
+ * captcha). Not transient, so no Retry-After: retrying cannot help, reconnecting can. A
+ * connection FAILED for the broker's rate limit (`retryAt` ahead) logs in again by itself at
+ * `retryAt`: 503 with Retry-After until then.
  */
-export function connectionFailed(connectionId: string, detail: string | undefined): AppError {
+export function connectionFailed(connectionId: string, detail: string | undefined, retryAt?: number, now = Date.now()): AppError {
+  if (retryAt !== undefined && retryAt > now) {
+    return new AppError(
+      'BROKER_UNAVAILABLE',
+      `Broker connection held out by the broker's rate limit (${detail ?? 'no detail'})`,
+      { connectionId, connectionStatus: 'FAILED', retryAt: new Date(retryAt).toISOString() },
+      Math.ceil((retryAt - now) / 1000),
+    );
+  }
   return new AppError(
     'CONNECTION_FAILED',
     `Broker connection failed (${detail ?? 'no detail'}); POST /api/v1/connections/${connectionId}/reconnect once the cause is fixed, or PATCH it with new credentials`,

@@ -330,7 +330,7 @@ function dump(core: SimCore, userName?: string): unknown {
   }));
   return {
     users: users.map((u) => ({ userId: u.id, name: u.name, accounts: accounts.filter((a) => a.userId === u.id).map((a) => ({ id: a.id, name: a.name, active: a.active })) })),
-    accounts, orders, positions, fills, prices: state.prices.snapshot(), faults: core.faults,
+    accounts, orders, positions, fills, prices: state.prices.snapshot(), faults: core.faults, requests: Object.fromEntries(core.requests),
     session: { mode: state.calendar.mode, ...state.session() },
   };
 }

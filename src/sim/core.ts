@@ -72,6 +72,8 @@ export class SimCore {
   readonly md: MarketData;
   readonly rules: PropRules;
   faults: Faults = { ...NO_FAULTS };
+  /** Requests received per endpoint, answered or not (REST and WebSocket; `/control/state` shows them). */
+  readonly requests = new Map<string, number>();
   private readonly sinks = new Map<number, Set<EventSink>>();
   private open: boolean;
   private tradeDateKey: number;
@@ -171,7 +173,8 @@ export class SimCore {
    */
   dispatch(endpoint: string, session: AuthSession | undefined, query: URLSearchParams, body: unknown, client?: WsClient): WireResult {
     this.advance();
-    if (endpoint === 'auth/accesstokenrequest') return this.accessTokenRequest(body);
+    this.requests.set(endpoint, (this.requests.get(endpoint) ?? 0) + 1);
+    if (endpoint === 'auth/accesstokenrequest') return this.faults.rateLimit429 ? { s: 429 } : this.accessTokenRequest(body);
     if (!session || !this.auth.valid(session)) return { s: 401, d: 'Access is denied' };
     if (this.faults.rateLimit429 || !this.auth.allow(session.userId)) return { s: 429 };
     const user = this.engine.state.users.get(session.userId)!;

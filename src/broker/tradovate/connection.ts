@@ -41,6 +41,8 @@ export class BrokerConnection {
   private pollTimer: NodeJS.Timeout | undefined;
   private sleeper: { timer: NodeJS.Timeout; wake(): void } | undefined;
   private runner: Promise<void> | undefined;
+  /** Until when the broker's rate limit (429) holds the login out (ms since the epoch): nothing is sent before. */
+  private holdUntil = 0;
   private readonly contractFetches = new Map<string, Promise<void>>();
   /** Contracts the broker could not name: not asked again on every event. */
   private readonly contractMisses = new Set<string>();
@@ -53,6 +55,8 @@ export class BrokerConnection {
     private readonly onStatus: (event: StatusEvent) => void,
   ) {
     this.budget = new BrokerBudget(spec.budget);
+    // A hold that began on another node, or before the worker restarted, still holds.
+    if (spec.rateLimitedUntil !== undefined && spec.rateLimitedUntil > Date.now()) this.holdUntil = spec.rateLimitedUntil;
   }
 
   get status(): ConnectionStatus {
@@ -103,6 +107,7 @@ export class BrokerConnection {
     this.statusDetail = detail;
     const event: StatusEvent = { type: 'status', connectionId: this.spec.connectionId, status, reason, ts: Date.now() };
     if (detail) event.detail = detail;
+    if (status === 'FAILED' && this.holdUntil > event.ts) event.retryAt = this.holdUntil;
     this.logger.info({ status, reason, detail }, 'connection status');
     this.onStatus(event);
   }
@@ -125,7 +130,7 @@ export class BrokerConnection {
       const outcome = await this.connectOnce();
       if (outcome === 'fatal' || outcome === 'stopped' || this.stopped) return;
       if (outcome === 'hold') {
-        await this.sleep(this.tuning.rateLimitHoldMs);
+        await this.sleep(Math.max(0, this.holdUntil - Date.now()));
         if (this.stopped) return;
         this.attempt = 0;
         this.setStatus('RECONNECTING', 'reconnect', "the broker's rate-limit hold has passed: logging in again");
@@ -149,6 +154,9 @@ export class BrokerConnection {
       this.setStatus('FAILED', 'fatal-error', `authentication refused: ${outcome.reason}`);
       return 'fatal';
     }
+    if (outcome.kind === 'rate-limited') {
+      return this.rateLimited('broker rate limit (429) on login: Tradovate holds the login out for up to an hour, and every request meanwhile extends it; the connection sends nothing and logs in again by itself once the hour has passed');
+    }
     this.logger.warn({ reason: outcome.reason }, 'authentication unavailable');
     this.noteDown(outcome.reason);
     // Asking again inside a penalty only extends it: wait it out.
@@ -170,6 +178,7 @@ export class BrokerConnection {
   }
 
   private async connectOnce(): Promise<Outcome> {
+    if (this.holdUntil > Date.now()) return this.rateLimited('broker rate limit (429): Tradovate holds the login out, and every request meanwhile extends it; the connection sends nothing and logs in again by itself', false);
     if (!this.token || this.token.expiresAt <= Date.now()) {
       const failed = await this.authenticate();
       if (failed) return failed;
@@ -235,11 +244,16 @@ export class BrokerConnection {
    * the hold has passed (FAILED meanwhile, saying when it logs in again; a manual reconnect may
    * try sooner), then the connection logs in again by itself: a bot is not left stopped for good.
    */
-  private rateLimited(detail: string): Outcome {
-    const at = new Date(Date.now() + this.tuning.rateLimitHoldMs).toISOString();
+  private rateLimited(detail: string, begin = true): Outcome {
+    if (begin) this.holdUntil = Date.now() + this.tuning.rateLimitHoldMs;
+    // Renewing the token is a request too: none inside the hold (re-probe: one every 15 s).
+    clearTimeout(this.renewTimer);
+    this.token = null;
+    const at = new Date(this.holdUntil).toISOString();
     this.setStatus('FAILED', 'fatal-error', `${detail} (at ${at}; POST /connections/{id}/reconnect tries sooner)`);
     return 'hold';
   }
+
 
   private authExpired(detail: string): Outcome {
     this.token = null;
@@ -304,9 +318,16 @@ export class BrokerConnection {
 
   private async renew(): Promise<void> {
     const current = this.token;
-    if (!current || this.stopped) return;
+    if (!current || this.stopped || this.holdUntil > Date.now()) return;
     const outcome = await renewAccessToken(this.spec.restUrl, current.accessToken);
     if (this.token !== current) return;
+    if (outcome.kind === 'rate-limited') {
+      // The broker holds us out: the socket closes as for a 429 on it, and the loop waits the hold out.
+      this.holdUntil = Date.now() + this.tuning.rateLimitHoldMs;
+      this.socket?.closeFor('rate-limited', 'broker rate limit (429) on token renewal: Tradovate holds the login out for up to an hour, and every request meanwhile extends it; the connection stopped sending (FAILED) and logs in again by itself once the hour has passed');
+      this.token = null;
+      return;
+    }
     if (outcome.kind === 'token') {
       this.token = { ...outcome.token, userId: outcome.token.userId || current.userId };
       if (!this.token.mdAccessToken && current.mdAccessToken) this.token.mdAccessToken = current.mdAccessToken;
@@ -361,7 +382,7 @@ export class BrokerConnection {
    * BROKER_UNAVAILABLE (transient: retry).
    */
   requireConnected(): void {
-    if (this.statusValue === 'FAILED') throw connectionFailed(this.spec.connectionId, this.statusDetail);
+    if (this.statusValue === 'FAILED') throw connectionFailed(this.spec.connectionId, this.statusDetail, this.holdUntil);
     if (this.statusValue !== 'CONNECTED' || !this.socket?.open) {
       throw new AppError('BROKER_UNAVAILABLE', `broker connection is ${this.statusValue}`, { connectionStatus: this.statusValue });
     }

@@ -24,7 +24,9 @@ export type AuthOutcome =
   | { kind: 'rejected'; reason: string }
   /** 401 on renew: the token is dead; a fresh accesstokenrequest is needed. */
   | { kind: 'unauthorized'; reason: string }
-  /** Network failure, 5xx, 429, a long p-ticket: worth retrying later (not before `retryAfterMs`). */
+  /** 429: the broker holds the login out (up to an hour); every request meanwhile extends it. */
+  | { kind: 'rate-limited'; reason: string }
+  /** Network failure, 5xx, a long p-ticket: worth retrying later (not before `retryAfterMs`). */
   | { kind: 'unavailable'; reason: string; retryAfterMs?: number };
 
 /** Auth call options (tests inject fetch and sleep). */
@@ -84,6 +86,7 @@ async function send(
 function classify(res: { status: number; body: Record<string, unknown> } | { error: string }): AuthOutcome | 'penalty' {
   if ('error' in res) return { kind: 'unavailable', reason: res.error };
   if (res.status === 401) return { kind: 'unauthorized', reason: String(res.body.errorText ?? 'unauthorized') };
+  if (res.status === 429) return { kind: 'rate-limited', reason: 'HTTP 429' };
   if (res.status !== 200) return { kind: 'unavailable', reason: `HTTP ${res.status}` };
   const penalty = penaltyOf(res.body);
   if (penalty) return penalty.captcha ? { kind: 'rejected', reason: 'captcha required (p-captcha)' } : 'penalty';

@@ -84,7 +84,7 @@ export interface RequestOptions {
 
 const RATE_LIMITED_DETAIL =
   'broker rate limit (429): Tradovate holds the login out for up to an hour, and every request meanwhile extends it; ' +
-  'the connection stopped sending (FAILED) and reconnects by itself once the hour has passed';
+  'the connection stopped sending (FAILED) and logs in again by itself once the hour has passed';
 
 /** An authorized broker socket. Create with `TradovateSocket.connect`. */
 export class TradovateSocket {
@@ -333,5 +333,10 @@ export class TradovateSocket {
   /** Closes the socket; `onClose` fires with reason `client`. */
   close(): void {
     this.shutdown('client', 'closed by client');
+  }
+
+  /** Closes the socket for what the broker said elsewhere (a 429 on a REST call): `onClose` fires with `reason`. */
+  closeFor(reason: 'rate-limited', detail: string): void {
+    this.shutdown(reason, detail);
   }
 }

@@ -113,7 +113,7 @@ export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError
       continue;
     }
     const status = deps.gateway.status(conn.id);
-    if (status?.status === 'FAILED') failed ??= connectionFailed(conn.id, status.detail);
+    if (status?.status === 'FAILED') failed ??= connectionFailed(conn.id, status.detail, status.retryAt);
     else if (status?.status !== 'CONNECTED') return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
   }
   return failed ?? disabled;
@@ -171,7 +171,7 @@ export async function callActor<R extends ActorRequest>(
   try {
     // A connection that gave up is answered here, without a round trip into its actor.
     const status = deps.gateway.status(connectionId);
-    if (status?.status === 'FAILED' && !ANY_STATE.has(req.type)) throw connectionFailed(connectionId, status.detail);
+    if (status?.status === 'FAILED' && !ANY_STATE.has(req.type)) throw connectionFailed(connectionId, status.detail, status.retryAt);
     // A disabled connection has no actor to ask: 503 saying so (was 404 "connection … not found", read by bots as "no such account").
     if ((status?.status === 'DISABLED' || deps.store.connections.byId(connectionId)?.disabled) && !ANY_STATE.has(req.type)) throw connectionDisabled(connectionId);
     // A trading action (each route's first and only side effect) is withdrawn if its client is gone before it is sent.

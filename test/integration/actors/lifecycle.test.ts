@@ -115,8 +115,11 @@ test('a p-captcha on login is FAILED at once (no retry storm)', async () => {
   expect(failed.detail).toContain('captcha');
 });
 
-test("the broker's rate limit (429) on an order: FAILED at once, nothing more sent inside the hold (each request extends the lockout), orders answer CONNECTION_FAILED; after the hold it logs in again by itself (re-probe: CONNECTED for an hour that could not trade; then FAILED until someone noticed)", async () => {
-  const holdMs = 2000;
+/** Requests the paper broker received, per endpoint. */
+const requestsAt = async (h: ActorHarness): Promise<Record<string, number>> => (await h.control('GET', '/state')).requests;
+
+test("the broker's rate limit (429) on an order: FAILED at once, nothing more sent inside the hold (each request extends the lockout), orders answer 503 with the hold's Retry-After; after the hold it logs in again by itself (re-probe: CONNECTED for an hour that could not trade; then FAILED until someone noticed)", async () => {
+  const holdMs = 2500;
   h = await startActorHarness({ tuning: { rateLimitHoldMs: holdMs } });
   h.actor.start();
   await h.nextStatus('CONNECTED');
@@ -125,19 +128,54 @@ test("the broker's rate limit (429) on an order: FAILED at once, nothing more se
   const order = { type: 'place-order' as const, accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy' as const, qty: 1, orderType: 'limit' as const, price: 4990, timeInForce: 'day' as const };
   // The first request the broker answers 429 (the order's contract lookup, here) stops the connection.
   const first = await h.callError({ ...order, clOrdId: 'rl-1' });
-  expect(first.message).toContain('broker rate limit (429)');
+  expect(first).toMatchObject({ code: 'BROKER_UNAVAILABLE' });
+  expect(first.retryAfterSeconds).toBeGreaterThan(0);
   const failed = await h.nextStatus('FAILED');
   expect(failed.detail).toContain('broker rate limit (429)');
-  expect(failed.detail).toMatch(/reconnects by itself .* \(at \d{4}-\d\d-\d\dT[\d:.]+Z; POST \/connections\/\{id\}\/reconnect tries sooner\)/);
+  expect(failed.detail).toMatch(/logs in again by itself .* \(at \d{4}-\d\d-\d\dT[\d:.]+Z; POST \/connections\/\{id\}\/reconnect tries sooner\)/);
+  expect(failed.retryAt).toBeGreaterThan(failed.ts);
+  const sentAtFailure = await requestsAt(h);
   await h.control('DELETE', '/faults');
-  expect((await h.callError({ ...order, clOrdId: 'rl-2' })).code).toBe('CONNECTION_FAILED');
+  const held = await h.callError({ ...order, clOrdId: 'rl-2' });
+  expect(held).toMatchObject({ code: 'BROKER_UNAVAILABLE', extensions: { connectionStatus: 'FAILED' } });
+  expect(held.retryAfterSeconds).toBeGreaterThan(0);
+  expect(held.retryAfterSeconds).toBeLessThanOrEqual(Math.ceil(holdMs / 1000));
   expect((await h.control('GET', '/state')).orders).toHaveLength(0);
   // Nothing is asked of the broker inside the hold; then it logs in again and trades.
   const back = await h.nextStatus('RECONNECTING', holdMs + 5000);
-  expect(back.ts - failed.ts).toBeGreaterThanOrEqual(holdMs - 50);
+  expect(await requestsAt(h)).toEqual(sentAtFailure);
+  expect(back.ts - failed.ts).toBeGreaterThanOrEqual(holdMs - 100);
   expect(back.detail).toContain("rate-limit hold has passed");
   await h.nextStatus('CONNECTED');
   expect((await h.call({ ...order, clOrdId: 'rl-3' })).order.status).toBe('working');
+});
+
+test("a 429 on the token's renewal or on the login itself is a hold too: no renewal, no login inside it (re-probe: a renewal every 15 s, a login every few seconds, each extending the lockout)", async () => {
+  const holdMs = 3000;
+  // Tokens of 1.5 s: renewed every ~1.2 s while all is well.
+  h = await startActorHarness({ tuning: { rateLimitHoldMs: holdMs }, sim: { tokenLifetimeMs: 1500 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  for (const deadline = Date.now() + 5000; ((await requestsAt(h))['auth/renewaccesstoken'] ?? 0) < 1; ) {
+    if (Date.now() > deadline) throw new Error('no renewal before the 429');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await h.control('POST', '/faults', { rateLimit429: true });
+  const failed = await h.nextStatus('FAILED', 5000);
+  expect(failed.detail).toContain('broker rate limit (429)');
+  const atFailure = await requestsAt(h);
+  await new Promise((r) => setTimeout(r, holdMs - 500));
+  expect(await requestsAt(h)).toEqual(atFailure);
+  // Still 429 when the hold ends: the login meets it, and the next hold begins without another try.
+  await h.nextStatus('RECONNECTING', 5000);
+  const again = await h.nextStatus('FAILED', 5000);
+  expect(again.detail).toContain('429) on login');
+  const afterLogin = await requestsAt(h);
+  expect(afterLogin['auth/accesstokenrequest']).toBe((atFailure['auth/accesstokenrequest'] ?? 0) + 1);
+  await h.control('DELETE', '/faults');
+  await new Promise((r) => setTimeout(r, holdMs - 500));
+  expect(await requestsAt(h)).toEqual(afterLogin);
+  await h.nextStatus('CONNECTED', 8000);
 });
 
 test('a p-ticket on an order is honoured: wait p-time, resend with the ticket, one order placed', async () => {

@@ -268,7 +268,7 @@ test("the broker's 429 closes the socket (reason rate-limited): nothing more is 
   client = await c.p;
   const first = await client.request('order/placeorder', { body: {} }).catch((e: unknown) => e);
   expect(first).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 3600, extensions: { brokerStatus: 429 } });
-  expect(await c.closedP).toMatchObject({ reason: 'rate-limited', detail: expect.stringContaining('reconnects by itself once the hour has passed') });
+  expect(await c.closedP).toMatchObject({ reason: 'rate-limited', detail: expect.stringContaining('logs in again by itself once the hour has passed') });
   const next = await client.request('order/list').catch((e: unknown) => e);
   expect(next).toMatchObject({ code: 'BROKER_UNAVAILABLE' });
   expect(seen).toEqual(['order/placeorder']);
