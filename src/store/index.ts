@@ -29,7 +29,7 @@ export type { ConnectionRecord, NewConnection } from './connections.js';
 export type { WebhookTokenRecord, WebhookTokenPatch } from './webhook-tokens.js';
 export type { StrategyRecord, StrategyFields, StrategyPatch } from './strategies.js';
 export type { IdempotencyRecord } from './idempotency.js';
-export type { JournalEntry } from './journal.js';
+export type { JournalEntry, PositionedEntry } from './journal.js';
 export type { SessionRecord, SessionPolicy } from './sessions.js';
 export type { GuardRecord } from './guards.js';
 

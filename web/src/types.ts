@@ -53,6 +53,8 @@ export interface WebhookToken {
 }
 
 export interface Alert {
+  /** Unique per listed entry (requestId is the sender's to choose and may repeat). */
+  id: string;
   at: string;
   accountId: string | null;
   action: string | null;

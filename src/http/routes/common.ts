@@ -200,10 +200,12 @@ const DEFAULT_LIMIT = 100;
  */
 function cursorValue(cursor: string, list: string, shape: RegExp): string {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  // Decoding is lenient (junk after the text, standard base64): only a cursor this list wrote passes.
+  const canonical = Buffer.from(text).toString('base64url') === cursor;
   // The value follows the last colon: a list name may hold one (an account id), a value never.
   const sep = text.lastIndexOf(':');
   const value = text.slice(sep + 1);
-  if (sep < 0 || text.slice(0, sep) !== list || !shape.test(value)) {
+  if (!canonical || sep < 0 || text.slice(0, sep) !== list || !shape.test(value)) {
     throw new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
   }
   return value;

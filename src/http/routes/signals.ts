@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { AppError, type ProblemCode } from '../../domain/problems.js';
-import type { JournalEntry } from '../../store/index.js';
+import type { PositionedEntry } from '../../store/index.js';
 import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { defineRoute, type AuthContext, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
@@ -256,6 +256,7 @@ export function journalAlerts(deps: RouteDeps, route: RouteDef<any, any>): Route
 }
 
 export const alertSchema = z.object({
+  id: z.string().describe("The entry's own id in this list (unique; requestId is the client's to choose, so it may repeat)"),
   at: z.string().describe('When the alert arrived (ISO-8601)'),
   accountId: z.string().nullable().describe('The account the token was bound to then'),
   action: z.string().nullable(),
@@ -274,11 +275,11 @@ export const alertSchema = z.object({
   lateOutcomeOf: z.string().nullable().describe('On a follow-up: the requestId of the alert answered 504 whose order this entry reports (placed late, or not at all)'),
 });
 
-function alertView(e: JournalEntry) {
+function alertView(e: PositionedEntry) {
   const req = e.request as ReturnType<typeof alertRequest>;
   const out = e.outcome as ReturnType<typeof alertOutcome>;
   // Alerts journaled before orderQty and warnings were kept read as none.
-  return { at: new Date(e.ts).toISOString(), accountId: e.accountId, lateOutcomeOf: null, orderQty: null, warnings: [], ...req, ...out };
+  return { id: e.position, at: new Date(e.ts).toISOString(), accountId: e.accountId, lateOutcomeOf: null, orderQty: null, warnings: [], ...req, ...out };
 }
 
 /** Strict like every query: a typo is a 400. */

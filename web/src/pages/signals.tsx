@@ -77,7 +77,7 @@ interface Shown {
   older: string | null;
 }
 
-const alertKey = (a: Alert) => `${a.requestId}|${a.lateOutcomeOf ?? ''}`;
+const alertKey = (a: Alert) => a.id;
 
 /**
  * Folds a poll's newest page into what is shown. Alerts that fell off the newest page stay (they
@@ -133,7 +133,7 @@ function RecentAlerts(props: { token: WebhookToken }) {
           <TableHead caption="Recent alerts, newest first" cols={['Time', 'Action', 'Symbol', { label: 'Qty', num: true }, 'Outcome', 'Order']} />
           <tbody>
             {list.map((a) => (
-              <tr key={a.requestId}>
+              <tr key={a.id}>
                 <td data-label="Time" title={fullTime(a.at)}>
                   {when(a.at)}
                 </td>

@@ -46,11 +46,19 @@ describe('recent alerts of a token', () => {
     const third = await page(second.nextCursor!);
     expect(third.data.map((a) => a.qty)).toEqual(['1']);
     expect(third.nextCursor).toBeNull();
+    // Every entry has its own id, though the sender chose one request id for all (X-Request-Id):
+    // the Signals page keys rows by it (re-probe: a reused request id hid alerts).
+    const listed = [...first.data, ...second.data, ...third.data];
+    expect(new Set(listed.map((a) => a.requestId)).size).toBe(1);
+    expect(new Set(listed.map((a) => a.id)).size).toBe(listed.length);
     // The newest page shows what came meanwhile.
     expect((await page()).data.map((a) => a.qty)).toEqual(['6', '5']);
     // A cursor of another token's list, or none of ours, is refused, not read as the first page.
     const other = createdWebhookTokenSchema.parse((await call(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'other' } })).body);
-    for (const cursor of [first.nextCursor!, 'abc', Buffer.from(`alerts/${token.id}:../1`).toString('base64url')]) {
+    // Only a cursor exactly as the list wrote it: padding or a standard-base64 spelling of one is refused too.
+    const padded = `${first.nextCursor!}=`;
+    const standard = Buffer.from(Buffer.from(first.nextCursor!, 'base64url')).toString('base64');
+    for (const cursor of [first.nextCursor!, 'abc', Buffer.from(`alerts/${token.id}:../1`).toString('base64url'), padded, ...(standard !== first.nextCursor ? [standard] : [])]) {
       const err = await callError(w, 'GET', '/webhook-tokens/:id/alerts', { userId: w.a.userId, params: { id: cursor === first.nextCursor ? other.id : token.id }, query: { cursor } });
       expect(err, cursor).toMatchObject({ code: 'VALIDATION_FAILED' });
     }
