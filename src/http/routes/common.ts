@@ -191,6 +191,30 @@ export async function callActor<R extends ActorRequest>(
   return result;
 }
 
+/** Chains of work per store and key (oneAtATime). */
+const chains = new WeakMap<object, Map<string, Promise<unknown>>>();
+
+/**
+ * Runs `fn` once every earlier call with the same key (in this process) has settled: a check
+ * and the write it allows happen with no other such pair between them (a strategy deleted while
+ * a token is bound to it). Across cluster nodes it is not a lock; the readers stay defensive.
+ */
+export function oneAtATime<T>(deps: RouteDeps, key: string, fn: () => Promise<T>): Promise<T> {
+  let byKey = chains.get(deps.store);
+  if (!byKey) chains.set(deps.store, (byKey = new Map()));
+  const before = byKey.get(key) ?? Promise.resolve();
+  const run = before.then(fn, fn);
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  byKey.set(key, settled);
+  void settled.then(() => {
+    if (byKey.get(key) === settled) byKey.delete(key);
+  });
+  return run;
+}
+
 const DEFAULT_LIMIT = 100;
 
 /**

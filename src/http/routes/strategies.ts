@@ -17,7 +17,8 @@ import {
   type ListQuery,
   type UpdateStrategyBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, nowOf, orderLimits, paginate, quotas, refuseNarrowedKey, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, nowOf, oneAtATime, orderLimits, paginate, quotas, refuseNarrowedKey, type RouteDeps } from './common.js';
+import { strategyBindings } from './webhook-tokens.js';
 
 /** The public view of a strategy (absent optionals as null). */
 export function strategyView(s: StrategyRecord) {
@@ -162,16 +163,20 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const id = ctx.req.params.id!;
       if (!deps.store.strategies.getForUser(ctx.auth.userId, id)) throw notFound();
       refuseNarrowedKey(ctx.auth, 'delete strategies');
-      const bound = deps.store.webhookTokens.listByUser(ctx.auth.userId).filter((t) => t.strategyId === id);
-      if (bound.length > 0) {
-        const names = bound.map((t) => `${t.name} (${t.id})`).join(', ');
-        throw new AppError(
-          'CONFLICT',
-          `Webhook tokens use this strategy: ${names}. Their alerts rely on its order defaults (take-profit, stop-loss): rebind them to another strategy or none, or delete them, first`,
-          { tokenIds: bound.map((t) => t.id) },
-        );
-      }
-      if (!(await deps.store.strategies.remove(ctx.auth.userId, id))) throw notFound();
+      // No token bound to it between the look and the delete (re-probe: both 2xx when sent together).
+      const removed = await oneAtATime(deps, strategyBindings(ctx.auth.userId), () => {
+        const bound = deps.store.webhookTokens.listByUser(ctx.auth.userId).filter((t) => t.strategyId === id);
+        if (bound.length > 0) {
+          const names = bound.map((t) => `${t.name} (${t.id})`).join(', ');
+          throw new AppError(
+            'CONFLICT',
+            `Webhook tokens use this strategy: ${names}. Their alerts rely on its order defaults (take-profit, stop-loss): rebind them to another strategy or none, or delete them, first`,
+            { tokenIds: bound.map((t) => t.id) },
+          );
+        }
+        return deps.store.strategies.remove(ctx.auth.userId, id);
+      });
+      if (!removed) throw notFound();
       return { status: 204 };
     },
   });

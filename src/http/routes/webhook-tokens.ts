@@ -24,7 +24,7 @@ import {
   webhookTokenSchema,
   type ListQuery,
 } from '../schemas.js';
-import { AUTH_ERRORS, baseUrl, errors, paginate, quotas, refuseNarrowedKey, userAccounts, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, baseUrl, errors, oneAtATime, paginate, quotas, refuseNarrowedKey, userAccounts, type RouteDeps } from './common.js';
 
 /** The receiving URL of a token. */
 export function webhookUrl(deps: RouteDeps, token: string): string {
@@ -57,6 +57,9 @@ function checkAccount(deps: RouteDeps, userId: string, accountId: string): void 
   if (!found) throw badReference('accountId', 'not one of your accounts');
   if (!found.account.active) throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
 }
+
+/** The key under which a user's strategy deletes and token bindings run one at a time. */
+export const strategyBindings = (userId: string): string => `strategy-bindings:${userId}`;
 
 function checkStrategy(deps: RouteDeps, userId: string, strategyId: string | null | undefined): void {
   if (strategyId === null || strategyId === undefined) return;
@@ -131,10 +134,13 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       refuseNarrowedKey(ctx.auth, 'create webhook tokens');
       const { accountId, name, strategyId, guards } = ctx.req.body;
       checkAccount(deps, ctx.auth.userId, accountId);
-      checkStrategy(deps, ctx.auth.userId, strategyId);
-      const { record, token } = await quotas(deps).create(ctx.auth.userId, 'webhookTokens', () =>
-        deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null, guards: guards ?? null }),
-      );
+      // The strategy checked and the token bound to it with no strategy delete between (strategies.ts).
+      const { record, token } = await oneAtATime(deps, strategyBindings(ctx.auth.userId), () => {
+        checkStrategy(deps, ctx.auth.userId, strategyId);
+        return quotas(deps).create(ctx.auth.userId, 'webhookTokens', () =>
+          deps.store.webhookTokens.create({ userId: ctx.auth.userId, name, accountId, strategyId: strategyId ?? null, guards: guards ?? null }),
+        );
+      });
       return { status: 201, headers: NO_STORE, body: { ...tokenView(deps, record), url: webhookUrl(deps, token), token, alertMessage: alertMessageFor(deps, record) } };
     },
   });
@@ -179,13 +185,15 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (!deps.store.webhookTokens.getForUser(ctx.auth.userId, ctx.req.params.id!)) throw notFound();
       refuseNarrowedKey(ctx.auth, 'change webhook tokens');
       if (b.accountId !== undefined) checkAccount(deps, ctx.auth.userId, b.accountId);
-      checkStrategy(deps, ctx.auth.userId, b.strategyId);
       const patch: WebhookTokenPatch = {};
       if (b.name !== undefined) patch.name = b.name;
       if (b.accountId !== undefined) patch.accountId = b.accountId;
       if (b.strategyId !== undefined) patch.strategyId = b.strategyId;
       if (b.guards !== undefined) patch.guards = b.guards;
-      const t = await deps.store.webhookTokens.update(ctx.auth.userId, ctx.req.params.id!, patch);
+      const t = await oneAtATime(deps, strategyBindings(ctx.auth.userId), () => {
+        checkStrategy(deps, ctx.auth.userId, b.strategyId);
+        return deps.store.webhookTokens.update(ctx.auth.userId, ctx.req.params.id!, patch);
+      });
       if (!t) throw notFound();
       return { status: 200, body: tokenView(deps, t) };
     },

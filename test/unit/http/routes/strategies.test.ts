@@ -36,6 +36,19 @@ describe('strategies', () => {
     expect((await call(w, 'DELETE', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } })).status).toBe(204);
   });
 
+  it('a delete and a token bound to the strategy at the same moment: never both (re-probe: 204 and 201 together left the token on a deleted strategy)', async () => {
+    for (let i = 0; i < 15; i++) {
+      const created = strategySchema.parse((await call(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: `S${i}`, stopLoss: { ticks: 20 } } })).body);
+      const [removed, bound] = await Promise.allSettled([
+        call(w, 'DELETE', '/strategies/:id', { userId: w.a.userId, params: { id: created.id } }),
+        call(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: `T${i}`, strategyId: created.id } }),
+      ]);
+      expect(removed.status === 'fulfilled' && bound.status === 'fulfilled', `round ${i}`).toBe(false);
+      expect(removed.status === 'rejected' || bound.status === 'rejected').toBe(true);
+      if (bound.status === 'fulfilled') await call(w, 'DELETE', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: (bound.value.body as { id: string }).id } });
+    }
+  });
+
   it('refuses an unresolvable symbol with UNKNOWN_SYMBOL', async () => {
     expect((await callError(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'x', symbol: 'NOPE' } })).code).toBe('UNKNOWN_SYMBOL');
   });
