@@ -320,8 +320,11 @@ export interface ActorGateway {
    * Starts (or restarts) the actor for a connection. `resume`: the connection ran before (on
    * another node, or a crashed worker) and reports RECONNECTING until it is back. `ifStopped`:
    * leave an actor that runs already alone (a new connection someone else started first).
+   * `manual`: a reconnect by hand (or the same credentials saved again), which a cluster allows
+   * once per RECONNECT_MIN_INTERVAL_S on the connection's owner (a node on its own throttles in
+   * the route).
    */
-  addConnection(spec: ConnectionSpec, opts?: { resume?: boolean; ifStopped?: boolean }): Promise<void>;
+  addConnection(spec: ConnectionSpec, opts?: { resume?: boolean; ifStopped?: boolean; manual?: boolean }): Promise<void>;
   /** Stops the actor; announces DISABLED once (nothing for an unknown connection). */
   removeConnection(connectionId: string): Promise<void>;
   /**

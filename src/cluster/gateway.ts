@@ -32,6 +32,8 @@ interface Forwarded {
 /** Asks the owner to restart its actor with the stored credentials (a PATCH with new ones, a manual reconnect). */
 interface RestartAsked {
   restart: true;
+  /** A manual reconnect (or the same credentials saved again): at most one per interval, cluster-wide. */
+  manual?: boolean;
 }
 
 interface Local {
@@ -57,6 +59,8 @@ export interface ClusterGatewayOptions {
   recordsCurrent(): Promise<void>;
   logger: Logger;
   callTimeoutMs?: number;
+  /** Manual restarts of one connection, at most one per this interval on its owner (RECONNECT_MIN_INTERVAL_S). */
+  manualRestartMinIntervalMs?: number;
 }
 
 /** See module comment. Implements ActorHost for Ownership, which decides what runs here. */
@@ -73,6 +77,8 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   private readonly ownListeners = new Set<(event: ActorEvent) => void>();
   /** Forwarded calls waiting, per connection, to learn that another node took it over (ownerChange). */
   private readonly ownerWatch = new Map<string, Set<() => void>>();
+  /** When this node last restarted each connection by hand (owner side of the cluster-wide interval). */
+  private readonly manualRestarts = new Map<string, number>();
   private readonly unwatchFeed: () => void;
 
   constructor(private readonly opts: ClusterGatewayOptions) {
@@ -168,36 +174,57 @@ export class ClusterGateway implements ActorGateway, ActorHost {
    * the node that runs it, with the credentials stored: scanning alone left a FAILED
    * connection FAILED on its owner (cluster probe: 202, and nothing happened).
    */
-  async addConnection(spec: ConnectionSpec): Promise<void> {
+  async addConnection(spec: ConnectionSpec, opts?: { manual?: boolean; resume?: boolean; ifStopped?: boolean }): Promise<void> {
     this.ownership?.scanSoon();
     const id = spec.connectionId;
-    if (this.local.has(id)) return this.restartLocal(id);
+    const manual = opts?.manual ?? false;
+    if (this.local.has(id)) return this.restartLocal(id, manual);
+    const watch = this.whenOwnerChanges(id);
     let reply;
     try {
-      reply = await this.opts.nc.request(this.subjectOf(id), JSON.stringify({ restart: true } satisfies RestartAsked), { timeout: this.callTimeoutMs });
+      const asked: RestartAsked = { restart: true, ...(manual && { manual }) };
+      reply = await Promise.race([this.opts.nc.request(this.subjectOf(id), JSON.stringify(asked), { timeout: this.callTimeoutMs }), watch.moved]);
     } catch (err) {
       // Nobody runs it: whichever node takes it starts it with what is stored now.
       if (isNoResponders(err)) return;
-      throw new AppError('BROKER_UNAVAILABLE', `the node running connection ${id} did not confirm its restart: ${forwardError(id, err, this.callTimeoutMs).message}`, {}, 1);
+      throw new AppError('BROKER_UNAVAILABLE', `the node running connection ${id} did not confirm its restart (${errorText(err)}); its stored settings stand: look at its status, then retry`, {}, 1);
+    } finally {
+      watch.stop();
     }
+    // Taken over meanwhile (its owner died): the new owner started it with what is stored.
+    if (reply === null) return;
     const result = reply.json<Result<unknown>>();
     if (!result.ok) throw fromErrorData(result.error);
-  }
-
-  /** Restarts an actor this node runs, with the credentials stored (as written on any node). */
-  private async restartLocal(connectionId: string): Promise<void> {
-    const run = this.local.get(connectionId);
-    // Moving: the node that takes it next starts it with what is stored.
-    if (!run || run.stopping) return;
-    await this.opts.recordsCurrent();
-    await run.started;
-    if (this.local.get(connectionId) !== run || run.stopping) return;
-    await this.opts.supervisor.addConnection(this.opts.specFor(connectionId));
   }
 
   /** A connection removed: its owner stops it once the record is gone (here: at the next scan, now). */
   async removeConnection(_connectionId: string): Promise<void> {
     this.ownership?.scanSoon();
+  }
+
+  /**
+   * Restarts an actor this node runs, with the credentials stored (as written on any node). A
+   * manual one within the interval of the last is refused here, on the owner, so that several
+   * nodes asked at once still log in once (re-probe: three nodes, two logins).
+   */
+  private async restartLocal(connectionId: string, manual: boolean): Promise<void> {
+    const run = this.local.get(connectionId);
+    // Moving: the node that takes it next starts it with what is stored.
+    if (!run || run.stopping) return;
+    if (manual) {
+      const interval = this.opts.manualRestartMinIntervalMs ?? 0;
+      const now = Date.now();
+      const last = this.manualRestarts.get(connectionId);
+      if (last !== undefined && now - last < interval) {
+        const wait = Math.ceil((interval - (now - last)) / 1000);
+        throw new AppError('RATE_LIMITED', `Connection ${connectionId} was reconnected by hand ${Math.round((now - last) / 1000)} s ago; each reconnect is a broker login: retry in ${wait} s`, {}, wait);
+      }
+      this.manualRestarts.set(connectionId, now);
+    }
+    await this.opts.recordsCurrent();
+    await run.started;
+    if (this.local.get(connectionId) !== run || run.stopping) return;
+    await this.opts.supervisor.addConnection(this.opts.specFor(connectionId));
   }
 
   async request<R extends ActorRequest>(connectionId: string, req: R, opts?: ActorCallOptions): Promise<ResultFor<R>> {
@@ -211,14 +238,22 @@ export class ClusterGateway implements ActorGateway, ActorHost {
       if (cancelled()) throw new RequestNotSentError('the client went away before the request was sent');
     }
     let reply;
-    const moved = this.ownerChange(connectionId, req);
+    const watch = this.whenOwnerChanges(connectionId);
     try {
       const body: Forwarded = { req, timeoutMs };
-      reply = await Promise.race([this.opts.nc.request(this.subjectOf(connectionId), JSON.stringify(body), { timeout: timeoutMs + CLUSTER.forwardGraceMs }), moved.changed]);
+      reply = await Promise.race([this.opts.nc.request(this.subjectOf(connectionId), JSON.stringify(body), { timeout: timeoutMs + CLUSTER.forwardGraceMs }), watch.moved]);
     } catch (err) {
-      throw err instanceof AppError ? err : forwardError(connectionId, err, timeoutMs);
+      throw forwardError(connectionId, err, timeoutMs);
     } finally {
-      moved.stop();
+      watch.stop();
+    }
+    // Another node took the connection over while the call waited: its owner died. An order,
+    // cancel or flatten may have reached the broker first: 504, whose retry with the same
+    // Idempotency-Key reconciles on the new owner; anything else 503 (cluster probe: ~15 s wait).
+    if (reply === null) {
+      throw EFFECTFUL_REQUESTS.has(req.type)
+        ? new AppError('BROKER_TIMEOUT', `the node running ${connectionId} stopped before it answered (another node took the connection over): ${req.type} may have reached the broker; retry with the same Idempotency-Key`)
+        : new AppError('BROKER_UNAVAILABLE', `the node running ${connectionId} stopped before it answered (another node took the connection over); retry`, {}, 1);
     }
     const result = reply.json<Result<ResultFor<R>>>();
     if (!result.ok) throw fromErrorData(result.error);
@@ -226,26 +261,20 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   }
 
   /**
-   * Rejects once another node has taken the connection over while a forwarded call waits (its
-   * owner died: the call would otherwise wait out its whole deadline, ~15 s for an order, on a
-   * node that will never answer). An order, cancel or flatten may have reached the broker first:
-   * 504, whose retry with the same Idempotency-Key reconciles on the new owner; anything else 503.
+   * Resolves with null once another node has taken the connection over (its events show a higher
+   * owner epoch than now): a call or restart waiting on the old owner will get no answer.
    */
-  private ownerChange(connectionId: string, req: ActorRequest): { changed: Promise<never>; stop(): void } {
+  private whenOwnerChanges(connectionId: string): { moved: Promise<null>; stop(): void } {
     const feed = this.opts.feed;
     const epoch = feed.epochOf(connectionId);
     let stop = (): void => undefined;
-    const changed = new Promise<never>((_, reject) => {
+    const moved = new Promise<null>((resolve) => {
       // Nothing known of its owner yet: no change to look for.
       if (epoch === 0) return;
       const watch = (): void => {
         if (feed.epochOf(connectionId) <= epoch) return;
         stop();
-        reject(
-          EFFECTFUL_REQUESTS.has(req.type)
-            ? new AppError('BROKER_TIMEOUT', `the node running ${connectionId} stopped before it answered (another node took the connection over): ${req.type} may have reached the broker; retry with the same Idempotency-Key`)
-            : new AppError('BROKER_UNAVAILABLE', `the node running ${connectionId} stopped before it answered (another node took the connection over); retry`, {}, 1),
-        );
+        resolve(null);
       };
       let set = this.ownerWatch.get(connectionId);
       if (!set) this.ownerWatch.set(connectionId, (set = new Set()));
@@ -255,9 +284,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
         if (set.size === 0 && this.ownerWatch.get(connectionId) === set) this.ownerWatch.delete(connectionId);
       };
     });
-    // Never awaited when the answer comes first.
-    changed.catch(() => undefined);
-    return { changed, stop: () => stop() };
+    return { moved, stop: () => stop() };
   }
 
   /** Pages of the actors this node runs only (others answer through their node). */
@@ -305,7 +332,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     try {
       const asked = msg.json<Forwarded | RestartAsked>();
       if ('restart' in asked) {
-        await this.restartLocal(connectionId);
+        await this.restartLocal(connectionId, asked.manual === true);
         result = { ok: true, value: null };
       } else {
         result = { ok: true, value: await this.requestLocal(connectionId, asked.req, asked.timeoutMs) };
@@ -337,4 +364,8 @@ function isNoResponders(err: unknown): boolean {
     (err instanceof errors.RequestError && err.isNoResponders()) ||
     (err instanceof Error && err.cause instanceof errors.NoRespondersError)
   );
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

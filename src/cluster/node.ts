@@ -35,6 +35,8 @@ export interface ClusterNodeOptions {
   replicas: number;
   rateLimitPerMin: number;
   webhookRateLimitPerMin: number;
+  /** RECONNECT_MIN_INTERVAL_S: manual reconnects of one connection, cluster-wide. */
+  reconnectMinIntervalS?: number;
   logger: Logger;
   /** Lease timing (tests); production uses CLUSTER. */
   timing?: Partial<LeaseTiming>;
@@ -98,6 +100,7 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
       return connectionSpecFor(record, store.connections.credentials(connectionId));
     },
     recordsCurrent: () => store.recordsCurrent(),
+    ...(opts.reconnectMinIntervalS !== undefined && { manualRestartMinIntervalMs: opts.reconnectMinIntervalS * 1000 }),
   });
   let ownership: Ownership | undefined;
   const reachListeners = new Set<(reachable: boolean) => void>();

@@ -95,6 +95,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       replicas,
       rateLimitPerMin: config.rateLimitPerMin,
       webhookRateLimitPerMin: config.webhookRateLimitPerMin,
+      reconnectMinIntervalS: config.reconnectMinIntervalS,
       logger,
     });
     let listenUrl: string | undefined;

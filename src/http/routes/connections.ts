@@ -158,7 +158,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       if (credentials && !record.disabled) {
         if (!unchanged) throttle().note(id);
-        await restart(record, credentials);
+        await restart(record, credentials, unchanged);
       }
       journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });
       return { status: 200, body: connectionView(deps, record) };
@@ -192,7 +192,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       }
       // Taken before the first await: concurrent reconnects cannot both pass.
       throttle().take(record.id);
-      await restart(record, deps.store.connections.credentials(record.id));
+      await restart(record, deps.store.connections.credentials(record.id), true);
       journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true, started: !live });
       return { status: 202, body: connectionView(deps, record) };
     },
@@ -203,9 +203,9 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     deps.store.journal.append({ userId: ctx.auth.userId, accountId: null, kind, request: { ...request, via: ctx.auth.kind, requestId: ctx.requestId }, outcome });
   }
 
-  /** Starts the connection's actor afresh (the old one stops; status CONNECTING). */
-  async function restart(record: ConnectionRecord, credentials: BrokerCredentials): Promise<void> {
-    await deps.gateway.addConnection(connectionSpecFor(record, credentials, deps.paper));
+  /** Starts the connection's actor afresh (the old one stops; status CONNECTING); `manual`: a reconnect by hand, throttled cluster-wide too. */
+  async function restart(record: ConnectionRecord, credentials: BrokerCredentials, manual: boolean): Promise<void> {
+    await deps.gateway.addConnection(connectionSpecFor(record, credentials, deps.paper), manual ? { manual } : undefined);
   }
 
   return [list, add, update, reconnect, remove];

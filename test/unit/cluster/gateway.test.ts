@@ -79,12 +79,18 @@ afterEach(async () => {
   }
 });
 
-async function node(prefix: string, name: string, answer: (id: string, req: ActorRequest) => Promise<unknown> = async () => []): Promise<Node> {
+async function node(
+  prefix: string,
+  name: string,
+  answer: (id: string, req: ActorRequest) => Promise<unknown> = async () => [],
+  opts: { callTimeoutMs?: number; hangRecords?: boolean } = {},
+): Promise<Node> {
   const nc = await connect({ servers: nats.url });
   const feed = await EventFeed.start({ js: jetstream(nc), jsm: await jetstreamManager(nc), prefix, replicas: 1, nodeId: name, logger });
   const sup = scriptedSupervisor(answer);
   const records = { current: 0 };
-  const gateway = new ClusterGateway({ nc, prefix, supervisor: sup, feed, specFor: spec, logger, callTimeoutMs: 300, recordsCurrent: async () => void records.current++ });
+  const recordsCurrent = opts.hangRecords ? () => new Promise<void>(() => undefined) : async () => void records.current++;
+  const gateway = new ClusterGateway({ nc, prefix, supervisor: sup, feed, specFor: spec, logger, callTimeoutMs: opts.callTimeoutMs ?? 300, recordsCurrent, manualRestartMinIntervalMs: 30_000 });
   const n = { nc, feed, gateway, sup, records };
   open.push(n);
   return n;
@@ -150,6 +156,41 @@ describe('cluster gateway', () => {
     // Nobody runs it (a new connection): nothing to restart, ownership starts it.
     await b.gateway.addConnection(spec('con_new'));
     expect([...a.sup.added, ...b.sup.added].filter((x) => x.id === 'con_new')).toEqual([]);
+  });
+
+  it('manual reconnects of one connection are throttled on its owner, whichever nodes they come through; new credentials always restart (re-probe: three nodes, two logins)', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const a = await node(prefix, 'a');
+    const b = await node(prefix, 'b');
+    const c = await node(prefix, 'c');
+    await a.gateway.start('con_8', 1, false);
+    await whenServed(async () => {
+      await b.gateway.addConnection(spec('con_8'), { manual: true });
+      if (a.sup.added.length < 2) throw new AppError('BROKER_UNAVAILABLE', 'no running actor yet');
+    });
+    const second = await c.gateway.addConnection(spec('con_8'), { manual: true }).catch((e: unknown) => e);
+    expect(second).toMatchObject({ code: 'RATE_LIMITED' });
+    expect((second as AppError).retryAfterSeconds).toBeGreaterThan(25);
+    expect(await a.gateway.addConnection(spec('con_8'), { manual: true }).catch((e: unknown) => e)).toMatchObject({ code: 'RATE_LIMITED' });
+    expect(a.sup.added).toHaveLength(2);
+    // New credentials: restarted whatever the interval.
+    await c.gateway.addConnection(spec('con_8'));
+    expect(a.sup.added).toHaveLength(3);
+  });
+
+  it('a restart asked of an owner that dies is done once another node takes the connection over (it starts with what is stored), not at the deadline (re-probe: 15 s, then a 503 asking for an Idempotency-Key)', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const a = await node(prefix, 'a', undefined, { hangRecords: true });
+    const b = await node(prefix, 'b', undefined, { callTimeoutMs: 20_000 });
+    const c = await node(prefix, 'c');
+    await a.gateway.start('con_9', 1, false);
+    await until(() => b.gateway.status('con_9')?.status === 'CONNECTED', 'b knows the owner');
+    const t = performance.now();
+    const restart = b.gateway.addConnection(spec('con_9'));
+    await new Promise((r) => setTimeout(r, 100));
+    await c.gateway.start('con_9', 2, true);
+    await restart;
+    expect(performance.now() - t).toBeLessThan(5000);
   });
 
   it('no node running the connection → 503 BROKER_UNAVAILABLE with Retry-After at once; a silent owner → 504', async () => {
