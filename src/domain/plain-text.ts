@@ -1,39 +1,58 @@
+import { AppError } from './problems.js';
+
 /**
  * Text a person gives a name, a reason or a label: no control characters (terminal escapes,
  * NUL, carriage returns), no bidirectional marks or overrides (which make a name read as another
  * in a list or a terminal), no invisible characters, no line or paragraph separators, and no
- * unpaired UTF-16 surrogate (it has no UTF-8 form: stored or echoed it turns into U+FFFD).
+ * unpaired UTF-16 surrogate (it has no UTF-8 form: stored or echoed it turns into U+FFFD). A name
+ * also needs something to see: only spaces (U+00A0, U+3000, a blank braille cell…) is refused.
  * Descriptions may also hold line breaks and tabs.
  *
- * Invisible means Unicode's default-ignorable and format characters: zero-width spaces and word
- * joiners, U+FEFF, the soft hyphen, the combining grapheme joiner, Hangul fillers, Mongolian
- * selectors, interlinear annotation marks, musical and shorthand format controls, and tag
- * characters (`EVAL1` followed by tags read exactly as `EVAL1`: API probe). Emoji keep what they
- * are made of, and only there: a zero-width joiner or a variation selector after a non-ASCII
- * character (👨‍👩‍👧, ❤️), a keycap (1️⃣), and tag characters inside a flag (🏴 + tags + cancel tag).
+ * Invisible means Unicode's default-ignorable and format characters and noncharacters: zero-width
+ * spaces, U+FEFF, the soft hyphen, the combining grapheme joiner, Hangul fillers, interlinear
+ * annotation marks, musical and shorthand format controls, tag characters (`EVAL1` followed by
+ * tags read exactly as `EVAL1`: API probe). The joiners that writing needs stay where it needs
+ * them: the zero-width joiner and non-joiner, variation selectors and Mongolian selectors, one or
+ * two at a time, after a letter or mark of a script other than Latin (Persian, Devanagari,
+ * Mongolian, Han) or after an emoji (👨‍👩‍👧, ❤️); keycaps (1️⃣); a flag's tag sequence of a
+ * subdivision code (🏴 + gbsct + cancel tag). After a Latin letter, a space or a digit they only hide.
  */
 const CONTROLS = '\\u0000-\\u001f\\u007f-\\u009f';
 /** Controls but tab and line feed. */
 const CONTROLS_BUT_LINES = '\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f';
 const INVISIBLE =
-  '\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b\\u200c\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164' +
-  '\\ufeff\\uffa0\\ufff0-\\ufffb\\u{110bd}\\u{110cd}\\u{13430}-\\u{1343f}\\u{1bca0}-\\u{1bca3}\\u{1d173}-\\u{1d17a}\\u{e0000}-\\u{e00ff}\\u{e01f0}-\\u{e0fff}\\p{Cs}';
-/** What joins emoji (the zero-width joiner, variation selectors) and ideographs (their variation selectors). */
-const JOINERS = '\\u200d\\ufe00-\\ufe0f\\u{e0100}-\\u{e01ef}';
+  '\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164' +
+  '\\ufdd0-\\ufdef\\ufeff\\uffa0\\ufff0-\\ufffb\\ufffe\\uffff\\u{110bd}\\u{110cd}\\u{13430}-\\u{1343f}\\u{16fe4}\\u{1bca0}-\\u{1bca3}' +
+  '\\u{1d159}\\u{1d173}-\\u{1d17a}\\u{e0000}-\\u{e00ff}\\u{e01f0}-\\u{e0fff}\\p{Cs}';
+/** What joins letters and emoji: zero-width joiner and non-joiner, variation selectors (emoji, Mongolian, ideographic). */
+const JOINERS = '\\u180b-\\u180f\\u200c\\u200d\\ufe00-\\ufe0f\\u{e0100}-\\u{e01ef}';
 
-function plainText(controls: string): RegExp {
+function plainText(controls: string, visible: boolean): RegExp {
   const refused = `${controls}${INVISIBLE}${JOINERS}`;
-  const flag = '\\u{1f3f4}[\\u{e0020}-\\u{e007e}]+\\u{e007f}';
+  const flag = '\\u{1f3f4}[\\u{e0030}-\\u{e0039}\\u{e0061}-\\u{e007a}]{3,6}\\u{e007f}';
   const keycap = '[0-9#*]\\ufe0f?\\u20e3';
-  const joined = `[^${refused}\\u0000-\\u007f][${JOINERS}]+`;
-  return new RegExp(`^(?:${flag}|${keycap}|${joined}|[^${refused}])*$`, 'u');
+  // A letter or mark of a script other than Latin, or an emoji (base or skin tone), then joiners.
+  const joinable = `(?![${refused}])(?:(?!\\p{Script=Latin})[\\p{L}\\p{M}]|\\p{Extended_Pictographic}|\\p{Emoji_Modifier})`;
+  const joined = `${joinable}[${JOINERS}]{1,2}`;
+  const seen = visible ? '(?=[\\s\\S]*[^\\s\\u2800])' : '';
+  return new RegExp(`^${seen}(?:${flag}|${keycap}|${joined}|[^${refused}])*$`, 'u');
 }
 
-export const PLAIN_TEXT = plainText(CONTROLS);
-export const PLAIN_TEXT_MESSAGE = 'must not contain control, invisible or bidirectional-override characters, or unpaired surrogates';
+export const PLAIN_TEXT = plainText(CONTROLS, true);
+export const PLAIN_TEXT_MESSAGE = 'must show something, and must not contain control, invisible or bidirectional-override characters, or unpaired surrogates';
 
-export const PLAIN_LINES = plainText(CONTROLS_BUT_LINES);
+export const PLAIN_LINES = plainText(CONTROLS_BUT_LINES, false);
 export const PLAIN_LINES_MESSAGE = 'must not contain control (but line breaks and tabs), invisible or bidirectional-override characters, or unpaired surrogates';
+
+/**
+ * Refuses a name of a stored record (a connection, key, token or strategy) whoever writes it: the
+ * API checks at its edge too, and the CLI relies on this (re-probe: a terminal escape and a
+ * right-to-left override went into a key name through `keys create`, printed as is).
+ */
+export function checkRecordName(what: string, name: string, max = 100): void {
+  const problem = name.length < 1 || textLength(name) > max ? `must be 1..${max} characters` : PLAIN_TEXT.test(name) ? undefined : PLAIN_TEXT_MESSAGE;
+  if (problem) throw new AppError('VALIDATION_FAILED', `${what} name ${problem}`);
+}
 
 const SHOWN_ESCAPED = new RegExp(`[${CONTROLS}${INVISIBLE}${JOINERS}]`, 'gu');
 

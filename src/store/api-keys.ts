@@ -3,7 +3,7 @@
  * returned once, at creation. `verify` runs on every request, so it is synchronous: a format
  * check that never touches LMDB for garbage, one get by id, one constant-time compare.
  */
-import { textLength } from '../domain/plain-text.js';
+import { checkRecordName } from '../domain/plain-text.js';
 import { AppError } from '../domain/problems.js';
 import type { Scope } from '../domain/connections.js';
 import type { GuardNarrowing } from '../domain/guards.js';
@@ -88,7 +88,7 @@ export function apiKeyView(r: ApiKeyRow, used: number | undefined): ApiKeyView {
 
 /** Validates a new key and builds its row; `key` is the secret to show once. */
 export function newApiKeyRow({ userId, name, scopes }: { userId: string; name: string; scopes: readonly Scope[] }, createdAt: string): { row: ApiKeyRow; key: string } {
-  if (name.length < 1 || textLength(name) > 100) throw new AppError('VALIDATION_FAILED', 'key name must be 1..100 characters');
+  checkRecordName('key', name);
   const unique = [...new Set(scopes)];
   if (unique.length === 0 || unique.some((s) => !API_KEY_SCOPES.includes(s))) {
     throw new AppError('VALIDATION_FAILED', `scopes must be a non-empty subset of ${API_KEY_SCOPES.join(', ')}`);

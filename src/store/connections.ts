@@ -2,7 +2,7 @@
  * Broker connections: one login at a broker, owned by a user. Credentials are sealed with
  * AES-256-GCM (bound to the connection id) and only opened when an actor is started.
  */
-import { textLength } from '../domain/plain-text.js';
+import { checkRecordName } from '../domain/plain-text.js';
 import type { BrokerCredentials, BrokerKind, Environment } from '../domain/connections.js';
 import { AppError } from '../domain/problems.js';
 import { byCreation, cachedOwnedReads, rowReader, type StoreContext } from './context.js';
@@ -83,7 +83,7 @@ export function connectionView(r: ConnectionRecord): ConnectionRecord {
 
 /** VALIDATION_FAILED unless the name has 1..100 characters. */
 export function checkConnectionName(name: string): void {
-  if (name.length < 1 || textLength(name) > 100) throw new AppError('VALIDATION_FAILED', 'connection name must be 1..100 characters');
+  checkRecordName('connection', name);
 }
 
 /** `row` with `patch` applied, new credentials sealed under `sealer` (bound to the row's id). */

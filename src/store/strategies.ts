@@ -2,7 +2,7 @@
  * Strategies: named defaults a webhook token may point at; their fields fill what an alert
  * leaves out. Validation of the fields is the HTTP layer's job (zod); this module stores them.
  */
-import { textLength } from '../domain/plain-text.js';
+import { checkRecordName } from '../domain/plain-text.js';
 import type { LegInput, OrderType } from '../domain/orders.js';
 import { AppError } from '../domain/problems.js';
 import { cachedOwnedReads, rowReader, type StoreContext } from './context.js';
@@ -47,7 +47,7 @@ const OPTIONAL = ['symbol', 'qty', 'orderType', 'takeProfit', 'stopLoss'] as con
 
 /** VALIDATION_FAILED unless the name has 1..100 characters. */
 export function checkName(name: string): void {
-  if (name.length < 1 || textLength(name) > 100) throw new AppError('VALIDATION_FAILED', 'strategy name must be 1..100 characters');
+  checkRecordName('strategy', name);
 }
 
 /** Copies only known fields, dropping undefined/null optionals (so records stay clean). */

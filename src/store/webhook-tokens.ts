@@ -4,7 +4,7 @@
  * constant-time compare); also kept sealed with AES-256-GCM so the owner can copy the URL
  * again from the web app.
  */
-import { textLength } from '../domain/plain-text.js';
+import { checkRecordName } from '../domain/plain-text.js';
 import { AppError } from '../domain/problems.js';
 import { byCreation, ownedIds, ownedReads, rowReader, type StoreContext } from './context.js';
 import type { Sealer } from './crypto.js';
@@ -88,7 +88,7 @@ export const webhookTokenAad = (id: string): string => `webhook-token:${id}`;
 
 /** VALIDATION_FAILED unless the name has 1..100 characters. */
 export function checkTokenName(name: string): void {
-  if (name.length < 1 || textLength(name) > 100) throw new AppError('VALIDATION_FAILED', 'token name must be 1..100 characters');
+  checkRecordName('token', name);
 }
 
 /** What may be shown of a stored token, with its last use (ms) if any. */

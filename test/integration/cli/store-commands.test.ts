@@ -224,6 +224,15 @@ describe('tradegate keys, while another process holds the store open', () => {
     expect(r.stderr).toMatch(/shown only this once/);
   });
 
+  it('refuses a key name with a terminal escape, a right-to-left override or tag characters, as the API does (re-probe: stored and printed as is)', async () => {
+    for (const name of ['\u001b[31mred', 'Main\u202eyrros', `EVAL1${String.fromCodePoint(0xe0041)}`]) {
+      const r = await cli(['keys', 'create', '--user', 'alice', '--name', name, '--scopes', 'read']);
+      expect(r.code, JSON.stringify(name)).not.toBe(0);
+      expect(r.stderr).toContain('key name must show something, and must not contain control, invisible or bidirectional-override characters');
+      expect(r.stdout).not.toContain('\u001b');
+    }
+  });
+
   it('fails clearly on an unknown user, bad scopes, or an unknown key id', async () => {
     // Independent failures, run side by side to keep the file quick.
     const [u, s, k] = await Promise.all([

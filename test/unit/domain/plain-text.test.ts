@@ -26,6 +26,32 @@ describe('plain text (names, labels, reasons)', () => {
     expect(PLAIN_TEXT.test('x\u{e0067}\u{e007f}')).toBe(false);
   });
 
+  it('refuses what the re-probe still got through: joiners after a Latin letter or a space, text hidden in a flag, blank-only names, noncharacters', () => {
+    const tags = (text: string) => [...text].map((c) => String.fromCodePoint(0xe0000 + c.codePointAt(0)!)).join('');
+    for (const hidden of [
+      'Café\u200d',
+      `EVAL1\u00a0${'\u200d'.repeat(40)}`,
+      `EVAL1\u{1f3f4}${tags('ignorethis')}\u{e007f}`, // a "flag" spelling hidden text
+      '\u3164\u200d', // a Hangul filler is a letter, but an invisible one
+      '\u2800', '\u2800\u2800', '\u00a0', '\u3000', ' ', // nothing to see
+      'a\u{16fe4}b', 'a\u{1d159}b', 'a\uffffb', 'a\ufdd0b', // fillers, null notehead, noncharacters
+      '\u0928\u200d\u200d\u200d', // three joiners in a row
+    ]) expect(PLAIN_TEXT.test(hidden), JSON.stringify(hidden)).toBe(false);
+  });
+
+  it('keeps the joiners that ordinary writing needs (re-probe: Persian, Hindi, Kannada and Mongolian were refused)', () => {
+    for (const text of [
+      'می\u200cخواهم', // Persian, zero-width non-joiner
+      'क्\u200dष', // Devanagari, zero-width joiner after a virama
+      'ಕನ್ನಡ\u200c', // Kannada
+      '\u182d\u180b\u1822', // Mongolian free variation selector
+      '\u1820\u180e\u1821', // Mongolian vowel separator
+      '🏳️\u200d🌈', // rainbow flag: VS16 + ZWJ
+      '👩🏽\u200d💻', // skin tone, then ZWJ
+      '©\ufe0f', // a symbol emoji with VS16
+    ]) expect(PLAIN_TEXT.test(text), text).toBe(true);
+  });
+
   it('keeps what emoji are made of, and every visible script', () => {
     const fine = [
       'Scalp — ES 📈 «long» 👨‍👩‍👧', // ZWJ family
