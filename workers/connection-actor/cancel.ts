@@ -26,6 +26,7 @@ import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/pro
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import { tracked } from './in-flight.js';
 import { placementsSettled, settle } from './place.js';
+import { isStopExit, stopCoverage } from './stop-coverage.js';
 
 interface Bracket {
   entryId: number;
@@ -229,6 +230,21 @@ export function forgetOwedLegs(ctx: ActorContext, accountId: string, inScope: (s
   if (changed) void ctx.keepOwedLegs?.(accountId);
 }
 
+/**
+ * Said in the answer when the stop exit just cancelled leaves its position's stops short: the
+ * stop-loss it cut to make room stays cut (the stream's bracket alert follows after the grace).
+ */
+function stopExitWarning(ctx: ActorContext, accountId: string, cancelled: OrderRecord): string | undefined {
+  const net = ctx.model.netPosition(accountId, cancelled.symbol);
+  if (!isStopExit(cancelled, net)) return undefined;
+  const covered = stopCoverage(ctx.model.workingOrders(accountId), cancelled.symbol, net);
+  if (covered === 0 || covered >= Math.abs(net)) return undefined;
+  return (
+    `the ${cancelled.symbol} position ${net > 0 ? 'long' : 'short'} ${Math.abs(net)} has stop-losses for ${covered} only now: ` +
+    'the stop-loss cut to make room for this exit is not given back; protect the rest or close it'
+  );
+}
+
 /** Reconnects an owed leg is tried on before the alert says it was given up. */
 const MAX_OWED_ATTEMPTS = 3;
 
@@ -263,7 +279,11 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
   const bracket = bracketOf(ctx, entity.id);
   const base = { removedLegIds: [] as string[], replaced: null, remainderCancelled: false };
 
-  if (!bracket) return { ...base, order: await cancelAndWait(ctx, entity.id), brokerMs: since(t0) };
+  if (!bracket) {
+    const order = await cancelAndWait(ctx, entity.id);
+    const warning = order.filledQty === 0 ? stopExitWarning(ctx, req.accountId, rec) : undefined;
+    return { ...base, order, brokerMs: since(t0), ...(warning !== undefined && { warning }) };
+  }
 
   const legIds = [bracket.takeProfit, bracket.stopLoss].filter((x): x is number => x !== null);
   if (bracket.entryId === entity.id) {

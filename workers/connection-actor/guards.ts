@@ -156,9 +156,16 @@ export class GuardKeeper {
     // Whether the account is inside a window is known now, not at the next tick: a window that
     // closes before that tick still flattens (flattenAtEnd), as after a start.
     if (state) {
+      const wasInside = state.inside;
       state.config = config;
       state.inside = this.insideNow(config);
       state.limits = {};
+      // Inside a window at the last look and outside now: a window end the next tick would have
+      // flattened at, whether it came on the clock since that look or with these guards (re-probe:
+      // the same guards saved again 100 ms after the end cancelled the flatten; long 3 after it).
+      if (config.tradingWindows?.flattenAtEnd && wasInside === true && state.inside === false) {
+        this.flattenFor(accountId, state, 'trading_window', 'the trading window ended');
+      }
     } else {
       this.accounts.set(accountId, fresh(config, null, this.insideNow(config)));
     }
@@ -184,13 +191,13 @@ export class GuardKeeper {
       try {
         result = await flatten(this.ctx, { type: 'flatten', accountId });
         if (!stillOwed(state, 'kill_switch')) {
-          // Unlocked while the flatten ran: the positions are the trader's again, nothing is owed.
-          state.owed = null;
+          // Unlocked while the flatten ran: the positions are the trader's again, nothing the kill switch owed is.
+          if (state.owed?.guard === 'kill_switch') state.owed = null;
         } else if (outstandingOrders(this.ctx, accountId) > 0 || notClosed(result)) {
           // An order sent before the lock whose outcome the broker has not given (still on its
           // way, or timed out) may still fill, or a position could not be closed: the flatten
           // stays owed, and runs again every tick until it is done.
-          state.owed = { guard: 'kill_switch', detail };
+          state.owed = owing(state.owed, 'kill_switch', detail);
           if (state.lock?.guard === 'kill_switch' && !state.lock.flattenOwed) state.lock = { ...state.lock, flattenOwed: true };
           this.emit(accountId, 'kill_switch', 'flattened', `${summary(result)}; ${notClosed(result) ? NOT_CLOSED_RETRY : UNKNOWN_PENDING}`, state.lock);
         } else {
@@ -200,14 +207,14 @@ export class GuardKeeper {
       } catch (err) {
         if (err instanceof AppError && (err.code === 'NOT_FOUND' || err.code === 'ACCOUNT_INACTIVE')) throw err;
         if (!stillOwed(state, 'kill_switch')) {
-          // Unlocked while it ran: dropped, as unlock drops a flatten still pending.
-          state.owed = null;
+          // Unlocked while it ran: dropped, as unlock drops a flatten still pending (another guard's stays owed).
+          if (state.owed?.guard === 'kill_switch') state.owed = null;
           return { status: this.status(accountId), flatten: { error: `${err instanceof Error ? err.message : String(err)}; the account was unlocked meanwhile: not retried` } };
         }
         // The lock holds; the flatten is owed (on the stored lock too, so a restarted actor still
         // owes it) and runs at the first tick the connection is CONNECTED.
         const message = owedFlattenMessage(err);
-        state.owed = { guard: 'kill_switch', detail };
+        state.owed = owing(state.owed, 'kill_switch', detail);
         if (state.lock?.guard === 'kill_switch' && !state.lock.flattenOwed) state.lock = { ...state.lock, flattenOwed: true };
         this.emit(accountId, 'kill_switch', 'flatten-failed', message, state.lock);
         result = { error: message };
@@ -336,12 +343,12 @@ export class GuardKeeper {
   private flattenFor(accountId: string, state: AccountState, guard: GuardName, detail: string): void {
     if (state.flattening) return;
     const firstTry = state.owed === null;
-    state.owed = { guard, detail };
+    state.owed = owing(state.owed, guard, detail);
     state.flattening = true;
     flatten(this.ctx, { type: 'flatten', accountId })
       .then((result) => {
         if (!stillOwed(state, guard)) {
-          state.owed = null;
+          if (state.owed?.guard === guard) state.owed = null;
           return;
         }
         if (outstandingOrders(this.ctx, accountId) > 0 || notClosed(result)) {
@@ -358,8 +365,9 @@ export class GuardKeeper {
         const message = `${detail}: ${err instanceof Error ? err.message : String(err)}`;
         // An account the broker no longer reports has nothing left to flatten here.
         let settled: LockState | undefined;
-        if (!stillOwed(state, guard)) state.owed = null;
-        else if (code === 'ACCOUNT_INACTIVE' || code === 'NOT_FOUND') {
+        if (!stillOwed(state, guard)) {
+          if (state.owed?.guard === guard) state.owed = null;
+        } else if (code === 'ACCOUNT_INACTIVE' || code === 'NOT_FOUND') {
           state.owed = null;
           settled = this.settleOwed(state);
         }
@@ -468,6 +476,15 @@ function notClosed(result: FlattenResult): boolean {
  * is still locked by it (unlock drops it, even one running), a P&L limit's while its lock (or the
  * one kept under a kill switch) lasts; a trading window's always.
  */
+/**
+ * The flatten owed once `guard` asks for one: a flatten owed already for a guard that outlives an
+ * unlock (a day's P&L, a window's end) stays the one owed, so that lifting the kill switch does
+ * not drop it (re-probe: a daily-loss flatten owed, then lock and unlock: long 2 for good).
+ */
+function owing(current: AccountState['owed'], guard: GuardName, detail: string): NonNullable<AccountState['owed']> {
+  return current && current.guard !== 'kill_switch' && guard === 'kill_switch' ? current : { guard, detail };
+}
+
 function stillOwed(state: AccountState, guard: GuardName): boolean {
   if (guard === 'kill_switch') return state.lock?.guard === 'kill_switch';
   if (guard === 'daily_loss' || guard === 'profit_target') return state.lock?.guard === guard || state.dayLock?.guard === guard || state.lock?.guard === 'kill_switch';

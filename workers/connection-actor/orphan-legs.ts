@@ -31,11 +31,13 @@ import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
 import { cancelOrder, resumeOwedLegs } from './cancel.js';
+import { stopCoverage, isStopExit } from './stop-coverage.js';
 
 /** What a sweep does to one leg: cancel it, or cut it to `qty` (its whole quantity, filled part included). */
 export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord; cancel: false; qty: number };
 
 const open = (o: Pick<OrderRecord, 'qty' | 'filledQty'>) => o.qty - o.filledQty;
+
 
 /** The order id restingExits gives an exit not sent yet (makeRoom). */
 const COMING_ID = 'about to be placed';
@@ -154,12 +156,15 @@ export class OrphanLegs {
       if (this.filling.delete(String(e.id))) this.schedule(e.accountId, 0);
       if (fillsOf(this.ctx.mirror, e.id).qty > 0) return;
       // The model knows re-placed legs too (the broker links only a bracket's own).
-      const role = this.ctx.model.record(e.id)?.role ?? linkageOf(this.ctx.mirror, e).role;
-      if (role !== 'take_profit' && role !== 'stop_loss') return;
+      const rec = this.ctx.model.record(e.id);
+      const role = rec?.role ?? linkageOf(this.ctx.mirror, e).role;
+      // A resting stop exit ended unfilled counts like a stop-loss leg: legs it cut to make room stay
+      // cut (prop probe: the exit cancelled, long 3 with a stop-loss for 2, and nothing said).
+      const stopExit = !!rec && isStopExit(rec, this.ctx.model.netPosition(String(e.accountId), rec.symbol));
+      if (role !== 'take_profit' && role !== 'stop_loss' && !stopExit) return;
       // After the grace: a leg the broker's OCO or our own cancel took has its replacement, or its position is flat, by then.
       this.legEnded.add(e.accountId);
-      const rec = this.ctx.model.record(e.id);
-      if (rec) this.endedLegs.add({ accountId: String(e.accountId), symbol: rec.symbol, orderId: rec.orderId, role: role, status: rec.status });
+      if (rec) this.endedLegs.add({ accountId: String(e.accountId), symbol: rec.symbol, orderId: rec.orderId, role: stopExit ? 'stop exit' : role, status: rec.status });
       this.schedule(e.accountId);
       return;
     }
@@ -384,12 +389,7 @@ export class OrphanLegs {
     for (const p of this.ctx.model.openPositionEntities(accountId)) {
       const net = Number(p.netPos ?? 0);
       const symbol = contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId);
-      const side = net > 0 ? 'sell' : 'buy';
-      let covered = 0;
-      for (const o of working) {
-        if (o.symbol !== symbol || o.side !== side) continue;
-        if (o.role === 'stop_loss' || (o.role === 'single' && (o.type === 'stop' || o.type === 'stop_limit'))) covered += open(o);
-      }
+      const covered = stopCoverage(working, symbol, net);
       const ended = [...this.endedLegs].filter((e) => e.accountId === accountId && e.symbol === symbol);
       if (covered === 0 || covered >= Math.abs(net) || ended.length === 0) continue;
       out.push({ symbol, net, covered, orderId: ended.at(-1)!.orderId, ended: ended.map((e) => `${e.role} ${e.orderId} ${e.status}`).join(', ') });

@@ -482,6 +482,35 @@ describe('trading windows', () => {
     expect(set.broker.bodies('order/liquidateposition')).toEqual([expect.objectContaining({ accountId: 7, contractId: CONTRACT })]);
   });
 
+  it('guards saved just after a window ended, before the tick saw it, still flatten (prop probe: the same guards saved 100 ms after the end cancelled the flatten; an entry then filled outside the window)', async () => {
+    const { broker, keeper, clock, event, position } = setup({ tradingWindows: WINDOWS });
+    position(2);
+    keeper.tick();
+    clock.now = MON_15 + 100;
+    keeper.setGuards(ACCOUNT, guardConfig({ tradingWindows: WINDOWS }));
+    expect(await event('flattened')).toMatchObject({ guard: 'trading_window', detail: expect.stringContaining('the trading window ended') });
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
+    // The tick after sees nothing more to do.
+    keeper.tick();
+    await new Promise((res) => setTimeout(res, 20));
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
+  });
+
+  it('a window edited to have ended while holding flattens, as its end would have; one edited while outside changes nothing', async () => {
+    const inside = setup({ tradingWindows: WINDOWS });
+    inside.position(1);
+    inside.keeper.tick();
+    inside.keeper.setGuards(ACCOUNT, guardConfig({ tradingWindows: { ...WINDOWS, windows: [{ days: ['mon'], start: '08:30', end: '09:30' }] } }));
+    expect(await inside.event('flattened')).toMatchObject({ guard: 'trading_window' });
+    // Monday 07:00, before the window opens.
+    const outside = setup({ tradingWindows: WINDOWS }, null, { startAt: zonedToUtc(2026, 11, 23, 7 * 60, 'America/Chicago') });
+    outside.position(1);
+    outside.keeper.tick();
+    outside.keeper.setGuards(ACCOUNT, guardConfig({ tradingWindows: { ...WINDOWS, windows: [{ days: ['mon'], start: '08:30', end: '09:30' }] } }));
+    await outside.settle();
+    expect(outside.broker.bodies('order/liquidateposition')).toEqual([]);
+  });
+
   it('nothing is flattened while inside a window, nor when the keeper starts outside one long after its end', async () => {
     const inside = setup({ tradingWindows: WINDOWS });
     inside.position(1);
@@ -556,6 +585,23 @@ describe('daily loss limit and profit target', () => {
     keeper.tick();
     expect(keeper.status(ACCOUNT).lock).toBeNull();
     expect(guardEvents().at(-1)).toMatchObject({ action: 'unlocked', guard: 'daily_loss', lock: null });
+  });
+
+  it('a daily-loss flatten owed (the broker did not answer) survives the kill switch thrown and lifted meanwhile: it runs once the broker is back (prop probe: long 2 for good)', async () => {
+    const { broker, ctx, keeper, event } = setup({ dailyLossLimit: 500 });
+    const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null, qty: 2 }));
+    broker.fill(Number(o.order.orderId), 2, 5000);
+    broker.failed = 'broker quiet';
+    keeper.pnl.mark(CONTRACT, 4994);
+    expect(await event('flatten-failed', 'daily_loss')).toMatchObject({ guard: 'daily_loss' });
+    const locked = await keeper.lock(ACCOUNT, true, 'panic');
+    expect(locked.flatten).toMatchObject({ error: expect.any(String) });
+    expect(keeper.unlock(ACCOUNT).lock).toMatchObject({ guard: 'daily_loss', flattenOwed: true });
+    broker.failed = undefined;
+    keeper.tick();
+    expect(await event('flattened', 'daily_loss')).toMatchObject({ detail: expect.stringContaining('ESZ6 liquidated (2)') });
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
+    expect(keeper.status(ACCOUNT).lock).not.toHaveProperty('flattenOwed');
   });
 
   it('a new trading day counts from zero at the first order, before any tick', async () => {

@@ -413,6 +413,32 @@ describe('orphaned bracket legs', () => {
     ]);
   });
 
+  it('a stop exit cancelled after it cut the stop-loss: the cancel answer says the rest has no stop, and so does an alert after the grace (prop probe: long 3 with a stop for 2, nothing said)', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    const exit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'stop', price: null, stopPrice: 4990 } as never));
+    await pause(GRACE_MS * 3);
+    expect(s.broker.bodies('order/modifyorder').map((b) => [String(b.orderId), b.orderQty])).toContainEqual([placed.legs!.stopLoss!.orderId, 2]);
+    const before = s.events.length;
+    const cancelled = await cancelOrder(s.ctx, { type: 'cancel-order', accountId: ACCOUNT, orderId: exit.order.orderId });
+    expect(cancelled.warning).toBe('the ESZ6 position long 3 has stop-losses for 2 only now: the stop-loss cut to make room for this exit is not given back; protect the rest or close it');
+    await pause(GRACE_MS * 5);
+    expect(s.events.slice(before)).toEqual([
+      expect.objectContaining({
+        type: 'bracket-alert',
+        detail: expect.stringMatching(new RegExp(`^the ESZ6 position long 3 has stop-losses for 2 only: a protective order ended without filling \\(stop exit ${exit.order.orderId} cancelled`)),
+      }),
+    ]);
+    // A limit exit cancelled cut only the take-profit: nothing to say.
+    const limit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, price: 5015 }));
+    await pause(GRACE_MS * 3);
+    const quiet = s.events.length;
+    expect((await cancelOrder(s.ctx, { type: 'cancel-order', accountId: ACCOUNT, orderId: limit.order.orderId })).warning).toBeUndefined();
+    await pause(GRACE_MS * 5);
+    expect(s.events.slice(quiet).filter((e) => e.type === 'bracket-alert')).toEqual([]);
+  });
+
   it('a bracket of two cancelled at the broker by hand leaves long 2 with a stop for 1: reported, the rest has no stop', async () => {
     const s = setup();
     const a = await filledBracket(s);

@@ -1,0 +1,23 @@
+/**
+ * How far a position's stops reach: its stop-loss legs and the stop orders of its own resting on
+ * the side that reduces it (a stop exit). Shared by the leg watch (orphan-legs.ts) and cancels.
+ */
+import type { OrderRecord } from '../../src/domain/orders.js';
+
+const open = (o: Pick<OrderRecord, 'qty' | 'filledQty'>) => o.qty - o.filledQty;
+
+/** A stop order of its own (not a bracket's leg) on the side that reduces a position of `net`. */
+export function isStopExit(o: Pick<OrderRecord, 'role' | 'type' | 'side'>, net: number): boolean {
+  return o.role === 'single' && (o.type === 'stop' || o.type === 'stop_limit') && net !== 0 && (net > 0 ? o.side === 'sell' : o.side === 'buy');
+}
+
+/** How many contracts of a position of `net` in `symbol` stop-losses and resting stop exits cover. */
+export function stopCoverage(working: readonly OrderRecord[], symbol: string, net: number): number {
+  const side = net > 0 ? 'sell' : 'buy';
+  let covered = 0;
+  for (const o of working) {
+    if (o.symbol !== symbol || o.side !== side) continue;
+    if (o.role === 'stop_loss' || isStopExit(o, net)) covered += open(o);
+  }
+  return covered;
+}
