@@ -21,6 +21,11 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.round(step * (0.5 + random() / 2));
 }
 
+/** Why a connection is in the broker's rate-limit hold; `on`: the request the 429 answered. */
+function held(on: string): string {
+  return `broker rate limit (429)${on}: Tradovate holds the login out for up to an hour, and every request meanwhile extends it; the connection sends nothing and logs in again by itself once the hour has passed`;
+}
+
 /** `hold`: the broker rate-limited us (429): wait out its lockout, then log in again. */
 type Outcome = 'closed' | 'retry' | 'retry-now' | 'hold' | 'fatal' | 'stopped';
 
@@ -155,7 +160,7 @@ export class BrokerConnection {
       return 'fatal';
     }
     if (outcome.kind === 'rate-limited') {
-      return this.rateLimited('broker rate limit (429) on login: Tradovate holds the login out for up to an hour, and every request meanwhile extends it; the connection sends nothing and logs in again by itself once the hour has passed');
+      return this.rateLimited(held(' on login'));
     }
     this.logger.warn({ reason: outcome.reason }, 'authentication unavailable');
     this.noteDown(outcome.reason);
@@ -178,7 +183,7 @@ export class BrokerConnection {
   }
 
   private async connectOnce(): Promise<Outcome> {
-    if (this.holdUntil > Date.now()) return this.rateLimited('broker rate limit (429): Tradovate holds the login out, and every request meanwhile extends it; the connection sends nothing and logs in again by itself', false);
+    if (this.holdUntil > Date.now()) return this.rateLimited(held(''), false);
     if (!this.token || this.token.expiresAt <= Date.now()) {
       const failed = await this.authenticate();
       if (failed) return failed;
@@ -254,7 +259,6 @@ export class BrokerConnection {
     return 'hold';
   }
 
-
   private authExpired(detail: string): Outcome {
     this.token = null;
     clearTimeout(this.renewTimer);
@@ -324,7 +328,7 @@ export class BrokerConnection {
     if (outcome.kind === 'rate-limited') {
       // The broker holds us out: the socket closes as for a 429 on it, and the loop waits the hold out.
       this.holdUntil = Date.now() + this.tuning.rateLimitHoldMs;
-      this.socket?.closeFor('rate-limited', 'broker rate limit (429) on token renewal: Tradovate holds the login out for up to an hour, and every request meanwhile extends it; the connection stopped sending (FAILED) and logs in again by itself once the hour has passed');
+      this.socket?.closeFor('rate-limited', held(' on token renewal'));
       this.token = null;
       return;
     }
