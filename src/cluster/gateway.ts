@@ -75,7 +75,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   private readonly callTimeoutMs: number;
   private readonly unlisten: () => void;
   private readonly ownListeners = new Set<(event: ActorEvent) => void>();
-  /** Forwarded calls waiting, per connection, to learn that another node took it over (ownerChange). */
+  /** Forwarded calls and restarts waiting, per connection, to learn that another node took it over (whenOwnerChanges). */
   private readonly ownerWatch = new Map<string, Set<() => void>>();
   /** When this node last restarted each connection by hand (owner side of the cluster-wide interval). */
   private readonly manualRestarts = new Map<string, number>();
