@@ -103,8 +103,12 @@ export const ORDER_PENALTY_WAIT_S = 2;
 export const TOKEN_RENEWAL = Object.freeze({
   /** Renew this long before expiry (lifetimes shorter than twice this renew at 80 %). */
   leadMs: 10 * 60_000,
-  /** Retry a renewal that failed for a transient reason after this long. */
+  /**
+   * Retry a renewal that failed for a transient reason after this long, doubling with each failure
+   * up to retryMaxMs (Tradovate allows 15 renewals an hour, 15 s apart, and counts every one).
+   */
   retryMs: 15_000,
+  retryMaxMs: 5 * 60_000,
   /** Lifetime assumed when an answer names no usable expiry. */
   assumedLifetimeMs: 80 * 60_000,
 });

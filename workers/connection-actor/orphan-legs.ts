@@ -457,6 +457,7 @@ export class OrphanLegs {
     const cancelling = new Set([...brackets.values()].flat().filter((a) => a.cancel).map((a) => a.leg.orderId));
     for (const [bracket, actions] of brackets) {
       const done: string[] = [];
+      const cuts: { id: number; leg: OrderRecord; qty: number }[] = [];
       for (const action of actions) {
         const { leg } = action;
         const id = Number(leg.orderId);
@@ -477,13 +478,16 @@ export class OrphanLegs {
           } else {
             checkAnswer('modifyorder', await this.ctx.conn.send('order/modifyorder', resizeOrderBody(leg, action.qty), { kind: 'order' }));
             this.sent.set(leg.orderId, action.qty);
-            done.push(`${leg.role} ${leg.orderId} cut from ${leg.qty} to ${action.qty}`);
+            cuts.push({ id, leg, qty: action.qty });
           }
         } catch (err) {
           // It filled or went away meanwhile: nothing left to do.
           if (!isFinal(this.ctx.mirror, id)) this.ctx.logger.error({ err, orderId: leg.orderId, accountId }, 'bracket leg could not be cancelled or cut');
         }
       }
+      // A modify's answer is a command id only: the broker may still reject it. A cut is said once
+      // the leg's own version shows it (protocol audit: "cut" was said of legs still at full size).
+      done.push(...(await this.confirmCuts(accountId, cuts)));
       if (done.length === 0) continue;
       const symbol = actions[0]!.leg.symbol;
       const position = this.ctx.model.netPosition(accountId, symbol);
@@ -497,5 +501,25 @@ export class OrphanLegs {
       this.ctx.logger.warn({ orderId: bracket, accountId, symbol, done }, 'bracket legs fitted to the position');
       this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: bracket, ts: Date.now(), detail });
     }
+  }
+
+  /** What became of the legs this sweep asked the broker to cut: each cut once its version shows it, or unconfirmed (asked again at the next look). */
+  private async confirmCuts(accountId: string, cuts: readonly { id: number; leg: OrderRecord; qty: number }[]): Promise<string[]> {
+    if (cuts.length === 0) return [];
+    const mirror = this.ctx.mirror;
+    const shows = (c: (typeof cuts)[number]) => Number(mirror.latestVersion(c.id)?.orderQty) === c.qty || isFinal(mirror, c.id);
+    await mirror.waitFor(() => (cuts.every(shows) ? true : undefined), this.ctx.settleMs);
+    const out: string[] = [];
+    for (const c of cuts) {
+      if (shows(c)) {
+        out.push(`${c.leg.role} ${c.leg.orderId} cut from ${c.leg.qty} to ${c.qty}`);
+        continue;
+      }
+      // Planned again at the next sweep, from what the broker shows.
+      this.sent.delete(c.leg.orderId);
+      this.schedule(Number(accountId));
+      out.push(`${c.leg.role} ${c.leg.orderId}: cut from ${c.leg.qty} to ${c.qty} asked, not confirmed by the broker within ${this.ctx.settleMs / 1000} s (it may still be sized for ${c.leg.qty}; asked again at the next look)`);
+    }
+    return out;
   }
 }

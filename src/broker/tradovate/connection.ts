@@ -48,6 +48,8 @@ export class BrokerConnection {
   private runner: Promise<void> | undefined;
   /** Until when the broker's rate limit (429) holds the login out (ms since the epoch): nothing is sent before. */
   private holdUntil = 0;
+  /** Renewals failed in a row (their retries back off). */
+  private renewFailures = 0;
   private readonly contractFetches = new Map<string, Promise<void>>();
   /** Contracts the broker could not name: not asked again on every event. */
   private readonly contractMisses = new Set<string>();
@@ -152,6 +154,7 @@ export class BrokerConnection {
     const outcome = await requestAccessToken(this.spec.restUrl, this.spec.credentials, { timeoutMs: this.spec.requestTimeoutMs ?? BROKER_TIMEOUTS.requestMs });
     if (outcome.kind === 'token') {
       this.token = outcome.token;
+      this.renewFailures = 0;
       this.scheduleRenew();
       return null;
     }
@@ -226,8 +229,10 @@ export class BrokerConnection {
     } catch (err) {
       this.socket.close();
       if (err instanceof BrokerStatusError && err.status === 401) return this.authExpired('syncrequest refused');
-      if (err instanceof AppError && err.extensions.brokerStatus === 429) return this.rateLimited(err.message);
+      if (err instanceof AppError && (err.extensions.brokerStatus === 429 || err.extensions.brokerStatus === 423)) return this.rateLimited(err.message);
       this.noteDown(`resync failed: ${err instanceof Error ? err.message : String(err)}`);
+      // A penalty longer than the socket waits on its own (p-time): asking again sooner extends it.
+      if (err instanceof AppError && err.extensions.penalty === true && err.retryAfterSeconds) await this.sleep(err.retryAfterSeconds * 1000);
       return 'retry';
     }
     this.authRejections = 0;
@@ -333,6 +338,7 @@ export class BrokerConnection {
       return;
     }
     if (outcome.kind === 'token') {
+      this.renewFailures = 0;
       this.token = { ...outcome.token, userId: outcome.token.userId || current.userId };
       if (!this.token.mdAccessToken && current.mdAccessToken) this.token.mdAccessToken = current.mdAccessToken;
       this.scheduleRenew();
@@ -340,7 +346,10 @@ export class BrokerConnection {
       // The next (re)connect authenticates from scratch; the open socket keeps its session.
       this.token = null;
     } else {
-      this.renewTimer = setTimeout(() => void this.renew(), TOKEN_RENEWAL.retryMs);
+      // Not every 15 s for the ten minutes before expiry (40 of Tradovate's 15 an hour): doubling,
+      // and never before a p-ticket's p-time has passed.
+      const backoff = Math.min(TOKEN_RENEWAL.retryMs * 2 ** this.renewFailures++, TOKEN_RENEWAL.retryMaxMs);
+      this.renewTimer = setTimeout(() => void this.renew(), Math.max(backoff, outcome.retryAfterMs ?? 0));
       this.renewTimer.unref();
     }
   }

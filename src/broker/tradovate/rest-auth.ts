@@ -24,7 +24,7 @@ export type AuthOutcome =
   | { kind: 'rejected'; reason: string }
   /** 401 on renew: the token is dead; a fresh accesstokenrequest is needed. */
   | { kind: 'unauthorized'; reason: string }
-  /** 429: the broker holds the login out (up to an hour); every request meanwhile extends it. */
+  /** 429 (or the 423 before it): the broker holds the login out (up to an hour); every request meanwhile extends it. */
   | { kind: 'rate-limited'; reason: string }
   /** Network failure, 5xx, a long p-ticket: worth retrying later (not before `retryAfterMs`). */
   | { kind: 'unavailable'; reason: string; retryAfterMs?: number };
@@ -86,7 +86,8 @@ async function send(
 function classify(res: { status: number; body: Record<string, unknown> } | { error: string }): AuthOutcome | 'penalty' {
   if ('error' in res) return { kind: 'unavailable', reason: res.error };
   if (res.status === 401) return { kind: 'unauthorized', reason: String(res.body.errorText ?? 'unauthorized') };
-  if (res.status === 429) return { kind: 'rate-limited', reason: 'HTTP 429' };
+  // 423 comes just before a 429 ("you're about to be locked out"): stop every call for the hour, as for a 429.
+  if (res.status === 429 || res.status === 423) return { kind: 'rate-limited', reason: `HTTP ${res.status}` };
   if (res.status !== 200) return { kind: 'unavailable', reason: `HTTP ${res.status}` };
   const penalty = penaltyOf(res.body);
   if (penalty) return penalty.captcha ? { kind: 'rejected', reason: 'captcha required (p-captcha)' } : 'penalty';
@@ -130,7 +131,10 @@ export async function renewAccessToken(restUrl: string, accessToken: string, opt
     opts,
   );
   const outcome = classify(res);
-  return outcome === 'penalty' ? { kind: 'unavailable', reason: 'p-ticket on renew' } : outcome;
+  if (outcome !== 'penalty') return outcome;
+  // Waited out before the next try: asked again sooner, the broker extends it.
+  const penalty = penaltyOf((res as { body: unknown }).body)!;
+  return { kind: 'unavailable', reason: `p-ticket on renew (${penalty.seconds} s)`, retryAfterMs: penalty.seconds * 1000 };
 }
 
 /** When to renew: TOKEN_RENEWAL.leadMs (10 min) before expiry, or at 80% of a short lifetime (tests, sims). */

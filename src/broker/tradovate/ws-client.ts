@@ -82,9 +82,13 @@ export interface RequestOptions {
   mayExecute?: boolean;
 }
 
-const RATE_LIMITED_DETAIL =
-  'broker rate limit (429): Tradovate holds the login out for up to an hour, and every request meanwhile extends it; ' +
-  'the connection stopped sending (FAILED) and logs in again by itself once the hour has passed';
+/** A 429, or the 423 Tradovate sends just before one ("you are about to be locked out"): stop every call for the hour. */
+function rateLimitedDetail(status: number): string {
+  return (
+    `broker rate limit (${status}): Tradovate holds the login out for up to an hour, and every request meanwhile extends it; ` +
+    'the connection stopped sending (FAILED) and logs in again by itself once the hour has passed'
+  );
+}
 
 /** An authorized broker socket. Create with `TradovateSocket.connect`. */
 export class TradovateSocket {
@@ -226,12 +230,13 @@ export class TradovateSocket {
       clearTimeout(p.timer);
       if (p.late) p.late({ status: m.status, data: m.data });
       else if (m.status === 200) p.resolve(m.data);
-      else if (m.status === 429) {
+      else if (m.status === 429 || m.status === 423) {
         // Tradovate holds the login out for up to an hour and every request meanwhile extends it:
         // the socket closes, so nothing more is sent (ops probe: the next order went out 11 s after
         // a 503 that said Retry-After: 3600), and the connection goes FAILED until the hour has passed.
-        p.reject(new AppError('BROKER_UNAVAILABLE', RATE_LIMITED_DETAIL, { brokerStatus: 429 }, BROKER_RATE_LIMIT_HOLD_MS / 1000));
-        this.shutdown('rate-limited', RATE_LIMITED_DETAIL);
+        const detail = rateLimitedDetail(m.status);
+        p.reject(new AppError('BROKER_UNAVAILABLE', detail, { brokerStatus: m.status }, BROKER_RATE_LIMIT_HOLD_MS / 1000));
+        this.shutdown('rate-limited', detail);
         return;
       } else p.reject(new BrokerStatusError(m.status, m.data));
       // A 401 on a live socket means the token died: the session is useless from here on.
@@ -289,7 +294,7 @@ export class TradovateSocket {
     const penalty = penaltyOf(data);
     if (!penalty) return data;
     if (penalty.captcha || penalty.seconds > this.opts.maxPenaltySeconds) {
-      throw new AppError('BROKER_UNAVAILABLE', 'broker penalty in force', {}, Math.max(1, penalty.seconds || 3600));
+      throw new AppError('BROKER_UNAVAILABLE', `broker penalty in force (p-ticket, ${penalty.seconds} s)`, { penalty: true }, Math.max(1, penalty.seconds || 3600));
     }
     if ((opts.onLate !== undefined || opts.mayExecute === true) && penalty.seconds > ORDER_PENALTY_WAIT_S) {
       throw new AppError(
@@ -302,7 +307,7 @@ export class TradovateSocket {
     await new Promise((r) => setTimeout(r, penalty.seconds * 1000));
     const body = opts.body && typeof opts.body === 'object' ? { ...(opts.body as object), 'p-ticket': penalty.ticket } : opts.body;
     data = await this.sendOnce(endpoint, { ...opts, body });
-    if (penaltyOf(data)) throw new AppError('BROKER_UNAVAILABLE', 'broker penalty in force', {}, 60);
+    if (penaltyOf(data)) throw new AppError('BROKER_UNAVAILABLE', 'broker penalty in force (p-ticket not accepted)', { penalty: true }, 60);
     return data;
   }
 

@@ -94,3 +94,20 @@ test('a p-ticket longer than the caller will wait is unavailable with the wait, 
   expect(await requestAccessToken(url, creds, { maxPenaltySeconds: 60 })).toEqual({ kind: 'unavailable', reason: 'p-ticket wait 600s', retryAfterMs: 600_000 });
   expect(seen).toHaveLength(1);
 });
+
+test('a 429, and the 423 Tradovate sends just before one, are the rate-limit hold, not a retry (protocol audit: retried from 0.5 s, the lockout follows)', async () => {
+  const { url, seen } = await fake([
+    [423, undefined],
+    [429, undefined],
+    [429, undefined],
+  ]);
+  expect(await requestAccessToken(url, creds)).toEqual({ kind: 'rate-limited', reason: 'HTTP 423' });
+  expect(await requestAccessToken(url, creds)).toEqual({ kind: 'rate-limited', reason: 'HTTP 429' });
+  expect(await renewAccessToken(url, 'OLD')).toEqual({ kind: 'rate-limited', reason: 'HTTP 429' });
+  expect(seen).toHaveLength(3);
+});
+
+test('a p-ticket on renewal carries its p-time, so the next renewal waits it out (protocol audit: renewed every 15 s, each extending it)', async () => {
+  const { url } = await fake([[200, { 'p-ticket': 'PT', 'p-time': 90, 'p-captcha': false }]]);
+  expect(await renewAccessToken(url, 'OLD')).toEqual({ kind: 'unavailable', reason: 'p-ticket on renew (90 s)', retryAfterMs: 90_000 });
+});

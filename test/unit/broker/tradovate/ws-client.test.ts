@@ -273,3 +273,11 @@ test("the broker's 429 closes the socket (reason rate-limited): nothing more is 
   expect(next).toMatchObject({ code: 'BROKER_UNAVAILABLE' });
   expect(seen).toEqual(['order/placeorder']);
 });
+
+test('a 423 ("about to be locked out") on the socket stops it as a 429 does (protocol audit: read as a rejection, sending went on)', async () => {
+  const url = await fakeBroker((ws, endpoint, id) => ws.send(`a[${JSON.stringify(endpoint === 'order/list' ? { s: 423, i: id } : { s: 200, i: id, d: {} })}]`));
+  const c = connect(url);
+  client = await c.p;
+  expect(await client.request('order/list').catch((e: unknown) => e)).toMatchObject({ code: 'BROKER_UNAVAILABLE', extensions: { brokerStatus: 423 } });
+  expect(await c.closedP).toMatchObject({ reason: 'rate-limited', detail: expect.stringContaining('broker rate limit (423)') });
+});

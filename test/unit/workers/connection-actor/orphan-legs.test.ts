@@ -271,6 +271,21 @@ describe('orphaned bracket legs', () => {
     expect(cover(s)).toEqual({ takeProfit: 2, stopLoss: 2 });
   });
 
+  it('a cut the broker answers with a command id but never applies is not said to be done: the alert says so, and the next look asks again (protocol audit: a rejected modify was reported as a cut)', async () => {
+    const s = setup();
+    s.broker.oco = false;
+    s.broker.handlers['order/modifyorder'] = () => ({ commandId: 424242 });
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market' }), 1, 5001); // long 1
+    await pause(200 + GRACE_MS * 4);
+    const alert = s.events.find((e) => e.type === 'bracket-alert') as { detail: string } | undefined;
+    expect(alert?.detail).toContain(`stop_loss ${placed.legs!.stopLoss!.orderId}: cut from 2 to 1 asked, not confirmed by the broker within 0.2 s`);
+    await pause(200 + GRACE_MS * 4);
+    const asked = s.broker.bodies('order/modifyorder').filter((b) => String(b.orderId) === placed.legs!.stopLoss!.orderId);
+    expect(asked.length).toBeGreaterThanOrEqual(2);
+  });
+
   it('two brackets over a position cut to one: the newest bracket goes, the oldest stays', async () => {
     const s = setup();
     s.broker.oco = false;
