@@ -21,6 +21,9 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.round(step * (0.5 + random() / 2));
 }
 
+/** A socket up at least this long counts as stable: its drop is reconnected at once, not backed off. */
+const STABLE_CONNECTION_MS = 30_000;
+
 /** Why a connection is in the broker's rate-limit hold; `on`: the request the 429 answered. */
 function held(on: string): string {
   return `broker rate limit (429)${on}: Tradovate holds the login out for up to an hour, and every request meanwhile extends it; the connection sends nothing and logs in again by itself once the hour has passed`;
@@ -50,6 +53,8 @@ export class BrokerConnection {
   private holdUntil = 0;
   /** Renewals failed in a row (their retries back off). */
   private renewFailures = 0;
+  /** When the socket last became CONNECTED (ms since the epoch). */
+  private connectedAt = 0;
   private readonly contractFetches = new Map<string, Promise<void>>();
   /** Contracts the broker could not name: not asked again on every event. */
   private readonly contractMisses = new Set<string>();
@@ -143,8 +148,12 @@ export class BrokerConnection {
         this.setStatus('RECONNECTING', 'reconnect', "the broker's rate-limit hold has passed: logging in again");
         continue;
       }
-      if (outcome === 'closed') this.attempt = 0;
-      if (outcome === 'retry') await this.sleep(backoffMs(this.attempt++, this.tuning.backoffBaseMs, this.tuning.backoffMaxMs));
+      // A socket that had stayed up a while comes back at once; one dropped soon after it came up
+      // (the broker closing the oldest of too many sessions, revoking its token) backs off like a
+      // failed attempt: coming back at once each time would fight the other session for ever.
+      const shortLived = outcome === 'closed' && Date.now() - this.connectedAt < STABLE_CONNECTION_MS;
+      if (outcome === 'closed' && !shortLived) this.attempt = 0;
+      if (outcome === 'retry' || shortLived) await this.sleep(backoffMs(this.attempt++, this.tuning.backoffBaseMs, this.tuning.backoffMaxMs));
       else await this.sleep(backoffMs(0, Math.min(100, this.tuning.backoffBaseMs), this.tuning.backoffMaxMs));
     }
   }
@@ -236,6 +245,7 @@ export class BrokerConnection {
       return 'retry';
     }
     this.authRejections = 0;
+    this.connectedAt = Date.now();
     this.setStatus('CONNECTED', this.everConnected ? 'reconnect' : 'connect');
     this.everConnected = true;
     this.startPolling();

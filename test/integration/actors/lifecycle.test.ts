@@ -118,6 +118,22 @@ test('a p-captcha on login is FAILED at once (no retry storm)', async () => {
 /** Requests the paper broker received, per endpoint. */
 const requestsAt = async (h: ActorHarness): Promise<Record<string, number>> => (await h.control('GET', '/state')).requests;
 
+test('a socket dropped soon after it came up is reconnected with a growing backoff, not at once each time (protocol audit: the broker closing the oldest of too many sessions would be fought for ever)', async () => {
+  h = await startActorHarness({ tuning: { backoffBaseMs: 200, backoffMaxMs: 5000 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const gaps: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    await h.control('POST', '/connections/drop', { user: h.user.name });
+    const down = await h.nextStatus('RECONNECTING');
+    const up = await h.nextStatus('CONNECTED', 10_000);
+    gaps.push(up.ts - down.ts);
+  }
+  // At once (under 100 ms plus the login) would be every gap; backed off, the fourth waits 800-1600 ms.
+  expect(gaps[3]).toBeGreaterThanOrEqual(800);
+  expect(gaps[3]!).toBeGreaterThan(gaps[0]!);
+});
+
 test("the broker's rate limit (429) on an order: FAILED at once, nothing more sent inside the hold (each request extends the lockout), orders answer 503 with the hold's Retry-After; after the hold it logs in again by itself (re-probe: CONNECTED for an hour that could not trade; then FAILED until someone noticed)", async () => {
   const holdMs = 2500;
   h = await startActorHarness({ tuning: { rateLimitHoldMs: holdMs } });
