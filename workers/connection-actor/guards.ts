@@ -429,7 +429,12 @@ export class GuardKeeper {
     this.ctx.emit(event);
   }
 
-  /** Quotes for every contract held by an account with a P&L limit (to value it as prices move). */
+  /**
+   * Quotes for every contract any account holds, P&L limit or not: the day's P&L a trader reads
+   * (and sets a loss limit against) must be live. Quoted only for limited accounts, the rest showed
+   * their last fill's price: a limit saved against -$5,000 shown locked and flattened at once at
+   * the -$10,500 the first quote gave, with no warning (web probe).
+   */
   private syncQuotes(): void {
     const quotes = this.deps.quotes;
     if (!quotes) return;
@@ -438,12 +443,7 @@ export class GuardKeeper {
     } catch {
       return;
     }
-    const wanted = new Set<number>();
-    for (const [accountId, state] of this.accounts) {
-      if (state.config.dailyLossLimit === null && state.config.dailyProfitTarget === null) continue;
-      for (const id of this.pnl.held(accountId)) wanted.add(id);
-    }
-    quotes.want(wanted);
+    quotes.want(this.pnl.heldByAny());
   }
 }
 

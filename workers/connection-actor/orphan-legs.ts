@@ -372,7 +372,11 @@ export class OrphanLegs {
       // Every leg done (cancelled, rejected, or filled in part and then ended) while the position
       // is still open with nothing reducing it: unprotected, however the legs ended.
       if (!legs.every((id) => isFinal(this.ctx.mirror, id))) continue;
-      const legFilled = legs.some((id) => fillsOf(this.ctx.mirror, id).qty > 0);
+      const legsFilled = legs.reduce((n, id) => n + fillsOf(this.ctx.mirror, id).qty, 0);
+      // Its legs closed all the bracket bought: what is open came from other orders, a plain one's
+      // (web probe: a market buy, then a bracket whose stop-loss filled, was reported unprotected).
+      if (legsFilled > 0 && fillsOf(this.ctx.mirror, latest.id).qty <= legsFilled) continue;
+      const legFilled = legsFilled > 0;
       out.push({ symbol, net, entryId: String(latest.id), legs: legs.map((id) => `${id} ${this.ctx.model.record(id)?.status ?? 'gone'}`).join(', '), ...(legFilled && { legFilled: true as const }) });
     }
     return out;

@@ -86,6 +86,13 @@ export class SessionPnl {
     return { realized: round(d.realized), fees: round(d.fees), open: round(open), total: round(d.realized - d.fees + open) };
   }
 
+  /** Contracts any account holds a position in. */
+  heldByAny(): Set<number> {
+    const out = new Set<number>();
+    for (const d of this.accounts.values()) for (const [id, h] of d.holdings) if (h.net !== 0) out.add(id);
+    return out;
+  }
+
   /** Contracts the account holds a position in. */
   held(accountId: string): number[] {
     const out: number[] = [];

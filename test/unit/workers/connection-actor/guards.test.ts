@@ -381,14 +381,14 @@ describe('clock and quotes', () => {
     expect(() => keeper.stop()).not.toThrow();
   });
 
-  it('quotes are wanted for the contracts held by accounts with a loss limit or a profit target, and only while connected', () => {
+  it('quotes are wanted for the contracts every account holds, P&L limit or not (web probe: a limit saved against a stale day P&L locked and flattened at once), and only while connected', () => {
     const quotes = quoteFeed();
     const { broker, keeper } = setup({ dailyLossLimit: 100 }, null, { quotes: quotes.feed, more: { '8': { dailyProfitTarget: 100 }, '9': { maxOrderQty: 1 } } });
     otherPosition(broker, 7, 1, 500);
     otherPosition(broker, 8, 2, 501);
     otherPosition(broker, 9, 3, 502);
     keeper.tick();
-    expect(quotes.calls.at(-1)).toBe('want 1,2');
+    expect(quotes.calls.at(-1)).toBe('want 1,2,3');
     keeper.setGuards('9', guardConfig({ dailyLossLimit: 50 }));
     expect(quotes.calls.at(-1)).toBe('want 1,2,3');
     // After a reconnect the old socket's subscriptions are gone: forget them, then ask again.

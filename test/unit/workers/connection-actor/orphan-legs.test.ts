@@ -530,6 +530,17 @@ describe('orphaned bracket legs', () => {
     expect(s.orphans.unprotected(ACCOUNT)).toEqual([expect.objectContaining({ symbol: 'ESZ6', net: 1, entryId: placed.order.orderId })]);
   });
 
+  it('a plain position next to a bracket whose stop-loss closed all the bracket bought is not reported (web probe: a red "needs protection" alert for the plain order)', async () => {
+    const s = setup();
+    s.broker.fill(s.broker.addOrder({ action: 'Buy', orderType: 'Market' }), 1, 5000); // plain long 1
+    const b = await placeOrder(s.ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(b.order.orderId), 1, 5000); // long 2
+    s.broker.fill(Number(b.legs!.stopLoss!.orderId), 1, 4990); // its OCO cancels the take-profit: long 1, the plain one
+    await pause(GRACE_MS * 5);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(1);
+    expect(s.events.filter((e) => e.type === 'bracket-alert' && /no protective order/.test((e as { detail: string }).detail))).toEqual([]);
+  });
+
   it('a position opened by a plain order is not reported, whatever became of earlier brackets', async () => {
     const s = setup();
     const placed = await filledBracket(s);
