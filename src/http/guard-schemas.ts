@@ -41,6 +41,8 @@ const timeZone = z
   .min(1)
   .max(64)
   .refine(isTimeZone, 'an IANA time zone name, e.g. America/Chicago')
+  // Stored as the time zone database spells it (`america/chicago` was stored as typed: web probe).
+  .transform((tz) => new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone)
   .default(CME_DAY.timeZone)
   .describe('IANA time zone of the windows (default America/Chicago, daylight saving included)');
 
@@ -55,6 +57,8 @@ const tradingWindowsSchema = z
 const products = z
   .array(z.string().regex(/^[A-Za-z0-9]{1,8}$/, 'a product root such as ES or MNQ').transform((p) => p.toUpperCase()))
   .max(100)
+  // Each root once (`es, ES` was stored twice: web probe).
+  .transform((roots) => [...new Set(roots)])
   // An unknown root would silently block every entry: refused, naming each one.
   .superRefine((roots, ctx) => {
     const unknown = [...new Set(roots.filter((r) => getProduct(r) === undefined))];

@@ -648,6 +648,12 @@ describe('the web app', () => {
       // Another limit is another question: the warning goes until the form is saved again.
       await dialog().getByLabel('Daily loss limit ($)').fill('50000');
       await dialog().getByRole('button', { name: 'Save guards' }).waitFor();
+      // A limit of 0 is none the service takes (400): no lock warning for it (web probe: "saving locks" next to the refusal).
+      await dialog().getByLabel('Daily loss limit ($)').fill('0');
+      await dialog().getByRole('button', { name: 'Save guards' }).click();
+      await expect.poll(async () => (await dialog().textContent()) ?? '').toMatch(/greater than 0|>0|positive/i);
+      expect(await dialog().getByText('saving locks DEMO1').count()).toBe(0);
+      expect(await dialog().getByRole('button', { name: 'Save, lock and flatten' }).count()).toBe(0);
       await dialog().getByRole('button', { name: 'Cancel', exact: true }).click();
       expect((await api('GET', `/api/v1/accounts/${demo1}/guards`)).json.lock).toBeNull();
     } finally {

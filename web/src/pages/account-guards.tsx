@@ -233,8 +233,9 @@ type LimitKey = (typeof LIMITS)[number][0];
  */
 function tripsNow(dayPnl: number | null, loss: number | null, target: number | null): string | null {
   if (dayPnl === null) return null;
-  if (loss !== null && dayPnl <= -loss) return `a daily loss limit of ${DOLLARS.format(loss)}`;
-  if (target !== null && dayPnl >= target) return `a daily profit target of ${DOLLARS.format(target)}`;
+  // A limit of 0 (or less) is no limit the service takes (400): nothing would trip (web probe).
+  if (loss !== null && loss > 0 && dayPnl <= -loss) return `a daily loss limit of ${DOLLARS.format(loss)}`;
+  if (target !== null && target > 0 && dayPnl >= target) return `a daily profit target of ${DOLLARS.format(target)}`;
   return null;
 }
 

@@ -49,6 +49,8 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
   usePolling(refreshLive, LIVE_POLL_MS);
   usePolling(trades.reload, TRADES_POLL_MS);
   const [cancelling, setCancelling] = useState<Order | null>(null);
+  /** The working orders as they were when the cancel dialog opened: what it explains must not change under it when they unload (web probe). */
+  const [cancelContext, setCancelContext] = useState<typeof orders>([]);
   const [flattening, setFlattening] = useState(false);
   const [lastResult, setLastResult] = useState<string | null>(null);
   const conn = health.value.get(a.connectionId);
@@ -120,7 +122,16 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         {working.loading && <Loading what="working orders" />}
         <ErrorBox error={working.error} retry={working.reload} title="Working orders unavailable" />
         {liveOrders && orders.length === 0 && <p class="muted">No working orders.</p>}
-        {orders.length > 0 && <WorkingOrdersTable orders={orders} disabled={!a.active || !connected} onCancel={setCancelling} />}
+        {orders.length > 0 && (
+          <WorkingOrdersTable
+            orders={orders}
+            disabled={!a.active || !connected}
+            onCancel={(o) => {
+              setCancelContext(orders);
+              setCancelling(o);
+            }}
+          />
+        )}
       </section>
 
       <GuardsCard accountId={a.id} accountName={a.name} active={a.active} onFlattened={refreshAll} />
@@ -139,7 +150,7 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
           title={`Cancel order ${cancelling.orderId}?`}
           confirmLabel="Cancel order"
           dismissLabel="Keep order"
-          refused={cancelRefused(cancelling, orders)}
+          refused={!connected || cancelRefused(cancelling, cancelContext)}
           danger
           onClose={() => setCancelling(null)}
           onConfirm={async () => {
@@ -153,7 +164,8 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
           <p>
             {cancelling.side === 'buy' ? 'Buy' : 'Sell'} {cancelling.qty} {cancelling.symbol} ({cancelling.type.replace('_', ' ')})
           </p>
-          <p>{cancelExplanation(cancelling, orders)}</p>
+          <p>{cancelExplanation(cancelling, cancelContext)}</p>
+          {!connected && <p class="callout warn">The connection is {conn?.status}: nothing can be cancelled until it is CONNECTED again.</p>}
         </ConfirmDialog>
       )}
       {flattening && (

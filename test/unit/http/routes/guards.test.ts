@@ -64,6 +64,14 @@ describe('GET/PUT /accounts/{id}/guards', () => {
     expect(r.body).toMatchObject({ guards: expected, live: { positions: [expect.any(Object)] } });
   });
 
+  it('PUT stores each product root once and the time zone as the database spells it (web probe: `es es` stored twice, `america/chicago` as typed)', async () => {
+    const body = { allowedProducts: ['es', 'ES', 'mes'], tradingWindows: { timeZone: 'america/chicago', windows: [{ days: ['mon'], start: '08:30', end: '15:00' }] } };
+    await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params, body });
+    const stored = w.store.guards.get(w.a.userId, '101')?.config;
+    expect(stored?.allowedProducts).toEqual(['ES', 'MES']);
+    expect(stored?.tradingWindows?.timeZone).toBe('America/Chicago');
+  });
+
   it('PUT with the actor down still stores them (the actor starts with the stored guards)', async () => {
     const r = await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params, body: { maxOrderQty: 1 } });
     expect(r.body).toMatchObject({ guards: { maxOrderQty: 1 }, live: null });
