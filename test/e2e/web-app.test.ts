@@ -537,6 +537,8 @@ describe('the web app', () => {
     await expect.poll(() => page.getByRole('button', { name: `Cancel order ${entryId}` }).count()).toBe(0);
     for (const leg of legs) expect(await page.getByRole('button', { name: `Cancel order ${leg}` }).count()).toBe(0);
     await page.getByRole('status').filter({ hasText: `Order ${entryId} cancelled` }).first().waitFor();
+    // Its row is gone: keyboard focus goes to the section it was in, not to the top of the page (web probe).
+    await expect.poll(() => page.evaluate<string>("document.activeElement?.textContent ?? ''")).toBe('Working orders');
 
     await page.getByRole('button', { name: 'Flatten…' }).click();
     expect(await dialog().textContent()).toMatch(new RegExp(`${ES}: sell 2`));

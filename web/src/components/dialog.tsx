@@ -19,6 +19,8 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
   useEffect(() => {
     const d = ref.current!;
     const opener = document.activeElement as HTMLElement | null;
+    // Where focus goes if the opener is gone by then (a cancelled order's row): its section's heading.
+    const place = opener?.closest('section')?.querySelector<HTMLElement>('h2, h3') ?? null;
     d.showModal();
     const closed = () => onClose.current();
     const cancel = (e: Event) => {
@@ -30,8 +32,13 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
       d.removeEventListener('close', closed);
       d.removeEventListener('cancel', cancel);
       if (d.open) d.close();
-      // Focus goes back where it was, so keyboard users keep their place.
-      opener?.focus?.();
+      // Focus goes back where it was, so keyboard users keep their place (web probe: after a cancel
+      // removed its row, focus fell to the page and the next Tab began at "Skip to content").
+      if (opener?.isConnected) opener.focus();
+      else if (place?.isConnected) {
+        if (!place.hasAttribute('tabindex')) place.tabIndex = -1;
+        place.focus();
+      }
     };
   }, []);
   return (

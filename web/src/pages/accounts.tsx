@@ -49,6 +49,15 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
   usePolling(refreshLive, LIVE_POLL_MS);
   usePolling(trades.reload, TRADES_POLL_MS);
   const [cancelling, setCancelling] = useState<Order | null>(null);
+  /** Set by a cancel that went through: once its dialog is gone, focus moves to the working orders. */
+  const focusWorking = useRef(false);
+  // The order's row goes: keyboard focus moves to its section rather than back to a button about
+  // to vanish (web probe: it fell to the page, and the next Tab began at "Skip to content").
+  useEffect(() => {
+    if (cancelling || !focusWorking.current) return;
+    focusWorking.current = false;
+    focusHeading('working-title');
+  }, [cancelling]);
   /** The working orders as they were when the cancel dialog opened: what it explains must not change under it when they unload (web probe). */
   const [cancelContext, setCancelContext] = useState<typeof orders>([]);
   const [flattening, setFlattening] = useState(false);
@@ -159,6 +168,7 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
             setLastResult(summary);
             toast(summary);
             await refreshLive();
+            focusWorking.current = true;
           }}
         >
           <p>
@@ -253,3 +263,10 @@ export function AccountsPage() {
   );
 }
 
+/** Moves keyboard focus to a section heading (focusable by script only). */
+function focusHeading(id: string): void {
+  const heading = document.getElementById(id);
+  if (!heading) return;
+  if (!heading.hasAttribute('tabindex')) heading.tabIndex = -1;
+  heading.focus();
+}
