@@ -341,9 +341,11 @@ export class GuardKeeper {
   }
 
   private flattenFor(accountId: string, state: AccountState, guard: GuardName, detail: string): void {
-    if (state.flattening) return;
     const firstTry = state.owed === null;
+    // Owed first, even while another flatten runs: a daily loss tripping during the kill switch's
+    // retry was dropped with the kill switch at the unlock (re-probe).
     state.owed = owing(state.owed, guard, detail);
+    if (state.flattening) return;
     state.flattening = true;
     flatten(this.ctx, { type: 'flatten', accountId })
       .then((result) => {

@@ -604,6 +604,25 @@ describe('daily loss limit and profit target', () => {
     expect(keeper.status(ACCOUNT).lock).not.toHaveProperty('flattenOwed');
   });
 
+  it('a daily loss tripping while the kill switch’s flatten is being retried stays owed after the unlock (re-probe: long 2 for good, flattenPending shown)', async () => {
+    const { broker, ctx, keeper, event } = setup({ dailyLossLimit: 500 });
+    const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null, qty: 2 }));
+    broker.fill(Number(o.order.orderId), 2, 5000);
+    broker.failed = 'broker quiet';
+    expect((await keeper.lock(ACCOUNT, true, 'panic')).flatten).toMatchObject({ error: expect.any(String) });
+    broker.failed = undefined;
+    // The retry is on its way (held at the broker) when the loss trips.
+    const held = broker.hold('order/liquidateposition');
+    keeper.tick();
+    await held.reached;
+    keeper.pnl.mark(CONTRACT, 4994);
+    expect(keeper.unlock(ACCOUNT).lock).toMatchObject({ guard: 'daily_loss' });
+    held.release();
+    await new Promise((res) => setTimeout(res, 20));
+    keeper.tick();
+    expect(await event('flattened', 'daily_loss')).toMatchObject({ guard: 'daily_loss' });
+  });
+
   it('a new trading day counts from zero at the first order, before any tick', async () => {
     const { broker, ctx, keeper, clock } = setup({ dailyLossLimit: 500 });
     const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
