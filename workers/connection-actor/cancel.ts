@@ -235,12 +235,15 @@ export function forgetOwedLegs(ctx: ActorContext, accountId: string, inScope: (s
  * stop-loss it cut to make room stays cut (the stream's bracket alert follows after the grace).
  */
 function stopExitWarning(ctx: ActorContext, accountId: string, cancelled: OrderRecord): string | undefined {
+  // Only an exit that had a stop-loss cut for it: a plain position's own stops were never cut (re-probe).
+  if (!ctx.stopsCutBy?.has(cancelled.orderId)) return undefined;
   const net = ctx.model.netPosition(accountId, cancelled.symbol);
   if (!isStopExit(cancelled, net)) return undefined;
   const covered = stopCoverage(ctx.model.workingOrders(accountId), cancelled.symbol, net);
-  if (covered === 0 || covered >= Math.abs(net)) return undefined;
+  if (covered >= Math.abs(net)) return undefined;
+  const position = `the ${cancelled.symbol} position ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
   return (
-    `the ${cancelled.symbol} position ${net > 0 ? 'long' : 'short'} ${Math.abs(net)} has stop-losses for ${covered} only now: ` +
+    `${position} ${covered === 0 ? 'has no stop-loss now' : `has stop-losses for ${covered} only now`}: ` +
     'the stop-loss cut to make room for this exit is not given back; protect the rest or close it'
   );
 }
@@ -281,7 +284,8 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
 
   if (!bracket) {
     const order = await cancelAndWait(ctx, entity.id);
-    const warning = order.filledQty === 0 ? stopExitWarning(ctx, req.accountId, rec) : undefined;
+    const warning = stopExitWarning(ctx, req.accountId, rec);
+    ctx.stopsCutBy?.delete(rec.orderId);
     return { ...base, order, brokerMs: since(t0), ...(warning !== undefined && { warning }) };
   }
 

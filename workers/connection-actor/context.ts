@@ -46,8 +46,13 @@ export interface ActorContext {
   flattening: Map<string, Promise<unknown>>;
   /** The last cancel of each bracket (or lone order), by `accountId|entry id`: they run one after another. */
   cancelling: Map<string, Promise<unknown>>;
-  /** Cuts the position's legs for a plain exit about to rest on it; resolves once the broker answered (orphan-legs.ts). */
-  makeRoom?: (accountId: string, coming: ComingExit) => Promise<void>;
+  /**
+   * Cuts the position's legs for a plain exit about to rest on it; resolves once the broker
+   * answered (orphan-legs.ts), with whether a stop-loss leg was cut (or cancelled) for it.
+   */
+  makeRoom?: (accountId: string, coming: ComingExit) => Promise<boolean>;
+  /** Exits (order ids) whose room cut a stop-loss leg: cancelled unfilled, they leave the position's stops short (cancel.ts says so). */
+  stopsCutBy?: Set<string>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
   guards?: { admit(req: PlaceOrderRequest): Hold | null };
   /** Last prices (quotes), to check where a bracket's offset legs land; absent without market data. */

@@ -100,6 +100,8 @@ export class OrphanLegs {
   private readonly legEnded = new Set<number>();
   /** The legs that ended without filling since their account's last look (what underStopped names). */
   private readonly endedLegs = new Set<{ accountId: string; symbol: string; orderId: string; role: string; status: string }>();
+  /** Accounts whose exit about to be sent (makeRoom) had a stop-loss leg cut for it. */
+  private readonly comingCutStops = new Set<string>();
   /** Accounts with a sweep running, and those due another once it ends: sweeps of an account never overlap. */
   private readonly sweeping = new Map<number, Promise<void>>();
   private readonly sweepAgain = new Set<number>();
@@ -154,13 +156,16 @@ export class OrphanLegs {
       if (!FINAL_STATUSES.has(statusOf(e.ordStatus, 0))) return;
       // An entry whose legs a sweep left alone while it was filling is done: its legs are fitted now.
       if (this.filling.delete(String(e.id))) this.schedule(e.accountId, 0);
-      if (fillsOf(this.ctx.mirror, e.id).qty > 0) return;
       // The model knows re-placed legs too (the broker links only a bracket's own).
       const rec = this.ctx.model.record(e.id);
+      // A stop exit that had a stop-loss cut for it, ended before it filled all, counts like a
+      // stop-loss leg: the cut stays (prop probe: long 3 with a stop-loss for 2, and nothing said).
+      const cutStops = !!rec && !!this.ctx.stopsCutBy?.has(rec.orderId);
+      // Filled all: it took off what its cut stood for.
+      if (cutStops && rec.filledQty >= rec.qty) this.ctx.stopsCutBy!.delete(rec.orderId);
+      const stopExit = cutStops && rec.filledQty < rec.qty && isStopExit(rec, this.ctx.model.netPosition(String(e.accountId), rec.symbol));
+      if (!stopExit && fillsOf(this.ctx.mirror, e.id).qty > 0) return;
       const role = rec?.role ?? linkageOf(this.ctx.mirror, e).role;
-      // A resting stop exit ended unfilled counts like a stop-loss leg: legs it cut to make room stay
-      // cut (prop probe: the exit cancelled, long 3 with a stop-loss for 2, and nothing said).
-      const stopExit = !!rec && isStopExit(rec, this.ctx.model.netPosition(String(e.accountId), rec.symbol));
       if (role !== 'take_profit' && role !== 'stop_loss' && !stopExit) return;
       // After the grace: a leg the broker's OCO or our own cancel took has its replacement, or its position is flat, by then.
       this.legEnded.add(e.accountId);
@@ -234,8 +239,10 @@ export class OrphanLegs {
    * first, a move through it and the full-size take-profit (or stop) in the moment before the legs
    * were cut sold more than the position. Resolves once the cuts are answered.
    */
-  makeRoom(accountId: string, coming: ComingExit): Promise<void> {
-    return this.run(Number(accountId), coming);
+  async makeRoom(accountId: string, coming: ComingExit): Promise<boolean> {
+    this.comingCutStops.delete(accountId);
+    await this.run(Number(accountId), coming);
+    return this.comingCutStops.delete(accountId);
   }
 
   /**
@@ -395,7 +402,8 @@ export class OrphanLegs {
       const symbol = contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId);
       const covered = stopCoverage(working, symbol, net);
       const ended = [...this.endedLegs].filter((e) => e.accountId === accountId && e.symbol === symbol);
-      if (covered === 0 || covered >= Math.abs(net) || ended.length === 0) continue;
+      // Nothing stopping it at all is unprotected()'s to say, unless a stop exit that had the stop-loss cut for it ended.
+      if (covered >= Math.abs(net) || ended.length === 0 || (covered === 0 && !ended.some((e) => e.role === 'stop exit'))) continue;
       out.push({ symbol, net, covered, orderId: ended.at(-1)!.orderId, ended: ended.map((e) => `${e.role} ${e.orderId} ${e.status}`).join(', ') });
     }
     for (const e of [...this.endedLegs]) if (e.accountId === accountId) this.endedLegs.delete(e);
@@ -498,6 +506,12 @@ export class OrphanLegs {
       const now = position === 0 ? 'flat' : `${position > 0 ? 'long' : 'short'} ${Math.abs(position)}`;
       const net = new Map([[symbol, position]]);
       const exits = (restingExits(this.ctx.model.workingOrders(accountId), net, coming).get(symbol)?.ids ?? []).filter((id) => id !== COMING_ID);
+      // Stops cut for exits: cancelled before they fill, those exits leave the position's stops short (cancel.ts).
+      if (actions.some((a) => a.leg.role === 'stop_loss')) {
+        const stops = (this.ctx.stopsCutBy ??= new Set());
+        for (const id of exits) stops.add(id);
+        if (coming && coming.symbol === symbol) this.comingCutStops.add(accountId);
+      }
       const incoming = coming && coming.symbol === symbol ? `${coming.type === 'market' ? 'a market' : `a ${coming.type}`} exit of ${coming.qty} about to be sent` : undefined;
       const on = [...exits.map((id) => `exit ${id}`), ...(incoming ? [incoming] : [])];
       const cause = on.length > 0 ? `fitted to the ${symbol} position ${now} with ${on.join(' and ')} on it` : `another order left the ${symbol} position ${now}`;

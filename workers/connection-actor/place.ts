@@ -267,8 +267,9 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // short), and it is kept as an exit (cancelled, as a partial exit is, should the position go
     // flat or smaller than it).
     const asExit = reducesAsExit(ctx, req);
-    if (asExit) await ctx.makeRoom?.(req.accountId, { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty });
+    const cutStops = asExit ? ((await ctx.makeRoom?.(req.accountId, { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty })) ?? false) : false;
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...req, reduceOnly: true } : req, account, hold, onLate));
+    if (cutStops && (req.orderType === 'stop' || req.orderType === 'stop_limit')) (ctx.stopsCutBy ??= new Set()).add(result.order.orderId);
     hold?.release();
     // Settled (its fills are in the position now): it takes nothing more off.
     reducing?.release();

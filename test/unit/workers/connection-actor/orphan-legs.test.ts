@@ -454,6 +454,36 @@ describe('orphaned bracket legs', () => {
     expect(s.events.slice(quiet).filter((e) => e.type === 'bracket-alert')).toEqual([]);
   });
 
+  it('stop exits on a plain position, or next to a bracket whose stop-loss was not cut, say nothing when cancelled (re-probe: a false "stop-loss cut" warning and alert)', async () => {
+    const s = setup();
+    s.broker.fill(s.broker.addOrder({ action: 'Buy', orderType: 'Market', qty: 3 }), 3, 5000); // plain long 3
+    const a = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'stop', price: null, stopPrice: 4990 } as never));
+    await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'stop', price: null, stopPrice: 4985 } as never));
+    await pause(GRACE_MS * 3);
+    expect((await cancelOrder(s.ctx, { type: 'cancel-order', accountId: ACCOUNT, orderId: a.order.orderId })).warning).toBeUndefined();
+    await pause(GRACE_MS * 5);
+    expect(s.events.filter((e) => e.type === 'bracket-alert')).toEqual([]);
+  });
+
+  it('a stop exit for the whole position, cancelled after its stop-loss was taken out, says the position has no stop-loss now; one cancelled after a partial fill says what is short', async () => {
+    const whole = setup();
+    const p = await placeOrder(whole.ctx, newOrder({ qty: 2, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    whole.broker.fill(Number(p.order.orderId), 2, 5000);
+    const exit = await placeOrder(whole.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'stop', price: null, stopPrice: 4990 } as never));
+    await pause(GRACE_MS * 3);
+    expect((await cancelOrder(whole.ctx, { type: 'cancel-order', accountId: ACCOUNT, orderId: exit.order.orderId })).warning).toMatch(/^the ESZ6 position long 2 has no stop-loss now: the stop-loss cut to make room for this exit is not given back/);
+
+    const part = setup();
+    const q = await placeOrder(part.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    part.broker.fill(Number(q.order.orderId), 3, 5000);
+    const exit2 = await placeOrder(part.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'stop', price: null, stopPrice: 4990 } as never));
+    await pause(GRACE_MS * 3);
+    part.broker.fill(Number(exit2.order.orderId), 1, 4990); // long 2, the exit's 1 left
+    await pause(GRACE_MS * 3);
+    const r = await cancelOrder(part.ctx, { type: 'cancel-order', accountId: ACCOUNT, orderId: exit2.order.orderId });
+    expect(r.warning).toMatch(/^the ESZ6 position long 2 has stop-losses for 1 only now/);
+  });
+
   it('a bracket of two cancelled at the broker by hand leaves long 2 with a stop for 1: reported, the rest has no stop', async () => {
     const s = setup();
     const a = await filledBracket(s);
