@@ -86,6 +86,12 @@ export interface LockState {
    * too) flattens the account once CONNECTED; cleared when that succeeds, dropped by an unlock.
    */
   flattenOwed?: true;
+  /**
+   * On a kill switch: the day's P&L lock it was thrown over, or that tripped under it. It takes
+   * over when the kill switch is lifted, so it is stored with it: a restarted actor keeps it
+   * (re-probe: after a restart the unlock freed an account its daily loss had locked).
+   */
+  under?: Omit<LockState, 'under'>;
 }
 
 /**

@@ -181,8 +181,10 @@ export class GuardKeeper {
       // A P&L lock (or none) under the kill switch: it still ends only with its day, not at the unlock.
       state.dayLock = state.lock;
       // The flatten is stored as owed with the lock itself, before it is sent: a crash while it
-      // runs leaves a lock that still owes it, and the next actor runs it (fresh()).
-      this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail, ...(flattenToo && { flattenOwed: true as const }) });
+      // runs leaves a lock that still owes it, and the next actor runs it (fresh()). The day's lock
+      // under it is stored with it too.
+      const under = state.dayLock ? { under: state.dayLock } : {};
+      this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail, ...(flattenToo && { flattenOwed: true as const }), ...under });
     } else if (flattenToo) {
       this.oweOnLock(accountId, state, 'kill_switch', detail);
     }
@@ -318,8 +320,9 @@ export class GuardKeeper {
     this.pnl.roll();
     const day = this.pnl.window;
     if (state.trippedDay === day.start) return;
-    // Locked for this day already (e.g. the lock was restored at a restart): nothing to trip twice.
-    if (state.lock && state.lock.guard !== 'kill_switch' && state.lock.until === day.end) {
+    // Locked for this day already (e.g. the lock was restored at a restart, under a kill switch too): nothing to trip twice.
+    const dayLock = state.lock?.guard === 'kill_switch' ? state.dayLock : state.lock;
+    if (dayLock && dayLock.guard !== 'kill_switch' && dayLock.until === day.end) {
       state.trippedDay = day.start;
       return;
     }
@@ -335,7 +338,9 @@ export class GuardKeeper {
     const lock: LockState = { guard: trip.guard, since: this.now(), until: day.end, detail, flattenOwed: true };
     if (state.lock?.guard === 'kill_switch') {
       state.dayLock = lock;
-      this.oweOnLock(accountId, state, trip.guard, detail);
+      // Stored with the kill switch (a restarted actor keeps it), owing the flatten.
+      state.lock = { ...state.lock, flattenOwed: true, under: lock };
+      this.emit(accountId, trip.guard, 'locked', `${detail}: under the kill switch, flattening`, state.lock);
     } else this.setLock(accountId, state, lock);
     this.flattenFor(accountId, state, trip.guard, detail);
   }
@@ -396,9 +401,9 @@ export class GuardKeeper {
       state.dayLock = dayLock;
     }
     if (!state.lock?.flattenOwed) return undefined;
-    const { flattenOwed: _done, ...lock } = state.lock;
-    state.lock = lock;
-    return lock;
+    const { flattenOwed: _done, under: _under, ...lock } = state.lock;
+    state.lock = state.dayLock && lock.guard === 'kill_switch' ? { ...lock, under: state.dayLock } : lock;
+    return state.lock;
   }
 
   private connectedNow(): boolean {
@@ -453,10 +458,12 @@ export class GuardKeeper {
 const MISSED_WINDOW_END_MS = 12 * 60 * 60_000;
 
 function fresh(config: GuardConfig, lock: LockState | null, inside: boolean | null): AccountState {
+  const dayLock = lock?.guard === 'kill_switch' ? (lock.under ?? null) : null;
   // A lock stored with its flatten still owed (the connection was down, or the service stopped
   // while it ran) owes it here too: it runs once CONNECTED.
-  const owed = lock?.flattenOwed ? { guard: lock.guard, detail: lock.detail } : null;
-  return { config, lock, inside, owed, flattening: false, trippedDay: null, dayLock: null, limits: {} };
+  // The day's lock under a kill switch owing its flatten is owed as its own (it outlives an unlock).
+  const owed = dayLock?.flattenOwed ? { guard: dayLock.guard, detail: dayLock.detail } : lock?.flattenOwed ? { guard: lock.guard, detail: lock.detail } : null;
+  return { config, lock, inside, owed, flattening: false, trippedDay: null, dayLock, limits: {} };
 }
 
 /** What a kill switch answers when its flatten cannot run now. */

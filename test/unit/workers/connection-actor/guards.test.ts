@@ -623,6 +623,27 @@ describe('daily loss limit and profit target', () => {
     expect(await event('flattened', 'daily_loss')).toMatchObject({ guard: 'daily_loss' });
   });
 
+  it('a daily-loss lock under a kill switch survives a restart of the actor: the unlock leaves it, and its owed flatten runs (re-probe: after a restart the unlock freed the account and a buy filled)', async () => {
+    const { broker, ctx, keeper, guardEvents } = setup({ dailyLossLimit: 500 });
+    const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null, qty: 2 }));
+    broker.fill(Number(o.order.orderId), 2, 5000);
+    broker.failed = 'broker quiet';
+    keeper.pnl.mark(CONTRACT, 4994);
+    await keeper.lock(ACCOUNT, false, 'panic');
+    // What the front stored: the lock of the last guard event that carried one.
+    const stored = guardEvents().filter((e) => e.lock !== undefined).at(-1)!.lock!;
+    expect(stored).toMatchObject({ guard: 'kill_switch', under: { guard: 'daily_loss', flattenOwed: true } });
+    broker.failed = undefined;
+    // (Started on a mirror that already holds the position: without the limit, as the keeper's P&L starts before it.)
+    const restarted = new GuardKeeper({ ctx, now: () => MON_10, tickMs: 1000, initial: { [ACCOUNT]: { config: guardConfig({}), lock: stored } } });
+    ctx.guards = restarted;
+    expect(restarted.unlock(ACCOUNT).lock).toMatchObject({ guard: 'daily_loss', until: DAY.end });
+    expect(thrown(() => restarted.admit(newOrder())).extensions).toMatchObject({ guard: 'daily_loss' });
+    restarted.tick();
+    await new Promise((res) => setTimeout(res, 50));
+    expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
+  });
+
   it('a new trading day counts from zero at the first order, before any tick', async () => {
     const { broker, ctx, keeper, clock } = setup({ dailyLossLimit: 500 });
     const o = await placeOrder(ctx, newOrder({ orderType: 'market', price: null }));
