@@ -212,6 +212,15 @@ describe('the web app', () => {
   let tokenUrl = '';
   const alertTo = (body: unknown) => http(tokenUrl, 'POST', '', { raw: JSON.stringify(body), headers: { 'content-type': 'text/plain' } });
   const alertsRegion = () => page.getByRole('region', { name: 'Recent alerts of ES breakout' });
+  /** Signed in, on the Signals page, with the ES breakout card open. */
+  const openTokenCard = async () => {
+    await signedIn();
+    await nav('Signals');
+    const card = page.getByRole('article', { name: 'ES breakout' });
+    const disclosure = card.getByRole('button', { name: 'Show URL and alerts' });
+    if (await disclosure.count()) await disclosure.click();
+    return card;
+  };
 
   it('Signals: creates a token, shows its URL and alert message, and lists an alert the moment it trades', async () => {
     await signedIn();
@@ -274,11 +283,7 @@ describe('the web app', () => {
 
   it('Signals: the newest 20 alerts are shown and polled; older ones page in below them until there are none', async () => {
     needs(tokenUrl, 'the token ES breakout');
-    await signedIn();
-    await nav('Signals');
-    const card = page.getByRole('article', { name: 'ES breakout' });
-    const disclosure = card.getByRole('button', { name: 'Show URL and alerts' });
-    if (await disclosure.count()) await disclosure.click();
+    await openTokenCard();
     const region = alertsRegion();
     // The three ES1! alerts of the tests above are older than these 21 (refused: an unknown symbol).
     for (let i = 1; i <= 21; i++) expect((await alertTo({ action: 'buy', symbol: 'XX1!', qty: i })).status).toBe(400);
@@ -298,11 +303,7 @@ describe('the web app', () => {
 
   it('Signals: rotating the URL shows the new one on the open card at once; the old one is dead', async () => {
     needs(tokenUrl, 'the token ES breakout');
-    await signedIn();
-    await nav('Signals');
-    const card = page.getByRole('article', { name: 'ES breakout' });
-    const disclosure = card.getByRole('button', { name: 'Show URL and alerts' });
-    if (await disclosure.count()) await disclosure.click();
+    const card = await openTokenCard();
     const shown = card.getByRole('textbox', { name: 'Webhook URL', exact: true });
     await expect.poll(() => shown.inputValue()).toBe(tokenUrl);
     await card.getByRole('button', { name: 'Rotate URL of ES breakout' }).click();
