@@ -165,10 +165,17 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
   // The journal's limits (JOURNAL in tuning.ts), per user subject: the stream enforces them itself.
   const journalLimits = { max_age: JOURNAL.retentionMs * 1_000_000, max_msgs_per_subject: JOURNAL.maxEntriesPerUser };
   await ensureStream(jsm, { name: journalStream, subjects: [`${subjectPrefix}.>`], retention: RetentionPolicy.Limits, storage: StorageType.File, num_replicas: replicas, ...journalLimits }, logger);
-  const { config: journalConfig } = await jsm.streams.info(journalStream);
-  if (journalConfig.max_age !== journalLimits.max_age || journalConfig.max_msgs_per_subject !== journalLimits.max_msgs_per_subject) {
-    await jsm.streams.update(journalStream, journalLimits); // a stream made before the limits existed
-  }
+  // A stream made before the limits existed gets them. Read with start-up's patience: on a cluster,
+  // a stream another node has just created can be "not found" here for a moment (CI: a node exited
+  // with "stream not found" at start).
+  await whileStarting(
+    `checking stream ${journalStream}`,
+    async () => {
+      const { config } = await jsm.streams.info(journalStream);
+      if (config.max_age !== journalLimits.max_age || config.max_msgs_per_subject !== journalLimits.max_msgs_per_subject) await jsm.streams.update(journalStream, journalLimits);
+    },
+    { logger },
+  );
 
   const sealer = await checkDataKey(keyCheckSlot(records, await records.get(KEY_CHECK)), () => loadDataKey(opts.dataDir, opts.dataKey), `the NATS records in ${prefix}_records`);
   const mirror = new KvMirror(records, `${prefix}_records`, { logger, republish: { nc: opts.nc, subject: republishTo } });

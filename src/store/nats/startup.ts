@@ -4,7 +4,7 @@
  * retried for a bounded time instead of ending the node's start on the first timeout.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { JetStreamApiError } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { Logger } from '../../log.js';
 import { processStopSignal, StartupAbortedError, type StartupWaitOptions } from './startup-abort.js';
 
@@ -30,6 +30,15 @@ export function isTransientNatsError(err: unknown): boolean {
 }
 
 /**
+ * What start-up waits out: a transient NATS error, and a stream not found. Start-up opens streams
+ * it, or another node, has just created; on a cluster such a stream can be "not found" for a
+ * moment while its group forms (CI: a node exited with "stream not found" at start).
+ */
+function isStartupTransient(err: unknown): boolean {
+  return isTransientNatsError(err) || (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound);
+}
+
+/**
  * Runs a start-up JetStream call (creating a bucket or a stream), again while it fails with a
  * transient error, for up to `waitMs`: a node started together with its NATS cluster, or while
  * the cluster is busy creating replicated streams for other nodes, waits for it instead of
@@ -43,7 +52,7 @@ export async function whileStarting<T>(
   fn: () => Promise<T>,
   opts: StartupWaitOptions & { waitMs?: number; logger?: Logger | undefined; transient?: (err: unknown) => boolean } = {},
 ): Promise<T> {
-  const transient = opts.transient ?? isTransientNatsError;
+  const transient = opts.transient ?? isStartupTransient;
   const signal = opts.signal ?? processStopSignal();
   const deadline = performance.now() + (opts.waitMs ?? STARTUP_WAIT_MS);
   for (let attempt = 1; ; attempt++) {

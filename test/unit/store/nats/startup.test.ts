@@ -41,6 +41,16 @@ describe('whileStarting', () => {
     expect(calls).toBe(3);
   });
 
+  it('waits out a stream not found, which a stream another node has just created can be for a moment on a cluster (CI: a node exited at start); elsewhere it stays final', async () => {
+    let calls = 0;
+    const value = await whileStarting('test', async () => {
+      if (++calls < 2) throw apiError(404, 10059, 'stream not found');
+      return 'open';
+    }, { waitMs: 10_000 });
+    expect(value).toBe('open');
+    expect(calls).toBe(2);
+  });
+
   it('a final error fails at once, without a second call', async () => {
     let calls = 0;
     const err = await whileStarting('test', async () => {
