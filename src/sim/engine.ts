@@ -8,7 +8,7 @@
 import { riskCheck, validateVersion, type CheckFailure } from './checks.js';
 import { roundToTick } from './contracts.js';
 import { decide, isTrailing } from './matching.js';
-import { OrderBook, type OrderAction, type OrderRec, type OrderSpec } from './order-book.js';
+import { OrderBook, type OrderRec, type OrderSpec } from './order-book.js';
 import { Positions } from './positions.js';
 import { seededRandom } from './prices.js';
 import type { SessionMode } from './sessions.js';
@@ -151,7 +151,6 @@ export class Engine {
 
   /** User modify: Modify command + new orderVersion (same id), Replaced, then matching again. */
   modify(rec: OrderRec, spec: Partial<OrderSpec> & { orderQty: number; orderType: string }): number {
-    const s = this.state;
     const commandId = this.command(rec, 'Modify', spec);
     if (!this.isLive(rec)) {
       this.commandRejected(rec, commandId, 'TooLate', `Order is not working (${String(rec.order.ordStatus)})`);

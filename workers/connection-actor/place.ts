@@ -15,7 +15,7 @@ import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { Hold } from './exposure.js';
 import { settledWithin } from './in-flight.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
-import { contractName, linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
+import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
 import { checkFixedLegsFromFill, checkLegsFromFill, offsetLegs } from '../../src/domain/fill-anchor.js';
 import { priceBand } from '../../src/domain/order-plan.js';

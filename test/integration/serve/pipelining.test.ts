@@ -9,7 +9,7 @@ import { frontOf } from '../../support/symbols.js';
 import { control } from '../../support/sim.js';
 import { eventually, http } from '../../support/http.js';
 import { startServe, type Served } from '../../support/processes.js';
-import { header, parseResponses, rawExchange, rawRequest } from '../../support/raw-http.js';
+import { parseResponses, rawExchange, rawRequest } from '../../support/raw-http.js';
 
 let s: Served;
 let acc: string;
