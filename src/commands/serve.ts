@@ -22,7 +22,8 @@ import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/m
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
-import { openStore, type Store } from '../store/index.js';
+import { openStore, type LmdbStore, type ConnectionRecord } from '../store/index.js';
+import type { ConnectionSpec } from '../domain/connections.js';
 import { JOURNAL, SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
 import { serveThreads as serviceThreads, serveUntilSignal, startMetrics, startWebFront, storeBackedSupervisor } from './serve-lifecycle.js';
@@ -38,15 +39,34 @@ function parseFlags(argv: string[]): Record<string, string | boolean | undefined
 }
 
 /** Starts an actor for every enabled connection in the store. */
-async function startConnections(store: Store, gateway: ActorGateway, paper: PaperEndpoints | undefined, log: Logger): Promise<void> {
+async function startConnections(store: LmdbStore, gateway: ActorGateway, paper: PaperEndpoints | undefined, log: Logger): Promise<void> {
   for (const record of store.connections.all()) {
     if (record.disabled) continue;
     try {
-      await gateway.addConnection(connectionSpecFor(record, store.connections.credentials(record.id), paper));
+      await gateway.addConnection(specOf(store, record, paper));
     } catch (err) {
       log.error({ connectionId: record.id, err: err instanceof Error ? err.message : String(err) }, 'connection not started');
     }
   }
+}
+
+/**
+ * A connection's actor spec, with the broker rate-limit hold an earlier run recorded: a serve
+ * restarted inside Tradovate's lockout waits it out instead of logging in (which extends it).
+ */
+function specOf(store: LmdbStore, record: ConnectionRecord, paper: PaperEndpoints | undefined): ConnectionSpec {
+  const spec = connectionSpecFor(record, store.connections.credentials(record.id), paper);
+  const until = store.brokerHolds.until(record.id);
+  return until === undefined ? spec : { ...spec, rateLimitedUntil: until };
+}
+
+/** Keeps each connection's broker rate-limit hold in the store while it lasts (see specOf). */
+function recordBrokerHolds(store: LmdbStore, gateway: ActorGateway, log: Logger): void {
+  gateway.onEvent((e) => {
+    if (e.type !== 'status') return;
+    const write = e.status === 'FAILED' && e.retryAt !== undefined ? store.brokerHolds.set(e.connectionId, e.retryAt) : e.status === 'CONNECTED' ? store.brokerHolds.clear(e.connectionId) : undefined;
+    write?.catch((err: unknown) => log.error({ err, connectionId: e.connectionId }, 'broker hold not recorded'));
+  });
 }
 
 /**
@@ -55,14 +75,14 @@ async function startConnections(store: Store, gateway: ActorGateway, paper: Pape
  * (as at start-up); a removed one's webhook tokens become inactive with the reason, as after
  * DELETE /connections/{id}, and its paper login is closed.
  */
-function syncConnections(store: Store, supervisor: Supervisor, gateway: ActorGateway, paper: EmbeddedPaper | undefined, log: Logger): ConnectionSync {
+function syncConnections(store: LmdbStore, supervisor: Supervisor, gateway: ActorGateway, paper: EmbeddedPaper | undefined, log: Logger): ConnectionSync {
   /** Paper login of each paper connection seen (its credentials are gone with its record). */
   const logins = new Map<string, string>();
   return startConnectionSync({
     connections: store.connections,
     gateway,
     running: () => supervisor.running(),
-    specFor: (record) => connectionSpecFor(record, store.connections.credentials(record.id), paper?.endpoints),
+    specFor: (record) => specOf(store, record, paper?.endpoints),
     prepare: async (record) => (record.broker === 'paper' && paper ? paper.broker.ensureLogin(record.id) : true),
     noticed(record) {
       if (record.broker === 'paper' && paper) logins.set(record.id, store.connections.credentials(record.id).name);
@@ -193,6 +213,7 @@ export async function run(argv: string[]): Promise<number> {
     const supervisor = storeBackedSupervisor(config, store, logger);
     const metrics = new ServiceMetrics();
     gateway = measuredGateway(supervisor, metrics);
+    recordBrokerHolds(store, gateway, logger);
     let listenUrl: string | undefined;
     const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
     const routeDeps = { config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams };

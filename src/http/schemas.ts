@@ -249,6 +249,10 @@ export const connectionSchema = z.object({
   status: connectionStatusSchema,
   since: isoTime.nullable().describe('When the connection entered this status'),
   reason: z.string().nullable(),
+  detail: z.string().nullable().describe('What the status means in words, as the health stream sends it (why it FAILED, what was refused)'),
+  retryAt: isoTime
+    .nullable()
+    .describe("FAILED for the broker's rate limit (429/423): when it logs in again by itself; requests answer 503 with Retry-After until then (POST …/reconnect tries sooner)"),
   accountIds: z.array(z.string()),
 });
 

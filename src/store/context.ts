@@ -36,6 +36,8 @@ export interface Dbs {
   sessionsByUser: Database<string, [string, string]>;
   /** [userId, accountId] → risk guards and lock of the account. */
   guards: Database<unknown, [string, string]>;
+  /** connection id → until when its broker's rate limit holds it (ms since the epoch). */
+  brokerHolds: Database<number, string>;
 }
 
 export type OwnedKind = 'apiKey' | 'connection' | 'webhookToken' | 'strategy';

@@ -21,6 +21,7 @@ import { createStrategyStore, type StrategyStore } from './strategies.js';
 import { createUserStore, type UserStore } from './users.js';
 import { createWebhookTokenStore, type WebhookTokenStore } from './webhook-tokens.js';
 import { createGuardStore, type GuardStore } from './guards.js';
+import { createBrokerHoldStore, type BrokerHoldStore } from './broker-holds.js';
 import { RecordCache } from './record-cache.js';
 
 export type { User } from './users.js';
@@ -70,6 +71,8 @@ export interface Store {
 /** The LMDB store, which can also hand over all its rows (`tradegate cluster import`). */
 export interface LmdbStore extends Store {
   readonly journal: BatchedJournalStore;
+  /** Broker rate-limit holds, kept across a restart (one node; a cluster's event feed keeps them). */
+  readonly brokerHolds: BrokerHoldStore;
   /** Every record as stored (see dump.ts). */
   dump(): StoreDump;
 }
@@ -153,6 +156,7 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
     sessions: named('sessions'),
     sessionsByUser: named('sessionsByUser'),
     guards: named('guards'),
+    brokerHolds: named('brokerHolds'),
   };
 
   // Records every request reads are cached in memory; every write to them (any process)
@@ -190,6 +194,7 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
     journal,
     sessions,
     guards: createGuardStore(ctx),
+    brokerHolds: createBrokerHoldStore(ctx),
     dump: () => dumpStore(ctx),
     async flushed() {
       await journal.drain();

@@ -37,6 +37,10 @@ export interface Connection {
   status: ConnectionStatus;
   since: string | null;
   reason: string | null;
+  /** What the status means in words (as the health stream sends it). */
+  detail: string | null;
+  /** FAILED for the broker's rate limit: when it logs in again by itself. */
+  retryAt: string | null;
   accountIds: string[];
 }
 

@@ -33,6 +33,8 @@ export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
     status: record.disabled ? ('DISABLED' as const) : (status?.status ?? ('CONNECTING' as const)),
     since: status ? new Date(status.ts).toISOString() : null,
     reason: record.disabled ? 'disabled' : (status?.reason ?? null),
+    detail: record.disabled ? null : (status?.detail ?? null),
+    retryAt: !record.disabled && status?.retryAt !== undefined ? new Date(status.retryAt).toISOString() : null,
     accountIds: deps.gateway.accounts(record.id).map((a) => a.id),
   };
 }

@@ -27,7 +27,7 @@ function reasonText(status: string, reason: string | null): string {
 
 function live(c: Connection, h: ConnectionHealth | undefined) {
   if (h) return { status: h.status, since: h.ts as number | string | null, reason: h.reason, detail: h.detail };
-  return { status: c.status, since: c.since, reason: c.reason, detail: null as string | null };
+  return { status: c.status, since: c.since, reason: c.reason, detail: c.detail };
 }
 
 function ConnectionCard(props: { connection: Connection; accounts: Account[]; onDelete: () => void }) {

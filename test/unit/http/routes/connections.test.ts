@@ -23,6 +23,8 @@ describe('connections', () => {
         status: 'CONNECTED',
         since: '2026-11-21T15:00:00.000Z',
         reason: 'connect',
+        detail: null,
+        retryAt: null,
         accountIds: ['101', '102'],
       },
     ]);
