@@ -36,11 +36,29 @@ const windowList = z
   .max(MAX_WINDOWS_PER_DAY * 7)
   .refine((list) => WEEKDAYS.every((d) => list.filter((w) => w.days.includes(d)).length <= MAX_WINDOWS_PER_DAY), `at most ${MAX_WINDOWS_PER_DAY} windows per weekday`);
 
+/** Zone names the database keeps as fixed offsets, with what their users usually mean. */
+const FIXED_ABBREVIATIONS = new Map([
+  ['EST', 'UTC-5 all year'],
+  ['MST', 'UTC-7 all year'],
+  ['HST', 'UTC-10 all year'],
+]);
+const FIXED_ABBREVIATIONS_MEANT = new Map([
+  ['EST', 'America/New_York'],
+  ['MST', 'America/Denver (America/Phoenix keeps UTC-7 all year)'],
+  ['HST', 'Pacific/Honolulu'],
+]);
+
 const timeZone = z
   .string()
   .min(1)
   .max(64)
   .refine(isTimeZone, 'an IANA time zone name, e.g. America/Chicago')
+  // The time zone database's EST, MST and HST are fixed offsets (America/Panama, Phoenix,
+  // Honolulu): a trader who types EST means New York, and an hour off all summer (web probe).
+  .superRefine((tz, ctx) => {
+    const fixed = FIXED_ABBREVIATIONS.get(tz.toUpperCase());
+    if (fixed) ctx.addIssue({ code: 'custom', message: `${tz} is a fixed offset, ${fixed} with no daylight saving; name the place instead, e.g. ${FIXED_ABBREVIATIONS_MEANT.get(tz.toUpperCase())}` });
+  })
   // Stored as the time zone database spells it (`america/chicago` was stored as typed: web probe).
   .transform((tz) => new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone)
   .default(CME_DAY.timeZone)

@@ -72,6 +72,19 @@ describe('GET/PUT /accounts/{id}/guards', () => {
     expect(stored?.tradingWindows?.timeZone).toBe('America/Chicago');
   });
 
+  it.each(['EST', 'mst', 'HST'])('PUT refuses %s, a fixed offset with no daylight saving (web probe: EST accepted beside the hint that daylight saving is followed; stored as America/Panama, an hour off New York all summer)', (tz) => {
+    const body = { tradingWindows: { timeZone: tz, windows: [{ days: ['mon'], start: '08:30', end: '15:00' }] } };
+    const parsed = route(w, 'PUT', '/accounts/:id/guards').body!.safeParse(body);
+    expect(parsed.success).toBe(false);
+    if (!parsed.success) expect(parsed.error.issues).toEqual([expect.objectContaining({ path: ['tradingWindows', 'timeZone'], message: expect.stringContaining('no daylight saving') })]);
+  });
+
+  it('PUT takes EST5EDT (daylight saving included) as America/New_York', async () => {
+    const body = { tradingWindows: { timeZone: 'EST5EDT', windows: [{ days: ['mon'], start: '08:30', end: '15:00' }] } };
+    await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params, body });
+    expect(w.store.guards.get(w.a.userId, '101')?.config.tradingWindows?.timeZone).toBe('America/New_York');
+  });
+
   it('PUT with the actor down still stores them (the actor starts with the stored guards)', async () => {
     const r = await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params, body: { maxOrderQty: 1 } });
     expect(r.body).toMatchObject({ guards: { maxOrderQty: 1 }, live: null });
