@@ -732,6 +732,17 @@ describe('the web app', () => {
     }
   }, 60_000);
 
+  it('Accounts: an account in the URL that is not among the user’s is said to be missing, not swapped for another (web probe: the first account was shown, with its Flatten)', async () => {
+    await signedIn();
+    await page.goto(`${s.url}/accounts?account=99999999`);
+    await page.getByRole('status').filter({ hasText: 'Account 99999999 is not among your accounts' }).waitFor();
+    expect(await page.getByRole('button', { name: /^DEMO1 / }).getAttribute('aria-pressed')).toBe('false');
+    expect(await page.getByRole('button', { name: 'Flatten…' }).count()).toBe(0);
+    await page.getByRole('button', { name: /^DEMO1 / }).click();
+    await page.getByRole('button', { name: 'Flatten…' }).waitFor();
+    expect(page.url()).toContain(`account=${demo1}`);
+  }, 60_000);
+
   it('a 100-character name without a space never pushes its row’s buttons out of view, nor makes the page scroll sideways at 375 px', async () => {
     await signedIn();
     const name = 'N'.repeat(100);

@@ -228,7 +228,10 @@ export function AccountsPage() {
   usePolling(accounts.reload, 15_000);
   const [selected, setSelected] = useState<string | null>(selectedFromUrl());
   const list = accounts.data ?? [];
-  const current = list.find((a) => a.id === selected) ?? list.find((a) => a.active) ?? list[0];
+  // An account named (in the URL, or shown before) that the list no longer has is said to be
+  // missing, never swapped for another: Flatten there would act on an account not asked for.
+  const missing = selected !== null && accounts.data !== undefined && !list.some((a) => a.id === selected);
+  const current = missing ? undefined : (list.find((a) => a.id === selected) ?? list.find((a) => a.active) ?? list[0]);
   // The account first shown stays the one shown: should it turn inactive, the page says so
   // rather than quietly showing (and offering Flatten on) another account.
   useEffect(() => {
@@ -257,6 +260,11 @@ export function AccountsPage() {
             </button>
           ))}
         </div>
+      )}
+      {missing && list.length > 0 && (
+        <p class="callout warn" role="status">
+          Account {selected} is not among your accounts (its connection may have been removed): pick one above.
+        </p>
       )}
       {current && <AccountView key={current.id} account={current} accounts={list} />}
     </Page>
