@@ -490,10 +490,13 @@ describe('the web app', () => {
     await nav('Accounts');
     await page.getByRole('button', { name: /DEMO2/ }).click();
     await page.getByRole('button', { name: `Cancel order ${entryId}` }).waitFor();
+    await page.getByText(/^Day P&L [-+$0-9]/).waitFor();
     await control(s, 'POST', '/faults', { silent: true });
     try {
       await control(s, 'POST', '/connections/drop', {});
       await visible('never stale data');
+      // The day's P&L goes with them at once, not at the guards card's next poll (web probe).
+      expect(await page.getByText(/^Day P&L [-+$0-9]/).count()).toBe(0);
       await page.getByRole('button', { name: 'Refresh DEMO2' }).click();
       await expect.poll(() => page.getByRole('button', { name: `Cancel order ${entryId}` }).count()).toBe(0);
       expect(await page.getByText('Flat — no open positions.').count()).toBe(0);

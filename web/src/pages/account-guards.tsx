@@ -50,7 +50,7 @@ function flattenNote(r: LockResult): string {
   return `; ${n(r.flatten.cancelledOrderIds.length, 'order')} cancelled, ${n(r.flatten.positions.length - failed.length, 'position')} closed${failed.length ? `, NOT closed: ${failed.map((p) => p.symbol).join(', ')}` : ''}`;
 }
 
-export function GuardsCard(props: { accountId: string; accountName: string; active: boolean; onFlattened: () => unknown }) {
+export function GuardsCard(props: { accountId: string; accountName: string; active: boolean; connected: boolean; onFlattened: () => unknown }) {
   const q = encodeURIComponent(props.accountId);
   const view = useResource(() => api<GuardsView>('GET', `/accounts/${q}/guards`), [props.accountId]);
   usePolling(view.reload, POLL_MS);
@@ -58,6 +58,9 @@ export function GuardsCard(props: { accountId: string; accountName: string; acti
   const [unlocking, setUnlocking] = useState(false);
   const [editing, setEditing] = useState(false);
   const v = view.data;
+  // The day's P&L as last polled is not shown once the health stream says the connection is down
+  // (it stood up to one poll after RECONNECTING, beside positions already hidden: web probe).
+  const live = props.connected ? (v?.live ?? null) : null;
   const lock = v?.lock ?? null;
   const set = v ? guardSummary(v.guards) : [];
 
@@ -106,12 +109,12 @@ export function GuardsCard(props: { accountId: string; accountName: string; acti
                 <Badge tone="danger">No trading: the broker no longer reports this account</Badge>
               )}
             </span>
-            {v.live && (
-              <Badge tone={v.live.day.pnl < 0 ? 'warn' : 'neutral'} title={`realized ${pnl(v.live.day.realized)}, fees ${pnl(-v.live.day.fees)}, open ${pnl(v.live.day.open)}`}>
-                Day P&L {pnl(v.live.day.pnl)}
+            {live && (
+              <Badge tone={live.day.pnl < 0 ? 'warn' : 'neutral'} title={`realized ${pnl(live.day.realized)}, fees ${pnl(-live.day.fees)}, open ${pnl(live.day.open)}`}>
+                Day P&L {pnl(live.day.pnl)}
               </Badge>
             )}
-            {v.live?.inWindow === false && <Badge tone="warn">Outside the trading windows</Badge>}
+            {live?.inWindow === false && <Badge tone="warn">Outside the trading windows</Badge>}
           </p>
           {lock && (
             <p class="callout danger">
@@ -129,7 +132,7 @@ export function GuardsCard(props: { accountId: string; accountName: string; acti
             </p>
           )}
           {set.length ? <p>In force: {set.join(' · ')}.</p> : <p class="muted">No guards set: every order the broker takes goes through.</p>}
-          {!v.live && <p class="muted small">Day P&L is shown while this account’s connection is CONNECTED and the broker answers.</p>}
+          {!live && <p class="muted small">Day P&L is shown while this account’s connection is CONNECTED and the broker answers.</p>}
         </>
       )}
 
@@ -165,7 +168,7 @@ export function GuardsCard(props: { accountId: string; accountName: string; acti
           accountId={props.accountId}
           accountName={props.accountName}
           guards={v.guards}
-          dayPnl={v.live?.day.pnl ?? null}
+          dayPnl={live?.day.pnl ?? null}
           onClose={() => setEditing(false)}
           onSaved={async () => {
             setEditing(false);

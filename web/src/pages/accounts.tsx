@@ -143,7 +143,7 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         )}
       </section>
 
-      <GuardsCard accountId={a.id} accountName={a.name} active={a.active} onFlattened={refreshAll} />
+      <GuardsCard accountId={a.id} accountName={a.name} active={a.active} connected={connected} onFlattened={refreshAll} />
 
       <section class="card" aria-labelledby="trades-title">
         <h3 id="trades-title">Closed trades</h3>
