@@ -161,9 +161,11 @@ export class OrphanLegs {
       // A stop exit that had a stop-loss cut for it, ended before it filled all, counts like a
       // stop-loss leg: the cut stays (prop probe: long 3 with a stop-loss for 2, and nothing said).
       const cutStops = !!rec && !!this.ctx.stopsCutBy?.has(rec.orderId);
-      // Filled all: it took off what its cut stood for.
-      if (cutStops && rec.filledQty >= rec.qty) this.ctx.stopsCutBy!.delete(rec.orderId);
       const stopExit = cutStops && rec.filledQty < rec.qty && isStopExit(rec, this.ctx.model.netPosition(String(e.accountId), rec.symbol));
+      // Filled all (it took off what its cut stood for), or no longer a stop exit of the position:
+      // nothing to say of it. A stop exit is forgotten once its alert has been judged (underStopped),
+      // after the cancel that ended it has read it for its answer (cancel.ts).
+      if (cutStops && !stopExit) this.ctx.stopsCutBy!.delete(rec.orderId);
       if (!stopExit && fillsOf(this.ctx.mirror, e.id).qty > 0) return;
       const role = rec?.role ?? linkageOf(this.ctx.mirror, e).role;
       if (role !== 'take_profit' && role !== 'stop_loss' && !stopExit) return;
@@ -406,7 +408,11 @@ export class OrphanLegs {
       if (covered >= Math.abs(net) || ended.length === 0 || (covered === 0 && !ended.some((e) => e.role === 'stop exit'))) continue;
       out.push({ symbol, net, covered, orderId: ended.at(-1)!.orderId, ended: ended.map((e) => `${e.role} ${e.orderId} ${e.status}`).join(', ') });
     }
-    for (const e of [...this.endedLegs]) if (e.accountId === accountId) this.endedLegs.delete(e);
+    for (const e of [...this.endedLegs]) {
+      if (e.accountId !== accountId) continue;
+      this.endedLegs.delete(e);
+      if (e.role === 'stop exit') this.ctx.stopsCutBy?.delete(e.orderId);
+    }
     return out;
   }
 

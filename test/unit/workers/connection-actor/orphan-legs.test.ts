@@ -454,6 +454,25 @@ describe('orphaned bracket legs', () => {
     expect(s.events.slice(quiet).filter((e) => e.type === 'bracket-alert')).toEqual([]);
   });
 
+  it('a stop exit that had a stop-loss cut for it is forgotten once it ends, however it ends (cancelled at the broker by hand, or filled): the actor keeps no record of it for its life', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    const byHand = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'stop', price: null, stopPrice: 4990 } as never));
+    await pause(GRACE_MS * 3);
+    expect(s.ctx.stopsCutBy?.has(byHand.order.orderId)).toBe(true);
+    await s.broker.send('order/cancelorder', { orderId: Number(byHand.order.orderId) });
+    await pause(GRACE_MS * 5);
+    // Its alert was still said (the rest has stops for 2 only), and then it is forgotten.
+    expect(s.events.filter((e) => e.type === 'bracket-alert').map((e) => e.detail)).toContainEqual(expect.stringMatching(/has stop-losses for 2 only: a protective order ended without filling \(stop exit/));
+    expect(s.ctx.stopsCutBy?.has(byHand.order.orderId)).toBe(false);
+    const filled = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'stop', price: null, stopPrice: 4985 } as never));
+    await pause(GRACE_MS * 3);
+    s.broker.fill(Number(filled.order.orderId), 1, 4985);
+    await pause(GRACE_MS * 5);
+    expect(s.ctx.stopsCutBy?.size ?? 0).toBe(0);
+  });
+
   it('stop exits on a plain position, or next to a bracket whose stop-loss was not cut, say nothing when cancelled (re-probe: a false "stop-loss cut" warning and alert)', async () => {
     const s = setup();
     s.broker.fill(s.broker.addOrder({ action: 'Buy', orderType: 'Market', qty: 3 }), 3, 5000); // plain long 3
