@@ -219,6 +219,8 @@ export class ClusterGateway implements ActorGateway, ActorHost {
         const wait = Math.ceil((interval - (now - last)) / 1000);
         throw new AppError('RATE_LIMITED', `Connection ${connectionId} was reconnected by hand ${Math.round((now - last) / 1000)} s ago; each reconnect is a broker login: retry in ${wait} s`, {}, wait);
       }
+      // Times past the interval say nothing any more (connections deleted or moved away).
+      for (const [id, at] of this.manualRestarts) if (now - at >= interval) this.manualRestarts.delete(id);
       this.manualRestarts.set(connectionId, now);
     }
     await this.opts.recordsCurrent();
