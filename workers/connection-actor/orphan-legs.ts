@@ -31,7 +31,7 @@ import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
 import { cancelOrder, resumeOwedLegs } from './cancel.js';
-import { stopCoverage, isStopExit } from './stop-coverage.js';
+import { stopCoverage, isStopExit, standsForPosition } from './stop-coverage.js';
 
 /** What a sweep does to one leg: cancel it, or cut it to `qty` (its whole quantity, filled part included). */
 export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord; cancel: false; qty: number };
@@ -169,6 +169,8 @@ export class OrphanLegs {
       if (!stopExit && fillsOf(this.ctx.mirror, e.id).qty > 0) return;
       const role = rec?.role ?? linkageOf(this.ctx.mirror, e).role;
       if (role !== 'take_profit' && role !== 'stop_loss' && !stopExit) return;
+      // The legs of an entry that never filled (cancelled, an IOC that expired) protected nothing.
+      if (!stopExit && rec?.bracketId && fillsOf(this.ctx.mirror, Number(rec.bracketId)).qty === 0) return;
       // After the grace: a leg the broker's OCO or our own cancel took has its replacement, or its position is flat, by then.
       this.legEnded.add(e.accountId);
       if (rec) this.endedLegs.add({ accountId: String(e.accountId), symbol: rec.symbol, orderId: rec.orderId, role: stopExit ? 'stop exit' : role, status: rec.status });
@@ -359,7 +361,7 @@ export class OrphanLegs {
     for (const p of this.ctx.model.openPositionEntities(accountId)) {
       const net = Number(p.netPos ?? 0);
       const symbol = contractName(this.ctx.mirror, p.contractId) ?? String(p.contractId);
-      if (net === 0 || working.some((o) => o.symbol === symbol && o.side === (net > 0 ? 'sell' : 'buy'))) continue;
+      if (net === 0 || working.some((o) => o.symbol === symbol && o.side === (net > 0 ? 'sell' : 'buy') && standsForPosition(o, working))) continue;
       const action = net > 0 ? 'Buy' : 'Sell';
       let latest: Entity | undefined;
       for (const o of this.ctx.mirror.by('order', 'accountId', Number(accountId))) {

@@ -503,6 +503,27 @@ describe('orphaned bracket legs', () => {
     expect(r.warning).toMatch(/^the ESZ6 position long 2 has stop-losses for 1 only now/);
   });
 
+  it('the suspended legs of a bracket entry still resting protect nothing: a position left short of stops next to one is reported (new-user probe: a resting scale-in bracket hid it)', async () => {
+    const s = setup();
+    const a = await filledBracket(s);
+    const b = await placeOrder(s.ctx, newOrder({ takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(b.order.orderId), 1, 5000);
+    const resting = await placeOrder(s.ctx, newOrder({ price: 4900, takeProfit: { price: 4950 }, stopLoss: { price: 4850 } }));
+    expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.bracketId === resting.order.orderId && o.role === 'stop_loss')).toHaveLength(1);
+    await s.broker.send('order/cancelorder', { orderId: Number(a.legs!.stopLoss!.orderId) }); // its OCO takes the take-profit
+    await pause(GRACE_MS * 5);
+    expect(s.events).toEqual([expect.objectContaining({ type: 'bracket-alert', detail: expect.stringMatching(/^the ESZ6 position long 2 has stop-losses for 1 only/) })]);
+  });
+
+  it('a position whose bracket legs all ended is reported unprotected even while another bracket entry rests with its suspended legs', async () => {
+    const s = setup();
+    const a = await filledBracket(s);
+    await placeOrder(s.ctx, newOrder({ price: 4900, takeProfit: { price: 4950 }, stopLoss: { price: 4850 } }));
+    await s.broker.send('order/cancelorder', { orderId: Number(a.legs!.stopLoss!.orderId) });
+    await pause(GRACE_MS * 5);
+    expect(s.events).toEqual([expect.objectContaining({ type: 'bracket-alert', orderId: a.order.orderId, detail: expect.stringMatching(/^the ESZ6 position long 1 has no protective order/) })]);
+  });
+
   it('a bracket of two cancelled at the broker by hand leaves long 2 with a stop for 1: reported, the rest has no stop', async () => {
     const s = setup();
     const a = await filledBracket(s);
