@@ -100,6 +100,8 @@ export class OrphanLegs {
   private readonly legEnded = new Set<number>();
   /** The legs that ended without filling since their account's last look (what underStopped names). */
   private readonly endedLegs = new Set<{ accountId: string; symbol: string; orderId: string; role: string; status: string }>();
+  /** The legs each exit about to be sent (makeRoom) had cut or cancelled for it, by its ComingExit: undone should it fail (undoRoom). */
+  private readonly roomMade = new Map<ComingExit, { leg: OrderRecord; to: number }[]>();
   /** Accounts whose exit about to be sent (makeRoom) had a stop-loss leg cut for it. */
   private readonly comingCutStops = new Set<string>();
   /** Accounts with a sweep running, and those due another once it ends: sweeps of an account never overlap. */
@@ -245,8 +247,71 @@ export class OrphanLegs {
    */
   async makeRoom(accountId: string, coming: ComingExit): Promise<boolean> {
     this.comingCutStops.delete(accountId);
+    this.roomMade.set(coming, []);
     await this.run(Number(accountId), coming);
     return this.comingCutStops.delete(accountId);
+  }
+
+  /** Forgets the room made for an exit that was sent (its legs stay as fitted). */
+  roomTaken(coming: ComingExit): void {
+    this.roomMade.delete(coming);
+  }
+
+  /**
+   * An exit that had room made for it and then was not placed (refused by the broker, or nothing
+   * sent): the legs cut for it are sized back up as far as the position still needs them, and the
+   * stream says what stays short (fault probe: an exit refused left long 3 with stops for 1, and
+   * nothing said). `outcomeUnknown`: it may still reach the broker, so nothing is sized back; the
+   * stream says the legs stay cut for it.
+   */
+  async undoRoom(accountId: string, coming: ComingExit, why: string, outcomeUnknown: boolean): Promise<void> {
+    const made = this.roomMade.get(coming) ?? [];
+    this.roomMade.delete(coming);
+    if (made.length === 0) return;
+    const exit = `${coming.side} ${coming.qty} ${coming.symbol} (${coming.type})`;
+    if (outcomeUnknown) {
+      const detail = `the exit ${exit} the legs were cut for may not have reached the broker (${why}): they stay cut until its outcome is known (${made.map((m) => `${m.leg.role} ${m.leg.orderId} at ${m.to}`).join(', ')}); if it was not placed, protect the rest of the position or close it`;
+      this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: made[0]!.leg.orderId, ts: Date.now(), detail });
+      return;
+    }
+    const net = this.ctx.model.netPosition(accountId, coming.symbol);
+    const back: string[] = [];
+    const short: string[] = [];
+    for (const role of ['stop_loss', 'take_profit'] as const) {
+      const working = this.ctx.model.workingOrders(accountId);
+      // What the position still needs of this kind of leg, beyond what already covers it.
+      const covering = working.filter((o) => o.symbol === coming.symbol && o.role === role && o.side === coming.side && standsForPosition(o, working));
+      let room = Math.abs(net) - covering.reduce((n, o) => n + o.qty - o.filledQty, 0);
+      for (const m of made.filter((x) => x.leg.role === role)) {
+        const id = Number(m.leg.orderId);
+        const now = working.find((o) => o.orderId === m.leg.orderId);
+        if (!now || isFinal(this.ctx.mirror, id) || now.filledQty > 0) {
+          short.push(`${role} ${m.leg.orderId} ${m.to === 0 ? 'cancelled' : `cut to ${m.to}`}`);
+          continue;
+        }
+        const to = Math.min(m.leg.qty, now.qty + Math.max(0, room));
+        if (to <= now.qty) continue;
+        try {
+          checkAnswer('modifyorder', await this.ctx.conn.send('order/modifyorder', resizeOrderBody(now, to), { kind: 'order' }));
+          this.sent.delete(m.leg.orderId);
+          room -= to - now.qty;
+          back.push(`${role} ${m.leg.orderId} back to ${to}`);
+        } catch (err) {
+          this.ctx.logger.error({ err, orderId: m.leg.orderId, accountId }, 'bracket leg could not be sized back');
+          short.push(`${role} ${m.leg.orderId} still at ${now.qty} (sizing it back failed)`);
+        }
+      }
+    }
+    const position = net === 0 ? 'flat' : `${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
+    const covered = stopCoverage(this.ctx.model.workingOrders(accountId), coming.symbol, net);
+    const parts = [
+      `the exit ${exit} was not placed (${why})`,
+      ...(back.length ? [`the legs cut for it were sized back: ${back.join(', ')}`] : []),
+      ...(short.length ? [`not given back: ${short.join(', ')}`] : []),
+    ];
+    const tail = net !== 0 && covered < Math.abs(net) ? `; the ${coming.symbol} position ${position} has stop-losses for ${covered} only now (asked back, a cut may show a moment later): protect the rest or close it` : '';
+    this.ctx.logger.warn({ accountId, symbol: coming.symbol, back, short }, 'room made for a failed exit undone');
+    this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: made[0]!.leg.orderId, ts: Date.now(), detail: `${parts.join('; ')}${tail}` });
   }
 
   /**
@@ -490,15 +555,18 @@ export class OrphanLegs {
             // a leg of a filled bracket instead: the survivor is re-placed under a new id.
             const r = await cancelOrder(this.ctx, { type: 'cancel-order', accountId, orderId: leg.orderId });
             this.sent.set(leg.orderId, 0);
+            if (coming) this.roomMade.get(coming)?.push({ leg, to: 0 });
             done.push(`${leg.role} ${leg.orderId} cancelled${r.replaced ? ` (its ${leg.role === 'take_profit' ? 'stop-loss' : 'take-profit'} ${r.replaced.replacedOrderId} re-placed as ${r.replaced.newOrderId})` : ''}`);
           } else if (action.cancel) {
             checkAnswer('cancelorder', await this.ctx.conn.send('order/cancelorder', cancelOrderBody(id), { kind: 'order' }));
             this.sent.set(leg.orderId, 0);
+            if (coming) this.roomMade.get(coming)?.push({ leg, to: 0 });
             done.push(`${leg.role} ${leg.orderId} cancelled`);
           } else {
             checkAnswer('modifyorder', await this.ctx.conn.send('order/modifyorder', resizeOrderBody(leg, action.qty), { kind: 'order' }));
             this.sent.set(leg.orderId, action.qty);
             cuts.push({ id, leg, qty: action.qty });
+            if (coming) this.roomMade.get(coming)?.push({ leg, to: action.qty });
           }
         } catch (err) {
           // It filled or went away meanwhile: nothing left to do.

@@ -14,6 +14,7 @@ import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { Hold } from './exposure.js';
 import { settledWithin } from './in-flight.js';
+import type { ComingExit } from './orphan-legs.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
 import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
 import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
@@ -261,20 +262,28 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // rejection reaches the catch below in the same turn, before any later frame is read).
   let unknown: UnknownPlacement | undefined;
   const onLate = (answer: LateAnswer) => unknown?.answered(answer);
+  let coming: ComingExit | undefined;
   try {
     // A plain exit that will rest on a position or fill at once: the legs make room before it is
     // sent (TV probe: a market partial exit sent as the full-size stop filled left the account
     // short), and it is kept as an exit (cancelled, as a partial exit is, should the position go
     // flat or smaller than it).
     const asExit = reducesAsExit(ctx, req);
-    const cutStops = asExit ? ((await ctx.makeRoom?.(req.accountId, { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty })) ?? false) : false;
+    if (asExit) coming = { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty };
+    const cutStops = coming ? ((await ctx.makeRoom?.(req.accountId, coming)) ?? false) : false;
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...req, reduceOnly: true } : req, account, hold, onLate));
+    if (coming) void ctx.roomUsed?.(req.accountId, coming);
     if (cutStops && (req.orderType === 'stop' || req.orderType === 'stop_limit')) (ctx.stopsCutBy ??= new Set()).add(result.order.orderId);
     hold?.release();
     // Settled (its fills are in the position now): it takes nothing more off.
     reducing?.release();
     return result;
   } catch (err) {
+    // Legs cut for an exit that was not placed are sized back (or, its outcome unknown, said to stay cut).
+    if (coming) {
+      const why = err instanceof AppError ? `${err.code}: ${err.message}` : String(err);
+      void ctx.roomUsed?.(req.accountId, coming, { why, outcomeUnknown: err instanceof AppError && err.code === 'BROKER_TIMEOUT' }).catch((e: unknown) => ctx.logger.error({ err: e, accountId: req.accountId }, 'room for a failed exit not undone'));
+    }
     // After a timeout the order may still reach the broker: its outcome is unknown, and its
     // contracts stay held (and a partial exit's quantity counted), until the broker, the mirror
     // or a full sync says what became of it.

@@ -13,6 +13,7 @@ function setup(graceMs = GRACE_MS) {
   const { broker, ctx, events } = fakeActorContext();
   const orphans = new OrphanLegs(ctx, 'c1', graceMs);
   ctx.makeRoom = (accountId, coming) => orphans.makeRoom(accountId, coming);
+  ctx.roomUsed = async (accountId, coming, failed) => (failed ? orphans.undoRoom(accountId, coming, failed.why, failed.outcomeUnknown) : orphans.roomTaken(coming));
   broker.mirror.onChange((c) => orphans.onChange(c));
   return { broker, ctx, events, orphans };
 }
@@ -501,6 +502,31 @@ describe('orphaned bracket legs', () => {
     await pause(GRACE_MS * 3);
     const r = await cancelOrder(part.ctx, { type: 'cancel-order', accountId: ACCOUNT, orderId: exit2.order.orderId });
     expect(r.warning).toMatch(/^the ESZ6 position long 2 has stop-losses for 1 only now/);
+  });
+
+  it('an exit the broker refuses after its legs were cut for it: the legs are sized back to the position, and the stream says so (fault probe: long 3 left with stops for 1, nothing said)', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    s.broker.handlers['order/placeorder'] = () => ({ failureReason: 'RiskCheck', failureText: 'Exceeds max order qty' });
+    const refused = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null } as never)).catch((err: unknown) => err);
+    expect(refused).toMatchObject({ code: 'BROKER_REJECTED' });
+    await pause(GRACE_MS * 3);
+    const legs = s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role !== 'entry');
+    expect(legs.map((o) => [o.role, o.qty]).sort()).toEqual([['stop_loss', 3], ['take_profit', 3]]);
+    expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) was not placed \(BROKER_REJECTED.*the legs cut for it were sized back: stop_loss \d+ back to 3, take_profit \d+ back to 3$/) });
+  });
+
+  it('an exit whose outcome is unknown (timed out) leaves the legs cut for it, and the stream says so', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    s.broker.timeOut('order/placeorder');
+    const late = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null } as never)).catch((err: unknown) => err);
+    expect(late).toMatchObject({ code: 'BROKER_TIMEOUT' });
+    await pause(GRACE_MS * 3);
+    expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'stop_loss').map((o) => o.qty)).toEqual([1]);
+    expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) the legs were cut for may not have reached the broker .*they stay cut until its outcome is known/) });
   });
 
   it('the suspended legs of a bracket entry still resting protect nothing: a position left short of stops next to one is reported (new-user probe: a resting scale-in bracket hid it)', async () => {
