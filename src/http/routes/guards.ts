@@ -7,7 +7,7 @@
  * the account, the record alone is written and every actor of the user starts with it. A
  * webhook token's narrowing is a field of the token (webhook-tokens.ts).
  */
-import type { GuardStatus, LockRequest, LockResult } from '../../actors/protocol.js';
+import type { GuardStatus, LockRequest, LockResult, SetGuardsRequest } from '../../actors/protocol.js';
 import { NO_GUARDS, type GuardNarrowing, type LockState } from '../../domain/guards.js';
 import { AppError, type ProblemCode } from '../../domain/problems.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
@@ -65,6 +65,12 @@ function guardsView(deps: RouteDeps, userId: string, accountId: string, live: Gu
 interface GuardTarget {
   accountId: string;
   connectionId: string | null;
+  /**
+   * With no connection known for the account: the caller's running connections that have not
+   * reported their accounts yet (just started, or waiting out a broker hold). The account may be
+   * one of theirs: a lock or guards stored for it are relayed to their actors too.
+   */
+  relayTo?: string[];
 }
 
 /**
@@ -79,19 +85,21 @@ interface GuardTarget {
 function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardTarget {
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   if (found) return { accountId, connectionId: actorRuns(deps, found.connectionId) ? found.connectionId : null };
-  const unsynced = unsyncedAccountsError(deps, userId);
-  // A connection of the caller that runs no actor and reports no accounts (FAILED before syncing, or
-  // disabled: a restart forgets what it reported): its accounts' guards and locks are taken, so an
-  // operator arms the kill switch before enabling it.
-  const stopped = unsynced?.code === 'CONNECTION_FAILED' || unsynced?.extensions.connectionStatus === 'DISABLED';
-  if (stopped) {
-    if (!GUARD_ACCOUNT_ID.test(accountId) || reportedByAnyConnection(deps, accountId)) throw new AppError('NOT_FOUND', 'Not found');
-    if (!mayHoldAnother(deps, userId, accountId)) {
-      throw new AppError('QUOTA_EXCEEDED', `At most ${MAX_GUARD_RECORDS} accounts' guards and locks per user; guards for accounts no connection reports count until one does`, { limit: MAX_GUARD_RECORDS });
-    }
-    return { accountId, connectionId: null };
+  // A connection of the caller that reports no accounts (still connecting after a restart, waiting
+  // out a broker hold, FAILED before syncing, or disabled: a restart forgets what it reported): its
+  // accounts' guards and locks are taken, so the kill switch works in every state (fault probe: 503
+  // for the hour of a broker hold after a restart) and an operator arms it before enabling one.
+  // Another user's account (one their connection reports) is 404, as on every route.
+  if (!unsyncedAccountsError(deps, userId)) throw new AppError('NOT_FOUND', 'Not found');
+  if (!GUARD_ACCOUNT_ID.test(accountId) || reportedByAnyConnection(deps, accountId)) throw new AppError('NOT_FOUND', 'Not found');
+  if (!mayHoldAnother(deps, userId, accountId)) {
+    throw new AppError('QUOTA_EXCEEDED', `At most ${MAX_GUARD_RECORDS} accounts' guards and locks per user; guards for accounts no connection reports count until one does`, { limit: MAX_GUARD_RECORDS });
   }
-  throw unsynced ?? new AppError('NOT_FOUND', 'Not found');
+  const relayTo = deps.store.connections
+    .listByUser(userId)
+    .filter((c) => !c.disabled && deps.gateway.accounts(c.id).length === 0 && actorRuns(deps, c.id))
+    .map((c) => c.id);
+  return { accountId, connectionId: null, relayTo };
 }
 
 /** An account id as brokers give them: a positive integer, written without leading zeros (`010000002` names none). */
@@ -99,17 +107,17 @@ const GUARD_ACCOUNT_ID = /^[1-9][0-9]{0,18}$/;
 /** Guard records a user may hold in all (only counted for accounts no connection reports). */
 const MAX_GUARD_RECORDS = 200;
 
+/** Made-up ids cannot fill the store: a record for an unreported account only within the cap. */
+function mayHoldAnother(deps: RouteDeps, userId: string, accountId: string): boolean {
+  return deps.store.guards.get(userId, accountId) !== undefined || deps.store.guards.listByUser(userId).length < MAX_GUARD_RECORDS;
+}
+
 /** Whether a connection (anyone's) reports the account now: another user's account is 404, as everywhere. */
 function reportedByAnyConnection(deps: RouteDeps, accountId: string): boolean {
   for (const c of deps.store.connections.all()) {
     if (deps.gateway.accounts(c.id).some((a) => a.id === accountId)) return true;
   }
   return false;
-}
-
-/** Made-up ids cannot fill the store: a record for an unreported account only within the cap. */
-function mayHoldAnother(deps: RouteDeps, userId: string, accountId: string): boolean {
-  return deps.store.guards.get(userId, accountId) !== undefined || deps.store.guards.listByUser(userId).length < MAX_GUARD_RECORDS;
 }
 
 /** Guard routes never answer CONNECTION_FAILED: a FAILED connection's actor still takes them. */
@@ -186,6 +194,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       refuseNarrowedKey(ctx.auth, 'change the account’s guards');
       const config = ctx.req.body;
       await deps.store.guards.setConfig(ctx.auth.userId, target.accountId, config);
+      for (const id of target.relayTo ?? []) relay(id, { type: 'set-guards', accountId: target.accountId, config }, ctx.log);
       const live = await liveStatus(deps, ctx as RouteContext<unknown, unknown>, target, { type: 'set-guards', config });
       ctx.log.info({ accountId: target.accountId }, 'guards set');
       return { status: 200, body: guardsView(deps, ctx.auth.userId, target.accountId, live, mayRead(ctx)) };
@@ -225,9 +234,17 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           // connections over yet; a worker restarting): the kill switch must not be refused.
           // Stored as such (flatten owed), so the actor that starts next starts locked, and
           // sent again until a running actor has it (one that started before the write).
+          // BROKER_TIMEOUT: the actor took the lock, its flatten outlasts the call (a slow broker): the
+          // lock is in force and the flatten goes on (fault probe: 504 for a lock already in force).
+          if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') {
+            await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
+            ctx.log.warn({ accountId: target.accountId, err: err.message }, 'kill switch answered before its flatten finished');
+            const why = `not confirmed yet: ${err.message}. The lock holds and the flatten goes on (GET …/guards shows the lock, GET …/positions what is left)`;
+            return { status: 200, body: { ...guardsView(deps, userId, target.accountId, null), flatten: body.flatten ? { error: why } : null } };
+          }
           if (!(err instanceof AppError) || err.code !== 'BROKER_UNAVAILABLE') throw err;
           const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
-          relayLock(target.connectionId, request, ctx.log);
+          relay(target.connectionId, request, ctx.log);
           ctx.log.warn({ accountId: target.accountId, flattenOwed: lock.flattenOwed === true, err: err.message }, 'account locked while its actor was unavailable');
           const why = `not flattened yet: ${err.message}. The lock holds, and the flatten runs as soon as an actor runs the connection`;
           return { status: 200, body: { ...guardsView(deps, userId, target.accountId, null), flatten: body.flatten ? { error: why } : null } };
@@ -237,6 +254,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         return { status: 200, body: { ...guardsView(deps, userId, target.accountId, result.status, mayRead(ctx)), flatten: result.flatten } };
       }
       const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
+      for (const id of target.relayTo ?? []) relay(id, { type: 'lock', accountId: target.accountId, flatten: body.flatten, detail }, ctx.log);
       ctx.log.info({ accountId: target.accountId, flattenOwed: lock.flattenOwed === true }, 'account locked while no actor runs it');
       return { status: 200, body: { ...guardsView(deps, userId, target.accountId, null), flatten: body.flatten ? { error: FLATTEN_OWED_NO_ACTOR } : null } };
     },
@@ -272,6 +290,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         }
         await deps.store.guards.setLock(userId, target.accountId, null);
         journalGuard(ctx as RouteContext<unknown, unknown>, target.accountId, lock.guard, 'unlocked', { detail: 'unlocked while no actor runs the account', lock: null });
+        for (const id of target.relayTo ?? []) relay(id, { type: 'unlock', accountId: target.accountId }, ctx.log);
       }
       return { status: 200, body: guardsView(deps, userId, target.accountId, null) };
     },
@@ -324,14 +343,16 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
    * LOCK_RELAY_TRIES tries, until a running actor has it (locking twice is harmless; a flatten of a
    * flat account does nothing).
    */
-  function relayLock(connectionId: string, request: LockRequest, log: RouteContext<unknown, unknown>['log']): void {
+  function relay(connectionId: string, request: LockRequest | { type: 'unlock'; accountId: string } | SetGuardsRequest, log: RouteContext<unknown, unknown>['log']): void {
     let tries = 0;
     const attempt = () => {
       deps.gateway.request(connectionId, request).then(
-        () => log.info({ accountId: request.accountId }, 'kill switch delivered to the connection’s actor'),
-        () => {
+        () => log.info({ accountId: request.accountId, request: request.type }, 'stored guard change delivered to the connection’s actor'),
+        (err: unknown) => {
+          // An actor that syncs and does not report the account: not its account, nothing to deliver.
+          if (err instanceof AppError && err.code === 'NOT_FOUND') return;
           if (++tries < LOCK_RELAY_TRIES) setTimeout(attempt, LOCK_RELAY_MS).unref();
-          else log.error({ accountId: request.accountId }, 'kill switch not delivered to an actor: it holds as stored, for the next actor that starts');
+          else log.error({ accountId: request.accountId, request: request.type }, 'guard change not delivered to an actor: it holds as stored, for the next actor that starts');
         },
       );
     };
