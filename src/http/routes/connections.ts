@@ -136,10 +136,12 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     description:
       'New credentials are merged into the stored ones (sealed, never returned) and the connection restarts with them at once, ' +
       'whatever its status: the way out of FAILED after a password change. Watch the health stream for CONNECTED or FAILED. ' +
-      'A username another of your connections already logs in as (same broker and environment) is 409 CONFLICT naming it: one connection per broker login.',
+      'A username another of your connections already logs in as (same broker and environment) is 409 CONFLICT naming it: one connection per broker login. ' +
+      'Each restart with credentials is a broker login: at most one per RECONNECT_MIN_INTERVAL_S with POST …/reconnect (429 RATE_LIMITED with Retry-After within it). ' +
+      'A paper login another connection logs in as on the embedded paper broker is refused (400).',
     tags: ['connections'],
     body: updateConnectionBodySchema,
-    responses: [{ status: 200, description: 'The connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT')],
+    responses: [{ status: 200, description: 'The connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', 'RATE_LIMITED')],
     async handler(ctx) {
       const { userId } = ctx.auth;
       const id = ctx.req.params.id!;
@@ -149,19 +151,23 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const given = ctx.req.body.credentials;
       const stored = given ? deps.store.connections.credentials(id) : undefined;
       const credentials = given ? mergedCredentials(stored!, given) : undefined;
+      // A paper login another connection (anyone's) logs in as on the embedded paper broker is not
+      // this one's to take (attack probe: renamed to another user's paper login, it took that login
+      // and its account over at the next restart).
+      if (credentials && credentials.name !== stored!.name && embeddedPaper(current) && loggedInByAnother(id, credentials.name)) {
+        const message = 'this paper login is not available: another connection logs in as it';
+        throw new AppError('VALIDATION_FAILED', `credentials.username: ${message}`, { errors: [{ path: 'credentials.username', message }] });
+      }
       const taken = credentials && connectionWithLogin(deps.store.connections, userId, { ...current, name: credentials.name }, id);
       if (taken) throw loginTaken(taken);
-      // The same credentials again (a form saved twice) are no new information: a restart with
-      // them is a manual reconnect, one broker login per interval like POST …/reconnect (security
-      // probe: each PATCH was a login, and Tradovate locks a login out for an hour on too many).
+      // Every restart with credentials is a broker login: one per interval, like POST …/reconnect
+      // (security probes: each PATCH was a login, for any username: ten in 3 s, and Tradovate locks
+      // a login out for an hour on too many; someone else's username could be locked out that way).
       const unchanged = credentials !== undefined && sameCredentials(stored!, credentials);
-      if (unchanged && !current.disabled) throttle().take(id);
+      if (credentials && !current.disabled) throttle().take(id);
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && !unchanged && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
-      if (credentials && !record.disabled) {
-        if (!unchanged) throttle().note(id);
-        await restart(record, credentials, unchanged);
-      }
+      if (credentials && !record.disabled) await restart(record, credentials, unchanged);
       journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });
       return { status: 200, body: connectionView(deps, record) };
     },
@@ -206,6 +212,23 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   }
 
   /** Starts the connection's actor afresh (the old one stops; status CONNECTING); `manual`: a reconnect by hand, throttled cluster-wide too. */
+  /** A connection on the embedded paper broker. */
+  function embeddedPaper(c: ConnectionRecord): boolean {
+    return deps.paper !== undefined && c.broker === 'paper' && c.restUrl === deps.paper.restUrl;
+  }
+
+  /** Whether a connection other than `id`, of any user, logs in to the embedded paper broker as `name`. */
+  function loggedInByAnother(id: string, name: string): boolean {
+    return deps.store.connections.all().some((c) => {
+      if (c.id === id || !embeddedPaper(c)) return false;
+      try {
+        return deps.store.connections.credentials(c.id).name === name;
+      } catch {
+        return false;
+      }
+    });
+  }
+
   async function restart(record: ConnectionRecord, credentials: BrokerCredentials, manual: boolean): Promise<void> {
     await deps.gateway.addConnection(connectionSpecFor(record, credentials, deps.paper), manual ? { manual } : undefined);
   }

@@ -232,10 +232,15 @@ describe('leaving FAILED (item 3)', () => {
       const patchAccount = ((await simState(s)).accounts as { id: number; name: string }[]).find((a) => a.name === 'PATCH-1')!.id;
       await eventually(async () => ((await connected(id)).accountIds.includes(String(patchAccount)) ? true : undefined), 'accounts of the new login', 20_000);
 
+      // Each PATCH with credentials is a broker login: one per reconnect interval (429 with Retry-After within it).
+      const early = await api('PATCH', `/api/v1/connections/${id}`, { credentials: { password: 'wrong-pass' } });
+      expect(early.status).toBe(429);
+      await new Promise((r) => setTimeout(r, Number(early.headers.get('retry-after')) * 1000));
       const from = stream.events.length;
       expect((await api('PATCH', `/api/v1/connections/${id}`, { credentials: { password: 'wrong-pass' } })).status).toBe(200);
       await stream.waitFor((e) => e.connectionId === id && e.status === 'FAILED', from, 15_000);
 
+      await new Promise((r) => setTimeout(r, RECONNECT_INTERVAL_S * 1000));
       const fixed = stream.events.length;
       const renamed = await api('PATCH', `/api/v1/connections/${id}`, { name: 'patched again', credentials: { password: 'right-pass' } });
       expect(renamed.json).toMatchObject({ name: 'patched again' });

@@ -129,11 +129,24 @@ describe('leaving FAILED and deleting', () => {
     const again = await callError(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: same });
     expect(again).toMatchObject({ code: 'RATE_LIMITED', status: 429 });
     expect(w.gateway.added).toHaveLength(1);
-    // New credentials are new information: never refused.
-    expect((await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { credentials: { password: 'changed' } } })).status).toBe(200);
-    expect(w.gateway.added).toHaveLength(2);
+    // New credentials are a login too: within the interval, refused the same way (attack probe: ten
+    // PATCHes with new passwords, for any username, were ten broker logins in 3 s).
+    const changed = await callError(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { credentials: { username: 'someone-else', password: 'guess-1' } } });
+    expect(changed).toMatchObject({ code: 'RATE_LIMITED', status: 429 });
+    expect(w.gateway.added).toHaveLength(1);
+    expect(w.store.connections.credentials(w.a.connectionId)).toEqual(stored);
   });
 
+
+  it('PATCH cannot point a connection on the embedded paper broker at another paper login (attack probe: renamed to another user’s login, it took that login and its account over at the next restart)', async () => {
+    const record = w.store.connections.byId(w.a.connectionId)!;
+    w.deps.paper = { restUrl: record.restUrl, wsUrl: record.wsUrl, openLogin: async () => undefined, closeLogin: async () => undefined };
+    await w.store.connections.create({ userId: w.b.userId, name: 'victim', broker: 'paper', environment: 'paper', restUrl: record.restUrl, wsUrl: record.wsUrl, credentials: { name: 'paper-victim', password: 'pw' } });
+    const err = await callError(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { credentials: { username: 'paper-victim' } } });
+    expect(err).toMatchObject({ code: 'VALIDATION_FAILED', status: 400, extensions: { errors: [{ path: 'credentials.username' }] } });
+    expect(w.store.connections.credentials(w.a.connectionId).name).not.toBe('paper-victim');
+    expect(w.gateway.added).toHaveLength(0);
+  });
 
   it('PATCH merges new credentials, restarts with them, and renames without a restart', async () => {
     const before = w.store.connections.credentials(w.a.connectionId);
@@ -145,6 +158,9 @@ describe('leaving FAILED and deleting', () => {
     await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { name: 'Renamed' } });
     expect(w.gateway.added).toHaveLength(1);
     expect(w.store.connections.byId(w.a.connectionId)?.name).toBe('Renamed');
+    // New credentials again only after the interval (each is a broker login).
+    const later = new Date(w.deps.now!().getTime() + 31_000);
+    w.deps.now = () => later;
     const moved = await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: w.a.connectionId }, body: { credentials: { username: 'other-login' } } });
     expect(moved.status).toBe(200);
     expect(w.store.connections.credentials(w.a.connectionId).name).toBe('other-login');

@@ -152,7 +152,7 @@ describe('lock / unlock', () => {
 });
 
 describe('guards and locks in every connection state (item 4)', () => {
-  const setStatus = (status: 'FAILED' | 'DISABLED' | 'CONNECTING') =>
+  const setStatus = (status: 'FAILED' | 'DISABLED' | 'CONNECTING' | 'CONNECTED') =>
     w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status, reason: 'fatal-error', ts: 1, detail: 'bad password' });
 
   it('on a FAILED connection: GET/PUT guards and lock reach the actor (no 409), and the lock is stored before the answer', async () => {
