@@ -167,7 +167,8 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (credentials && !current.disabled) throttle().take(id);
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && !unchanged && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
-      if (credentials && !record.disabled) await restart(record, credentials, unchanged);
+      // A login by hand: in a cluster the owner throttles it too, so two nodes asked at once log in once.
+      if (credentials && !record.disabled) await restart(record, credentials, true);
       journal(ctx, 'connection-update', { connectionId: id, fields: Object.keys(ctx.req.body) }, { restarted: !!credentials });
       return { status: 200, body: connectionView(deps, record) };
     },

@@ -24,6 +24,9 @@ import { startNats, type NatsServer } from '../../support/nats.js';
 import { startSimProcess, type SimProcess } from '../../support/processes.js';
 import { openHealthStream } from '../../support/sse.js';
 
+/** Reconnects by hand and new credentials: one broker login per this many seconds (RECONNECT_MIN_INTERVAL_S). */
+const RECONNECT_INTERVAL_S = 3;
+
 let nats: NatsServer & { stopAndRemove(): Promise<void> };
 let sim: SimProcess;
 let records: ClusterRecords;
@@ -37,7 +40,8 @@ beforeAll(async () => {
   records = await openClusterRecords([nats.url]);
   nc = await connect({ servers: nats.url });
   alice = await addClusterUser(records.store, sim, 'alice');
-  nodes = await Promise.all(['node1', 'node2', 'node3'].map((id) => startClusterNode([nats.url], id)));
+  // Reconnects and new credentials are broker logins: one per interval, short here.
+  nodes = await Promise.all(['node1', 'node2', 'node3'].map((id) => startClusterNode([nats.url], id, { RECONNECT_MIN_INTERVAL_S: String(RECONNECT_INTERVAL_S) })));
   for (const n of nodes) await connectedOn(n.url, alice.apiKey, 30_000);
 }, 120_000);
 
@@ -256,15 +260,21 @@ describe('three serve --cluster nodes', () => {
     const wrong = await http(others[0]!.url, 'PATCH', `/api/v1/connections/${erin.connectionId}`, { key: erin.apiKey, body: { credentials: { password: 'not-the-password' } } });
     expect(wrong.status, wrong.text).toBe(200);
     await everywhere('FAILED');
-    // The right one through the third node: CONNECTED everywhere.
+    // The right one through the third node: CONNECTED everywhere. Each is a login: within the
+    // interval the owner refuses it, whichever node is asked.
+    const early = await http(others[1]!.url, 'PATCH', `/api/v1/connections/${erin.connectionId}`, { key: erin.apiKey, body: { credentials: { password: erin.brokerPassword } } });
+    expect(early.status, early.text).toBe(429);
+    await new Promise((r) => setTimeout(r, RECONNECT_INTERVAL_S * 1000 + 200));
     const right = await http(others[1]!.url, 'PATCH', `/api/v1/connections/${erin.connectionId}`, { key: erin.apiKey, body: { credentials: { password: erin.brokerPassword } } });
     expect(right.status, right.text).toBe(200);
     await everywhere('CONNECTED');
     // FAILED again; the stored password fixed without a restart (as the CLI writes it), then a
     // manual reconnect on the owner itself.
+    await new Promise((r) => setTimeout(r, RECONNECT_INTERVAL_S * 1000 + 200));
     expect((await http(others[0]!.url, 'PATCH', `/api/v1/connections/${erin.connectionId}`, { key: erin.apiKey, body: { credentials: { password: 'wrong-again' } } })).status).toBe(200);
     await everywhere('FAILED');
     await records.store.connections.update(erin.userId, erin.connectionId, { credentials: { name: erin.brokerUser, password: erin.brokerPassword } });
+    await new Promise((r) => setTimeout(r, RECONNECT_INTERVAL_S * 1000 + 200));
     const reconnect = await http(ownerNode.url, 'POST', `/api/v1/connections/${erin.connectionId}/reconnect`, { key: erin.apiKey });
     expect(reconnect.status, reconnect.text).toBe(202);
     await everywhere('CONNECTED');
