@@ -179,13 +179,21 @@ function listen(handle: ResponseHandle, sub: SseSubscription): void {
  * A stream's uWS transport: one object with prototype methods (an open stream is held for
  * hours, ten thousand of them at once, so per-stream closures count).
  */
+/** An SSE comment line written behind every message (see UwsSink.write). */
+const CHUNK_CLOSER = ':\n';
+
 class UwsSink implements SseSink {
   constructor(private readonly res: ResponseHandle['res']) {}
 
   write(chunk: string): boolean {
     let ok = false;
     this.res.cork(() => {
+      // uWS (20.30) sends a chunk's closing CRLF only with the next write: a client whose chunked
+      // decoder waits for it (Python's urllib3, so requests) got each message one message late, up
+      // to a heartbeat (15 s) late (client probe). An SSE comment right behind each message closes
+      // its chunk in the same packet; only the comment waits.
       ok = this.res.write(chunk);
+      ok = this.res.write(CHUNK_CLOSER) && ok;
     });
     return ok;
   }
