@@ -36,6 +36,11 @@ export interface ConnectionTuning {
    */
   rateLimitHoldMs: number;
   /**
+   * How long a request the broker refused with 401 (its token died) waits for the connection to
+   * log in again before it is sent once more; past it, 503.
+   */
+  reauthRetryMs: number;
+  /**
    * Tests only: a clock shared with the test thread (a SharedArrayBuffer view; crosses into
    * workers through workerData). Non-zero slot 0 is the actor's "now" in ms; 0 = the real clock.
    */
@@ -72,6 +77,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   unknownOutcomeMaxMs: UNKNOWN_OUTCOME_MAX_MS,
   orphanLegGraceMs: 1000,
   rateLimitHoldMs: BROKER_RATE_LIMIT_HOLD_MS,
+  reauthRetryMs: 5000,
 });
 
 /** Broker deadlines: one request (REST or socket) when the spec names none, and opening a socket. */

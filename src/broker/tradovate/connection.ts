@@ -113,8 +113,25 @@ export class BrokerConnection {
     this.statusValue = 'DISABLED';
   }
 
+  /** Callers waiting for the next CONNECTED (a request refused for a dead token, sent again then). */
+  private readonly connectedWaiters = new Set<(connected: boolean) => void>();
+
+  /** Resolves true at the next CONNECTED within `ms`, false at FAILED, DISABLED or the deadline. */
+  private nextConnected(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const done = (connected: boolean) => {
+        clearTimeout(timer);
+        this.connectedWaiters.delete(done);
+        resolve(connected);
+      };
+      const timer = setTimeout(() => done(false), ms);
+      this.connectedWaiters.add(done);
+    });
+  }
+
   private setStatus(status: ConnectionStatus, reason: StatusReason, detail?: string): void {
     if (this.stopped) return;
+    if (status === 'CONNECTED' || status === 'FAILED') for (const w of [...this.connectedWaiters]) w(status === 'CONNECTED');
     this.statusValue = status;
     this.statusDetail = detail;
     const event: StatusEvent = { type: 'status', connectionId: this.spec.connectionId, status, reason, ts: Date.now() };
@@ -446,13 +463,20 @@ export class BrokerConnection {
    * One metered broker request over the socket; non-200 answers become coded errors. `onLate`
    * receives the broker's answer if it comes after BROKER_TIMEOUT (ws-client RequestOptions).
    */
-  async send(endpoint: string, body?: unknown, opts: { kind?: RequestClass; query?: string; onLate?: (answer: LateAnswer) => void } = {}): Promise<unknown> {
+  async send(endpoint: string, body?: unknown, opts: { kind?: RequestClass; query?: string; onLate?: (answer: LateAnswer) => void; afterReauth?: true } = {}): Promise<unknown> {
     this.requireConnected();
     this.budget.take(opts.kind ?? 'read');
     try {
       return await this.socket!.request(endpoint, { body, query: opts.query ?? '', onLate: opts.onLate, mayExecute: opts.kind === 'order' });
     } catch (err) {
       if (err instanceof BrokerStatusError) {
+        // A 401 refuses the request before it runs: the token died (the broker ended this session,
+        // e.g. the user logged in elsewhere past its session limit). The connection logs in again
+        // at once; the request is sent once more when it is back, not lost (fault probe: the next
+        // webhook alert was answered 503 and never placed, TradingView does not resend).
+        if (err.status === 401 && !opts.afterReauth && (await this.nextConnected(this.tuning.reauthRetryMs))) {
+          return this.send(endpoint, body, { ...opts, afterReauth: true });
+        }
         if (err.status === 401) throw new AppError('BROKER_UNAVAILABLE', 'broker refused the access token; re-authenticating');
         if (err.status === 404) throw new AppError('NOT_FOUND', `broker: ${describe(err.data)}`, { brokerReason: describe(err.data) });
         throw new AppError('BROKER_REJECTED', `broker rejected ${endpoint}: ${describe(err.data)}`, { brokerReason: describe(err.data) });

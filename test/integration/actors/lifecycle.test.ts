@@ -67,6 +67,19 @@ test('expired tokens: AUTH_EXPIRED, then a fresh login and CONNECTED', async () 
   expect(await h.call({ type: 'working-orders', accountId: String(h.user.accounts[0]!.id) })).toEqual([]);
 });
 
+test('an order the broker refuses with 401 (its token died: the session was ended elsewhere) is sent again once the connection has logged in again, not lost (fault probe: the next alert answered 503 and was never placed)', async () => {
+  h = await startActorHarness();
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  await h.control('POST', '/auth/expire', { user: h.user.name });
+  const placed = await h.call({ type: 'place-order', accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4990, timeInForce: 'day', clOrdId: 'after-401' });
+  expect(placed.order.status).toBe('working');
+  expect(h.events.filter((e) => e.type === 'status').map((e) => (e as { status: string }).status)).toEqual(['CONNECTING', 'CONNECTED', 'AUTH_EXPIRED', 'CONNECTED']);
+  const orders = (await h.control('GET', '/state')).orders as { clOrdId: string | null }[];
+  expect(orders.filter((o) => o.clOrdId === 'after-401')).toHaveLength(1);
+});
+
 test('bad credentials: FAILED with fatal-error, and the broker sees a bounded number of login attempts', async () => {
   let attempts = 0;
   let target = '';
