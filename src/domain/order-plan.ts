@@ -190,6 +190,12 @@ export function planOrder(input: OrderInput, accountId: string, now: Date, limit
   const takeProfit = planLeg(c, 'takeProfit', input.takeProfit, sign, refTicks);
   const stopLoss = planLeg(c, 'stopLoss', input.stopLoss, sign === 1 ? -1 : 1, refTicks);
   checkBracketSides(input.side, ref, takeProfit, stopLoss, c.errors);
+  // A fixed price next to a tick offset is sent as two offsets from the entry's price: a market
+  // entry names none (new-user probe: the dry run said "mixed", the order itself was refused).
+  if (ref === null && takeProfit && stopLoss && takeProfit.kind !== stopLoss.kind) {
+    const fixed = takeProfit.kind === 'absolute' ? 'takeProfit' : 'stopLoss';
+    c.errors.push({ path: fixed, message: `a ${type} entry has no price to measure a fixed ${fixed} from while the other leg is in ticks: give both legs as prices or both in ticks, or give the entry a price` });
+  }
   if (c.range.length) throw outOfRange(c.range, c.band);
   if (c.errors.length) throw validationFailed(c.errors);
 

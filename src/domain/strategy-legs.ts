@@ -18,6 +18,8 @@ export interface StrategyLegs {
   symbol?: string | null;
   takeProfit?: LegInput | null;
   stopLoss?: LegInput | null;
+  /** The strategy's entry type (none: market). */
+  orderType?: string | null;
 }
 
 type FieldError = { path: string; message: string };
@@ -41,6 +43,16 @@ function pricedLegs(legs: StrategyLegs): [string, number][] {
  * the strategy can never trade. An unknown symbol is the caller's to refuse first.
  */
 export function checkStrategyLegs(legs: StrategyLegs, now: Date, factor: number): void {
+  // One leg at a price and the other in ticks is measured from the entry's price: a market entry
+  // has none, so every alert of such a strategy would be refused (new-user probe: 201 here, then
+  // 400 on every alert).
+  const tp = legs.takeProfit;
+  const sl = legs.stopLoss;
+  if (tp && sl && ('ticks' in tp) !== ('ticks' in sl) && (legs.orderType ?? 'market') === 'market') {
+    const path = 'ticks' in tp ? 'stopLoss' : 'takeProfit';
+    const message = 'a market entry has no price to measure a fixed leg from while the other leg is in ticks: give both legs as prices or both in ticks, or set orderType limit or stop (the alert then names the price)';
+    throw new AppError('VALIDATION_FAILED', `${path}: ${message}`, { errors: [{ path, message }] });
+  }
   const priced = pricedLegs(legs);
   if (priced.length === 0) return;
   const resolved = legs.symbol ? resolveSymbol(legs.symbol, now) : null;

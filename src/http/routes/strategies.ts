@@ -135,7 +135,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       refuseNarrowedKey(ctx.auth, 'change strategies');
       // A new symbol is checked against the legs kept, new legs against the symbol kept.
       const pick = <K extends keyof StrategyLegs>(k: K): StrategyLegs[K] => (b[k] !== undefined ? b[k] : current[k]);
-      checkLegs(deps, { symbol: pick('symbol'), takeProfit: pick('takeProfit'), stopLoss: pick('stopLoss') });
+      checkLegs(deps, { symbol: pick('symbol'), takeProfit: pick('takeProfit'), stopLoss: pick('stopLoss'), orderType: pick('orderType') });
       const patch: StrategyPatch = {};
       if (b.name !== undefined) patch.name = b.name;
       if (b.description !== undefined) patch.description = b.description ?? '';

@@ -147,7 +147,7 @@ describe('openHealthStream', () => {
     const res = w.open();
     w.hub.publish('alice', { type: 'status', connectionId: 'c1', status: 'RECONNECTING', reason: 'disconnect', ts: 6 });
     expect(data(res).at(-1)).toMatchObject({ type: 'status', status: 'RECONNECTING' });
-    const lastId = Number(/id: (\d+)\n/.exec(res.written.at(-1)!)![1]);
+    const lastId = Number(/id: (\d+)\n/.exec(res.written.filter((chunk) => chunk.startsWith('id: ')).at(-1)!)![1]);
     w.hub.publish('alice', { type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'reconnect', ts: 7 });
     const resumed = w.open({ 'last-event-id': String(lastId) });
     expect(data(resumed)).toEqual([{ type: 'status', connectionId: 'c1', status: 'CONNECTED', reason: 'reconnect', ts: 7 }]);

@@ -49,6 +49,16 @@ describe('strategies', () => {
     }
   });
 
+  it('refuses a market strategy with one leg at a price and the other in ticks (every alert would be refused); a limit one, or the same kind of legs, is taken (new-user probe)', async () => {
+    const mixed = { name: 'm', symbol: 'ES', takeProfit: { ticks: 8 }, stopLoss: { price: 4000 } };
+    expect(await callError(w, 'POST', '/strategies', { userId: w.a.userId, body: mixed })).toMatchObject({ code: 'VALIDATION_FAILED', extensions: { errors: [{ path: 'stopLoss' }] } });
+    const limit = await call(w, 'POST', '/strategies', { userId: w.a.userId, body: { ...mixed, orderType: 'limit' } });
+    expect(limit.status).toBe(201);
+    // Made a market one later: refused the same way.
+    expect(await callError(w, 'PATCH', '/strategies/:id', { userId: w.a.userId, params: { id: (limit.body as { id: string }).id }, body: { orderType: 'market' } })).toMatchObject({ code: 'VALIDATION_FAILED' });
+    expect((await call(w, 'POST', '/strategies', { userId: w.a.userId, body: { ...mixed, stopLoss: { ticks: 4 } } })).status).toBe(201);
+  });
+
   it('refuses an unresolvable symbol with UNKNOWN_SYMBOL', async () => {
     expect((await callError(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'x', symbol: 'NOPE' } })).code).toBe('UNKNOWN_SYMBOL');
   });

@@ -57,14 +57,20 @@ const alertError = async (body: unknown) => {
 
 describe('POST /webhooks/:token orders', () => {
   it('places a TradingView-style alert (aliases, numeric strings) on the bound account within the webhook deadline', async () => {
-    const res = await alert({ action: 'long', ticker: 'ES1!', contracts: '2', price: '5001.37', takeProfit: 5011.25, stopLoss: { ticks: '20' }, comment: 'x' });
+    const res = await alert({ action: 'long', ticker: 'ES1!', contracts: '2', price: '5001.37', takeProfit: { ticks: '40' }, stopLoss: { ticks: '20' }, comment: 'x' });
     expect(res.status).toBe(201);
     const body = webhookResponseSchema.parse(res.body);
     expect(body).toMatchObject({ accepted: true, action: 'buy', accountId: '101', order: { symbol: 'ESZ6', requestedSymbol: 'ES1!' } });
     expect(body.warnings).toEqual(["unknown field 'comment' ignored", 'price ignored for market orders']);
     const sent = w.gateway.calls[0]!;
     expect(sent.timeoutMs).toBe(WEBHOOK_BROKER_TIMEOUT_MS);
-    expect(sent.req).toMatchObject({ side: 'buy', qty: 2, orderType: 'market', price: null, takeProfit: { price: 5011.25 }, stopLoss: { offsetPoints: 5 } });
+    expect(sent.req).toMatchObject({ side: 'buy', qty: 2, orderType: 'market', price: null, takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } });
+  });
+
+  it('a market entry with one leg at a price and the other in ticks is refused before anything is sent, naming the fixed leg (new-user probe: the dry run accepted it, the broker call refused it)', async () => {
+    const err = await alertError({ action: 'buy', ticker: 'ES1!', contracts: 1, takeProfit: 5011.25, stopLoss: { ticks: 20 } });
+    expect(err).toMatchObject({ code: 'VALIDATION_FAILED', extensions: { errors: [{ path: 'takeProfit', message: expect.stringContaining('both legs as prices or both in ticks') }] } });
+    expect(w.gateway.calls).toEqual([]);
   });
 
   it('dedupes by the payload id: the clOrdId comes from (user, id)', async () => {
