@@ -4,7 +4,7 @@
  * nothing), lock bodies and the guards view. Shared by the routes and `/api-docs`.
  */
 import { z } from 'zod';
-import { MAX_ORDER_QTY } from '../domain/orders.js';
+import { ORDER_QTY_CEILING } from '../domain/orders.js';
 import { getProduct, listProducts } from '../domain/products.js';
 import { PLAIN_TEXT, PLAIN_TEXT_MESSAGE } from '../domain/plain-text.js';
 import { isTimeZone, parseClock, WEEKDAYS, type Weekday } from '../domain/trading-time.js';
@@ -13,7 +13,7 @@ import { CME_DAY } from '../domain/trading-time.js';
 /** At most this many windows may cover one weekday. */
 export const MAX_WINDOWS_PER_DAY = 8;
 
-const contracts = z.number().max(MAX_ORDER_QTY).int().min(0);
+const contracts = z.number().max(ORDER_QTY_CEILING).int().min(0);
 const money = z.number().finite().positive().max(1_000_000_000);
 const clock = z
   .string()

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import { PROBLEMS, problemType, type ProblemCode } from '../domain/problems.js';
 import { GUARD_NAMES } from '../domain/guards.js';
+import { MAX_ORDER_QTY, ORDER_QTY_CEILING } from '../domain/orders.js';
 import { WWW_AUTHENTICATE } from './respond.js';
 import { buildGuide, type GuideSection } from './openapi-guide.js';
 import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
@@ -17,7 +18,7 @@ import { SESSION_COOKIE } from './session-auth.js';
 type Json = Record<string, unknown>;
 
 export interface OpenApiOptions {
-  config: Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes' | 'reconnectMinIntervalS'>;
+  config: Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes' | 'reconnectMinIntervalS'> & Partial<Pick<Config, 'orderQtyMax'>>;
   version?: string;
 }
 
@@ -72,7 +73,7 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
   paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } }, default: DEFAULT_RESPONSE } } };
   paths['/api-docs/openapi.json'] = { get: { ...root, operationId: 'openApi', summary: 'This documentation as OpenAPI 3.1 JSON', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } }, default: DEFAULT_RESPONSE } } };
 
-  return {
+  return portable({
     openapi: '3.1.0',
     info: {
       title: 'tradegate API',
@@ -111,7 +112,34 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
     },
     'x-problem-codes': Object.entries(PROBLEMS).map(([code, p]) => ({ code, status: p.status, title: p.title, type: problemType(code as keyof typeof PROBLEMS) })),
     'x-guide': guide,
-  };
+  }, options.config.orderQtyMax ?? MAX_ORDER_QTY) as OpenApiDocument;
+}
+
+/** Quantity fields (orders, strategies, guards): validated up to the ceiling, bounded by ORDER_QTY_MAX. */
+const QTY_FIELDS = new Set(['qty', 'maxOrderQty', 'maxPositionPerContract', 'maxPositionTotal']);
+
+/**
+ * The document as other tools can read it: quantity maxima say this service's ORDER_QTY_MAX (the
+ * schemas take up to the ceiling; the configured limit is checked after them), and the plain-text
+ * rule of names (a JavaScript `u`-mode pattern: `\p{…}`, `\u{…}`, which Python's re and ajv without
+ * `unicodeRegExp` cannot compile: client probe) is said in words instead of as a `pattern`.
+ */
+function portable(node: unknown, qtyMax: number, key?: string): unknown {
+  if (Array.isArray(node)) return node.map((x) => portable(x, qtyMax));
+  if (!node || typeof node !== 'object') return node;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node as Json)) {
+    if (k === 'properties' && v && typeof v === 'object') {
+      out[k] = Object.fromEntries(Object.entries(v as Json).map(([name, schema]) => [name, portable(schema, qtyMax, name)]));
+    } else out[k] = portable(v, qtyMax);
+  }
+  if (typeof out['pattern'] === 'string' && /\\[pPu]\{/.test(out['pattern'])) {
+    delete out['pattern'];
+    const rule = 'Plain text: no control, invisible or bidirectional-override characters, no unpaired surrogates, and something to see.';
+    out['description'] = typeof out['description'] === 'string' ? `${out['description']}. ${rule}` : rule;
+  }
+  if (key !== undefined && QTY_FIELDS.has(key) && out['maximum'] === ORDER_QTY_CEILING) out['maximum'] = qtyMax;
+  return out;
 }
 
 function operation(route: RouteDef<any, any>): Json {

@@ -5,7 +5,7 @@
  * (a typo such as `stopLos`) is a 400, never silently ignored.
  */
 import { z } from 'zod';
-import { MAX_ORDER_QTY } from '../domain/orders.js';
+import { ORDER_QTY_CEILING } from '../domain/orders.js';
 import { PLAIN_LINES, PLAIN_LINES_MESSAGE, PLAIN_TEXT, PLAIN_TEXT_MESSAGE } from '../domain/plain-text.js';
 import { WEBHOOK_FIELD_ALIASES, type WebhookField } from './webhook-payload.js';
 import { guardNarrowingSchema } from './guard-schemas.js';
@@ -19,7 +19,8 @@ export const trimmedLabel = (max: number) => z.string().trim().min(1).max(max).r
 const isoTime = z.string().describe('ISO-8601 UTC time');
 const price = z.number().finite().positive();
 // The bound first: 1e308 is refused as over the limit, not as past the safe integers.
-const qty = z.number().max(MAX_ORDER_QTY).int().positive();
+// Up to the ceiling ORDER_QTY_MAX may be set to; the configured limit is the planner's (400 naming it).
+const qty = z.number().max(ORDER_QTY_CEILING).int().positive();
 
 export const sideSchema = z.enum(['buy', 'sell']);
 export const orderTypeSchema = z.enum(['market', 'limit', 'stop', 'stop_limit']);
@@ -51,7 +52,12 @@ export const placeOrderBodySchema = z.strictObject({
   timeInForce: timeInForceSchema.optional().describe('Default day'),
   takeProfit: bracketLegSchema.nullable().optional(),
   stopLoss: bracketLegSchema.nullable().optional(),
-  clientOrderId: label(64).nullable().optional().describe('Your own label, echoed back; not a dedupe key (use Idempotency-Key)'),
+  clientOrderId: label(64)
+    // Carried in the broker's 64-unit `text` field (what survives a restart): an emoji takes two (client probe: cut mid-character).
+    .refine((s) => s.length <= 64, 'at most 64 UTF-16 code units (the broker’s text field): characters outside the Basic Multilingual Plane, such as emoji, count as two')
+    .nullable()
+    .optional()
+    .describe('Your own label, echoed back; not a dedupe key (use Idempotency-Key). At most 64 UTF-16 code units (emoji count as two)'),
 });
 export type PlaceOrderBody = z.output<typeof placeOrderBodySchema>;
 

@@ -52,7 +52,7 @@ export function placeOrderBody(req: NewOrder, account: AccountRef): Record<strin
     orderType: ORDER_TYPE_TO_BROKER[req.orderType],
     ...priceFields(req.orderType, req.price, req.stopPrice),
     timeInForce: TIF_TO_BROKER[req.timeInForce],
-    ...(req.clientOrderId ? { text: req.clientOrderId.slice(0, 64) } : {}),
+    ...(req.clientOrderId ? { text: brokerText(req.clientOrderId) } : {}),
     isAutomated: true,
   };
 }
@@ -173,4 +173,11 @@ export function checkAnswer(endpoint: string, d: unknown): Record<string, unknow
     throw new AppError('BROKER_REJECTED', `broker rejected ${endpoint}: ${brokerReason}`, { brokerReason });
   }
   return body;
+}
+
+/** The broker's `text` (64 UTF-16 units), never cut inside a surrogate pair (the API refuses longer labels; this is a backstop). */
+export function brokerText(label: string): string {
+  if (label.length <= 64) return label;
+  const cut = label.slice(0, 64);
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, 63) : cut;
 }

@@ -75,7 +75,9 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       refuseNarrowedKey(ctx.auth, 'add connections');
       const paper = deps.paper;
-      if (!paper) throw new AppError('BROKER_UNAVAILABLE', 'No embedded paper broker: start the service with --paper');
+      // A standing state of this service, not a moment: 409 with no Retry-After (a 503 with
+      // Retry-After: 1 had clients retrying it every second for good: client probe).
+      if (!paper) throw new AppError('CONFLICT', 'No embedded paper broker: this service runs without --paper (a cluster node never has one); add Tradovate connections with POST /connections/tradovate or `tradegate connections add`');
       const suffix = randomBase62(8).toLowerCase();
       // Account names are unique across the paper broker: the default one is named after the login.
       const accounts = (ctx.req.body?.accounts ?? [{ name: `PAPER-${suffix.toUpperCase()}` }]).map((a) => a.name);

@@ -283,3 +283,25 @@ describe('the served document lists the hardening routes and codes', () => {
     }
   });
 });
+
+describe('portable to other tools (client probe)', () => {
+  const real = buildOpenApiDocument(buildRoutes({} as RouteDeps), { config });
+  const all = JSON.stringify(real);
+  it('carries no JavaScript-only regex syntax (\\p{…}, \\u{…}): Python re and ajv without unicodeRegExp could not compile the name patterns', () => {
+    const patterns: string[] = [];
+    const walk = (n: unknown): void => {
+      if (Array.isArray(n)) n.forEach(walk);
+      else if (n && typeof n === 'object') for (const [k, v] of Object.entries(n)) k === 'pattern' && typeof v === 'string' ? patterns.push(v) : walk(v);
+    };
+    walk(real);
+    expect(patterns.filter((p) => /\\[pPu]\{/.test(p))).toEqual([]);
+    expect(all).toContain('Plain text: no control, invisible or bidirectional-override characters');
+  });
+
+  it('says the configured ORDER_QTY_MAX as the maximum of every quantity', () => {
+    const qtyMaxima = (d: unknown): number[] => [...JSON.stringify(d).matchAll(/"(?:qty|maxOrderQty|maxPositionPerContract|maxPositionTotal)":\{[^{}]*"maximum":(\d+)/g)].map((m) => Number(m[1]));
+    expect(new Set(qtyMaxima(real))).toEqual(new Set([10_000]));
+    const raised = buildOpenApiDocument(buildRoutes({} as RouteDeps), { config: configSchema.parse({ orderQtyMax: 20_000 }) });
+    expect(new Set(qtyMaxima(raised))).toEqual(new Set([20_000]));
+  });
+});

@@ -29,10 +29,23 @@ describe('integer query parameters', () => {
 
 describe('order quantities', () => {
   it('a huge quantity is refused as over the limit first, not as past the safe integers', () => {
-    for (const qty of [1e308, 2 ** 53, 10_001]) {
+    for (const qty of [1e308, 2 ** 53, 1_000_001]) {
       const r = placeOrderBodySchema.safeParse({ symbol: 'ES', side: 'buy', qty });
       expect(r.success).toBe(false);
-      expect(r.error!.issues[0]!.message, String(qty)).toMatch(/<=10000$/);
+      expect(r.error!.issues[0]!.message, String(qty)).toMatch(/<=1000000$/);
     }
+    // Up to the ceiling ORDER_QTY_MAX may be raised to: the configured limit is the planner's (an
+    // ORDER_QTY_MAX of 20,000 refused 15,000 here: new-user probe).
+    expect(placeOrderBodySchema.safeParse({ symbol: 'ES', side: 'buy', qty: 15_000 }).success).toBe(true);
+  });
+});
+
+describe('clientOrderId', () => {
+  it('is refused past 64 UTF-16 units, the broker text field it survives a restart in (client probe: 41 emoji were cut mid-character and read back with a lone surrogate)', () => {
+    const ok = placeOrderBodySchema.safeParse({ symbol: 'ES', side: 'buy', qty: 1, clientOrderId: `a${'😀'.repeat(31)}` });
+    expect(ok.success).toBe(true);
+    const long = placeOrderBodySchema.safeParse({ symbol: 'ES', side: 'buy', qty: 1, clientOrderId: `a${'😀'.repeat(40)}` });
+    expect(long.success).toBe(false);
+    expect(long.error!.issues[0]).toMatchObject({ path: ['clientOrderId'], message: expect.stringContaining('emoji, count as two') });
   });
 });

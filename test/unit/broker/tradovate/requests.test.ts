@@ -1,5 +1,6 @@
 import { expect, test } from 'vitest';
 import {
+  brokerText,
   cancelOrderBody,
   checkAnswer,
   liquidatePositionBody,
@@ -92,4 +93,10 @@ test('a 200 answer carrying failureReason or errorText is BROKER_REJECTED with t
   expect(err.code).toBe('BROKER_REJECTED');
   expect(err.extensions.brokerReason).toBe('RiskRejected: max position');
   expect(() => checkAnswer('cancelorder', { errorText: 'Order not found' })).toThrow(/cancelorder: Order not found/);
+});
+
+test('the broker text is never cut inside a surrogate pair', () => {
+  expect(brokerText(`a${'😀'.repeat(40)}`)).toBe(`a${'😀'.repeat(31)}`);
+  expect(brokerText('x'.repeat(70))).toBe('x'.repeat(64));
+  expect(brokerText('me')).toBe('me');
 });

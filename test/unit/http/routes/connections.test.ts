@@ -57,8 +57,10 @@ describe('connections', () => {
     expect(JSON.stringify(res.body)).not.toContain(opened[0]!.password);
   });
 
-  it('refuses to add a paper connection when no paper broker runs', async () => {
-    expect((await callError(w, 'POST', '/connections', { userId: w.a.userId, body: {} })).code).toBe('BROKER_UNAVAILABLE');
+  it('refuses to add a paper connection when no paper broker runs: 409, no Retry-After (a standing state: a 503 with Retry-After 1 had clients retrying every second for good)', async () => {
+    const err = await callError(w, 'POST', '/connections', { userId: w.a.userId, body: {} });
+    expect(err).toMatchObject({ code: 'CONFLICT', status: 409 });
+    expect(err.retryAfterSeconds).toBeUndefined();
   });
 });
 
