@@ -68,7 +68,7 @@ function gapMessage(lastId: string, ts: number): GapMessage {
     ts,
     detail:
       'messages after this Last-Event-ID are no longer kept (a client far behind, or a service restart): the snapshots give every ' +
-      'connection’s status now; guard actions in between are not repeated (GET …/guards and the orders show the state), bracket alerts of the last 15 minutes are',
+      'connection’s status now; guard actions in between are not repeated (GET …/guards and the orders show the state); the bracket alerts this process raised in the last 15 minutes are sent again (those from before a restart are not; on connecting, the actors report again every position whose bracket legs have all ended)',
   };
 }
 

@@ -201,7 +201,8 @@ export class GuardKeeper {
           // stays owed, and runs again every tick until it is done.
           state.owed = owing(state.owed, 'kill_switch', detail);
           if (state.lock?.guard === 'kill_switch' && !state.lock.flattenOwed) state.lock = { ...state.lock, flattenOwed: true };
-          this.emit(accountId, 'kill_switch', 'flattened', `${summary(result)}; ${notClosed(result) ? NOT_CLOSED_RETRY : UNKNOWN_PENDING}`, state.lock);
+          // A position not closed is a failed flatten, said as one (fault probe: 'flattened' for it).
+          this.emit(accountId, 'kill_switch', notClosed(result) ? 'flatten-failed' : 'flattened', `${summary(result)}; ${notClosed(result) ? NOT_CLOSED_RETRY : UNKNOWN_PENDING}`, state.lock);
         } else {
           state.owed = null;
           this.emit(accountId, 'kill_switch', 'flattened', summary(result), this.settleOwed(state));
@@ -361,7 +362,7 @@ export class GuardKeeper {
         if (outstandingOrders(this.ctx, accountId) > 0 || notClosed(result)) {
           // Still owed (see lock): said once, done for good when the last such order is known
           // and every position is closed.
-          if (firstTry) this.emit(accountId, guard, 'flattened', `${detail}: ${summary(result)}; ${notClosed(result) ? NOT_CLOSED_RETRY : UNKNOWN_PENDING}`);
+          if (firstTry) this.emit(accountId, guard, notClosed(result) ? 'flatten-failed' : 'flattened', `${detail}: ${summary(result)}; ${notClosed(result) ? NOT_CLOSED_RETRY : UNKNOWN_PENDING}`);
           return;
         }
         state.owed = null;

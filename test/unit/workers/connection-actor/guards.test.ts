@@ -297,8 +297,8 @@ describe('kill switch', () => {
     position(2);
     broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'UnknownReason', failureText: 'market closed' });
     await keeper.lock(ACCOUNT, true);
-    // A failed liquidation is not a flatten done: it is said, and owed (run again every tick).
-    expect(guardEvents().at(-1)).toMatchObject({ action: 'flattened', detail: 'cancelled 0 orders, ESZ6 failed; a position was not closed: flattening again every second until it is' });
+    // A failed liquidation is not a flatten done: it is said as a failure (fault probe: 'flattened'), and owed (run again every tick).
+    expect(guardEvents().at(-1)).toMatchObject({ action: 'flatten-failed', detail: 'cancelled 0 orders, ESZ6 failed; a position was not closed: flattening again every second until it is' });
     expect(keeper.status(ACCOUNT).lock).toMatchObject({ flattenOwed: true });
   });
 
@@ -757,12 +757,12 @@ describe('daily loss limit and profit target', () => {
     broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'UnknownReason', failureText: 'market closed' });
     await keeper.lock(ACCOUNT, false);
     keeper.pnl.mark(CONTRACT, 4990);
-    expect((await event('flattened', 'daily_loss')).detail).toMatch(/ESZ6 failed; a position was not closed: flattening again every second until it is$/);
+    expect((await event('flatten-failed', 'daily_loss')).detail).toMatch(/ESZ6 failed; a position was not closed: flattening again every second until it is$/);
     await settle();
     keeper.pnl.mark(CONTRACT, 4980);
     keeper.tick();
     await settle();
-    expect(guardEvents().filter((e) => e.action === 'flattened')).toHaveLength(1);
+    expect(guardEvents().filter((e) => e.guard === 'daily_loss' && (e.action === 'flattened' || e.action === 'flatten-failed'))).toHaveLength(1);
   });
 
   it('a guard flatten that fails is reported once, retried on each tick, and reported again when it goes through', async () => {
@@ -787,9 +787,9 @@ describe('daily loss limit and profit target', () => {
     // The liquidation times out (the broker never carries it out).
     broker.timeOut('order/liquidateposition');
     keeper.pnl.mark(CONTRACT, 4990);
-    await expect.poll(() => guardEvents().some((e) => e.action === 'flattened')).toBe(true);
+    await expect.poll(() => guardEvents().some((e) => e.action === 'flatten-failed')).toBe(true);
     await settle();
-    expect(guardEvents().find((e) => e.action === 'flattened')!.detail).toMatch(/a position was not closed: flattening again every second until it is$/);
+    expect(guardEvents().find((e) => e.action === 'flatten-failed')!.detail).toMatch(/a position was not closed: flattening again every second until it is$/);
     expect(keeper.status(ACCOUNT).lock).toMatchObject({ guard: 'daily_loss', flattenOwed: true });
     keeper.tick();
     await expect.poll(() => broker.bodies('order/liquidateposition').length).toBe(2);
