@@ -14,7 +14,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   serve: {
     summary: 'run the HTTP/SSE service (add --paper for the embedded paper broker, --cluster for a cluster node)',
     usage:
-      'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--trust-proxy LIST] [--log-level L] [--cluster nats://host:4222[,…] [--node-id NAME]]',
+      'tradegate serve [--paper] [--port P] [--host H] [--data-dir D] [--paper-port P] [--base-url URL] [--trust-proxy LIST] [--log-level L] [--metrics-port P] [--cluster nats://host:4222[,…] [--node-id NAME]]',
   },
   sim: {
     summary: 'run the paper broker (Tradovate protocol simulator) standalone',
@@ -22,12 +22,12 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
   users: {
     summary: 'manage users',
-    usage: 'tradegate users add <name> [--password-stdin] | tradegate users list   [--data-dir D | --cluster nats://…]',
+    usage: 'tradegate users add <name> [--password-stdin] [--json] | users list [--json]   [--data-dir D | --cluster nats://…]',
   },
   keys: {
     summary: 'manage API keys (a key is shown once, at creation)',
     usage:
-      'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U | keys revoke <id>   [--data-dir D | --cluster nats://…]',
+      'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U [--json] | keys revoke <id>   [--data-dir D | --cluster nats://…]',
   },
   connections: {
     summary: 'manage broker connections',
@@ -40,7 +40,7 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
   bench: {
     summary: 'measure latency and throughput under the rate limit (see README "Performance")',
-    usage: 'tradegate bench [orders|webhooks|sse|reads|actors|cluster] [--quick] [--keys K] [--out DIR]',
+    usage: 'tradegate bench [orders|webhooks|sse|reads|actors|cluster] [--quick] [--profile] [--keys K] [--out DIR]',
   },
 };
 

@@ -118,6 +118,8 @@ function banner(config: Config, url: string, paperUrl: string | undefined, webBu
   const lines = [`listening ${url}`, `  web app:      ${url}/${webBuilt ? '' : '  (not built: run npm run build)'}`, `  API docs:     ${url}/api-docs`];
   if (metricsUrl) lines.push(`  metrics:      ${metricsUrl}`);
   if (config.baseUrl) lines.push(`  public URL:   ${config.baseUrl}`);
+  // Listening on every interface (the container image does), the URL above names no reachable host.
+  else if (/^https?:\/\/(0\.0\.0\.0|\[::\])(:|\/|$)/.test(url)) lines.push(`  warning:      no --base-url (TRADEGATE_BASE_URL): webhook URLs will name ${url}, which TradingView cannot reach`);
   if (paperUrl) lines.push(`  paper broker: ${paperUrl}`);
   lines.push(`  data:         ${config.dataDir}`);
   return `${lines.join('\n')}\n`;
