@@ -18,6 +18,10 @@ import { addressKey } from './client-address.js';
 
 /** The cookie that carries the session id. */
 export const SESSION_COOKIE = 'tg_session';
+/** The device cookie of a browser that signed its user in (store/device-tokens.ts). */
+export const DEVICE_COOKIE = 'tg_device';
+/** How long a device cookie lets its browser past a name locked by failures from elsewhere. */
+export const DEVICE_COOKIE_MS = 30 * 24 * 3_600_000;
 /** The header every session write carries. */
 export const CSRF_HEADER = 'x-csrf-token';
 
@@ -81,6 +85,10 @@ export interface WebSessions {
   cookie(secret: string, headers: Readonly<Record<string, string>>): string;
   /** `Set-Cookie` that deletes the session cookie. */
   clearCookie(headers: Readonly<Record<string, string>>): string;
+  /** The device token from the request's cookie. */
+  deviceOf(headers: Readonly<Record<string, string>>): string | undefined;
+  /** `Set-Cookie` for a device token. */
+  deviceCookie(token: string, headers: Readonly<Record<string, string>>): string;
 }
 
 /** Builds the session machinery from the config. */
@@ -98,6 +106,8 @@ export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleM
     secretOf,
     cookie: (secret, headers) => `${SESSION_COOKIE}=${secret}; ${attributes(headers)}; Max-Age=${Math.floor(policy.maxAgeMs / 1000)}`,
     clearCookie: (headers) => `${SESSION_COOKIE}=; ${attributes(headers)}; Max-Age=0`,
+    deviceOf: (headers) => readCookie(headers['cookie'], DEVICE_COOKIE),
+    deviceCookie: (token, headers) => `${DEVICE_COOKIE}=${token}; ${attributes(headers)}; Max-Age=${Math.floor(DEVICE_COOKIE_MS / 1000)}`,
     authenticate({ method, headers }) {
       const secret = secretOf(headers);
       if (!secret) return undefined;
@@ -151,7 +161,8 @@ const KNOWN_ADDRESSES_PER_NAME = 8;
  * addressKey gives them (an IPv6 client by its /64). Each address has at most
  * SIGN_IN_PENDING_PER_ADDRESS checks running or queued, so one client cannot keep the queue
  * full for everyone. A name locked by failures stops sign-ins for it from anywhere except the
- * addresses it was recently signed in from: guessing from elsewhere cannot lock its owner out.
+ * addresses it was recently signed in from and browsers holding its device cookie (sealed, so it
+ * outlives a restart and works from any address): guessing from elsewhere cannot lock its owner out.
  */
 export class SignInThrottle {
   private readonly byAddress = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS);
@@ -169,17 +180,17 @@ export class SignInThrottle {
    * Runs one password check unless the address or the name is locked out (RATE_LIMITED) or
    * too many checks are running; counts a failure when `check` resolves false.
    */
-  async attempt<T>(clientAddress: string, name: string, check: () => Promise<T | null>): Promise<T | null> {
+  async attempt<T>(clientAddress: string, name: string, check: () => Promise<T | null>, trustedDevice = false): Promise<T | null> {
     const nameKey = name.toLowerCase();
     const address = addressKey(clientAddress);
-    this.refuseIfLocked(address, nameKey);
+    this.refuseIfLocked(address, nameKey, trustedDevice);
     const many = this.attemptsByAddress.isExhausted(address, this.clock());
     if (many) throw new AppError('RATE_LIMITED', 'Too many sign-ins from this address; wait before trying again', {}, many.retryAfterSeconds);
     const mine = this.pending.get(address) ?? 0;
     if (mine >= SIGN_IN_PENDING_PER_ADDRESS) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once from this address; retry in a moment', {}, 1);
     // An address the name was signed in from goes ahead of the queue, full or not: a flood from
     // many other addresses cannot keep a user out from where they usually sign in.
-    const known = this.knows(nameKey, address, this.clock());
+    const known = trustedDevice || this.knows(nameKey, address, this.clock());
     if (!known && this.checking >= SIGN_IN_CONCURRENCY && this.waiting.length >= SIGN_IN_QUEUE) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
     this.attemptsByAddress.hit(address, this.clock());
     this.pending.set(address, mine + 1);
@@ -192,7 +203,7 @@ export class SignInThrottle {
       }
       try {
         // Failures counted while this attempt waited may have locked it out meanwhile.
-        this.refuseIfLocked(address, nameKey);
+        this.refuseIfLocked(address, nameKey, trustedDevice);
         const result = await check();
         const at = this.clock();
         if (result === null) {
@@ -214,9 +225,9 @@ export class SignInThrottle {
     }
   }
 
-  private refuseIfLocked(address: string, nameKey: string): void {
+  private refuseIfLocked(address: string, nameKey: string, trustedDevice: boolean): void {
     const now = this.clock();
-    const failed = this.byAddress.isExhausted(address, now) ?? (this.knows(nameKey, address, now) ? undefined : this.byName.isExhausted(nameKey, now));
+    const failed = this.byAddress.isExhausted(address, now) ?? (trustedDevice || this.knows(nameKey, address, now) ? undefined : this.byName.isExhausted(nameKey, now));
     if (failed) throw new AppError('RATE_LIMITED', 'Too many failed sign-ins; wait before trying again', {}, failed.retryAfterSeconds);
   }
 

@@ -22,6 +22,7 @@ import { createUserStore, type UserStore } from './users.js';
 import { createWebhookTokenStore, type WebhookTokenStore } from './webhook-tokens.js';
 import { createGuardStore, type GuardStore } from './guards.js';
 import { createBrokerHoldStore, type BrokerHoldStore } from './broker-holds.js';
+import { createDeviceTokens, type DeviceTokens } from './device-tokens.js';
 import { RecordCache } from './record-cache.js';
 
 export type { User } from './users.js';
@@ -62,6 +63,8 @@ export interface Store {
   readonly sessions: SessionStore;
   /** Risk guards and locks per account. */
   readonly guards: GuardStore;
+  /** Sealed device tokens of browsers that signed a user in (sign-in throttling). */
+  readonly devices: DeviceTokens;
   /** Resolves once every write issued so far (including un-awaited ones) is on disk. */
   flushed(): Promise<void>;
   /** Waits for pending writes, then closes the environment. */
@@ -195,6 +198,7 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
     sessions,
     guards: createGuardStore(ctx),
     brokerHolds: createBrokerHoldStore(ctx),
+    devices: createDeviceTokens(sealer, clock),
     dump: () => dumpStore(ctx),
     async flushed() {
       await journal.drain();

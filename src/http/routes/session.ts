@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { AppError } from '../../domain/problems.js';
 import type { SessionRecord, User } from '../../store/index.js';
-import { assertSameOrigin, csrfTokenFor } from '../session-auth.js';
+import { assertSameOrigin, csrfTokenFor, DEVICE_COOKIE_MS } from '../session-auth.js';
 import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { errors, type RouteDeps, webSessions } from './common.js';
 import { MIN_PASSWORD_LENGTH } from '../../store/users.js';
@@ -44,6 +44,8 @@ function sessionBody(user: Pick<User, 'id' | 'name'>, secret: string, record: Se
 }
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
+/** The second Set-Cookie of a sign-in (the device cookie), under a key of another case. */
+const DEVICE_SET_COOKIE = 'set-cookie';
 
 /** Session routes. */
 export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
@@ -60,7 +62,17 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       deps.streams?.closeStreams({ principalId: `session:${id}` }, 'session-ended');
     }
     deps.store.journal.append({ userId: user.id, accountId: null, kind, request: { via: 'session', ip: ctx.req.ip, requestId: ctx.requestId }, outcome: { sessionId: record.id } });
-    return { status, headers: { ...NO_STORE, 'Set-Cookie': web().cookie(secret, ctx.req.headers) }, body: sessionBody(user, secret, record) };
+    const device = deps.store.devices.issue(user.id, DEVICE_COOKIE_MS);
+    // Two cookies: header names are case-insensitive, and two keys write two Set-Cookie lines.
+    const cookies = { 'Set-Cookie': web().cookie(secret, ctx.req.headers), [DEVICE_SET_COOKIE]: web().deviceCookie(device, ctx.req.headers) };
+    return { status, headers: { ...NO_STORE, ...cookies }, body: sessionBody(user, secret, record) };
+  }
+
+  /** Whether the request carries a device cookie issued to the user named `name`. */
+  function trustedDevice(ctx: RouteContext<unknown, unknown>, name: string): boolean {
+    const token = web().deviceOf(ctx.req.headers);
+    const holder = token ? deps.store.devices.holder(token) : undefined;
+    return holder !== undefined && holder === deps.store.users.byName(name)?.id;
   }
 
   /** The signed-in user and their live session (the engine already checked the cookie). */
@@ -90,7 +102,7 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       assertSameOrigin(ctx.req.headers, web().baseUrl);
       const { name, password } = ctx.req.body;
-      const user = await web().throttle.attempt(ctx.req.ip, name, () => deps.store.users.verifyPassword(name, password));
+      const user = await web().throttle.attempt(ctx.req.ip, name, () => deps.store.users.verifyPassword(name, password), trustedDevice(ctx as RouteContext<unknown, unknown>, name));
       if (!user) {
         ctx.log.warn({ ip: ctx.req.ip }, 'sign-in failed');
         throw new AppError('UNAUTHENTICATED', 'Incorrect user name or password');

@@ -24,6 +24,7 @@ import type { StoreDump } from '../dump.js';
 import { importDump, type ImportReport } from './import.js';
 import { createNatsJournal } from './journal.js';
 import { createNatsSessionStore } from './sessions.js';
+import { createDeviceTokens } from '../device-tokens.js';
 import { createNatsGuardStore } from './guards.js';
 import { isWrongRevision, KvMirror } from './kv-mirror.js';
 import { whileStarting } from './startup.js';
@@ -225,6 +226,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     importDump: (dump) => importDump(ctx, idempotencyKv, journal, flushed, dump),
     recordsCurrent: () => mirror.current(),
     guards: createNatsGuardStore(ctx),
+    devices: createDeviceTokens(sealer, clock),
     flushed,
     close() {
       closing ??= (async () => {

@@ -76,7 +76,10 @@ describe('web sessions over HTTP', () => {
 
   it('sets the session cookie HttpOnly, SameSite=Strict, Path=/ (Secure behind an https proxy), and no-store', async () => {
     const r = await http(s.url, 'POST', '/api/v1/session', { body: { name: 'eve', password: EVE_PASSWORD } });
-    expect(r.headers.get('set-cookie')).toMatch(/^tg_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/);
+    const [session, device] = r.headers.getSetCookie();
+    expect(session).toMatch(/^tg_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/);
+    // And the device cookie that lets this browser past a name locked by guesses from elsewhere.
+    expect(device).toMatch(/^tg_device=[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=2592000$/);
     expect(r.headers.get('cache-control')).toBe('no-store');
     const proxied = await http(s.url, 'POST', '/api/v1/session', { body: { name: 'eve', password: EVE_PASSWORD }, headers: { 'x-forwarded-proto': 'https' } });
     expect(proxied.headers.get('set-cookie')).toContain('; Secure');
@@ -184,6 +187,24 @@ describe('web sessions over HTTP', () => {
     expect(blocked.json.code).toBe('RATE_LIMITED');
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await httpFrom('127.0.0.78', s.url, 'POST', '/api/v1/session', { body: { name: 'demo', password: s.login.password } })).status).toBe(200);
+  });
+
+  it('a name locked by failed guesses from elsewhere still signs in from a browser holding its device cookie, from any address (attack probe: the owner was locked out from every new address, and after a restart from every address)', async () => {
+    await cliAt(s.dataDir, ['users', 'add', 'dora', '--password-stdin'], 'dora-password-123\n');
+    const first = await httpFrom('127.0.0.90', s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: 'dora-password-123' } });
+    expect(first.status).toBe(200);
+    const device = first.headers.getSetCookie().find((c) => c.startsWith('tg_device='))?.split(';')[0];
+    expect(device, first.headers.getSetCookie().join(' | ')).toBeDefined();
+    for (let i = 0; i < 5; i++) expect((await httpFrom('127.0.0.91', s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: `guess-${i}` } })).status).toBe(401);
+    const elsewhere = await httpFrom('127.0.0.92', s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: 'dora-password-123' } });
+    expect(elsewhere.status).toBe(429);
+    // Another user's device cookie, or a forged one, does not help.
+    const forged = await httpFrom('127.0.0.92', s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: 'dora-password-123' }, headers: { cookie: 'tg_device=AAAA' } });
+    expect(forged.status).toBe(429);
+    const withDevice = await httpFrom('127.0.0.93', s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: 'dora-password-123' }, headers: { cookie: device! } });
+    expect(withDevice.status, withDevice.text).toBe(200);
+    // The device cookie does not admit a wrong password, and its failures still count for its address.
+    expect((await httpFrom('127.0.0.93', s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: 'wrong' }, headers: { cookie: device! } })).status).toBe(401);
   });
 
   it('a password change ends the user’s other sessions and keeps this browser signed in with a new id', async () => {
