@@ -72,6 +72,7 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
   paths['/readyz'] = { get: { ...root, operationId: 'readyz', summary: 'Readiness', tags: ['service'], security: [], responses: { 200: statusResponse('Accepting requests', 'ready'), 503: problemResponse('Shutting down (SHUTTING_DOWN), or in a cluster this node cannot reach NATS (CLUSTER_UNAVAILABLE): use another node'), default: DEFAULT_RESPONSE } } };
   paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } }, default: DEFAULT_RESPONSE } } };
   paths['/api-docs/openapi.json'] = { get: { ...root, operationId: 'openApi', summary: 'This documentation as OpenAPI 3.1 JSON', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } }, default: DEFAULT_RESPONSE } } };
+  paths['/openapi.json'] = { get: { ...root, operationId: 'openApiAlias', summary: 'The same OpenAPI document, where tools look for it first', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } }, default: DEFAULT_RESPONSE } } };
 
   return portable({
     openapi: '3.1.0',

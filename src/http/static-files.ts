@@ -12,7 +12,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:zlib';
 import { PACKAGE_ROOT } from '../paths.js';
-import type { Reply } from './respond.js';
+import { problemReply, type Reply } from './respond.js';
 
 /** The page paths of the single-page app (its router knows the same list). */
 export const APP_PATHS = ['/', '/sign-in', '/keys', '/signals', '/connections', '/accounts', '/strategies', '/settings'] as const;
@@ -170,7 +170,8 @@ export function loadWebApp(opts: { dir?: string; https?: boolean } = {}): WebApp
       const file = isPage ? files.get('index.html') : path.startsWith('/assets/') ? files.get(path.slice(1)) : undefined;
       if (!isPage && !file) return mistyped(method, path, headers);
       if (method !== 'GET' && method !== 'HEAD') {
-        return { status: 405, headers: { ...secure, Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }, body: 'Method not allowed\n' };
+        // As every other error: a problem with its code (client probe: text/plain here only).
+        return problemReply('METHOD_NOT_ALLOWED', `${method} is not allowed here: the web app's pages take GET and HEAD`, {}, { ...secure, Allow: 'GET, HEAD' });
       }
       if (!file) {
         return { status: 503, headers: { ...secure, 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': '60' }, body: 'The web app is not built: run `npm run build`.\n' };

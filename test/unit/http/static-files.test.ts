@@ -95,7 +95,9 @@ describe('web app files', () => {
 
   it('leaves other paths to the API (undefined) and refuses writes to pages', () => {
     for (const path of ['/api/v1/me', '/assets/missing.js', '/assets/../index.html', '/nope', '/healthz']) expect(app.serve('GET', path, {}), path).toBeUndefined();
-    expect(app.serve('POST', '/', {})).toMatchObject({ status: 405, headers: { Allow: 'GET, HEAD' } });
+    expect(app.serve('POST', '/', {})).toMatchObject({ status: 405, headers: { Allow: 'GET, HEAD', 'Content-Type': 'application/problem+json' } });
+    // A problem like every other error, with its code (client probe: text/plain here only).
+    expect(JSON.parse(String(app.serve('POST', '/accounts', {})!.body))).toMatchObject({ code: 'METHOD_NOT_ALLOWED', status: 405 });
   });
 
   it('a mistyped address opened in a browser gets the app with status 404 (it takes the user home); API paths, assets and other clients keep the JSON 404', () => {
