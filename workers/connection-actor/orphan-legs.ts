@@ -274,6 +274,8 @@ export class OrphanLegs {
       this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: made[0]!.leg.orderId, ts: Date.now(), detail });
       return;
     }
+    // Not beside a sweep of the account: it plans from the legs as they stand.
+    await this.sweeping.get(Number(accountId))?.catch(() => undefined);
     const net = this.ctx.model.netPosition(accountId, coming.symbol);
     const back: string[] = [];
     const short: string[] = [];
