@@ -16,6 +16,8 @@ export interface Reply {
   body?: string | Buffer;
   /** The problem code of an error answer (not sent as such; the idempotency gate reads it). */
   code?: ProblemCode;
+  /** A HEAD of a body with no length (the health stream): no Content-Length is sent. */
+  openEnded?: true;
 }
 
 export const JSON_TYPE = 'application/json';
@@ -216,7 +218,7 @@ export class ResponseHandle {
       }
       if (serverTiming !== undefined && !Object.hasOwn(own, SERVER_TIMING) && !(extra !== undefined && Object.hasOwn(extra, SERVER_TIMING))) res.writeHeader(SERVER_TIMING, serverTiming);
       const noBody = reply.status === 204 || reply.status === 304;
-      if (noBody || this.headOnly) this.endWithoutBody(noBody ? undefined : Buffer.byteLength(reply.body ?? ''), closeConnection);
+      if (noBody || this.headOnly) this.endWithoutBody(noBody || reply.openEnded ? undefined : Buffer.byteLength(reply.body ?? ''), closeConnection);
       else if (reply.body === undefined || reply.body.length === 0) this.res.end(undefined, closeConnection);
       else this.res.end(reply.body, closeConnection);
     });

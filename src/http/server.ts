@@ -224,7 +224,8 @@ class Engine {
       stream: (ex) => {
         if (ex.route !== HEALTH_STREAM_ROUTE || !ex.authd) return false;
         // HEAD: what a GET would start with, and no stream.
-        if (ex.handle.headOnly) ex.handle.send({ status: 200, headers: { ...ex.extra, ...SSE_HEADERS } });
+        // Its GET has no length (client probe: HEAD said Content-Length: 0).
+        if (ex.handle.headOnly) ex.handle.send({ status: 200, headers: { ...ex.extra, ...SSE_HEADERS, 'Transfer-Encoding': 'chunked' }, openEnded: true });
         else openHealthStream(stream, ex.handle, ex.authd.auth, ex.headers, ex.extra, (ex.request?.query as { lastEventId?: string } | undefined)?.lastEventId);
         return true;
       },
