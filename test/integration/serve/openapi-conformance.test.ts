@@ -143,7 +143,7 @@ describe('the OpenAPI document describes the answers', () => {
     const A = '/api/v1';
 
     // Service pages.
-    for (const p of ['/healthz', '/readyz', '/api-docs', '/api-docs/openapi.json']) await call('GET', p);
+    for (const p of ['/healthz', '/readyz', '/api-docs', '/api-docs/openapi.json', '/openapi.json']) await call('GET', p);
 
     // Accounts, orders, positions.
     await call('GET', `${A}/accounts`, { key });
