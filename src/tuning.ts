@@ -198,6 +198,8 @@ export const SERVE = Object.freeze({
   sessionSweepMs: 60_000,
   /** A paper broker worker that died is restarted after this long. */
   paperRestartMs: 1000,
+  /** A second SIGTERM/SIGINT this long after the first stops at once (sooner: the same signal passed on twice, ignored). */
+  repeatSignalForcesMs: 2000,
 });
 
 /**

@@ -146,10 +146,18 @@ function demoBanner(creds: DemoCredentials, accountIds: string[], url: string, d
 /** Waits for SIGTERM or SIGINT. */
 function untilSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
+    let first: number | undefined;
+    // Kept for the whole shutdown: the same signal twice at once (`npm start` passes Ctrl-C or
+    // SIGTERM on to the service, which the terminal or the service manager signalled as well) must
+    // not cut the graceful shutdown short. Another one later is someone asking again: it stops now.
     const on = (sig: NodeJS.Signals) => {
-      process.off('SIGTERM', on);
-      process.off('SIGINT', on);
-      resolve(sig);
+      if (first === undefined) {
+        first = Date.now();
+        resolve(sig);
+      } else if (Date.now() - first > SERVE.repeatSignalForcesMs) {
+        process.stderr.write(`${sig} again during shutdown: stopping now, without finishing it\n`);
+        process.exit(130);
+      }
     };
     process.on('SIGTERM', on);
     process.on('SIGINT', on);
