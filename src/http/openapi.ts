@@ -116,8 +116,8 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
   }, options.config.orderQtyMax ?? MAX_ORDER_QTY) as OpenApiDocument;
 }
 
-/** Quantity fields (orders, strategies, guards): validated up to the ceiling, bounded by ORDER_QTY_MAX. */
-const QTY_FIELDS = new Set(['qty', 'maxOrderQty', 'maxPositionPerContract', 'maxPositionTotal']);
+/** Quantity fields of orders and strategies: validated up to the ceiling, bounded by ORDER_QTY_MAX (guards' limits take up to the ceiling). */
+const QTY_FIELDS = new Set(['qty']);
 
 /**
  * The document as other tools can read it: quantity maxima say this service's ORDER_QTY_MAX (the
@@ -126,13 +126,13 @@ const QTY_FIELDS = new Set(['qty', 'maxOrderQty', 'maxPositionPerContract', 'max
  * `unicodeRegExp` cannot compile: client probe) is said in words instead of as a `pattern`.
  */
 function portable(node: unknown, qtyMax: number, key?: string): unknown {
-  if (Array.isArray(node)) return node.map((x) => portable(x, qtyMax));
+  if (Array.isArray(node)) return node.map((x) => portable(x, qtyMax, key));
   if (!node || typeof node !== 'object') return node;
   const out: Json = {};
   for (const [k, v] of Object.entries(node as Json)) {
     if (k === 'properties' && v && typeof v === 'object') {
       out[k] = Object.fromEntries(Object.entries(v as Json).map(([name, schema]) => [name, portable(schema, qtyMax, name)]));
-    } else out[k] = portable(v, qtyMax);
+    } else out[k] = portable(v, qtyMax, k === 'anyOf' || k === 'oneOf' || k === 'allOf' ? key : undefined);
   }
   if (typeof out['pattern'] === 'string' && /\\[pPu]\{/.test(out['pattern'])) {
     delete out['pattern'];

@@ -138,7 +138,7 @@ export function connectionWithLogin(store: Pick<ConnectionStore, 'listByUser' | 
 export function loginTaken(existing: ConnectionRecord): AppError {
   return new AppError(
     'CONFLICT',
-    `Connection ${existing.id} (${existing.name}) already logs in as this ${existing.broker} ${existing.environment} user: one connection per broker login (a second would list its accounts twice); give that one new credentials or delete it first`,
+    `Connection ${existing.id} (${existing.name}) already logs in as this ${existing.broker === existing.environment ? existing.broker : `${existing.broker} ${existing.environment}`} user: one connection per broker login (a second would list its accounts twice); give that one new credentials or delete it first`,
     { connectionId: existing.id },
   );
 }

@@ -14,7 +14,7 @@ import type { UnknownOutcomes } from './unknown-outcomes.js';
 import type { OwedLeg } from '../../src/domain/guards.js';
 
 /** What the order operations use of the broker connection (tests stand in for it). */
-export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'requireFresh' | 'send' | 'ensureContract' | 'pollAccounts'>;
+export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'requireFresh' | 'send' | 'ensureContract' | 'pollAccounts'> & Partial<Pick<BrokerConnection, 'reauthenticated'>>;
 
 /** Everything an order operation needs from its actor. */
 export interface ActorContext {
@@ -56,7 +56,7 @@ export interface ActorContext {
   /** Exits (order ids) whose room cut a stop-loss leg: cancelled unfilled, they leave the position's stops short (cancel.ts says so). */
   stopsCutBy?: Set<string>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
-  guards?: { admit(req: PlaceOrderRequest): Hold | null };
+  guards?: { admit(req: PlaceOrderRequest): Hold | null; check(req: PlaceOrderRequest): unknown };
   /** Last prices (quotes), to check where a bracket's offset legs land; absent without market data. */
   market?: { lastPrice(contractId: number): Promise<number | undefined> };
 }

@@ -233,12 +233,28 @@ export async function placeOrder(ctx: ActorContext, req: PlaceOrderRequest): Pro
   }
 }
 
+/** Whether the guards would refuse the order now (false when they cannot tell yet: its contract unknown). */
+function refusedNow(ctx: ActorContext, req: PlaceOrderRequest): boolean {
+  try {
+    return (ctx.guards?.check(req) ?? null) !== null;
+  } catch {
+    return false;
+  }
+}
+
 async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<PlaceOrderResult> {
   // An order that arrives while the account is being flattened goes after the flatten: sent in
   // between, the flatten's liquidation would close it too (a strategy's close and its next entry,
   // sent a moment apart, ended flat while both were answered as done).
   const flattening = ctx.flattening.get(req.accountId);
-  if (flattening) await flattening.catch(() => undefined);
+  if (flattening) {
+    // An entry a guard refuses now (the kill switch whose flatten this is) is refused at once:
+    // waiting out a slow flatten first ended in a 504 for an order never sent (re-probe).
+    if (refusedNow(ctx, req)) ctx.guards!.admit(req)?.release();
+    await flattening.catch(() => undefined);
+  }
+  // An order arriving while the connection logs in again (its token died) waits for it.
+  await ctx.conn.reauthenticated?.();
   // Not into a socket gone quiet (two heartbeats missed): its outcome would be unknown (504), not "nothing sent".
   ctx.conn.requireFresh();
   const account = ctx.model.account(req.accountId);

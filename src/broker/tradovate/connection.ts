@@ -463,7 +463,17 @@ export class BrokerConnection {
    * One metered broker request over the socket; non-200 answers become coded errors. `onLate`
    * receives the broker's answer if it comes after BROKER_TIMEOUT (ws-client RequestOptions).
    */
+  /**
+   * While the connection logs in again after its token died (AUTH_EXPIRED, well under a second
+   * on a live broker), waits for it, up to `reauthRetryMs`: a request arriving then is sent once
+   * it is back, not refused (re-probe: orders and alerts arriving in those 50 ms answered 503).
+   */
+  async reauthenticated(): Promise<void> {
+    if (this.statusValue === 'AUTH_EXPIRED') await this.nextConnected(this.tuning.reauthRetryMs);
+  }
+
   async send(endpoint: string, body?: unknown, opts: { kind?: RequestClass; query?: string; onLate?: (answer: LateAnswer) => void; afterReauth?: true } = {}): Promise<unknown> {
+    if (!opts.afterReauth) await this.reauthenticated();
     this.requireConnected();
     this.budget.take(opts.kind ?? 'read');
     try {

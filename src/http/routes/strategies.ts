@@ -43,7 +43,15 @@ function checkSymbol(deps: RouteDeps, symbol: string | null | undefined): void {
 }
 
 /** The strategy's symbol and leg prices as they will be stored: each price one that can trade. */
-function checkLegs(deps: RouteDeps, legs: StrategyLegs): void {
+function checkLegs(deps: RouteDeps, legs: StrategyLegs, qty?: number | null): void {
+  // The schema takes quantities up to the ceiling ORDER_QTY_MAX may be raised to; this service's
+  // limit is the planner's, which every alert of the strategy would meet (re-probe: 20,000 stored,
+  // every alert 400).
+  const max = orderLimits(deps.config).maxQty;
+  if (qty != null && qty > max) {
+    const message = `must be a whole number from 1 to ${max} (ORDER_QTY_MAX)`;
+    throw new AppError('VALIDATION_FAILED', `qty: ${message}`, { errors: [{ path: 'qty', message }] });
+  }
   checkSymbol(deps, legs.symbol);
   checkStrategyLegs(legs, nowOf(deps), orderLimits(deps.config).priceBandFactor);
 }
@@ -88,7 +96,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     async handler(ctx) {
       refuseNarrowedKey(ctx.auth, 'create strategies');
       const b = ctx.req.body;
-      checkLegs(deps, b);
+      checkLegs(deps, b, b.qty);
       const fields: StrategyFields = { name: b.name, description: b.description ?? '' };
       if (b.symbol) fields.symbol = b.symbol;
       if (b.qty) fields.qty = b.qty;
@@ -135,7 +143,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       refuseNarrowedKey(ctx.auth, 'change strategies');
       // A new symbol is checked against the legs kept, new legs against the symbol kept.
       const pick = <K extends keyof StrategyLegs>(k: K): StrategyLegs[K] => (b[k] !== undefined ? b[k] : current[k]);
-      checkLegs(deps, { symbol: pick('symbol'), takeProfit: pick('takeProfit'), stopLoss: pick('stopLoss'), orderType: pick('orderType') });
+      checkLegs(deps, { symbol: pick('symbol'), takeProfit: pick('takeProfit'), stopLoss: pick('stopLoss'), orderType: pick('orderType') }, b.qty);
       const patch: StrategyPatch = {};
       if (b.name !== undefined) patch.name = b.name;
       if (b.description !== undefined) patch.description = b.description ?? '';

@@ -73,11 +73,19 @@ test('an order the broker refuses with 401 (its token died: the session was ende
   await h.nextStatus('CONNECTED');
   const account = String(h.user.accounts[0]!.id);
   await h.control('POST', '/auth/expire', { user: h.user.name });
-  const placed = await h.call({ type: 'place-order', accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4990, timeInForce: 'day', clOrdId: 'after-401' });
-  expect(placed.order.status).toBe('working');
+  // Three at once: the first meets the 401, the others arrive while the connection logs in again
+  // (re-probe: those answered 503 and were lost); each is placed once.
+  const order = (clOrdId: string) => ({ type: 'place-order' as const, accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy' as const, qty: 1, orderType: 'limit' as const, price: 4990, timeInForce: 'day' as const, clOrdId });
+  // The broker answers slowly, so the new login takes a while: orders sent once AUTH_EXPIRED is seen arrive inside it.
+  await h.control('POST', '/faults', { latencyMs: 300 });
+  const first = h.call(order('after-401'));
+  await h.nextStatus('AUTH_EXPIRED');
+  const placed = await Promise.all([first, h.call(order('during-1')), h.call(order('during-2'))]);
+  await h.control('DELETE', '/faults');
+  expect(placed.map((p) => p.order.status)).toEqual(['working', 'working', 'working']);
   expect(h.events.filter((e) => e.type === 'status').map((e) => (e as { status: string }).status)).toEqual(['CONNECTING', 'CONNECTED', 'AUTH_EXPIRED', 'CONNECTED']);
   const orders = (await h.control('GET', '/state')).orders as { clOrdId: string | null }[];
-  expect(orders.filter((o) => o.clOrdId === 'after-401')).toHaveLength(1);
+  for (const id of ['after-401', 'during-1', 'during-2']) expect(orders.filter((o) => o.clOrdId === id), id).toHaveLength(1);
 });
 
 test('bad credentials: FAILED with fatal-error, and the broker sees a bounded number of login attempts', async () => {

@@ -298,8 +298,9 @@ describe('portable to other tools (client probe)', () => {
     expect(all).toContain('Plain text: no control, invisible or bidirectional-override characters');
   });
 
-  it('says the configured ORDER_QTY_MAX as the maximum of every quantity', () => {
-    const qtyMaxima = (d: unknown): number[] => [...JSON.stringify(d).matchAll(/"(?:qty|maxOrderQty|maxPositionPerContract|maxPositionTotal)":\{[^{}]*"maximum":(\d+)/g)].map((m) => Number(m[1]));
+  it('says the configured ORDER_QTY_MAX as the maximum of every order and strategy quantity', () => {
+    // Nullable ones too (strategies: an anyOf of the number and null; re-probe).
+    const qtyMaxima = (d: unknown): number[] => [...JSON.stringify(d).matchAll(/"qty":\{(?:"anyOf":\[\{)?[^{}]*"maximum":(\d+)/g)].map((m) => Number(m[1]));
     expect(new Set(qtyMaxima(real))).toEqual(new Set([10_000]));
     const raised = buildOpenApiDocument(buildRoutes({} as RouteDeps), { config: configSchema.parse({ orderQtyMax: 20_000 }) });
     expect(new Set(qtyMaxima(raised))).toEqual(new Set([20_000]));

@@ -59,6 +59,13 @@ describe('strategies', () => {
     expect((await call(w, 'POST', '/strategies', { userId: w.a.userId, body: { ...mixed, stopLoss: { ticks: 4 } } })).status).toBe(201);
   });
 
+  it('refuses a qty over ORDER_QTY_MAX, on create and patch (re-probe: 20,000 was stored, and every alert of the strategy was 400)', async () => {
+    expect(await callError(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'big', qty: 20_000 } })).toMatchObject({ code: 'VALIDATION_FAILED', extensions: { errors: [{ path: 'qty' }] } });
+    const made = await call(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'ok', qty: 10_000 } });
+    expect(made.status).toBe(201);
+    expect(await callError(w, 'PATCH', '/strategies/:id', { userId: w.a.userId, params: { id: (made.body as { id: string }).id }, body: { qty: 10_001 } })).toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+
   it('refuses an unresolvable symbol with UNKNOWN_SYMBOL', async () => {
     expect((await callError(w, 'POST', '/strategies', { userId: w.a.userId, body: { name: 'x', symbol: 'NOPE' } })).code).toBe('UNKNOWN_SYMBOL');
   });

@@ -781,6 +781,21 @@ describe('daily loss limit and profit target', () => {
     expect(await event('flattened')).toMatchObject({ guard: 'daily_loss', detail: `${detail}: cancelled 0 orders, ESZ6 liquidated (1)` });
   });
 
+  it('an entry sent while the kill switch’s flatten is still running is refused at once, not after the flatten (re-probe: a slow broker made it a 504 for an order never sent)', async () => {
+    const { broker, keeper, ctx, position } = setup({});
+    position(1);
+    await ctx.conn.ensureContract({ name: 'ESZ6' });
+    const held = broker.hold('order/liquidateposition');
+    const locking = keeper.lock(ACCOUNT, true);
+    await held.reached;
+    const t0 = Date.now();
+    const refused = await rejected(placeOrder(ctx, newOrder()));
+    expect(refused).toMatchObject({ code: 'RISK_GUARD', extensions: { guard: 'kill_switch' } });
+    expect(Date.now() - t0).toBeLessThan(500);
+    held.release();
+    await locking;
+  });
+
   it('a flatten whose liquidation failed is not done: the lock keeps owing it, and it runs again until the position is closed', async () => {
     const { broker, keeper, guardEvents, settle, position } = setup({ dailyLossLimit: 100 });
     position(1);
