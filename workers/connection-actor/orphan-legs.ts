@@ -266,11 +266,12 @@ export class OrphanLegs {
    */
   async undoRoom(accountId: string, coming: ComingExit, why: string, outcomeUnknown: boolean): Promise<void> {
     const made = this.roomMade.get(coming) ?? [];
-    this.roomMade.delete(coming);
+    // Kept while the outcome is unknown: undone (or dropped) once it is known.
+    if (!outcomeUnknown) this.roomMade.delete(coming);
     if (made.length === 0) return;
     const exit = `${coming.side} ${coming.qty} ${coming.symbol} (${coming.type})`;
     if (outcomeUnknown) {
-      const detail = `the exit ${exit} the legs were cut for may not have reached the broker (${why}): they stay cut until its outcome is known (${made.map((m) => `${m.leg.role} ${m.leg.orderId} at ${m.to}`).join(', ')}); if it was not placed, protect the rest of the position or close it`;
+      const detail = `the exit ${exit} the legs were cut for may not have reached the broker (${why}): they stay cut until its outcome is known (${made.map((m) => `${m.leg.role} ${m.leg.orderId} at ${m.to}`).join(', ')}), and are sized back then if it was not placed`;
       this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: made[0]!.leg.orderId, ts: Date.now(), detail });
       return;
     }

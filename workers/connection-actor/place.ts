@@ -233,6 +233,19 @@ export async function placeOrder(ctx: ActorContext, req: PlaceOrderRequest): Pro
   }
 }
 
+/** The room made for an exit that failed: undone now, or once its unknown outcome says it was not placed. */
+function undoRoomFor(ctx: ActorContext, req: PlaceOrderRequest, coming: ComingExit, err: unknown, timedOut: boolean): void {
+  const failed = (why: string, outcomeUnknown: boolean) =>
+    ctx.roomUsed?.(req.accountId, coming, { why, outcomeUnknown }).catch((e: unknown) => ctx.logger.error({ err: e, accountId: req.accountId }, 'room for a failed exit not undone'));
+  const why = err instanceof AppError ? `${err.code}: ${err.message}` : String(err);
+  void failed(why, timedOut);
+  if (!timedOut) return;
+  void ctx.unknown.whenKnown(placementKey(req.accountId, req.clOrdId))?.then((outcome) => {
+    if (outcome.orderId !== null || outcome.how === 'expired') return void ctx.roomUsed?.(req.accountId, coming);
+    return failed(`it timed out, and the broker has not placed it (${outcome.how})`, false);
+  });
+}
+
 /** Whether the guards would refuse the order now (false when they cannot tell yet: its contract unknown). */
 function refusedNow(ctx: ActorContext, req: PlaceOrderRequest): boolean {
   try {
@@ -295,20 +308,20 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     reducing?.release();
     return result;
   } catch (err) {
-    // Legs cut for an exit that was not placed are sized back (or, its outcome unknown, said to stay cut).
-    if (coming) {
-      const why = err instanceof AppError ? `${err.code}: ${err.message}` : String(err);
-      void ctx.roomUsed?.(req.accountId, coming, { why, outcomeUnknown: err instanceof AppError && err.code === 'BROKER_TIMEOUT' }).catch((e: unknown) => ctx.logger.error({ err: e, accountId: req.accountId }, 'room for a failed exit not undone'));
-    }
+    const timedOut = err instanceof AppError && err.code === 'BROKER_TIMEOUT';
     // After a timeout the order may still reach the broker: its outcome is unknown, and its
     // contracts stay held (and a partial exit's quantity counted), until the broker, the mirror
     // or a full sync says what became of it.
-    if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') {
+    if (timedOut) {
       unknown = ctx.unknown.open(req.accountId, req.clOrdId, reducing ? keepingReduction(hold, reducing) : hold, reducing !== undefined);
     } else {
       hold?.release();
       reducing?.release();
     }
+    // Legs cut for an exit that was not placed are sized back; its outcome unknown, they are said
+    // to stay cut until it is known, and sized back then if it was not placed (re-probe: they
+    // stayed cut for good after the outcome came back "not placed").
+    if (coming) undoRoomFor(ctx, req, coming, err, timedOut);
     throw err;
   }
 }

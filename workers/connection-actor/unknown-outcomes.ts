@@ -136,6 +136,11 @@ export class UnknownOutcomes {
     }
   }
 
+  /** The key's outcome once known (however long that takes); undefined when it is not unknown. */
+  whenKnown(key: string): Promise<Outcome> | undefined {
+    return this.entries.get(key)?.done;
+  }
+
   private answered(e: Entry, answer: LateAnswer): void {
     if (this.entries.get(e.key) !== e) return;
     // A broker failure says nothing about whether the order went through.

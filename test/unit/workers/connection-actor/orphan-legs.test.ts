@@ -517,16 +517,21 @@ describe('orphaned bracket legs', () => {
     expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) was not placed \(BROKER_REJECTED.*the legs cut for it were sized back: stop_loss \d+ back to 3, take_profit \d+ back to 3$/) });
   });
 
-  it('an exit whose outcome is unknown (timed out) leaves the legs cut for it, and the stream says so', async () => {
+  it('an exit whose outcome is unknown (timed out) leaves the legs cut for it, and the stream says so; once the broker says it did not place it, they are sized back', async () => {
     const s = setup();
     const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
     s.broker.fill(Number(placed.order.orderId), 3, 5000);
-    s.broker.timeOut('order/placeorder');
+    const answer = s.broker.timeOut('order/placeorder');
     const late = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null } as never)).catch((err: unknown) => err);
     expect(late).toMatchObject({ code: 'BROKER_TIMEOUT' });
     await pause(GRACE_MS * 3);
     expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'stop_loss').map((o) => o.qty)).toEqual([1]);
     expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) the legs were cut for may not have reached the broker .*they stay cut until its outcome is known/) });
+    // Then the broker says it refused it: the legs are sized back (re-probe: they stayed cut for good).
+    answer.refuse(400, 'Exceeds max order qty');
+    await pause(GRACE_MS * 3);
+    expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'stop_loss').map((o) => o.qty)).toEqual([3]);
+    expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) was not placed \(it timed out, and the broker has not placed it \(refused\)\); the legs cut for it were sized back/) });
   });
 
   it('the suspended legs of a bracket entry still resting protect nothing: a position left short of stops next to one is reported (new-user probe: a resting scale-in bracket hid it)', async () => {
