@@ -151,6 +151,11 @@ export class FakeBroker implements BrokerLink {
 
   private readonly defaults: Record<string, (b: Body) => unknown> = {
     'order/placeorder': (b) => ({ orderId: this.createOrder(b) }),
+    'order/placeoco': (b) => {
+      const orderId = this.createOrder(b);
+      const ocoId = this.createOrder({ ...b.other, orderQty: b.orderQty, accountId: b.accountId, symbol: b.symbol });
+      return { orderId, ocoId };
+    },
     'order/placeoso': (b) => {
       const orderId = this.createOrder(b);
       const legs = [b.bracket1, b.bracket2].filter(Boolean).map((leg: Body) =>

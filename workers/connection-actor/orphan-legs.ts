@@ -26,11 +26,12 @@
  * bracket's legs ended without filling is reported as a bracket-alert, so it is never silent.
  */
 import type { Entity, MirrorChange } from '../../src/broker/tradovate/mirror.js';
-import { contractName, fillsOf, isFinal, linkageOf, statusOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
-import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
+import { contractName, fillsOf, isFinal, linkageOf, rejectReasonOf, statusOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
+import { cancelOrderBody, checkAnswer, resizeOrderBody, restoreLegsOcoBody } from '../../src/broker/tradovate/requests.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
 import { cancelOrder, resumeOwedLegs } from './cancel.js';
+import { settle } from './place.js';
 import { stopCoverage, isStopExit, standsForPosition } from './stop-coverage.js';
 
 /** What a sweep does to one leg: cancel it, or cut it to `qty` (its whole quantity, filled part included). */
@@ -305,6 +306,7 @@ export class OrphanLegs {
         }
       }
     }
+    back.push(...(await this.restoreCancelledBrackets(accountId, coming, made, net, short)));
     const position = net === 0 ? 'flat' : `${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
     const covered = stopCoverage(this.ctx.model.workingOrders(accountId), coming.symbol, net);
     const parts = [
@@ -312,9 +314,59 @@ export class OrphanLegs {
       ...(back.length ? [`the legs cut for it were sized back: ${back.join(', ')}`] : []),
       ...(short.length ? [`not given back: ${short.join(', ')}`] : []),
     ];
-    const tail = net !== 0 && covered < Math.abs(net) ? `; the ${coming.symbol} position ${position} has stop-losses for ${covered} only now (asked back, a cut may show a moment later): protect the rest or close it` : '';
+    const tail = net !== 0 && covered < Math.abs(net) ? `; the ${coming.symbol} position ${position} has stop-losses for ${covered} only now${back.length ? ' (what was asked back may show a moment later)' : ''}: protect the rest or close it` : '';
     this.ctx.logger.warn({ accountId, symbol: coming.symbol, back, short }, 'room made for a failed exit undone');
     this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: made[0]!.leg.orderId, ts: Date.now(), detail: `${parts.join('; ')}${tail}` });
+  }
+
+  /**
+   * Brackets whose legs were cancelled for a refused exit (a whole-position exit takes both: the
+   * broker's OCO takes the second) are put back on the position as an OCO pair at their prices,
+   * sized to what the position still needs (re-probe: long 3 left with no order at all). Moves the
+   * entries it restores from `short`; answers what it did.
+   */
+  private async restoreCancelledBrackets(accountId: string, coming: ComingExit, made: readonly { leg: OrderRecord; to: number }[], net: number, short: string[]): Promise<string[]> {
+    const done: string[] = [];
+    const brackets = new Set(made.filter((m) => m.to === 0 && m.leg.bracketId !== null).map((m) => m.leg.bracketId!));
+    for (const entryId of brackets) {
+      const working = this.ctx.model.workingOrders(accountId);
+      // Only a bracket with no leg left at all: one still working is sized back above.
+      if (working.some((o) => o.bracketId === entryId && (o.role === 'take_profit' || o.role === 'stop_loss'))) continue;
+      const cut = made.find((m) => m.leg.bracketId === entryId && m.to === 0)!.leg;
+      const order = this.ctx.mirror.get('order', Number(cut.orderId));
+      const link = order ? linkageOf(this.ctx.mirror, order) : null;
+      const siblingId = link ? (cut.role === 'take_profit' ? link.stopLoss : link.takeProfit) : null;
+      const sibling = siblingId === null ? undefined : this.ctx.model.record(siblingId);
+      const tp = cut.role === 'take_profit' ? cut : sibling;
+      const sl = cut.role === 'stop_loss' ? cut : sibling;
+      const covering = working.filter((o) => o.symbol === coming.symbol && o.role === 'stop_loss' && o.side === coming.side && standsForPosition(o, working));
+      const qty = Math.min(cut.qty, Math.abs(net) - covering.reduce((n, o) => n + o.qty - o.filledQty, 0));
+      if (!tp || !sl || qty <= 0 || (sibling && sibling.filledQty > 0)) continue;
+      try {
+        const account = this.ctx.model.account(accountId);
+        const d = checkAnswer('placeoco', await this.ctx.conn.send('order/placeoco', restoreLegsOcoBody(tp, sl, qty, { id: account.id, name: String(account.name ?? account.id) }), { kind: 'order' }));
+        const newTp = Number(d.orderId);
+        const newSl = Number(d.ocoId);
+        if (!newTp || !newSl) throw new Error('the broker returned no order ids');
+        for (const [id, role, old] of [[newTp, 'take_profit', tp], [newSl, 'stop_loss', sl]] as const) {
+          this.ctx.model.note(id, { role, bracketId: entryId, requestedSymbol: old.requestedSymbol, clientOrderId: old.clientOrderId });
+        }
+        this.ctx.model.note(Number(entryId), { legs: { takeProfit: String(newTp), stopLoss: String(newSl) } });
+        // The answer is ids only: a risk check may still reject them (as it can the exit).
+        await Promise.all([settle(this.ctx, newTp), settle(this.ctx, newSl)]);
+        const refused = [newTp, newSl].map((id) => this.ctx.model.record(id)).find((r) => r?.status === 'rejected');
+        if (refused) throw new Error(`the broker rejected them: ${refused.rejectReason ?? rejectReasonOf(this.ctx.mirror, Number(refused.orderId)) ?? 'rejected'}`);
+        for (const old of [tp, sl]) {
+          const i = short.findIndex((x) => x.startsWith(`${old.role} ${old.orderId} `));
+          if (i >= 0) short.splice(i, 1);
+        }
+        done.push(`take_profit ${tp.orderId} and stop_loss ${sl.orderId} (cancelled) re-placed for ${qty} as take_profit ${newTp} and stop_loss ${newSl} (one cancels the other)`);
+      } catch (err) {
+        this.ctx.logger.error({ err, entryId, accountId }, 'bracket legs could not be re-placed');
+        short.push(`the legs of entry ${entryId} could not be re-placed (${err instanceof Error ? err.message : String(err)})`);
+      }
+    }
+    return done;
   }
 
   /**

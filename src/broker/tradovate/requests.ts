@@ -148,6 +148,19 @@ export function replaceLegBody(leg: OrderRecord, account: AccountRef): Record<st
   return body;
 }
 
+/**
+ * `order/placeoco` body putting a bracket's two legs back on its position as an OCO pair (a
+ * take-profit limit and a stop-loss stop, `qty` each, good till cancelled): what a position gets
+ * when the legs cut for an exit that was then refused must come back.
+ */
+export function restoreLegsOcoBody(tp: OrderRecord, sl: OrderRecord, qty: number, account: AccountRef): Record<string, unknown> {
+  return {
+    ...replaceLegBody({ ...tp, qty, filledQty: 0 }, account),
+    clOrdId: `rr-${tp.orderId}`,
+    other: { action: actionOf(sl.side), orderType: ORDER_TYPE_TO_BROKER[sl.type], ...(sl.price !== null && { price: sl.price }), ...(sl.stopPrice !== null && { stopPrice: sl.stopPrice }), timeInForce: TIF_TO_BROKER.gtc },
+  };
+}
+
 /** `order/modifyorder` body giving a working order a new quantity, its type, prices and time in force unchanged. */
 export function resizeOrderBody(order: OrderRecord, orderQty: number): Record<string, unknown> {
   return {

@@ -517,6 +517,23 @@ describe('orphaned bracket legs', () => {
     expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) was not placed \(BROKER_REJECTED.*the legs cut for it were sized back: stop_loss \d+ back to 3, take_profit \d+ back to 3$/) });
   });
 
+  it('a whole-position exit the broker refuses: the bracket its legs were cancelled for is put back as an OCO pair at its prices (re-probe: long 3 left with no order at all)', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    s.broker.handlers['order/placeorder'] = () => ({ failureReason: 'RiskCheck', failureText: 'Exceeds max order qty' });
+    const refused = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 3, orderType: 'market', price: null } as never)).catch((err: unknown) => err);
+    expect(refused).toMatchObject({ code: 'BROKER_REJECTED' });
+    await pause(GRACE_MS * 3);
+    const legs = s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role !== 'entry');
+    expect(legs.map((o) => [o.role, o.type, o.qty, o.price ?? o.stopPrice, o.bracketId]).sort()).toEqual([
+      ['stop_loss', 'stop', 3, 4980, placed.order.orderId],
+      ['take_profit', 'limit', 3, 5020, placed.order.orderId],
+    ]);
+    expect(s.broker.bodies('order/placeoco')).toHaveLength(1);
+    expect(s.events.filter((e) => e.type === 'bracket-alert').at(-1)).toMatchObject({ detail: expect.stringMatching(/^the exit sell 3 ESZ6 \(market\) was not placed .*re-placed for 3 as take_profit \d+ and stop_loss \d+ \(one cancels the other\)$/) });
+  });
+
   it('an exit whose outcome is unknown (timed out) leaves the legs cut for it, and the stream says so; once the broker says it did not place it, they are sized back', async () => {
     const s = setup();
     const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
