@@ -99,6 +99,8 @@ export interface LockRequest {
   accountId: string;
   flatten: boolean;
   detail?: string;
+  /** When the lock was thrown, for a lock stored first and relayed to the actor later (ms since the epoch; default now). */
+  since?: number;
 }
 
 /** Lifts a kill-switch lock (a daily loss or profit target lock lasts until the next trading day). */

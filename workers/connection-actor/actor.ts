@@ -151,7 +151,7 @@ export class ConnectionActor {
       case 'set-guards':
         return this.guards.setGuards(req.accountId, req.config);
       case 'lock':
-        return this.guards.lock(req.accountId, req.flatten, req.detail);
+        return this.guards.lock(req.accountId, req.flatten, req.detail, req.since);
       case 'unlock':
         return this.guards.unlock(req.accountId);
       case 'guard-status':

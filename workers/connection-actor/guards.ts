@@ -175,7 +175,7 @@ export class GuardKeeper {
   }
 
   /** Kill switch: locks the account until unlocked, then flattens it unless `flattenToo` is false. */
-  async lock(accountId: string, flattenToo: boolean, detail = 'kill switch'): Promise<LockResult> {
+  async lock(accountId: string, flattenToo: boolean, detail = 'kill switch', since?: number): Promise<LockResult> {
     const state = this.state(accountId);
     if (state.lock?.guard !== 'kill_switch') {
       // A P&L lock (or none) under the kill switch: it still ends only with its day, not at the unlock.
@@ -184,7 +184,7 @@ export class GuardKeeper {
       // runs leaves a lock that still owes it, and the next actor runs it (fresh()). The day's lock
       // under it is stored with it too.
       const under = state.dayLock ? { under: state.dayLock } : {};
-      this.setLock(accountId, state, { guard: 'kill_switch', since: this.now(), until: null, detail, ...(flattenToo && { flattenOwed: true as const }), ...under });
+      this.setLock(accountId, state, { guard: 'kill_switch', since: since ?? this.now(), until: null, detail, ...(flattenToo && { flattenOwed: true as const }), ...under });
     } else if (flattenToo) {
       this.oweOnLock(accountId, state, 'kill_switch', detail);
     }

@@ -244,7 +244,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           }
           if (!(err instanceof AppError) || err.code !== 'BROKER_UNAVAILABLE') throw err;
           const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
-          relay(target.connectionId, request, ctx.log);
+          relay(target.connectionId, { ...request, since: lock.since }, ctx.log);
           ctx.log.warn({ accountId: target.accountId, flattenOwed: lock.flattenOwed === true, err: err.message }, 'account locked while its actor was unavailable');
           const why = `not flattened yet: ${err.message}. The lock holds, and the flatten runs as soon as an actor runs the connection`;
           return { status: 200, body: { ...guardsView(deps, userId, target.accountId, null), flatten: body.flatten ? { error: why } : null } };
@@ -254,7 +254,8 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         return { status: 200, body: { ...guardsView(deps, userId, target.accountId, result.status, mayRead(ctx)), flatten: result.flatten } };
       }
       const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
-      for (const id of target.relayTo ?? []) relay(id, { type: 'lock', accountId: target.accountId, flatten: body.flatten, detail }, ctx.log);
+      // With the stored lock's time: the actor's copy is the same lock, not a second later one (re-probe).
+      for (const id of target.relayTo ?? []) relay(id, { type: 'lock', accountId: target.accountId, flatten: body.flatten, detail, since: lock.since }, ctx.log);
       ctx.log.info({ accountId: target.accountId, flattenOwed: lock.flattenOwed === true }, 'account locked while no actor runs it');
       return { status: 200, body: { ...guardsView(deps, userId, target.accountId, null), flatten: body.flatten ? { error: FLATTEN_OWED_NO_ACTOR } : null } };
     },

@@ -141,7 +141,7 @@ describe('lock / unlock', () => {
     const lock = { guard: 'kill_switch' as const, since: DAY.start, until: null, detail: 'kill switch (api-key)' };
     w.gateway.responder.lock = () => ({ status: status({ lock }), flatten: null });
     await expect.poll(() => w.gateway.calls.filter((c) => c.req.type === 'lock').length, { timeout: 5_000 }).toBeGreaterThanOrEqual(2);
-    expect(w.gateway.calls.at(-1)?.req).toEqual({ type: 'lock', accountId: '101', flatten: true, detail: 'kill switch (api-key)' });
+    expect(w.gateway.calls.at(-1)?.req).toEqual({ type: 'lock', accountId: '101', flatten: true, detail: 'kill switch (api-key)', since: w.store.guards.get(w.a.userId, '101')!.lock!.since });
     w.gateway.responder.unlock = () => {
       throw new AppError('CONFLICT', 'locked by daily_loss', { guard: 'daily_loss', lockedUntil: '2026-11-21T23:00:00.000Z' });
     };
@@ -232,6 +232,9 @@ describe('guards and locks in every connection state (item 4)', () => {
     // kill switch answered 503 until the connection synced, up to the hour of a hold).
     setStatus('CONNECTING');
     expect((await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params: { id: '555' } })).body).toMatchObject({ lock: { guard: 'kill_switch', flattenPending: true } });
+    // Relayed to the connecting actor with the stored lock's time (re-probe: its copy was a second later).
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(w.gateway.calls.find((c) => c.req.type === 'lock')).toMatchObject({ connectionId: w.a.connectionId, req: { accountId: '555', since: w.store.guards.get(w.a.userId, '555')!.lock!.since } });
     expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.b.userId, params: { id: '556' } })).code).toBe('NOT_FOUND');
   });
 });
