@@ -267,7 +267,8 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     await flattening.catch(() => undefined);
   }
   // An order arriving while the connection logs in again (its token died) waits for it.
-  await ctx.conn.reauthenticated?.();
+  const relogin = ctx.conn.reauthenticated?.();
+  if (relogin) await relogin;
   // Not into a socket gone quiet (two heartbeats missed): its outcome would be unknown (504), not "nothing sent".
   ctx.conn.requireFresh();
   const account = ctx.model.account(req.accountId);

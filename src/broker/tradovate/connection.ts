@@ -468,12 +468,14 @@ export class BrokerConnection {
    * on a live broker), waits for it, up to `reauthRetryMs`: a request arriving then is sent once
    * it is back, not refused (re-probe: orders and alerts arriving in those 50 ms answered 503).
    */
-  async reauthenticated(): Promise<void> {
-    if (this.statusValue === 'AUTH_EXPIRED') await this.nextConnected(this.tuning.reauthRetryMs);
+  reauthenticated(): Promise<boolean> | undefined {
+    // Nothing to wait for (the common case): no promise, so the hot path takes no extra turn.
+    return this.statusValue === 'AUTH_EXPIRED' ? this.nextConnected(this.tuning.reauthRetryMs) : undefined;
   }
 
   async send(endpoint: string, body?: unknown, opts: { kind?: RequestClass; query?: string; onLate?: (answer: LateAnswer) => void; afterReauth?: true } = {}): Promise<unknown> {
-    if (!opts.afterReauth) await this.reauthenticated();
+    const relogin = opts.afterReauth ? undefined : this.reauthenticated();
+    if (relogin) await relogin;
     this.requireConnected();
     this.budget.take(opts.kind ?? 'read');
     try {
