@@ -85,6 +85,15 @@ export interface ComingExit {
   qty: number;
 }
 
+/** How much of a position of `net` the legs of `role` on the exit's side do not cover yet. */
+function legRoom(working: readonly OrderRecord[], exit: ComingExit, role: 'take_profit' | 'stop_loss', net: number): number {
+  let covered = 0;
+  for (const o of working) {
+    if (o.symbol === exit.symbol && o.role === role && o.side === exit.side && standsForPosition(o, working)) covered += o.qty - o.filledQty;
+  }
+  return Math.abs(net) - covered;
+}
+
 /** Keeps protective legs within the positions they protect. */
 export class OrphanLegs {
   /** Accounts with a sweep pending (one timer per account, however many positions moved), and when it runs. */
@@ -284,8 +293,7 @@ export class OrphanLegs {
     for (const role of ['stop_loss', 'take_profit'] as const) {
       const working = this.ctx.model.workingOrders(accountId);
       // What the position still needs of this kind of leg, beyond what already covers it.
-      const covering = working.filter((o) => o.symbol === coming.symbol && o.role === role && o.side === coming.side && standsForPosition(o, working));
-      let room = Math.abs(net) - covering.reduce((n, o) => n + o.qty - o.filledQty, 0);
+      let room = legRoom(working, coming, role, net);
       for (const m of made.filter((x) => x.leg.role === role)) {
         const id = Number(m.leg.orderId);
         const now = working.find((o) => o.orderId === m.leg.orderId);
@@ -339,8 +347,7 @@ export class OrphanLegs {
       const sibling = siblingId === null ? undefined : this.ctx.model.record(siblingId);
       const tp = cut.role === 'take_profit' ? cut : sibling;
       const sl = cut.role === 'stop_loss' ? cut : sibling;
-      const covering = working.filter((o) => o.symbol === coming.symbol && o.role === 'stop_loss' && o.side === coming.side && standsForPosition(o, working));
-      const qty = Math.min(cut.qty, Math.abs(net) - covering.reduce((n, o) => n + o.qty - o.filledQty, 0));
+      const qty = Math.min(cut.qty, legRoom(working, coming, 'stop_loss', net));
       if (!tp || !sl || qty <= 0 || (sibling && sibling.filledQty > 0)) continue;
       try {
         const account = this.ctx.model.account(accountId);
