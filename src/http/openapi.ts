@@ -225,6 +225,11 @@ function operation(route: RouteDef<any, any>): Json {
   for (const [status, description, applies] of standard) {
     if (applies && !responses[String(status)]) responses[String(status)] = problemResponse(description);
   }
+  // An API route takes a web-app session too (no X-API-Key): its writes need the session's CSRF token.
+  const forbidden = responses['403'];
+  if (forbidden && (route.scope === 'read' || route.scope === 'trade') && route.method !== 'GET') {
+    forbidden['description'] = `${forbidden['description'] as string}; CSRF_REJECTED (a web-app session's write without its X-CSRF-Token)`;
+  }
   const uncounted = uncountedStatuses(route);
   for (const [status, res] of Object.entries(responses)) {
     if (Object.keys(rateHeaders).length && !uncounted.has(Number(status))) res['headers'] = { ...((res['headers'] as Json | undefined) ?? {}), ...rateHeaders };

@@ -52,7 +52,7 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     query: listQuerySchema,
     responses: [
       { status: 200, description: 'Open positions', schema: listOf(positionSchema) },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', ...BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', ...BROKER_ERRORS),
     ],
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);

@@ -133,7 +133,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     tags: ['orders'],
     responses: [
       { status: 200, description: 'Cancelled', schema: cancelOrderResponseSchema },
-      ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'ORDER_NOT_WORKING', 'CONFLICT', 'BROKER_REJECTED', ...BROKER_ERRORS),
+      ...errors(...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'ORDER_NOT_WORKING', 'CONFLICT', 'BROKER_REJECTED', ...BROKER_ERRORS),
     ],
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
@@ -171,7 +171,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     query: listQuerySchema,
     responses: [
       { status: 200, description: 'Working orders', schema: listOf(orderRecordSchema) },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', ...BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', ...BROKER_ERRORS),
     ],
     handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
@@ -198,7 +198,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     query: listQuerySchema,
     responses: [
       { status: 200, description: 'Closed trades', schema: listOf(closedTradeSchema) },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'NOT_FOUND', ...BROKER_ERRORS),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', ...BROKER_ERRORS),
     ],
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);

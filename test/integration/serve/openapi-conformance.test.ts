@@ -11,6 +11,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { eventually } from '../../support/http.js';
 import { control } from '../../support/sim.js';
 import { startServe, type Served } from '../../support/processes.js';
 
@@ -88,6 +89,11 @@ async function call(method: string, path: string, opts: { key?: string; body?: u
   if (!media) {
     failures.push(`${where}: Content-Type ${contentType || '(none)'}, documented ${Object.keys(content).join(', ') || 'no body'}`);
     return { status: res.status, headers: res.headers, json };
+  }
+  // A problem's code is one the status's description names: a client switching on `code` learns
+  // the codes from the document (fuzz probe: 403 ACCOUNT_INACTIVE on reads listed only INSUFFICIENT_SCOPE).
+  if (res.status >= 400 && typeof (json as { code?: unknown } | undefined)?.code === 'string' && !new RegExp(`\\b${(json as { code: string }).code}\\b`).test(String(documented.description))) {
+    failures.push(`${where}: code ${(json as { code: string }).code} not named by the ${res.status} response of ${name} ("${documented.description}")`);
   }
   if (media.includes('json')) {
     const ref = `openapi#/paths/${pointer(found.template)}/${method.toLowerCase()}/responses/${res.status}/content/${pointer(media)}/schema`;
@@ -226,6 +232,15 @@ describe('the OpenAPI document describes the answers', () => {
     await call('DELETE', `${A}/connections/con_missing`, { key });
     await call('GET', `${A}/connection-health/stream`, { key });
 
+    // An account the broker stopped reporting (an evaluation breached or reset): reads, cancel and trading refuse it.
+    await control(s, 'POST', `/accounts/${other}/deactivate`);
+    await eventually(async () => ((await (await fetch(`${s.url}${A}/accounts/${other}`, { headers: { "x-api-key": key } })).json()) as Json).active === false, "the account inactive");
+    for (const path of ['positions', 'working-orders', 'orders']) await call('GET', `${A}/accounts/${other}/${path}`, { key });
+    await call('DELETE', `${A}/accounts/${other}/orders/123456789`, { key });
+    await call('POST', `${A}/accounts/${other}/orders`, { key, body: resting });
+    await call('POST', `${A}/accounts/${other}/flatten`, { key });
+    await control(s, 'POST', `/accounts/${other}/reactivate`);
+
     // The web session's routes (cookie, CSRF header on writes); an API key is refused there.
     await call('GET', `${A}/api-keys`, { key });
     const origin = { origin: s.url };
@@ -233,6 +248,11 @@ describe('the OpenAPI document describes the answers', () => {
     const session = await call('POST', `${A}/session`, { body: { name: s.login.name, password: s.login.password }, headers: origin });
     const web = { ...origin, cookie: (session.headers.get('set-cookie') ?? '').split(';')[0]!, 'x-csrf-token': session.json?.csrfToken as string };
     await call('GET', `${A}/session`, { headers: web });
+    // A session's write without its CSRF token, on a session route and on an API route.
+    const noCsrf = { origin: web.origin, cookie: web.cookie };
+    await call('POST', `${A}/api-keys`, { body: { name: 'conf', scopes: ['read'] }, headers: noCsrf });
+    await call('POST', `${A}/strategies`, { body: { name: 'csrf', symbol: 'ES1!', qty: 1 }, headers: noCsrf });
+    await call('POST', `${A}/accounts/${acc}/orders`, { body: resting, headers: noCsrf });
     await call('GET', `${A}/api-keys`, { headers: web });
     const newKey = await call('POST', `${A}/api-keys`, { body: { name: 'conf', scopes: ['read'] }, headers: web });
     await call('POST', `${A}/api-keys`, { body: { name: 'conf', scopes: ['everything'] }, headers: web });
