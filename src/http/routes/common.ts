@@ -114,9 +114,21 @@ export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError
     }
     const status = deps.gateway.status(conn.id);
     if (status?.status === 'FAILED') failed ??= connectionFailed(conn.id, status.detail, status.retryAt);
-    else if (status?.status !== 'CONNECTED') return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', {}, 1);
+    else if (status?.status !== 'CONNECTED') {
+      // Which connection, and why (a login that cannot reach the broker stays CONNECTING: fuzz probe).
+      const why = { connectionId: conn.id, connectionStatus: status?.status ?? 'CONNECTING', ...(status?.detail !== undefined && { detail: status.detail }) };
+      return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', why, 1);
+    }
   }
   return failed ?? disabled;
+}
+
+/** An account id as brokers give them: a positive integer, written without leading zeros (`010000002` names none). */
+const ACCOUNT_ID = /^[1-9][0-9]{0,18}$/;
+
+/** Whether `id` can name an account at all; one that cannot is 404 whatever the connections' state. */
+export function mayBeAccountId(id: string): boolean {
+  return ACCOUNT_ID.test(id);
 }
 
 /**
@@ -127,6 +139,8 @@ export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError
 export function ownedAccount(deps: RouteDeps, userId: string, accountId: string): OwnedAccount {
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   if (found) return found;
+  // `abc` or `-1` cannot be an account of a connection still connecting (fuzz probe: 503 and a retry a second, forever).
+  if (!mayBeAccountId(accountId)) throw new AppError('NOT_FOUND', 'Not found');
   throw unsyncedAccountsError(deps, userId) ?? new AppError('NOT_FOUND', 'Not found');
 }
 

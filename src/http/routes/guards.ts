@@ -21,7 +21,7 @@ import {
   type GuardNarrowingBody,
   type LockBody,
 } from '../guard-schemas.js';
-import { AUTH_ERRORS, callActor, errors, refuseNarrowedKey, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, callActor, errors, refuseNarrowedKey, mayBeAccountId, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
 import { SESSION_ERRORS } from './api-keys.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -89,9 +89,12 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
   // out a broker hold, FAILED before syncing, or disabled: a restart forgets what it reported): its
   // accounts' guards and locks are taken, so the kill switch works in every state (fault probe: 503
   // for the hour of a broker hold after a restart) and an operator arms it before enabling one.
-  // Another user's account (one their connection reports) is 404, as on every route.
+  // Any well-formed id is taken then, whoever's connection reports it: the record is the caller's
+  // own (user, account), relayed only to the caller's connections, so it touches no one else's
+  // trading; answering 404 for ids other users' connections report told the caller which ids those
+  // are (fuzz probe: an account-id oracle).
   if (!unsyncedAccountsError(deps, userId)) throw new AppError('NOT_FOUND', 'Not found');
-  if (!GUARD_ACCOUNT_ID.test(accountId) || reportedByAnyConnection(deps, accountId)) throw new AppError('NOT_FOUND', 'Not found');
+  if (!mayBeAccountId(accountId)) throw new AppError('NOT_FOUND', 'Not found');
   if (!mayHoldAnother(deps, userId, accountId)) {
     throw new AppError('QUOTA_EXCEEDED', `At most ${MAX_GUARD_RECORDS} accounts' guards and locks per user; guards for accounts no connection reports count until one does`, { limit: MAX_GUARD_RECORDS });
   }
@@ -102,22 +105,12 @@ function guardTarget(deps: RouteDeps, userId: string, accountId: string): GuardT
   return { accountId, connectionId: null, relayTo };
 }
 
-/** An account id as brokers give them: a positive integer, written without leading zeros (`010000002` names none). */
-const GUARD_ACCOUNT_ID = /^[1-9][0-9]{0,18}$/;
 /** Guard records a user may hold in all (only counted for accounts no connection reports). */
 const MAX_GUARD_RECORDS = 200;
 
 /** Made-up ids cannot fill the store: a record for an unreported account only within the cap. */
 function mayHoldAnother(deps: RouteDeps, userId: string, accountId: string): boolean {
   return deps.store.guards.get(userId, accountId) !== undefined || deps.store.guards.listByUser(userId).length < MAX_GUARD_RECORDS;
-}
-
-/** Whether a connection (anyone's) reports the account now: another user's account is 404, as everywhere. */
-function reportedByAnyConnection(deps: RouteDeps, accountId: string): boolean {
-  for (const c of deps.store.connections.all()) {
-    if (deps.gateway.accounts(c.id).some((a) => a.id === accountId)) return true;
-  }
-  return false;
 }
 
 /** Guard routes never answer CONNECTION_FAILED: a FAILED connection's actor still takes them. */

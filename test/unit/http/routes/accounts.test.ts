@@ -54,6 +54,13 @@ describe('accounts and positions', () => {
     const err = await callError(w, 'GET', '/accounts/:id', { userId: w.a.userId, params: { id: '101' } });
     expect(err.code).toBe('BROKER_UNAVAILABLE');
     expect(err.retryAfterSeconds).toBe(1);
+    // It says which connection and why (fuzz probe: a login that cannot reach the broker stays CONNECTING).
+    expect(err.extensions).toMatchObject({ connectionId: w.a.connectionId, connectionStatus: 'CONNECTING' });
+    // An id that cannot be an account is 404 meanwhile (fuzz probe: 503 and a retry a second, forever).
+    for (const id of ['abc', '-1', '1.5', '0101', '__proto__', '12345678901234567890']) {
+      expect((await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id } })).code, id).toBe('NOT_FOUND');
+    }
+    expect((await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '999' } })).code).toBe('BROKER_UNAVAILABLE');
     // Another user's connection being unsynced changes nothing for bob: his unknown id stays 404.
     expect((await callError(w, 'GET', '/accounts/:id', { userId: w.b.userId, params: { id: '101' } })).code).toBe('NOT_FOUND');
   });

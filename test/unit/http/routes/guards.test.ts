@@ -217,11 +217,18 @@ describe('guards and locks in every connection state (item 4)', () => {
     expect(w.gateway.calls).toEqual([]);
     // Another user's account ids are never theirs to read: they get their own (empty) record.
     expect(w.store.guards.get(w.b.userId, '555')).toBeUndefined();
-    // An account another user's connection reports is 404, as on every route (security probe: 200 and a stored lock).
-    for (const [method, path] of [['GET', '/accounts/:id/guards'], ['PUT', '/accounts/:id/guards'], ['POST', '/accounts/:id/lock'], ['POST', '/accounts/:id/unlock']] as const) {
-      expect((await callError(w, method, path, { userId: w.a.userId, params: { id: '201' }, body: method === 'PUT' ? { maxOrderQty: 1 } : {} })).code).toBe('NOT_FOUND');
+    // An account another user's connection reports answers as an unused id does (fuzz probe: 404 there
+    // and 200 here told which ids other users trade): the record is the caller's own, relayed only to
+    // the caller's connections; the other user's record and actor are untouched.
+    const before = w.gateway.calls.length;
+    for (const id of ['201', '556']) {
+      for (const [method, path] of [['PUT', '/accounts/:id/guards'], ['POST', '/accounts/:id/lock'], ['POST', '/accounts/:id/unlock'], ['GET', '/accounts/:id/guards']] as const) {
+        expect((await call(w, method, path, { userId: w.a.userId, params: { id }, body: method === 'PUT' ? { maxOrderQty: 1 } : method === 'POST' ? { flatten: false } : {} })).status, `${method} ${id}`).toBe(200);
+      }
     }
-    expect(w.store.guards.get(w.a.userId, '201')).toBeUndefined();
+    expect(w.store.guards.get(w.a.userId, '201')).toMatchObject({ config: { maxOrderQty: 1 }, lock: null });
+    expect(w.store.guards.get(w.b.userId, '201')).toBeUndefined();
+    expect(w.gateway.calls.slice(before).every((c) => c.connectionId !== w.b.connectionId)).toBe(true);
     // Ids no broker gives (leading zeros, letters) name nothing (re-probe: accepted and counted).
     for (const id of ['0555', 'abc', '0']) expect((await callError(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params: { id }, body: { maxOrderQty: 1 } })).code, id).toBe('NOT_FOUND');
     // Made-up ids cannot fill the store: past 200 records, a new unreported id is 409 QUOTA_EXCEEDED (known ones still answer).
@@ -249,8 +256,9 @@ describe('a disabled connection (ops probe)', () => {
     const locked = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params: { id: '101' } });
     expect(locked.body).toMatchObject({ lock: { guard: 'kill_switch', flattenPending: true } });
     expect(w.gateway.calls).toEqual([]);
-    // Another user's account stays 404.
-    expect((await callError(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '201' } })).code).toBe('NOT_FOUND');
+    // Another user's account answers as any id its accounts might be (no oracle): the caller's own empty record.
+    expect((await call(w, 'GET', '/accounts/:id/guards', { userId: w.a.userId, params: { id: '201' } })).status).toBe(200);
+    expect(w.store.guards.get(w.b.userId, '201')).toBeUndefined();
     // Its accounts are unknown now, not gone: 503 naming the disabled connection, a minute's Retry-After (re-probe: 404).
     const read = await callError(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '101' } });
     expect(read).toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 60, extensions: { connectionStatus: 'DISABLED', connectionId: w.a.connectionId } });
