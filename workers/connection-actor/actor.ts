@@ -10,6 +10,7 @@ import { BrokerConnection } from '../../src/broker/tradovate/connection.js';
 import { BROKER_TIMEOUTS, CONNECTION_TUNING, type ConnectionTuning } from '../../src/tuning.js';
 import { OrderModel } from './order-model.js';
 import { placeOrder, placementsSettled } from './place.js';
+import { settledWithin } from './in-flight.js';
 import { UnknownOutcomes } from './unknown-outcomes.js';
 import { cancelOrder, watchOwedLegs } from './cancel.js';
 import { flatten } from './flatten.js';
@@ -137,7 +138,12 @@ export class ConnectionActor {
         this.readable(req.accountId);
         return this.model.workingOrdersPage(req.accountId, req.after, req.limit);
       case 'positions':
-        if (req.settled) await placementsSettled(this.ctx, req.accountId);
+        if (req.settled) {
+          // Orders on their way and a flatten under way change the position about to be read.
+          await placementsSettled(this.ctx, req.accountId);
+          const flattening = this.ctx.flattening.get(req.accountId);
+          if (flattening) await settledWithin(flattening, this.ctx.settleMs);
+        }
         this.readable(req.accountId);
         return this.model.positions(req.accountId);
       case 'trade-history': {

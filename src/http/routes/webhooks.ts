@@ -7,14 +7,16 @@ import { AppError } from '../../domain/problems.js';
 import type { PositionRecord } from '../../domain/orders.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../tuning.js';
 import { clOrdIdFor, planOrder, type OrderInput, type OrderPlan } from '../../domain/order-plan.js';
-import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
+import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
+import type { StrategyRecord } from '../../store/strategies.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
-import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults } from '../webhook-payload.js';
+import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults, type WebhookIntent } from '../webhook-payload.js';
 import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount, namesProduct } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
 import { followLateOutcome } from './signals.js';
+import { AlertTurns, type Turn } from '../alert-turns.js';
 
 /** Every broker call of an alert: TradingView gives a webhook about 3 s. */
 const WEBHOOK_TIMEOUT = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
@@ -66,6 +68,7 @@ function refusePlaceholder(key: string, what: string): void {
 
 /** The receiver route. */
 export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
+  const turns = new AlertTurns();
   return [
     defineRoute<WebhookPayloadBody>({
       method: 'POST',
@@ -75,7 +78,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       summary: 'Receive an alert (the URL is the credential)',
       description:
         'JSON sent as application/json or text/plain. `action` buy|sell (aliases long, short) places an order; close|flat|flatten|exit ' +
-        'flattens the account (with `symbol`: only that contract, 409 SYMBOL_MISMATCH when the account holds another). `marketPosition` ' +
+        'flattens the account: every resting order cancelled and every position closed, on all symbols (a `symbol` is a check: 409 SYMBOL_MISMATCH, nothing ' +
+        'closed, when the account holds another and not it). `marketPosition` ' +
         '({{strategy.market_position}}; alias sentiment) flat turns a buy or sell into an exit: its symbol (or the strategy’s) is flattened and nothing is ' +
         'opened; a buy that leaves the strategy short, or a sell that leaves it long, is a partial exit: placed with no bracket, only while the account ' +
         'holds at least that much on the other side (else 409 SYMBOL_MISMATCH), and the position’s legs are cut to what is left; a buy or sell that the strategy makes ' +
@@ -115,65 +119,87 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const base = { accepted: true as const, accountId: owned.account.id, warnings: intent.warnings, alertDelayMs: intent.alertDelayMs };
 
         const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
-        if (intent.kind === 'flatten') {
-          // An exit (a buy or sell that leaves the strategy flat) closes the strategy's symbol, not the account.
-          const symbol = intent.symbol ?? (intent.exit ? (strategy?.symbol ?? undefined) : undefined);
-          if (intent.exit && symbol === undefined) {
-            const message = 'required for an exit (marketPosition flat), or set a symbol on the token’s strategy; action close flattens the whole account';
-            throw new AppError('VALIDATION_FAILED', `symbol: ${message}`, { errors: [{ path: 'symbol', message }] });
-          }
-          const flatten = await webhookFlatten(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, !!intent.exit);
-          ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
-          return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
-        }
-        // Bound to a strategy that is gone (deleted on another node meanwhile, or before deletes
-        // were refused): its alert leaves out what the strategy set, its legs among them. Traded
-        // without them, the entry would go out unprotected (API probe: 201 with no legs). Exits
-        // (flatten, a partial exit) carry no legs and go on, as does an alert that names both legs itself.
-        const reliesOnLegs = intent.order.takeProfit === undefined || intent.order.stopLoss === undefined;
-        if (token.strategyId && !strategy && !intent.reduce && reliesOnLegs) {
-          throw new AppError(
-            'CONFLICT',
-            `The token's strategy ${token.strategyId} no longer exists, and this alert relies on its order defaults (take-profit, stop-loss): nothing was placed. Rebind the token to a strategy or none`,
-            { strategyId: token.strategyId },
-          );
-        }
-        const defaults: StrategyDefaults | null = strategy ?? null;
-        const input = completeOrder(intent.order, defaults, intent.warnings);
-        // A partial exit carries no bracket, not even the strategy's: the position keeps its own legs.
-        if (intent.reduce) Object.assign(input, { takeProfit: null, stopLoss: null });
-        const sizing: Sizing = { deps, ctx: ctx as RouteContext<unknown, unknown>, owned, input, warnings: intent.warnings, now, positionSize: intent.positionSize };
-        let plan: OrderPlan | null = planOrder(input, owned.account.id, now, orderLimits(deps.config));
-        let closed: Closed | null = null;
-        if (intent.reduce) plan = await partialExit(sizing, plan);
-        else if (intent.entry) ({ plan, closed } = await entry(sizing, plan));
-        // Nothing left to send: the account already is where the strategy is after the alert.
-        if (plan === null) return { status: 200, body: Object.assign({}, base, { action: closed ? ('flatten' as const) : input.side, order: null, flatten: closed }) };
-        const afterClose = (err: unknown): unknown => {
-          if (!closed || !(err instanceof AppError)) return err;
-          return new AppError(err.code, `The position the other way was closed first; the new one was not opened: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
-        };
-        const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-        const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
-        let result;
+        // What the position decides waits for the alerts before it on the account (alert-turns.ts):
+        // exits, partial exits and sized entries at once; an entry once it finds a position to reverse.
+        const decidedByPosition = intent.kind === 'flatten' || intent.reduce === true || intent.positionSize !== undefined;
+        const turn = await turns.take(`${owned.connectionId}|${owned.account.id}`, decidedByPosition ? 'exclusive' : 'shared');
         try {
-          result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, WEBHOOK_TIMEOUT);
-        } catch (err) {
-          if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw afterClose(err);
-          // TradingView does not wait (or retry): the order may still reach the broker. Its
-          // outcome is looked up and journaled under the token once known (followLateOutcome).
-          followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { clOrdId });
-          throw new AppError(
-            'BROKER_TIMEOUT',
-            `${closed ? 'The position the other way was closed first; then the' : 'The'} broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
-            closed ? { ...err.extensions, flatten: closed } : err.extensions,
-            err.retryAfterSeconds,
-          );
+          return await act(ctx, intent, owned, strategy, base, now, turn);
+        } finally {
+          turn.end();
         }
-        return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: closed }) };
       },
     }),
   ];
+
+  /** The alert, in its turn: a flatten, or an order sized against the account. */
+  async function act(
+    ctx: RouteContext<WebhookPayloadBody, unknown>,
+    intent: WebhookIntent,
+    owned: OwnedAccount,
+    strategy: StrategyRecord | undefined,
+    base: { accepted: true; accountId: string; warnings: string[]; alertDelayMs: number | null },
+    now: Date,
+    turn: Turn,
+  ): Promise<RouteResponse> {
+    const token = ctx.auth.webhook!;
+    if (intent.kind === 'flatten') {
+      // An exit (a buy or sell that leaves the strategy flat) closes the strategy's symbol, not the account.
+      const symbol = intent.symbol ?? (intent.exit ? (strategy?.symbol ?? undefined) : undefined);
+      if (intent.exit && symbol === undefined) {
+        const message = 'required for an exit (marketPosition flat), or set a symbol on the token’s strategy; action close flattens the whole account';
+        throw new AppError('VALIDATION_FAILED', `symbol: ${message}`, { errors: [{ path: 'symbol', message }] });
+      }
+      const flatten = await webhookFlatten(deps, ctx as RouteContext<unknown, unknown>, owned, symbol, !!intent.exit);
+      ctx.log.info({ accountId: owned.account.id, tokenId: token.tokenId }, 'webhook flatten');
+      return { status: 200, body: Object.assign({}, base, { action: 'flatten', order: null, flatten }) };
+    }
+    // Bound to a strategy that is gone (deleted on another node meanwhile, or before deletes
+    // were refused): its alert leaves out what the strategy set, its legs among them. Traded
+    // without them, the entry would go out unprotected (API probe: 201 with no legs). Exits
+    // (flatten, a partial exit) carry no legs and go on, as does an alert that names both legs itself.
+    const reliesOnLegs = intent.order.takeProfit === undefined || intent.order.stopLoss === undefined;
+    if (token.strategyId && !strategy && !intent.reduce && reliesOnLegs) {
+      throw new AppError(
+        'CONFLICT',
+        `The token's strategy ${token.strategyId} no longer exists, and this alert relies on its order defaults (take-profit, stop-loss): nothing was placed. Rebind the token to a strategy or none`,
+        { strategyId: token.strategyId },
+      );
+    }
+    const defaults: StrategyDefaults | null = strategy ?? null;
+    const input = completeOrder(intent.order, defaults, intent.warnings);
+    // A partial exit carries no bracket, not even the strategy's: the position keeps its own legs.
+    if (intent.reduce) Object.assign(input, { takeProfit: null, stopLoss: null });
+    const sizing: Sizing = { deps, ctx: ctx as RouteContext<unknown, unknown>, owned, input, warnings: intent.warnings, now, positionSize: intent.positionSize, turn };
+    let plan: OrderPlan | null = planOrder(input, owned.account.id, now, orderLimits(deps.config));
+    let closed: Closed | null = null;
+    if (intent.reduce) plan = await partialExit(sizing, plan);
+    else if (intent.entry) ({ plan, closed } = await entry(sizing, plan));
+    // Nothing left to send: the account already is where the strategy is after the alert.
+    if (plan === null) return { status: 200, body: Object.assign({}, base, { action: closed ? ('flatten' as const) : input.side, order: null, flatten: closed }) };
+    const afterClose = (err: unknown): unknown => {
+      if (!closed || !(err instanceof AppError)) return err;
+      return new AppError(err.code, `The position the other way was closed first; the new one was not opened: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
+    };
+    const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
+    const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
+    let result;
+    try {
+      result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, WEBHOOK_TIMEOUT);
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw afterClose(err);
+      // TradingView does not wait (or retry): the order may still reach the broker. Its
+      // outcome is looked up and journaled under the token once known (followLateOutcome).
+      followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { clOrdId });
+      throw new AppError(
+        'BROKER_TIMEOUT',
+        `${closed ? 'The position the other way was closed first; then the' : 'The'} broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
+        closed ? { ...err.extensions, flatten: closed } : err.extensions,
+        err.retryAfterSeconds,
+      );
+    }
+    return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: closed }) };
+  }
 }
 
 /** What an alert's order is sized against: the account, the completed order and the strategy's size after the alert. */
@@ -186,6 +212,8 @@ interface Sizing {
   now: Date;
   /** `marketPositionSize`: what the strategy holds on its side after the alert. */
   positionSize: number | undefined;
+  /** The alert's turn on the account: a reversal needs an exclusive one. */
+  turn: Turn;
 }
 
 type Closed = Awaited<ReturnType<typeof webhookFlatten>>;
@@ -245,6 +273,11 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
   // that side's position and resting orders go first, even where the account is flat already
   // (TV probe: a resting buy limit of the old long filled after the reversal).
   const reversing = held > 0 || (size !== undefined && plan.order.qty > size);
+  if (reversing && s.turn.mode === 'shared') {
+    // Alerts before it may still change the position: it is read again once they are done.
+    await s.turn.exclusive();
+    return entry(s, plan);
+  }
   let closed: Closed | null = null;
   let open = plan.order.qty;
   if (reversing) {

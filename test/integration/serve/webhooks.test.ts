@@ -193,6 +193,54 @@ describe('webhook alerts', () => {
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
   });
 
+  it('alerts that follow each other on an account take turns: an exit then a re-entry, two reversals, a reversal then a partial exit, each 30–50 ms apart with 100 ms to the broker, end where the strategy is (trader probe: flat, flat and short 2, every answer a success)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    const held = async () => (await positions(account)).find((p) => p.symbol === ES)?.netQty ?? 0;
+    const legsFor = async () => (await working(account)).map((o) => o.qty as number);
+    const longOne = async (tag: string) => {
+      expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+      const r = await alert(fire('buy', '1', 'long', `Long ${tag}`, 1), 'text/plain');
+      expect(r.status, r.text).toBe(201);
+      await eventually(async () => (await held()) === 1 && (await working(account)).length === 2, 'long 1 with its legs');
+    };
+    /** Sends the alerts `gapMs` apart with the broker 100 ms away; all their answers. */
+    const inTurn = async (gapMs: number, ...bodies: string[]) => {
+      await control(s, 'POST', '/faults', { latencyMs: 100 });
+      try {
+        const sent: Promise<Awaited<ReturnType<typeof alert>>>[] = [];
+        for (const body of bodies) {
+          sent.push(alert(body, 'text/plain'));
+          await new Promise((r) => setTimeout(r, gapMs));
+        }
+        return await Promise.all(sent);
+      } finally {
+        await control(s, 'DELETE', '/faults');
+      }
+    };
+
+    // strategy.close then strategy.entry long on the same bar: long 1 again.
+    await longOne('a');
+    const [exit, reentry] = await inTurn(30, fire('sell', '1', 'flat', 'Close entry(s) order Long a'), fire('buy', '1', 'long', 'Long b', 1));
+    expect([exit!.status, reentry!.status], reentry!.text).toEqual([200, 201]);
+    await eventually(async () => (await held()) === 1 && (await legsFor()).join() === '1,1', 'long 1 with legs for 1');
+
+    // long 1 → short 1 → long 1: long 1.
+    const [toShort, toLong] = await inTurn(50, fire('sell', '2', 'short', 'Short c', -1), fire('buy', '2', 'long', 'Long d', 1));
+    expect([toShort!.status, toLong!.status], toLong!.text).toEqual([201, 201]);
+    await eventually(async () => (await held()) === 1 && (await legsFor()).join() === '1,1', 'long 1 with legs for 1');
+
+    // long 1 → short 2, then buy 1 of it back (short 1 left): short 1.
+    const [short2, partial] = await inTurn(50, fire('sell', '3', 'short', 'Short e', -2), fire('buy', '1', 'short', 'Cover e', -1));
+    expect([short2!.status, partial!.status], partial!.text).toEqual([201, 201]);
+    await eventually(async () => (await held()) === -1 && (await legsFor()).join() === '1,1', 'short 1 with legs for 1');
+
+    // long 1 → short 1, then the exit: flat, nothing working.
+    await longOne('f');
+    const [reversal, flat] = await inTurn(50, fire('sell', '2', 'short', 'Short f', -1), fire('buy', '1', 'flat', 'Close entry(s) order Short f'));
+    expect([reversal!.status, flat!.status], flat!.text).toEqual([201, 200]);
+    await eventually(async () => (await held()) === 0 && (await working(account)).length === 0, 'flat, nothing working');
+  }, 60_000);
+
   it('a strategy that reverses and comes back within one second: the template id repeats with another body, and that alert is traded, not refused (TV probe: 422, the account short while the strategy was long)', async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);

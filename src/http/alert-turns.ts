@@ -1,0 +1,105 @@
+/**
+ * Alerts on one account take turns where the position decides what they do. A reversal reads
+ * the position, closes it, then opens the rest; an exit closes what is held; a partial exit or a
+ * sized entry reads the position to size itself. Run side by side, the second alert reads a
+ * position the first is about to change (trader probe: close then re-enter 30 ms apart ended
+ * flat; two reversals ended flat or short 2; every answer said success).
+ *
+ * A readers-writer queue per account, first come first served:
+ * - `shared`: an alert whose order does not depend on the position (a plain buy or sell, or an
+ *   entry that finds nothing held the other way). Any number run together, so a burst of plain
+ *   alerts is not queued one by one.
+ * - `exclusive`: an alert that reads the position to decide (exit, partial exit, sized entry,
+ *   reversal). It waits for every earlier alert to finish, and later ones wait for it.
+ * An alert waiting for its turn holds back the shared ones that come after it (no overtaking),
+ * so alerts act in the order they arrived. A turn ends when the alert's last broker call has
+ * answered or timed out (every call has a deadline), never later than `maxHoldMs` (a safety net).
+ *
+ * Per process: in a cluster, two nodes receiving alerts for one account at the same moment each
+ * keep their own turns (README "Known limits").
+ */
+
+export type TurnMode = 'shared' | 'exclusive';
+
+interface Waiter {
+  mode: TurnMode;
+  grant: () => void;
+}
+
+interface Queue {
+  /** Alerts holding a turn now: any number of shared ones, or one exclusive. */
+  shared: number;
+  exclusive: boolean;
+  waiting: Waiter[];
+}
+
+/** An alert's turn on its account. */
+export interface Turn {
+  readonly mode: TurnMode;
+  /** Ends a shared turn and waits for an exclusive one (a reversal found after all); then `mode` is exclusive. */
+  exclusive(): Promise<void>;
+  /** Ends the turn; calling it again does nothing. */
+  end(): void;
+}
+
+export class AlertTurns {
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(private readonly maxHoldMs = 30_000) {}
+
+  /** Waits for the alert's turn on `key` (an account); the alert ends it when it has answered. */
+  async take(key: string, mode: TurnMode): Promise<Turn> {
+    let end = await this.wait(key, mode);
+    const turn = {
+      mode,
+      exclusive: async () => {
+        if (turn.mode === 'exclusive') return;
+        end();
+        end = await this.wait(key, 'exclusive');
+        turn.mode = 'exclusive';
+      },
+      end: () => end(),
+    };
+    return turn;
+  }
+
+  /** Accounts with an alert holding or waiting for a turn (for tests). */
+  get busy(): number {
+    return this.queues.size;
+  }
+
+  /** Resolves with the end of the turn once granted; an idle account grants at once. */
+  private wait(key: string, mode: TurnMode): Promise<() => void> {
+    let q = this.queues.get(key);
+    if (!q) this.queues.set(key, (q = { shared: 0, exclusive: false, waiting: [] }));
+    if (q.waiting.length === 0 && this.fits(q, mode)) return Promise.resolve(this.hold(key, q, mode));
+    const queue = q;
+    return new Promise((resolve) => queue.waiting.push({ mode, grant: () => resolve(this.hold(key, queue, mode)) }));
+  }
+
+  private fits(q: Queue, mode: TurnMode): boolean {
+    return mode === 'shared' ? !q.exclusive : !q.exclusive && q.shared === 0;
+  }
+
+  private hold(key: string, q: Queue, mode: TurnMode): () => void {
+    if (mode === 'shared') q.shared++;
+    else q.exclusive = true;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      if (mode === 'shared') q.shared--;
+      else q.exclusive = false;
+      this.pump(key, q);
+    };
+    const timer = setTimeout(end, this.maxHoldMs);
+    timer.unref();
+    return end;
+  }
+
+  private pump(key: string, q: Queue): void {
+    while (q.waiting.length > 0 && this.fits(q, q.waiting[0]!.mode)) q.waiting.shift()!.grant();
+    if (q.waiting.length === 0 && q.shared === 0 && !q.exclusive && this.queues.get(key) === q) this.queues.delete(key);
+  }
+}
