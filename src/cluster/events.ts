@@ -12,6 +12,7 @@
  * dropped. Publishing is in order per node, retried while JetStream cannot take it (a leader
  * election), so a status change is late rather than lost.
  */
+import { randomBytes } from 'node:crypto';
 import { DeliverPolicy, DiscardPolicy, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { ConsumerMessages } from '@nats-io/jetstream';
 import type { ActorEvent } from '../actors/protocol.js';
@@ -56,7 +57,10 @@ export interface EventFeedOptions {
 export class EventFeed {
   private readonly known = new Map<string, Known>();
   private readonly listeners = new Set<(event: ActorEvent, id: number) => void>();
-  private readonly outbox: { subject: string; data: string }[] = [];
+  private readonly outbox: { subject: string; data: string; msgID: string }[] = [];
+  /** Numbers this node's events: with the node id and its start, the message id JetStream dedupes a retried publish by. */
+  private published = 0;
+  private readonly bootId = randomBytes(6).toString('base64url');
   private publishing = false;
   private messages: ConsumerMessages | undefined;
   private applied = 0;
@@ -117,7 +121,11 @@ export class EventFeed {
     const envelope: Envelope = { event, node: this.opts.nodeId, epoch };
     // The epoch is part of the subject, so "the last message of each subject" (how a starting
     // node loads the current state) can never be a late event of a previous owner.
-    this.outbox.push({ subject: `${this.opts.prefix}.events.${event.connectionId}.${epoch}.${event.type}`, data: JSON.stringify(envelope) });
+    this.outbox.push({
+      subject: `${this.opts.prefix}.events.${event.connectionId}.${epoch}.${event.type}`,
+      data: JSON.stringify(envelope),
+      msgID: `${this.opts.nodeId}.${this.bootId}.${++this.published}`,
+    });
     if (this.outbox.length > MAX_OUTBOX) {
       this.outbox.shift();
       this.log.error('event backlog full: oldest unpublished event dropped');
@@ -179,7 +187,9 @@ export class EventFeed {
     while (this.outbox.length > 0 && !this.closed) {
       const next = this.outbox[0]!;
       try {
-        await this.opts.js.publish(next.subject, next.data, { timeout: CLUSTER.kvTimeoutMs });
+        // A publish whose answer timed out may still have been stored: the retry carries the same
+        // message id, so JetStream keeps one copy (cluster probe: a status event delivered twice).
+        await this.opts.js.publish(next.subject, next.data, { timeout: CLUSTER.kvTimeoutMs, msgID: next.msgID });
         if (this.outbox[0] === next) this.outbox.shift();
       } catch (err) {
         this.log.warn({ err }, 'publishing an actor event failed; retrying');

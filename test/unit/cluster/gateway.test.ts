@@ -300,6 +300,41 @@ describe('cluster gateway', () => {
     await expect(a.gateway.request('con_6', { type: 'positions', accountId: '7' })).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE' });
   });
 
+  it('an event whose publish answer was lost is stored once: the retry carries the same message id (cluster probe: a status event delivered twice, 2 s late)', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const b = await node(prefix, 'b');
+    const seen: ActorEvent[] = [];
+    b.gateway.onEvent((e) => seen.push(e));
+    const nc = await connect({ servers: nats.url });
+    const js = jetstream(nc);
+    let lose = 1;
+    // The stream stores the first publish, but its answer is "lost" (a timeout after the store).
+    const lossy = new Proxy(js, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'publish' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return async (...args: Parameters<typeof js.publish>) => {
+          const ack = await js.publish(...args);
+          if (lose-- > 0) throw new Error('TimeoutError: publish answer lost');
+          return ack;
+        };
+      },
+    });
+    const feed = await EventFeed.start({ js: lossy, jsm: await jetstreamManager(nc), prefix, replicas: 1, nodeId: 'a', logger });
+    try {
+      feed.publish(1, { type: 'status', connectionId: 'con_9', status: 'CONNECTED', reason: 'connect', ts: 1 });
+      feed.publish(1, { type: 'status', connectionId: 'con_9', status: 'RECONNECTING', reason: 'disconnect', ts: 2 });
+      await feed.flushed(10_000);
+      await until(() => seen.filter((e) => e.connectionId === 'con_9').length >= 2, 'both events on b', 10_000);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen.filter((e) => e.connectionId === 'con_9').map((e) => (e as { status: string }).status)).toEqual(['CONNECTED', 'RECONNECTING']);
+      expect(lose).toBeLessThan(0);
+    } finally {
+      feed.close();
+      await nc.close();
+    }
+  });
+
   it('every node knows every connection’s status and accounts, with stream sequences as event ids; a previous owner’s events are dropped', async () => {
     const prefix = `t${randomBase62(8)}`;
     const a = await node(prefix, 'a');
