@@ -45,7 +45,12 @@ interface Local {
   stopping: boolean;
   /** The start in progress (a stop waits for it). */
   started: Promise<void>;
+  /** Calls in the actor now (this node's and forwarded ones): a hand-over lets them finish. */
+  calls: Set<Promise<unknown>>;
 }
+
+/** The longest a hand-over waits for the calls in its actor (each ends at its own deadline before this). */
+const HAND_OVER_DRAIN_MS = 30_000;
 
 /** Options of ClusterGateway. */
 export interface ClusterGatewayOptions {
@@ -127,7 +132,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     // A queue group: should two nodes ever both subscribe, a request still reaches one of them.
     const sub = this.opts.nc.subscribe(subject, { queue: 'owner', callback: (err, msg) => (err ? undefined : void this.serve(connectionId, msg)) });
     let release!: () => void;
-    const run: Local = { epoch, sub, silent: false, stopping: false, started: new Promise<void>((r) => (release = r)) };
+    const run: Local = { epoch, sub, silent: false, stopping: false, started: new Promise<void>((r) => (release = r)), calls: new Set() };
     this.local.set(connectionId, run);
     try {
       if (resume) {
@@ -146,15 +151,24 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     }
   }
 
-  async stop(connectionId: string, disabled: boolean): Promise<void> {
+  async stop(connectionId: string, disabled: boolean, opts?: { drain?: boolean }): Promise<void> {
     this.stopsAsked.set(connectionId, (this.stopsAsked.get(connectionId) ?? 0) + 1);
     const run = this.local.get(connectionId);
     if (!run) return;
     run.silent = !disabled;
+    // New calls are refused from here (503, nothing sent: retry); those already in the actor
+    // finish first when this node still holds the connection (a graceful stop, a rebalance, a
+    // removal): stopped under them, an order forwarded from another node was answered 504 "may
+    // still place it" and never placed (cluster probe).
     run.stopping = true;
     run.sub.unsubscribe();
     const done = (async () => {
       await run.started;
+      if (opts?.drain && run.calls.size > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.allSettled([...run.calls]), new Promise((r) => (timer = setTimeout(r, HAND_OVER_DRAIN_MS)))]);
+        clearTimeout(timer);
+      }
       await this.opts.supervisor.removeConnection(connectionId);
     })();
     this.stopping.set(connectionId, done);
@@ -325,7 +339,11 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   private requestLocal<R extends ActorRequest>(connectionId: string, req: R, timeoutMs: number, cancelled?: () => boolean): Promise<ResultFor<R>> {
     const run = this.local.get(connectionId);
     if (!run || run.stopping) return Promise.reject(new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving to another node; retry`, {}, 1));
-    return this.opts.supervisor.request(connectionId, req, cancelled ? { timeoutMs, cancelled } : { timeoutMs });
+    const call = this.opts.supervisor.request(connectionId, req, cancelled ? { timeoutMs, cancelled } : { timeoutMs });
+    run.calls.add(call);
+    const done = (): void => void run.calls.delete(call);
+    call.then(done, done);
+    return call;
   }
 
   /** Answers a forwarded call from the local actor. */

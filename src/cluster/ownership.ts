@@ -33,8 +33,11 @@ export interface OwnerRecord {
 export interface ActorHost {
   /** Starts the actor under `epoch`; `resume`: the connection ran before, elsewhere. */
   start(connectionId: string, epoch: number, resume: boolean): Promise<void>;
-  /** Stops the actor: `disabled` announces DISABLED; otherwise it stops silently (another node takes it). */
-  stop(connectionId: string, disabled: boolean): Promise<void>;
+  /**
+   * Stops the actor: `disabled` announces DISABLED; otherwise it stops silently (another node takes
+   * it). `drain`: calls already in the actor finish first (this node still holds the connection).
+   */
+  stop(connectionId: string, disabled: boolean, opts?: { drain?: boolean }): Promise<void>;
 }
 
 /** Options of Ownership.start. */
@@ -287,15 +290,16 @@ export class Ownership {
     }
   }
 
-  private async stopLocal(id: string, disabled: boolean): Promise<void> {
+  /** Stops the actor; `drain` while this node still holds the connection (hand-over, retirement), never once another may run it. */
+  private async stopLocal(id: string, disabled: boolean, drain = false): Promise<void> {
     if (!this.running.has(id)) return;
     this.running.delete(id);
-    await this.opts.host.stop(id, disabled);
+    await this.opts.host.stop(id, disabled, { drain });
   }
 
-  /** Stops the actor silently, then marks the connection free (epoch kept) for another node to take at once. */
+  /** Stops the actor silently (its calls finished), then marks the connection free (epoch kept) for another node to take at once. */
   private async handOver(id: string): Promise<void> {
-    await this.stopLocal(id, false);
+    await this.stopLocal(id, false, true);
     await this.mirror
       .mutate(keyOf(id), (cur) => {
         const r = cur as OwnerRecord | undefined;
@@ -312,7 +316,7 @@ export class Ownership {
    * connection's record goes.
    */
   private async retire(id: string): Promise<void> {
-    await this.stopLocal(id, true);
+    await this.stopLocal(id, true, true);
     await this.mirror.mutate(keyOf(id), (cur) => {
       const r = cur as OwnerRecord | undefined;
       if (!r || !this.isMine(r)) return { next: undefined, result: undefined };

@@ -136,6 +136,48 @@ describe('cluster gateway', () => {
     expect(await a.gateway.request('con_1', { type: 'working-orders', accountId: '7' })).toEqual([{ orderId: '1', served: 'a' }]);
   });
 
+  it('a hand-over lets the calls already in the actor finish, forwarded ones too, before it stops the actor; later calls are refused unsent; a lapsed lease stops at once (cluster probe: an order forwarded during a graceful stop answered 504 and was never placed)', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    const log: string[] = [];
+    const a = await node(prefix, 'a', async (_id, req) => {
+      await new Promise((r) => setTimeout(r, 300));
+      log.push(`answered ${req.type}`);
+      return { orderId: '5' };
+    }, { callTimeoutMs: 2000 });
+    const removeConnection = a.sup.removeConnection.bind(a.sup);
+    a.sup.removeConnection = async (id: string) => {
+      log.push('actor stopped');
+      return removeConnection(id);
+    };
+    const b = await node(prefix, 'b', async () => {
+      throw new Error('b runs nothing');
+    }, { callTimeoutMs: 2000 });
+    await a.gateway.start('con_h', 1, false);
+    await whenServed(() => b.gateway.request('con_h', { type: 'accounts' }));
+    log.length = 0;
+    const forwarded = b.gateway.request('con_h', { type: 'place-order', accountId: '7' } as unknown as ActorRequest);
+    const own = a.gateway.request('con_h', { type: 'flatten', accountId: '7' } as unknown as ActorRequest);
+    await new Promise((r) => setTimeout(r, 100));
+    const stopped = a.gateway.stop('con_h', false, { drain: true });
+    // Refused unsent while it stops: retrying is safe.
+    const late = await a.gateway.request('con_h', { type: 'place-order', accountId: '7' } as unknown as ActorRequest).catch((e: unknown) => e);
+    expect(late).toMatchObject({ code: 'BROKER_UNAVAILABLE', message: expect.stringMatching(/moving to another node; retry/) });
+    expect(await forwarded).toEqual({ orderId: '5' });
+    expect(await own).toEqual({ orderId: '5' });
+    await stopped;
+    expect(log.slice(0, 2).sort()).toEqual(['answered flatten', 'answered place-order']);
+    expect(log[2]).toBe('actor stopped');
+
+    // A lease that lapsed: another node may run it already, so the actor stops at once.
+    await a.gateway.start('con_h', 2, true);
+    log.length = 0;
+    const inFlight = a.gateway.request('con_h', { type: 'accounts' }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 50));
+    await a.gateway.stop('con_h', false);
+    expect(log).toEqual(['actor stopped']);
+    await inFlight;
+  });
+
   it('a connection changed on any node (new credentials, a manual reconnect) restarts on the node that runs it, once that node has the stored records (cluster probe: 202, and it stayed FAILED)', async () => {
     const prefix = `t${randomBase62(8)}`;
     const a = await node(prefix, 'a');
