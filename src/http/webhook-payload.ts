@@ -383,6 +383,9 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
       common.alertDelayMs = Math.max(0, now.getTime() - at);
       if (common.alertDelayMs > STALE_ALERT_MS) {
         warnings.push(`time ${String(fields.time)} is ${Math.round(common.alertDelayMs / 1000)} s before this alert arrived: a delayed or replayed alert, traded at today's prices`);
+      } else if (at - now.getTime() > STALE_ALERT_MS) {
+        // A time ahead of ours: the sender's clock, or a local time written without its offset (fuzz probe: silent).
+        warnings.push(`time ${String(fields.time)} is ${Math.round((at - now.getTime()) / 1000)} s after this alert arrived: the sender's clock or time zone is off (TradingView's {{timenow}} is UTC), so its delay cannot be told`);
       }
     }
   }

@@ -49,9 +49,16 @@ interface AlertOutcome {
 
 const MAX_JOURNALED_WARNINGS = 5;
 
+type FlattenSeen = { cancelledOrderIds: string[]; positions: unknown[] } | null | undefined;
+
+/** What a flatten of the alert did, as the alert log counts it. */
+function flattenedOf(flatten: FlattenSeen): AlertOutcome['flattened'] {
+  return flatten ? { cancelledOrders: flatten.cancelledOrderIds.length, positions: flatten.positions.length } : null;
+}
+
 function alertOutcome(res: RouteResponse | undefined, err: unknown): AlertOutcome {
   if (res) {
-    const body = res.body as { order?: { orderId: string; status: string; qty?: number } | null; flatten?: { cancelledOrderIds: string[]; positions: unknown[] } | null; warnings?: string[] };
+    const body = res.body as { order?: { orderId: string; status: string; qty?: number } | null; flatten?: FlattenSeen; warnings?: string[] };
     return {
       status: res.status,
       code: null,
@@ -59,12 +66,14 @@ function alertOutcome(res: RouteResponse | undefined, err: unknown): AlertOutcom
       orderId: body.order?.orderId ?? null,
       orderStatus: body.order?.status ?? null,
       orderQty: body.order?.qty ?? null,
-      flattened: body.flatten ? { cancelledOrders: body.flatten.cancelledOrderIds.length, positions: body.flatten.positions.length } : null,
+      flattened: flattenedOf(body.flatten),
       warnings: (body.warnings ?? []).slice(0, MAX_JOURNALED_WARNINGS),
     };
   }
   const e = err instanceof AppError ? err : new AppError('INTERNAL');
-  return { status: e.status, code: e.code as ProblemCode, detail: e.message, orderId: null, orderStatus: null, flattened: null };
+  // A reversal whose open was refused after its close: the close happened (trader probe: logged as nothing flattened).
+  const flattened = flattenedOf((e.extensions as { flatten?: FlattenSeen } | undefined)?.flatten);
+  return { status: e.status, code: e.code as ProblemCode, detail: e.message, orderId: null, orderStatus: null, flattened };
 }
 
 /** When an alert answered 504 is looked up at the broker again (ms after the alert). */

@@ -199,6 +199,11 @@ describe('parseWebhookPayload id, time, timeInForce', () => {
     expect(parseWebhookPayload({ action: 'close', time: '2020-01-01T00:00:00Z' }, NOW).warnings).toEqual([
       expect.stringMatching(/^time 2020-01-01T00:00:00Z is \d+ s before this alert arrived: a delayed or replayed alert/),
     ]);
+    // A time more than a minute ahead says the sender's clock or zone is off (fuzz probe: silent, delay 0).
+    expect(parseWebhookPayload({ action: 'close', time: '2026-11-21T15:00:50Z' }, NOW).warnings).toEqual([]);
+    const ahead = parseWebhookPayload({ action: 'close', time: '2026-11-21T16:00:00Z' }, NOW);
+    expect(ahead.alertDelayMs).toBe(0);
+    expect(ahead.warnings).toEqual([expect.stringMatching(/^time 2026-11-21T16:00:00Z is \d+ s after this alert arrived: the sender's clock or time zone is off/)]);
     const bad = parseWebhookPayload({ action: 'close', time: '{{timenow}}' }, NOW);
     expect(bad.alertDelayMs).toBeNull();
     expect(bad.warnings[0]).toContain('not an ISO-8601 time');

@@ -81,6 +81,16 @@ describe('recent alerts of a token', () => {
     expect(JSON.stringify(list)).not.toContain('secret-ish');
   });
 
+  it('a reversal whose open is refused after its close is logged with what the close did (trader probe: flattened null beside a closed position)', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
+    w.gateway.responder.flatten = () => ({ symbol: 'ESZ6', requestedSymbol: 'ES1!', cancelledOrderIds: ['71', '72'], positions: [{ symbol: 'ESZ6', closedQty: 1, status: 'closed' }] });
+    w.gateway.responder['place-order'] = () => {
+      throw new AppError('RISK_GUARD', 'locked by the kill switch');
+    };
+    await expect(alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short' })).rejects.toMatchObject({ code: 'RISK_GUARD', extensions: { flatten: { cancelledOrderIds: ['71', '72'] } } });
+    expect((await alerts())[0]).toMatchObject({ status: 403, code: 'RISK_GUARD', flattened: { cancelledOrders: 2, positions: 1 } });
+  });
+
   describe('the follow-up of an alert answered 504', () => {
     beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout'] }));
     afterEach(() => vi.useRealTimers());
