@@ -269,7 +269,7 @@ export function SignalsPage() {
   return (
     <Page
       title="Signals"
-      intro="Each signal token is a secret webhook URL bound to one account. Paste it into a TradingView alert; every alert and its outcome shows up here."
+      intro="Each signal token is a secret webhook URL bound to one account. Paste it into a TradingView alert; every alert and its outcome shows up here (a repeat delivery of one, same id and body, is answered as the first and not listed again)."
       actions={
         <button type="button" class="btn primary" onClick={() => setDialog({ kind: 'create' })} disabled={!accounts.data}>
           New token
