@@ -83,7 +83,7 @@ describe('recent alerts of a token', () => {
 
   it('a reversal whose open is refused after its close is logged with what the close did (trader probe: flattened null beside a closed position)', async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
-    w.gateway.responder.flatten = () => ({ symbol: 'ESZ6', requestedSymbol: 'ES1!', cancelledOrderIds: ['71', '72'], positions: [{ symbol: 'ESZ6', closedQty: 1, status: 'closed' }] });
+    w.gateway.responder.flatten = () => ({ cancelledOrderIds: ['71', '72'], positions: [{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }], brokerMs: 2 });
     w.gateway.responder['place-order'] = () => {
       throw new AppError('RISK_GUARD', 'locked by the kill switch');
     };
