@@ -6,11 +6,10 @@
  * flat; two reversals ended flat or short 2; every answer said success).
  *
  * A readers-writer queue per account, first come first served:
- * - `shared`: an alert whose order does not depend on the position (a plain buy or sell, or an
- *   entry that finds nothing held the other way). Any number run together, so a burst of plain
- *   alerts is not queued one by one.
- * - `exclusive`: an alert that reads the position to decide (exit, partial exit, sized entry,
- *   reversal). It waits for every earlier alert to finish, and later ones wait for it.
+ * - `shared`: an alert whose order does not depend on the position (a plain buy or sell, without
+ *   `marketPosition`). Any number run together, so a burst of plain alerts is not queued one by one.
+ * - `exclusive`: an alert that reads the position to decide (exit, partial exit, a strategy entry,
+ *   which may be a reversal). It waits for every earlier alert to finish, and later ones wait for it.
  * An alert waiting for its turn holds back the shared ones that come after it (no overtaking),
  * so alerts act in the order they arrived. A turn ends when the alert's last broker call has
  * answered or timed out (every call has a deadline), never later than `maxHoldMs` (a safety net).
@@ -35,9 +34,6 @@ interface Queue {
 
 /** An alert's turn on its account. */
 export interface Turn {
-  readonly mode: TurnMode;
-  /** Ends a shared turn and waits for an exclusive one (a reversal found after all); then `mode` is exclusive. */
-  exclusive(): Promise<void>;
   /** Ends the turn; calling it again does nothing. */
   end(): void;
 }
@@ -47,34 +43,24 @@ export class AlertTurns {
 
   constructor(private readonly maxHoldMs = 30_000) {}
 
+  /** The alert's turn on `key` (an account) when it can have it now (nobody in its way), else undefined. */
+  takeNow(key: string, mode: TurnMode): Turn | undefined {
+    let q = this.queues.get(key);
+    if (!q) this.queues.set(key, (q = { shared: 0, exclusive: false, waiting: [] }));
+    return q.waiting.length === 0 && this.fits(q, mode) ? { end: this.hold(key, q, mode) } : undefined;
+  }
+
   /** Waits for the alert's turn on `key` (an account); the alert ends it when it has answered. */
-  async take(key: string, mode: TurnMode): Promise<Turn> {
-    let end = await this.wait(key, mode);
-    const turn = {
-      mode,
-      exclusive: async () => {
-        if (turn.mode === 'exclusive') return;
-        end();
-        end = await this.wait(key, 'exclusive');
-        turn.mode = 'exclusive';
-      },
-      end: () => end(),
-    };
-    return turn;
+  take(key: string, mode: TurnMode): Promise<Turn> {
+    const now = this.takeNow(key, mode);
+    if (now) return Promise.resolve(now);
+    const queue = this.queues.get(key)!;
+    return new Promise((resolve) => queue.waiting.push({ mode, grant: () => resolve({ end: this.hold(key, queue, mode) }) }));
   }
 
   /** Accounts with an alert holding or waiting for a turn (for tests). */
   get busy(): number {
     return this.queues.size;
-  }
-
-  /** Resolves with the end of the turn once granted; an idle account grants at once. */
-  private wait(key: string, mode: TurnMode): Promise<() => void> {
-    let q = this.queues.get(key);
-    if (!q) this.queues.set(key, (q = { shared: 0, exclusive: false, waiting: [] }));
-    if (q.waiting.length === 0 && this.fits(q, mode)) return Promise.resolve(this.hold(key, q, mode));
-    const queue = q;
-    return new Promise((resolve) => queue.waiting.push({ mode, grant: () => resolve(this.hold(key, queue, mode)) }));
   }
 
   private fits(q: Queue, mode: TurnMode): boolean {

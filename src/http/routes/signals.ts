@@ -133,6 +133,21 @@ export function followLateOutcome(
 }
 
 /**
+ * An alert answered 504 before it was done (it waited for the alerts before it on its account,
+ * alert-turns.ts, or the broker was slow) goes on; what it did is added to its token's alerts, as
+ * a late outcome of the 504. One whose own broker call timed out is followed by followLateOutcome.
+ */
+export function recordQueuedOutcome(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, accountId: string, res: RouteResponse | undefined, err: unknown): void {
+  const token = ctx.auth.webhook;
+  if (!token || (err instanceof AppError && err.code === 'BROKER_TIMEOUT')) return;
+  const outcome = alertOutcome(res, err);
+  const prefix = 'acted on after this alert was answered 504';
+  outcome.detail = outcome.detail === null ? prefix : `${prefix}: ${outcome.detail}`;
+  const request = { ...alertRequest(ctx.req.body, ctx.requestId), lateOutcomeOf: ctx.requestId };
+  deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: ALERT_KIND, ref: alertRef(token.tokenId), request, outcome });
+}
+
+/**
  * Takes up the follow-ups a stopped process left (single node: a cluster's nodes would each take
  * them): those journaled in the last LATE_RESUME_MS without their outcome entry. Each goes on
  * from where its schedule stands now.

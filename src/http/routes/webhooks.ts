@@ -15,8 +15,18 @@ import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsync
 import { flattenAccount, namesProduct } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
-import { followLateOutcome } from './signals.js';
-import { AlertTurns, type Turn } from '../alert-turns.js';
+import { followLateOutcome, recordQueuedOutcome } from './signals.js';
+import { AlertTurns } from '../alert-turns.js';
+
+/** `work`'s value, or undefined once `ms` passed first. */
+async function withinMs<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Every broker call of an alert: TradingView gives a webhook about 3 s. */
 const WEBHOOK_TIMEOUT = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
@@ -120,14 +130,38 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
 
         const strategy = token.strategyId ? deps.store.strategies.getForUser(ctx.auth.userId, token.strategyId) : undefined;
         // What the position decides waits for the alerts before it on the account (alert-turns.ts):
-        // exits, partial exits and sized entries at once; an entry once it finds a position to reverse.
-        const decidedByPosition = intent.kind === 'flatten' || intent.reduce === true || intent.positionSize !== undefined;
-        const turn = await turns.take(`${owned.connectionId}|${owned.account.id}`, decidedByPosition ? 'exclusive' : 'shared');
-        try {
-          return await act(ctx, intent, owned, strategy, base, now, turn);
-        } finally {
-          turn.end();
-        }
+        // exits, partial exits and strategy entries (each may be a reversal). Taking the turn only
+        // once an entry found a position to reverse let alerts behind it go first (re-probe: long
+        // 1, reverse, exit 20 ms later ended short 2).
+        const decidedByPosition = intent.kind === 'flatten' || intent.reduce === true || intent.entry === true;
+        const account = `${owned.connectionId}|${owned.account.id}`;
+        const mode = decidedByPosition ? 'exclusive' : 'shared';
+        let inTurn = false;
+        const work = (async () => {
+          const turn = turns.takeNow(account, mode) ?? (await turns.take(account, mode));
+          inTurn = true;
+          try {
+            return await act(ctx, intent, owned, strategy, base, now);
+          } finally {
+            turn.end();
+          }
+        })();
+        const done = await withinMs(work, WEBHOOK_BROKER_TIMEOUT_MS);
+        if (done) return done;
+        // Not done within TradingView's time (~3 s; re-probe: alerts queued behind slow ones were
+        // answered after 7.8 and 10 s): answered now, it goes on (in its turn), and what it did is
+        // added to the token's alerts.
+        const late = ctx as RouteContext<unknown, unknown>;
+        work.then(
+          (res) => recordQueuedOutcome(deps, late, owned.account.id, res, undefined),
+          (err: unknown) => recordQueuedOutcome(deps, late, owned.account.id, undefined, err),
+        );
+        throw new AppError(
+          'BROKER_TIMEOUT',
+          inTurn
+            ? `The broker had not answered this alert within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on: do not resend the alert. Its outcome is added to this token's alerts`
+            : `Earlier alerts on this account had not had the broker's answers within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; this one acts once they have (it is not lost): do not resend the alert. Its outcome is added to this token's alerts`,
+        );
       },
     }),
   ];
@@ -140,7 +174,6 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     strategy: StrategyRecord | undefined,
     base: { accepted: true; accountId: string; warnings: string[]; alertDelayMs: number | null },
     now: Date,
-    turn: Turn,
   ): Promise<RouteResponse> {
     const token = ctx.auth.webhook!;
     if (intent.kind === 'flatten') {
@@ -170,7 +203,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     const input = completeOrder(intent.order, defaults, intent.warnings);
     // A partial exit carries no bracket, not even the strategy's: the position keeps its own legs.
     if (intent.reduce) Object.assign(input, { takeProfit: null, stopLoss: null });
-    const sizing: Sizing = { deps, ctx: ctx as RouteContext<unknown, unknown>, owned, input, warnings: intent.warnings, now, positionSize: intent.positionSize, turn };
+    const sizing: Sizing = { deps, ctx: ctx as RouteContext<unknown, unknown>, owned, input, warnings: intent.warnings, now, positionSize: intent.positionSize };
     let plan: OrderPlan | null = planOrder(input, owned.account.id, now, orderLimits(deps.config));
     let closed: Closed | null = null;
     if (intent.reduce) plan = await partialExit(sizing, plan);
@@ -212,8 +245,6 @@ interface Sizing {
   now: Date;
   /** `marketPositionSize`: what the strategy holds on its side after the alert. */
   positionSize: number | undefined;
-  /** The alert's turn on the account: a reversal needs an exclusive one. */
-  turn: Turn;
 }
 
 type Closed = Awaited<ReturnType<typeof webhookFlatten>>;
@@ -273,11 +304,6 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
   // that side's position and resting orders go first, even where the account is flat already
   // (TV probe: a resting buy limit of the old long filled after the reversal).
   const reversing = held > 0 || (size !== undefined && plan.order.qty > size);
-  if (reversing && s.turn.mode === 'shared') {
-    // Alerts before it may still change the position: it is read again once they are done.
-    await s.turn.exclusive();
-    return entry(s, plan);
-  }
   let closed: Closed | null = null;
   let open = plan.order.qty;
   if (reversing) {

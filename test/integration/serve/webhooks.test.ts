@@ -239,6 +239,51 @@ describe('webhook alerts', () => {
     const [reversal, flat] = await inTurn(50, fire('sell', '2', 'short', 'Short f', -1), fire('buy', '1', 'flat', 'Close entry(s) order Short f'));
     expect([reversal!.status, flat!.status], flat!.text).toEqual([201, 200]);
     await eventually(async () => (await held()) === 0 && (await working(account)).length === 0, 'flat, nothing working');
+
+    // The same without marketPositionSize (TradersPost-style sentiment), a plain alert of another
+    // sender just before: the reversal keeps its place, the exit after it closes what it opened
+    // (re-probe: it took its turn only once it found the long, and the exit went first: short 2).
+    await longOne('g');
+    const reverse = JSON.stringify({ action: 'sell', symbol: 'ES1!', qty: 2, sentiment: 'short', orderType: 'market', id: `g-rev-${Date.now()}` });
+    const exitAll = JSON.stringify({ action: 'buy', symbol: 'ES1!', qty: 1, sentiment: 'flat', id: `g-exit-${Date.now()}` });
+    const plain = JSON.stringify({ action: 'buy', symbol: 'ES1!', qty: 1, orderType: 'limit', price: 4800, id: `g-plain-${Date.now()}` });
+    const [p, r, x] = await inTurn(20, plain, reverse, exitAll);
+    expect([p!.status, r!.status, x!.status], x!.text).toEqual([201, 201, 200]);
+    await eventually(async () => (await held()) === 0 && (await working(account)).length === 0, 'flat, nothing working');
+  }, 60_000);
+
+  it('an alert not done within the webhook budget (waiting for its turn behind a slow one, or at the broker) is answered 504 at 2.5 s and acts in its turn, its outcome added to the alerts (re-probe: answered after 7.8 and 10 s)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    const long = await alert(fire('buy', '1', 'long', 'Long q', 1), 'text/plain');
+    expect(long.status, long.text).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === 1), 'long 1');
+    await control(s, 'POST', '/faults', { latencyMs: 1_500 });
+    let queued: Awaited<ReturnType<typeof alert>>;
+    let waited: number;
+    try {
+      // A reversal ahead of the exit: its close and its open, 1.5 s or more each at the broker.
+      const reversal = alert(fire('sell', '2', 'short', 'Short q', -1), 'text/plain');
+      await new Promise((r) => setTimeout(r, 30));
+      const sent = Date.now();
+      queued = await alert(fire('buy', '1', 'flat', 'Close entry(s) order Short q'), 'text/plain');
+      waited = Date.now() - sent;
+      // The reversal's own answer may be 201 or a 504 of its own (it goes on at the broker).
+      const r = await reversal;
+      expect([201, 504], r.text).toContain(r.status);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    expect(queued.status, queued.text).toBe(504);
+    // Answered within the budget whether it was still waiting for its turn or already at the broker then.
+    expect(queued.json).toMatchObject({ code: 'BROKER_TIMEOUT', detail: expect.stringMatching(/^(Earlier alerts on this account .* this one acts once they have \(it is not lost\)|The broker had not answered this alert within 2500 ms; it goes on): do not resend/) });
+    expect(waited).toBeLessThan(3_000);
+    // It acted in its turn: the short closed, and its alerts say so under the 504's request id.
+    await eventually(async () => (await positions(account)).every((p) => p.netQty === 0) && (await working(account)).length === 0, 'flat after the queued exit', 20_000);
+    const requestId = queued.headers.get('x-request-id');
+    const late = await eventually(async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=10`)).json.data as any[]).find((a) => a.lateOutcomeOf === requestId), 'the queued alert outcome', 20_000);
+    // (Its own flatten may outlast the budget too: then its follow-up says so.)
+    expect(late).toMatchObject({ status: 200, detail: expect.stringMatching(/^(acted on|flattened) after this alert was answered 504/) });
   }, 60_000);
 
   it('a strategy that reverses and comes back within one second: the template id repeats with another body, and that alert is traded, not refused (TV probe: 422, the account short while the strategy was long)', async () => {

@@ -1,7 +1,6 @@
 /**
  * Alerts on one account take turns where the position decides (alert-turns.ts): shared turns run
- * together, an exclusive one runs alone, nobody overtakes a waiting alert, and a shared turn that
- * finds a reversal waits for an exclusive one.
+ * together, an exclusive one runs alone, nobody overtakes a waiting alert.
  */
 import { describe, expect, it } from 'vitest';
 import { AlertTurns } from '../../../src/http/alert-turns.js';
@@ -44,24 +43,17 @@ describe('AlertTurns', () => {
     expect(turns.busy).toBe(0);
   });
 
-  it('a shared turn that needs an exclusive one gives its place up and waits for the alerts before it', async () => {
+  it('takeNow grants only when nobody is in the way, and then counts like take', async () => {
     const turns = new AlertTurns();
-    const log: string[] = [];
-    const first = await turns.take('acc', 'shared');
-    const second = await turns.take('acc', 'shared');
-    const upgraded = second.exclusive().then(() => log.push('second exclusive'));
-    await tick();
-    expect(log).toEqual([]);
-    first.end();
-    await upgraded;
-    expect(second.mode).toBe('exclusive');
-    const later = turns.take('acc', 'shared').then((t) => (log.push('later'), t));
-    await tick();
-    expect(log).toEqual(['second exclusive']);
-    second.end();
-    (await later).end();
-    expect(log).toEqual(['second exclusive', 'later']);
-    expect(turns.busy).toBe(0);
+    const shared = turns.takeNow('acc', 'shared')!;
+    expect(turns.takeNow('acc', 'shared')).toBeDefined();
+    expect(turns.takeNow('acc', 'exclusive')).toBeUndefined();
+    const waiting = turns.take('acc', 'exclusive');
+    // Behind a waiting alert even a shared one does not go first.
+    expect(turns.takeNow('acc', 'shared')).toBeUndefined();
+    shared.end();
+    expect(turns.busy).toBe(1);
+    expect(await Promise.race([waiting.then(() => 'granted'), new Promise((r) => setTimeout(() => r('waiting'), 20))])).toBe('waiting');
   });
 
   it('ends a turn held past its bound, so a lost alert cannot stop the account for good', async () => {

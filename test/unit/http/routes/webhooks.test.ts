@@ -173,12 +173,11 @@ describe('POST /webhooks/:token partial exits', () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
     const res = await alert({ action: 'sell', symbol: 'ES1!', qty: 3, marketPosition: 'short', stopLoss: { ticks: 8 } });
     expect(res.status).toBe(201);
-    // Read in a shared turn, then again in the exclusive turn a reversal takes (alert-turns.ts).
-    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'positions', 'flatten', 'place-order']);
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten', 'place-order']);
     // Read once the account's orders on their way reached the broker (an entry just before is held).
-    expect(w.gateway.calls[1]!.req).toMatchObject({ type: 'positions', settled: true });
-    expect(w.gateway.calls[2]!.req).toMatchObject({ symbol: 'ESZ6', symbolOnly: true, productOnly: true });
-    expect(w.gateway.calls[3]!.req).toMatchObject({ side: 'sell', qty: 2, stopLoss: { offsetPoints: 2 } });
+    expect(w.gateway.calls[0]!.req).toMatchObject({ type: 'positions', settled: true });
+    expect(w.gateway.calls[1]!.req).toMatchObject({ symbol: 'ESZ6', symbolOnly: true, productOnly: true });
+    expect(w.gateway.calls[2]!.req).toMatchObject({ side: 'sell', qty: 2, stopLoss: { offsetPoints: 2 } });
     // The open refused after the close: the answer says the close happened.
     w.gateway.calls.length = 0;
     w.gateway.responder['place-order'] = () => {
