@@ -94,8 +94,12 @@ interface LateFollowUp {
   accountId: string;
   /** The order's clOrdId; absent for a flatten. */
   clOrdId?: string;
-  /** A flatten (exit or close) answered 504: what it was to close (null: the whole account; `product`: every month of the symbol's product). */
-  flatten?: { symbol: string | null; product: boolean };
+  /**
+   * A flatten (exit or close) answered 504: what it was to close (null: the whole account;
+   * `product`: every month of the symbol's product); `reversal`: a reversal's close, after which
+   * the new position was not opened.
+   */
+  flatten?: { symbol: string | null; product: boolean; reversal?: boolean };
   /** The alert's fields as its alerts entry keeps them, with `lateOutcomeOf`: its request id. */
   request: ReturnType<typeof alertRequest> & { lateOutcomeOf: string };
   /** When the alert arrived (ms). */
@@ -115,7 +119,7 @@ export function followLateOutcome(
   ctx: RouteContext<unknown, unknown>,
   connectionId: string,
   accountId: string,
-  what: { clOrdId: string } | { flatten: { symbol: string | null; product: boolean } },
+  what: { clOrdId: string } | { flatten: { symbol: string | null; product: boolean; reversal?: boolean } },
 ): void {
   const token = ctx.auth.webhook;
   if (!token) return;
@@ -204,7 +208,10 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
       // Not CONNECTED now: asked again at the next check.
     }
     if (open?.length === 0) {
-      record({ status: 200, code: null, detail: 'flattened after this alert was answered 504', orderId: null, orderStatus: null, flattened: null });
+      const detail = target.reversal
+        ? "flattened after this alert was answered 504; the reversal's new position was not opened (nothing more is sent for this alert)"
+        : 'flattened after this alert was answered 504';
+      record({ status: 200, code: null, detail, orderId: null, orderStatus: null, flattened: null });
       return;
     }
     if (again()) return;

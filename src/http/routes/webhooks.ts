@@ -28,6 +28,12 @@ async function withinMs<T>(work: Promise<T>, ms: number): Promise<T | undefined>
   }
 }
 
+/**
+ * An alert not done this long after the receiver began on it is answered 504 and goes on: a little
+ * past one broker call's deadline, so a call of its own that times out answers with its own words.
+ */
+const ALERT_ANSWER_MS = WEBHOOK_BROKER_TIMEOUT_MS + 100;
+
 /** Every broker call of an alert: TradingView gives a webhook about 3 s. */
 const WEBHOOK_TIMEOUT = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
 
@@ -146,7 +152,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             turn.end();
           }
         })();
-        const done = await withinMs(work, WEBHOOK_BROKER_TIMEOUT_MS);
+        const done = await withinMs(work, ALERT_ANSWER_MS);
         if (done) return done;
         // Not done within TradingView's time (~3 s; re-probe: alerts queued behind slow ones were
         // answered after 7.8 and 10 s): answered now, it goes on (in its turn), and what it did is
@@ -159,8 +165,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         throw new AppError(
           'BROKER_TIMEOUT',
           inTurn
-            ? `The broker had not answered this alert within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on: do not resend the alert. Its outcome is added to this token's alerts`
-            : `Earlier alerts on this account had not had the broker's answers within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; this one acts once they have (it is not lost): do not resend the alert. Its outcome is added to this token's alerts`,
+            ? `The broker had not answered this alert within ${ALERT_ANSWER_MS} ms; it goes on: do not resend the alert. Its outcome is added to this token's alerts`
+            : `Earlier alerts on this account had not had the broker's answers within ${ALERT_ANSWER_MS} ms; this one acts once they have (it is not lost): do not resend the alert. Its outcome is added to this token's alerts`,
         );
       },
     }),
@@ -307,7 +313,7 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
   let closed: Closed | null = null;
   let open = plan.order.qty;
   if (reversing) {
-    closed = await webhookFlatten(s.deps, s.ctx, owned, input.symbol, true);
+    closed = await webhookFlatten(s.deps, s.ctx, owned, input.symbol, true, true);
     open -= held;
     if (open <= 0) {
       warnings.push(`reversal: the ${held} held the other way closed; the alert's qty ${plan.order.qty} leaves nothing to open`);
@@ -335,13 +341,14 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
  * Flattens the alert's account, or (symbolOnly) every position in the symbol. TradingView does
  * not retry: a flatten the broker did not confirm in time is followed, like a late order.
  */
-function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, symbol: string | undefined, symbolOnly: boolean) {
-  const onTimeout = (target: { symbol: string | null; product: boolean }) => followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: target });
+function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, symbol: string | undefined, symbolOnly: boolean, reversal = false) {
+  const onTimeout = (target: { symbol: string | null; product: boolean }) =>
+    followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: reversal ? { ...target, reversal: true } : target });
   return flattenAccount(deps, ctx, owned, symbol, { ...WEBHOOK_TIMEOUT, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
     if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
     throw new AppError(
       'BROKER_TIMEOUT',
-      `The broker did not confirm the flatten within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on: do not resend the alert. Whether the positions closed is added to this token's alerts once known`,
+      `The broker did not confirm the flatten within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on${reversal ? ', and the new position is not opened' : ''}: do not resend the alert. Whether the positions closed is added to this token's alerts once known`,
       err.extensions,
       err.retryAfterSeconds,
     );

@@ -252,7 +252,7 @@ describe('webhook alerts', () => {
     await eventually(async () => (await held()) === 0 && (await working(account)).length === 0, 'flat, nothing working');
   }, 60_000);
 
-  it('an alert not done within the webhook budget (waiting for its turn behind a slow one, or at the broker) is answered 504 at 2.5 s and acts in its turn, its outcome added to the alerts (re-probe: answered after 7.8 and 10 s)', async () => {
+  it('an alert not done within the webhook budget (waiting for its turn behind a slow one, or at the broker) is answered 504 at 2.6 s and acts in its turn, its outcome added to the alerts (re-probe: answered after 7.8 and 10 s)', async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
     const long = await alert(fire('buy', '1', 'long', 'Long q', 1), 'text/plain');
@@ -276,7 +276,7 @@ describe('webhook alerts', () => {
     }
     expect(queued.status, queued.text).toBe(504);
     // Answered within the budget whether it was still waiting for its turn or already at the broker then.
-    expect(queued.json).toMatchObject({ code: 'BROKER_TIMEOUT', detail: expect.stringMatching(/^(Earlier alerts on this account .* this one acts once they have \(it is not lost\)|The broker had not answered this alert within 2500 ms; it goes on): do not resend/) });
+    expect(queued.json).toMatchObject({ code: 'BROKER_TIMEOUT', detail: expect.stringMatching(/^(Earlier alerts on this account .* this one acts once they have \(it is not lost\)|The broker had not answered this alert within 2600 ms; it goes on): do not resend/) });
     expect(waited).toBeLessThan(3_000);
     // It acted in its turn: the short closed, and its alerts say so under the 504's request id.
     await eventually(async () => (await positions(account)).every((p) => p.netQty === 0) && (await working(account)).length === 0, 'flat after the queued exit', 20_000);
@@ -483,5 +483,25 @@ describe('webhook alerts', () => {
     );
     expect(late).toMatchObject({ status: 200, detail: 'flattened after this alert was answered 504', action: 'close' });
     expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
-  }, 60_000);
+
+    // A reversal whose close is answered 504: it opens nothing, and says so (re-probe: "flattened", the strategy short, the account flat).
+    expect((await alert(fire('buy', '1', 'long', 'Long r', 1), 'text/plain')).status).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === 1), 'long 1');
+    await control(s, 'POST', '/faults', { latencyMs: 4000 });
+    let rev;
+    try {
+      rev = await alert(fire('sell', '2', 'short', 'Short r', -1), 'text/plain');
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    expect(rev.status, rev.text).toBe(504);
+    expect(rev.json.detail).toMatch(/did not confirm the flatten .* it goes on, and the new position is not opened: do not resend the alert/);
+    const revLate = await eventually(
+      async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[]).find((a) => a.lateOutcomeOf === rev.headers.get('x-request-id')),
+      'the follow-up of the reversal',
+      25_000,
+    );
+    expect(revLate.detail).toBe("flattened after this alert was answered 504; the reversal's new position was not opened (nothing more is sent for this alert)");
+    expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
+  }, 90_000);
 });
