@@ -45,6 +45,10 @@ test("a serve restarted inside the broker's rate-limit hold waits out the rest o
   let failed = await connection(service.url);
   for (const deadline = Date.now() + 5000; failed.status !== 'FAILED' && Date.now() < deadline; failed = await connection(service.url)) await new Promise((r) => setTimeout(r, 50));
   expect(failed).toMatchObject({ status: 'FAILED', retryAt: expect.any(String) });
+  // The hold is written durably as FAILED is announced, a commit and flush later (a few ms; a crash
+  // inside them logs in once more, a known window): the crash comes after it (a loaded CI run once
+  // crashed within it).
+  await new Promise((r) => setTimeout(r, 1000));
 
   await service.crash();
   // The broker would let a login through now: a restarted serve that forgot the hold logs in and trades.
