@@ -203,7 +203,10 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
     try {
       const rows = await deps.gateway.request(f.connectionId, { type: 'positions', accountId: f.accountId });
       looked = true;
-      open = rows.filter((p) => p.netQty !== 0 && closedBy(target, p.symbol));
+      // A position whose lots began after the alert is a later alert's, not the one this flatten
+      // was to close: that one went flat (re-probe: "still holds long 1; flatten it yourself" about
+      // the re-entry the next alert opened once this one's turn ended).
+      open = rows.filter((p) => p.netQty !== 0 && closedBy(target, p.symbol) && !openedAfter(p, f.since));
     } catch {
       // Not CONNECTED now: asked again at the next check.
     }
@@ -252,6 +255,17 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
   };
   setTimeout(() => void (f.flatten ? checkFlat(f.flatten) : check()), Math.max(0, LATE_CHECKS_MS[attempt]! - elapsed)).unref();
 }
+
+/**
+ * Whether a position's open lots began after `since` (ms, our clock): it went flat, or turned, since
+ * then. The broker stamps fills with its own clock: a second's margin keeps a position opened just
+ * before the alert (a clock ahead of ours) from reading as a new one.
+ */
+function openedAfter(p: PositionRecord, since: number): boolean {
+  return p.openedAt !== null && Date.parse(p.openedAt) > since + BROKER_CLOCK_MARGIN_MS;
+}
+
+const BROKER_CLOCK_MARGIN_MS = 1_000;
 
 /** Whether a flatten of `target` closes a position in `symbol`. */
 function closedBy(target: NonNullable<LateFollowUp['flatten']>, symbol: string): boolean {

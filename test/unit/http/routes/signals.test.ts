@@ -4,7 +4,7 @@ import { alertSchema, resumeLateOutcomes } from '../../../../src/http/routes/sig
 import { createLogger } from '../../../../src/log.js';
 import { createdWebhookTokenSchema, listOf } from '../../../../src/http/schemas.js';
 import { TRADINGVIEW_TEMPLATE } from '../../../../src/http/webhook-payload.js';
-import { call, callError, orderRecord, route, world, type World } from '../../../support/routes.js';
+import { call, callError, NOW, orderRecord, route, world, type World } from '../../../support/routes.js';
 
 let w: World;
 let token: { id: string; token: string };
@@ -132,6 +132,22 @@ describe('recent alerts of a token', () => {
       // Another restart finds its outcome journaled: nothing to take up.
       await w.store.flushed();
       expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(0);
+    });
+
+    it('a close answered 504 is "flattened" once the position it was to close is gone, also when a later alert has opened a new one since (re-probe: "flatten it yourself" about the re-entry)', async () => {
+      w.gateway.responder.flatten = () => {
+        throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 2500 ms');
+      };
+      await expect(alert({ action: 'close' })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      // The old long is still there at the first look: not flat yet.
+      const old = { accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: new Date(NOW.getTime() - 60_000).toISOString() };
+      w.gateway.responder.positions = () => [old];
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(await followUp()).toBeUndefined();
+      // Then long 1 again, but its lots began after the alert: the re-entry of the next alert.
+      w.gateway.responder.positions = () => [{ ...old, openedAt: new Date(NOW.getTime() + 4_000).toISOString() }];
+      await vi.advanceTimersByTimeAsync(7_000);
+      expect(await followUp()).toMatchObject({ status: 200, detail: 'flattened after this alert was answered 504' });
     });
 
     it('"not placed" once the broker’s own list, asked, has no order for it', async () => {
