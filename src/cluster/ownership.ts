@@ -79,6 +79,8 @@ export class Ownership {
   private readonly busy = new Set<string>();
   /** When this node first saw a connection without a live owner. */
   private readonly orphanSince = new Map<string, number>();
+  /** Since when this node has seen each other node live (a joiner gets connections once it has settled). */
+  private readonly liveSince = new Map<string, number>();
   private readonly timing: OwnershipTiming;
   private readonly clock: () => number;
   private readonly log: Logger;
@@ -181,6 +183,9 @@ export class Ownership {
     for (const id of this.running.keys()) if (!enabled.has(id)) this.change(id, () => this.retire(id));
     const live = lease.liveNodes();
     const share = Math.ceil(enabled.size / Math.max(1, live.size));
+    const seenAt = this.clock();
+    for (const n of live) if (!this.liveSince.has(n)) this.liveSince.set(n, seenAt);
+    for (const n of this.liveSince.keys()) if (!live.has(n)) this.liveSince.delete(n);
     /** Connections each live node runs, by the owner records. */
     const load = new Map<string, number>([...live].map((n) => [n, 0]));
     const now = this.clock();
@@ -231,8 +236,14 @@ export class Ownership {
     const mine = this.running.size;
     const excess = mine - share;
     if (excess <= 0 || now - this.lastShed < this.timing.rebalanceMs) return;
+    // Only to nodes live for a rebalance period: one that just joined may still be starting, and a
+    // connection freed for it went after overShareDelayMs to a node already at its share, which
+    // then handed another one on (cluster re-probe: two moves, or a node taking its own back).
     let room = 0;
-    for (const [node, n] of load) if (node !== this.opts.lease.self.node && n <= mine - 2) room += Math.max(0, share - n);
+    for (const [node, n] of load) {
+      if (node === this.opts.lease.self.node || n > mine - 2 || now - (this.liveSince.get(node) ?? now) < this.timing.rebalanceMs) continue;
+      room += Math.max(0, share - n);
+    }
     if (room === 0) return;
     const count = Math.min(excess, room);
     const give = [...this.running].filter(([id]) => !this.busy.has(id)).sort(([, a], [, b]) => a.since - b.since).slice(0, count);

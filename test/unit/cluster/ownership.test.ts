@@ -62,7 +62,7 @@ function cluster() {
   const nodes: TestNode[] = [];
   const proxies: TcpProxy[] = [];
 
-  async function startNode(name: string, opts: { viaProxy?: boolean; scan?: OwnershipTiming; lease?: LeaseTiming } = {}): Promise<TestNode & { proxy?: TcpProxy }> {
+  async function startNode(name: string, opts: { viaProxy?: boolean; scan?: OwnershipTiming; lease?: LeaseTiming; ownershipAfterMs?: number } = {}): Promise<TestNode & { proxy?: TcpProxy }> {
     let proxy: TcpProxy | undefined;
     if (opts.viaProxy) proxies.push((proxy = await startTcpProxy(nats.port)));
     const nc = await connect({ servers: `nats://127.0.0.1:${proxy?.port ?? nats.port}`, reconnectTimeWait: 100, maxReconnectAttempts: -1 });
@@ -86,6 +86,8 @@ function cluster() {
       onRestore: () => ownership?.scanSoon(),
       onReach: (reachable) => reach.push({ reachable, at: Date.now(), holding: lease.holding }),
     });
+    // A node still starting: its lease is live, but it takes nothing yet.
+    if (opts.ownershipAfterMs) await new Promise((r) => setTimeout(r, opts.ownershipAfterMs));
     ownership = await Ownership.start({ nc, kvm, prefix, replicas: 1, lease, host, logger, enabled: () => [...enabled],
       exists: (id) => enabled.includes(id) || disabled.has(id),
       epochSeen: (id) => epochSeen.get(id) ?? 0,
@@ -181,6 +183,26 @@ describe('connection ownership', () => {
       expect(stop.at).toBeLessThanOrEqual(m.at);
       expect(m).toMatchObject({ epoch: 2, resume: true });
     }
+  });
+
+  it('hands connections to a joining node once it has been live a rebalance period, not while it is still starting (cluster re-probe: the freed ones went back to the giver, or on to a third node, two moves for one join)', async () => {
+    c = cluster();
+    c.enabled.push(...Array.from({ length: 4 }, (_, i) => `con_${i}`));
+    const a = await c.startNode('a');
+    await until(() => a.running.size === 4, 5000, 'a running everything');
+    // Every actor of a has run past the rebalance period: it would hand over at once.
+    await new Promise((r) => setTimeout(r, SCAN.rebalanceMs));
+    const joined = Date.now();
+    const b = await c.startNode('b', { ownershipAfterMs: 700 });
+    await until(() => a.running.size === 2 && b.running.size === 2, 8000, 'two each');
+    await new Promise((r) => setTimeout(r, 2 * SCAN.rebalanceMs));
+    expect(a.running.size).toBe(2);
+    // One move per connection handed over, all to b, none taken back by a, none before b settled.
+    const stops = c.log.filter((e) => e.kind === 'stop');
+    expect(stops.map((e) => e.node)).toEqual(['a', 'a']);
+    expect(c.log.filter((e) => e.kind === 'start' && e.node === 'a')).toHaveLength(4);
+    expect(c.log.filter((e) => e.kind === 'start' && e.node === 'b').map((e) => e.id).sort()).toEqual(stops.map((e) => e.id).sort());
+    for (const e of stops) expect(e.at - joined).toBeGreaterThanOrEqual(SCAN.rebalanceMs - 50);
   });
 
   it('hands its whole excess over in one go, not part now and the rest one rebalance period later', async () => {
