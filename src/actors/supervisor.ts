@@ -11,6 +11,7 @@ import { AppError } from '../domain/problems.js';
 import { distPath } from '../paths.js';
 import { ActorClient } from './actor-client.js';
 import { SUPERVISOR, type ConnectionTuning } from '../tuning.js';
+import { settledWithin } from '../wait.js';
 import type { WorkerHostData, WorkerStats } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, OwedLegsChanged, ResultFor, WorkerEventMessage, WorkingOrdersPage } from './protocol.js';
@@ -297,13 +298,8 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       for (const s of all) s.closing = true;
       await Promise.all(
         all.map(async (s) => {
-          // The bound must not outlive the race: a pending timer would hold the process 2.5 s past shutdown.
-          let bound: NodeJS.Timeout | undefined;
-          await Promise.race([
-            Promise.all([...s.connections].map((id) => s.client.remove(id, SUPERVISOR.closeRemoveMs).catch(() => undefined))),
-            new Promise((r) => (bound = setTimeout(r, SUPERVISOR.closeBoundMs))),
-          ]);
-          clearTimeout(bound);
+          // Bounded (its timer cleared: a pending one would hold the process 2.5 s past shutdown).
+          await settledWithin(Promise.all([...s.connections].map((id) => s.client.remove(id, SUPERVISOR.closeRemoveMs).catch(() => undefined))), SUPERVISOR.closeBoundMs);
           await s.worker.terminate();
         }),
       );

@@ -20,6 +20,7 @@ import type { StatusEvent } from '../domain/connections.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { Logger } from '../log.js';
 import { CLUSTER } from '../tuning.js';
+import { settledWithin } from '../wait.js';
 import { ensureStream } from '../store/nats/index.js';
 import { whileStarting } from '../store/nats/startup.js';
 
@@ -262,8 +263,7 @@ export class EventFeed {
         // ends would stop every later one (the feed silent for good). A late one only repeats
         // what `delivered` already skips.
         const recreated = this.consume({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.delivered + 1 });
-        recreated.catch(() => undefined);
-        await Promise.race([recreated, new Promise((r) => setTimeout(r, CLUSTER.kvTimeoutMs * 2).unref())]);
+        await settledWithin(recreated, CLUSTER.kvTimeoutMs * 2);
       }
     } catch {
       // NATS busy (e.g. electing a leader): check again next time.

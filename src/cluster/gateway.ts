@@ -20,6 +20,7 @@ import type { AccountRecord } from '../domain/orders.js';
 import { AppError, fromErrorData, RequestNotSentError, toErrorData } from '../domain/problems.js';
 import type { Logger } from '../log.js';
 import { CLUSTER, SUPERVISOR } from '../tuning.js';
+import { settledWithin } from '../wait.js';
 import type { EventFeed } from './events.js';
 import type { ActorHost, Ownership } from './ownership.js';
 
@@ -164,11 +165,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     run.sub.unsubscribe();
     const done = (async () => {
       await run.started;
-      if (opts?.drain && run.calls.size > 0) {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([Promise.allSettled([...run.calls]), new Promise((r) => (timer = setTimeout(r, HAND_OVER_DRAIN_MS)))]);
-        clearTimeout(timer);
-      }
+      if (opts?.drain && run.calls.size > 0) await settledWithin(Promise.allSettled([...run.calls]), HAND_OVER_DRAIN_MS);
       await this.opts.supervisor.removeConnection(connectionId);
     })();
     this.stopping.set(connectionId, done);

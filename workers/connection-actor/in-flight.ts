@@ -13,9 +13,4 @@ export function tracked<T>(map: Map<string, Promise<unknown>>, key: string, run:
   return run;
 }
 
-/** Resolves once `work` settled or `ms` passed, whichever is first; never rejects. */
-export async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([work.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
-}
+export { settledWithin } from '../../src/wait.js';

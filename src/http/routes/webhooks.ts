@@ -17,16 +17,7 @@ import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
 import { followLateOutcome, recordQueuedOutcome } from './signals.js';
 import { AlertTurns } from '../alert-turns.js';
-
-/** `work`'s value, or undefined once `ms` passed first. */
-async function withinMs<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+import { valueWithin } from '../../wait.js';
 
 /**
  * An alert not done this long after the receiver began on it is answered 504 and goes on: a little
@@ -152,7 +143,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             turn.end();
           }
         })();
-        const done = await withinMs(work, ALERT_ANSWER_MS);
+        const done = await valueWithin(work, ALERT_ANSWER_MS);
         if (done) return done;
         // Not done within TradingView's time (~3 s; re-probe: alerts queued behind slow ones were
         // answered after 7.8 and 10 s): answered now, it goes on (in its turn), and what it did is
