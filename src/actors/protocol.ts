@@ -14,6 +14,7 @@ import type { ErrorData } from '../domain/problems.js';
 import type { GuardConfig, GuardName, GuardNarrowing, GuardRefusal, LockState, OwedLeg } from '../domain/guards.js';
 import type { ConnectionTuning } from '../tuning.js';
 import type { ThreadUsage } from '../thread-usage.js';
+import type { Turn, TurnMode } from './alert-turns.js';
 
 // ---------------------------------------------------------------------------
 // Requests (front → actor). Symbols are already resolved by the front (domain/order-plan).
@@ -341,6 +342,12 @@ export interface ActorGateway {
    * undefined when there is none (then `request` it).
    */
   keptPage?(connectionId: string, accountId: string, offset: number, limit: number): WorkingOrdersPage | undefined;
+  /**
+   * An alert's turn on an account (alert-turns.ts), taken where the connection's actor runs, so
+   * that alerts reaching different nodes of a cluster take turns with each other. `key` names the
+   * account. Absent: the caller keeps the turns itself (one process holds every actor).
+   */
+  takeTurn?(connectionId: string, key: string, mode: TurnMode): Promise<Turn>;
   /** Last known status of a connection (CONNECTING until the actor reports). */
   status(connectionId: string): StatusEvent | undefined;
   /** Last known accounts of a connection (inactive ones included). */

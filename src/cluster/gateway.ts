@@ -11,8 +11,14 @@
  *
  * Statuses, accounts and events of every connection come from the event feed (events.ts);
  * events of the actors this node runs go into it, stamped with their owner epoch.
+ *
+ * Webhook alerts take their turns on an account (alert-turns.ts) on the node that runs its
+ * connection, through the same subject: alerts for one account that reach different nodes wait
+ * for each other as they would on one node (each node kept its own turns before).
  */
+import { randomUUID } from 'node:crypto';
 import { errors, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { AlertTurns, type Turn, type TurnMode } from '../actors/alert-turns.js';
 import { EFFECTFUL_REQUESTS, type ActorCallOptions, type ActorEvent, type ActorGateway, type ActorRequest, type Result, type ResultFor, type WorkingOrdersPage } from '../actors/protocol.js';
 import { withHold, type Supervisor } from '../actors/supervisor.js';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
@@ -28,6 +34,16 @@ import type { ActorHost, Ownership } from './ownership.js';
 interface Forwarded {
   req: ActorRequest;
   timeoutMs: number;
+}
+
+/** Asks the owner for an alert's turn on an account; answered once the alert may go. */
+interface TurnAsked {
+  turn: { id: string; key: string; mode: TurnMode };
+}
+
+/** Ends a turn the owner gave (or cancels one asked for and no longer waited for). Published, no answer. */
+interface TurnEnded {
+  endTurn: string;
 }
 
 /** Asks the owner to restart its actor with the stored credentials (a PATCH with new ones, a manual reconnect). */
@@ -52,6 +68,15 @@ interface Local {
 
 /** The longest a hand-over waits for the calls in its actor (each ends at its own deadline before this). */
 const HAND_OVER_DRAIN_MS = 30_000;
+
+/**
+ * The longest an alert waits for its turn on another node (the owner's own safety net ends a
+ * held turn after as long); past it the alert fails as the broker being unavailable, unplaced.
+ */
+const TURN_WAIT_MS = 30_000;
+
+/** How long the owner remembers a turn cancelled before it was given (the requester gave up waiting). */
+const CANCELLED_TURN_MEMORY_MS = 2 * TURN_WAIT_MS;
 
 /** Options of ClusterGateway. */
 export interface ClusterGatewayOptions {
@@ -86,6 +111,12 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   /** When this node last restarted each connection by hand (owner side of the cluster-wide interval). */
   private readonly manualRestarts = new Map<string, number>();
   private readonly unwatchFeed: () => void;
+  /** Alert turns on the accounts of the actors this node runs, for its own alerts and other nodes'. */
+  private readonly turns = new AlertTurns();
+  /** Turns this node gave to alerts on other nodes, by turn id, until they end them. */
+  private readonly lentTurns = new Map<string, Turn>();
+  /** Turns whose requester gave up waiting before they were given (id → when), ended as they are given. */
+  private readonly cancelledTurns = new Map<string, number>();
 
   constructor(private readonly opts: ClusterGatewayOptions) {
     this.log = opts.logger.child({ component: 'cluster-gateway' });
@@ -274,6 +305,77 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   }
 
   /**
+   * An alert's turn on an account of `connectionId`, from the node that runs it (module comment).
+   * Nobody runs the connection right now: 503 (its actor call would get the same), nothing placed.
+   */
+  async takeTurn(connectionId: string, key: string, mode: TurnMode, moves = 0): Promise<Turn> {
+    const run = this.local.get(connectionId);
+    if (run && !run.stopping) return this.turns.takeNow(key, mode) ?? this.turns.take(key, mode);
+    const id = randomUUID();
+    const subject = this.subjectOf(connectionId);
+    const end = (): void => {
+      try {
+        this.opts.nc.publish(subject, JSON.stringify({ endTurn: id } satisfies TurnEnded));
+      } catch (err) {
+        this.log.warn({ err, connectionId }, 'ending an alert turn on the owner failed (its safety timer ends it)');
+      }
+    };
+    const watch = this.whenOwnerChanges(connectionId);
+    let reply;
+    try {
+      const asked: TurnAsked = { turn: { id, key, mode } };
+      reply = await Promise.race([this.opts.nc.request(subject, JSON.stringify(asked), { timeout: TURN_WAIT_MS }), watch.moved]);
+    } catch (err) {
+      end();
+      throw isNoResponders(err)
+        ? new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} has no running actor right now (its node is changing); retry`, {}, 1)
+        : new AppError('BROKER_UNAVAILABLE', `the alerts before this one on the account did not finish within ${TURN_WAIT_MS} ms; nothing was placed for it`, {}, 1);
+    } finally {
+      watch.stop();
+    }
+    if (reply === null) {
+      // Another node took the connection over while the alert waited: its turn is taken there.
+      end();
+      if (moves >= 2) throw new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving between nodes; retry`, {}, 1);
+      return this.takeTurn(connectionId, key, mode, moves + 1);
+    }
+    const result = reply.json<Result<unknown>>();
+    if (!result.ok) throw fromErrorData(result.error);
+    let ended = false;
+    return {
+      end: () => {
+        if (ended) return;
+        ended = true;
+        end();
+      },
+    };
+  }
+
+  /** The owner's side of takeTurn: gives the turn once the alert may go. */
+  private async lendTurn(asked: TurnAsked['turn']): Promise<void> {
+    const turn = this.turns.takeNow(asked.key, asked.mode) ?? (await this.turns.take(asked.key, asked.mode));
+    if (this.cancelledTurns.delete(asked.id)) return turn.end();
+    this.lentTurns.set(asked.id, turn);
+    // Ended by its alert, or by the queue's safety timer (the alert's node died): forgotten either way.
+    setTimeout(() => this.lentTurns.delete(asked.id), TURN_WAIT_MS + 1000).unref();
+  }
+
+  /** A turn's end from the alert's node (or its cancellation while it still waited). */
+  private endLentTurn(id: string): void {
+    const turn = this.lentTurns.get(id);
+    if (turn) {
+      this.lentTurns.delete(id);
+      return turn.end();
+    }
+    const now = Date.now();
+    for (const [old, at] of this.cancelledTurns) {
+      if (now - at < CANCELLED_TURN_MEMORY_MS) break;
+      this.cancelledTurns.delete(old);
+    }
+    this.cancelledTurns.set(id, now);
+  }
+
+  /**
    * Resolves with null once another node has taken the connection over (its events show a higher
    * owner epoch than now): a call or restart waiting on the old owner will get no answer.
    */
@@ -347,8 +449,12 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   private async serve(connectionId: string, msg: Msg): Promise<void> {
     let result: Result<unknown>;
     try {
-      const asked = msg.json<Forwarded | RestartAsked>();
-      if ('restart' in asked) {
+      const asked = msg.json<Forwarded | RestartAsked | TurnAsked | TurnEnded>();
+      if ('endTurn' in asked) return this.endLentTurn(asked.endTurn);
+      if ('turn' in asked) {
+        await this.lendTurn(asked.turn);
+        result = { ok: true, value: null };
+      } else if ('restart' in asked) {
         await this.restartLocal(connectionId, asked.manual === true);
         result = { ok: true, value: null };
       } else {

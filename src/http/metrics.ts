@@ -246,6 +246,8 @@ export function measuredGateway(gateway: ActorGateway, metrics: ServiceMetrics):
     removeConnection: (id) => gateway.removeConnection(id),
     // Not an actor call: nothing to measure.
     keptPage: (id, accountId, offset, limit) => gateway.keptPage?.(id, accountId, offset, limit),
+    // Kept optional: without it the webhook route keeps the turns itself (one process).
+    ...(gateway.takeTurn && { takeTurn: gateway.takeTurn.bind(gateway) }),
     status: (id) => gateway.status(id),
     accounts: (id) => gateway.accounts(id),
     onEvent: (listener) => gateway.onEvent(listener),

@@ -16,7 +16,7 @@ import { flattenAccount, namesProduct } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
 import { followLateOutcome, recordQueuedOutcome } from './signals.js';
-import { AlertTurns } from '../alert-turns.js';
+import { AlertTurns } from '../../actors/alert-turns.js';
 import { valueWithin } from '../../wait.js';
 
 /**
@@ -135,7 +135,9 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const mode = decidedByPosition ? 'exclusive' : 'shared';
         let inTurn = false;
         const work = (async () => {
-          const turn = turns.takeNow(account, mode) ?? (await turns.take(account, mode));
+          // In a cluster, taken on the node that runs the connection (alerts reach any node).
+          const gateway = deps.gateway;
+          const turn = gateway.takeTurn ? await gateway.takeTurn(owned.connectionId, account, mode) : (turns.takeNow(account, mode) ?? (await turns.take(account, mode)));
           inTurn = true;
           try {
             return await act(ctx, intent, owned, strategy, base, now);

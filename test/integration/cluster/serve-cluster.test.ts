@@ -4,7 +4,8 @@
  * reach every node at once; one idempotent order stays one broker order whichever nodes its
  * retries reach; the rate limit is exact across nodes; a webhook trades once; the health stream
  * resumes on another node; risk guards work through nodes that do not run the connection;
- * trading actions land in the cluster's journal.
+ * trading actions land in the cluster's journal; alerts for one account sent to different nodes
+ * take turns with each other.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +20,10 @@ import {
   type ClusterRecords,
   type ClusterUser,
 } from '../../support/cluster.js';
-import { http } from '../../support/http.js';
+import { resolveSymbol } from '../../../src/domain/symbols.js';
+import { eventually, http } from '../../support/http.js';
+import { control } from '../../support/sim.js';
+import { filledTemplate } from '../../support/tradingview.js';
 import { startNats, type NatsServer } from '../../support/nats.js';
 import { startSimProcess, type SimProcess } from '../../support/processes.js';
 import { openHealthStream } from '../../support/sse.js';
@@ -295,4 +299,56 @@ describe('three serve --cluster nodes', () => {
     expect(places.length).toBeGreaterThanOrEqual(2);
     expect(places.every((e) => e.accountId === alice.accounts[0])).toBe(true);
   });
+
+  it('alerts for one account sent to different nodes take turns on the node that runs its connection: two reversals, then a reversal and an exit, 50 ms apart with 100 ms to the broker, end where the strategy is (each node kept its own turns: flat, short 1 with a new bracket)', async () => {
+    const frank = await addClusterUser(records.store, sim, 'frank');
+    for (const n of nodes) await connectedOn(n.url, frank.apiKey, 30_000);
+    const owner = (await ownersOf(nc, [frank.connectionId])).get(frank.connectionId);
+    const ownerNode = nodes.find((n) => n.nodeId === owner)!;
+    const [a, b] = nodes.filter((n) => n.nodeId !== owner) as [ClusterNodeProcess, ClusterNodeProcess];
+    expect(ownerNode && b).toBeDefined();
+    const account = frank.accounts[0]!;
+    const es = resolveSymbol('ES', new Date());
+    if (!es.ok) throw new Error(es.reason);
+    await control(sim, 'POST', '/prices', { symbol: es.contract, price: 5000 });
+    const token = await http(a.url, 'POST', '/api/v1/webhook-tokens', { key: frank.apiKey, body: { accountId: account, name: 'tv' } });
+    expect(token.status, token.text).toBe(201);
+    const path = new URL(token.json.url as string).pathname;
+    let n = 0;
+    /** A strategy order as TradingView fills the README's template; `size` is the strategy's position after it. */
+    const fire = (action: 'buy' | 'sell', contracts: number, size: number) =>
+      filledTemplate({ orderId: `o${++n}`, action, ticker: 'ES1!', contracts: String(contracts), marketPosition: size > 0 ? 'long' : size < 0 ? 'short' : 'flat', positionSize: size, time: new Date().toISOString() });
+    const alert = (node: ClusterNodeProcess, body: string) => http(node.url, 'POST', path, { raw: body, headers: { 'content-type': 'text/plain' } });
+    /** The paper broker holds `qty` (signed) of the account's ES with legs for all of it (none when flat). */
+    const holds = (qty: number) => async () => {
+      const state = await http(sim.controlUrl, 'GET', `/state?user=${encodeURIComponent(frank.brokerUser)}`);
+      const mine = <T extends { accountId: number }>(list: T[]) => list.filter((x) => x.accountId === Number(account));
+      const net = mine(state.json.positions as { accountId: number; netPos: number }[]).reduce((sum, p) => sum + p.netPos, 0);
+      const legs = mine(state.json.orders as { accountId: number; ordStatus: string; orderQty: number }[]).filter((o) => o.ordStatus === 'Working');
+      return net === qty && legs.map((o) => o.orderQty).join() === (qty === 0 ? '' : `${Math.abs(qty)},${Math.abs(qty)}`);
+    };
+    /** Sends the alerts 50 ms apart, each to its node, with the broker 100 ms away; their answers' statuses. */
+    const inTurn = async (...sends: [ClusterNodeProcess, string][]) => {
+      await control(sim, 'POST', '/faults', { latencyMs: 100 });
+      try {
+        const sent = [];
+        for (const [node, body] of sends) {
+          sent.push(alert(node, body));
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        return (await Promise.all(sent)).map((r) => r.status);
+      } finally {
+        await control(sim, 'DELETE', '/faults');
+      }
+    };
+
+    expect((await alert(a, fire('buy', 1, 1))).status).toBe(201);
+    await eventually(holds(1), 'long 1 with its legs');
+    // long 1 → short 1 → long 1, through the two nodes that do not run the connection: long 1.
+    expect(await inTurn([a, fire('sell', 2, -1)], [b, fire('buy', 2, 1)])).toEqual([201, 201]);
+    await eventually(holds(1), 'long 1 with legs for 1');
+    // long 1 → short 1 on the node that runs it, then the strategy's exit through another: flat.
+    expect(await inTurn([ownerNode, fire('sell', 2, -1)], [a, fire('buy', 1, 0)])).toEqual([201, 200]);
+    await eventually(holds(0), 'flat, nothing working');
+  }, 90_000);
 });

@@ -3,7 +3,7 @@
  * together, an exclusive one runs alone, nobody overtakes a waiting alert.
  */
 import { describe, expect, it } from 'vitest';
-import { AlertTurns } from '../../../src/http/alert-turns.js';
+import { AlertTurns } from '../../../src/actors/alert-turns.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 

@@ -14,8 +14,8 @@
  * so alerts act in the order they arrived. A turn ends when the alert's last broker call has
  * answered or timed out (every call has a deadline), never later than `maxHoldMs` (a safety net).
  *
- * Per process: in a cluster, two nodes receiving alerts for one account at the same moment each
- * keep their own turns (README "Known limits").
+ * One queue per account in one process: in a cluster, the node that runs the account's connection
+ * keeps it, and alerts reaching other nodes take their turns there (cluster/gateway.ts `takeTurn`).
  */
 
 export type TurnMode = 'shared' | 'exclusive';
