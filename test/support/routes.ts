@@ -101,6 +101,8 @@ export async function world(): Promise<World> {
 
 export interface CallOptions {
   userId: string;
+  /** The request's id (X-Request-Id); 'req-1' when not given. */
+  requestId?: string;
   params?: Record<string, string>;
   body?: unknown;
   query?: Record<string, string>;
@@ -145,7 +147,7 @@ export async function call(w: World, method: string, path: string, opts: CallOpt
       ...(opts.webhook ? { webhook: opts.webhook } : {}),
       ...(opts.narrowing ? { narrowing: opts.narrowing } : {}),
     },
-    requestId: 'req-1',
+    requestId: opts.requestId ?? 'req-1',
     timing: { add: (name, ms) => timing.push([name, ms]) },
     log: silent,
   };

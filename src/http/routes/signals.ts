@@ -100,6 +100,11 @@ interface LateFollowUp {
    * the new position was not opened.
    */
   flatten?: { symbol: string | null; product: boolean; reversal?: boolean };
+  /**
+   * Answered 504 before it was done (waiting for its turn, or at the broker): nothing to look up
+   * yet; only a restart reads it, when the alert's own outcome never made it to the journal.
+   */
+  queued?: true;
   /** The alert's fields as its alerts entry keeps them, with `lateOutcomeOf`: its request id. */
   request: ReturnType<typeof alertRequest> & { lateOutcomeOf: string };
   /** When the alert arrived (ms). */
@@ -121,8 +126,28 @@ export function followLateOutcome(
   accountId: string,
   what: { clOrdId: string } | { flatten: { symbol: string | null; product: boolean; reversal?: boolean } },
 ): void {
+  const followUp = journalFollowUp(deps, ctx, connectionId, accountId, what);
+  if (followUp) lookUpLate(deps, ctx.log, followUp);
+}
+
+/**
+ * An alert answered 504 at the receiver's deadline goes on (alert-turns.ts); its outcome is added
+ * once it is done (recordQueuedOutcome). Journaled now, so that a process stopped before that
+ * leaves a restart to say the outcome is unknown, not a 504 "it goes on" as the alert's last word.
+ */
+export function journalQueued(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, connectionId: string, accountId: string): void {
+  journalFollowUp(deps, ctx, connectionId, accountId, { queued: true });
+}
+
+function journalFollowUp(
+  deps: RouteDeps,
+  ctx: RouteContext<unknown, unknown>,
+  connectionId: string,
+  accountId: string,
+  what: Pick<LateFollowUp, 'clOrdId' | 'flatten' | 'queued'>,
+): LateFollowUp | undefined {
   const token = ctx.auth.webhook;
-  if (!token) return;
+  if (!token) return undefined;
   const followUp: LateFollowUp = {
     userId: ctx.auth.userId,
     tokenId: token.tokenId,
@@ -133,7 +158,7 @@ export function followLateOutcome(
     since: nowOf(deps).getTime(),
   };
   deps.store.journal.append({ userId: followUp.userId, accountId, kind: LATE_PENDING_KIND, ref: LATE_PENDING_REF, request: followUp, outcome: null });
-  lookUpLate(deps, ctx.log, followUp);
+  return followUp;
 }
 
 /**
@@ -165,12 +190,41 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
     if (typeof of === 'string') done.add(of);
   }
   let resumed = 0;
+  const queued: LateFollowUp[] = [];
   for (const e of recent) {
     if (e.kind !== LATE_PENDING_KIND) continue;
     const f = e.request as LateFollowUp;
     if (now - f.since >= LATE_RESUME_MS || done.has(f.request.lateOutcomeOf)) continue;
+    if (f.queued) {
+      queued.push(f);
+      continue;
+    }
     done.add(f.request.lateOutcomeOf);
     lookUpLate(deps, log, f);
+    resumed++;
+  }
+  // Answered 504 at the deadline, then the process stopped before the alert's outcome was
+  // journaled (and before any order of it timed out, which has its own follow-up above): it may
+  // have traded, or not. Said so once, instead of the 504's "it goes on".
+  for (const f of queued) {
+    if (done.has(f.request.lateOutcomeOf)) continue;
+    done.add(f.request.lateOutcomeOf);
+    deps.store.journal.append({
+      userId: f.userId,
+      accountId: f.accountId,
+      kind: ALERT_KIND,
+      ref: alertRef(f.tokenId),
+      request: f.request,
+      outcome: {
+        status: 504,
+        code: 'BROKER_TIMEOUT',
+        detail:
+          'outcome unknown: the service stopped after this alert was answered 504, before its outcome was known (it was waiting for its turn on the account or for the broker); look at the account’s positions and working orders before sending anything again',
+        orderId: null,
+        orderStatus: null,
+        flattened: null,
+      },
+    });
     resumed++;
   }
   if (resumed > 0) log.info({ resumed }, 'webhook 504 follow-ups resumed');

@@ -15,7 +15,7 @@ import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsync
 import { flattenAccount, namesProduct } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
-import { followLateOutcome, recordQueuedOutcome } from './signals.js';
+import { followLateOutcome, journalQueued, recordQueuedOutcome } from './signals.js';
 import { AlertTurns } from '../../actors/alert-turns.js';
 import { valueWithin } from '../../wait.js';
 
@@ -151,6 +151,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // answered after 7.8 and 10 s): answered now, it goes on (in its turn), and what it did is
         // added to the token's alerts.
         const late = ctx as RouteContext<unknown, unknown>;
+        journalQueued(deps, late, owned.connectionId, owned.account.id);
         work.then(
           (res) => recordQueuedOutcome(deps, late, owned.account.id, res, undefined),
           (err: unknown) => recordQueuedOutcome(deps, late, owned.account.id, undefined, err),

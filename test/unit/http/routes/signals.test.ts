@@ -15,8 +15,8 @@ beforeEach(async () => {
 });
 afterEach(() => w.close());
 
-const alert = (body: unknown) =>
-  call(w, 'POST', '/webhooks/:token', { userId: w.a.userId, kind: 'webhook', principalId: `webhook:${token.id}`, scopes: ['trade'], webhook: { tokenId: token.id, accountId: '101', strategyId: null }, params: { token: token.token }, body });
+const alert = (body: unknown, requestId?: string) =>
+  call(w, 'POST', '/webhooks/:token', { userId: w.a.userId, ...(requestId !== undefined && { requestId }), kind: 'webhook', principalId: `webhook:${token.id}`, scopes: ['trade'], webhook: { tokenId: token.id, accountId: '101', strategyId: null }, params: { token: token.token }, body });
 const alerts = async (id = token.id, userId = w.a.userId) => {
   await w.store.flushed();
   return listOf(alertSchema).parse((await call(w, 'GET', '/webhook-tokens/:id/alerts', { userId, params: { id } })).body).data;
@@ -148,6 +148,31 @@ describe('recent alerts of a token', () => {
       w.gateway.responder.positions = () => [{ ...old, openedAt: new Date(NOW.getTime() + 4_000).toISOString() }];
       await vi.advanceTimersByTimeAsync(7_000);
       expect(await followUp()).toMatchObject({ status: 200, detail: 'flattened after this alert was answered 504' });
+    });
+
+    it('a restart after an alert was answered 504 at the receiver’s deadline, before its outcome was known, says the outcome is unknown, once; not for one whose outcome came (it said "it goes on" for good)', async () => {
+      let answer!: (v: unknown) => void;
+      w.gateway.responder['place-order'] = () => new Promise((resolve) => (answer = resolve)) as never;
+      // Both still at the broker when the receiver answers 504 at 2.6 s.
+      const first = expect(alert({ action: 'buy', symbol: 'ES1!', qty: 1 }, 'req-a')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      const answerFirst = answer;
+      const second = expect(alert({ action: 'buy', symbol: 'ES1!', qty: 2 }, 'req-b')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      await vi.advanceTimersByTimeAsync(2_600);
+      await Promise.all([first, second]);
+      // The first one's order is placed after all: its outcome is journaled.
+      answerFirst({ order: orderRecord({ orderId: '90' }), reconciled: false, brokerMs: 3_000 });
+      await w.store.flushed();
+      const late = async () => (await alerts()).filter((a) => a.lateOutcomeOf !== null);
+      expect(await late()).toMatchObject([{ status: 201, orderId: '90' }]);
+      // The process stops with the second still at the broker: its timers and work are gone.
+      vi.clearAllTimers();
+      expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(1);
+      const after = await late();
+      expect(after).toHaveLength(2);
+      expect(after[0]).toMatchObject({ qty: '2', status: 504, code: 'BROKER_TIMEOUT', detail: expect.stringMatching(/^outcome unknown: the service stopped after this alert was answered 504/) });
+      // Another restart finds both outcomes journaled.
+      await w.store.flushed();
+      expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(0);
     });
 
     it('"not placed" once the broker’s own list, asked, has no order for it', async () => {
