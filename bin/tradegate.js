@@ -12,4 +12,8 @@ if (!existsSync(fileURLToPath(cli))) {
   process.exit(1);
 }
 const { main } = await import(cli.href);
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// A command that failed exits now: a `serve` that failed to start (a damaged store) must not
+// linger on a timer or a worker it had started, looking alive to its service manager.
+if (code !== 0) process.exit(code);
+process.exitCode = code;

@@ -88,5 +88,8 @@ export async function main(argv: string[]): Promise<number> {
 
 // `node dist/src/cli.js <command>` runs like bin/tradegate.js instead of exiting silently with 0.
 if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
-  process.exitCode = await main(process.argv.slice(2));
+  const code = await main(process.argv.slice(2));
+  // As bin/tradegate.js: a failed command exits now, whatever it had started.
+  if (code !== 0) process.exit(code);
+  process.exitCode = code;
 }

@@ -8,8 +8,19 @@ import { z } from 'zod';
 import { MAX_ORDER_QTY, ORDER_QTY_CEILING, PRICE_BAND_FACTOR } from './domain/orders.js';
 import { isIP } from 'node:net';
 
-const port = z.coerce.number().int().min(0).max(65535);
-const positiveInt = z.coerce.number().int().positive();
+/**
+ * A whole number as a setting is written: decimal digits only. `z.coerce.number()` took `0x10`
+ * as 16 and `1e3` as 1000 (operator probe), which no operator means by a port or a limit.
+ */
+const wholeNumber = z.preprocess(
+  (v) => (typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v),
+  z.number({ error: 'must be a whole number in decimal digits' }).int().max(Number.MAX_SAFE_INTEGER),
+);
+const port = wholeNumber.pipe(z.number().min(0).max(65535));
+/** A whole number from `min` (1) to `max`. */
+const positiveInt = (max = Number.MAX_SAFE_INTEGER, min = 1) => wholeNumber.pipe(z.number().min(min).max(max));
+/** Longest timer Node can set (2^31 − 1 ms); a longer one fires at once, every time (TimeoutOverflowWarning). */
+const TIMER_MAX_MS = 2_147_483_647;
 /** Node ids and the cluster prefix become KV keys and subject tokens. */
 const NODE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const natsUrls = z
@@ -66,35 +77,37 @@ export const configSchema = z
     /** Reverse proxies whose X-Forwarded-For names the client (src/http/client-address.ts); none by default. */
     trustProxy: trustProxy.default([]),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    sseHeartbeatMs: positiveInt.default(15_000),
-    rateLimitPerMin: positiveInt.default(120),
-    webhookRateLimitPerMin: positiveInt.default(120),
-    actorThreadsMax: positiveInt.default(64),
-    sseMaxStreamsPerKey: positiveInt.default(5),
+    // At least 100 ms: 1 ms was taken, and sent a health stream 1,548 heartbeats in 2 s; at most 10 minutes
+    // (proxies drop a stream silent for a minute or so; past Node's longest timer it fired every millisecond).
+    sseHeartbeatMs: positiveInt(Math.min(600_000, TIMER_MAX_MS), 100).default(15_000),
+    rateLimitPerMin: positiveInt().default(120),
+    webhookRateLimitPerMin: positiveInt().default(120),
+    actorThreadsMax: positiveInt().default(64),
+    sseMaxStreamsPerKey: positiveInt().default(5),
     /** 64 hex chars (32 bytes); when absent a 0600 key file is created in the data dir. */
     dataKey: z
       .string()
       .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)')
       .optional(),
-    bodyLimitBytes: positiveInt.default(64 * 1024),
+    bodyLimitBytes: positiveInt(16 * 1024 * 1024).default(64 * 1024),
     /** Web-app session: ends after this long without a request. */
-    sessionIdleMinutes: positiveInt.max(7 * 24 * 60).default(60),
+    sessionIdleMinutes: positiveInt(7 * 24 * 60).default(60),
     /** Web-app session: ends this long after sign-in, however active. */
-    sessionMaxHours: positiveInt.max(30 * 24).default(12),
+    sessionMaxHours: positiveInt(30 * 24).default(12),
     /** Largest quantity of one order (API, webhooks, strategies). */
-    orderQtyMax: positiveInt.max(ORDER_QTY_CEILING).default(MAX_ORDER_QTY),
+    orderQtyMax: positiveInt(ORDER_QTY_CEILING).default(MAX_ORDER_QTY),
     /** Per-user quotas: broker connections, webhook tokens, strategies, API keys not revoked. */
-    quotaConnections: positiveInt.default(10),
-    quotaWebhookTokens: positiveInt.default(100),
-    quotaStrategies: positiveInt.default(100),
-    quotaApiKeys: positiveInt.default(50),
+    quotaConnections: positiveInt().default(10),
+    quotaWebhookTokens: positiveInt().default(100),
+    quotaStrategies: positiveInt().default(100),
+    quotaApiKeys: positiveInt().default(50),
     /** Connection actors the whole service runs (each ~17 MB and a share of a thread). */
-    actorsMax: positiveInt.default(200),
+    actorsMax: positiveInt().default(200),
     /**
      * Shortest time between two manual reconnects of one connection. Each is a broker login; on
      * Tradovate repeated failed logins end in a captcha lock for an hour that no program can lift.
      */
-    reconnectMinIntervalS: positiveInt.max(3600).default(30),
+    reconnectMinIntervalS: positiveInt(3600).default(30),
     /** A price must lie within the product's reference price ÷ this … × this. */
     priceBandFactor: z.coerce.number().finite().min(1.5).max(1000).default(PRICE_BAND_FACTOR),
     /** /metrics listener; loopback by default so it is never public by accident. */

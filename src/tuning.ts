@@ -200,6 +200,8 @@ export const SERVE = Object.freeze({
   paperRestartMs: 1000,
   /** A second SIGTERM/SIGINT this long after the first stops at once (sooner: the same signal passed on twice, ignored). */
   repeatSignalForcesMs: 2000,
+  /** A start that failed shuts down what it had started for at most this long, then the process exits 1. */
+  failedStartShutdownMs: 10_000,
 });
 
 /**

@@ -21,7 +21,7 @@ import { openNatsStore, type NatsStore } from '../store/nats/index.js';
 import { StartupAbortedError, stopStartupWaitsOn } from '../store/nats/startup-abort.js';
 import { isUnreachableNats, serializesRevisionChecks, whileStarting } from '../store/nats/startup.js';
 import { CLUSTER, SERVE } from '../tuning.js';
-import { serveThreads, serveUntilSignal, startMetrics, startWebFront, stoppedWhileStarting, storeBackedSupervisor } from './serve-lifecycle.js';
+import { serveThreads, serveUntilSignal, shutdownSteps, startMetrics, startWebFront, stoppedWhileStarting, storeBackedSupervisor } from './serve-lifecycle.js';
 
 /** Runs one cluster node until `signalled`; returns the exit code after a graceful shutdown. */
 export async function runClusterNode(config: Config, servers: string[], signalled: Promise<NodeJS.Signals>): Promise<number> {
@@ -57,14 +57,15 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   let front: ReturnType<typeof startWebFront> | undefined;
   let metricsListener: MetricsListener | undefined;
 
-  const shutdown = async (): Promise<void> => {
-    await metricsListener?.close();
-    await server?.close({ graceMs: SERVE.shutdownGraceMs });
-    await node?.close();
-    front?.stop();
-    await store?.close();
-    await nc.drain().catch(() => undefined);
-  };
+  const shutdown = () =>
+    shutdownSteps(logger, [
+      ['metrics listener', () => metricsListener?.close()],
+      ['http server', () => server?.close({ graceMs: SERVE.shutdownGraceMs })],
+      ['cluster node', () => node?.close()],
+      ['web front', () => front?.stop()],
+      ['store', () => store?.close()],
+      ['nats', () => nc.drain().catch(() => undefined)],
+    ]);
 
   return serveUntilSignal(signalled, logger, async () => {
     const shared = await openNatsStore({

@@ -13,6 +13,7 @@ import type { Store } from '../store/index.js';
 import { accountGuardsOf } from '../store/guards.js';
 import { StartupAbortedError } from '../store/nats/startup-abort.js';
 import { SERVE } from '../tuning.js';
+import { settledWithin } from '../wait.js';
 import type { EmbeddedPaper } from './serve-paper.js';
 
 /** Web sessions over `store` and the web app's files; `stop` ends the session sweeper. */
@@ -43,7 +44,27 @@ export function startWebFront(config: Config, store: Store, logger: Logger): { s
   return { sessions, web, stop: () => clearInterval(sweeper) };
 }
 
-/** Runs `start`, waits for `signalled`, runs `shutdown`; returns the exit code. */
+/**
+ * Runs the steps of a shutdown in order, each whatever the ones before it did: one that throws is
+ * logged and the rest still run. As one chain, a step that threw after a failed start (a damaged
+ * store) skipped the paper broker's close, whose thread then kept the process alive for good
+ * (operator probe: a fatal error printed, the process still running 20 s later).
+ */
+export async function shutdownSteps(logger: Logger, steps: [name: string, step: () => unknown][]): Promise<void> {
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (err) {
+      logger.error({ err, step: name }, 'shutdown step failed; going on with the rest');
+    }
+  }
+}
+
+/**
+ * Runs `start`, waits for `signalled`, runs `shutdown`; returns the exit code. A start that
+ * fails shuts down what it had started, for at most FAILED_START_SHUTDOWN_MS, and throws: the
+ * caller exits with its message.
+ */
 export async function serveUntilSignal(
   signalled: Promise<NodeJS.Signals>,
   logger: Logger,
@@ -53,7 +74,7 @@ export async function serveUntilSignal(
   try {
     await start();
   } catch (err) {
-    await shutdown().catch(() => undefined);
+    await settledWithin(shutdown().catch(() => undefined), SERVE.failedStartShutdownMs);
     if (err instanceof StartupAbortedError) return stoppedWhileStarting(logger, err);
     throw err;
   }

@@ -26,7 +26,7 @@ import { openStore, type LmdbStore, type ConnectionRecord } from '../store/index
 import type { ConnectionSpec } from '../domain/connections.js';
 import { JOURNAL, SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
-import { serveThreads as serviceThreads, serveUntilSignal, startMetrics, startWebFront, storeBackedSupervisor } from './serve-lifecycle.js';
+import { serveThreads as serviceThreads, serveUntilSignal, shutdownSteps, startMetrics, startWebFront, storeBackedSupervisor } from './serve-lifecycle.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
 import { acquireServeLock } from './serve-lock.js';
 
@@ -202,19 +202,18 @@ export async function run(argv: string[]): Promise<number> {
   let metricsListener: MetricsListener | undefined;
   let sync: ConnectionSync | undefined;
 
-  const shutdown = async () => {
-    sync?.stop();
-    await metricsListener?.close();
-    await server?.close({ graceMs: SERVE.shutdownGraceMs });
-    await gateway?.close();
-    await paper?.close();
-    stopSweeper();
-    clearInterval(journalSweeper);
-    stopWebFront();
-    await store.flushed();
-    await store.close();
-    lock.release();
-  };
+  const shutdown = () =>
+    shutdownSteps(logger, [
+      ['connection sync', () => sync?.stop()],
+      ['metrics listener', () => metricsListener?.close()],
+      ['http server', () => server?.close({ graceMs: SERVE.shutdownGraceMs })],
+      ['actors', () => gateway?.close()],
+      ['paper broker', () => paper?.close()],
+      ['sweepers', () => (stopSweeper(), clearInterval(journalSweeper), stopWebFront())],
+      ['store flush', () => store.flushed()],
+      ['store', () => store.close()],
+      ['serve lock', () => lock.release()],
+    ]);
 
   return serveUntilSignal(signalled, logger, async () => {
     if (config.paper) {

@@ -3,10 +3,12 @@
  * parsing with clear usage errors, opening the store from `--data-dir`/config, reading
  * secrets from stdin, resolving users and printing tables.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, type Config } from '../config.js';
 import { AppError } from '../domain/problems.js';
-import { openStore, type Store, type User } from '../store/index.js';
+import { LMDB_DIR, openStore, type Store, type User } from '../store/index.js';
 
 /** A mistake in how the command was called: printed with the usage, exit code 2. */
 export class UsageError extends Error {
@@ -32,13 +34,22 @@ export interface StoreFlags {
 
 /**
  * Opens the store the flags and environment name (the data dir's LMDB, or the cluster's NATS
- * store with `--cluster`/TRADEGATE_CLUSTER), runs `fn`, and always closes the store.
+ * store with `--cluster`/TRADEGATE_CLUSTER), runs `fn`, and always closes the store. Only a
+ * command that `creates` (users add) starts a new data dir; the others refuse one that has no
+ * store (operator probe: `users list --data-dir /typo` printed an empty table, exit 0, and
+ * left a new store there for `serve` to start on).
  */
-export async function withStore<T>(flags: StoreFlags, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
+export async function withStore<T>(flags: StoreFlags, fn: (store: Store, config: Config) => Promise<T>, opts: { creates?: boolean } = {}): Promise<T> {
   const config = loadConfig({ 'data-dir': flags['data-dir'], cluster: flags.cluster });
   if (config.cluster) {
     const { withClusterStore } = await import('./cluster-store.js');
     return withClusterStore(config, config.cluster, (store) => fn(store, config));
+  }
+  if (!opts.creates && !existsSync(join(config.dataDir, LMDB_DIR))) {
+    throw new AppError(
+      'NOT_FOUND',
+      `no tradegate store in ${config.dataDir} (--data-dir, DATA_DIR): nothing was read or changed. \`serve\` or \`users add\` creates one`,
+    );
   }
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey && { dataKey: config.dataKey }), warn: note });
   try {

@@ -24,9 +24,7 @@ export function run(argv: string[]): Promise<number> {
       if (password !== undefined && password.length < MIN_PASSWORD_LENGTH) {
         throw new UsageError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters (as in the web app)`);
       }
-      const user = await withStore(values, (store) =>
-        store.users.create(password === undefined ? { name } : { name, password }),
-      );
+      const user = await withStore(values, (store) => store.users.create(password === undefined ? { name } : { name, password }), { creates: true });
       if (values.json) print(JSON.stringify(user));
       else print(`created user ${user.name} (${user.id})${password === undefined ? ', no password (web sign-in disabled)' : ''}`);
       return 0;

@@ -140,15 +140,27 @@ class CompressedDocument {
 
 const SWEEP_MS = 60_000;
 
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT (its typings declare the enum, the addon does not export it). */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+
+/** uWS's listen with LIBUS_LISTEN_EXCLUSIVE_PORT (its typings name the option only without a host). */
+function listenExclusive(app: uWS.TemplatedApp, host: string, port: number, cb: (socket: uWS.us_listen_socket | false) => void): void {
+  const listen = app.listen as unknown as (host: string, port: number, options: number, cb: (socket: uWS.us_listen_socket | false) => void) => void;
+  listen.call(app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, cb);
+}
+
 /** Starts the HTTP front on config.host:config.port (0 = a free port). */
 export async function startHttpServer(deps: HttpServerDeps): Promise<HttpServer> {
   const engine = new Engine(deps);
   const app = uWS.App();
   app.any('/*', (res, req) => engine.accept(res, req));
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(deps.config.host, deps.config.port, (socket) => {
+    // The port to ourselves: uWS sets SO_REUSEPORT by default on Linux, and a second `serve` on a
+    // port in use (another data dir, an old instance left running) started and took half the
+    // connections at random (operator probe: a valid key answered 200 and 401 in turn, alerts 404).
+    listenExclusive(app, deps.config.host, deps.config.port, (socket) => {
       if (socket) resolve(socket);
-      else reject(new Error(`cannot listen on ${deps.config.host}:${deps.config.port}`));
+      else reject(new Error(`cannot listen on ${deps.config.host}:${deps.config.port} (PORT, --port): the port is in use, or the address (HOST, --host) is not one of this machine's`));
     });
   });
   const port = uWS.us_socket_local_port(listenSocket as unknown as uWS.us_socket);

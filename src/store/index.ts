@@ -19,6 +19,7 @@ import { createJournalStore, type BatchedJournalStore, type JournalStore } from 
 import { createSessionStore, type SessionStore } from './sessions.js';
 import { createStrategyStore, type StrategyStore } from './strategies.js';
 import { createUserStore, type UserStore } from './users.js';
+import { checkStoreFile } from './store-file.js';
 import { createWebhookTokenStore, type WebhookTokenStore } from './webhook-tokens.js';
 import { createGuardStore, type GuardStore } from './guards.js';
 import { createBrokerHoldStore, type BrokerHoldStore } from './broker-holds.js';
@@ -105,6 +106,8 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
   if (shared) (opts.logger ? (m: string) => opts.logger!.warn(m) : (opts.warn ?? (() => undefined)))(shared);
 
   const lmdbPath = join(opts.dataDir, LMDB_DIR);
+  // Missing or empty in a data dir that had one, or cut short: refused with a message (store-file.ts).
+  checkStoreFile(opts.dataDir, LMDB_DIR);
   // LMDB creates its data and lock files with the process umask: create them private.
   const env = withPrivateUmask(() => open({
     path: lmdbPath,

@@ -34,6 +34,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({}, { LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
   });
 
+  it('takes whole numbers in decimal digits only, and refuses a heartbeat or body limit no operator means (operator probe: 0x10 read as 16, 1e3 as 1000, a 99999999999 ms heartbeat fired every millisecond)', () => {
+    for (const [name, value] of [['RATE_LIMIT_PER_MIN', '0x10'], ['PORT', '1e3'], ['PORT', '80.0'], ['RATE_LIMIT_PER_MIN', '+5'], ['SSE_HEARTBEAT_MS', '99999999999'], ['SSE_HEARTBEAT_MS', '1'], ['BODY_LIMIT_BYTES', '99999999999']] as const) {
+      expect(() => loadConfig({}, { [name]: value }), `${name}=${value}`).toThrow(new RegExp(name));
+    }
+    expect(() => loadConfig({ port: '1e3' }, {})).toThrow(/--port \/ PORT: must be a whole number in decimal digits/);
+    const c = loadConfig({}, { PORT: ' 8081 ', RATE_LIMIT_PER_MIN: '16', SSE_HEARTBEAT_MS: '100', BODY_LIMIT_BYTES: String(16 * 1024 * 1024) });
+    expect([c.port, c.rateLimitPerMin, c.sseHeartbeatMs, c.bodyLimitBytes]).toEqual([8081, 16, 100, 16 * 1024 * 1024]);
+  });
+
   it('reads the cluster settings: NATS servers as a list, node id, replicas, prefix', () => {
     expect(loadConfig({}, {}).cluster).toBeUndefined();
     const c = loadConfig({ cluster: 'nats://a:4222, nats://b:4222', 'node-id': 'n1' }, { TRADEGATE_CLUSTER_REPLICAS: '3' });
