@@ -21,6 +21,10 @@ export interface Reply {
 }
 
 export const JSON_TYPE = 'application/json';
+/** Bodies from this size on are written as the client reads them (ResponseHandle.endStreamed). */
+const STREAMED_BODY_BYTES = 16 * 1024;
+/** A streamed body the client has not taken any of for this long is dropped with its connection. */
+const STREAM_STALL_MS = 10_000;
 /** The headers of a route answer that is JSON text already (shared: answers copy their headers). */
 export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'Content-Type': JSON_TYPE });
 const SERVER_TIMING = 'Server-Timing';
@@ -220,9 +224,37 @@ export class ResponseHandle {
       const noBody = reply.status === 204 || reply.status === 304;
       if (noBody || this.headOnly) this.endWithoutBody(noBody || reply.openEnded ? undefined : Buffer.byteLength(reply.body ?? ''), closeConnection);
       else if (reply.body === undefined || reply.body.length === 0) this.res.end(undefined, closeConnection);
-      else this.res.end(reply.body, closeConnection);
+      else if (closeConnection || reply.body.length < STREAMED_BODY_BYTES) this.res.end(reply.body, closeConnection);
+      else this.endStreamed(reply.body);
     });
     return true;
+  }
+
+  /**
+   * Ends with a large body no faster than the client reads it. `end` queues whatever the socket
+   * cannot take, and uWS answers every request of a pipelined batch in the same turn: a client
+   * that sent 300 requests for the 335 KB OpenAPI document and never read made the server hold
+   * ~100 MB per connection until its idle timeout (load probe). Here uWS takes what the socket
+   * takes and the rest waits in this one buffer, written as the socket drains. The answer stays
+   * pending meanwhile, and uWS closes a connection whose next request arrives while one is
+   * pending, so a connection holds at most one such body. A client that stops reading is closed
+   * by uWS's idle timeout (aborted: the buffer goes with the response).
+   */
+  private endStreamed(body: string | Buffer): void {
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    const res = this.res;
+    const [, done] = res.tryEnd(bytes, bytes.length);
+    if (done) return;
+    // uWS applies no idle timeout to an answer waiting for the socket to drain (a probe's
+    // connections stayed open past 60 s): one that makes no progress for this long is closed.
+    let stalled = setTimeout(() => res.close(), STREAM_STALL_MS);
+    this.onAbort(() => clearTimeout(stalled));
+    res.onWritable((offset) => {
+      const [ok, finished] = res.tryEnd(bytes.subarray(offset), bytes.length);
+      clearTimeout(stalled);
+      if (!finished) stalled = setTimeout(() => res.close(), STREAM_STALL_MS);
+      return ok;
+    });
   }
 }
 

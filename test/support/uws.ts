@@ -58,8 +58,40 @@ export class FakeResponse {
     return this;
   }
 
-  onWritable(): this {
+  onWritable(handler: (offset: number) => boolean): this {
+    this.writableHandler = handler;
     return this;
+  }
+
+  /** Bytes the socket takes now (tryEnd); a test lowers it to make backpressure, `drain` raises it. */
+  capacity = Number.POSITIVE_INFINITY;
+  /** Body bytes taken so far by tryEnd. */
+  private taken: Buffer[] = [];
+  private offset = 0;
+  private writableHandler: ((offset: number) => boolean) | undefined;
+
+  /** uWS's tryEnd: takes what `capacity` allows; [all of this chunk taken, the whole body sent]. */
+  tryEnd(chunk: Buffer, totalSize: number): [boolean, boolean] {
+    const n = Math.min(chunk.length, this.capacity);
+    this.taken.push(chunk.subarray(0, n));
+    this.capacity -= n;
+    this.offset += n;
+    const done = this.offset === totalSize;
+    if (done) {
+      this.body = Buffer.concat(this.taken).toString();
+      this.ended = true;
+    }
+    return [n === chunk.length, done];
+  }
+
+  getWriteOffset(): number {
+    return this.offset;
+  }
+
+  /** The client reads `bytes`: the socket takes that much more, and uWS reports it writable. */
+  drain(bytes: number): void {
+    this.capacity += bytes;
+    this.writableHandler?.(this.offset);
   }
 
   /** Reading paused (uWS `pause`): what happened, in order (`pause`, `resume`, `end`). */

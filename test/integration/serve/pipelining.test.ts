@@ -4,6 +4,8 @@
  * answer is still pending. The service never places an order whose client is gone that way,
  * and a request arriving later waits until the pending answer is out.
  */
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { frontOf } from '../../support/symbols.js';
 import { control } from '../../support/sim.js';
@@ -124,5 +126,60 @@ describe('a request pipelined while an answer is pending', () => {
     await settle();
     expect(await workingAt(4806)).toBe(1);
     expect(await workingAt(4807)).toBe(0);
+  });
+});
+
+describe('a client that asks for large answers and does not read them', () => {
+  /** The service's resident memory, from /proc (kB). */
+  const rssKb = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.proc.pid}/status`, 'utf8'))![1]);
+
+  /**
+   * Connects, writes each of `writes` 100 ms apart and reads nothing until `quietMs` after the
+   * first; then reads what the service had sent until it closes (or 3 s pass): the bytes, and
+   * whether it had closed.
+   */
+  const unread = (writes: string[], quietMs: number) =>
+    new Promise<{ bytes: number; closed: boolean }>((resolve) => {
+      const socket = connect(Number(new URL(s.url).port), '127.0.0.1', () => {
+        socket.pause();
+        writes.forEach((w, i) => setTimeout(() => socket.writable && socket.write(w), i * 100));
+      });
+      let bytes = 0;
+      socket.on('error', () => undefined);
+      socket.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      setTimeout(() => {
+        socket.resume();
+        const done = setTimeout(() => (socket.destroy(), resolve({ bytes, closed: false })), 3000);
+        socket.once('close', () => (clearTimeout(done), resolve({ bytes, closed: true })));
+      }, quietMs);
+    });
+  const DOC_REQUEST = 'GET /openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+
+  it('pipelined: the service holds one answer per connection, not one per request (3 connections × 300 requests for the 335 KB OpenAPI document; load probe: +292 MB until the idle timeout)', async () => {
+    const doc = await http(s.url, 'GET', '/openapi.json');
+    const size = Buffer.byteLength(doc.text);
+    expect(size).toBeGreaterThan(200_000);
+    const before = rssKb();
+    const batch = DOC_REQUEST.repeat(300);
+    const grew = new Promise<number>((resolve) => setTimeout(() => resolve((rssKb() - before) / 1024), 1500));
+    const seen = await Promise.all([0, 1, 2].map(() => unread([batch], 2000)));
+    expect(await grew).toBeLessThan(60);
+    // Each got what the kernel's buffers took (a few answers), then uWS closed it: its next
+    // request was read while an answer waited for the socket.
+    for (const r of seen) {
+      expect(r.closed).toBe(true);
+      expect(r.bytes).toBeLessThan(30 * size);
+    }
+    // Others are served meanwhile.
+    expect((await http(s.url, 'GET', '/openapi.json')).text).toBe(doc.text);
+  }, 30_000);
+
+  it('a client that reads gets a large answer whole, and its connection stays open for the next request', async () => {
+    // latin1 keeps one character per byte, so Content-Length splits the answers.
+    const res = await rawExchange(s.url, [rawRequest('GET', '/openapi.json'), rawRequest('GET', '/healthz')], { gapMs: 500, waitMs: 2000 });
+    const parsed = parseResponses(res.text, ['GET', 'GET']);
+    expect(parsed.map((r) => r.status)).toEqual([200, 200]);
+    expect(JSON.parse(Buffer.from(parsed[0]!.body, 'latin1').toString()).openapi).toMatch(/^3\./);
+    expect(res.closedAfterMs).toBeNull();
   });
 });

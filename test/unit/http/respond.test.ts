@@ -1,5 +1,5 @@
 /** Problem answers from thrown AppErrors (src/http/respond.ts). */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../../src/domain/problems.js';
 import { appErrorReply, DEFAULT_UNAVAILABLE_RETRY_AFTER_S, ResponseHandle, routeResponseReply } from '../../../src/http/respond.js';
 import { FakeResponse } from '../../support/uws.js';
@@ -53,6 +53,55 @@ describe('ResponseHandle.send', () => {
     const b = new FakeResponse();
     new ResponseHandle(b.res).send({ status: 200, headers: { 'Content-Type': 'application/json', 'Server-Timing': 'x;dur=1' }, body: '[]' });
     expect(b.headers).toEqual([['Content-Type', 'application/json'], ['Server-Timing', 'x;dur=1']]);
+  });
+});
+
+describe('ResponseHandle.send of a large body (load probe: a client that never read made the service queue every answer)', () => {
+  afterEach(() => vi.useRealTimers());
+  const big = JSON.stringify({ data: 'x'.repeat(100_000) });
+  const sendBig = (fake: FakeResponse) => new ResponseHandle(fake.res).send({ status: 200, headers: { 'Content-Type': 'application/json' }, body: big });
+
+  it('goes out as the socket drains, from where it stopped, whole and once', () => {
+    const fake = new FakeResponse();
+    fake.capacity = 10_000;
+    expect(sendBig(fake)).toBe(true);
+    expect(fake.ended).toBe(false);
+    for (let i = 0; i < 20 && !fake.ended; i++) fake.drain(7_000);
+    expect(fake.ended).toBe(true);
+    expect(fake.body).toBe(big);
+  });
+
+  it('a body the client takes nothing of for 10 s is dropped with its connection; one it keeps taking is not', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const stalled = new FakeResponse();
+    stalled.capacity = 10_000;
+    sendBig(stalled);
+    const slow = new FakeResponse();
+    slow.capacity = 10_000;
+    sendBig(slow);
+    for (let s = 0; s < 4; s++) {
+      vi.advanceTimersByTime(6_000);
+      slow.drain(5_000);
+    }
+    expect(stalled.closedConnection).toBe(true);
+    expect(slow.closedConnection).toBe(false);
+    vi.advanceTimersByTime(10_000);
+    expect(slow.closedConnection).toBe(true);
+    expect(slow.ended).toBe(false);
+  });
+
+  it('a client gone meanwhile is not closed again; a small body is ended at once', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const gone = new FakeResponse();
+    gone.capacity = 10_000;
+    sendBig(gone);
+    gone.abort();
+    vi.advanceTimersByTime(20_000);
+    expect(gone.closedConnection).toBe(false);
+    const small = new FakeResponse();
+    small.capacity = 0;
+    new ResponseHandle(small.res).send({ status: 200, headers: {}, body: '{"ok":true}' });
+    expect([small.ended, small.body]).toEqual([true, '{"ok":true}']);
   });
 });
 
