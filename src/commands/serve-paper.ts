@@ -35,12 +35,24 @@ interface RememberedLogin {
 /** login name → its accounts. */
 type PaperLogins = Record<string, RememberedLogin>;
 
+/**
+ * The remembered logins; none when the file is missing. A file that is there but unreadable is
+ * refused: read as none, it was silently replaced, and the paper accounts came back with new ids
+ * (operator probe: one account of two, and the tokens bound to the other inactive).
+ */
 function readLogins(dataDir: string): PaperLogins {
+  const path = join(dataDir, LOGINS_FILE);
   let raw: Record<string, unknown>;
   try {
-    raw = JSON.parse(readFileSync(join(dataDir, LOGINS_FILE), 'utf8')) as Record<string, unknown>;
-  } catch {
-    return {};
+    raw = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new Error(
+      `${path} cannot be read (${err instanceof Error ? err.message : String(err)}): fix it, or remove it to have the paper accounts re-created with new ids (webhook tokens bound to the old ones then answer 403 Account is inactive)`,
+    );
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new Error(`${path} does not hold an object of paper logins: fix it, or remove it to have the paper accounts re-created with new ids`);
   }
   const out: PaperLogins = {};
   // Files written before ids were kept hold the names alone.
@@ -169,7 +181,9 @@ export interface EmbeddedPaperOptions {
 export async function startEmbeddedPaper(opts: EmbeddedPaperOptions): Promise<EmbeddedPaper> {
   const { store, dataDir, logger } = opts;
   const start = (port: number) => startSimInWorker({ port, host: '127.0.0.1', logLevel: opts.logLevel });
-  let current = await start(opts.port);
+  let current = await start(opts.port).catch((err: unknown) => {
+    throw new Error(`cannot start the paper broker on 127.0.0.1:${opts.port} (--paper-port, TRADEGATE_PAPER_PORT): ${err instanceof Error ? err.message : String(err)}`);
+  });
   prunePaperLogins(store, dataDir);
   await restorePaperLogins(store, dataDir, current.controlUrl, logger);
   const port = current.port;

@@ -3,9 +3,10 @@
  * another serve listens on (uWS's default SO_REUSEPORT let a second one start and take half the
  * connections), a store file cut short (SIGBUS, no message) or empty beside a data key (started
  * afresh, replacing every user), a store LMDB reports corrupt (a fatal message, then the process
- * lived on), and a read-only CLI command on a mistyped data dir (an empty table, and a new store).
+ * lived on), a paper-logins.json it cannot read (replaced silently), and a read-only CLI command on
+ * a mistyped data dir (an empty table, and a new store).
  */
-import { existsSync, mkdtempSync, openSync, rmSync, statSync, truncateSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +58,11 @@ describe('start-up refusals', () => {
     expect(second.code, second.output).toBe(1);
     expect(second.output).toContain(`cannot listen on 127.0.0.1:${port} (PORT, --port): the port is in use`);
     for (let i = 0; i < 20; i++) expect((await http(s.url, 'GET', '/api/v1/me', { key: s.apiKey })).status).toBe(200);
+    // The embedded paper broker's port in use: named as such.
+    const paperPort = new URL(s.paperUrl).port;
+    const p = spawnTradegate(['serve', '--paper', '--port', '0', '--paper-port', paperPort, '--data-dir', tempDir(), '--log-level', 'warn']);
+    expect(await p.exited, p.output()).toBe(1);
+    expect(p.output()).toContain(`cannot start the paper broker on 127.0.0.1:${paperPort} (--paper-port, TRADEGATE_PAPER_PORT)`);
   }, 60_000);
 
   it('a store file cut short is refused with a message by serve and the CLI, not a SIGBUS (operator probe: "Bus error", exit 135)', async () => {
@@ -97,6 +103,15 @@ describe('start-up refusals', () => {
     expect([served.code, served.signal], served.output).toEqual([1, null]);
     expect(served.output).toMatch(/tradegate serve: MDB_/);
     expect(Date.now() - started).toBeLessThan(15_000);
+  }, 60_000);
+
+  it('serve --paper refuses a paper-logins.json it cannot read, and leaves it as it was (operator probe: replaced silently, the paper accounts came back with new ids)', async () => {
+    const dir = await dataDirWithUser();
+    writeFileSync(join(dir, 'paper-logins.json'), '{bad');
+    const served = await serveUntilExit(dir);
+    expect(served.code, served.output).toBe(1);
+    expect(served.output).toContain('paper-logins.json cannot be read');
+    expect(readFileSync(join(dir, 'paper-logins.json'), 'utf8')).toBe('{bad');
   }, 60_000);
 
   it('a read-only CLI command on a data dir with no store says so and creates nothing (operator probe: an empty table, exit 0, and a new store)', async () => {

@@ -134,7 +134,7 @@ function RecentAlerts(props: { token: WebhookToken }) {
           <tbody>
             {list.map((a) => (
               <tr key={a.id}>
-                <td data-label="Time" title={fullTime(a.at)}>
+                <td data-label="Time" class="nowrap" title={fullTime(a.at)}>
                   {when(a.at)}
                 </td>
                 <td data-label="Action">{a.action ?? '—'}</td>
@@ -145,7 +145,9 @@ function RecentAlerts(props: { token: WebhookToken }) {
                 <td data-label="Outcome">
                   <Outcome alert={a} />
                 </td>
-                <td data-label="Order">{a.orderId ? <code>{a.orderId}</code> : '—'}</td>
+                <td data-label="Order" class="nowrap">
+                  {a.orderId ? <code>{a.orderId}</code> : '—'}
+                </td>
               </tr>
             ))}
           </tbody>
