@@ -31,6 +31,11 @@ export interface ConnectionTuning {
    */
   orphanLegGraceMs: number;
   /**
+   * How long a finished order with nothing filled stays in the actor after it ended
+   * (finished-orders.ts): past every reader of it by id or clOrdId.
+   */
+  finishedOrderRetentionMs: number;
+  /**
    * How long a connection waits after the broker's 429 before it logs in again: Tradovate holds
    * the login out for up to an hour and every request meanwhile extends it.
    */
@@ -76,6 +81,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   guardTickMs: 1000,
   unknownOutcomeMaxMs: UNKNOWN_OUTCOME_MAX_MS,
   orphanLegGraceMs: 1000,
+  finishedOrderRetentionMs: 30 * 60_000,
   rateLimitHoldMs: BROKER_RATE_LIMIT_HOLD_MS,
   reauthRetryMs: 5000,
 });

@@ -22,6 +22,7 @@ import { OrphanLegs } from './orphan-legs.js';
 import { GuardKeeper } from './guards.js';
 import { QuoteFeed } from '../../src/broker/tradovate/quotes.js';
 import { OwedLegStore } from './owed-leg-store.js';
+import { FinishedOrders } from './finished-orders.js';
 
 /** The actor's clock: the real one, or a test's shared fake (tuning.fakeClock). */
 function clockOf(t: ConnectionTuning): () => number {
@@ -44,6 +45,8 @@ export class ConnectionActor {
   private readonly owedStore: OwedLegStore;
   /** Watches for the broker going quiet (reads answer 503 then): the front's kept pages are dropped once per quiet spell. */
   private readonly quietWatch: NodeJS.Timeout;
+  /** Drops finished orders a while after they end (finished-orders.ts). */
+  private readonly finishedSweep: NodeJS.Timeout;
 
   /** `notify`: the supervisor-only notices (working orders changed after a page was served, owed legs to store). */
   constructor(
@@ -81,7 +84,11 @@ export class ConnectionActor {
     }, Math.max(50, Math.floor(t.readQuietMs / 20)));
     this.quietWatch.unref();
     const owedLegs = watchOwedLegs(this.ctx, spec.connectionId);
+    const finished = new FinishedOrders(this.conn.mirror, (orderId) => this.model.forget(orderId), t.finishedOrderRetentionMs);
+    this.finishedSweep = setInterval(() => finished.sweep(), Math.max(50, Math.min(60_000, Math.floor(t.finishedOrderRetentionMs / 4))));
+    this.finishedSweep.unref();
     this.conn.mirror.onChange((change) => {
+      finished.onChange(change);
       this.orphans.onChange(change);
       owedLegs(change);
       const alert = watch.check(change);
@@ -108,6 +115,7 @@ export class ConnectionActor {
   /** Stops the actor silently (the supervisor announces DISABLED). */
   stop(): Promise<void> {
     clearInterval(this.quietWatch);
+    clearInterval(this.finishedSweep);
     this.guards.stop();
     this.orphans.stop();
     return this.conn.stop();

@@ -126,6 +126,11 @@ export class OrderModel {
     this.changed();
   }
 
+  /** Drops tradegate's note of an order the actor no longer keeps (finished-orders.ts). */
+  forget(orderId: number): void {
+    this.notes.delete(orderId);
+  }
+
   noteOf(orderId: number): OrderNote | undefined {
     return this.notes.get(orderId);
   }

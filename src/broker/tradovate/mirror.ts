@@ -214,6 +214,18 @@ export class Mirror {
     }
   }
 
+  /**
+   * Removes an entity without telling listeners: for records the actor no longer needs (a
+   * finished order's), which no reader waits on. Not a broker event.
+   */
+  drop(type: string, id: number): void {
+    const t = this.tables.get(type);
+    const prev = t?.get(id);
+    if (!t || !prev) return;
+    this.unindex(type, prev);
+    t.delete(id);
+  }
+
   /** Adds entities fetched outside the sync stream (e.g. `contract/item`). */
   put(entityType: string, entity: Entity): void {
     const next = this.upsert(entityType, entity);
