@@ -8,7 +8,7 @@
  * Dropped: an order cancelled, rejected or expired with nothing filled, `retentionMs` after it
  * was first seen so, together with its versions, commands, command reports and execution
  * reports, and tradegate's note of it. Kept: filled orders (trade history pairs their fills),
- * and an order one of whose bracket legs still works. Thirty minutes is past every reader of a
+ * and an order a working order still names (a bracket leg of it, or a leg re-placed for it). Thirty minutes is past every reader of a
  * finished order by id or clOrdId: an unknown outcome resolves within 5 minutes
  * (UNKNOWN_OUTCOME_MAX_MS), a webhook 504's follow-up looks within ~17 minutes. Past it, a cancel
  * of such an order answers 404 where it answered 409 (already finished).
@@ -18,6 +18,8 @@ import { fillsOf, orderStatus } from '../../src/broker/tradovate/order-records.j
 
 /** Statuses whose order, with nothing filled, nobody reads after a while. */
 const DROPPABLE = new Set(['cancelled', 'rejected', 'expired']);
+/** Statuses of an order that can no longer change. */
+const FINAL = new Set([...DROPPABLE, 'filled']);
 
 export class FinishedOrders {
   /** Orders seen finished, oldest first (an order may be in it twice; checked when due). */
@@ -52,9 +54,13 @@ export class FinishedOrders {
     while (this.head < this.queue.length && this.queue[this.head]!.at <= cutoff) {
       const { id } = this.queue[this.head++]!;
       const order = this.mirror.get('order', id);
-      if (order && this.finished(order) && this.unused(id)) {
+      if (!order || !this.finished(order)) continue;
+      if (this.unused(id)) {
         this.drop(id);
         dropped++;
+      } else {
+        // Still named by a working order: looked at again a retention from now.
+        this.queue.push({ id, at: this.now() });
       }
     }
     if (this.head > 1024 && this.head * 2 > this.queue.length) {
@@ -73,9 +79,17 @@ export class FinishedOrders {
     return DROPPABLE.has(orderStatus(this.mirror, order)) && fillsOf(this.mirror, order.id).qty === 0;
   }
 
-  /** No bracket leg of it still works. */
+  /**
+   * No working order names it: none of its bracket legs, and no leg re-placed for it
+   * (`rp-<id>`, cancel.ts), whose cancel by this old id is forwarded to the new one.
+   */
   private unused(id: number): boolean {
-    return this.mirror.by('order', 'parentId', id).every((leg) => this.finished(leg) || orderStatus(this.mirror, leg) === 'filled');
+    const m = this.mirror;
+    const working = (o: Entity | undefined) => !!o && !FINAL.has(orderStatus(m, o));
+    if (m.by('order', 'parentId', id).some(working)) return false;
+    const successor = `rp-${id}`;
+    if (m.by('order', 'clOrdId', successor).some(working)) return false;
+    return !m.by('command', 'clOrdId', successor).some((c) => working(m.get('order', Number(c.orderId))));
   }
 
   private drop(id: number): void {

@@ -54,7 +54,7 @@ test('a cancelled, rejected or expired order with nothing filled leaves with its
   expect(finished.pending).toBe(0);
 });
 
-test('kept: a working order, a filled one, one cancelled after a partial fill, and a cancelled entry whose bracket leg still works', () => {
+test('kept: a working order, a filled one, one cancelled after a partial fill, a cancelled entry whose bracket leg still works, and a leg whose re-placement works', () => {
   const { m, finished, order, end, advance } = setup();
   order(1);
   order(2);
@@ -66,10 +66,21 @@ test('kept: a working order, a filled one, one cancelled after a partial fill, a
   order(4);
   order(5, { parentId: 4 });
   end(4, 'Canceled');
+  // A leg cancelled and re-placed under clOrdId rp-6 (cancel.ts): a cancel of 6 goes to 7.
+  order(6);
+  end(6, 'Canceled');
+  m.apply('order', 'Created', { id: 7, accountId: 1, contractId: 5, ordStatus: 'Working' });
+  m.apply('command', 'Created', { id: 7, orderId: 7, clOrdId: 'rp-6', commandType: 'New' });
   advance(2 * RETENTION);
   expect(finished.sweep()).toBe(0);
-  for (const id of [1, 2, 3, 4, 5]) expect(kept(m, id).order, `order ${id}`).toBe(true);
+  for (const id of [1, 2, 3, 4, 5, 6, 7]) expect(kept(m, id).order, `order ${id}`).toBe(true);
   expect(m.by('fill', 'orderId', 2)).toHaveLength(1);
+  // Once what named them has ended, they go a retention later.
+  end(5, 'Canceled');
+  end(7, 'Canceled');
+  advance(RETENTION);
+  expect(finished.sweep()).toBe(4);
+  for (const id of [4, 5, 6, 7]) expect(kept(m, id).order, `order ${id}`).toBe(false);
 });
 
 test('after a re-sync, what the snapshot holds finished is due one retention from then', () => {
