@@ -209,7 +209,14 @@ export async function run(argv: string[]): Promise<number> {
       ['http server', () => server?.close({ graceMs: SERVE.shutdownGraceMs })],
       ['actors', () => gateway?.close()],
       ['paper broker', () => paper?.close()],
-      ['sweepers', () => (stopSweeper(), clearInterval(journalSweeper), stopWebFront())],
+      [
+        'sweepers',
+        () => {
+          stopSweeper();
+          clearInterval(journalSweeper);
+          stopWebFront();
+        },
+      ],
       ['store flush', () => store.flushed()],
       ['store', () => store.close()],
       ['serve lock', () => lock.release()],
