@@ -30,10 +30,7 @@ export interface ConnectionTuning {
    * fitted to it (orphan-legs.ts): a filled leg's OCO sibling is cancelled by the broker meanwhile.
    */
   orphanLegGraceMs: number;
-  /**
-   * How long a finished order with nothing filled stays in the actor after it ended
-   * (finished-orders.ts): past every reader of it by id or clOrdId.
-   */
+  /** How long a finished order with nothing filled stays in the actor after it ended (FINISHED_ORDER_RETENTION_MS). */
   finishedOrderRetentionMs: number;
   /**
    * How long a connection waits after the broker's 429 before it logs in again: Tradovate holds
@@ -68,6 +65,17 @@ export const UNKNOWN_OUTCOME_MAX_MS = 5 * 60_000;
 /** How long Tradovate may hold a login out after a 429 ("wait up to 1 h"): the Retry-After of that answer. */
 export const BROKER_RATE_LIMIT_HOLD_MS = 3_600_000;
 
+/** An idempotent answer replays for this long (DESIGN §3); older records read as absent until swept. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * How long a finished order with nothing filled stays in its actor (finished-orders.ts): past the
+ * idempotency window, since a retry with the same key (or an alert's repeat) is reconciled by
+ * clOrdId against the actor's orders. At 30 minutes, a retry of a 504'd order the user had
+ * cancelled meanwhile placed a second order (re-probe).
+ */
+export const FINISHED_ORDER_RETENTION_MS = IDEMPOTENCY_TTL_MS + 60 * 60 * 1000;
+
 /** Production connection timings. */
 export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   heartbeatMs: 2500,
@@ -81,7 +89,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   guardTickMs: 1000,
   unknownOutcomeMaxMs: UNKNOWN_OUTCOME_MAX_MS,
   orphanLegGraceMs: 1000,
-  finishedOrderRetentionMs: 30 * 60_000,
+  finishedOrderRetentionMs: FINISHED_ORDER_RETENTION_MS,
   rateLimitHoldMs: BROKER_RATE_LIMIT_HOLD_MS,
   reauthRetryMs: 5000,
 });
@@ -153,9 +161,6 @@ export const SUPERVISOR = Object.freeze({
   closeRemoveMs: 2000,
   closeBoundMs: 2500,
 });
-
-/** An idempotent answer replays for this long (DESIGN §3); older records read as absent until swept. */
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** Broker deadline for webhook alerts: well inside TradingView's 3 s. */
 export const WEBHOOK_BROKER_TIMEOUT_MS = 2_500;

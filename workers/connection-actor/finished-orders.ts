@@ -8,10 +8,11 @@
  * Dropped: an order cancelled, rejected or expired with nothing filled, `retentionMs` after it
  * was first seen so, together with its versions, commands, command reports and execution
  * reports, and tradegate's note of it. Kept: filled orders (trade history pairs their fills),
- * and an order a working order still names (a bracket leg of it, or a leg re-placed for it). Thirty minutes is past every reader of a
- * finished order by id or clOrdId: an unknown outcome resolves within 5 minutes
- * (UNKNOWN_OUTCOME_MAX_MS), a webhook 504's follow-up looks within ~17 minutes. Past it, a cancel
- * of such an order answers 404 where it answered 409 (already finished).
+ * and an order a working order still names (a bracket leg of it, or a leg re-placed for it).
+ * The retention (FINISHED_ORDER_RETENTION_MS, 25 h) outlasts the idempotency window: a retry
+ * with the same key, or an alert's repeat, is reconciled by clOrdId against these orders, and at
+ * 30 minutes a retry of a 504'd order the user had cancelled meanwhile placed a second one
+ * (re-probe). Past it, a cancel that names such an order answers 404 where it answered 409.
  */
 import type { Entity, Mirror, MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import { fillsOf, orderStatus } from '../../src/broker/tradovate/order-records.js';
@@ -29,7 +30,7 @@ export class FinishedOrders {
   constructor(
     private readonly mirror: Mirror,
     private readonly forgetNote: (orderId: number) => void,
-    private readonly retentionMs = 30 * 60_000,
+    private readonly retentionMs: number,
     private readonly now: () => number = Date.now,
   ) {}
 

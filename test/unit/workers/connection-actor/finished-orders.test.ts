@@ -4,9 +4,10 @@
  */
 import { expect, test } from 'vitest';
 import { Mirror } from '../../../../src/broker/tradovate/mirror.js';
+import { CONNECTION_TUNING, FINISHED_ORDER_RETENTION_MS, IDEMPOTENCY_TTL_MS } from '../../../../src/tuning.js';
 import { FinishedOrders } from '../../../../workers/connection-actor/finished-orders.js';
 
-const RETENTION = 30 * 60_000;
+const RETENTION = FINISHED_ORDER_RETENTION_MS;
 
 function setup() {
   const m = new Mirror();
@@ -95,4 +96,9 @@ test('after a re-sync, what the snapshot holds finished is due one retention fro
   expect(m.get('order', 7)).toBeUndefined();
   expect(m.by('command', 'clOrdId', 'k7')).toEqual([]);
   expect(m.get('order', 8)).toBeDefined();
+});
+
+test('the actor keeps finished orders past the idempotency window: a retry with the same key (or an alert repeat) is reconciled by clOrdId against them (re-probe: at 30 minutes the retry placed a second order)', () => {
+  expect(CONNECTION_TUNING.finishedOrderRetentionMs).toBe(FINISHED_ORDER_RETENTION_MS);
+  expect(FINISHED_ORDER_RETENTION_MS).toBeGreaterThan(IDEMPOTENCY_TTL_MS);
 });
