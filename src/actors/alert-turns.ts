@@ -43,19 +43,22 @@ export class AlertTurns {
 
   constructor(private readonly maxHoldMs = 30_000) {}
 
-  /** The alert's turn on `key` (an account) when it can have it now (nobody in its way), else undefined. */
-  takeNow(key: string, mode: TurnMode): Turn | undefined {
+  /**
+   * The alert's turn on `key` (an account) when it can have it now (nobody in its way), else
+   * undefined. `maxHoldMs`: this turn's safety net, when shorter than the queue's.
+   */
+  takeNow(key: string, mode: TurnMode, maxHoldMs = this.maxHoldMs): Turn | undefined {
     let q = this.queues.get(key);
     if (!q) this.queues.set(key, (q = { shared: 0, exclusive: false, waiting: [] }));
-    return q.waiting.length === 0 && this.fits(q, mode) ? { end: this.hold(key, q, mode) } : undefined;
+    return q.waiting.length === 0 && this.fits(q, mode) ? { end: this.hold(key, q, mode, maxHoldMs) } : undefined;
   }
 
   /** Waits for the alert's turn on `key` (an account); the alert ends it when it has answered. */
-  take(key: string, mode: TurnMode): Promise<Turn> {
-    const now = this.takeNow(key, mode);
+  take(key: string, mode: TurnMode, maxHoldMs = this.maxHoldMs): Promise<Turn> {
+    const now = this.takeNow(key, mode, maxHoldMs);
     if (now) return Promise.resolve(now);
     const queue = this.queues.get(key)!;
-    return new Promise((resolve) => queue.waiting.push({ mode, grant: () => resolve({ end: this.hold(key, queue, mode) }) }));
+    return new Promise((resolve) => queue.waiting.push({ mode, grant: () => resolve({ end: this.hold(key, queue, mode, maxHoldMs) }) }));
   }
 
   /** Accounts with an alert holding or waiting for a turn (for tests). */
@@ -67,7 +70,7 @@ export class AlertTurns {
     return mode === 'shared' ? !q.exclusive : !q.exclusive && q.shared === 0;
   }
 
-  private hold(key: string, q: Queue, mode: TurnMode): () => void {
+  private hold(key: string, q: Queue, mode: TurnMode, maxHoldMs: number): () => void {
     if (mode === 'shared') q.shared++;
     else q.exclusive = true;
     let ended = false;
@@ -79,7 +82,7 @@ export class AlertTurns {
       else q.exclusive = false;
       this.pump(key, q);
     };
-    const timer = setTimeout(end, this.maxHoldMs);
+    const timer = setTimeout(end, maxHoldMs);
     timer.unref();
     return end;
   }

@@ -70,10 +70,19 @@ interface Local {
 const HAND_OVER_DRAIN_MS = 30_000;
 
 /**
- * The longest an alert waits for its turn on another node (the owner's own safety net ends a
- * held turn after as long); past it the alert fails as the broker being unavailable, unplaced.
+ * The longest an alert waits for its turn on another node; past it the alert fails as the broker
+ * being unavailable, unplaced. Well past the turns ahead of it (each ends within LENT_TURN_HOLD_MS
+ * or the queue's 30 s): at 30 s, as long as the queue's own safety net, a waiter behind a dead
+ * node's turn was dropped or placed by a few ms (re-probe).
  */
-const TURN_WAIT_MS = 30_000;
+const TURN_WAIT_MS = 120_000;
+
+/**
+ * A turn lent to an alert on another node ends at the latest this long after it was given: that
+ * node's alert makes at most three broker calls, each within its 2.5 s deadline. When the node
+ * dies holding it, nothing else ends it (re-probe: the account's next alert waited 30 s).
+ */
+const LENT_TURN_HOLD_MS = 10_000;
 
 /** How long the owner remembers a turn cancelled before it was given (the requester gave up waiting). */
 const CANCELLED_TURN_MEMORY_MS = 2 * TURN_WAIT_MS;
@@ -353,11 +362,11 @@ export class ClusterGateway implements ActorGateway, ActorHost {
 
   /** The owner's side of takeTurn: gives the turn once the alert may go. */
   private async lendTurn(asked: TurnAsked['turn']): Promise<void> {
-    const turn = this.turns.takeNow(asked.key, asked.mode) ?? (await this.turns.take(asked.key, asked.mode));
+    const turn = this.turns.takeNow(asked.key, asked.mode, LENT_TURN_HOLD_MS) ?? (await this.turns.take(asked.key, asked.mode, LENT_TURN_HOLD_MS));
     if (this.cancelledTurns.delete(asked.id)) return turn.end();
     this.lentTurns.set(asked.id, turn);
-    // Ended by its alert, or by the queue's safety timer (the alert's node died): forgotten either way.
-    setTimeout(() => this.lentTurns.delete(asked.id), TURN_WAIT_MS + 1000).unref();
+    // Ended by its alert, or by its hold's end (the alert's node died): forgotten either way.
+    setTimeout(() => this.lentTurns.delete(asked.id), LENT_TURN_HOLD_MS + 1000).unref();
   }
 
   /** A turn's end from the alert's node (or its cancellation while it still waited). */

@@ -63,4 +63,14 @@ describe('AlertTurns', () => {
     next.end();
     expect(turns.busy).toBe(0);
   });
+
+  it('a turn given with a shorter bound (lent to an alert on another node) ends at it, not at the queue\'s (re-probe: a dead node\'s turn held the account 30 s)', async () => {
+    const turns = new AlertTurns(60_000);
+    const started = performance.now();
+    turns.takeNow('acc', 'exclusive', 30);
+    const next = await turns.take('acc', 'exclusive');
+    expect(performance.now() - started).toBeLessThan(1000);
+    next.end();
+    expect(turns.busy).toBe(0);
+  });
 });
