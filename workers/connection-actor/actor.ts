@@ -35,6 +35,9 @@ function clockOf(t: ConnectionTuning): () => number {
 }
 
 /** A connection actor. `start()` connects; `handle()` never throws (errors come back as data). */
+/** The longest a stop waits for the broker work under way (inside the supervisor's 15 s remove call). */
+const STOP_DRAIN_MS = 10_000;
+
 export class ConnectionActor {
   readonly conn: BrokerConnection;
   readonly model: OrderModel;
@@ -112,10 +115,18 @@ export class ConnectionActor {
     this.conn.start(resume);
   }
 
-  /** Stops the actor silently (the supervisor announces DISABLED). */
-  stop(): Promise<void> {
+  /**
+   * Stops the actor silently (the supervisor announces DISABLED). Flattens, cancels and
+   * placements already under way finish first, for at most STOP_DRAIN_MS: a graceful stop of a
+   * cluster node cut a reversal's flatten between cancelling the position's legs and closing it,
+   * which left the position without them (re-probe: a naked long 1).
+   */
+  async stop(): Promise<void> {
     clearInterval(this.quietWatch);
     clearInterval(this.finishedSweep);
+    const ctx = this.ctx;
+    const underway = [...ctx.flattening.values(), ...ctx.cancelling.values(), ...ctx.placing.values()];
+    if (underway.length > 0) await settledWithin(Promise.allSettled(underway), STOP_DRAIN_MS);
     this.guards.stop();
     this.orphans.stop();
     return this.conn.stop();

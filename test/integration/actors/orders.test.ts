@@ -239,6 +239,22 @@ describe('flatten', () => {
     expect(await h.call({ type: 'positions', accountId: account })).toEqual([]);
   });
 
+  test('an actor stopped while its flatten is under way lets it finish: the position is closed, not left without its legs (re-probe: a graceful stop of a cluster node left a naked long)', async () => {
+    const entry = await h.call(bracket({ orderType: 'market', price: null }));
+    await h.until(() => (h.actor.model.positions(account).length && (h.actor.model.record(Number(entry.order.orderId))?.legs?.takeProfit ?? null) !== null ? true : undefined));
+    await h.control('POST', '/faults', { latencyMs: 400 });
+    const flattening = h.call({ type: 'flatten', accountId: account }).catch((err: unknown) => err);
+    await new Promise((r) => setTimeout(r, 150));
+    await h.actor.stop();
+    await h.control('DELETE', '/faults');
+    await flattening;
+    const state = await h.control('GET', '/state');
+    const positions = (state.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(account));
+    const orders = (state.orders as { accountId: number; ordStatus: string }[]).filter((o) => o.accountId === Number(account));
+    expect(positions.reduce((n, p) => n + p.netPos, 0)).toBe(0);
+    expect(orders.filter((o) => o.ordStatus === 'Working')).toEqual([]);
+  });
+
   test('with the held symbol: flattens like without one', async () => {
     await holdAndRest();
     const res = await h.call({ type: 'flatten', accountId: account, symbol: SYMBOL });
