@@ -194,11 +194,13 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
   for (const e of recent) {
     if (e.kind !== LATE_PENDING_KIND) continue;
     const f = e.request as LateFollowUp;
-    if (now - f.since >= LATE_RESUME_MS || done.has(f.request.lateOutcomeOf)) continue;
+    if (done.has(f.request.lateOutcomeOf)) continue;
+    // Saying an outcome is unknown is right however late the restart; a look-up only within its schedule.
     if (f.queued) {
-      queued.push(f);
+      if (now - f.since < QUEUED_RESUME_MS) queued.push(f);
       continue;
     }
+    if (now - f.since >= LATE_RESUME_MS) continue;
     done.add(f.request.lateOutcomeOf);
     lookUpLate(deps, log, f);
     resumed++;
@@ -233,6 +235,8 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
 
 /** How far back a restart looks for follow-ups (past the last scheduled check), and how many journal entries it reads. */
 const LATE_RESUME_MS = 20 * 60_000;
+/** How far back a restart says "outcome unknown" for alerts answered 504 at the deadline (re-probe: an overnight crash said nothing). */
+const QUEUED_RESUME_MS = 24 * 3_600_000;
 const LATE_RESUME_SCAN = 5_000;
 
 function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {

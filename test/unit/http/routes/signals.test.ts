@@ -164,15 +164,18 @@ describe('recent alerts of a token', () => {
       await w.store.flushed();
       const late = async () => (await alerts()).filter((a) => a.lateOutcomeOf !== null);
       expect(await late()).toMatchObject([{ status: 201, orderId: '90' }]);
-      // The process stops with the second still at the broker: its timers and work are gone.
+      // The process stops with the second still at the broker: its timers and work are gone. It
+      // restarts the next morning, past the 20 minutes a look-up is resumed within.
       vi.clearAllTimers();
-      expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(1);
+      const morning = new Date(NOW.getTime() + 10 * 3_600_000);
+      const deps = { ...w.deps, now: () => morning };
+      expect(await resumeLateOutcomes(deps, createLogger('silent'))).toBe(1);
       const after = await late();
       expect(after).toHaveLength(2);
       expect(after[0]).toMatchObject({ qty: '2', status: 504, code: 'BROKER_TIMEOUT', detail: expect.stringMatching(/^outcome unknown: the service stopped after this alert was answered 504/) });
       // Another restart finds both outcomes journaled.
       await w.store.flushed();
-      expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(0);
+      expect(await resumeLateOutcomes(deps, createLogger('silent'))).toBe(0);
     });
 
     it('"not placed" once the broker’s own list, asked, has no order for it', async () => {
