@@ -43,10 +43,24 @@ const nodes = new Map<string, ClusterNodeProcess>();
 /** Health streams per node id, one per user. */
 const streams = new Map<string, Map<string, HealthStream>>();
 
+/**
+ * Opens a stream per user on the node. A node just restarted answers 503 CLUSTER_UNAVAILABLE while
+ * it catches up with the cluster store ("use another node or retry"): retried for up to 15 s.
+ */
 async function openStreams(nodeId: string): Promise<void> {
   const node = nodes.get(nodeId)!;
   const byUser = new Map<string, HealthStream>();
-  for (const u of users) byUser.set(u.name, await openHealthStream(node.url, u.apiKey));
+  for (const u of users) {
+    for (const deadline = Date.now() + 15_000; ; ) {
+      try {
+        byUser.set(u.name, await openHealthStream(node.url, u.apiKey));
+        break;
+      } catch (err) {
+        if (!String(err).includes('CLUSTER_UNAVAILABLE') || Date.now() > deadline) throw err;
+        await sleep(200);
+      }
+    }
+  }
   streams.set(nodeId, byUser);
 }
 
