@@ -7,8 +7,9 @@
  * Node has no flock, so the lock is a file (`serve.lock`: pid, host, start time) created with
  * O_EXCL and touched every few seconds. A holder on this host holds it while its process lives,
  * however late its heartbeat (a stopped or swapped-out process is still a server): it is taken
- * over at once when that process is gone (SIGKILL), was started after the lock (its pid reused),
- * or is this very process (a container restarted with the same pid). A holder on another host
+ * over at once when that process is gone (SIGKILL, also while its parent has yet to reap it), was
+ * started after the lock (its pid reused), or is this very process (a container restarted with
+ * the same pid). A holder on another host
  * (two containers on one volume) is known only by its heartbeat: a lock not touched for `staleMs`
  * is taken over, and a holder that finds its lock taken stops (`onLost`).
  */
@@ -88,17 +89,18 @@ function readLock(path: string): { info: LockInfo | undefined; mtimeMs: number }
 }
 
 /**
- * When the process `pid` started (ms since the epoch), from /proc; undefined where /proc cannot
- * say. Its start time is in clock ticks since boot (100 per second on Linux).
+ * What /proc says of the process `pid`: its state letter and when it started (ms since the
+ * epoch; its start time is in clock ticks since boot, 100 per second on Linux). Undefined where
+ * /proc cannot say.
  */
-function processStartMs(pid: number): number | undefined {
+function procStat(pid: number): { state: string; startedMs: number | undefined } | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ticks = Number(fields[19]);
     const boot = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
-    if (!boot || !Number.isFinite(ticks)) return undefined;
-    return Number(boot[1]) * 1000 + ticks * 10;
+    const startedMs = boot && Number.isFinite(ticks) ? Number(boot[1]) * 1000 + ticks * 10 : undefined;
+    return { state: fields[0] ?? '', startedMs };
   } catch {
     return undefined;
   }
@@ -107,9 +109,13 @@ function processStartMs(pid: number): number | undefined {
 /** Whether the lock's holder on this host is still the process that wrote it. */
 function holderLives(info: LockInfo): boolean {
   if (info.pid === process.pid || !alive(info.pid)) return false;
-  const started = processStartMs(info.pid);
+  const stat = procStat(info.pid);
+  if (stat === undefined) return true;
+  // A killed process its parent has not reaped yet (Z) or is reaping (X) still answers kill 0,
+  // but it holds nothing: a restart right after a SIGKILL was refused "in use" until then.
+  if (stat.state === 'Z' || stat.state === 'X') return false;
   // A process started after the lock was written is another one under a reused pid (after a reboot).
-  return started === undefined || started <= Date.parse(info.startedAt) + 1_000;
+  return stat.startedMs === undefined || stat.startedMs <= Date.parse(info.startedAt) + 1_000;
 }
 
 /** The lock as found: its holder when it still holds it, or the stale lock to replace. */

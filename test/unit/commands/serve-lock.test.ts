@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,6 +64,21 @@ describe('one serve per data dir', () => {
     expect(JSON.parse(readFileSync(lockPath(), 'utf8'))).toMatchObject({ pid: process.pid, host: hostname() });
     lock.release();
     expect(existsSync(lockPath())).toBe(false);
+  });
+
+  it('a holder killed but not yet reaped by its parent (a zombie) is gone: a restart right after a SIGKILL is not refused', async () => {
+    // `sleep 0` exits at once; the shell then becomes `sleep 30`, which never waits for it.
+    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const zombie = Number((await once(parent.stdout!, 'data'))[0].toString().trim());
+      const state = async () => readFileSync(`/proc/${zombie}/stat`, 'utf8').split(') ')[1]![0];
+      for (let i = 0; i < 100 && (await state()) !== 'Z'; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await state()).toBe('Z');
+      writeHolder(zombie);
+      acquireServeLock(dir).release();
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 
   it('a holder on another host is known by its heartbeat: held while fresh, taken over once stale', () => {
