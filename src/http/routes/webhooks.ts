@@ -17,13 +17,16 @@ import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
 import { followLateOutcome, journalQueued, recordQueuedOutcome } from './signals.js';
 import { AlertTurns } from '../../actors/alert-turns.js';
-import { valueWithin } from '../../wait.js';
+import { settledWithin, valueWithin } from '../../wait.js';
 
 /**
  * An alert not done this long after the receiver began on it is answered 504 and goes on: a little
  * past one broker call's deadline, so a call of its own that times out answers with its own words.
  */
 const ALERT_ANSWER_MS = WEBHOOK_BROKER_TIMEOUT_MS + 100;
+
+/** Longest a 504 waits for its follow-up to be on disk (followUpOnDisk). */
+const FOLLOW_UP_FLUSH_MS = 200;
 
 /** Every broker call of an alert: TradingView gives a webhook about 3 s. */
 const WEBHOOK_TIMEOUT = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
@@ -145,7 +148,10 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             turn.end();
           }
         })();
-        const done = await valueWithin(work, ALERT_ANSWER_MS);
+        const done = await valueWithin(work, ALERT_ANSWER_MS).catch(async (err: unknown) => {
+          if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') await followUpOnDisk();
+          throw err;
+        });
         if (done) return done;
         // Not done within TradingView's time (~3 s; re-probe: alerts queued behind slow ones were
         // answered after 7.8 and 10 s): answered now, it goes on (in its turn), and what it did is
@@ -156,6 +162,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           (res) => recordQueuedOutcome(deps, late, owned.account.id, res, undefined),
           (err: unknown) => recordQueuedOutcome(deps, late, owned.account.id, undefined, err),
         );
+        await followUpOnDisk();
         throw new AppError(
           'BROKER_TIMEOUT',
           inTurn
@@ -165,6 +172,16 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       },
     }),
   ];
+
+  /**
+   * A 504 says "do not resend: its outcome is added to this token's alerts". That promise lives in
+   * the follow-up journaled with it (a restart takes it up), so it is on disk before the answer
+   * goes: journal appends are batched for up to 50 ms, and a process killed right after its 504
+   * left no trace of the alert at all. Bounded: TradingView gives the whole answer ~3 s.
+   */
+  function followUpOnDisk(): Promise<void> {
+    return settledWithin(deps.store.flushed(), FOLLOW_UP_FLUSH_MS);
+  }
 
   /** The alert, in its turn: a flatten, or an order sized against the account. */
   async function act(
