@@ -10,7 +10,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
 import type { AccountRecord, ClosedTrade, NewOrder, OrderRecord, PositionRecord } from '../domain/orders.js';
-import type { ErrorData } from '../domain/problems.js';
+import type { ErrorData, ProblemCode } from '../domain/problems.js';
 import type { GuardConfig, GuardName, GuardNarrowing, GuardRefusal, LockState, OwedLeg } from '../domain/guards.js';
 import type { ConnectionTuning } from '../tuning.js';
 import type { ThreadUsage } from '../thread-usage.js';
@@ -177,7 +177,8 @@ export interface CancelOrderResult {
 
 export interface FlattenResult {
   cancelledOrderIds: string[];
-  positions: { symbol: string; closedQty: number; status: 'liquidated' | 'failed'; detail?: string }[];
+  /** A failed one says why (`code`, as the error the broker call ended with; `retryAfterSeconds` with it). */
+  positions: { symbol: string; closedQty: number; status: 'liquidated' | 'failed'; detail?: string; code?: ProblemCode; retryAfterSeconds?: number }[];
   /** Orders sent before the flatten the broker has not settled yet (on their way, or timed out): they may still fill. */
   outstandingOrders?: number;
   brokerMs: number;

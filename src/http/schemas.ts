@@ -227,6 +227,7 @@ export const flattenResponseSchema = z.object({
       closedQty: z.number(),
       status: z.enum(['liquidated', 'failed']),
       detail: z.string().optional(),
+      code: z.string().optional().describe('A failed one: the error code of its liquidation (BROKER_TIMEOUT: it may have reached the broker; BROKER_UNAVAILABLE: not sent; BROKER_REJECTED: refused, or not filled)'),
     }),
   ),
   outstandingOrders: z

@@ -95,7 +95,10 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
       outcomes.push({ symbol, closedQty, status: 'liquidated' });
       if (typeof answer?.orderId === 'number') liquidations.set(symbol, answer.orderId);
     } catch (err) {
-      outcomes.push({ symbol, closedQty: 0, status: 'failed', detail: err instanceof Error ? err.message : String(err) });
+      // What kept it open, for the caller's answer: a liquidation that may have reached the
+      // broker (BROKER_TIMEOUT) is not one that never left (BROKER_UNAVAILABLE) or was refused.
+      const why = err instanceof AppError ? { code: err.code, ...(err.retryAfterSeconds !== undefined && { retryAfterSeconds: err.retryAfterSeconds }) } : {};
+      outcomes.push({ symbol, closedQty: 0, status: 'failed', detail: err instanceof Error ? err.message : String(err), ...why });
     }
   }
   const contracts = outcomes.filter((o) => o.status === 'liquidated').map((o) => o.symbol);
@@ -112,7 +115,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     if (id !== undefined && endedUnfilled(ctx, id)) {
       // Not closed: the lock that asked for it runs it again, and the position has lost its protective orders meanwhile.
       const reason = rejectReasonOf(ctx.mirror, id) ?? ctx.mirror.get('order', id)?.ordStatus ?? 'ended';
-      Object.assign(o, { status: 'failed', closedQty: 0, detail: `the broker did not fill the liquidation (${String(reason)}): the position is still open` });
+      Object.assign(o, { status: 'failed', closedQty: 0, code: 'BROKER_REJECTED', detail: `the broker did not fill the liquidation (${String(reason)}): the position is still open` });
       const detail = `the ${o.symbol} position is open without protective orders: the flatten cancelled them and the broker did not fill its liquidation (${String(reason)}); close or protect it`;
       ctx.logger.error({ accountId: req.accountId, symbol: o.symbol }, 'flatten left the position open');
       ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId: req.accountId, orderId: String(id), ts: Date.now(), detail });

@@ -7,6 +7,7 @@ import { AppError } from '../../domain/problems.js';
 import { flattenClOrdIdPrefix } from '../../domain/order-plan.js';
 import { resolveSymbol, type SymbolForm } from '../../domain/symbols.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
+import type { FlattenResult } from '../../actors/protocol.js';
 import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
 
@@ -54,8 +55,49 @@ export async function flattenAccount(
     if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') opts?.onTimeout?.({ symbol, product: productOnly });
     throw err;
   });
-  const view = { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions: result.positions };
-  return result.outstandingOrders ? Object.assign(view, { outstandingOrders: result.outstandingOrders }) : view;
+  const positions = positionOutcomes(result.positions);
+  const view = { accountId: owned.account.id, symbol, cancelledOrderIds: result.cancelledOrderIds, positions };
+  if (result.outstandingOrders) Object.assign(view, { outstandingOrders: result.outstandingOrders });
+  const failed = result.positions.filter((p) => p.status === 'failed');
+  if (failed.length === 0) return view;
+  const err = notFlat(view, failed);
+  if (err.code === 'BROKER_TIMEOUT') opts?.onTimeout?.({ symbol, product: productOnly });
+  throw err;
+}
+
+/** A flatten's per-position outcomes as answers show them (a failed one's `code` says why; its retry hint is the answer's Retry-After). */
+export function positionOutcomes(positions: FlattenResult['positions']) {
+  return positions.map(({ retryAfterSeconds: _retry, ...p }) => p);
+}
+
+/**
+ * A flatten that could not close a position is an error, never a 200: its cancels have taken the
+ * position's stop-loss and take-profit, so the position is open and unprotected, or (its
+ * liquidation sent as the connection dropped) may be closing. A 200 told a strategy's exit and a
+ * reversal they were done while the account stayed long with nothing working (faults probe), and
+ * an Idempotency-Key retry replayed that 200. The code is that of the liquidation's own failure:
+ * 504 when it may have reached the broker, 503 when it never left, 422 when the broker refused it
+ * or did not fill it. The problem carries the flatten's outcome (`cancelledOrderIds`, `positions`).
+ */
+function notFlat(view: { positions: { symbol: string }[] }, failed: FlattenResult['positions']): AppError {
+  const sent = failed.find((f) => f.code === 'BROKER_TIMEOUT');
+  const unsent = failed.find((f) => f.code === 'BROKER_UNAVAILABLE' || f.code === 'CONNECTION_FAILED');
+  const which = failed.map((f) => `${f.symbol} (${f.detail ?? 'failed'})`).join('; ');
+  if (sent) {
+    return new AppError(
+      'BROKER_TIMEOUT',
+      `The resting orders were cancelled, but the broker did not confirm the liquidation of ${which}: the position may still close, or it is open without its protective orders. Read the positions before flattening again`,
+      view,
+      sent.retryAfterSeconds,
+    );
+  }
+  const code = unsent?.code ?? 'BROKER_REJECTED';
+  return new AppError(
+    code,
+    `The resting orders were cancelled, but ${which} could not be closed: the position is still open without its protective orders. Flatten again (a new Idempotency-Key) or protect it`,
+    view,
+    unsent?.retryAfterSeconds,
+  );
 }
 
 /** POST /accounts/:id/flatten. */
@@ -69,14 +111,16 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       summary: 'Cancel every resting order and close every position',
       description:
         'With `symbol`: only allowed when the account holds that contract (or is flat); if it holds a different contract → 409 ' +
-        'SYMBOL_MISMATCH and nothing is closed. Honours Idempotency-Key.',
+        'SYMBOL_MISMATCH and nothing is closed. Honours Idempotency-Key. A position that could not be closed makes the answer an ' +
+        'error (504 BROKER_TIMEOUT when its liquidation may have reached the broker, 503 when it was not sent, 422 when the broker ' +
+        'refused or did not fill it) whose problem carries `cancelledOrderIds` and `positions`: its protective orders are cancelled.',
       tags: ['accounts'],
       body: flattenBodySchema,
       idempotent: true,
       responses: [
         { status: 200, description: 'Per-symbol outcomes', schema: flattenResponseSchema },
         ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'SYMBOL_MISMATCH'),
-        ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', ...BROKER_ERRORS),
+        ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', ...BROKER_ERRORS),
       ],
       async handler(ctx) {
         const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);

@@ -23,6 +23,7 @@ import {
 } from '../guard-schemas.js';
 import { AUTH_ERRORS, callActor, errors, refuseNarrowedKey, mayBeAccountId, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
 import { SESSION_ERRORS } from './api-keys.js';
+import { positionOutcomes } from './flatten.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -244,7 +245,7 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         }
         // Stored before the answer (the actor's event stores it too, a moment later): a restart right after starts locked.
         await deps.store.guards.setLock(userId, target.accountId, result.status.lock);
-        return { status: 200, body: { ...guardsView(deps, userId, target.accountId, result.status, mayRead(ctx)), flatten: result.flatten } };
+        return { status: 200, body: { ...guardsView(deps, userId, target.accountId, result.status, mayRead(ctx)), flatten: result.flatten && 'positions' in result.flatten ? { ...result.flatten, positions: positionOutcomes(result.flatten.positions) } : result.flatten } };
       }
       const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
       // With the stored lock's time: the actor's copy is the same lock, not a second later one (re-probe).

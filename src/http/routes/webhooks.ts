@@ -356,7 +356,13 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
   const onTimeout = (target: { symbol: string | null; product: boolean }) =>
     followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: reversal ? { ...target, reversal: true } : target });
   return flattenAccount(deps, ctx, owned, symbol, { ...WEBHOOK_TIMEOUT, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
-    if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
+    if (!(err instanceof AppError)) throw err;
+    // Done, but a position could not be closed (flatten.ts notFlat): said as it is, for this alert.
+    if ('positions' in err.extensions) {
+      const followed = err.code === 'BROKER_TIMEOUT' ? ": do not resend the alert. Whether the positions closed is added to this token's alerts once known" : '';
+      throw new AppError(err.code, `${reversal ? 'Reversal: the new position is not opened. ' : ''}${err.message}${followed}`, err.extensions, err.retryAfterSeconds);
+    }
+    if (err.code !== 'BROKER_TIMEOUT') throw err;
     throw new AppError(
       'BROKER_TIMEOUT',
       `The broker did not confirm the flatten within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on${reversal ? ', and the new position is not opened' : ''}: do not resend the alert. Whether the positions closed is added to this token's alerts once known`,

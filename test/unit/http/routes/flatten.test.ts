@@ -35,6 +35,39 @@ describe('POST /accounts/:id/flatten', () => {
     expect(route(w, 'POST', '/accounts/:id/flatten').idempotent).toBe(true);
   });
 
+  it('a position it could not close makes the answer an error, never a stored 200 (faults probe: 200 while long 1 with its stop-loss cancelled, and the retry replayed it)', async () => {
+    const failing = (code: string, detail: string, retryAfterSeconds?: number) => () => ({
+      cancelledOrderIds: ['7', '8'],
+      positions: [
+        { symbol: 'NQZ6', closedQty: 1, status: 'liquidated' as const },
+        { symbol: 'ESZ6', closedQty: 0, status: 'failed' as const, detail, code: code as never, ...(retryAfterSeconds !== undefined && { retryAfterSeconds }) },
+      ],
+      brokerMs: 2,
+    });
+    // Sent as the connection dropped: it may have reached the broker.
+    w.gateway.responder.flatten = failing('BROKER_TIMEOUT', 'connection closed before the broker answered');
+    const timedOut = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-2' });
+    expect(timedOut.code).toBe('BROKER_TIMEOUT');
+    expect(timedOut.message).toMatch(/^The resting orders were cancelled, but the broker did not confirm the liquidation of ESZ6 \(connection closed before the broker answered\): the position may still close, or it is open without its protective orders/);
+    expect(timedOut.extensions).toMatchObject({
+      cancelledOrderIds: ['7', '8'],
+      positions: [{ symbol: 'NQZ6', status: 'liquidated' }, { symbol: 'ESZ6', status: 'failed', code: 'BROKER_TIMEOUT' }],
+    });
+    // Not sent (the broker's 429, or not connected): 503 with the wait; refused: 422.
+    w.gateway.responder.flatten = failing('BROKER_UNAVAILABLE', 'rate limited by the broker', 30);
+    const unsent = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } });
+    expect([unsent.code, unsent.retryAfterSeconds]).toEqual(['BROKER_UNAVAILABLE', 30]);
+    expect(unsent.message).toMatch(/ESZ6 \(rate limited by the broker\) could not be closed: the position is still open without its protective orders/);
+    expect((unsent.extensions.positions as object[])[1]).not.toHaveProperty('retryAfterSeconds');
+    w.gateway.responder.flatten = failing('BROKER_REJECTED', 'the broker did not fill the liquidation (market closed): the position is still open');
+    expect((await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } })).code).toBe('BROKER_REJECTED');
+    // The error is not stored under the key: once the broker is back, the same key flattens again.
+    w.gateway.responder.flatten = () => ({ cancelledOrderIds: [], positions: [{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' as const }], brokerMs: 2 });
+    const again = await call(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-2' });
+    expect(again.status).toBe(200);
+    expect(w.gateway.calls.filter((c) => c.req.type === 'flatten')).toHaveLength(4);
+  });
+
   it('refuses an unknown symbol without broker traffic, and foreign or inactive accounts', async () => {
     expect((await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, body: { symbol: 'QQQ' } })).code).toBe('UNKNOWN_SYMBOL');
     expect((await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.b.userId, params: { id: '101' } })).code).toBe('NOT_FOUND');

@@ -189,6 +189,25 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(refused.extensions).toMatchObject({ flatten: { symbol: 'ESZ6' } });
   });
 
+  it('an exit or a reversal whose close could not close the position says so and opens nothing (faults probe: 200 "flatten" and "closed first" while the account stayed long with its legs cancelled)', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
+    let code = 'BROKER_UNAVAILABLE';
+    w.gateway.responder.flatten = () => ({
+      cancelledOrderIds: ['71', '72'],
+      positions: [{ symbol: 'ESZ6', closedQty: 0, status: 'failed' as const, detail: 'rate limited by the broker', code: code as never }],
+      brokerMs: 5,
+    });
+    const exit = await alertError({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'flat' });
+    expect(exit).toMatchObject({ code: 'BROKER_UNAVAILABLE', extensions: { cancelledOrderIds: ['71', '72'], positions: [{ status: 'failed' }] } });
+    expect(exit!.message).toMatch(/^The resting orders were cancelled, but ESZ6 \(rate limited by the broker\) could not be closed: the position is still open without its protective orders/);
+    w.gateway.calls.length = 0;
+    code = 'BROKER_TIMEOUT';
+    const reversal = await alertError({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short' });
+    expect(reversal!.code).toBe('BROKER_TIMEOUT');
+    expect(reversal!.message).toMatch(/^Reversal: the new position is not opened\. The resting orders were cancelled, but the broker did not confirm the liquidation of ESZ6 .*: do not resend the alert\. Whether the positions closed is added to this token's alerts once known$/);
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten']);
+  });
+
   it("a reversal reaching an account already flat opens the strategy's marketPositionSize, not the alert's qty", async () => {
     // TradingView's reversal from long 1: sell 2, short 1 after it. The stop closed the long at the broker first.
     w.gateway.responder.positions = () => [];

@@ -70,7 +70,7 @@ describe('flatten', () => {
     broker.fill(Number(b.order.orderId), 1, 5000);
     broker.handlers['order/liquidateposition'] = () => ({ orderId: broker.addOrder({ action: 'Sell', orderType: 'Market', ordStatus: 'Rejected' }) });
     const r = await flatten(ctx, request());
-    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', detail: expect.stringMatching(/did not fill the liquidation .*still open/) }]);
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'BROKER_REJECTED', detail: expect.stringMatching(/did not fill the liquidation .*still open/) }]);
     expect(events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/ESZ6 position is open without protective orders/) });
     expect(ctx.model.positions(ACCOUNT)).toHaveLength(1);
   });
@@ -156,7 +156,7 @@ describe('flatten', () => {
     broker.fill(held, 1, 5000);
     broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'RiskRejected', failureText: 'account locked' });
     const r = await flatten(ctx, request());
-    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', detail: 'broker rejected liquidateposition: RiskRejected: account locked' }]);
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'BROKER_REJECTED', detail: 'broker rejected liquidateposition: RiskRejected: account locked' }]);
   });
 
   it('says so when a liquidation was sent but the position is not flat yet', async () => {
