@@ -301,6 +301,9 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     const asExit = reducesAsExit(ctx, req);
     if (asExit) coming = { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty };
     const cutStops = coming ? ((await ctx.makeRoom?.(req.accountId, coming)) ?? false) : false;
+    // Cutting the legs took broker round trips: a leg may have filled meanwhile (faults probe: long
+    // 1, its stop filled as it was being cut, and the market exit then made the account short 1).
+    if (coming) requireStillHeld(ctx, req);
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...req, reduceOnly: true } : req, account, hold, onLate));
     if (coming) void ctx.roomUsed?.(req.accountId, coming);
     if (cutStops && (req.orderType === 'stop' || req.orderType === 'stop_limit')) (ctx.stopsCutBy ??= new Set()).add(result.order.orderId);
@@ -452,6 +455,21 @@ function requireReduces(ctx: ActorContext, req: PlaceOrderRequest): { release():
       else ctx.reducing.delete(key);
     },
   };
+}
+
+/**
+ * An exit, once its legs made room for it: the position must still hold what it takes off, or it
+ * would open one the other way. Nothing is sent; its legs are sized back to what is left.
+ */
+function requireStillHeld(ctx: ActorContext, req: PlaceOrderRequest): void {
+  const net = ctx.model.netPosition(req.accountId, req.symbol);
+  if ((req.side === 'sell' ? net : -net) >= req.qty) return;
+  const holds = net === 0 ? 'holds no' : `is ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
+  throw new AppError(
+    'SYMBOL_MISMATCH',
+    `the position changed while its stop-loss and take-profit made room for this exit (one of them filled): the account ${holds} ${req.symbol} now, the exit would ${req.side} ${req.qty}; nothing sent`,
+    { symbol: req.symbol, net },
+  );
 }
 
 /** Sends a new order (single, OSO or strategy) and waits for the broker to settle it. */

@@ -97,6 +97,33 @@ describe('orphaned bracket legs', () => {
     expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
   });
 
+  it.each([
+    ['a whole-position market exit (long 1)', 1, 1],
+    ['a partial exit (long 2, sell 1)', 2, 1],
+  ])('%s whose stop-loss fills while its legs are being cut is not sent: it would open a position the other way (faults probe: short 1 with nothing working)', async (_, held, qty) => {
+    const s = setup(60_000);
+    const placed = await placeOrder(s.ctx, newOrder({ qty: held, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), held, 5000);
+    const stopId = Number(placed.legs!.stopLoss!.orderId);
+    // The price reaches the stop just as the first cut (cancel or modify of a leg) reaches the broker.
+    const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
+    let hit = false;
+    for (const endpoint of ['order/cancelorder', 'order/modifyorder']) {
+      s.broker.handlers[endpoint] = (b) => {
+        if (!hit) {
+          hit = true;
+          s.broker.fill(stopId, held, 4990);
+        }
+        return defaults[endpoint]!(b);
+      };
+    }
+    const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty, orderType: 'market', price: null, ...(qty < held && { reduceOnly: true }) } as never));
+    await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringMatching(/^the position changed while its stop-loss and take-profit made room for this exit \(one of them filled\): the account holds no ESZ6 now, the exit would sell \d; nothing sent$/) });
+    expect(hit).toBe(true);
+    expect(s.broker.bodies('order/placeorder')).toEqual([]);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
+  });
+
   it('an API exit resting on a bracketed position (a plain stop sell of 1 on long 2) makes room too; a resting sell larger than the position (a reversal) does not', async () => {
     const s = setup(60_000);
     s.broker.oco = false;
