@@ -291,13 +291,15 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
 
   const legIds = [bracket.takeProfit, bracket.stopLoss].filter((x): x is number => x !== null);
   if (bracket.entryId === entity.id) {
-    if (rec.filledQty > 0) {
-      const order = await cancelAndWait(ctx, entity.id);
+    const order = await cancelAndWait(ctx, entity.id);
+    // Filled in part, also by a fill that landed while the cancel was on its way (faults probe: the
+    // legs of the filled part were cancelled with the entry, or a tick bracket's missing legs went
+    // unsaid): the filled part keeps its legs, or is reported without them.
+    if (rec.filledQty > 0 || order.filledQty > 0 || (ctx.model.record(entity.id)?.filledQty ?? 0) > 0) {
       // Said in the answer too, not only on the stream (ops probe: 200 remainderCancelled and nothing else).
       const warning = legIds.length === 0 && strategyWantsLegs(ctx.mirror, entity.id) ? await reportLeglessFill(ctx, req.accountId, order) : undefined;
       return { ...base, order, remainderCancelled: true, brokerMs: since(t0), ...(warning !== undefined && { warning }) };
     }
-    const order = await cancelAndWait(ctx, entity.id);
     // The broker normally cancels suspended legs with their entry; make sure of it.
     await ctx.mirror.waitFor(() => (legIds.every((id) => isFinal(ctx.mirror, id) || !ctx.mirror.get('order', id)) ? true : undefined), ctx.settleMs);
     for (const id of legIds) if (ctx.mirror.get('order', id) && !isFinal(ctx.mirror, id)) await cancelAndWait(ctx, id).catch(() => undefined);

@@ -75,6 +75,33 @@ describe('cancelOrder', () => {
     expect(events.filter((e) => e.type === 'bracket-alert')).toHaveLength(1);
   });
 
+  it('an entry that fills in part while its cancel is on its way: the filled part keeps its legs, or (a strategy bracket) is reported without them (faults probe: legs cancelled with the entry, or nothing said)', async () => {
+    const { broker, ctx, events } = fakeActorContext();
+    const defaults = (broker as unknown as { defaults: Record<string, (b: { orderId: number }) => unknown> }).defaults;
+    // The broker fills one contract of the entry just before it takes the cancel.
+    const fillingAsCancelled = () => {
+      broker.handlers['order/cancelorder'] = (b) => {
+        delete broker.handlers['order/cancelorder'];
+        broker.fill(Number(b.orderId), 1, 5000);
+        return defaults['order/cancelorder']!(b);
+      };
+    };
+    const b = await bracket(ctx);
+    fillingAsCancelled();
+    const r = await cancelOrder(ctx, cancel(b.entry));
+    expect(r).toMatchObject({ remainderCancelled: true, removedLegIds: [] });
+    expect(ctx.model.workingOrders(ACCOUNT).map((o) => o.orderId)).toEqual([b.tp, b.sl]);
+    expect(broker.bodies('order/cancelorder').map((x) => String(x.orderId))).toEqual([b.entry]);
+
+    const placed = await placeOrder(ctx, newOrder({ qty: 3, takeProfit: { offsetPoints: 10 }, stopLoss: { offsetPoints: 5 } }));
+    fillingAsCancelled();
+    const strategy = await cancelOrder(ctx, cancel(placed.order.orderId));
+    expect(strategy).toMatchObject({ remainderCancelled: true, warning: expect.stringContaining('has no take-profit or stop-loss') });
+    expect(events.filter((e) => e.type === 'bracket-alert')).toEqual([
+      expect.objectContaining({ orderId: placed.order.orderId, detail: expect.stringContaining(`entry ${placed.order.orderId} cancelled after 1 of 3 filled`) }),
+    ]);
+  });
+
   it('one leg of an entry still filling is refused (409 CONFLICT), nothing sent: a re-placed survivor would not grow with the fills to come', async () => {
     const { broker, ctx } = fakeActorContext();
     const b = await bracket(ctx);
