@@ -26,7 +26,8 @@ import { buildOpenApiDocument } from './openapi.js';
 import { internalReply, replyStage, runPipeline, type Exchange, type PipelineDeps } from './pipeline.js';
 import { SlidingLogLimiter, type RateLimiter } from './rate-limit.js';
 import { readRequestHead } from './request-head.js';
-import { jsonReply, problemReply, ResponseHandle, type Reply } from './respond.js';
+import { appErrorReply, jsonReply, problemReply, ResponseHandle, type Reply } from './respond.js';
+import { AppError } from '../domain/problems.js';
 import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
 import { ReachNotices, type NodeReach } from './reach-notices.js';
@@ -176,6 +177,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<HttpServer>
         uWS.us_listen_socket_close(listenSocket);
         engine.hub.shutdown();
         await engine.drained(opts.graceMs ?? 10_000);
+        engine.answerUnfinished();
         engine.stop();
         // Ends idle keep-alive sockets too (present at runtime, missing from the typings).
         (app as unknown as { close?: () => void }).close?.();
@@ -199,7 +201,8 @@ class Engine {
   private readonly reach: NodeReach | undefined;
   /** TRUST_PROXY: whose X-Forwarded-For names the client; undefined when none is trusted. */
   private readonly proxies: TrustedProxies | undefined;
-  private inFlight = 0;
+  /** Requests being answered after their uWS callback returned (waiting on the actor, the store). */
+  private readonly inFlight = new Set<Exchange>();
   private idleWaiters: (() => void)[] = [];
 
   constructor(deps: HttpServerDeps) {
@@ -306,11 +309,12 @@ class Engine {
       return;
     }
     if (pending === undefined) return;
-    this.inFlight++;
+    this.inFlight.add(ex);
     pending
       .catch((err: unknown) => replyStage(this.pipeline, ex, { reply: internalReply(ex), error: err }))
       .finally(() => {
-        if (--this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+        this.inFlight.delete(ex);
+        if (this.inFlight.size === 0) for (const wake of this.idleWaiters.splice(0)) wake();
       });
   }
 
@@ -349,7 +353,7 @@ class Engine {
 
   /** Resolves when no request is in flight, or after `graceMs`. */
   drained(graceMs: number): Promise<void> {
-    if (this.inFlight === 0) return Promise.resolve();
+    if (this.inFlight.size === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, graceMs);
       this.idleWaiters.push(() => {
@@ -357,6 +361,23 @@ class Engine {
         resolve();
       });
     });
+  }
+
+  /**
+   * Answers the requests still in flight when the shutdown's grace ran out, before their
+   * connections close: a client whose request was carried out in part (a flatten's cancels sent,
+   * its liquidation not) got a reset and nothing to go by (faults probe). One whose handler has
+   * started may have reached the broker: 504 BROKER_TIMEOUT; one that has not: 503 SHUTTING_DOWN.
+   * Their work goes on while the process stops; an idempotent one's record is still stored if it
+   * ends in time, so a retry of its key after the restart replays it.
+   */
+  answerUnfinished(): void {
+    for (const ex of this.inFlight) {
+      const reply = ex.handlerRan && ex.method !== 'GET'
+        ? appErrorReply(new AppError('BROKER_TIMEOUT', 'The service is stopping and this request had not finished: it may have reached the broker. Read the account’s orders and positions before sending it again'))
+        : problemReply('SHUTTING_DOWN', undefined, {}, { 'Retry-After': '1' });
+      ex.handle.send(reply, true, ex.extra);
+    }
   }
 
   stop(): void {

@@ -52,3 +52,26 @@ it('stops accepting, finishes the in-flight request, ends SSE streams, then reso
   await closing;
   expect(closed).toBe(true);
 });
+
+it('a request still in flight when the grace runs out is answered 504 (it may have reached the broker) before its connection closes, not reset (faults probe: UND_ERR_SOCKET after a flatten outlived the drain)', async () => {
+  const h2 = await startEngine();
+  try {
+    const gate = deferred();
+    h2.state.hold = gate.promise;
+    const calls = h2.state.orderCalls;
+    const inFlight = fetch(h2.url('/v1/accounts/1/orders'), {
+      method: 'POST',
+      headers: { 'X-API-Key': h2.keys.rw, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ symbol: 'ES', qty: 1 }),
+    });
+    while (h2.state.orderCalls === calls) await new Promise((r) => setImmediate(r));
+    await h2.server.close({ graceMs: 100 });
+    const res = await inFlight;
+    expect(res.status).toBe(504);
+    expect(res.headers.get('connection')).toBe('close');
+    expect(await res.json()).toMatchObject({ code: 'BROKER_TIMEOUT', detail: expect.stringMatching(/^The service is stopping and this request had not finished: it may have reached the broker/) });
+    gate.resolve();
+  } finally {
+    await h2.stop();
+  }
+});

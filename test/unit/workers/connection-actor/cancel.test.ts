@@ -77,7 +77,7 @@ describe('cancelOrder', () => {
 
   it('an entry that fills in part while its cancel is on its way: the filled part keeps its legs, or (a strategy bracket) is reported without them (faults probe: legs cancelled with the entry, or nothing said)', async () => {
     const { broker, ctx, events } = fakeActorContext();
-    const defaults = (broker as unknown as { defaults: Record<string, (b: { orderId: number }) => unknown> }).defaults;
+    const defaults = (broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
     // The broker fills one contract of the entry just before it takes the cancel.
     const fillingAsCancelled = () => {
       broker.handlers['order/cancelorder'] = (b) => {
