@@ -40,6 +40,10 @@ export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord;
 const open = (o: Pick<OrderRecord, 'qty' | 'filledQty'>) => o.qty - o.filledQty;
 
 
+/** How long legs cut for an exit found not placed wait for the connection to be up before they are sized back (undoRoom), and how often it looks. */
+const UNDO_WAIT_MS = 120_000;
+const UNDO_RETRY_MS = 250;
+
 /** The order id restingExits gives an exit not sent yet (makeRoom). */
 const COMING_ID = 'about to be placed';
 
@@ -262,6 +266,15 @@ export class OrphanLegs {
     return this.comingCutStops.delete(accountId);
   }
 
+  private connected(): boolean {
+    try {
+      this.ctx.conn.requireConnected();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Forgets the room made for an exit that was sent (its legs stay as fitted). */
   roomTaken(coming: ComingExit): void {
     this.roomMade.delete(coming);
@@ -274,8 +287,14 @@ export class OrphanLegs {
    * nothing said). `outcomeUnknown`: it may still reach the broker, so nothing is sized back; the
    * stream says the legs stay cut for it.
    */
-  async undoRoom(accountId: string, coming: ComingExit, why: string, outcomeUnknown: boolean): Promise<void> {
+  async undoRoom(accountId: string, coming: ComingExit, why: string, outcomeUnknown: boolean, waitedMs = 0): Promise<void> {
     const made = this.roomMade.get(coming) ?? [];
+    // Known as the connection syncs again, its positions not read back yet (faults probe: "was not
+    // placed" said 4 ms before CONNECTED, and the legs left cut for good): sized back once it is up.
+    if (!outcomeUnknown && made.length > 0 && !this.connected() && waitedMs < UNDO_WAIT_MS) {
+      await new Promise((r) => setTimeout(r, UNDO_RETRY_MS));
+      return this.undoRoom(accountId, coming, why, false, waitedMs + UNDO_RETRY_MS);
+    }
     // Kept while the outcome is unknown: undone (or dropped) once it is known.
     if (!outcomeUnknown) this.roomMade.delete(coming);
     if (made.length === 0) return;

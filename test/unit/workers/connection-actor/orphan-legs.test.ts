@@ -578,6 +578,25 @@ describe('orphaned bracket legs', () => {
     expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) was not placed \(it timed out, and the broker has not placed it \(refused\)\); the legs cut for it were sized back/) });
   });
 
+  it('an exit found not placed while the connection is still syncing again: its legs are sized back once it is up, not left cut (faults probe: "was not placed" said 4 ms before CONNECTED)', async () => {
+    const s = setup();
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    const answer = s.broker.timeOut('order/placeorder');
+    await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null } as never)).catch(() => undefined);
+    await pause(GRACE_MS * 3);
+    expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'stop_loss').map((o) => o.qty)).toEqual([1]);
+    s.broker.connected = false;
+    answer.refuse(400, 'not placed');
+    await pause(400);
+    // Nothing sized while down (what the position is comes back with the sync).
+    expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'stop_loss').map((o) => o.qty)).toEqual([1]);
+    s.broker.connected = true;
+    await pause(400);
+    expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'stop_loss').map((o) => o.qty)).toEqual([2]);
+    expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 1 ESZ6 \(market\) was not placed .*; the legs cut for it were sized back/) });
+  });
+
   it('the suspended legs of a bracket entry still resting protect nothing: a position left short of stops next to one is reported (new-user probe: a resting scale-in bracket hid it)', async () => {
     const s = setup();
     const a = await filledBracket(s);
