@@ -23,7 +23,7 @@ const CONTROLS_BUT_LINES = '\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f';
 const INVISIBLE =
   '\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060-\\u206f\\u3164' +
   '\\ufdd0-\\ufdef\\ufeff\\uffa0\\ufff0-\\ufffb\\ufffe\\uffff\\u{110bd}\\u{110cd}\\u{13430}-\\u{1343f}\\u{16fe4}\\u{1bca0}-\\u{1bca3}' +
-  '\\u{1d159}\\u{1d173}-\\u{1d17a}\\u{e0000}-\\u{e00ff}\\u{e01f0}-\\u{e0fff}\\p{Cs}';
+  '\\u{1d159}\\u{1d173}-\\u{1d17a}\\u{e0000}-\\u{e00ff}\\u{e01f0}-\\u{e0fff}\\p{Cs}\\p{Noncharacter_Code_Point}';
 /** What joins letters and emoji: zero-width joiner and non-joiner, variation selectors (emoji, Mongolian, ideographic). */
 const JOINERS = '\\u180b-\\u180f\\u200c\\u200d\\ufe00-\\ufe0f\\u{e0100}-\\u{e01ef}';
 

@@ -38,10 +38,18 @@ export function userView(row: UserRow): User {
   return { id: row.id, name: row.name, createdAt: row.createdAt };
 }
 
-/** VALIDATION_FAILED unless the password has 1..1024 characters. */
+/** VALIDATION_FAILED unless the password has 1..1024 characters and no NUL. */
 export function checkPassword(password: string): void {
   if (password.length < 1 || password.length > 1024) throw new AppError('VALIDATION_FAILED', 'password must be 1..1024 characters');
+  if (password.includes('\0')) throw new AppError('VALIDATION_FAILED', PASSWORD_NUL);
 }
+
+/**
+ * scrypt keys its HMAC with the password padded with zero bytes: NULs at the end count for
+ * nothing, so twelve NULs passed the length rule and signed in as an empty password, and `abc`
+ * followed by nine NULs as `abc` (fuzz probe). No password holds one.
+ */
+export const PASSWORD_NUL = 'password must not contain NUL (U+0000)';
 
 /** Shortest password a person sets (the web app's password change, `tradegate users add`). */
 export const MIN_PASSWORD_LENGTH = 12;
@@ -75,7 +83,8 @@ export function sortUsers(users: User[]): User[] {
 export async function passwordMatches(row: UserRow | undefined, password: string): Promise<User | null> {
   // Unknown users still cost one scrypt, so response time does not reveal which names exist.
   const ok = await verifyPasswordHash(password, row?.passwordHash ?? (await dummyPasswordHash()));
-  return ok && row?.passwordHash ? userView(row) : null;
+  // No password holds a NUL (checkPassword): one given would match the password without its trailing NULs.
+  return ok && row?.passwordHash && !password.includes('\0') ? userView(row) : null;
 }
 
 /** The user store over a shared context; `onPasswordChanged` runs (awaited) after a password is replaced. */

@@ -23,7 +23,7 @@ export const SESSIONS_PER_USER = 20;
 
 const changePasswordBodySchema = z.strictObject({
   currentPassword: z.string().min(1).max(1024),
-  newPassword: z.string().min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`).max(1024),
+  newPassword: z.string().min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`).max(1024).refine((p) => !p.includes('\0'), 'must not contain NUL (U+0000)'),
 });
 
 /** What the page learns about its session (never the session id: that stays in the HttpOnly cookie). */

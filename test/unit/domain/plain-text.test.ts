@@ -37,6 +37,10 @@ describe('plain text (names, labels, reasons)', () => {
       'a\u{16fe4}b', 'a\u{1d159}b', 'a\uffffb', 'a\ufdd0b', // fillers, null notehead, noncharacters
       '\u0928\u200d\u200d\u200d', // three joiners in a row
     ]) expect(PLAIN_TEXT.test(hidden), JSON.stringify(hidden)).toBe(false);
+    // Every one of the 66 noncharacters, beyond the BMP too (fuzz probe: U+1FFFE..U+10FFFF were accepted).
+    const nonchars = [...Array.from({ length: 32 }, (_, i) => 0xfdd0 + i), ...Array.from({ length: 17 }, (_, plane) => [plane * 0x10000 + 0xfffe, plane * 0x10000 + 0xffff]).flat()];
+    expect(nonchars).toHaveLength(66);
+    for (const c of nonchars) expect(PLAIN_TEXT.test(`a${String.fromCodePoint(c)}b`), c.toString(16)).toBe(false);
   });
 
   it('keeps the joiners that ordinary writing needs (re-probe: Persian, Hindi, Kannada and Mongolian were refused)', () => {

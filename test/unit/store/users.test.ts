@@ -43,6 +43,15 @@ describe('users', () => {
     expect(await t.store.users.verifyPassword('nopass', '')).toBeNull();
   });
 
+  it('no password holds a NUL: scrypt ignores trailing ones, so twelve NULs signed in as an empty password and "abc" + nine NULs as "abc" (fuzz probe)', async () => {
+    await expect(t.store.users.create({ name: 'nul', password: '\0'.repeat(12) })).rejects.toMatchObject({ code: 'VALIDATION_FAILED', message: 'password must not contain NUL (U+0000)' });
+    const u = await t.store.users.create({ name: 'alice', password: 'abc' });
+    await expect(t.store.users.setPassword(u.id, `abc${'\0'.repeat(9)}`)).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    // A NUL given at sign-in never matches (it would match the password without it).
+    expect(await t.store.users.verifyPassword('alice', 'abc')).toEqual(u);
+    expect(await t.store.users.verifyPassword('alice', 'abc\0')).toBeNull();
+  });
+
   it('setPassword replaces the password durably', async () => {
     const u = await t.store.users.create({ name: 'alice' });
     await t.store.users.setPassword(u.id, 'new-one');

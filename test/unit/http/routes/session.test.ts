@@ -85,6 +85,7 @@ describe('POST /me/password', () => {
     const same = await callError(w, 'POST', '/me/password', { ...asSession(secret), body: { currentPassword: PASSWORD, newPassword: PASSWORD } });
     expect(same.extensions.errors).toEqual([{ path: 'newPassword', message: 'must differ from the current password' }]);
     expect(route(w, 'POST', '/me/password').body!.safeParse({ currentPassword: PASSWORD, newPassword: 'x'.repeat(MIN_PASSWORD_LENGTH - 1) }).success).toBe(false);
+    expect(route(w, 'POST', '/me/password').body!.safeParse({ currentPassword: PASSWORD, newPassword: '\0'.repeat(MIN_PASSWORD_LENGTH) }).success).toBe(false);
   });
 
   it('ends every session of the user, signs this browser into a new one, and the new password works', async () => {
