@@ -9,7 +9,7 @@ import { AppError } from '../../domain/problems.js';
 import type { ApiKeyView } from '../../store/index.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { listOf, listQuerySchema, trimmedLabel, type ListQuery } from '../schemas.js';
-import { errors, paginate, quotas, type RouteDeps } from './common.js';
+import { errors, paginateByCreation, quotas, type RouteDeps } from './common.js';
 import { guardNarrowingSchema } from '../guard-schemas.js';
 
 /** What a session-only route may answer besides its own outcomes. */
@@ -53,7 +53,7 @@ export function apiKeyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [{ status: 200, description: 'Keys, newest first', schema: listOf(apiKeySchema) }, ...errors('VALIDATION_FAILED', ...SESSION_ERRORS)],
     async handler(ctx) {
       const rows = deps.store.apiKeys.listByUser(ctx.auth.userId).reverse().map(keyView);
-      return { status: 200, body: paginate(rows, ctx.req.query, 'api-keys') };
+      return { status: 200, body: paginateByCreation(rows, ctx.req.query, 'api-keys', true) };
     },
   });
 

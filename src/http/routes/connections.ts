@@ -20,7 +20,7 @@ import {
   type ListQuery,
   type UpdateConnectionBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, paginate, quotas, refuseNarrowedKey, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, paginateByCreation, quotas, refuseNarrowedKey, type RouteDeps } from './common.js';
 
 /** The public view of a connection with its current status. */
 export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
@@ -54,8 +54,8 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     query: listQuerySchema,
     responses: [{ status: 200, description: 'Connections', schema: listOf(connectionSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
     async handler(ctx) {
-      const rows = deps.store.connections.listByUser(ctx.auth.userId).map((r) => connectionView(deps, r));
-      return { status: 200, body: paginate(rows, ctx.req.query, 'connections') };
+      const page = paginateByCreation(deps.store.connections.listByUser(ctx.auth.userId), ctx.req.query, 'connections');
+      return { status: 200, body: { data: page.data.map((r) => connectionView(deps, r)), nextCursor: page.nextCursor } };
     },
   });
 

@@ -17,7 +17,7 @@ import {
   type ListQuery,
   type UpdateStrategyBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, errors, nowOf, oneAtATime, orderLimits, paginate, quotas, refuseNarrowedKey, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, errors, nowOf, oneAtATime, orderLimits, paginateByCreation, quotas, refuseNarrowedKey, type RouteDeps } from './common.js';
 import { strategyBindings } from './webhook-tokens.js';
 
 /** The public view of a strategy (absent optionals as null). */
@@ -76,7 +76,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [{ status: 200, description: 'Strategies', schema: listOf(strategySchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
     async handler(ctx) {
       const rows = deps.store.strategies.listByUser(ctx.auth.userId).map(strategyView);
-      return { status: 200, body: paginate(rows, ctx.req.query, 'strategies') };
+      return { status: 200, body: paginateByCreation(rows, ctx.req.query, 'strategies') };
     },
   });
 

@@ -24,7 +24,7 @@ import {
   webhookTokenSchema,
   type ListQuery,
 } from '../schemas.js';
-import { AUTH_ERRORS, baseUrl, errors, oneAtATime, paginate, quotas, refuseNarrowedKey, userAccounts, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, baseUrl, errors, oneAtATime, paginateByCreation, quotas, refuseNarrowedKey, userAccounts, type RouteDeps } from './common.js';
 
 /** The receiving URL of a token. */
 export function webhookUrl(deps: RouteDeps, token: string): string {
@@ -114,7 +114,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     responses: [{ status: 200, description: 'Tokens', schema: listOf(webhookTokenSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
     async handler(ctx) {
       const rows = deps.store.webhookTokens.listByUser(ctx.auth.userId).map((t) => tokenView(deps, t));
-      return { status: 200, body: paginate(rows, ctx.req.query, 'webhook-tokens') };
+      return { status: 200, body: paginateByCreation(rows, ctx.req.query, 'webhook-tokens') };
     },
   });
 

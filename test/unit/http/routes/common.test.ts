@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
-import { baseUrl, callActor, errors, ownedAccount, pageOf, paginate, requireActive } from '../../../../src/http/routes/common.js';
+import { baseUrl, callActor, errors, ownedAccount, pageOf, paginate, paginateByCreation, requireActive } from '../../../../src/http/routes/common.js';
 import type { RouteContext } from '../../../../src/http/route-types.js';
 import { loadConfig } from '../../../../src/config.js';
 import { createLogger } from '../../../../src/log.js';
@@ -85,6 +85,42 @@ describe('paginate', () => {
     expect(pageOf({ cursor: a1 }, 'positions/1')).toEqual({ offset: 1, limit: 100 });
     // The untagged cursors issued before lists named themselves (`o:1`) name no list.
     expect(() => pageOf({ cursor: Buffer.from('o:1').toString('base64url') }, 'accounts')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+  });
+});
+
+describe('paginateByCreation', () => {
+  const at = (i: number) => new Date(Date.UTC(2026, 10, 1, 12, 0, i)).toISOString();
+  const records = ['a', 'b', 'c', 'd', 'e'].map((id, i) => ({ id: `stg_${id}`, createdAt: at(i) }));
+
+  it('continues after the last record shown, whatever was deleted or created since (fuzz probe: deleting a shown token made the next page skip one)', () => {
+    const first = paginateByCreation(records, { limit: 2 }, 'strategies');
+    expect(first.data.map((r) => r.id)).toEqual(['stg_a', 'stg_b']);
+    // The first shown is deleted, and the last shown too; one is created: nothing unseen is skipped.
+    const now = [records[2]!, records[3]!, records[4]!, { id: 'stg_f', createdAt: at(9) }];
+    const second = paginateByCreation(now, { limit: 2, cursor: first.nextCursor! }, 'strategies');
+    expect(second.data.map((r) => r.id)).toEqual(['stg_c', 'stg_d']);
+    const third = paginateByCreation(now, { limit: 2, cursor: second.nextCursor! }, 'strategies');
+    expect(third).toEqual({ data: [records[4], { id: 'stg_f', createdAt: at(9) }], nextCursor: null });
+    // Two created in the same millisecond page by id.
+    const tied = [{ id: 'x1', createdAt: at(0) }, { id: 'x2', createdAt: at(0) }, { id: 'x3', createdAt: at(0) }];
+    const p1 = paginateByCreation(tied, { limit: 1 }, 'strategies');
+    expect(paginateByCreation(tied, { limit: 5, cursor: p1.nextCursor! }, 'strategies').data.map((r) => r.id)).toEqual(['x2', 'x3']);
+  });
+
+  it('newest first (API keys) continues below the last shown', () => {
+    const newest = [...records].reverse();
+    const first = paginateByCreation(newest, { limit: 2 }, 'api-keys', true);
+    expect(first.data.map((r) => r.id)).toEqual(['stg_e', 'stg_d']);
+    const second = paginateByCreation(newest.filter((r) => r.id !== 'stg_e'), { limit: 2, cursor: first.nextCursor! }, 'api-keys', true);
+    expect(second.data.map((r) => r.id)).toEqual(['stg_c', 'stg_b']);
+  });
+
+  it('takes only a cursor it issued for this list: an offset, or one forged, is 400 (fuzz probe: strategies:0 and strategies:01 were taken)', () => {
+    const cursor = paginateByCreation(records, { limit: 1 }, 'strategies').nextCursor!;
+    expect(() => paginateByCreation(records, { cursor }, 'webhook-tokens')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+    for (const forged of ['strategies:0', 'strategies:01', 'strategies:1.', 'strategies:.stg_a']) {
+      expect(() => paginateByCreation(records, { cursor: Buffer.from(forged).toString('base64url') }, 'strategies'), forged).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
+    }
   });
 });
 
