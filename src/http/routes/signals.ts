@@ -105,6 +105,11 @@ interface LateFollowUp {
    * yet; only a restart reads it, when the alert's own outcome never made it to the journal.
    */
   queued?: true;
+  /**
+   * Still at work a while after it arrived (journalActing): a process killed before its answer
+   * leaves a restart this to say the outcome is unknown, where the alert had no entry at all.
+   */
+  acting?: true;
   /** The alert's fields as its alerts entry keeps them, with `lateOutcomeOf`: its request id. */
   request: ReturnType<typeof alertRequest> & { lateOutcomeOf: string };
   /** When the alert arrived (ms). */
@@ -139,12 +144,26 @@ export function journalQueued(deps: RouteDeps, ctx: RouteContext<unknown, unknow
   journalFollowUp(deps, ctx, connectionId, accountId, { queued: true });
 }
 
+/**
+ * An alert still at work ACTING_MARK_MS after the receiver began on it (the broker slow, alerts
+ * before it on the account): journaled, so that a process killed before it was answered leaves a
+ * restart to say its outcome is unknown (faults probe: SIGKILL in the middle of a reversal, its
+ * close done and its open not, and the token's alerts had no entry for it). Quick alerts write
+ * nothing more than their own entry.
+ */
+export function journalActing(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, connectionId: string, accountId: string): void {
+  journalFollowUp(deps, ctx, connectionId, accountId, { acting: true });
+}
+
+/** How long an alert is at work before journalActing marks it. */
+export const ACTING_MARK_MS = 250;
+
 function journalFollowUp(
   deps: RouteDeps,
   ctx: RouteContext<unknown, unknown>,
   connectionId: string,
   accountId: string,
-  what: Pick<LateFollowUp, 'clOrdId' | 'flatten' | 'queued'>,
+  what: Pick<LateFollowUp, 'clOrdId' | 'flatten' | 'queued' | 'acting'>,
 ): LateFollowUp | undefined {
   const token = ctx.auth.webhook;
   if (!token) return undefined;
@@ -185,16 +204,25 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
   const now = nowOf(deps).getTime();
   const recent = await deps.store.journal.list({ limit: LATE_RESUME_SCAN });
   const done = new Set<string>();
+  /** Alerts whose own entry (their answer) was journaled. */
+  const answered = new Set<string>();
   for (const e of recent) {
-    const of = e.kind === ALERT_KIND ? (e.request as { lateOutcomeOf?: unknown } | null)?.lateOutcomeOf : undefined;
-    if (typeof of === 'string') done.add(of);
+    if (e.kind !== ALERT_KIND) continue;
+    const request = e.request as { lateOutcomeOf?: unknown; requestId?: unknown } | null;
+    if (typeof request?.lateOutcomeOf === 'string') done.add(request.lateOutcomeOf);
+    else if (typeof request?.requestId === 'string') answered.add(request.requestId);
   }
   let resumed = 0;
   const queued: LateFollowUp[] = [];
+  const acting: LateFollowUp[] = [];
   for (const e of recent) {
     if (e.kind !== LATE_PENDING_KIND) continue;
     const f = e.request as LateFollowUp;
     if (done.has(f.request.lateOutcomeOf)) continue;
+    if (f.acting) {
+      if (now - f.since < QUEUED_RESUME_MS) acting.push(f);
+      continue;
+    }
     // Saying an outcome is unknown is right however late the restart; a look-up only within its schedule.
     if (f.queued) {
       if (now - f.since < QUEUED_RESUME_MS) queued.push(f);
@@ -222,6 +250,29 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
         code: 'BROKER_TIMEOUT',
         detail:
           'outcome unknown: the service stopped after this alert was answered 504, before its outcome was known (it was waiting for its turn on the account or for the broker); look at the account’s positions and working orders before sending anything again',
+        orderId: null,
+        orderStatus: null,
+        flattened: null,
+      },
+    });
+    resumed++;
+  }
+  // Killed at work, before its answer was journaled: whatever of it reached the broker, nothing says so.
+  for (const f of acting) {
+    const id = f.request.lateOutcomeOf;
+    if (done.has(id) || answered.has(id)) continue;
+    done.add(id);
+    deps.store.journal.append({
+      userId: f.userId,
+      accountId: f.accountId,
+      kind: ALERT_KIND,
+      ref: alertRef(f.tokenId),
+      request: f.request,
+      outcome: {
+        status: 504,
+        code: 'BROKER_TIMEOUT',
+        detail:
+          'outcome unknown: the service stopped while it was acting on this alert, before it answered (part of it, such as the close of a reversal, may have been done); look at the account’s positions and working orders before sending anything again',
         orderId: null,
         orderStatus: null,
         flattened: null,

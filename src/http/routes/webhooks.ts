@@ -15,7 +15,7 @@ import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsync
 import { flattenAccount, namesProduct } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
-import { followLateOutcome, journalQueued, recordQueuedOutcome } from './signals.js';
+import { ACTING_MARK_MS, followLateOutcome, journalActing, journalQueued, recordQueuedOutcome } from './signals.js';
 import { AlertTurns } from '../../actors/alert-turns.js';
 import { settledWithin, valueWithin } from '../../wait.js';
 
@@ -137,15 +137,20 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const account = `${owned.connectionId}|${owned.account.id}`;
         const mode = decidedByPosition ? 'exclusive' : 'shared';
         let inTurn = false;
+        const mark = setTimeout(() => journalActing(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id), ACTING_MARK_MS);
         const work = (async () => {
-          // In a cluster, taken on the node that runs the connection (alerts reach any node).
-          const gateway = deps.gateway;
-          const turn = gateway.takeTurn ? await gateway.takeTurn(owned.connectionId, account, mode) : (turns.takeNow(account, mode) ?? (await turns.take(account, mode)));
-          inTurn = true;
           try {
-            return await act(ctx, intent, owned, strategy, base, now);
+            // In a cluster, taken on the node that runs the connection (alerts reach any node).
+            const gateway = deps.gateway;
+            const turn = gateway.takeTurn ? await gateway.takeTurn(owned.connectionId, account, mode) : (turns.takeNow(account, mode) ?? (await turns.take(account, mode)));
+            inTurn = true;
+            try {
+              return await act(ctx, intent, owned, strategy, base, now);
+            } finally {
+              turn.end();
+            }
           } finally {
-            turn.end();
+            clearTimeout(mark);
           }
         })();
         const done = await valueWithin(work, ALERT_ANSWER_MS).catch(async (err: unknown) => {

@@ -178,6 +178,30 @@ describe('recent alerts of a token', () => {
       expect(await resumeLateOutcomes(deps, createLogger('silent'))).toBe(0);
     });
 
+    it('an alert still at work when the service is killed (no answer yet): a restart says its outcome is unknown, once; quick or answered alerts say nothing more (faults probe: SIGKILL mid-reversal left no entry)', async () => {
+      w.gateway.responder['place-order'] = () => ({ order: orderRecord({ orderId: '60' }), reconciled: false, brokerMs: 1 });
+      await alert({ action: 'buy', symbol: 'ES1!', qty: 1 }, 'req-quick');
+      // Slow but answered within the budget: its own entry says what it did.
+      w.gateway.responder['place-order'] = () => new Promise((resolve) => setTimeout(() => resolve({ order: orderRecord({ orderId: '61' }), reconciled: false, brokerMs: 900 }), 900)) as never;
+      const slow = alert({ action: 'buy', symbol: 'ES1!', qty: 1 }, 'req-slow');
+      await vi.advanceTimersByTimeAsync(1_000);
+      await slow;
+      // At the broker when the process dies: no answer, no entry of its own.
+      w.gateway.responder['place-order'] = () => new Promise(() => undefined) as never;
+      void alert({ action: 'sell', symbol: 'ES1!', qty: 3 }, 'req-killed').catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(300);
+      await w.store.flushed();
+      vi.clearAllTimers();
+      const later = { ...w.deps, now: () => new Date(NOW.getTime() + 60_000) };
+      expect(await resumeLateOutcomes(later, createLogger('silent'))).toBe(1);
+      const entries = await alerts();
+      expect(entries.filter((a) => a.lateOutcomeOf !== null)).toEqual([
+        expect.objectContaining({ lateOutcomeOf: 'req-killed', qty: '3', status: 504, detail: expect.stringMatching(/^outcome unknown: the service stopped while it was acting on this alert, before it answered/) }),
+      ]);
+      await w.store.flushed();
+      expect(await resumeLateOutcomes(later, createLogger('silent'))).toBe(0);
+    });
+
     it('"not placed" once the broker’s own list, asked, has no order for it', async () => {
       await timedOut();
       w.gateway.responder['find-by-clordid'] = () => null;
