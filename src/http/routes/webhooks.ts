@@ -25,6 +25,29 @@ import { settledWithin, valueWithin } from '../../wait.js';
  */
 const ALERT_ANSWER_MS = WEBHOOK_BROKER_TIMEOUT_MS + 100;
 
+/** An alert that finds its connection (re)connecting tries again until this long after it arrived (throughReconnect). */
+const RECONNECT_WAIT_MS = 1_500;
+const RECONNECT_RETRY_MS = 150;
+
+/**
+ * Runs an alert's work again while its connection is reconnecting: TradingView never resends an
+ * alert, so one that arrived during a reconnect of a second was lost with a 503 (faults probe).
+ * Only a refusal that sent nothing (BROKER_UNAVAILABLE naming a connection being connected again:
+ * the actor refuses before anything goes out) and did nothing (no close of a reversal) is tried
+ * again, so no attempt can place anything twice.
+ */
+async function throughReconnect<T>(work: () => Promise<T>, until: number): Promise<T> {
+  for (;;) {
+    try {
+      return await work();
+    } catch (err) {
+      const status = err instanceof AppError && err.code === 'BROKER_UNAVAILABLE' && !('flatten' in err.extensions) ? err.extensions.connectionStatus : undefined;
+      if ((status !== 'RECONNECTING' && status !== 'CONNECTING') || Date.now() + RECONNECT_RETRY_MS > until) throw err;
+      await new Promise((r) => setTimeout(r, RECONNECT_RETRY_MS));
+    }
+  }
+}
+
 /** Longest a 504 waits for its follow-up to be on disk (followUpOnDisk). */
 const FOLLOW_UP_FLUSH_MS = 200;
 
@@ -137,6 +160,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const account = `${owned.connectionId}|${owned.account.id}`;
         const mode = decidedByPosition ? 'exclusive' : 'shared';
         let inTurn = false;
+        const started = Date.now();
         const mark = setTimeout(() => journalActing(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id), ACTING_MARK_MS);
         const work = (async () => {
           try {
@@ -145,7 +169,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             const turn = gateway.takeTurn ? await gateway.takeTurn(owned.connectionId, account, mode) : (turns.takeNow(account, mode) ?? (await turns.take(account, mode)));
             inTurn = true;
             try {
-              return await act(ctx, intent, owned, strategy, base, now);
+              return await throughReconnect(() => act(ctx, intent, owned, strategy, base, now), started + RECONNECT_WAIT_MS);
             } finally {
               turn.end();
             }

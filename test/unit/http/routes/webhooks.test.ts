@@ -208,6 +208,36 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten']);
   });
 
+  it('an alert arriving while its connection reconnects is tried again for up to 1.5 s, not refused 503 at once (faults probe: TradingView never resends it); other refusals are not', async () => {
+    w.gateway.responder.positions = () => [];
+    const reconnecting = () => new AppError('BROKER_UNAVAILABLE', 'broker connection is RECONNECTING', { connectionStatus: 'RECONNECTING' });
+    let refusals = 2;
+    const place = w.gateway.responder['place-order']!;
+    w.gateway.responder['place-order'] = (req: PlaceOrderRequest) => {
+      if (refusals-- > 0) throw reconnecting();
+      return place(req);
+    };
+    const res = await alert({ action: 'buy', symbol: 'ES1!', qty: 1 });
+    expect(res.status).toBe(201);
+    const placed = w.gateway.calls.filter((c) => c.req.type === 'place-order');
+    expect(placed).toHaveLength(3);
+    // Down for longer: 503 once the wait is over.
+    w.gateway.calls.length = 0;
+    w.gateway.responder['place-order'] = () => {
+      throw reconnecting();
+    };
+    const t0 = Date.now();
+    expect((await alertError({ action: 'buy', symbol: 'ES1!', qty: 1 }))!.code).toBe('BROKER_UNAVAILABLE');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1_300);
+    // A refusal that is not a reconnect (the broker's penalty hold) is answered at once.
+    w.gateway.calls.length = 0;
+    w.gateway.responder['place-order'] = () => {
+      throw new AppError('BROKER_UNAVAILABLE', 'penalty', {}, 30);
+    };
+    expect((await alertError({ action: 'buy', symbol: 'ES1!', qty: 1 }))!.code).toBe('BROKER_UNAVAILABLE');
+    expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(1);
+  });
+
   it("a reversal reaching an account already flat opens the strategy's marketPositionSize, not the alert's qty", async () => {
     // TradingView's reversal from long 1: sell 2, short 1 after it. The stop closed the long at the broker first.
     w.gateway.responder.positions = () => [];
