@@ -31,6 +31,9 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
   return tracked(ctx.flattening, req.accountId, onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account)));
 }
 
+/** How long a flatten waits for the events of a position whose liquidation the broker refused, before judging it still open. */
+const REFUSED_FLAT_WAIT_MS = 500;
+
 /** How long a flatten waits for the broker's one-cancels-other to take the legs it did not cancel itself. */
 const OCO_WAIT_MS = 500;
 
@@ -104,11 +107,22 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   const contracts = outcomes.filter((o) => o.status === 'liquidated').map((o) => o.symbol);
   // Flat, or its liquidation order ended without filling (the broker rejected it: a closed market).
   const settled = (s: string, open: readonly string[]) => !open.includes(s) || (liquidations.has(s) && endedUnfilled(ctx, liquidations.get(s)!));
+  const openNow = () => ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
   const flat = await ctx.mirror.waitFor(() => {
-    const open = ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
+    const open = openNow();
     return contracts.every((s) => settled(s, open)) ? true : undefined;
   }, ctx.settleMs);
-  const open = new Set(ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId)));
+  // A liquidation the broker refused for a position it no longer holds ("No position to
+  // liquidate": closed by a leg, or by the alert before this one, as our events caught up) left
+  // nothing open: not a failure. Its events are waited for a moment.
+  const refused = outcomes.filter((o) => o.status === 'failed' && o.code === 'BROKER_REJECTED');
+  if (refused.length > 0) await ctx.mirror.waitFor(() => (refused.every((o) => !openNow().includes(o.symbol)) ? true : undefined), Math.min(ctx.settleMs, REFUSED_FLAT_WAIT_MS));
+  const open = new Set(openNow());
+  for (const o of refused) {
+    if (open.has(o.symbol)) continue;
+    Object.assign(o, { status: 'liquidated', closedQty: 0, detail: `already flat at the broker (${o.detail ?? 'refused'})` });
+    delete o.code;
+  }
   for (const o of outcomes) {
     if (o.status !== 'liquidated' || !open.has(o.symbol)) continue;
     const id = liquidations.get(o.symbol);

@@ -159,6 +159,20 @@ describe('flatten', () => {
     expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'BROKER_REJECTED', detail: 'broker rejected liquidateposition: RiskRejected: account locked' }]);
   });
 
+  it('a liquidation refused because the broker holds no position any more (closed as our events caught up) is no failure: the account is flat', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    const pos = ctx.mirror.all('position')[0]!;
+    broker.handlers['order/liquidateposition'] = () => {
+      // The broker had closed it (a leg filled); its event arrives right after the refusal.
+      setTimeout(() => ctx.mirror.apply('position', 'Updated', { ...pos, netPos: 0 }), 20);
+      return { failureReason: 'UnknownReason', failureText: 'No position to liquidate' };
+    };
+    const r = await flatten(ctx, request());
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'liquidated', detail: 'already flat at the broker (broker rejected liquidateposition: UnknownReason: No position to liquidate)' }]);
+  });
+
   it('says so when a liquidation was sent but the position is not flat yet', async () => {
     const { broker, ctx } = fakeActorContext(30);
     const held = broker.addOrder({ qty: 1 });
