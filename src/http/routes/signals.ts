@@ -233,52 +233,30 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
     lookUpLate(deps, log, f);
     resumed++;
   }
+  /** Says once that an alert's outcome is unknown: the process stopped before it was journaled. */
+  const unknownOutcome = (f: LateFollowUp, detail: string): void => {
+    done.add(f.request.lateOutcomeOf);
+    const outcome = { status: 504, code: 'BROKER_TIMEOUT', detail, orderId: null, orderStatus: null, flattened: null };
+    deps.store.journal.append({ userId: f.userId, accountId: f.accountId, kind: ALERT_KIND, ref: alertRef(f.tokenId), request: f.request, outcome });
+    resumed++;
+  };
   // Answered 504 at the deadline, then the process stopped before the alert's outcome was
   // journaled (and before any order of it timed out, which has its own follow-up above): it may
   // have traded, or not. Said so once, instead of the 504's "it goes on".
   for (const f of queued) {
     if (done.has(f.request.lateOutcomeOf)) continue;
-    done.add(f.request.lateOutcomeOf);
-    deps.store.journal.append({
-      userId: f.userId,
-      accountId: f.accountId,
-      kind: ALERT_KIND,
-      ref: alertRef(f.tokenId),
-      request: f.request,
-      outcome: {
-        status: 504,
-        code: 'BROKER_TIMEOUT',
-        detail:
-          'outcome unknown: the service stopped after this alert was answered 504, before its outcome was known (it was waiting for its turn on the account or for the broker); look at the account’s positions and working orders before sending anything again',
-        orderId: null,
-        orderStatus: null,
-        flattened: null,
-      },
-    });
-    resumed++;
+    unknownOutcome(
+      f,
+      'outcome unknown: the service stopped after this alert was answered 504, before its outcome was known (it was waiting for its turn on the account or for the broker); look at the account’s positions and working orders before sending anything again',
+    );
   }
   // Killed at work, before its answer was journaled: whatever of it reached the broker, nothing says so.
   for (const f of acting) {
-    const id = f.request.lateOutcomeOf;
-    if (done.has(id) || answered.has(id)) continue;
-    done.add(id);
-    deps.store.journal.append({
-      userId: f.userId,
-      accountId: f.accountId,
-      kind: ALERT_KIND,
-      ref: alertRef(f.tokenId),
-      request: f.request,
-      outcome: {
-        status: 504,
-        code: 'BROKER_TIMEOUT',
-        detail:
-          'outcome unknown: the service stopped while it was acting on this alert, before it answered (part of it, such as the close of a reversal, may have been done); look at the account’s positions and working orders before sending anything again',
-        orderId: null,
-        orderStatus: null,
-        flattened: null,
-      },
-    });
-    resumed++;
+    if (done.has(f.request.lateOutcomeOf) || answered.has(f.request.lateOutcomeOf)) continue;
+    unknownOutcome(
+      f,
+      'outcome unknown: the service stopped while it was acting on this alert, before it answered (part of it, such as the close of a reversal, may have been done); look at the account’s positions and working orders before sending anything again',
+    );
   }
   if (resumed > 0) log.info({ resumed }, 'webhook 504 follow-ups resumed');
   return resumed;

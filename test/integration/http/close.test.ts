@@ -14,6 +14,20 @@ afterAll(async () => {
   await h.stop();
 });
 
+/** An order request the engine has handed to its (fake) actor, which holds it until `gate` resolves. */
+async function orderHeldAtTheActor(e: EngineHarness) {
+  const gate = deferred();
+  e.state.hold = gate.promise;
+  const calls = e.state.orderCalls;
+  const inFlight = fetch(e.url('/v1/accounts/1/orders'), {
+    method: 'POST',
+    headers: { 'X-API-Key': e.keys.rw, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ symbol: 'ES', qty: 1 }),
+  });
+  while (e.state.orderCalls === calls) await new Promise((r) => setImmediate(r));
+  return { gate, inFlight };
+}
+
 it('stops accepting, finishes the in-flight request, ends SSE streams, then resolves', async () => {
   const streamEnded = new Promise<string>((resolve, reject) => {
     const req = httpRequest(h.url('/v1/connection-health/stream'), { headers: { 'X-API-Key': h.keys.read } }, (res) => {
@@ -27,15 +41,7 @@ it('stops accepting, finishes the in-flight request, ends SSE streams, then reso
   });
   while (h.server.sse.subscriberCount() === 0) await new Promise((r) => setImmediate(r));
 
-  const gate = deferred();
-  h.state.hold = gate.promise;
-  const calls = h.state.orderCalls;
-  const inFlight = fetch(h.url('/v1/accounts/1/orders'), {
-    method: 'POST',
-    headers: { 'X-API-Key': h.keys.rw, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ symbol: 'ES', qty: 1 }),
-  });
-  while (h.state.orderCalls === calls) await new Promise((r) => setImmediate(r));
+  const { gate, inFlight } = await orderHeldAtTheActor(h);
 
   let closed = false;
   const closing = h.server.close({ graceMs: 10_000 }).then(() => {
@@ -56,15 +62,7 @@ it('stops accepting, finishes the in-flight request, ends SSE streams, then reso
 it('a request still in flight when the grace runs out is answered 504 (it may have reached the broker) before its connection closes, not reset (faults probe: UND_ERR_SOCKET after a flatten outlived the drain)', async () => {
   const h2 = await startEngine();
   try {
-    const gate = deferred();
-    h2.state.hold = gate.promise;
-    const calls = h2.state.orderCalls;
-    const inFlight = fetch(h2.url('/v1/accounts/1/orders'), {
-      method: 'POST',
-      headers: { 'X-API-Key': h2.keys.rw, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ symbol: 'ES', qty: 1 }),
-    });
-    while (h2.state.orderCalls === calls) await new Promise((r) => setImmediate(r));
+    const { gate, inFlight } = await orderHeldAtTheActor(h2);
     await h2.server.close({ graceMs: 100 });
     const res = await inFlight;
     expect(res.status).toBe(504);
