@@ -366,8 +366,12 @@ export class OrphanLegs {
       const sibling = siblingId === null ? undefined : this.ctx.model.record(siblingId);
       const tp = cut.role === 'take_profit' ? cut : sibling;
       const sl = cut.role === 'stop_loss' ? cut : sibling;
+      // Sized to what the position still needs: a leg that filled in part meanwhile (a stop the
+      // market reached as the legs were cut) gets the rest back at its price, where it then acts
+      // as it would have (re-probe: its partial fill kept the pair from being put back, and long 1
+      // was left with nothing working).
       const qty = Math.min(cut.qty, legRoom(working, coming, 'stop_loss', net));
-      if (!tp || !sl || qty <= 0 || (sibling && sibling.filledQty > 0)) continue;
+      if (!tp || !sl || qty <= 0) continue;
       try {
         const account = this.ctx.model.account(accountId);
         const d = checkAnswer('placeoco', await this.ctx.conn.send('order/placeoco', restoreLegsOcoBody(tp, sl, qty, { id: account.id, name: String(account.name ?? account.id) }), { kind: 'order' }));

@@ -467,7 +467,7 @@ function requireStillHeld(ctx: ActorContext, req: PlaceOrderRequest): void {
   const holds = net === 0 ? 'holds no' : `is ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
   throw new AppError(
     'SYMBOL_MISMATCH',
-    `the position changed while its stop-loss and take-profit made room for this exit (one of them filled): the account ${holds} ${req.symbol} now, the exit would ${req.side} ${req.qty}; nothing sent`,
+    `the position changed while its stop-loss and take-profit made room for this exit (one of them filled): the account ${holds} ${req.symbol} now, the exit would ${req.side} ${req.qty}; nothing sent, and the legs cut for it are given back for what is left (a bracket-alert says how)`,
     { symbol: req.symbol, net },
   );
 }

@@ -118,10 +118,35 @@ describe('orphaned bracket legs', () => {
       };
     }
     const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty, orderType: 'market', price: null, ...(qty < held && { reduceOnly: true }) } as never));
-    await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringMatching(/^the position changed while its stop-loss and take-profit made room for this exit \(one of them filled\): the account holds no ESZ6 now, the exit would sell \d; nothing sent$/) });
+    await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringMatching(/^the position changed while its stop-loss and take-profit made room for this exit \(one of them filled\): the account holds no ESZ6 now, the exit would sell \d; nothing sent, and the legs cut for it are given back for what is left/) });
     expect(hit).toBe(true);
     expect(s.broker.bodies('order/placeorder')).toEqual([]);
     expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
+  });
+
+  it('a whole-position exit refused because its stop-loss filled in part while the legs were cut: what is left gets its take-profit and stop-loss back (re-probe: long 1 left with nothing working)', async () => {
+    const s = setup(60_000);
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    const stopId = Number(placed.legs!.stopLoss!.orderId);
+    const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
+    let hit = false;
+    for (const endpoint of ['order/cancelorder', 'order/modifyorder']) {
+      s.broker.handlers[endpoint] = (b) => {
+        if (!hit) {
+          hit = true;
+          s.broker.fill(stopId, 1, 4990);
+        }
+        return defaults[endpoint]!(b);
+      };
+    }
+    const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null } as never));
+    await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringContaining('is long 1 ESZ6 now') });
+    expect(s.broker.bodies('order/placeorder')).toEqual([]);
+    await pause(GRACE_MS * 5);
+    const legs = s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'take_profit' || o.role === 'stop_loss');
+    expect(legs.map((o) => [o.role, o.qty, o.role === 'take_profit' ? o.price : o.stopPrice]).sort()).toEqual([['stop_loss', 1, 4990], ['take_profit', 1, 5010]]);
+    expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/was not placed .*re-placed for 1/) });
   });
 
   it('an API exit resting on a bracketed position (a plain stop sell of 1 on long 2) makes room too; a resting sell larger than the position (a reversal) does not', async () => {
