@@ -4,6 +4,7 @@
  * token; and a token can be rotated (new secret, same binding, old URL dead at once).
  */
 import { z } from 'zod';
+import { settledWithin } from '../../wait.js';
 import { AppError, type ProblemCode } from '../../domain/problems.js';
 import type { PositionedEntry } from '../../store/index.js';
 import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
@@ -153,7 +154,17 @@ export function journalQueued(deps: RouteDeps, ctx: RouteContext<unknown, unknow
  */
 export function journalActing(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, connectionId: string, accountId: string): void {
   journalFollowUp(deps, ctx, connectionId, accountId, { acting: true });
+  actingMarked.add(ctx);
 }
+
+/**
+ * Alerts journalActing marked: their own entry is on disk before their answer goes (journal
+ * appends wait up to 50 ms), or a process killed right after the answer left only the mark, and
+ * the restart said "outcome unknown … before it answered" of an alert answered 201 (re-probe).
+ */
+const actingMarked = new WeakSet<object>();
+/** Longest an answer waits for that (TradingView gives an alert about 3 s). */
+const ANSWER_FLUSH_MS = 200;
 
 /** How long an alert is at work before journalActing marks it. */
 export const ACTING_MARK_MS = 250;
@@ -379,9 +390,11 @@ export function journalAlerts(deps: RouteDeps, route: RouteDef<any, any>): Route
         res = await inner(ctx);
       } catch (err) {
         record(ctx, undefined, err);
+        if (actingMarked.has(ctx)) await settledWithin(deps.store.flushed(), ANSWER_FLUSH_MS);
         throw err;
       }
       record(ctx, res, undefined);
+      if (actingMarked.has(ctx)) await settledWithin(deps.store.flushed(), ANSWER_FLUSH_MS);
       return res;
     },
   };
