@@ -5,7 +5,8 @@ import { AppError } from './problems.js';
  * NUL, carriage returns), no bidirectional marks or overrides (which make a name read as another
  * in a list or a terminal), no invisible characters, no line or paragraph separators, and no
  * unpaired UTF-16 surrogate (it has no UTF-8 form: stored or echoed it turns into U+FFFD). A name
- * also needs something to see: only spaces (U+00A0, U+3000, a blank braille cell…) is refused.
+ * also needs something to see: only spaces (U+00A0, U+3000, a blank braille cell…) or combining
+ * marks is refused.
  * Descriptions may also hold line breaks and tabs.
  *
  * Invisible means Unicode's default-ignorable and format characters and noncharacters: zero-width
@@ -34,7 +35,9 @@ function plainText(controls: string, visible: boolean): RegExp {
   // A letter or mark of a script other than Latin, or an emoji (base or skin tone), then joiners.
   const joinable = `(?![${refused}])(?:(?!\\p{Script=Latin})[\\p{L}\\p{M}]|\\p{Extended_Pictographic}|\\p{Emoji_Modifier})`;
   const joined = `${joinable}[${JOINERS}]{1,2}`;
-  const seen = visible ? '(?=[\\s\\S]*[^\\s\\u2800])' : '';
+  // Something to see: a character that is not a space, a blank braille cell or a mark (a lone
+  // combining accent draws nothing of its own: fuzz probe).
+  const seen = visible ? '(?=[\\s\\S]*[^\\s\\u2800\\p{M}])' : '';
   return new RegExp(`^${seen}(?:${flag}|${keycap}|${joined}|[^${refused}])*$`, 'u');
 }
 

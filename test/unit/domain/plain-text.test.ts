@@ -33,7 +33,7 @@ describe('plain text (names, labels, reasons)', () => {
       `EVAL1\u00a0${'\u200d'.repeat(40)}`,
       `EVAL1\u{1f3f4}${tags('ignorethis')}\u{e007f}`, // a "flag" spelling hidden text
       '\u3164\u200d', // a Hangul filler is a letter, but an invisible one
-      '\u2800', '\u2800\u2800', '\u00a0', '\u3000', ' ', // nothing to see
+      '\u2800', '\u2800\u2800', '\u00a0', '\u3000', ' ', '\u0301', ' \u0301', '\u0301\u0308', // nothing to see
       'a\u{16fe4}b', 'a\u{1d159}b', 'a\uffffb', 'a\ufdd0b', // fillers, null notehead, noncharacters
       '\u0928\u200d\u200d\u200d', // three joiners in a row
     ]) expect(PLAIN_TEXT.test(hidden), JSON.stringify(hidden)).toBe(false);
