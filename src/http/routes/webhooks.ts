@@ -388,7 +388,7 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
     if (!(err instanceof AppError)) throw err;
     // Done, but a position could not be closed (flatten.ts notFlat): said as it is, for this alert.
     if ('positions' in err.extensions) {
-      const followed = err.code === 'BROKER_TIMEOUT' ? ": do not resend the alert. Whether the positions closed is added to this token's alerts once known" : '';
+      const followed = err.code === 'BROKER_TIMEOUT' ? ". Do not resend the alert: whether the positions closed is added to this token's alerts once known" : '';
       throw new AppError(err.code, `${reversal ? 'Reversal: the new position is not opened. ' : ''}${err.message}${followed}`, err.extensions, err.retryAfterSeconds);
     }
     if (err.code !== 'BROKER_TIMEOUT') throw err;

@@ -204,7 +204,7 @@ describe('POST /webhooks/:token partial exits', () => {
     code = 'BROKER_TIMEOUT';
     const reversal = await alertError({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short' });
     expect(reversal!.code).toBe('BROKER_TIMEOUT');
-    expect(reversal!.message).toMatch(/^Reversal: the new position is not opened\. The resting orders were cancelled, but the broker did not confirm the liquidation of ESZ6 .*: do not resend the alert\. Whether the positions closed is added to this token's alerts once known$/);
+    expect(reversal!.message).toMatch(/^Reversal: the new position is not opened\. The resting orders were cancelled, but the broker did not confirm the liquidation of ESZ6 .*\. Do not resend the alert: whether the positions closed is added to this token's alerts once known$/);
     expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten']);
   });
 
