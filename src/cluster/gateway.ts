@@ -88,6 +88,14 @@ const LENT_TURN_HOLD_MS = 10_000;
 const CANCELLED_TURN_MEMORY_MS = 2 * TURN_WAIT_MS;
 
 /** Options of ClusterGateway. */
+
+/**
+ * Extensions of a refusal while a connection changes node: nothing was sent, and the connection is
+ * being connected again (as the actor says of a reconnect), so a webhook alert tries again
+ * (webhooks.ts throughReconnect) instead of being lost to a handover (cluster probe).
+ */
+const moving = (): Record<string, unknown> => ({ connectionStatus: 'RECONNECTING' });
+
 export interface ClusterGatewayOptions {
   nc: NatsConnection;
   prefix: string;
@@ -306,7 +314,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     if (reply === null) {
       throw EFFECTFUL_REQUESTS.has(req.type)
         ? new AppError('BROKER_TIMEOUT', `the node running ${connectionId} stopped before it answered (another node took the connection over): ${req.type} may have reached the broker; retry with the same Idempotency-Key`)
-        : new AppError('BROKER_UNAVAILABLE', `the node running ${connectionId} stopped before it answered (another node took the connection over); retry`, {}, 1);
+        : new AppError('BROKER_UNAVAILABLE', `the node running ${connectionId} stopped before it answered (another node took the connection over); retry`, moving(), 1);
     }
     const result = reply.json<Result<ResultFor<R>>>();
     if (!result.ok) throw fromErrorData(result.error);
@@ -337,7 +345,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     } catch (err) {
       end();
       throw isNoResponders(err)
-        ? new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} has no running actor right now (its node is changing); retry`, {}, 1)
+        ? new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} has no running actor right now (its node is changing); retry`, moving(), 1)
         : new AppError('BROKER_UNAVAILABLE', `the alerts before this one on the account did not finish within ${TURN_WAIT_MS} ms; nothing was placed for it`, {}, 1);
     } finally {
       watch.stop();
@@ -345,7 +353,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     if (reply === null) {
       // Another node took the connection over while the alert waited: its turn is taken there.
       end();
-      if (moves >= 2) throw new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving between nodes; retry`, {}, 1);
+      if (moves >= 2) throw new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving between nodes; retry`, moving(), 1);
       return this.takeTurn(connectionId, key, mode, moves + 1);
     }
     const result = reply.json<Result<unknown>>();
@@ -446,7 +454,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   /** A call into the actor this node runs; one stopped (or stopping) since the caller looked is a 503 (it is moving). */
   private requestLocal<R extends ActorRequest>(connectionId: string, req: R, timeoutMs: number, cancelled?: () => boolean): Promise<ResultFor<R>> {
     const run = this.local.get(connectionId);
-    if (!run || run.stopping) return Promise.reject(new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving to another node; retry`, {}, 1));
+    if (!run || run.stopping) return Promise.reject(new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving to another node; retry`, moving(), 1));
     const call = this.opts.supervisor.request(connectionId, req, cancelled ? { timeoutMs, cancelled } : { timeoutMs });
     run.calls.add(call);
     const done = (): void => void run.calls.delete(call);
@@ -482,7 +490,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
 
 /** What a failed forward means to the client (see module comment). */
 function forwardError(connectionId: string, err: unknown, timeoutMs: number): AppError {
-  if (isNoResponders(err)) return new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} has no running actor right now (its node is changing); retry`, {}, 1);
+  if (isNoResponders(err)) return new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} has no running actor right now (its node is changing); retry`, moving(), 1);
   if (err instanceof errors.TimeoutError || (err instanceof Error && err.cause instanceof errors.TimeoutError)) {
     return new AppError('BROKER_TIMEOUT', `the actor of ${connectionId} did not answer within ${timeoutMs} ms; retry with the same Idempotency-Key`);
   }

@@ -178,6 +178,21 @@ function positivePrice(path: string, value: unknown): number {
   return n;
 }
 
+/**
+ * A take-profit or stop-loss in another product's spelling (CrossTrade's `stop_loss`, PickMyTrade's
+ * `dollar_sl` and `percentage_tp`, `stopLossTicks`…): which leg it names, so that it is refused
+ * rather than ignored with the other unknown fields. Ignored, the entry went out with no stop at
+ * all and a 201 (trader probe).
+ */
+function foreignLeg(key: string): 'stopLoss' | 'takeProfit' | undefined {
+  const k = key.toLowerCase().replace(/[^a-z]/g, '');
+  const unit = '(ticks?|price|points?|dollars?|percent(age)?|pct|amount|offset|level)';
+  const named = (long: string, short: string) => new RegExp(`${long}|^${short}${unit}?$|^${unit}${short}$`).test(k);
+  if (named('stoploss', 'sl')) return 'stopLoss';
+  if (named('takeprofit|profittarget', 'tp') || k === 'target') return 'takeProfit';
+  return undefined;
+}
+
 /** What a leg object may carry (a take-profit's price may be called limitPrice, a stop-loss's stopPrice); anything else is refused. */
 const LEG_KEYS = { takeProfit: new Set(['price', 'ticks', 'limitPrice', 'type']), stopLoss: new Set(['price', 'ticks', 'stopPrice', 'type']) };
 
@@ -358,6 +373,10 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     }
     const canonical = WEBHOOK_FIELD_ALIASES[key];
     if (!canonical) {
+      const leg = foreignLeg(key);
+      if (leg && !switchedOff(value)) {
+        throw invalid(key, `not a field webhooks read; a ${leg === 'stopLoss' ? 'stop-loss' : 'take-profit'} is '${leg}' ({price} or {ticks}). Refused, so that the order is never placed without the protection the alert asks for`);
+      }
       warnings.push(`unknown field '${printable(key)}' ignored`);
       continue;
     }

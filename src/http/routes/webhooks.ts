@@ -30,19 +30,20 @@ const RECONNECT_WAIT_MS = 2_300;
 const RECONNECT_RETRY_MS = 150;
 
 /**
- * Runs an alert's work again while its connection is reconnecting: TradingView never resends an
- * alert, so one that arrived during a reconnect of a second was lost with a 503 (faults probe).
+ * Runs an alert's work again while its connection is reconnecting, or changing cluster node:
+ * TradingView never resends an alert, so one that arrived during a reconnect of a second, or a
+ * node's handover, was lost with a 503 (faults and cluster probes).
  * Only a refusal that sent nothing (BROKER_UNAVAILABLE naming a connection being connected again:
  * the actor refuses before anything goes out) and did nothing (no close of a reversal) is tried
  * again, so no attempt can place anything twice.
  */
-async function throughReconnect<T>(work: () => Promise<T>, until: number): Promise<T> {
+async function throughReconnect<T>(work: () => Promise<T>, until: () => number): Promise<T> {
   for (;;) {
     try {
       return await work();
     } catch (err) {
       const status = err instanceof AppError && err.code === 'BROKER_UNAVAILABLE' && !('flatten' in err.extensions) ? err.extensions.connectionStatus : undefined;
-      if ((status !== 'RECONNECTING' && status !== 'CONNECTING') || Date.now() + RECONNECT_RETRY_MS > until) throw err;
+      if ((status !== 'RECONNECTING' && status !== 'CONNECTING') || Date.now() + RECONNECT_RETRY_MS > until()) throw err;
       await new Promise((r) => setTimeout(r, RECONNECT_RETRY_MS));
     }
   }
@@ -162,17 +163,26 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         let inTurn = false;
         const started = Date.now();
         const mark = setTimeout(() => journalActing(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id), ACTING_MARK_MS);
+        // The reconnect retry's window runs from the later of the alert's arrival and its turn: an
+        // alert queued behind a node's death (answered 504 "it is not lost") gets its turn on the
+        // new owner as that one connects (cluster probe: refused then, and never placed).
+        let turnAt = started;
+        const inItsTurn = async () => {
+          // In a cluster, taken on the node that runs the connection (alerts reach any node).
+          const gateway = deps.gateway;
+          const turn = gateway.takeTurn ? await gateway.takeTurn(owned.connectionId, account, mode) : (turns.takeNow(account, mode) ?? (await turns.take(account, mode)));
+          // The first turn only: the attempts after it count from there.
+          if (!inTurn) turnAt = Math.max(turnAt, Date.now());
+          inTurn = true;
+          try {
+            return await act(ctx, intent, owned, strategy, base, now);
+          } finally {
+            turn.end();
+          }
+        };
         const work = (async () => {
           try {
-            // In a cluster, taken on the node that runs the connection (alerts reach any node).
-            const gateway = deps.gateway;
-            const turn = gateway.takeTurn ? await gateway.takeTurn(owned.connectionId, account, mode) : (turns.takeNow(account, mode) ?? (await turns.take(account, mode)));
-            inTurn = true;
-            try {
-              return await throughReconnect(() => act(ctx, intent, owned, strategy, base, now), started + RECONNECT_WAIT_MS);
-            } finally {
-              turn.end();
-            }
+            return await throughReconnect(inItsTurn, () => turnAt + RECONNECT_WAIT_MS);
           } finally {
             clearTimeout(mark);
           }

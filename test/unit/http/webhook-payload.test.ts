@@ -106,6 +106,22 @@ describe('parseWebhookPayload actions and aliases', () => {
     expect(intent.warnings).toEqual(["unknown field 'comment' ignored", "unknown field 'strategyName' ignored"]);
   });
 
+  it("refuses a take-profit or stop-loss in another product's spelling instead of ignoring it: an entry placed without the stop it asked for (trader probe); switched off, it is ignored", () => {
+    for (const [key, leg] of [
+      ['stop_loss', 'stopLoss'], ['take_profit', 'takeProfit'], ['dollar_sl', 'stopLoss'], ['percentage_tp', 'takeProfit'],
+      ['stopLossTicks', 'stopLoss'], ['takeProfitTicks', 'takeProfit'], ['sl_ticks', 'stopLoss'], ['tp_price', 'takeProfit'],
+    ] as const) {
+      let err: unknown;
+      try {
+        parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, [key]: 10 }, NOW);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, key).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringContaining(`${key}: not a field webhooks read; a ${leg === 'stopLoss' ? 'stop-loss' : 'take-profit'} is '${leg}'`) });
+    }
+    expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, stop_loss: 0, http: 'x' }, NOW).warnings).toEqual(["unknown field 'stop_loss' ignored", "unknown field 'http' ignored"]);
+  });
+
   it("treats names of Object's own members (constructor, toString, __proto__) as unknown fields like any other", () => {
     const body = JSON.parse('{"action":"buy","symbol":"ES","qty":1,"constructor":1,"toString":2,"hasOwnProperty":3,"__proto__":4}') as unknown;
     const intent = parseWebhookPayload(body, NOW);

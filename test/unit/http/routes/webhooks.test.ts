@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FlattenRequest, PlaceOrderRequest } from '../../../../src/actors/protocol.js';
+import type { ActorGateway, FlattenRequest, PlaceOrderRequest } from '../../../../src/actors/protocol.js';
 import { AppError } from '../../../../src/domain/problems.js';
 import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../../../src/tuning.js';
@@ -236,6 +236,38 @@ describe('POST /webhooks/:token partial exits', () => {
     };
     expect((await alertError({ action: 'buy', symbol: 'ES1!', qty: 1 }))!.code).toBe('BROKER_UNAVAILABLE');
     expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(1);
+  });
+
+  it('in a cluster: a turn refused while the connection changes node is tried again, and an alert whose turn comes late (queued behind a dead owner) gets the reconnect retry counted from its turn (cluster probe: 503, and "not lost" alerts never placed)', async () => {
+    w.gateway.responder.positions = () => [];
+    const reconnecting = () => new AppError('BROKER_UNAVAILABLE', 'connection c1 has no running actor right now (its node is changing); retry', { connectionStatus: 'RECONNECTING' }, 1);
+    const place = w.gateway.responder['place-order']!;
+    let turns = 0;
+    const clustered = w.gateway as unknown as Pick<ActorGateway, 'takeTurn'>;
+    clustered.takeTurn = async () => {
+      if (++turns === 1) throw reconnecting();
+      return { end: () => undefined };
+    };
+    expect((await alert({ action: 'buy', symbol: 'ES1!', qty: 1 })).status).toBe(201);
+    expect(turns).toBe(2);
+    // The turn comes 2.4 s after the alert (the old owner's death), as the new owner connects.
+    turns = 0;
+    clustered.takeTurn = async () => {
+      if (++turns === 1) await new Promise((r) => setTimeout(r, 2_400));
+      return { end: () => undefined };
+    };
+    let refusals = 1;
+    w.gateway.responder['place-order'] = (req: PlaceOrderRequest) => {
+      if (refusals-- > 0) throw reconnecting();
+      return place(req);
+    };
+    w.gateway.calls.length = 0;
+    // Placed once the connection is back: 201 just inside the deadline, or 504 (it goes on in its turn) just past it.
+    const answer = await alert({ action: 'buy', symbol: 'ES1!', qty: 1 }).then((r) => r.status, (e: AppError) => e.code);
+    expect([201, 'BROKER_TIMEOUT']).toContain(answer);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(2);
+    delete clustered.takeTurn;
   });
 
   it("a reversal reaching an account already flat opens the strategy's marketPositionSize, not the alert's qty", async () => {
