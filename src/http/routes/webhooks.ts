@@ -266,9 +266,13 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     else if (intent.entry) ({ plan, closed } = await entry(sizing, plan));
     // Nothing left to send: the account already is where the strategy is after the alert.
     if (plan === null) return { status: 200, body: Object.assign({}, base, { action: closed ? ('flatten' as const) : input.side, order: null, flatten: closed }) };
+    // What the reversal's close did, in words: only what it did (trader probe: "the position the
+    // other way was closed first" on a flat account, with nothing closed).
+    const closedFirst = closed ? closeDone(closed) : undefined;
     const afterClose = (err: unknown): unknown => {
       if (!closed || !(err instanceof AppError)) return err;
-      return new AppError(err.code, `The position the other way was closed first; the new one was not opened: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
+      const done = closedFirst ? `${closedFirst}; the new one was not opened` : 'The new position was not opened';
+      return new AppError(err.code, `${done}: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
     };
     const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
     const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
@@ -282,13 +286,21 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { clOrdId });
       throw new AppError(
         'BROKER_TIMEOUT',
-        `${closed ? 'The position the other way was closed first; then the' : 'The'} broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
+        `${closedFirst ? `${closedFirst}; then the` : 'The'} broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
         closed ? { ...err.extensions, flatten: closed } : err.extensions,
         err.retryAfterSeconds,
       );
     }
     return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: closed }) };
   }
+}
+
+/** What a reversal's close did, as the start of a sentence; undefined when it closed and cancelled nothing. */
+function closeDone(closed: Closed): string | undefined {
+  const qty = closed.positions.reduce((n, p) => n + (p.status === 'liquidated' ? p.closedQty : 0), 0);
+  if (qty > 0) return 'The position the other way was closed first';
+  if (closed.cancelledOrderIds.length > 0) return 'The orders the other way were cancelled first';
+  return undefined;
 }
 
 /** What an alert's order is sized against: the account, the completed order and the strategy's size after the alert. */
@@ -382,7 +394,11 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
     }
     if (open <= 0) return { plan: null, closed };
   }
-  if (held > 0) warnings.push(`reversal: the ${held} held the other way closed first, then ${open} opened`);
+  if (held > 0) {
+    // What the close closed, not what was held before it: a stop may have closed it first.
+    const shut = closed ? closed.positions.reduce((n, p) => n + (p.status === 'liquidated' ? p.closedQty : 0), 0) : held;
+    warnings.push(shut > 0 ? `reversal: the ${shut} held the other way closed first, then ${open} opened` : `reversal: the position the other way was flat already (a stop or target closed it), then ${open} opened`);
+  }
   if (open !== plan.order.qty) plan = planOrder({ ...input, qty: open }, owned.account.id, now, orderLimits(s.deps.config));
   return { plan, closed };
 }

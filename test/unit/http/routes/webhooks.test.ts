@@ -187,6 +187,11 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(refused.code).toBe('BROKER_REJECTED');
     expect(refused.message).toBe('The position the other way was closed first; the new one was not opened: margin');
     expect(refused.extensions).toMatchObject({ flatten: { symbol: 'ESZ6' } });
+    // On a flat account the reversal's close closes nothing: the answer does not say it did (trader probe).
+    w.gateway.responder.positions = () => [];
+    w.gateway.responder.flatten = () => ({ cancelledOrderIds: [], positions: [], brokerMs: 1 });
+    const flat = await rejected(alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', marketPositionSize: 1 }));
+    expect(flat.message).toBe('The new position was not opened: margin');
   });
 
   it('an exit or a reversal whose close could not close the position says so and opens nothing (faults probe: 200 "flatten" and "closed first" while the account stayed long with its legs cancelled)', async () => {
