@@ -339,7 +339,8 @@ export class OrphanLegs {
     const parts = [
       `the exit ${exit} was not placed (${why})`,
       ...(back.length ? [`the legs cut for it were sized back: ${back.join(', ')}`] : []),
-      ...(short.length ? [`not given back: ${short.join(', ')}`] : []),
+      // Flat (a leg closed it meanwhile): nothing is owed to a position that is gone (trader probe: a red "not given back" on a flat account).
+      ...(net === 0 ? ['the position is flat now: no leg is needed'] : short.length ? [`not given back: ${short.join(', ')}`] : []),
     ];
     const tail = net !== 0 && covered < Math.abs(net) ? `; the ${coming.symbol} position ${position} has stop-losses for ${covered} only now${back.length ? ' (what was asked back may show a moment later)' : ''}: protect the rest or close it` : '';
     this.ctx.logger.warn({ accountId, symbol: coming.symbol, back, short }, 'room made for a failed exit undone');

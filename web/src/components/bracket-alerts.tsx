@@ -8,7 +8,9 @@ import { bracketAlerts, dismissBracketAlerts, type BracketAlert } from '../healt
 
 /** Alerts that say a position is left without protection (the rest report legs fitted to it). */
 function unprotects(a: BracketAlert): boolean {
-  return /no protective order|no take-profit or stop-loss|unprotected|not placed|could not/i.test(a.detail);
+  // What the position lacks, not what went wrong on the way: an exit "not placed" whose legs were
+  // given back, or whose position went flat, protects nothing less (trader probe: a red alarm on a flat account).
+  return /no protective order|no take-profit or stop-loss|unprotected|without protective orders|protect or close it|close or protect it|protect the rest/i.test(a.detail);
 }
 
 export function BracketAlerts() {
