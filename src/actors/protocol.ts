@@ -28,6 +28,12 @@ export interface PlaceOrderRequest extends NewOrder {
   narrowing?: GuardNarrowing[];
   /** A partial exit: refused with SYMBOL_MISMATCH unless the account's position in the contract is on the other side and at least `qty`. */
   reduceOnly?: boolean;
+  /**
+   * A partial exit sized against the strategy's position after it (marketPositionSize): what the
+   * position keeps. Should a leg fill while the legs make room for it, so that the exit would take
+   * the position below this, nothing is sent (SYMBOL_MISMATCH).
+   */
+  keepQty?: number;
 }
 
 export interface CancelOrderRequest {

@@ -463,11 +463,15 @@ function requireReduces(ctx: ActorContext, req: PlaceOrderRequest): { release():
  */
 function requireStillHeld(ctx: ActorContext, req: PlaceOrderRequest): void {
   const net = ctx.model.netPosition(req.accountId, req.symbol);
-  if ((req.side === 'sell' ? net : -net) >= req.qty) return;
+  // A strategy's partial exit also keeps the strategy's size (trader probe: its stop filled 1 of
+  // long 3 meanwhile, and selling 1 more left long 1 under a strategy long 2).
+  const keep = req.keepQty ?? 0;
+  if ((req.side === 'sell' ? net : -net) - keep >= req.qty) return;
   const holds = net === 0 ? 'holds no' : `is ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
+  const keeps = keep > 0 && net !== 0 ? ` and keeps ${keep} (the strategy's size after the alert)` : '';
   throw new AppError(
     'SYMBOL_MISMATCH',
-    `the position changed while its stop-loss and take-profit made room for this exit (one of them filled): the account ${holds} ${req.symbol} now, the exit would ${req.side} ${req.qty}; nothing sent, and the legs cut for it are given back for what is left (a bracket-alert says how)`,
+    `the position changed while its stop-loss and take-profit made room for this exit (one of them filled): the account ${holds} ${req.symbol} now${keeps}, the exit would ${req.side} ${req.qty}; nothing sent, and the legs cut for it are given back for what is left (a bracket-alert says how)`,
     { symbol: req.symbol, net },
   );
 }

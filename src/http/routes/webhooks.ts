@@ -275,7 +275,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       return new AppError(err.code, `${done}: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
     };
     const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-    const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true } : {}) };
+    const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true, ...(intent.positionSize !== undefined && { keepQty: intent.positionSize }) } : {}) };
     let result;
     try {
       result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, WEBHOOK_TIMEOUT);

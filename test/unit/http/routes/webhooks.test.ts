@@ -153,7 +153,7 @@ describe('POST /webhooks/:token partial exits', () => {
     w.gateway.calls.length = 0;
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 3, avgPrice: 5000, openedAt: null }];
     await alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
-    expect(w.gateway.calls[1]!.req).toMatchObject({ type: 'place-order', side: 'sell', qty: 1, reduceOnly: true });
+    expect(w.gateway.calls[1]!.req).toMatchObject({ type: 'place-order', side: 'sell', qty: 1, reduceOnly: true, keepQty: 1 });
     // Holding less than the strategy keeps (long 1, the strategy long 2 after selling 1): refused, nothing sent.
     w.gateway.calls.length = 0;
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];

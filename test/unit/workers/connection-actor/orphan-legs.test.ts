@@ -124,6 +124,32 @@ describe('orphaned bracket legs', () => {
     expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
   });
 
+  it("a strategy's partial exit that keeps the strategy's size is not sent when a leg fill meanwhile already took the position there (trader probe: long 1 under a strategy long 2)", async () => {
+    const s = setup(60_000);
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    const stopId = Number(placed.legs!.stopLoss!.orderId);
+    const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
+    let hit = false;
+    for (const endpoint of ['order/cancelorder', 'order/modifyorder']) {
+      s.broker.handlers[endpoint] = (b) => {
+        if (!hit) {
+          hit = true;
+          s.broker.fill(stopId, 1, 4990);
+        }
+        return defaults[endpoint]!(b);
+      };
+    }
+    // Long 3, the strategy long 2 after it: sell 1.
+    const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null, reduceOnly: true, keepQty: 2 } as never));
+    await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringContaining("is long 2 ESZ6 now and keeps 2 (the strategy's size after the alert), the exit would sell 1; nothing sent") });
+    expect(s.broker.bodies('order/placeorder')).toEqual([]);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(2);
+    // Without a fill meanwhile the same exit goes out.
+    const again = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null, reduceOnly: true, keepQty: 1 } as never));
+    expect(again.order.side).toBe('sell');
+  });
+
   it('a whole-position exit refused because its stop-loss filled in part while the legs were cut: what is left gets its take-profit and stop-loss back (re-probe: long 1 left with nothing working)', async () => {
     const s = setup(60_000);
     const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
