@@ -286,7 +286,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       followLateOutcome(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, owned.account.id, { clOrdId });
       throw new AppError(
         'BROKER_TIMEOUT',
-        `${closedFirst ? `${closedFirst}; then the` : 'The'} broker did not confirm the order within ${WEBHOOK_BROKER_TIMEOUT_MS} ms and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
+        // Its own cause (a connection lost after 60 ms is no 2.5 s wait: trader probe).
+        `${closedFirst ? `${closedFirst}; then the` : 'The'} broker did not confirm the order (${err.message}) and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
         closed ? { ...err.extensions, flatten: closed } : err.extensions,
         err.retryAfterSeconds,
       );
