@@ -26,6 +26,22 @@ async function filledBracket(s: ReturnType<typeof setup>) {
   return placed;
 }
 
+/** The price reaches the stop-loss `stopId` (filling `qty`) just as the first cut of a leg (cancel or modify) reaches the broker. */
+function stopFillsAtFirstCut(s: ReturnType<typeof setup>, stopId: number, qty: number): { hit: boolean } {
+  const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
+  const cut = { hit: false };
+  for (const endpoint of ['order/cancelorder', 'order/modifyorder']) {
+    s.broker.handlers[endpoint] = (b) => {
+      if (!cut.hit) {
+        cut.hit = true;
+        s.broker.fill(stopId, qty, 4990);
+      }
+      return defaults[endpoint]!(b);
+    };
+  }
+  return cut;
+}
+
 describe('orphaned bracket legs', () => {
   it('a resting partial exit whose position went flat (its stop hit) is cancelled: filling, it would open the other way', async () => {
     const s = setup();
@@ -106,20 +122,10 @@ describe('orphaned bracket legs', () => {
     s.broker.fill(Number(placed.order.orderId), held, 5000);
     const stopId = Number(placed.legs!.stopLoss!.orderId);
     // The price reaches the stop just as the first cut (cancel or modify of a leg) reaches the broker.
-    const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
-    let hit = false;
-    for (const endpoint of ['order/cancelorder', 'order/modifyorder']) {
-      s.broker.handlers[endpoint] = (b) => {
-        if (!hit) {
-          hit = true;
-          s.broker.fill(stopId, held, 4990);
-        }
-        return defaults[endpoint]!(b);
-      };
-    }
+    const cut = stopFillsAtFirstCut(s, stopId, held);
     const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty, orderType: 'market', price: null, ...(qty < held && { reduceOnly: true }) } as never));
     await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringMatching(/^the position changed while its stop-loss and take-profit made room for this exit \(one of them filled\): the account holds no ESZ6 now, the exit would sell \d; nothing sent, and the legs cut for it are given back for what is left/) });
-    expect(hit).toBe(true);
+    expect(cut.hit).toBe(true);
     expect(s.broker.bodies('order/placeorder')).toEqual([]);
     expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(0);
   });
@@ -129,17 +135,7 @@ describe('orphaned bracket legs', () => {
     const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
     s.broker.fill(Number(placed.order.orderId), 3, 5000);
     const stopId = Number(placed.legs!.stopLoss!.orderId);
-    const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
-    let hit = false;
-    for (const endpoint of ['order/cancelorder', 'order/modifyorder']) {
-      s.broker.handlers[endpoint] = (b) => {
-        if (!hit) {
-          hit = true;
-          s.broker.fill(stopId, 1, 4990);
-        }
-        return defaults[endpoint]!(b);
-      };
-    }
+    stopFillsAtFirstCut(s, stopId, 1);
     // Long 3, the strategy long 2 after it: sell 1.
     const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null, reduceOnly: true, keepQty: 2 } as never));
     await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringContaining("is long 2 ESZ6 now and keeps 2 (the strategy's size after the alert), the exit would sell 1; nothing sent") });
@@ -155,17 +151,7 @@ describe('orphaned bracket legs', () => {
     const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
     s.broker.fill(Number(placed.order.orderId), 2, 5000);
     const stopId = Number(placed.legs!.stopLoss!.orderId);
-    const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
-    let hit = false;
-    for (const endpoint of ['order/cancelorder', 'order/modifyorder']) {
-      s.broker.handlers[endpoint] = (b) => {
-        if (!hit) {
-          hit = true;
-          s.broker.fill(stopId, 1, 4990);
-        }
-        return defaults[endpoint]!(b);
-      };
-    }
+    stopFillsAtFirstCut(s, stopId, 1);
     const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null } as never));
     await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: expect.stringContaining('is long 1 ESZ6 now') });
     expect(s.broker.bodies('order/placeorder')).toEqual([]);
