@@ -184,24 +184,43 @@ async function startAll(plans: ServerPlan[], clusterName: string | undefined, ro
   return cluster;
 }
 
+/**
+ * Runs `start` again (with fresh ports) when a port it was given was taken before nats-server bound
+ * it: a free port is only free when it is looked at, and tests on the same machine take ports too
+ * (a fresh-clone CI run failed once: "bind: address already in use" on a cluster route port).
+ */
+async function withPortRetries<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= 3 || !/address already in use/.test(String(err))) throw err;
+    }
+  }
+}
+
 /** Starts one nats-server with JetStream on a free loopback port. */
 export async function startNats(): Promise<NatsServer & { stopAndRemove(): Promise<void> }> {
-  const root = mkdtempSync(join(tmpdir(), 'tradegate-nats-'));
-  const cluster = await startAll([{ name: 'n1', port: (await freePorts(1))[0]!, routes: [], dir: join(root, 'n1') }], undefined, root);
-  return Object.assign(cluster.servers[0]!, { stopAndRemove: () => cluster.stop() });
+  return withPortRetries(async () => {
+    const root = mkdtempSync(join(tmpdir(), 'tradegate-nats-'));
+    const cluster = await startAll([{ name: 'n1', port: (await freePorts(1))[0]!, routes: [], dir: join(root, 'n1') }], undefined, root);
+    return Object.assign(cluster.servers[0]!, { stopAndRemove: () => cluster.stop() });
+  });
 }
 
 /** Starts `size` nats-servers forming one JetStream cluster (every server routes to every other). */
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
-  const root = mkdtempSync(join(tmpdir(), 'tradegate-nats-cluster-'));
-  const ports = await freePorts(size * 2);
-  const clusterPorts = ports.slice(size);
-  const plans: ServerPlan[] = Array.from({ length: size }, (_, i) => ({
-    name: `n${i + 1}`,
-    port: ports[i]!,
-    clusterPort: clusterPorts[i]!,
-    routes: clusterPorts.filter((_, j) => j !== i),
-    dir: join(root, `n${i + 1}`),
-  }));
-  return startAll(plans, `tg${Math.random().toString(36).slice(2, 8)}`, root);
+  return withPortRetries(async () => {
+    const root = mkdtempSync(join(tmpdir(), 'tradegate-nats-cluster-'));
+    const ports = await freePorts(size * 2);
+    const clusterPorts = ports.slice(size);
+    const plans: ServerPlan[] = Array.from({ length: size }, (_, i) => ({
+      name: `n${i + 1}`,
+      port: ports[i]!,
+      clusterPort: clusterPorts[i]!,
+      routes: clusterPorts.filter((_, j) => j !== i),
+      dir: join(root, `n${i + 1}`),
+    }));
+    return startAll(plans, `tg${Math.random().toString(36).slice(2, 8)}`, root);
+  });
 }
