@@ -430,8 +430,9 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
  * handler that answers synchronously (from memory) is answered in the same turn.
  */
 export function handlerStage(deps: PipelineDeps, ex: Exchange): Stop | Promise<Stop> {
-  // A write whose client is gone is not started: its answer cannot be sent, and a retry would repeat it.
-  if (ex.method !== 'GET' && ex.handle.aborted) return notStarted(ex);
+  // A write whose client is gone is not started: its answer cannot be sent, and a retry would repeat
+  // it. Nor one already answered (a shutdown's 503 "not started" to a request still waiting).
+  if (ex.method !== 'GET' && (ex.handle.aborted || ex.handle.finished)) return notStarted(ex);
   ex.handlerRan = true;
   let out: RouteResponse | Promise<RouteResponse>;
   try {
