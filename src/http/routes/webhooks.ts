@@ -296,10 +296,14 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   }
 }
 
+/** Contracts a flatten closed. */
+function closedQty(closed: Closed): number {
+  return closed.positions.reduce((n, p) => n + (p.status === 'liquidated' ? p.closedQty : 0), 0);
+}
+
 /** What a reversal's close did, as the start of a sentence; undefined when it closed and cancelled nothing. */
 function closeDone(closed: Closed): string | undefined {
-  const qty = closed.positions.reduce((n, p) => n + (p.status === 'liquidated' ? p.closedQty : 0), 0);
-  if (qty > 0) return 'The position the other way was closed first';
+  if (closedQty(closed) > 0) return 'The position the other way was closed first';
   if (closed.cancelledOrderIds.length > 0) return 'The orders the other way were cancelled first';
   return undefined;
 }
@@ -397,7 +401,7 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
   }
   if (held > 0) {
     // What the close closed, not what was held before it: a stop may have closed it first.
-    const shut = closed ? closed.positions.reduce((n, p) => n + (p.status === 'liquidated' ? p.closedQty : 0), 0) : held;
+    const shut = closed ? closedQty(closed) : held;
     warnings.push(shut > 0 ? `reversal: the ${shut} held the other way closed first, then ${open} opened` : `reversal: the position the other way was flat already (a stop or target closed it), then ${open} opened`);
   }
   if (open !== plan.order.qty) plan = planOrder({ ...input, qty: open }, owned.account.id, now, orderLimits(s.deps.config));
