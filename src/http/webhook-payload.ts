@@ -180,17 +180,58 @@ function positivePrice(path: string, value: unknown): number {
 
 /**
  * A take-profit or stop-loss in another product's spelling (CrossTrade's `stop_loss`, PickMyTrade's
- * `dollar_sl` and `percentage_tp`, `stopLossTicks`…): which leg it names, so that it is refused
- * rather than ignored with the other unknown fields. Ignored, the entry went out with no stop at
- * all and a 201 (trader probe).
+ * `dollar_sl` and `percentage_tp`, Pine `strategy.exit`'s `profit`/`loss`/`stop`, `stopLossTicks`,
+ * `target_price`…): which leg it names, so that an entry carrying one is refused rather than
+ * ignored with the other unknown fields. Ignored, the entry went out with no stop at all and a
+ * 201 (trader probes). `limit` and `limit_price` are left alone: an entry's limit price, as often.
  */
 function foreignLeg(key: string): 'stopLoss' | 'takeProfit' | undefined {
   const k = key.toLowerCase().replace(/[^a-z]/g, '');
-  const unit = '(ticks?|price|points?|dollars?|percent(age)?|pct|amount|offset|level)';
-  const named = (long: string, short: string) => new RegExp(`${long}|^${short}${unit}?$|^${unit}${short}$`).test(k);
-  if (named('stoploss', 'sl')) return 'stopLoss';
-  if (named('takeprofit|profittarget', 'tp') || k === 'target') return 'takeProfit';
+  if (/stoploss|hardstop|protectivestop/.test(k) || FOREIGN_STOP.test(k)) return 'stopLoss';
+  if (/takeprofit|profittarget/.test(k) || FOREIGN_TARGET.test(k)) return 'takeProfit';
   return undefined;
+}
+const LEG_UNIT = '(ticks?|price|points?|pts|dollars?|usd|percent(age)?|pct|amount|offset|distance|level|value)';
+const FOREIGN_STOP = new RegExp(`^(sl|stop|stops|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|stop|loss)$`);
+const FOREIGN_TARGET = new RegExp(`^(tp|profit|target|targets)${LEG_UNIT}?$|^${LEG_UNIT}(tp|profit|target)$`);
+
+/**
+ * Whether a foreign leg field's value asks for a level: a number other than 0, text with a
+ * non-zero digit in it (`"20"`, `"20 ticks"`, `"$50"`), or an object or list holding one. Off
+ * (`0`, `"0.0"`, `false`, `null`, `""`) or words with no number (`"N/A"`, `"disabled"`,
+ * `"tradovate"`) ask for nothing.
+ */
+function asksForLevel(value: unknown, depth = 0): boolean {
+  if (typeof value === 'number') return Number.isFinite(value) && value !== 0;
+  if (typeof value === 'string') return /[1-9]/.test(value);
+  if (value === null || typeof value !== 'object' || depth > MAX_NESTED_DEPTH) return false;
+  return Object.values(value).some((v) => asksForLevel(v, depth + 1));
+}
+
+/**
+ * A stop-loss or take-profit inside an unknown object (`"bracket": {"sl": 20, "tp": 40}`,
+ * `"extras": {"stopLoss": {"ticks": 20}}`): its path and leg, the first found; webhooks read
+ * legs at the top level only.
+ */
+function nestedLeg(path: string, value: unknown, depth = 0): { path: string; leg: 'stopLoss' | 'takeProfit' } | undefined {
+  if (value === null || typeof value !== 'object' || depth >= MAX_NESTED_DEPTH) return undefined;
+  for (const [key, v] of Object.entries(value)) {
+    const here = `${path}.${printable(key)}`;
+    const canonical = WEBHOOK_FIELD_ALIASES[key];
+    const leg = canonical === 'stopLoss' || canonical === 'takeProfit' ? canonical : foreignLeg(key);
+    if (leg && asksForLevel(v)) return { path: here, leg };
+    const deeper = nestedLeg(here, v, depth + 1);
+    if (deeper) return deeper;
+  }
+  return undefined;
+}
+const MAX_NESTED_DEPTH = 4;
+
+function foreignLegError(path: string, leg: 'stopLoss' | 'takeProfit'): AppError {
+  return invalid(
+    path,
+    `not a field webhooks read; a ${leg === 'stopLoss' ? 'stop-loss' : 'take-profit'} is '${leg}' ({price} or {ticks}) at the top level${leg === 'stopLoss' ? ", a stop order's trigger 'stopPrice'" : ''}. Refused, so that the order is never placed without the protection the alert asks for`,
+  );
 }
 
 /** What a leg object may carry (a take-profit's price may be called limitPrice, a stop-loss's stopPrice); anything else is refused. */
@@ -229,7 +270,7 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
     if (feature) throw unsupported(feature);
     // A key we do not know inside a leg may change what the leg means (a trail, an offset
     // unit): refused rather than ignored, so the leg never silently becomes something else.
-    if (!LEG_KEYS[path].has(key)) throw invalid(`${path}.${key}`, 'unknown field in a take-profit or stop-loss: give {"price": n} or {"ticks": n}');
+    if (!LEG_KEYS[path].has(key)) throw invalid(`${path}.${printable(key)}`, 'unknown field in a take-profit or stop-loss: give {"price": n} or {"ticks": n}');
   }
   if (leg.type !== undefined && (typeof leg.type !== 'string' || /trail/i.test(leg.type))) throw unsupported('trailing stops');
   const priceValue = leg.price ?? (path === 'takeProfit' ? leg.limitPrice : leg.stopPrice);
@@ -257,7 +298,7 @@ function parseOrderType(value: unknown): OrderType {
   const key = String(value).trim().toLowerCase().replace(/[\s-]+/g, '_');
   if (/trail/.test(key)) throw unsupported('trailing stops');
   const type = ORDER_TYPES[key];
-  if (!type) throw invalid('orderType', `'${String(value)}' is not one of market, limit, stop, stop_limit`);
+  if (!type) throw invalid('orderType', `'${printable(String(value))}' is not one of market, limit, stop, stop_limit`);
   return type;
 }
 
@@ -266,7 +307,7 @@ function parseMarketPosition(value: unknown): MarketPosition | undefined {
   if (value === undefined || value === null) return undefined;
   refuseEmpty('marketPosition', value);
   const position = typeof value === 'string' ? MARKET_POSITIONS[value.trim().toLowerCase()] : undefined;
-  if (!position) throw invalid('marketPosition', `'${String(value)}' is not one of long, short, flat (bullish, bearish accepted)`);
+  if (!position) throw invalid('marketPosition', `'${printable(String(value))}' is not one of long, short, flat (bullish, bearish accepted)`);
   return position;
 }
 
@@ -282,7 +323,7 @@ function parsePositionSize(value: unknown): number | undefined {
   const plain = typeof value === 'number' || (typeof value === 'string' && /^\d+$/.test(value));
   const n = plain ? Number(value) : NaN;
   if (!Number.isSafeInteger(n) || n < 0) {
-    throw invalid('marketPositionSize', `'${String(value)}' is not a whole number of contracts, 0 or more ({{strategy.market_position_size}})`);
+    throw invalid('marketPositionSize', `'${printable(String(value))}' is not a whole number of contracts, 0 or more ({{strategy.market_position_size}})`);
   }
   return n;
 }
@@ -350,6 +391,9 @@ function conflictingAliases(field: WebhookField, first: string, second: string):
   });
 }
 
+/** The longest symbol an alert may name (the API's `symbol` field: schemas.ts). */
+const MAX_SYMBOL_LENGTH = 64;
+
 /**
  * Parses an alert body (already JSON-decoded). Throws AppError VALIDATION_FAILED or
  * WEBHOOK_UNSUPPORTED; never returns partial garbage.
@@ -363,6 +407,8 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   /** The name each field was first given under. */
   const givenAs: Record<string, string> = {};
   const warnings: string[] = [];
+  /** Stop-losses and take-profits under names webhooks do not read (foreignLeg, nestedLeg). */
+  const foreign: { path: string; leg: 'stopLoss' | 'takeProfit' }[] = [];
   for (const [key, value] of Object.entries(raw)) {
     if (UNSUPPORTED_KEYS[key]) {
       // Templates written for other products carry every switch, most of them off (`"trail": 0`):
@@ -374,10 +420,10 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     const canonical = WEBHOOK_FIELD_ALIASES[key];
     if (!canonical) {
       const leg = foreignLeg(key);
-      if (leg && !switchedOff(value)) {
-        throw invalid(key, `not a field webhooks read; a ${leg === 'stopLoss' ? 'stop-loss' : 'take-profit'} is '${leg}' ({price} or {ticks}). Refused, so that the order is never placed without the protection the alert asks for`);
-      }
-      warnings.push(`unknown field '${printable(key)}' ignored`);
+      const found = leg && asksForLevel(value) ? { path: printable(key), leg } : nestedLeg(printable(key), value);
+      // Refused for an order that may open a position, once the action is known; an exit ignores it like its own legs.
+      if (found) foreign.push(found);
+      else warnings.push(`unknown field '${printable(key)}' ignored`);
       continue;
     }
     if (canonical in fields) {
@@ -397,7 +443,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   const common: Common = { warnings, alertDelayMs: null, ...(id !== undefined ? { id } : {}) };
   if (fields.time !== undefined) {
     const at = typeof fields.time === 'string' ? Date.parse(fields.time) : NaN;
-    if (Number.isNaN(at)) warnings.push(`time '${String(fields.time)}' is not an ISO-8601 time; ignored`);
+    if (Number.isNaN(at)) warnings.push(`time '${printable(String(fields.time))}' is not an ISO-8601 time; ignored`);
     else {
       common.alertDelayMs = Math.max(0, now.getTime() - at);
       if (common.alertDelayMs > STALE_ALERT_MS) {
@@ -409,12 +455,15 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     }
   }
   const symbol = text(fields.symbol);
+  // As the API's own symbol field: a longer one names no contract, and would be echoed whole.
+  if (symbol !== undefined && symbol.length > MAX_SYMBOL_LENGTH) throw invalid(givenAs.symbol ?? 'symbol', `at most ${MAX_SYMBOL_LENGTH} characters`);
   const position = parseMarketPosition(fields.marketPosition);
   const positionSize = parsePositionSize(fields.marketPositionSize);
   const ignoredForFlatten = (why: string) => {
     for (const key of ['qty', 'orderType', 'price', 'stopPrice', 'takeProfit', 'stopLoss', 'timeInForce']) {
       if (fields[key] !== undefined) warnings.push(`'${key}' ignored ${why}`);
     }
+    for (const f of foreign) warnings.push(`'${f.path}' ignored ${why}`);
   };
 
   if (FLATTEN_ACTIONS.has(actionText)) {
@@ -423,7 +472,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     return Object.assign({}, common, { kind: 'flatten' as const }, symbol !== undefined ? { symbol } : {});
   }
   const side = ACTIONS[actionText];
-  if (!side) throw invalid('action', `'${actionText}' is not one of buy, sell, long, short, close, flat, flatten, exit`);
+  if (!side) throw invalid('action', `'${printable(actionText)}' is not one of buy, sell, long, short, close, flat, flatten, exit`);
   // The strategy says where it stands after this order. Flat: the order closes its position,
   // so the alert is an exit of its symbol (cancel its orders, bracket legs included, and close
   // it), not a new order with a bracket of its own that would open the other way. Still on the
@@ -439,6 +488,9 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     for (const key of ['takeProfit', 'stopLoss'] as const) {
       if (fields[key] !== undefined) warnings.push(`'${key}' ignored: a partial exit (marketPosition ${position}) only reduces the position`);
     }
+    for (const f of foreign) warnings.push(`'${f.path}' ignored: a partial exit (marketPosition ${position}) only reduces the position`);
+  } else if (foreign.length > 0) {
+    throw foreignLegError(foreign[0]!.path, foreign[0]!.leg);
   }
   if (positionSize !== undefined && position === undefined) warnings.push(`'marketPositionSize' ignored without marketPosition`);
   const entry = position !== undefined && !reduce;
@@ -460,7 +512,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   if (fields.timeInForce !== undefined) {
     const tif = String(fields.timeInForce).trim().toLowerCase();
     if (TIFS.has(tif)) order.timeInForce = tif as TimeInForce;
-    else warnings.push(`timeInForce '${String(fields.timeInForce)}' not supported; day used`);
+    else warnings.push(`timeInForce '${printable(String(fields.timeInForce))}' not supported; day used`);
   }
   const sized = positionSize !== undefined ? { positionSize } : {};
   const kind = reduce ? Object.assign({ reduce: true as const }, sized) : entry ? Object.assign({ entry: true as const }, sized) : {};

@@ -37,11 +37,12 @@ export interface JournalStore {
   /** Newest first, optionally only one user's entries (async: the cluster journal is a JetStream stream). */
   list(opts: { userId?: string; limit: number }): Promise<JournalEntry[]>;
   /**
-   * Newest first, the entries appended with this `ref` that belong to `userId`, each with its
-   * `position`; with `before` (a position an earlier call returned), only the entries older than
-   * it. A `before` that is no position of this store is a 400 VALIDATION_FAILED naming `cursor`.
+   * Newest first, the entries appended with this `ref` that belong to `userId` (every user's
+   * without one: the start-up's own reads, never a route's), each with its `position`; with
+   * `before` (a position an earlier call returned), only the entries older than it. A `before`
+   * that is no position of this store is a 400 VALIDATION_FAILED naming `cursor`.
    */
-  listByRef(opts: { userId: string; ref: string; limit: number; before?: string }): Promise<PositionedEntry[]>;
+  listByRef(opts: { userId: string | undefined; ref: string; limit: number; before?: string }): Promise<PositionedEntry[]>;
 }
 
 /** A journal entry with where it stands in the journal: an opaque, store-specific text. */
@@ -213,7 +214,7 @@ export function createJournalStore(ctx: StoreContext): BatchedJournalStore {
     async listByRef({ userId, ref, limit, before }) {
       const below = before === undefined ? undefined : positionKey(before);
       await drain();
-      return newest(journalByRef, ref, limit, (rec) => rec.userId === userId, below);
+      return newest(journalByRef, ref, limit, (rec) => userId === undefined || rec.userId === userId, below);
     },
   };
 }

@@ -49,6 +49,15 @@ interface AlertOutcome {
 }
 
 const MAX_JOURNALED_WARNINGS = 5;
+/**
+ * The longest detail and warning an alert entry keeps (characters). Our own messages are shorter;
+ * one that quotes an alert's value is cut here too, so refused alerts cannot grow the journal
+ * past its documented size (attack probe: a 65 KB symbol journaled whole per refusal).
+ */
+const MAX_JOURNALED_DETAIL = 1_000;
+const MAX_JOURNALED_WARNING = 300;
+
+const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 type FlattenSeen = { cancelledOrderIds: string[]; positions: unknown[] } | null | undefined;
 
@@ -68,13 +77,13 @@ function alertOutcome(res: RouteResponse | undefined, err: unknown): AlertOutcom
       orderStatus: body.order?.status ?? null,
       orderQty: body.order?.qty ?? null,
       flattened: flattenedOf(body.flatten),
-      warnings: (body.warnings ?? []).slice(0, MAX_JOURNALED_WARNINGS),
+      warnings: (body.warnings ?? []).slice(0, MAX_JOURNALED_WARNINGS).map((w) => clip(w, MAX_JOURNALED_WARNING)),
     };
   }
   const e = err instanceof AppError ? err : new AppError('INTERNAL');
   // A reversal whose open was refused after its close: the close happened (trader probe: logged as nothing flattened).
   const flattened = flattenedOf((e.extensions as { flatten?: FlattenSeen } | undefined)?.flatten);
-  return { status: e.status, code: e.code as ProblemCode, detail: e.message, orderId: null, orderStatus: null, flattened };
+  return { status: e.status, code: e.code as ProblemCode, detail: clip(e.message, MAX_JOURNALED_DETAIL), orderId: null, orderStatus: null, flattened };
 }
 
 /** When an alert answered 504 is looked up at the broker again (ms after the alert). */
@@ -213,23 +222,37 @@ export function recordQueuedOutcome(deps: RouteDeps, ctx: RouteContext<unknown, 
  */
 export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<number> {
   const now = nowOf(deps).getTime();
-  const recent = await deps.store.journal.list({ limit: LATE_RESUME_SCAN });
+  // The follow-ups of every user, read by their own ref: a flood of one user's alerts cannot push
+  // another's out of the scan (attack probe).
+  const pending = await deps.store.journal.listByRef({ userId: undefined, ref: LATE_PENDING_REF, limit: LATE_RESUME_SCAN });
+  // Outcomes are matched by user, token and request id: request ids are the client's to choose
+  // (X-Request-Id), and one user's alert must never count as another's outcome (attack probe: a
+  // user hid another's "outcome unknown" by sending their next request id).
+  const outcomeOf = (userId: string, tokenId: string, requestId: string): string => JSON.stringify([userId, tokenId, requestId]);
   const done = new Set<string>();
   /** Alerts whose own entry (their answer) was journaled. */
   const answered = new Set<string>();
-  for (const e of recent) {
-    if (e.kind !== ALERT_KIND) continue;
-    const request = e.request as { lateOutcomeOf?: unknown; requestId?: unknown } | null;
-    if (typeof request?.lateOutcomeOf === 'string') done.add(request.lateOutcomeOf);
-    else if (typeof request?.requestId === 'string') answered.add(request.requestId);
+  const read = new Set<string>();
+  for (const e of pending) {
+    const f = e.request as LateFollowUp;
+    const token = JSON.stringify([f.userId, f.tokenId]);
+    if (read.has(token)) continue;
+    read.add(token);
+    for (const a of await deps.store.journal.listByRef({ userId: f.userId, ref: alertRef(f.tokenId), limit: LATE_RESUME_SCAN })) {
+      if (a.kind !== ALERT_KIND) continue;
+      const request = a.request as { lateOutcomeOf?: unknown; requestId?: unknown } | null;
+      if (typeof request?.lateOutcomeOf === 'string') done.add(outcomeOf(f.userId, f.tokenId, request.lateOutcomeOf));
+      else if (typeof request?.requestId === 'string') answered.add(outcomeOf(f.userId, f.tokenId, request.requestId));
+    }
   }
   let resumed = 0;
   const queued: LateFollowUp[] = [];
   const acting: LateFollowUp[] = [];
-  for (const e of recent) {
+  const key = (f: LateFollowUp): string => outcomeOf(f.userId, f.tokenId, f.request.lateOutcomeOf);
+  for (const e of pending) {
     if (e.kind !== LATE_PENDING_KIND) continue;
     const f = e.request as LateFollowUp;
-    if (done.has(f.request.lateOutcomeOf)) continue;
+    if (done.has(key(f))) continue;
     if (f.acting) {
       if (now - f.since < QUEUED_RESUME_MS) acting.push(f);
       continue;
@@ -240,13 +263,13 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
       continue;
     }
     if (now - f.since >= LATE_RESUME_MS) continue;
-    done.add(f.request.lateOutcomeOf);
+    done.add(key(f));
     lookUpLate(deps, log, f);
     resumed++;
   }
   /** Says once that an alert's outcome is unknown: the process stopped before it was journaled. */
   const unknownOutcome = (f: LateFollowUp, detail: string): void => {
-    done.add(f.request.lateOutcomeOf);
+    done.add(key(f));
     const outcome = { status: 504, code: 'BROKER_TIMEOUT', detail, orderId: null, orderStatus: null, flattened: null };
     deps.store.journal.append({ userId: f.userId, accountId: f.accountId, kind: ALERT_KIND, ref: alertRef(f.tokenId), request: f.request, outcome });
     resumed++;
@@ -255,7 +278,7 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
   // journaled (and before any order of it timed out, which has its own follow-up above): it may
   // have traded, or not. Said so once, instead of the 504's "it goes on".
   for (const f of queued) {
-    if (done.has(f.request.lateOutcomeOf)) continue;
+    if (done.has(key(f))) continue;
     unknownOutcome(
       f,
       'outcome unknown: the service stopped after this alert was answered 504, before its outcome was known (it was waiting for its turn on the account or for the broker); look at the account’s positions and working orders before sending anything again',
@@ -263,7 +286,7 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
   }
   // Killed at work, before its answer was journaled: whatever of it reached the broker, nothing says so.
   for (const f of acting) {
-    if (done.has(f.request.lateOutcomeOf) || answered.has(f.request.lateOutcomeOf)) continue;
+    if (done.has(key(f)) || answered.has(key(f))) continue;
     unknownOutcome(
       f,
       'outcome unknown: the service stopped while it was acting on this alert, before it answered (part of it, such as the close of a reversal, may have been done); look at the account’s positions and working orders before sending anything again',
@@ -273,10 +296,11 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
   return resumed;
 }
 
-/** How far back a restart looks for follow-ups (past the last scheduled check), and how many journal entries it reads. */
+/** How far back a restart looks for follow-ups (past the last scheduled check). */
 const LATE_RESUME_MS = 20 * 60_000;
 /** How far back a restart says "outcome unknown" for alerts answered 504 at the deadline (re-probe: an overnight crash said nothing). */
 const QUEUED_RESUME_MS = 24 * 3_600_000;
+/** How many follow-ups a restart reads, and how many of each of their tokens' newest alert entries. */
 const LATE_RESUME_SCAN = 5_000;
 
 function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {

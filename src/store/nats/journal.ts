@@ -51,6 +51,12 @@ export function createNatsJournal(
     return count === 0 ? [] : (await read(count, { subject })).slice(-limit).reverse();
   }
 
+  /** Every entry of the stream, newest first. */
+  async function all(): Promise<PositionedEntry[]> {
+    const { state } = await jsm.streams.info(opts.stream);
+    return state.messages === 0 ? [] : (await read(state.messages, { startSeq: state.first_seq })).reverse();
+  }
+
   return {
     append(entry) {
       // Like the LMDB journal: a clock stepping back never reorders one writer's entries.
@@ -77,7 +83,8 @@ export function createNatsJournal(
       if (before !== undefined && !/^\d{1,15}$/.test(before)) throw invalidPosition();
       if (limit <= 0) return [];
       const below = before === undefined ? Infinity : Number(before);
-      return (await ofUser(userId, Infinity)).filter((e) => e.ref === ref && Number(e.position) < below).slice(0, limit);
+      const entries = userId === undefined ? await all() : await ofUser(userId, Infinity);
+      return entries.filter((e) => e.ref === ref && Number(e.position) < below).slice(0, limit);
     },
   };
 }

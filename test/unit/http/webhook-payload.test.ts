@@ -122,6 +122,69 @@ describe('parseWebhookPayload actions and aliases', () => {
     expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, stop_loss: 0, http: 'x' }, NOW).warnings).toEqual(["unknown field 'stop_loss' ignored", "unknown field 'http' ignored"]);
   });
 
+  it('refuses the spellings re-probe 3 found still ignored (Pine strategy.exit names, ticks/offset forms, legs nested in objects): entries placed with no legs', () => {
+    const refused = (body: Record<string, unknown>): unknown => {
+      try {
+        parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, ...body }, NOW);
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    };
+    for (const [key, leg] of [
+      ['profit', 'take-profit'], ['loss', 'stop-loss'], ['stop', 'stop-loss'], ['stop_ticks', 'stop-loss'], ['stopTicks', 'stop-loss'], ['loss_ticks', 'stop-loss'],
+      ['profit_ticks', 'take-profit'], ['profitTicks', 'take-profit'], ['target_price', 'take-profit'], ['targetPrice', 'take-profit'], ['target_ticks', 'take-profit'],
+      ['targets', 'take-profit'], ['stopOffset', 'stop-loss'], ['stopDistance', 'stop-loss'], ['protectiveStop', 'stop-loss'], ['hard_stop', 'stop-loss'],
+    ] as const) {
+      expect(refused({ [key]: 20 }), key).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringContaining(`${key}: not a field webhooks read; a ${leg} is`) });
+    }
+    expect(refused({ bracket: { sl: 20, tp: 40 } })).toMatchObject({ message: expect.stringContaining("bracket.sl: not a field webhooks read; a stop-loss is 'stopLoss'") });
+    expect(refused({ extras: { stopLoss: { ticks: 20 } } })).toMatchObject({ message: expect.stringContaining('extras.stopLoss: not a field webhooks read') });
+    expect(refused({ stop_loss: '20 ticks' })).toMatchObject({ code: 'VALIDATION_FAILED' });
+    // Words with no number, or zero in any spelling, ask for nothing: ignored with a warning as before.
+    for (const value of ['0.0', 'N/A', 'disabled', {}, 'tradovate']) {
+      const key = value === 'tradovate' ? 'target' : 'stop_loss';
+      expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, [key]: value }, NOW).warnings, String(value)).toEqual([`unknown field '${key}' ignored`]);
+    }
+    // An entry's limit price under another name is not taken for a take-profit.
+    expect(refused({ limit: 4990, limit_price: 4990 })).toBeUndefined();
+  });
+
+  it('an exit, close or partial exit ignores a foreign stop-loss or take-profit as it ignores its own (re-probe 3: the position stayed open, 400)', () => {
+    const close = parseWebhookPayload({ action: 'close', symbol: 'ESZ6', stop_loss: 20 }, NOW);
+    expect(close).toMatchObject({ kind: 'flatten' });
+    expect(close.warnings).toEqual(["'stop_loss' ignored for action close"]);
+    const exit = parseWebhookPayload({ action: 'sell', symbol: 'ESZ6', qty: 1, marketPosition: 'flat', take_profit: 40 }, NOW);
+    expect(exit).toMatchObject({ kind: 'flatten', exit: true });
+    expect(exit.warnings).toContain("'take_profit' ignored when marketPosition is flat: the exit closes the whole position");
+    const partial = parseWebhookPayload({ action: 'sell', symbol: 'ESZ6', qty: 1, marketPosition: 'long', marketPositionSize: 1, bracket: { sl: 20 } }, NOW);
+    expect(partial).toMatchObject({ kind: 'order', reduce: true });
+    expect(partial.warnings).toEqual(["'bracket.sl' ignored: a partial exit (marketPosition long) only reduces the position"]);
+    // A reversal opens a position: refused like any entry.
+    expect(() => parseWebhookPayload({ action: 'sell', symbol: 'ESZ6', qty: 2, marketPosition: 'short', marketPositionSize: 1, stop_loss: 20 }, NOW)).toThrow(/stop_loss: not a field webhooks read/);
+  });
+
+  it('quotes an alert’s values at most 64 characters long, and refuses a symbol longer than the API’s 64 (attack probe: 65 KB echoed twice and journaled)', () => {
+    const long = 'E'.repeat(65_000);
+    const message = (body: Record<string, unknown>): string => {
+      try {
+        parseWebhookPayload(body, NOW);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return '';
+    };
+    expect(message({ action: 'buy', symbol: long, qty: 1 })).toBe('symbol: at most 64 characters');
+    expect(message({ action: 'buy', ticker: long, qty: 1 })).toBe('ticker: at most 64 characters');
+    for (const body of [{ action: long }, { action: 'buy', symbol: 'ES', orderType: long }, { action: 'buy', symbol: 'ES', marketPosition: long }, { action: 'buy', symbol: 'ES', marketPositionSize: long }, { action: 'buy', symbol: 'ES', [`stop_loss${long}`]: 1 }]) {
+      const m = message(body);
+      expect(m.length, m.slice(0, 80)).toBeGreaterThan(0);
+      expect(m.length).toBeLessThan(400);
+    }
+    const warned = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, time: long, timeInForce: long }, NOW).warnings;
+    for (const w of warned) expect(w.length).toBeLessThan(200);
+  });
+
   it("treats names of Object's own members (constructor, toString, __proto__) as unknown fields like any other", () => {
     const body = JSON.parse('{"action":"buy","symbol":"ES","qty":1,"constructor":1,"toString":2,"hasOwnProperty":3,"__proto__":4}') as unknown;
     const intent = parseWebhookPayload(body, NOW);

@@ -178,6 +178,33 @@ describe('recent alerts of a token', () => {
       expect(await resumeLateOutcomes(deps, createLogger('silent'))).toBe(0);
     });
 
+    it('another user’s alert with the same request id (X-Request-Id is the client’s) does not count as the killed alert’s answer (attack probe: it hid the "outcome unknown")', async () => {
+      w.gateway.responder['place-order'] = () => new Promise(() => undefined) as never;
+      void alert({ action: 'buy', symbol: 'ES1!', qty: 3 }, 'req-victim').catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(300);
+      // Bob, on his own token, sends a refused alert under Alice's request id.
+      const bobs = createdWebhookTokenSchema.parse((await call(w, 'POST', '/webhook-tokens', { userId: w.b.userId, body: { accountId: '201', name: 'eve' } })).body);
+      await call(w, 'POST', '/webhooks/:token', { userId: w.b.userId, requestId: 'req-victim', kind: 'webhook', principalId: `webhook:${bobs.id}`, scopes: ['trade'], webhook: { tokenId: bobs.id, accountId: '201', strategyId: null }, params: { token: bobs.token }, body: { action: 'hold' } }).catch(() => undefined);
+      await w.store.flushed();
+      expect((await alerts(bobs.id, w.b.userId)).map((a) => a.requestId)).toEqual(['req-victim']);
+      vi.clearAllTimers();
+      const later = { ...w.deps, now: () => new Date(NOW.getTime() + 60_000) };
+      expect(await resumeLateOutcomes(later, createLogger('silent'))).toBe(1);
+      expect((await alerts()).filter((a) => a.lateOutcomeOf !== null)).toEqual([
+        expect.objectContaining({ lateOutcomeOf: 'req-victim', status: 504, detail: expect.stringMatching(/^outcome unknown: the service stopped while it was acting/) }),
+      ]);
+    });
+
+    it('journals a refusal’s detail cut at 1,000 characters (attack probe: 65 KB per refused alert grew the journal past its documented size)', async () => {
+      w.gateway.responder['place-order'] = () => {
+        throw new AppError('BROKER_REJECTED', `the broker said ${'x'.repeat(65_000)}`);
+      };
+      await expect(alert({ action: 'buy', symbol: 'ES1!', qty: 1 })).rejects.toMatchObject({ code: 'BROKER_REJECTED' });
+      const [entry] = await alerts();
+      expect(entry!.detail!.length).toBe(1_001);
+      expect(entry!.detail!.endsWith('x…')).toBe(true);
+    });
+
     it('an alert still at work when the service is killed (no answer yet): a restart says its outcome is unknown, once; quick or answered alerts say nothing more (faults probe: SIGKILL mid-reversal left no entry)', async () => {
       w.gateway.responder['place-order'] = () => ({ order: orderRecord({ orderId: '60' }), reconciled: false, brokerMs: 1 });
       await alert({ action: 'buy', symbol: 'ES1!', qty: 1 }, 'req-quick');
