@@ -52,7 +52,7 @@ export interface ActorContext {
    */
   makeRoom?: (accountId: string, coming: ComingExit) => Promise<boolean>;
   /** The exit makeRoom made room for was sent (true) or not placed (the room is undone, or said to stay while its outcome is unknown). */
-  roomUsed?: (accountId: string, coming: ComingExit, failed?: { why: string; outcomeUnknown: boolean }) => Promise<void>;
+  roomUsed?: (accountId: string, coming: ComingExit, failed?: { why: string; outcomeUnknown: boolean; sentQty?: number }) => Promise<void>;
   /** Exits (order ids) whose room cut a stop-loss leg: cancelled unfilled, they leave the position's stops short (cancel.ts says so). */
   stopsCutBy?: Set<string>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */

@@ -89,13 +89,17 @@ export interface ComingExit {
   qty: number;
 }
 
-/** How much of a position of `net` the legs of `role` on the exit's side do not cover yet. */
-function legRoom(working: readonly OrderRecord[], exit: ComingExit, role: 'take_profit' | 'stop_loss', net: number): number {
+/**
+ * How much of a position of `net` the legs of `role` on the exit's side do not cover yet, beside
+ * the exits resting on it (`resting`, their open quantity): legs and exits together never sell
+ * more than the position holds.
+ */
+function legRoom(working: readonly OrderRecord[], exit: ComingExit, role: 'take_profit' | 'stop_loss', net: number, resting: number): number {
   let covered = 0;
   for (const o of working) {
     if (o.symbol === exit.symbol && o.role === role && o.side === exit.side && standsForPosition(o, working)) covered += o.qty - o.filledQty;
   }
-  return Math.abs(net) - covered;
+  return Math.abs(net) - resting - covered;
 }
 
 /** Keeps protective legs within the positions they protect. */
@@ -285,15 +289,16 @@ export class OrphanLegs {
    * sent): the legs cut for it are sized back up as far as the position still needs them, and the
    * stream says what stays short (fault probe: an exit refused left long 3 with stops for 1, and
    * nothing said). `outcomeUnknown`: it may still reach the broker, so nothing is sized back; the
-   * stream says the legs stay cut for it.
+   * stream says the legs stay cut for it. `sentQty`: the exit went out smaller than the room made
+   * for it (a strategy's partial exit after a leg fill took part of it): the rest is given back.
    */
-  async undoRoom(accountId: string, coming: ComingExit, why: string, outcomeUnknown: boolean, waitedMs = 0): Promise<void> {
+  async undoRoom(accountId: string, coming: ComingExit, why: string, outcomeUnknown: boolean, waitedMs = 0, sentQty?: number): Promise<void> {
     const made = this.roomMade.get(coming) ?? [];
     // Known as the connection syncs again, its positions not read back yet (faults probe: "was not
     // placed" said 4 ms before CONNECTED, and the legs left cut for good): sized back once it is up.
     if (!outcomeUnknown && made.length > 0 && !this.connected() && waitedMs < UNDO_WAIT_MS) {
       await new Promise((r) => setTimeout(r, UNDO_RETRY_MS));
-      return this.undoRoom(accountId, coming, why, false, waitedMs + UNDO_RETRY_MS);
+      return this.undoRoom(accountId, coming, why, false, waitedMs + UNDO_RETRY_MS, sentQty);
     }
     // Kept while the outcome is unknown: undone (or dropped) once it is known.
     if (!outcomeUnknown) this.roomMade.delete(coming);
@@ -307,12 +312,13 @@ export class OrphanLegs {
     // Not beside a sweep of the account: it plans from the legs as they stand.
     await this.sweeping.get(Number(accountId))?.catch(() => undefined);
     const net = this.ctx.model.netPosition(accountId, coming.symbol);
+    const resting = this.restingExitQty(accountId, coming);
     const back: string[] = [];
     const short: string[] = [];
     for (const role of ['stop_loss', 'take_profit'] as const) {
       const working = this.ctx.model.workingOrders(accountId);
       // What the position still needs of this kind of leg, beyond what already covers it.
-      let room = legRoom(working, coming, role, net);
+      let room = legRoom(working, coming, role, net, resting);
       for (const m of made.filter((x) => x.leg.role === role)) {
         const id = Number(m.leg.orderId);
         const now = working.find((o) => o.orderId === m.leg.orderId);
@@ -333,11 +339,11 @@ export class OrphanLegs {
         }
       }
     }
-    back.push(...(await this.restoreCancelledBrackets(accountId, coming, made, net, short)));
+    back.push(...(await this.restoreCancelledBrackets(accountId, coming, made, net, resting, short)));
     const position = net === 0 ? 'flat' : `${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
     const covered = stopCoverage(this.ctx.model.workingOrders(accountId), coming.symbol, net);
     const parts = [
-      `the exit ${exit} was not placed (${why})`,
+      sentQty === undefined ? `the exit ${exit} was not placed (${why})` : `the exit ${exit} was sent for ${sentQty} only (${why})`,
       ...(back.length ? [`the legs cut for it were sized back: ${back.join(', ')}`] : []),
       // Flat (a leg closed it meanwhile): nothing is owed to a position that is gone (trader probe: a red "not given back" on a flat account).
       ...(net === 0 ? ['the position is flat now: no leg is needed'] : short.length ? [`not given back: ${short.join(', ')}`] : []),
@@ -353,14 +359,16 @@ export class OrphanLegs {
    * sized to what the position still needs (re-probe: long 3 left with no order at all). Moves the
    * entries it restores from `short`; answers what it did.
    */
-  private async restoreCancelledBrackets(accountId: string, coming: ComingExit, made: readonly { leg: OrderRecord; to: number }[], net: number, short: string[]): Promise<string[]> {
+  private async restoreCancelledBrackets(accountId: string, coming: ComingExit, made: readonly { leg: OrderRecord; to: number }[], net: number, resting: number, short: string[]): Promise<string[]> {
     const done: string[] = [];
-    const brackets = new Set(made.filter((m) => m.to === 0 && m.leg.bracketId !== null).map((m) => m.leg.bracketId!));
+    // Cancelled for the exit, or cut for it and then ended (a cut leg that filled the rest, whose
+    // OCO then took the other: re-probe 3, long 1 left with nothing working after the 409).
+    const brackets = new Set(made.filter((m) => m.leg.bracketId !== null).map((m) => m.leg.bracketId!));
     for (const entryId of brackets) {
       const working = this.ctx.model.workingOrders(accountId);
       // Only a bracket with no leg left at all: one still working is sized back above.
       if (working.some((o) => o.bracketId === entryId && (o.role === 'take_profit' || o.role === 'stop_loss'))) continue;
-      const cut = made.find((m) => m.leg.bracketId === entryId && m.to === 0)!.leg;
+      const cut = made.find((m) => m.leg.bracketId === entryId)!.leg;
       const order = this.ctx.mirror.get('order', Number(cut.orderId));
       const link = order ? linkageOf(this.ctx.mirror, order) : null;
       const siblingId = link ? (cut.role === 'take_profit' ? link.stopLoss : link.takeProfit) : null;
@@ -371,7 +379,7 @@ export class OrphanLegs {
       // market reached as the legs were cut) gets the rest back at its price, where it then acts
       // as it would have (re-probe: its partial fill kept the pair from being put back, and long 1
       // was left with nothing working).
-      const qty = Math.min(cut.qty, legRoom(working, coming, 'stop_loss', net));
+      const qty = Math.min(cut.qty, legRoom(working, coming, 'stop_loss', net, resting));
       if (!tp || !sl || qty <= 0) continue;
       try {
         const account = this.ctx.model.account(accountId);
@@ -398,6 +406,15 @@ export class OrphanLegs {
       }
     }
     return done;
+  }
+
+  /** Open quantity of the exits (reduce-only orders) resting on the exit's side of its contract. */
+  private restingExitQty(accountId: string, coming: ComingExit): number {
+    let qty = 0;
+    for (const o of this.ctx.model.workingReduceOnly(accountId)) {
+      if (o.symbol === coming.symbol && o.side === coming.side && !isFinal(this.ctx.mirror, Number(o.orderId))) qty += o.qty - o.filledQty;
+    }
+    return qty;
   }
 
   /**

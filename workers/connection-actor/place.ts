@@ -303,9 +303,13 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     const cutStops = coming ? ((await ctx.makeRoom?.(req.accountId, coming)) ?? false) : false;
     // Cutting the legs took broker round trips: a leg may have filled meanwhile (faults probe: long
     // 1, its stop filled as it was being cut, and the market exit then made the account short 1).
-    if (coming) requireStillHeld(ctx, req);
-    const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...req, reduceOnly: true } : req, account, hold, onLate));
-    if (coming) void ctx.roomUsed?.(req.accountId, coming);
+    const sendQty = coming ? stillHeldQty(ctx, req) : req.qty;
+    const sent = sendQty === req.qty ? req : { ...req, qty: sendQty };
+    const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...sent, reduceOnly: true } : sent, account, hold, onLate));
+    if (coming && sendQty < req.qty) {
+      const why = `a stop-loss or take-profit filled ${req.qty - sendQty} while the legs made room for it, and the strategy keeps ${req.keepQty}`;
+      void ctx.roomUsed?.(req.accountId, coming, { why, outcomeUnknown: false, sentQty: sendQty }).catch((e: unknown) => ctx.logger.error({ err: e, accountId: req.accountId }, 'room for a smaller exit not given back'));
+    } else if (coming) void ctx.roomUsed?.(req.accountId, coming);
     if (cutStops && (req.orderType === 'stop' || req.orderType === 'stop_limit')) (ctx.stopsCutBy ??= new Set()).add(result.order.orderId);
     hold?.release();
     // Settled (its fills are in the position now): it takes nothing more off.
@@ -459,14 +463,19 @@ function requireReduces(ctx: ActorContext, req: PlaceOrderRequest): { release():
 
 /**
  * An exit, once its legs made room for it: the position must still hold what it takes off, or it
- * would open one the other way. Nothing is sent; its legs are sized back to what is left.
+ * would open one the other way. Nothing is sent; its legs are sized back to what is left. What it
+ * is sent for: all of it, or, for a strategy's partial exit, what the position holds above the
+ * strategy's size when a leg fill took part of it (re-probe 3: long 3, sell 2 to keep 1, a
+ * take-profit filled 1; refusing it left long 2 under a strategy long 1).
  */
-function requireStillHeld(ctx: ActorContext, req: PlaceOrderRequest): void {
+function stillHeldQty(ctx: ActorContext, req: PlaceOrderRequest): number {
   const net = ctx.model.netPosition(req.accountId, req.symbol);
   // A strategy's partial exit also keeps the strategy's size (trader probe: its stop filled 1 of
   // long 3 meanwhile, and selling 1 more left long 1 under a strategy long 2).
   const keep = req.keepQty ?? 0;
-  if ((req.side === 'sell' ? net : -net) - keep >= req.qty) return;
+  const above = (req.side === 'sell' ? net : -net) - keep;
+  if (above >= req.qty) return req.qty;
+  if (req.keepQty !== undefined && above > 0) return above;
   const holds = net === 0 ? 'holds no' : `is ${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
   const keeps = keep > 0 && net !== 0 ? ` and keeps ${keep} (the strategy's size after the alert)` : '';
   throw new AppError(

@@ -292,6 +292,10 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         err.retryAfterSeconds,
       );
     }
+    // A strategy's partial exit sent smaller: a leg filled part of it while the legs made room (actor place.ts stillHeldQty).
+    if (intent.reduce && result.order.qty < request.qty) {
+      base.warnings.push(`${request.side} ${result.order.qty} sent, not ${request.qty}: a stop-loss or take-profit filled ${request.qty - result.order.qty} while the legs made room for this exit, and the strategy keeps ${intent.positionSize}`);
+    }
     return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: closed }) };
   }
 }

@@ -143,6 +143,14 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(w.gateway.calls.map((c) => [c.req.type, (c.req as { symbol?: string }).symbol])).toEqual([['place-order', 'ESZ6']]);
   });
 
+  it('a partial exit the actor sent smaller (a leg fill took part of it as the legs made room) says so in a warning (re-probe 3)', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 3, avgPrice: 5000, openedAt: null }];
+    w.gateway.responder['place-order'] = () => ({ order: orderRecord({ side: 'sell', qty: 1, status: 'filled' }), reconciled: false, brokerMs: 1 });
+    const done = await alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'long', marketPositionSize: 1 });
+    expect(done.status).toBe(201);
+    expect(webhookResponseSchema.parse(done.body).warnings).toContain('sell 1 sent, not 2: a stop-loss or take-profit filled 1 while the legs made room for this exit, and the strategy keeps 1');
+  });
+
   it("a partial exit with marketPositionSize never takes the account below the strategy's position (TV probe: a stop had taken 1 of long 2 already; the exit sold the last one)", async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
     const done = await alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });

@@ -13,7 +13,7 @@ function setup(graceMs = GRACE_MS) {
   const { broker, ctx, events } = fakeActorContext();
   const orphans = new OrphanLegs(ctx, 'c1', graceMs);
   ctx.makeRoom = (accountId, coming) => orphans.makeRoom(accountId, coming);
-  ctx.roomUsed = async (accountId, coming, failed) => (failed ? orphans.undoRoom(accountId, coming, failed.why, failed.outcomeUnknown) : orphans.roomTaken(coming));
+  ctx.roomUsed = async (accountId, coming, failed) => (failed ? orphans.undoRoom(accountId, coming, failed.why, failed.outcomeUnknown, 0, failed.sentQty) : orphans.roomTaken(coming));
   broker.mirror.onChange((c) => orphans.onChange(c));
   return { broker, ctx, events, orphans };
 }
@@ -40,6 +40,25 @@ function stopFillsAtFirstCut(s: ReturnType<typeof setup>, stopId: number, qty: n
     };
   }
   return cut;
+}
+
+/**
+ * The price reaches the stop-loss `stopId` just after the legs are cut for an exit (both modifies
+ * applied): the cut stop fills whole, and the broker's OCO cancels the take-profit `tpId` (as the
+ * paper broker did for re-probe 3).
+ */
+function cutStopFillsWhole(s: ReturnType<typeof setup>, stopId: number, tpId: number): void {
+  const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
+  let cuts = 0;
+  s.broker.handlers['order/modifyorder'] = (b) => {
+    const answer = defaults['order/modifyorder']!(b);
+    if (++cuts === 2) {
+      const open = Number(s.broker.mirror.latestVersion(stopId)!.orderQty);
+      s.broker.fill(stopId, open, 4990);
+      s.broker.mirror.apply('order', 'Updated', { ...s.broker.mirror.get('order', tpId)!, ordStatus: 'Canceled' });
+    }
+    return answer;
+  };
 }
 
 describe('orphaned bracket legs', () => {
@@ -144,6 +163,38 @@ describe('orphaned bracket legs', () => {
     // Without a fill meanwhile the same exit goes out.
     const again = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null, reduceOnly: true, keepQty: 1 } as never));
     expect(again.order.side).toBe('sell');
+  });
+
+  it("a strategy's partial exit that a leg fill took part of goes out for what is above the strategy's size, and the position keeps a bracket for what is left (re-probe 3: refused, long 2 under a strategy long 1, nothing working)", async () => {
+    const s = setup(60_000);
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    // The legs are cut to 1 each for the exit; the cut stop then fills (1), and its OCO takes the take-profit.
+    cutStopFillsWhole(s, Number(placed.legs!.stopLoss!.orderId), Number(placed.legs!.takeProfit!.orderId));
+    // Long 3, the strategy long 1 after it: sell 2.
+    const exit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null, reduceOnly: true, keepQty: 1 } as never));
+    expect(exit.order.qty).toBe(1);
+    expect(s.broker.bodies('order/placeorder').map((b) => b.orderQty)).toEqual([1]);
+    s.broker.fill(Number(exit.order.orderId), 1, 4990);
+    await pause(GRACE_MS * 5);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(1);
+    const legs = s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'take_profit' || o.role === 'stop_loss');
+    expect(legs.map((o) => [o.role, o.qty - o.filledQty]).sort()).toEqual([['stop_loss', 1], ['take_profit', 1]]);
+    expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) was sent for 1 only \(a stop-loss or take-profit filled 1 while the legs made room for it, and the strategy keeps 1\)/) });
+  });
+
+  it('a partial exit refused because a leg fill already took the position to the strategy’s size: a bracket whose cut legs then ended is put back for what is left (re-probe 3: long 1, nothing working, though the 409 said the legs were given back)', async () => {
+    const s = setup(60_000);
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 2, 5000);
+    cutStopFillsWhole(s, Number(placed.legs!.stopLoss!.orderId), Number(placed.legs!.takeProfit!.orderId));
+    const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty: 1, orderType: 'market', price: null, reduceOnly: true, keepQty: 1 } as never));
+    await expect(exit).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH' });
+    expect(s.broker.bodies('order/placeorder')).toEqual([]);
+    await pause(GRACE_MS * 5);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(1);
+    const legs = s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'take_profit' || o.role === 'stop_loss');
+    expect(legs.map((o) => [o.role, o.qty - o.filledQty, o.role === 'take_profit' ? o.price : o.stopPrice]).sort()).toEqual([['stop_loss', 1, 4990], ['take_profit', 1, 5010]]);
   });
 
   it('a whole-position exit refused because its stop-loss filled in part while the legs were cut: what is left gets its take-profit and stop-loss back (re-probe: long 1 left with nothing working)', async () => {
