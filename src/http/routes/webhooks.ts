@@ -443,7 +443,13 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
  */
 async function holdings(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, of: { contract: string; product: boolean }) {
   const root = contractRoot(of.contract)?.root;
-  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT);
+  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT).catch((err: unknown) => {
+    // A read that took too long (the account's orders still settling) sent nothing: no 504's
+    // "may still be placed", and no follow-up (re-probe 3: a strategy's re-entry dropped behind
+    // a bare 504 that said a follow-up would come).
+    if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
+    throw new AppError('BROKER_UNAVAILABLE', `The account's positions, which this alert is sized against, could not be read in time (${err.message}): nothing was sent`, {}, err.retryAfterSeconds);
+  });
   return rows.filter((p) => (of.product ? contractRoot(p.symbol)?.root === root : p.symbol === of.contract) && p.netQty !== 0);
 }
 

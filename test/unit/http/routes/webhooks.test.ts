@@ -143,6 +143,15 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(w.gateway.calls.map((c) => [c.req.type, (c.req as { symbol?: string }).symbol])).toEqual([['place-order', 'ESZ6']]);
   });
 
+  it('a strategy alert whose positions read times out (the account still settling) is 503 "nothing was sent", not a 504 that promises a follow-up (re-probe 3: the re-entry was dropped)', async () => {
+    w.gateway.responder.positions = () => {
+      throw new AppError('BROKER_TIMEOUT', 'actor request positions did not complete within 2500 ms');
+    };
+    const err = await alertError({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
+    expect(err).toMatchObject({ code: 'BROKER_UNAVAILABLE', message: expect.stringMatching(/could not be read in time \(actor request positions did not complete within 2500 ms\): nothing was sent$/) });
+    expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions']);
+  });
+
   it('a partial exit the actor sent smaller (a leg fill took part of it as the legs made room) says so in a warning (re-probe 3)', async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 3, avgPrice: 5000, openedAt: null }];
     w.gateway.responder['place-order'] = () => ({ order: orderRecord({ side: 'sell', qty: 1, status: 'filled' }), reconciled: false, brokerMs: 1 });
