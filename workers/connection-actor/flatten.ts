@@ -37,6 +37,36 @@ const REFUSED_FLAT_WAIT_MS = 500;
 /** How long a flatten waits for the broker's one-cancels-other to take the legs it did not cancel itself. */
 const OCO_WAIT_MS = 500;
 
+/**
+ * How long a flatten whose cancels or liquidation the connection lost waits for it to be back
+ * (CONNECTED, its orders and positions read again) before carrying on; past it, it fails as before.
+ */
+const RECONNECT_WAIT_MS = 20_000;
+const RECONNECT_POLL_MS = 100;
+
+/** A request the connection lost: never sent (503), or sent and unanswered (504). */
+function lostWithConnection(err: unknown): boolean {
+  return err instanceof AppError && (err.code === 'BROKER_UNAVAILABLE' || err.code === 'BROKER_TIMEOUT') && /connection|socket/i.test(err.message);
+}
+
+/** Waits until the connection is CONNECTED again (true), or `ms` passed (false). */
+async function reconnected(ctx: ActorContext, ms: number): Promise<boolean> {
+  for (let waited = 0; ; waited += RECONNECT_POLL_MS) {
+    try {
+      ctx.conn.requireConnected();
+      return true;
+    } catch {
+      if (waited >= ms) return false;
+    }
+    await new Promise((r) => setTimeout(r, RECONNECT_POLL_MS));
+  }
+}
+
+/** A position `now` that is the one held at the start (`start`), or part of it: same side, no larger. */
+function sameOrLess(start: number | undefined, now: number): boolean {
+  return start !== undefined && now !== 0 && Math.sign(now) === Math.sign(start) && Math.abs(now) <= Math.abs(start);
+}
+
 /** Whether an order ended (rejected, cancelled, expired) without a fill. */
 function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
   return isFinal(ctx.mirror, orderId) && ctx.mirror.get('order', orderId)?.ordStatus !== 'Filled';
@@ -45,6 +75,21 @@ function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {
   const t0 = performance.now();
   await placementsSettled(ctx, req.accountId);
+  /** Each position as the flatten found it: after waiting out a lost connection, only one still as it was is closed. */
+  const heldAtStart = new Map(ctx.model.openPositionEntities(req.accountId).map((p) => [p.contractId, Number(p.netPos)]));
+  let resumed = false;
+  /**
+   * The connection lost a request of this flatten: once it is back (its mirror read again), the
+   * flatten carries on, so an exit answered 504 "it goes on" does (re-probe 3: the cancels were
+   * lost in a reconnect, nothing ran again, and the position stayed open with its legs).
+   */
+  const resumeAfterReconnect = async (errors: readonly unknown[]): Promise<boolean> => {
+    if (errors.length === 0 || !errors.every(lostWithConnection)) return false;
+    if (!(await reconnected(ctx, RECONNECT_WAIT_MS))) return false;
+    resumed = true;
+    ctx.logger.warn({ accountId: req.accountId }, 'flatten carries on after the connection came back');
+    return true;
+  };
   const only = req.symbolOnly && req.symbol ? req.symbol : undefined;
   const product = only !== undefined && req.productOnly ? contractRoot(only)?.root : undefined;
   const inScope = (symbol: string) => only === undefined || symbol === only || (product !== undefined && contractRoot(symbol)?.root === product);
@@ -81,6 +126,13 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   // The other legs, where the broker's OCO did not take them (a cancel already sent is not sent again).
   await cancelEach(working.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
   await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
+  const unsent = () => [...failures].filter(([id]) => !isFinal(ctx.mirror, id));
+  if (await resumeAfterReconnect(unsent().map(([, err]) => err))) {
+    // What the broker did meanwhile is in the mirror again: cancels that got through are not sent twice.
+    for (const [id] of unsent()) sent.delete(id);
+    await cancelEach(working.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
+    await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
+  }
   for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw err;
   const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);
 
@@ -90,11 +142,25 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     const symbol = contractName(ctx.mirror, p.contractId) ?? String(p.contractId);
     if (!inScope(symbol)) continue;
     const closedQty = Math.abs(Number(p.netPos));
+    // Waited out a lost connection: a position that grew, turned or is new meanwhile (traded
+    // elsewhere) is not the one this flatten was for; one a leg took part of still is.
+    if (resumed && !sameOrLess(heldAtStart.get(p.contractId), Number(p.netPos))) {
+      outcomes.push({ symbol, closedQty: 0, status: 'failed', code: 'CONFLICT', detail: `the position changed while the connection was down (${heldAtStart.get(p.contractId) ?? 0} when the flatten began, ${Number(p.netPos)} now): not closed` });
+      continue;
+    }
+    const liquidate = () => ctx.conn.send('order/liquidateposition', liquidatePositionBody(account.id, p.contractId), { kind: 'order' });
     try {
-      const answer = checkAnswer(
-        'liquidateposition',
-        await ctx.conn.send('order/liquidateposition', liquidatePositionBody(account.id, p.contractId), { kind: 'order' }),
-      ) as { orderId?: unknown };
+      let reply;
+      try {
+        reply = await liquidate();
+      } catch (err) {
+        // Never sent (the connection was down): sent once it is back, the position unchanged.
+        if (!(err instanceof AppError && err.code === 'BROKER_UNAVAILABLE' && (await resumeAfterReconnect([err])))) throw err;
+        const now = ctx.model.openPositionEntities(req.accountId).find((q) => q.contractId === p.contractId);
+        if (!now || !sameOrLess(heldAtStart.get(p.contractId), Number(now.netPos))) throw new AppError('CONFLICT', `the position changed while the connection was down (${Number(p.netPos)} when its liquidation failed, ${Number(now?.netPos ?? 0)} now): not closed`);
+        reply = await liquidate();
+      }
+      const answer = checkAnswer('liquidateposition', reply) as { orderId?: unknown };
       outcomes.push({ symbol, closedQty, status: 'liquidated' });
       if (typeof answer?.orderId === 'number') liquidations.set(symbol, answer.orderId);
     } catch (err) {

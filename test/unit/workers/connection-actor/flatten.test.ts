@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
 import { flatten } from '../../../../workers/connection-actor/flatten.js';
 import { placeOrder } from '../../../../workers/connection-actor/place.js';
@@ -180,6 +180,63 @@ describe('flatten', () => {
     broker.handlers['order/liquidateposition'] = () => ({ commandId: 9 });
     const r = await flatten(ctx, request());
     expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated', detail: 'liquidation sent; position not yet flat' }]);
+  });
+
+  describe('a connection lost during the flatten (re-probe 3: an exit answered 504 "it goes on" never ran again; the position stayed open with its legs)', () => {
+    /** The first cancel is lost with the socket; the connection is back `afterMs` later (its mirror as the broker left it). */
+    function loseFirstCancel(broker: ReturnType<typeof fakeActorContext>['broker'], afterMs: number, meanwhile?: () => void): void {
+      const defaults = (broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
+      let lost = false;
+      broker.handlers['order/cancelorder'] = (b) => {
+        if (lost) return defaults['order/cancelorder']!(b);
+        lost = true;
+        broker.connected = false;
+        setTimeout(() => {
+          meanwhile?.();
+          broker.connected = true;
+        }, afterMs);
+        throw new AppError('BROKER_TIMEOUT', 'broker connection lost (socket closed (1006)) before it answered: the cancel may have reached the broker');
+      };
+    }
+
+    it('carries on once the connection is back: the legs are cancelled and the position closed', async () => {
+      const { broker, ctx } = fakeActorContext();
+      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+      broker.fill(Number(b.order.orderId), 1, 5000);
+      loseFirstCancel(broker, 400);
+      const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+      expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
+      expect(broker.bodies('order/liquidateposition')).toHaveLength(1);
+      expect(ctx.model.positions(ACCOUNT)).toEqual([]);
+      expect(ctx.model.workingOrders(ACCOUNT)).toEqual([]);
+    });
+
+    it('closes nothing that grew while the connection was down (traded elsewhere): that is not the position it was for', async () => {
+      const { broker, ctx } = fakeActorContext();
+      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+      broker.fill(Number(b.order.orderId), 1, 5000);
+      loseFirstCancel(broker, 300, () => broker.fill(broker.addOrder({ qty: 2 }), 2, 5001));
+      const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+      expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'CONFLICT', detail: 'the position changed while the connection was down (1 when the flatten began, 3 now): not closed' }]);
+      expect(broker.bodies('order/liquidateposition')).toEqual([]);
+    });
+
+    it('fails as before when the connection is not back within its wait', async () => {
+      const { broker, ctx } = fakeActorContext();
+      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+      broker.fill(Number(b.order.orderId), 1, 5000);
+      loseFirstCancel(broker, 60_000);
+      vi.useFakeTimers({ toFake: ['setTimeout'], shouldAdvanceTime: true, advanceTimeDelta: 50 });
+      try {
+        const done = flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+        const outcome = expect(done).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+        await vi.advanceTimersByTimeAsync(25_000);
+        await outcome;
+      } finally {
+        vi.useRealTimers();
+      }
+      expect(broker.bodies('order/liquidateposition')).toEqual([]);
+    });
   });
 
   it('refuses while disconnected', async () => {
