@@ -84,7 +84,7 @@ export function forgetPaperLogin(dataDir: string, login: string): void {
 
 /**
  * Opens one stored paper connection's login at the paper broker, with the account names
- * remembered for it (or `<NAME>-1`): at every start for every enabled paper connection, and
+ * remembered for it (or `<NAME>-1`): at every start for every paper connection, and
  * for a paper connection another process (the CLI) added while the service runs.
  * True when the broker has the login now (opened here, or it had it already).
  */
@@ -128,11 +128,16 @@ export function prunePaperLogins(store: Pick<Store, 'connections'>, dataDir: str
   return stale;
 }
 
-/** Re-creates every enabled paper connection's login at a fresh paper broker, oldest first. */
+/**
+ * Re-creates every paper connection's login at a fresh paper broker, oldest first. Disabled ones
+ * too: nothing logs in as them, but their accounts keep their ids, which other logins would
+ * otherwise take, and with them the guards, kill switch and webhook tokens bound to those ids
+ * (attack probe: a kill switch armed on a disabled connection's account was lost across a restart).
+ */
 export async function restorePaperLogins(store: Store, dataDir: string, controlUrl: string, log?: Logger): Promise<void> {
   const records = store.connections
     .all()
-    .filter((c) => c.broker === 'paper' && !c.disabled)
+    .filter((c) => c.broker === 'paper')
     .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
   for (const record of records) await restorePaperLogin(store, dataDir, controlUrl, record.id, log);
 }

@@ -142,3 +142,17 @@ test('at start, logins remembered for connections that are gone are forgotten an
   expect(remembered().kept!.accounts).toEqual(['K1']);
   expect(await accountNames(paper.endpoints.restUrl, 'kept', 'pw-k')).toEqual(['K1']);
 });
+
+test('re-creates a disabled paper connection’s login too, under its remembered ids: other logins do not take them (attack probe: a kill switch on a disabled connection’s account was lost across a restart)', async () => {
+  const { id } = await storePaperConnection('resting', 'pw-resting', ['R1']);
+  paper = await start();
+  const [r1] = (await accountList(paper.endpoints.restUrl, 'resting', 'pw-resting'))!;
+  await t.store.connections.setDisabled(id, true);
+  await paper.close();
+  // A fresh broker: a login opened before the disabled one is re-created would take its id.
+  paper = await start();
+  await paper.broker.openLogin({ name: 'newcomer', password: 'pw-new', accounts: ['N1'] });
+  expect((await accountList(paper.endpoints.restUrl, 'resting', 'pw-resting'))!.map((a) => a.id)).toEqual([r1!.id]);
+  expect((await accountList(paper.endpoints.restUrl, 'newcomer', 'pw-new'))!.map((a) => a.id)).not.toContain(r1!.id);
+  expect(remembered().resting!.ids).toEqual({ R1: r1!.id });
+});
