@@ -187,13 +187,15 @@ function positivePrice(path: string, value: unknown): number {
  */
 function foreignLeg(key: string): 'stopLoss' | 'takeProfit' | undefined {
   const k = key.toLowerCase().replace(/[^a-z]/g, '');
-  if (/stoploss|hardstop|protectivestop/.test(k) || FOREIGN_STOP.test(k)) return 'stopLoss';
-  if (/takeprofit|profittarget/.test(k) || FOREIGN_TARGET.test(k)) return 'takeProfit';
+  // Any name with "stop" in it (exit_stop, catastrophic_stop, stop_market_price, stop_limit…): the
+  // one field webhooks read under such a name is stopPrice, matched before this.
+  if (k.includes('stop') || FOREIGN_STOP.test(k)) return 'stopLoss';
+  if (/takeprofit|target/.test(k) || FOREIGN_TARGET.test(k) || (k.endsWith('tp') && !k.endsWith('http'))) return 'takeProfit';
   return undefined;
 }
 const LEG_UNIT = '(ticks?|price|points?|pts|dollars?|usd|percent(age)?|pct|amount|offset|distance|level|value)';
-const FOREIGN_STOP = new RegExp(`^(sl|stop|stops|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|stop|loss)$`);
-const FOREIGN_TARGET = new RegExp(`^(tp|profit|target|targets)${LEG_UNIT}?$|^${LEG_UNIT}(tp|profit|target)$`);
+const FOREIGN_STOP = new RegExp(`^(sl|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|loss)$`);
+const FOREIGN_TARGET = new RegExp(`^(tp|pt|tgt|take|profit)${LEG_UNIT}?$|^${LEG_UNIT}(tp|profit)$`);
 
 /**
  * Whether a foreign leg field's value asks for a level: a number other than 0, text with a

@@ -135,6 +135,8 @@ describe('parseWebhookPayload actions and aliases', () => {
       ['profit', 'take-profit'], ['loss', 'stop-loss'], ['stop', 'stop-loss'], ['stop_ticks', 'stop-loss'], ['stopTicks', 'stop-loss'], ['loss_ticks', 'stop-loss'],
       ['profit_ticks', 'take-profit'], ['profitTicks', 'take-profit'], ['target_price', 'take-profit'], ['targetPrice', 'take-profit'], ['target_ticks', 'take-profit'],
       ['targets', 'take-profit'], ['stopOffset', 'stop-loss'], ['stopDistance', 'stop-loss'], ['protectiveStop', 'stop-loss'], ['hard_stop', 'stop-loss'],
+      ['exit_stop', 'stop-loss'], ['catastrophic_stop', 'stop-loss'], ['stop_market_price', 'stop-loss'], ['stop_limit', 'stop-loss'], ['stop_price_loss', 'stop-loss'],
+      ['pt', 'take-profit'], ['tgt', 'take-profit'], ['take', 'take-profit'], ['limit_target', 'take-profit'], ['limit_price_tp', 'take-profit'], ['tp1', 'take-profit'],
     ] as const) {
       expect(refused({ [key]: 20 }), key).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringContaining(`${key}: not a field webhooks read; a ${leg} is`) });
     }
