@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { settledWithin } from '../../wait.js';
-import { AppError, type ProblemCode } from '../../domain/problems.js';
+import { AppError, RequestNotSentError, type ProblemCode } from '../../domain/problems.js';
 import type { PositionedEntry } from '../../store/index.js';
 import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
 import { contractRoot } from '../../domain/symbols.js';
@@ -79,6 +79,11 @@ function alertOutcome(res: RouteResponse | undefined, err: unknown): AlertOutcom
       flattened: flattenedOf(body.flatten),
       warnings: (body.warnings ?? []).slice(0, MAX_JOURNALED_WARNINGS).map((w) => clip(w, MAX_JOURNALED_WARNING)),
     };
+  }
+  // Withdrawn before it was acted on: its sender's connection closed with another request
+  // pipelined behind it (clients probe: listed as 500 "Internal error", as if the service failed).
+  if (err instanceof RequestNotSentError) {
+    return { status: 499, code: null, detail: `not sent: ${err.message}; nothing reached the broker`, orderId: null, orderStatus: null, flattened: null };
   }
   const e = err instanceof AppError ? err : new AppError('INTERNAL');
   // A reversal whose open was refused after its close: the close happened (trader probe: logged as nothing flattened).
@@ -406,8 +411,14 @@ export function journalAlerts(deps: RouteDeps, route: RouteDef<any, any>): Route
   const record = (ctx: RouteContext<unknown, unknown>, res: RouteResponse | undefined, err: unknown) => journal(ctx.auth, ctx.req.body, ctx.requestId, res, err);
   return {
     ...route,
-    // Refused before the handler (not JSON, invalid, the id reused): listed too (re-probe: a broken template left no trace).
-    refused: ({ auth, body, requestId }, err) => journal(auth, body, requestId, undefined, err),
+    // Refused before the handler (not JSON, invalid, the id reused): listed too (re-probe: a broken
+    // template left no trace). A copy of an alert still at work (the same id, delivered again
+    // meanwhile) is not: the alert is listed once, as a repeat sent later is (clients probe: five
+    // copies at once listed four 409s beside the one that traded).
+    refused: ({ auth, body, requestId }, err) => {
+      if (err instanceof AppError && err.code === 'IDEMPOTENCY_KEY_IN_USE') return;
+      journal(auth, body, requestId, undefined, err);
+    },
     async handler(ctx) {
       let res: RouteResponse;
       try {

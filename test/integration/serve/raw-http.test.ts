@@ -152,6 +152,8 @@ describe('what the HTTP library answers itself (items 5 and 10, README "HTTP edg
     const heads = [
       'GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n',
       'GET /healthz HTTP/1.1\r\n\r\n',
+      // An empty line before the request line (RFC 9112 §2.2: a server should skip it; clients probe).
+      '\r\nGET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n',
       rawRequest('GET', '/healthz', many),
       rawRequest('GET', '/healthz', [['X_Trace', '1']]),
       rawRequest('GET', '/healthz', [['a.b', '1']]),

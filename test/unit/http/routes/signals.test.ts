@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AppError } from '../../../../src/domain/problems.js';
+import { AppError, RequestNotSentError } from '../../../../src/domain/problems.js';
 import { alertSchema, resumeLateOutcomes } from '../../../../src/http/routes/signals.js';
 import { createLogger } from '../../../../src/log.js';
 import { createdWebhookTokenSchema, listOf } from '../../../../src/http/schemas.js';
@@ -243,6 +243,22 @@ describe('recent alerts of a token', () => {
     };
     await expect(alert({ action: 'buy', symbol: 'ES1!', qty: 1 })).rejects.toThrow('boom');
     expect((await alerts())[0]).toMatchObject({ status: 500, code: 'INTERNAL' });
+  });
+
+  it('lists an alert withdrawn unsent (its sender gone, a request pipelined behind it) as 499 "not sent", not 500 INTERNAL (clients probe)', async () => {
+    w.gateway.responder['place-order'] = () => {
+      throw new RequestNotSentError('the client closed its connection before the request was sent');
+    };
+    await expect(alert({ action: 'buy', symbol: 'ES1!', qty: 1 })).rejects.toBeInstanceOf(RequestNotSentError);
+    expect((await alerts())[0]).toMatchObject({ status: 499, code: null, detail: 'not sent: the client closed its connection before the request was sent; nothing reached the broker' });
+  });
+
+  it('does not list a copy of an alert refused because the first is still at work (409 IDEMPOTENCY_KEY_IN_USE): the alert is listed once (clients probe)', async () => {
+    const refused = route(w, 'POST', '/webhooks/:token').refused!;
+    const auth = { userId: w.a.userId, principalId: `webhook:${token.id}`, scopes: ['trade'], kind: 'webhook' as const, webhook: { tokenId: token.id, accountId: '101', strategyId: null } };
+    refused({ auth, body: { action: 'buy', symbol: 'ES1!', qty: 1, id: 'a1' }, requestId: 'dup' } as never, new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in flight', {}, 1));
+    refused({ auth, body: { action: 'buy', symbol: 'ES1!', qty: 1, id: 'a1' }, requestId: 'bad' } as never, new AppError('IDEMPOTENCY_KEY_REUSED', 'reused with another body'));
+    expect((await alerts()).map((a) => [a.requestId, a.code])).toEqual([['bad', 'IDEMPOTENCY_KEY_REUSED']]);
   });
 
   it('lists a token’s alerts to its owner only, and not another token’s', async () => {
