@@ -116,8 +116,18 @@ export class FakeResponse {
     return this;
   }
 
+  /**
+   * uWS writes `HTTP/1.1 <status>\r\n` around what it is given, so a head of several lines
+   * (the status, then `name: value` lines, as ResponseHandle.send writes it) is read back here
+   * as the status and its headers.
+   */
   writeStatus(status: string): this {
-    this.status = status;
+    const [line, ...headers] = status.split('\r\n');
+    this.status = line!;
+    for (const header of headers) {
+      const colon = header.indexOf(': ');
+      this.headers.push([header.slice(0, colon), header.slice(colon + 2)]);
+    }
     return this;
   }
 

@@ -56,6 +56,28 @@ describe('ResponseHandle.send', () => {
   });
 });
 
+describe('ResponseHandle.send: the head goes to uWS in one call', () => {
+  it('writes the status line and every header as one head, in order', () => {
+    const fake = new FakeResponse();
+    const calls: string[] = [];
+    const writeStatus = fake.writeStatus.bind(fake);
+    fake.writeStatus = (status: string) => (calls.push(status), writeStatus(status));
+    new ResponseHandle(fake.res).send({ status: 201, headers: { 'Content-Type': 'application/json', Location: '/x/1' }, body: '{}' }, false, { 'X-Request-Id': 'r3' }, 'total;dur=0.2');
+    expect(calls).toEqual(['201 Created\r\nContent-Type: application/json\r\nLocation: /x/1\r\nX-Request-Id: r3\r\nServer-Timing: total;dur=0.2']);
+    expect(fake.status).toBe('201 Created');
+  });
+
+  it('never splits the head on a line break in a header (response splitting): it becomes a space', () => {
+    const fake = new FakeResponse();
+    new ResponseHandle(fake.res).send({ status: 200, headers: { 'X-Note': 'a\r\nSet-Cookie: session=evil', 'X-Other': 'b\nc' }, body: '{}' });
+    expect(fake.headers).toEqual([
+      ['X-Note', 'a  Set-Cookie: session=evil'],
+      ['X-Other', 'b c'],
+    ]);
+    expect(fake.header('Set-Cookie')).toBeUndefined();
+  });
+});
+
 describe('ResponseHandle.send of a large body (load probe: a client that never read made the service queue every answer)', () => {
   afterEach(() => vi.useRealTimers());
   const big = JSON.stringify({ data: 'x'.repeat(100_000) });
