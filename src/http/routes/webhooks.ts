@@ -269,10 +269,13 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     // What the reversal's close did, in words: only what it did (trader probe: "the position the
     // other way was closed first" on a flat account, with nothing closed).
     const closedFirst = closed ? closeDone(closed) : undefined;
+    // A close that did nothing (the account was flat already) leaves the error as it is: nothing
+    // was done, so an open refused while the connection reconnects is tried again (throughReconnect
+    // never retries an error that carries a close).
     const afterClose = (err: unknown): unknown => {
       if (!closed || !(err instanceof AppError)) return err;
-      const done = closedFirst ? `${closedFirst}; the new one was not opened` : 'The new position was not opened';
-      return new AppError(err.code, `${done}: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
+      if (!closedFirst) return new AppError(err.code, `The new position was not opened: ${err.message}`, err.extensions, err.retryAfterSeconds);
+      return new AppError(err.code, `${closedFirst}; the new one was not opened: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
     };
     const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
     const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true, ...(intent.positionSize !== undefined && { keepQty: intent.positionSize }) } : {}) };

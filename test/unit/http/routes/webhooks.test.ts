@@ -251,6 +251,18 @@ describe('POST /webhooks/:token partial exits', () => {
     const t0 = Date.now();
     expect((await alertError({ action: 'buy', symbol: 'ES1!', qty: 1 }))!.code).toBe('BROKER_UNAVAILABLE');
     expect(Date.now() - t0).toBeGreaterThanOrEqual(2_100);
+    // A reversal on a flat account (its close closed nothing) is tried again too (re-probe 3: the
+    // empty close's result rode on the error, which the retry takes for a close done).
+    w.gateway.calls.length = 0;
+    w.gateway.responder.flatten = () => ({ cancelledOrderIds: [], positions: [], brokerMs: 1 });
+    refusals = 1;
+    w.gateway.responder['place-order'] = (req: PlaceOrderRequest) => {
+      if (refusals-- > 0) throw reconnecting();
+      return place(req);
+    };
+    const flat = await alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', marketPositionSize: 1 });
+    expect(flat.status).toBe(201);
+    expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(2);
     // A refusal that is not a reconnect (the broker's penalty hold) is answered at once.
     w.gateway.calls.length = 0;
     w.gateway.responder['place-order'] = () => {
