@@ -167,22 +167,27 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // alert queued behind a node's death (answered 504 "it is not lost") gets its turn on the
         // new owner as that one connects (cluster probe: refused then, and never placed).
         let turnAt = started;
-        const inItsTurn = async () => {
-          // In a cluster, taken on the node that runs the connection (alerts reach any node).
-          const gateway = deps.gateway;
-          const turn = gateway.takeTurn ? await gateway.takeTurn(owned.connectionId, account, mode) : (turns.takeNow(account, mode) ?? (await turns.take(account, mode)));
-          // The first turn only: the attempts after it count from there.
-          if (!inTurn) turnAt = Math.max(turnAt, Date.now());
-          inTurn = true;
-          try {
-            return await act(ctx, intent, owned, strategy, base, now);
-          } finally {
-            turn.end();
-          }
-        };
+        const until = () => turnAt + RECONNECT_WAIT_MS;
+        // In a cluster, taken on the node that runs the connection (alerts reach any node); its
+        // "node is changing" refusals are tried again like a reconnect.
+        const gateway = deps.gateway;
+        const takeTurn = () => (gateway.takeTurn ? gateway.takeTurn(owned.connectionId, account, mode) : turns.take(account, mode));
         const work = (async () => {
           try {
-            return await throughReconnect(inItsTurn, () => turnAt + RECONNECT_WAIT_MS);
+            // A free turn is taken at once, in the same run as the alert's arrival (no await).
+            const free = gateway.takeTurn ? undefined : turns.takeNow(account, mode);
+            const turn = free ?? (await throughReconnect(takeTurn, until));
+            turnAt = Math.max(turnAt, Date.now());
+            inTurn = true;
+            // The turn is held across the retries: let go between them, a later alert on the
+            // account took it and acted first (faults probe: a reversal retried through a
+            // reconnect ran after the exit behind it, and the account ended short while the
+            // strategy was flat).
+            try {
+              return await throughReconnect(() => act(ctx, intent, owned, strategy, base, now), until);
+            } finally {
+              turn.end();
+            }
           } finally {
             clearTimeout(mark);
           }

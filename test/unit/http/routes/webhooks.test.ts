@@ -230,6 +230,26 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions', 'flatten']);
   });
 
+  it('an alert tried again through a reconnect keeps its turn: an alert behind it on the account does not act in between (faults probe: the exit behind a retried reversal ran first; short while the strategy was flat)', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
+    let refusals = 1;
+    const flatten = w.gateway.responder.flatten!;
+    w.gateway.responder.flatten = (req: FlattenRequest) => {
+      if (refusals-- > 0) throw new AppError('BROKER_UNAVAILABLE', 'broker connection is RECONNECTING', { connectionStatus: 'RECONNECTING' });
+      w.gateway.responder.positions = () => [];
+      return flatten(req);
+    };
+    // The exit first; the re-entry 50 ms later, while the exit waits to try again.
+    const exit = alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'flat' });
+    await new Promise((r) => setTimeout(r, 50));
+    const entry = alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
+    expect((await exit).status).toBe(200);
+    expect((await entry).status).toBe(201);
+    const types = w.gateway.calls.map((c) => c.req.type);
+    expect(types.lastIndexOf('flatten')).toBeLessThan(types.indexOf('place-order'));
+    expect(types.filter((t) => t === 'flatten')).toHaveLength(2);
+  });
+
   it('an alert arriving while its connection reconnects is tried again for up to 2.3 s after it arrived, not refused 503 at once (faults probe: TradingView never resends it); other refusals are not', async () => {
     w.gateway.responder.positions = () => [];
     const reconnecting = () => new AppError('BROKER_UNAVAILABLE', 'broker connection is RECONNECTING', { connectionStatus: 'RECONNECTING' });
