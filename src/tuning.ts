@@ -157,9 +157,15 @@ export const SUPERVISOR = Object.freeze({
   restartMaxMs: 5000,
   /** … and its crash history is forgotten once it stays up this long. */
   restartStableMs: 30_000,
-  /** At shutdown: each actor's remove call, and the bound on one worker's whole goodbye. */
-  closeRemoveMs: 2000,
-  closeBoundMs: 2500,
+  /**
+   * At shutdown: each actor's remove call, and the bound on one worker's whole goodbye. Past the
+   * actor's own drain (10 s for a flatten, cancel or placement under way: workers/connection-actor
+   * actor.ts STOP_DRAIN_MS): an actor with nothing under way stops at once, and one mid-flatten is
+   * not cut between cancelling a position's legs and closing it (faults probe: SIGTERM 200 ms after
+   * a reversal's 504 left a naked long 1; the bound was 2.5 s).
+   */
+  closeRemoveMs: 11_000,
+  closeBoundMs: 12_000,
 });
 
 /** Broker deadline for webhook alerts: well inside TradingView's 3 s. */

@@ -125,8 +125,14 @@ export class ConnectionActor {
     clearInterval(this.quietWatch);
     clearInterval(this.finishedSweep);
     const ctx = this.ctx;
-    const underway = [...ctx.flattening.values(), ...ctx.cancelling.values(), ...ctx.placing.values()];
-    if (underway.length > 0) await settledWithin(Promise.allSettled(underway), STOP_DRAIN_MS);
+    // Work that starts during the drain (a request already on its way in) is waited for too.
+    const deadline = Date.now() + STOP_DRAIN_MS;
+    for (;;) {
+      const underway = [...ctx.flattening.values(), ...ctx.cancelling.values(), ...ctx.placing.values()];
+      const left = deadline - Date.now();
+      if (underway.length === 0 || left <= 0) break;
+      await settledWithin(Promise.allSettled(underway), left);
+    }
     this.guards.stop();
     this.orphans.stop();
     return this.conn.stop();

@@ -62,11 +62,6 @@ async function reconnected(ctx: ActorContext, ms: number): Promise<boolean> {
   }
 }
 
-/** A position `now` that is the one held at the start (`start`), or part of it: same side, no larger. */
-function sameOrLess(start: number | undefined, now: number): boolean {
-  return start !== undefined && now !== 0 && Math.sign(now) === Math.sign(start) && Math.abs(now) <= Math.abs(start);
-}
-
 /** Whether an order ended (rejected, cancelled, expired) without a fill. */
 function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
   return isFinal(ctx.mirror, orderId) && ctx.mirror.get('order', orderId)?.ordStatus !== 'Filled';
@@ -96,6 +91,26 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   forgetOwedLegs(ctx, req.accountId, inScope);
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
   const ids = working.map((o) => Number(o.orderId));
+  /**
+   * Whether a position found after waiting out a lost connection is still the flatten's: the one
+   * it found, or part of it, or what the orders it was cancelling filled meanwhile (re-probe 4: an
+   * entry it was cancelling filled during the outage, and its position was left open as "traded
+   * elsewhere"). One that grew past that, or turned, was traded elsewhere.
+   */
+  const stillItsOwn = (contractId: unknown, symbol: string, now: number): boolean => {
+    let start = heldAtStart.get(contractId) ?? 0;
+    let room = 0;
+    for (const o of working) {
+      if (o.symbol !== symbol) continue;
+      const filled = (ctx.model.record(Number(o.orderId))?.filledQty ?? o.filledQty) - o.filledQty;
+      if (filled <= 0) continue;
+      room += filled;
+      start += o.side === 'buy' ? filled : -filled;
+    }
+    if (now === 0) return false;
+    if (start !== 0 && Math.sign(now) !== Math.sign(start)) return false;
+    return Math.abs(now) <= Math.max(Math.abs(start), Math.abs(heldAtStart.get(contractId) ?? 0) + room);
+  };
   // Cancels go out together, in waves (one after the other, they held the liquidation back by a
   // round trip per order): entries and plain orders first (an entry's cancel takes its suspended
   // legs along), then one leg of each bracket (its OCO takes the other), then whatever still works.
@@ -144,7 +159,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     const closedQty = Math.abs(Number(p.netPos));
     // Waited out a lost connection: a position that grew, turned or is new meanwhile (traded
     // elsewhere) is not the one this flatten was for; one a leg took part of still is.
-    if (resumed && !sameOrLess(heldAtStart.get(p.contractId), Number(p.netPos))) {
+    if (resumed && !stillItsOwn(p.contractId, symbol, Number(p.netPos))) {
       outcomes.push({ symbol, closedQty: 0, status: 'failed', code: 'CONFLICT', detail: `the position changed while the connection was down (${heldAtStart.get(p.contractId) ?? 0} when the flatten began, ${Number(p.netPos)} now): not closed` });
       continue;
     }
@@ -154,10 +169,17 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
       try {
         reply = await liquidate();
       } catch (err) {
-        // Never sent (the connection was down): sent once it is back, the position unchanged.
-        if (!(err instanceof AppError && err.code === 'BROKER_UNAVAILABLE' && (await resumeAfterReconnect([err])))) throw err;
+        // Lost with the connection, sent or not (re-probe 4: one lost unanswered was never sent
+        // again, the position left open without its legs): once the connection is back and its
+        // positions read again, sent again only for a position still open and still the flatten's.
+        // One it did close is flat by then, and a market liquidation does not rest.
+        if (!(await resumeAfterReconnect([err]))) throw err;
         const now = ctx.model.openPositionEntities(req.accountId).find((q) => q.contractId === p.contractId);
-        if (!now || !sameOrLess(heldAtStart.get(p.contractId), Number(now.netPos))) throw new AppError('CONFLICT', `the position changed while the connection was down (${Number(p.netPos)} when its liquidation failed, ${Number(now?.netPos ?? 0)} now): not closed`);
+        if (!now) {
+          outcomes.push({ symbol, closedQty, status: 'liquidated', detail: 'closed while the connection was down' });
+          continue;
+        }
+        if (!stillItsOwn(p.contractId, symbol, Number(now.netPos))) throw new AppError('CONFLICT', `the position changed while the connection was down (${Number(p.netPos)} when its liquidation was lost, ${Number(now.netPos)} now): not closed`);
         reply = await liquidate();
       }
       const answer = checkAnswer('liquidateposition', reply) as { orderId?: unknown };

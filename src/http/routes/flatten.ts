@@ -79,7 +79,14 @@ export function positionOutcomes(positions: FlattenResult['positions']) {
  * 504 when it may have reached the broker, 503 when it never left, 422 when the broker refused it
  * or did not fill it. The problem carries the flatten's outcome (`cancelledOrderIds`, `positions`).
  */
-function notFlat(view: { positions: { symbol: string }[] }, failed: FlattenResult['positions']): AppError {
+function notFlat(view: { positions: { symbol: string }[]; cancelledOrderIds: string[] }, failed: FlattenResult['positions']): AppError {
+  // Every one left because it changed while the connection was down (traded elsewhere): its orders
+  // were not necessarily cancelled, and nothing was refused (re-probe 4: a 422 "cancelled …").
+  if (failed.every((f) => f.code === 'CONFLICT')) {
+    const which = failed.map((f) => `${f.symbol} (${f.detail ?? 'changed'})`).join('; ');
+    const cancelled = view.cancelledOrderIds.length > 0 ? `${view.cancelledOrderIds.length} resting order(s) were cancelled, but ` : '';
+    return new AppError('CONFLICT', `${cancelled}${which}: left open. Read the positions and working orders before flattening again`, view);
+  }
   const sent = failed.find((f) => f.code === 'BROKER_TIMEOUT');
   const unsent = failed.find((f) => f.code === 'BROKER_UNAVAILABLE' || f.code === 'CONNECTION_FAILED');
   const which = failed.map((f) => `${f.symbol} (${f.detail ?? 'failed'})`).join('; ');
@@ -120,7 +127,7 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       responses: [
         { status: 200, description: 'Per-symbol outcomes', schema: flattenResponseSchema },
         ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'SYMBOL_MISMATCH'),
-        ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', ...BROKER_ERRORS),
+        ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'CONFLICT', ...BROKER_ERRORS),
       ],
       async handler(ctx) {
         const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);

@@ -159,3 +159,28 @@ test('past threadsMax connections share workers; removal reports DISABLED and fo
   const gone = await s.request(first, { type: 'accounts' }).catch((e: unknown) => e);
   expect((gone as AppError).code).toBe('NOT_FOUND');
 });
+
+test('closing the supervisor while a flatten is under way lets the actor finish it: the position is closed, not left without its legs (faults probe: SIGTERM after a reversal\'s 504 left a naked long; each actor had 2.5 s)', async () => {
+  const s = await start();
+  const { spec, accountId } = await userSpec('sup-close');
+  await s.addConnection(spec);
+  await nextEvent(s, isStatus(spec.connectionId, 'CONNECTED'));
+  const placed = await s.request(spec.connectionId, {
+    type: 'place-order', accountId, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'market', timeInForce: 'day', clOrdId: 'c1',
+    takeProfit: { price: 5010 }, stopLoss: { price: 4990 },
+  });
+  expect(placed.order.status).toBe('filled');
+  // Every broker request takes 1.5 s: the flatten's cancels and its liquidation take ~3 s.
+  await control('POST', '/faults', { latencyMs: 1_500 });
+  const flattening = s.request(spec.connectionId, { type: 'flatten', accountId }).catch((e: unknown) => e);
+  await new Promise((r) => setTimeout(r, 300));
+  await s.close();
+  sup = undefined;
+  await control('DELETE', '/faults');
+  await flattening;
+  const state = await control('GET', '/state');
+  const positions = (state.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(accountId));
+  const working = (state.orders as { accountId: number; ordStatus: string }[]).filter((o) => o.accountId === Number(accountId) && o.ordStatus === 'Working');
+  expect(positions.reduce((n, p) => n + p.netPos, 0)).toBe(0);
+  expect(working).toEqual([]);
+}, 30_000);

@@ -178,6 +178,27 @@ describe('recent alerts of a token', () => {
       expect(await resumeLateOutcomes(deps, createLogger('silent'))).toBe(0);
     });
 
+    it('an alert queued behind a slow one and refused because the service is stopping is listed as not acted on, nothing sent (faults probe: "acted on … actor supervisor is closed")', async () => {
+      let answer!: (v: unknown) => void;
+      w.gateway.responder.positions = () => [];
+      w.gateway.responder['place-order'] = () => new Promise((resolve) => (answer = resolve)) as never;
+      const entry = { action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 };
+      const first = expect(alert(entry, 'req-slow')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      const second = expect(alert({ ...entry, qty: 2, marketPositionSize: 2 }, 'req-queued')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      await vi.advanceTimersByTimeAsync(2_600);
+      await Promise.all([first, second]);
+      // The service stops: the supervisor refuses what has not reached an actor yet.
+      const slow = answer;
+      w.gateway.responder['place-order'] = () => {
+        throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
+      };
+      slow({ order: orderRecord({ orderId: '95' }), reconciled: false, brokerMs: 3_000 });
+      await vi.advanceTimersByTimeAsync(10);
+      await w.store.flushed();
+      const queued = (await alerts()).find((a) => a.lateOutcomeOf === 'req-queued');
+      expect(queued).toMatchObject({ status: 503, code: 'SHUTTING_DOWN', detail: 'not acted on after this alert was answered 504, nothing was sent: the service was stopping: actor supervisor is closed' });
+    });
+
     it('another user’s alert with the same request id (X-Request-Id is the client’s) does not count as the killed alert’s answer (attack probe: it hid the "outcome unknown")', async () => {
       w.gateway.responder['place-order'] = () => new Promise(() => undefined) as never;
       void alert({ action: 'buy', symbol: 'ES1!', qty: 3 }, 'req-victim').catch(() => undefined);

@@ -221,6 +221,34 @@ describe('flatten', () => {
       expect(broker.bodies('order/liquidateposition')).toEqual([]);
     });
 
+    it('a liquidation lost unanswered with the connection is sent again once it is back, the position still open (re-probe 4: left open without its legs)', async () => {
+      const { broker, ctx } = fakeActorContext();
+      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+      broker.fill(Number(b.order.orderId), 1, 5000);
+      const defaults = (broker as unknown as { defaults: Record<string, (body: unknown) => unknown> }).defaults;
+      let lost = false;
+      broker.handlers['order/liquidateposition'] = (body) => {
+        if (lost) return defaults['order/liquidateposition']!(body);
+        lost = true;
+        broker.connected = false;
+        setTimeout(() => (broker.connected = true), 300);
+        throw new AppError('BROKER_TIMEOUT', 'broker connection lost (socket closed (1006)) before it answered: the liquidation may have reached the broker');
+      };
+      const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+      expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
+      expect(broker.bodies('order/liquidateposition')).toHaveLength(2);
+      expect(ctx.model.positions(ACCOUNT)).toEqual([]);
+    });
+
+    it('an entry it was cancelling that filled during the outage is its own to close, not "traded elsewhere" (re-probe 4)', async () => {
+      const { broker, ctx } = fakeActorContext();
+      const entry = await placeOrder(ctx, newOrder({ price: 4995, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+      loseFirstCancel(broker, 300, () => broker.fill(Number(entry.order.orderId), 1, 4995));
+      const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+      expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
+      expect(ctx.model.positions(ACCOUNT)).toEqual([]);
+    });
+
     it('fails as before when the connection is not back within its wait', async () => {
       const { broker, ctx } = fakeActorContext();
       const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
