@@ -37,6 +37,8 @@ function clockOf(t: ConnectionTuning): () => number {
 /** A connection actor. `start()` connects; `handle()` never throws (errors come back as data). */
 /** The longest a stop waits for the broker work under way (inside the supervisor's 15 s remove call). */
 const STOP_DRAIN_MS = 10_000;
+/** How long a settled positions read waits for a flatten under way (its reconnect wait, 20 s, and its settling). */
+const SETTLED_READ_WAIT_MS = 30_000;
 
 export class ConnectionActor {
   readonly conn: BrokerConnection;
@@ -166,8 +168,10 @@ export class ConnectionActor {
         if (req.settled) {
           // Orders on their way and a flatten under way change the position about to be read.
           await placementsSettled(this.ctx, req.accountId);
+          // Waited out whole (a flatten waiting for a reconnect takes up to 20 s): read half way,
+          // a position about to be closed was taken for the strategy's (re-probe 4).
           const flattening = this.ctx.flattening.get(req.accountId);
-          if (flattening) await settledWithin(flattening, this.ctx.settleMs);
+          if (flattening) await settledWithin(flattening, SETTLED_READ_WAIT_MS);
         }
         this.readable(req.accountId);
         return this.model.positions(req.accountId);

@@ -54,6 +54,8 @@ const FOLLOW_UP_FLUSH_MS = 200;
 
 /** Every broker call of an alert: TradingView gives a webhook about 3 s. */
 const WEBHOOK_TIMEOUT = { timeoutMs: WEBHOOK_BROKER_TIMEOUT_MS };
+/** The settled positions read of an alert: no broker call, a wait for the account's work under way (actor.ts SETTLED_READ_WAIT_MS). */
+const POSITIONS_READ = { timeoutMs: 35_000 };
 
 /**
  * The token's account as its broker reports it. 403 ACCOUNT_INACTIVE when the broker no
@@ -451,7 +453,11 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
  */
 async function holdings(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, of: { contract: string; product: boolean }) {
   const root = contractRoot(of.contract)?.root;
-  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, WEBHOOK_TIMEOUT).catch((err: unknown) => {
+  // Waits for the account's work in progress (a flatten that waits out a reconnect may take 20 s):
+  // past TradingView's time the alert is answered 504 and acts when the read comes back, in its
+  // turn (re-probe 4: a re-entry queued behind such an exit was dropped when this read gave up
+  // at 2.5 s).
+  const rows = await callActor(deps, ctx, owned.connectionId, { type: 'positions', accountId: owned.account.id, settled: true }, POSITIONS_READ).catch((err: unknown) => {
     // A read that took too long (the account's orders still settling) sent nothing: no 504's
     // "may still be placed", and no follow-up (re-probe 3: a strategy's re-entry dropped behind
     // a bare 504 that said a follow-up would come).

@@ -152,6 +152,16 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(w.gateway.calls.map((c) => c.req.type)).toEqual(['positions']);
   });
 
+  it('a strategy alert reads the settled positions with a long deadline: behind a flatten that waits out a reconnect it is answered 504 at TradingView\'s deadline and acts once the read comes back (re-probe 4: the re-entry was dropped at 2.5 s)', async () => {
+    w.gateway.responder.positions = () => [];
+    await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
+    const read = w.gateway.calls.find((c) => c.req.type === 'positions')!;
+    expect(read.req).toMatchObject({ settled: true });
+    expect(read.timeoutMs).toBeGreaterThanOrEqual(30_000);
+    // Broker calls keep the webhook deadline.
+    expect(w.gateway.calls.find((c) => c.req.type === 'place-order')!.timeoutMs).toBe(WEBHOOK_BROKER_TIMEOUT_MS);
+  });
+
   it('a partial exit the actor sent smaller (a leg fill took part of it as the legs made room) says so in a warning (re-probe 3)', async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 3, avgPrice: 5000, openedAt: null }];
     w.gateway.responder['place-order'] = () => ({ order: orderRecord({ side: 'sell', qty: 1, status: 'filled' }), reconciled: false, brokerMs: 1 });
