@@ -187,6 +187,11 @@ export class FakeBroker implements BrokerLink {
       const commandId = this.id();
       // A modify's version id is its command id (mirror.latestVersion picks the highest).
       this.mirror.apply('orderVersion', 'Created', { ...this.mirror.latestVersion(order.id), ...b, id: commandId, orderId: order.id });
+      // As the paper broker (and Tradovate) do: no total at or below what the order has filled.
+      const filled = this.mirror.by('fill', 'orderId', order.id).reduce((n, f) => n + Number(f.qty), 0);
+      if (typeof b.orderQty === 'number' && b.orderQty <= filled) {
+        this.mirror.apply('commandReport', 'Created', { id: this.id(), commandId, commandStatus: 'ExecutionRejected', rejectReason: 'UnknownReason', text: 'Quantity must exceed the filled quantity' });
+      }
       return { commandId };
     },
     'order/liquidateposition': (b) => {

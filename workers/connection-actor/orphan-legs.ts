@@ -89,6 +89,16 @@ export interface ComingExit {
   qty: number;
 }
 
+/** The broker's reason when it rejected command `commandId`; null while it has not. */
+function commandRefusal(mirror: ActorContext['mirror'], commandId: number): string | null {
+  for (const rep of mirror.by('commandReport', 'commandId', commandId)) {
+    if (rep.commandStatus === 'RiskRejected' || rep.commandStatus === 'ExecutionRejected') {
+      return [rep.rejectReason, rep.text].filter((x) => typeof x === 'string' && x).join(': ') || String(rep.commandStatus);
+    }
+  }
+  return null;
+}
+
 /**
  * How much of a position of `net` the legs of `role` on the exit's side do not cover yet, beside
  * the exits resting on it (`resting`, their open quantity): legs and exits together never sell
@@ -645,7 +655,7 @@ export class OrphanLegs {
     const cancelling = new Set([...brackets.values()].flat().filter((a) => a.cancel).map((a) => a.leg.orderId));
     for (const [bracket, actions] of brackets) {
       const done: string[] = [];
-      const cuts: { id: number; leg: OrderRecord; qty: number }[] = [];
+      const cuts: { id: number; leg: OrderRecord; qty: number; commandId: number | null }[] = [];
       for (const action of actions) {
         const { leg } = action;
         const id = Number(leg.orderId);
@@ -666,9 +676,9 @@ export class OrphanLegs {
             if (coming) this.roomMade.get(coming)?.push({ leg, to: 0 });
             done.push(`${leg.role} ${leg.orderId} cancelled`);
           } else {
-            checkAnswer('modifyorder', await this.ctx.conn.send('order/modifyorder', resizeOrderBody(leg, action.qty), { kind: 'order' }));
+            const answer = checkAnswer('modifyorder', await this.ctx.conn.send('order/modifyorder', resizeOrderBody(leg, action.qty), { kind: 'order' })) as { commandId?: unknown };
             this.sent.set(leg.orderId, action.qty);
-            cuts.push({ id, leg, qty: action.qty });
+            cuts.push({ id, leg, qty: action.qty, commandId: typeof answer?.commandId === 'number' ? answer.commandId : null });
             if (coming) this.roomMade.get(coming)?.push({ leg, to: action.qty });
           }
         } catch (err) {
@@ -701,15 +711,25 @@ export class OrphanLegs {
   }
 
   /** What became of the legs this sweep asked the broker to cut: each cut once its version shows it, or unconfirmed (asked again at the next look). */
-  private async confirmCuts(accountId: string, cuts: readonly { id: number; leg: OrderRecord; qty: number }[]): Promise<string[]> {
+  private async confirmCuts(accountId: string, cuts: readonly { id: number; leg: OrderRecord; qty: number; commandId: number | null }[]): Promise<string[]> {
     if (cuts.length === 0) return [];
     const mirror = this.ctx.mirror;
     const shows = (c: (typeof cuts)[number]) => Number(mirror.latestVersion(c.id)?.orderQty) === c.qty || isFinal(mirror, c.id);
-    await mirror.waitFor(() => (cuts.every(shows) ? true : undefined), this.ctx.settleMs);
+    // Refused by the broker (a leg that filled meanwhile cannot be cut to what it has filled):
+    // known at once, not waited out.
+    const refused = (c: (typeof cuts)[number]) => (c.commandId === null ? null : commandRefusal(mirror, c.commandId));
+    await mirror.waitFor(() => (cuts.every((c) => shows(c) || refused(c) !== null) ? true : undefined), this.ctx.settleMs);
     const out: string[] = [];
     for (const c of cuts) {
       if (shows(c)) {
         out.push(`${c.leg.role} ${c.leg.orderId} cut from ${c.leg.qty} to ${c.qty}`);
+        continue;
+      }
+      const why = refused(c);
+      if (why !== null) {
+        this.sent.delete(c.leg.orderId);
+        this.schedule(Number(accountId));
+        out.push(`${c.leg.role} ${c.leg.orderId}: cut from ${c.leg.qty} to ${c.qty} refused by the broker (${why}); planned again from what it shows`);
         continue;
       }
       // Planned again at the next sweep, from what the broker shows.

@@ -278,8 +278,23 @@ export class Mirror {
   /** The newest orderVersion of an order (highest id: a modify's version id is its command id). */
   latestVersion(orderId: number): Entity | undefined {
     let best: Entity | undefined;
-    for (const v of this.by('orderVersion', 'orderId', orderId)) if (!best || v.id > best.id) best = v;
-    return best;
+    let any: Entity | undefined;
+    for (const v of this.by('orderVersion', 'orderId', orderId)) {
+      if (!any || v.id > any.id) any = v;
+      // A modify the broker rejected leaves the order as it was: its version (the modify's
+      // command id) is not the order's (re-probe 4: a leg cut to no more than it had filled was
+      // refused, and the service took the leg for cut; it then sold past the position).
+      if ((!best || v.id > best.id) && !this.commandRejected(v.id)) best = v;
+    }
+    return best ?? any;
+  }
+
+  /** Whether the broker reported command `commandId` rejected. */
+  private commandRejected(commandId: number): boolean {
+    for (const rep of this.by('commandReport', 'commandId', commandId)) {
+      if (rep.commandStatus === 'RiskRejected' || rep.commandStatus === 'ExecutionRejected') return true;
+    }
+    return false;
   }
 
   /** Subscribes to every applied change. */

@@ -63,6 +63,20 @@ test('an index value shared by several entities keeps them in arrival order, thr
   expect(m.by('account', 'id', 10)).toEqual([]);
 });
 
+test('latestVersion passes over a modify the broker rejected: the order stays as it was (re-probe 4: a leg cut below what it had filled was refused, and was taken for cut)', () => {
+  const m = new Mirror();
+  m.apply('orderVersion', 'Created', { id: 5, orderId: 5, orderQty: 3, price: 5010 });
+  // The modify's version comes with its command; the command's report then says it was refused.
+  m.apply('orderVersion', 'Created', { id: 9, orderId: 5, orderQty: 1, price: 5010 });
+  expect(m.latestVersion(5)?.orderQty).toBe(1);
+  m.apply('commandReport', 'Created', { id: 10, commandId: 9, commandStatus: 'ExecutionRejected', text: 'Quantity must exceed the filled quantity' });
+  expect(m.latestVersion(5)?.orderQty).toBe(3);
+  // A later modify that passed is the order's.
+  m.apply('orderVersion', 'Created', { id: 11, orderId: 5, orderQty: 2, price: 5010 });
+  m.apply('commandReport', 'Created', { id: 12, commandId: 11, commandStatus: 'RiskPassed' });
+  expect(m.latestVersion(5)?.orderQty).toBe(2);
+});
+
 test('latestVersion is the orderVersion with the highest id (a modify)', () => {
   const m = new Mirror();
   m.apply('orderVersion', 'Created', { id: 20, orderId: 5, price: 2 });

@@ -183,6 +183,35 @@ describe('orphaned bracket legs', () => {
     expect(s.events.at(-1)).toMatchObject({ type: 'bracket-alert', detail: expect.stringMatching(/^the exit sell 2 ESZ6 \(market\) was sent for 1 only \(a stop-loss or take-profit filled 1 while the legs made room for it, and the strategy keeps 1\)/) });
   });
 
+  it('a leg cut the broker refuses (it filled meanwhile, and may not be cut to what it filled) is not taken for cut: it is planned again, and the legs end within the position (re-probe 4: a take-profit 2 open on long 1 reversed the account)', async () => {
+    const s = setup(GRACE_MS);
+    const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+    s.broker.fill(Number(placed.order.orderId), 3, 5000);
+    const tpId = Number(placed.legs!.takeProfit!.orderId);
+    // The take-profit fills 1 as the first cut (to 1 each, for sell 2) reaches the broker: its cut to a total of 1 is refused.
+    const defaults = (s.broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
+    let first = true;
+    s.broker.handlers['order/modifyorder'] = (b) => {
+      if (first) {
+        first = false;
+        s.broker.fill(tpId, 1, 5010);
+      }
+      return defaults['order/modifyorder']!(b);
+    };
+    const t0 = Date.now();
+    const exit = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null, reduceOnly: true, keepQty: 1 } as never));
+    // Known refused at once: not waited out for the 200 ms settle time of this context.
+    expect(Date.now() - t0).toBeLessThan(150);
+    expect(exit.order.qty).toBe(1);
+    s.broker.fill(Number(exit.order.orderId), 1, 5000);
+    await pause(GRACE_MS * 10);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(1);
+    const legs = s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'take_profit' || o.role === 'stop_loss');
+    for (const role of ['take_profit', 'stop_loss']) {
+      expect(legs.filter((o) => o.role === role).reduce((n, o) => n + o.qty - o.filledQty, 0), role).toBe(1);
+    }
+  });
+
   it('a partial exit refused because a leg fill already took the position to the strategy’s size: a bracket whose cut legs then ended is put back for what is left (re-probe 3: long 1, nothing working, though the 409 said the legs were given back)', async () => {
     const s = setup(60_000);
     const placed = await placeOrder(s.ctx, newOrder({ qty: 2, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
