@@ -187,25 +187,34 @@ function positivePrice(path: string, value: unknown): number {
  */
 function foreignLeg(key: string): 'stopLoss' | 'takeProfit' | undefined {
   const k = key.toLowerCase().replace(/[^a-z]/g, '');
+  // Names of what is about a stop or target, not its level (re-probe 4: stop_reason,
+  // session_stop, target_account, targetTimeframe refused entries).
+  if (NOT_A_LEVEL.test(k)) return undefined;
   // Any name with "stop" in it (exit_stop, catastrophic_stop, stop_market_price, stop_limit…): the
   // one field webhooks read under such a name is stopPrice, matched before this.
   if (k.includes('stop') || FOREIGN_STOP.test(k)) return 'stopLoss';
   if (/takeprofit|target/.test(k) || FOREIGN_TARGET.test(k) || (k.endsWith('tp') && !k.endsWith('http'))) return 'takeProfit';
   return undefined;
 }
+/** `tp`/`sl` text meaning no such leg; an empty one stays refused (a placeholder that came out empty). */
+const LEG_OFF = /^\s*(0+(\.0*)?|false|off|none|no)\s*$/i;
+const NOT_A_LEVEL = /time|reason|date|session|trading|url|account|name|comment|message|text|note|type|mode|enabled|nonstop|status|count|id$|out$/;
 const LEG_UNIT = '(ticks?|price|points?|pts|dollars?|usd|percent(age)?|pct|amount|offset|distance|level|value)';
 const FOREIGN_STOP = new RegExp(`^(sl|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|loss)$`);
 const FOREIGN_TARGET = new RegExp(`^(tp|pt|tgt|take|profit)${LEG_UNIT}?$|^${LEG_UNIT}(tp|profit)$`);
 
+/** Text that reads as a level: a number, with a currency sign or a unit (`20`, `"$50"`, `"20 ticks"`, `"1.5%"`). */
+const LEVEL_TEXT = /^\s*[$€£]?\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*(ticks?|pts?|points?|%|percent|usd|dollars?|\$)?\s*$/i;
+
 /**
- * Whether a foreign leg field's value asks for a level: a number other than 0, text with a
- * non-zero digit in it (`"20"`, `"20 ticks"`, `"$50"`), or an object or list holding one. Off
- * (`0`, `"0.0"`, `false`, `null`, `""`) or words with no number (`"N/A"`, `"disabled"`,
- * `"tradovate"`) ask for nothing.
+ * Whether a foreign leg field's value asks for a level: a number other than 0, text that reads
+ * as one (`"20"`, `"20 ticks"`, `"$50"`: LEVEL_TEXT), or an object or list holding one. Off
+ * (`0`, `"0.0"`, `false`, `null`, `""`) and other text (`"N/A"`, `"disabled"`, `"Long Entry 1"`,
+ * `"15:55"`, a URL) ask for nothing.
  */
 function asksForLevel(value: unknown, depth = 0): boolean {
   if (typeof value === 'number') return Number.isFinite(value) && value !== 0;
-  if (typeof value === 'string') return /[1-9]/.test(value);
+  if (typeof value === 'string') return LEVEL_TEXT.test(value) && /[1-9]/.test(value);
   if (value === null || typeof value !== 'object' || depth > MAX_NESTED_DEPTH) return false;
   return Object.values(value).some((v) => asksForLevel(v, depth + 1));
 }
@@ -426,6 +435,13 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
       // Refused for an order that may open a position, once the action is known; an exit ignores it like its own legs.
       if (found) foreign.push(found);
       else warnings.push(`unknown field '${printable(key)}' ignored`);
+      continue;
+    }
+    // PickMyTrade's `tp`/`sl` set to 0 (or off) in a template mean no such leg, as other
+    // products' switches do (re-probe 4: refused 400). `takeProfit: 0` in our own spelling stays
+    // refused: a placeholder that came out 0.
+    if ((key === 'tp' || key === 'sl') && (value === 0 || value === false || (typeof value === 'string' && LEG_OFF.test(value)))) {
+      warnings.push(`'${key}' is off (${JSON.stringify(value)}): no ${canonical === 'takeProfit' ? 'take-profit' : 'stop-loss'} from it`);
       continue;
     }
     if (canonical in fields) {

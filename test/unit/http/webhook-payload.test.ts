@@ -152,6 +152,28 @@ describe('parseWebhookPayload actions and aliases', () => {
     expect(refused({ limit: 4990, limit_price: 4990 })).toBeUndefined();
   });
 
+  it('does not take informational fields for a stop or target (re-probe 4: stop_reason "Long Entry 1", session_stop "15:55", target_account, targetTimeframe refused entries)', () => {
+    for (const extra of [
+      { stop_reason: 'Long Entry 1' }, { stopReason: 'Exit 2' }, { nonstop: 1 }, { session_stop: '15:55' }, { stop_time: '1600' },
+      { last_stop_out: 1795800000000 }, { stop_trading_after: 15 }, { target_account: 'DEMO12345' }, { target_url: 'https://example.com/h/1' },
+      { target: 'account 12345' }, { ftp: 'host1' }, { smtp: 'host1' }, { meta: { targetTimeframe: '15' } }, { stop_loss: '{{plot_0}}' },
+    ]) {
+      const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, ...extra }, NOW);
+      expect(intent.kind, JSON.stringify(extra)).toBe('order');
+    }
+  });
+
+  it("PickMyTrade's tp/sl set to 0 or off mean no such leg (a warning), not a 400; empty stays refused, and takeProfit: 0 in our own spelling too", () => {
+    for (const value of [0, '0', '0.0', false, 'off']) {
+      const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, tp: value, sl: value }, NOW);
+      expect(intent, JSON.stringify(value)).toMatchObject({ kind: 'order' });
+      expect((intent as { order: { takeProfit?: unknown; stopLoss?: unknown } }).order.takeProfit).toBeUndefined();
+      expect(intent.warnings).toEqual([`'tp' is off (${JSON.stringify(value)}): no take-profit from it`, `'sl' is off (${JSON.stringify(value)}): no stop-loss from it`]);
+    }
+    expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, takeProfit: 0 }, NOW)).toThrow(/takeProfit: must be a positive number/);
+    expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, tp: '' }, NOW)).toThrow(/is empty/);
+  });
+
   it('an exit, close or partial exit ignores a foreign stop-loss or take-profit as it ignores its own (re-probe 3: the position stayed open, 400)', () => {
     const close = parseWebhookPayload({ action: 'close', symbol: 'ESZ6', stop_loss: 20 }, NOW);
     expect(close).toMatchObject({ kind: 'flatten' });
