@@ -183,26 +183,33 @@ describe('flatten', () => {
   });
 
   describe('a connection lost during the flatten (re-probe 3: an exit answered 504 "it goes on" never ran again; the position stayed open with its legs)', () => {
-    /** The first cancel is lost with the socket; the connection is back `afterMs` later (its mirror as the broker left it). */
-    function loseFirstCancel(broker: ReturnType<typeof fakeActorContext>['broker'], afterMs: number, meanwhile?: () => void): void {
+    /** Long 1 with its take-profit and stop-loss working. */
+    async function longWithBracket(): Promise<ReturnType<typeof fakeActorContext>> {
+      const fake = fakeActorContext();
+      const b = await placeOrder(fake.ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
+      fake.broker.fill(Number(b.order.orderId), 1, 5000);
+      return fake;
+    }
+
+    /** The first request to `endpoint` is lost with the socket, unanswered; the connection is back `afterMs` later (its mirror as the broker left it). */
+    function loseFirst(broker: ReturnType<typeof fakeActorContext>['broker'], endpoint: string, afterMs: number, meanwhile?: () => void): void {
       const defaults = (broker as unknown as { defaults: Record<string, (b: unknown) => unknown> }).defaults;
       let lost = false;
-      broker.handlers['order/cancelorder'] = (b) => {
-        if (lost) return defaults['order/cancelorder']!(b);
+      broker.handlers[endpoint] = (b) => {
+        if (lost) return defaults[endpoint]!(b);
         lost = true;
         broker.connected = false;
         setTimeout(() => {
           meanwhile?.();
           broker.connected = true;
         }, afterMs);
-        throw new AppError('BROKER_TIMEOUT', 'broker connection lost (socket closed (1006)) before it answered: the cancel may have reached the broker');
+        throw new AppError('BROKER_TIMEOUT', `broker connection lost (socket closed (1006)) before it answered: the ${endpoint} may have reached the broker`);
       };
     }
+    const loseFirstCancel = (broker: ReturnType<typeof fakeActorContext>['broker'], afterMs: number, meanwhile?: () => void) => loseFirst(broker, 'order/cancelorder', afterMs, meanwhile);
 
     it('carries on once the connection is back: the legs are cancelled and the position closed', async () => {
-      const { broker, ctx } = fakeActorContext();
-      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
-      broker.fill(Number(b.order.orderId), 1, 5000);
+      const { broker, ctx } = await longWithBracket();
       loseFirstCancel(broker, 400);
       const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
       expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
@@ -212,9 +219,7 @@ describe('flatten', () => {
     });
 
     it('closes nothing that grew while the connection was down (traded elsewhere): that is not the position it was for', async () => {
-      const { broker, ctx } = fakeActorContext();
-      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
-      broker.fill(Number(b.order.orderId), 1, 5000);
+      const { broker, ctx } = await longWithBracket();
       loseFirstCancel(broker, 300, () => broker.fill(broker.addOrder({ qty: 2 }), 2, 5001));
       const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
       expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'CONFLICT', detail: 'the position changed while the connection was down (1 when the flatten began, 3 now): not closed' }]);
@@ -222,18 +227,8 @@ describe('flatten', () => {
     });
 
     it('a liquidation lost unanswered with the connection is sent again once it is back, the position still open (re-probe 4: left open without its legs)', async () => {
-      const { broker, ctx } = fakeActorContext();
-      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
-      broker.fill(Number(b.order.orderId), 1, 5000);
-      const defaults = (broker as unknown as { defaults: Record<string, (body: unknown) => unknown> }).defaults;
-      let lost = false;
-      broker.handlers['order/liquidateposition'] = (body) => {
-        if (lost) return defaults['order/liquidateposition']!(body);
-        lost = true;
-        broker.connected = false;
-        setTimeout(() => (broker.connected = true), 300);
-        throw new AppError('BROKER_TIMEOUT', 'broker connection lost (socket closed (1006)) before it answered: the liquidation may have reached the broker');
-      };
+      const { broker, ctx } = await longWithBracket();
+      loseFirst(broker, 'order/liquidateposition', 300);
       const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
       expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
       expect(broker.bodies('order/liquidateposition')).toHaveLength(2);
@@ -250,9 +245,7 @@ describe('flatten', () => {
     });
 
     it('fails as before when the connection is not back within its wait', async () => {
-      const { broker, ctx } = fakeActorContext();
-      const b = await placeOrder(ctx, newOrder({ takeProfit: { price: 5010 }, stopLoss: { price: 4990 } }));
-      broker.fill(Number(b.order.orderId), 1, 5000);
+      const { broker, ctx } = await longWithBracket();
       loseFirstCancel(broker, 60_000);
       vi.useFakeTimers({ toFake: ['setTimeout'], shouldAdvanceTime: true, advanceTimeDelta: 50 });
       try {
