@@ -439,6 +439,60 @@ describe('the web app', () => {
     }
   }, 60_000);
 
+  it('eight tabs share one health stream: each shows live status and follows a drop; closing the tab that holds it passes the stream to another', async () => {
+    // Before, each tab opened its own: the server holds five streams to a session, so a sixth
+    // tab never showed live status (and a browser keeps six connections to a host, so page
+    // loads queued behind the streams).
+    const visitor = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const streams: Page[] = [];
+    visitor.on('request', (r) => {
+      if (r.url().includes('/connection-health/stream')) streams.push(r.frame().page());
+    });
+    const card = (tab: Page) => tab.getByRole('article', { name: 'Paper (embedded)' }).locator('.status-line');
+    const dropShownIn = async (tabs: Page[]) => {
+      await control(s, 'POST', '/faults', { latencyMs: 1500 });
+      try {
+        await control(s, 'POST', '/connections/drop', {});
+        for (const tab of tabs) await card(tab).getByText('RECONNECTING', { exact: true }).waitFor({ timeout: 10_000 });
+      } finally {
+        await http(s.controlUrl, 'DELETE', '/faults');
+      }
+      for (const tab of tabs) await card(tab).getByText('CONNECTED', { exact: true }).waitFor({ timeout: 15_000 });
+    };
+    try {
+      const first = await visitor.newPage();
+      await first.goto(`${s.url}/connections`);
+      await first.getByLabel('User name').fill(s.login.name);
+      await first.getByLabel('Password').fill(s.login.password);
+      await first.getByRole('button', { name: 'Sign in' }).click();
+      await first.getByText('Live updates on').waitFor();
+      const tabs = [first];
+      for (let i = 1; i < 8; i++) {
+        const tab = await visitor.newPage();
+        await tab.goto(`${s.url}/connections`);
+        await tab.getByText('Live updates on').waitFor();
+        await card(tab).getByText('CONNECTED', { exact: true }).waitFor();
+        tabs.push(tab);
+      }
+      expect(streams).toEqual([first]);
+
+      await dropShownIn(tabs);
+      // The eighth tab still loads a page (its connections are not all taken by streams).
+      await tabs[7]!.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Accounts', exact: true }).click();
+      await tabs[7]!.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
+
+      await first.close();
+      const rest = tabs.slice(1);
+      await eventually(async () => streams.length === 2, 'a stream opened by another tab');
+      expect(rest).toContain(streams[1]);
+      for (const tab of rest.slice(0, 6)) await tab.getByText('Live updates on').waitFor();
+      await dropShownIn(rest.slice(0, 6));
+      expect(streams.length).toBe(2);
+    } finally {
+      await visitor.close();
+    }
+  }, 120_000);
+
   it('Connections: a FAILED connection offers Reconnect, which logs in again once the broker takes the login', async () => {
     await signedIn();
     await nav('Connections');

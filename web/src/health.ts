@@ -1,8 +1,15 @@
 /**
- * Live connection health from the server's SSE stream, shared by every page (one stream
- * per tab). EventSource sends the session cookie on its own. It reconnects by itself after
- * a network error, resuming with Last-Event-ID; after a refused open (401, 429) it stops for
- * good, so we reopen it ourselves a little later.
+ * Live connection health from the server's SSE stream, shared by every page and by every tab
+ * of the app: one tab (the holder of a Web Lock) keeps the stream open and relays what it
+ * hears over a BroadcastChannel; when it closes, the lock passes to another tab, which opens
+ * the stream in its turn. A browser holds at most six HTTP/1.1 connections to one host, and
+ * the server five health streams to one session: a stream per tab left a sixth tab without
+ * live status, and tabs' page loads queued behind the open streams. Without those APIs each
+ * tab keeps its own stream.
+ *
+ * EventSource sends the session cookie on its own. It reconnects by itself after a network
+ * error, resuming with Last-Event-ID; after a refused open (401, 429) it stops for good, so we
+ * reopen it ourselves a little later.
  */
 import { signal } from '@preact/signals';
 import { api, ApiError, sessionLost } from './api';
@@ -28,13 +35,16 @@ export interface BracketAlert {
   detail: string;
 }
 
+type StreamState = 'connecting' | 'open' | 'down';
+
 const HISTORY = 8;
 const REOPEN_MS = 5_000;
+const ALERTS_KEPT = 20;
 
 /** connectionId → latest health. */
 export const health = signal<ReadonlyMap<string, ConnectionHealth>>(new Map());
 /** Whether the stream is open. */
-export const streamState = signal<'connecting' | 'open' | 'down'>('connecting');
+export const streamState = signal<StreamState>('connecting');
 
 /**
  * The stream was open and is not now (tradegate restarting or unreachable, the network gone): every
@@ -47,11 +57,24 @@ export const bracketAlerts = signal<readonly BracketAlert[]>([]);
 
 /** Alerts shown (and dismissed) already: a stream opened again repeats the last 15 minutes' alerts. */
 const seenAlerts = new Set<string>();
+/** The last alerts heard, dismissed or not: what a tab that joins later is told. */
+let recentAlerts: HealthMessage[] = [];
 
 /** The trader has read them. */
 export function dismissBracketAlerts(): void {
   bracketAlerts.value = [];
 }
+
+/** What the tab holding the stream tells the others. */
+type Relay =
+  | { kind: 'hello' }
+  | { kind: 'message'; msg: HealthMessage }
+  | { kind: 'state'; state: StreamState; lost: boolean }
+  | { kind: 'sync'; health: [string, ConnectionHealth][]; alerts: HealthMessage[]; state: StreamState; lost: boolean }
+  | { kind: 'signed-out' };
+
+const CHANNEL = 'tradegate-health';
+const LOCK = 'tradegate-health-stream';
 
 let source: EventSource | null = null;
 let reopen: ReturnType<typeof setTimeout> | undefined;
@@ -59,12 +82,30 @@ let reopen: ReturnType<typeof setTimeout> | undefined;
 let refusals = 0;
 const REOPEN_MAX_MS = 60_000;
 
+/** The other tabs, while sharing. */
+let channel: BroadcastChannel | null = null;
+/** Aborted to leave: withdraws a waiting lock request, or lets a held lock go. */
+let leave: AbortController | null = null;
+/** This tab holds the lock, so the stream. */
+let holder = false;
+/** Between startHealthStream and stopHealthStream (signed in). */
+let running = false;
+
+function canShare(): boolean {
+  return typeof BroadcastChannel === 'function' && typeof navigator !== 'undefined' && !!navigator.locks;
+}
+
+function relay(r: Relay): void {
+  if (holder) channel?.postMessage(r);
+}
+
 function apply(msg: HealthMessage): void {
   if (msg.type === 'bracket-alert' && msg.connectionId && msg.accountId && msg.orderId) {
     const key = `${msg.connectionId} ${msg.orderId} ${msg.ts} ${msg.detail ?? ''}`;
     if (seenAlerts.has(key)) return;
     seenAlerts.add(key);
-    bracketAlerts.value = [{ connectionId: msg.connectionId, accountId: msg.accountId, orderId: msg.orderId, ts: msg.ts, detail: msg.detail ?? '' }, ...bracketAlerts.value].slice(0, 20);
+    recentAlerts = [msg, ...recentAlerts].slice(0, ALERTS_KEPT);
+    bracketAlerts.value = [{ connectionId: msg.connectionId, accountId: msg.accountId, orderId: msg.orderId, ts: msg.ts, detail: msg.detail ?? '' }, ...bracketAlerts.value].slice(0, ALERTS_KEPT);
     return;
   }
   if ((msg.type !== 'snapshot' && msg.type !== 'status') || !msg.connectionId || !msg.status) return;
@@ -78,65 +119,139 @@ function apply(msg: HealthMessage): void {
   health.value = next;
 }
 
-/** Opens the stream (idempotent). */
+function setStream(state: StreamState, lost = streamLost.peek()): void {
+  streamState.value = state;
+  streamLost.value = lost;
+  relay({ kind: 'state', state, lost });
+}
+
+/** Opens the stream (idempotent): this tab's own, or the one all tabs share. */
 export function startHealthStream(): void {
+  running = true;
+  if (!canShare()) {
+    openSource();
+    return;
+  }
+  if (channel) return;
+  streamState.value = 'connecting';
+  channel = new BroadcastChannel(CHANNEL);
+  channel.onmessage = (e: MessageEvent<Relay>) => heard(e.data);
+  const quit = new AbortController();
+  leave = quit;
+  // The tab holding the stream answers with what it knows; until then, 'connecting'.
+  channel.postMessage({ kind: 'hello' } satisfies Relay);
+  navigator.locks
+    .request(LOCK, { signal: quit.signal }, () => {
+      holder = true;
+      openSource();
+      return new Promise<void>((resolve) => quit.signal.addEventListener('abort', () => resolve(), { once: true }));
+    })
+    .catch(() => {
+      // Left (signed out) while still waiting for the lock.
+    });
+}
+
+/** A message from another tab. */
+function heard(r: Relay): void {
+  if (holder) {
+    if (r.kind === 'hello') {
+      relay({ kind: 'sync', health: [...health.peek()], alerts: recentAlerts, state: streamState.peek(), lost: streamLost.peek() });
+    }
+    return;
+  }
+  switch (r.kind) {
+    case 'message':
+      apply(r.msg);
+      break;
+    case 'state':
+      streamState.value = r.state;
+      streamLost.value = r.lost;
+      break;
+    case 'sync':
+      health.value = new Map(r.health);
+      for (const msg of [...r.alerts].reverse()) apply(msg);
+      streamState.value = r.state;
+      streamLost.value = r.lost;
+      break;
+    case 'signed-out':
+      sessionLost.value++;
+      break;
+  }
+}
+
+function openSource(): void {
   if (source) return;
   clearTimeout(reopen);
-  streamState.value = 'connecting';
+  setStream('connecting');
   const es = new EventSource('/api/v1/connection-health/stream');
   source = es;
   es.onopen = () => {
     refusals = 0;
-    streamState.value = 'open';
-    streamLost.value = false;
+    setStream('open', false);
   };
   es.onmessage = (e: MessageEvent<string>) => {
+    let msg: HealthMessage;
     try {
-      apply(JSON.parse(e.data) as HealthMessage);
+      msg = JSON.parse(e.data) as HealthMessage;
     } catch {
       // A malformed message is skipped; the next snapshot or status corrects the picture.
+      return;
     }
+    apply(msg);
+    if (msg.type !== 'heartbeat') relay({ kind: 'message', msg });
   };
   es.onerror = () => {
-    if (streamState.value === 'open') streamLost.value = true;
+    const lost = streamLost.peek() || streamState.peek() === 'open';
     if (es.readyState === EventSource.CLOSED) {
-      stopHealthStream();
-      streamState.value = 'down';
+      closeSource();
+      setStream('down', lost);
       void reopenUnlessSignedOut();
     } else {
-      streamState.value = 'connecting';
+      setStream('connecting', lost);
     }
   };
 }
 
+function closeSource(): void {
+  clearTimeout(reopen);
+  source?.close();
+  source = null;
+}
+
 /**
  * A refused open does not say why. Reopening blindly after the session ended would count a
- * failed authentication against this address every few seconds (in every open tab) until the
- * server refuses the address altogether: ask once whether the session still holds, and when
- * it does not, stop here and say so (sessionLost: the app shows the sign-in page).
+ * failed authentication against this address every few seconds until the server refuses the
+ * address altogether: ask once whether the session still holds, and when it does not, stop here
+ * and say so, in every tab (sessionLost: the app shows the sign-in page).
  */
 async function reopenUnlessSignedOut(): Promise<void> {
   try {
     await api('GET', '/session');
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
+      relay({ kind: 'signed-out' });
       sessionLost.value++;
       return;
     }
   }
-  if (source) return;
+  // Signed out meanwhile, opened again, or the stream is another tab's to open.
+  if (!running || source || (channel && !holder)) return;
   clearTimeout(reopen);
-  // Refused again and again (a tab past the streams a session may hold open): each try costs the
+  // Refused again and again (past the streams a session may hold open): each try costs the
   // session two requests of its rate window, so wait longer each time, up to a minute.
-  reopen = setTimeout(startHealthStream, Math.min(REOPEN_MS * 2 ** refusals, REOPEN_MAX_MS));
+  reopen = setTimeout(openSource, Math.min(REOPEN_MS * 2 ** refusals, REOPEN_MAX_MS));
   refusals++;
 }
 
-/** Closes the stream (sign-out). */
+/** Closes the stream, or stops listening to the tab that holds it (sign-out). */
 export function stopHealthStream(): void {
-  clearTimeout(reopen);
-  source?.close();
-  source = null;
+  running = false;
+  closeSource();
+  holder = false;
+  leave?.abort();
+  leave = null;
+  channel?.close();
+  channel = null;
 }
 
 /** Forgets everything (sign-out: another user may sign in next). */
@@ -145,6 +260,7 @@ export function resetHealth(): void {
   refusals = 0;
   health.value = new Map();
   bracketAlerts.value = [];
+  recentAlerts = [];
   streamState.value = 'connecting';
   streamLost.value = false;
 }
