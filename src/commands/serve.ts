@@ -237,6 +237,7 @@ export async function run(argv: string[]): Promise<number> {
     const embedded = paper;
     server = await startHttpServer({
       config, store, gateway, routes, logger, sessionAuth: sessions.authenticate, web, metrics, threads: () => serviceThreads(supervisor, embedded),
+      firstEventId: await store.claimStreamIdBase(Date.now()),
     });
     metricsListener = await startMetrics(config, metrics, logger);
     listenUrl = server.url;

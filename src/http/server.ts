@@ -57,6 +57,8 @@ export interface HttpServerDeps {
   limiters?: { key: RateLimiter; webhook: RateLimiter };
   /** Cluster mode: health events carry the cluster's event ids (see HealthHub `externalIds`). */
   eventIds?: { position(): number };
+  /** One node: the health stream's first event id (LmdbStore.claimStreamIdBase). */
+  firstEventId?: number;
   /**
    * Cluster mode: the events of the actors this node runs (the gateway's come from every node).
    * Guard events are journaled and their locks stored from these, so once cluster-wide. Default: the gateway's.
@@ -210,7 +212,7 @@ class Engine {
     this.clock = deps.clock ?? Date.now;
     const routes = [...deps.routes, HEALTH_STREAM_ROUTE];
     this.auth = new Authenticator(store, this.clock, logger, deps.sessionAuth);
-    this.hub = new HealthHub({ clock: this.clock, heartbeatMs: config.sseHeartbeatMs, log: logger, ...(deps.eventIds && { externalIds: deps.eventIds }) });
+    this.hub = new HealthHub({ clock: this.clock, heartbeatMs: config.sseHeartbeatMs, log: logger, ...(deps.eventIds && { externalIds: deps.eventIds }), ...(deps.firstEventId !== undefined && { firstId: deps.firstEventId }) });
     const doc = buildOpenApiDocument(routes, { config });
     this.docs = {
       html: new CompressedDocument(renderApiDocsPage(doc), DOCS_HEADERS),

@@ -86,6 +86,8 @@ export interface SseHubOptions {
    * newest id this node has applied.
    */
   externalIds?: { position(): number };
+  /** One node: the first event id (above every id of an earlier run; LmdbStore.claimStreamIdBase). Default: the clock. */
+  firstId?: number;
 }
 
 interface Channel {
@@ -192,10 +194,10 @@ export class HealthHub implements SseHub {
     this.maxBufferedBytes = options.maxBufferedBytes ?? 256 * 1024;
     this.log = options.log;
     this.externalIds = options.externalIds;
-    // Ids start at the hub's start time, so ids from a previous process (lower) fall below
-    // every ring's floor and get fresh snapshots instead of a wrong resume. With cluster ids,
-    // every event after `position()` reaches this hub, so rings hold everything from there.
-    this.base = this.externalIds ? this.externalIds.position() : Math.floor(this.clock());
+    // Ids start above every id of a previous run, so those fall below every ring's floor and
+    // get fresh snapshots instead of a wrong resume. With cluster ids, every event after
+    // `position()` reaches this hub, so rings hold everything from there.
+    this.base = this.externalIds ? this.externalIds.position() : (options.firstId ?? Math.floor(this.clock()));
     this.timer = setInterval(() => this.heartbeat(), options.heartbeatMs);
     this.timer.unref();
   }

@@ -79,7 +79,18 @@ export interface LmdbStore extends Store {
   readonly brokerHolds: BrokerHoldStore;
   /** Every record as stored (see dump.ts). */
   dump(): StoreDump;
+  /**
+   * The health stream's first event id for this run, kept durably: above every id an earlier run
+   * could have handed out (each run has STREAM_ID_SPAN), and at least `now` (ms). Ids from the
+   * start time alone let a clock stepped back across a restart make an old Last-Event-ID look
+   * current, so a client resumed without the snapshots of what changed meanwhile.
+   */
+  claimStreamIdBase(now: number): Promise<number>;
 }
+
+/** Event ids one run may give one user's health stream before the next run's ids begin. */
+export const STREAM_ID_SPAN = 2 ** 32;
+const STREAM_ID_BASE = 'streamIdBase';
 
 const KEY_CHECK = 'keyCheck';
 
@@ -203,6 +214,12 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
     brokerHolds: createBrokerHoldStore(ctx),
     devices: createDeviceTokens(sealer, clock),
     dump: () => dumpStore(ctx),
+    async claimStreamIdBase(now) {
+      const previous = meta.get(STREAM_ID_BASE) as number | undefined;
+      const base = Math.max(Math.floor(now), previous === undefined ? 0 : previous + STREAM_ID_SPAN);
+      await ctx.durable(meta.put(STREAM_ID_BASE, base));
+      return base;
+    },
     async flushed() {
       await journal.drain();
       await env.committed;

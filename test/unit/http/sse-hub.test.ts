@@ -74,6 +74,17 @@ describe('HealthHub', () => {
     expect(hub.currentId('u2')).toBe(1000);
   });
 
+  it('numbers from the first id it is given, not the clock: an id of an earlier run started at a later clock time is no resume', () => {
+    // The earlier run started at clock 2,000 and handed out 2,001..2,005; the clock was set back to 1,000.
+    const hub = makeHub({ firstId: 2_000 + 2 ** 32 });
+    const a = new FakeSink();
+    hub.subscribe('u1', 'k1', a);
+    hub.publish('u1', status(5));
+    expect(a.chunks[0]).toMatch(/^id: 4294969297\n/);
+    expect(hub.resume('u1', 2_003)).toBeUndefined();
+    expect(hub.resume('u1', 2_000 + 2 ** 32)).toHaveLength(1);
+  });
+
   it('runs heartbeats on its own timer, every heartbeatMs', () => {
     vi.useFakeTimers();
     try {

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LMDB_DIR, openStore } from '../../../src/store/index.js';
+import { LMDB_DIR, openStore, STREAM_ID_SPAN, type LmdbStore, type Store } from '../../../src/store/index.js';
 import { allFiles, tempStore, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
@@ -107,6 +107,23 @@ describe('openStore', () => {
     } finally {
       await keyed.cleanup();
     }
+  });
+
+  it('starts each run\'s health stream ids above every id of the runs before, across a reopen and a clock set back', async () => {
+    const lmdb = (store: Store) => store as LmdbStore;
+    const now = 1_800_000_000_000;
+    const first = await lmdb(t.store).claimStreamIdBase(now);
+    expect(first).toBe(now);
+    // Restarted a second later: the clock would give ids the first run may have handed out.
+    const s = await t.reopen();
+    const second = await lmdb(s).claimStreamIdBase(now + 1_000);
+    expect(second).toBe(first + STREAM_ID_SPAN);
+    // The clock set back an hour across another restart.
+    const third = await lmdb(await t.reopen()).claimStreamIdBase(now - 3_600_000);
+    expect(third).toBe(second + STREAM_ID_SPAN);
+    // Long after: the clock again (ids stay near it).
+    const later = now + 2 * STREAM_ID_SPAN + 10 * STREAM_ID_SPAN;
+    expect(await lmdb(await t.reopen()).claimStreamIdBase(later)).toBe(later);
   });
 
   it('close is idempotent', async () => {
