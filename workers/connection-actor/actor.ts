@@ -34,12 +34,18 @@ function clockOf(t: ConnectionTuning): () => number {
   };
 }
 
-/** A connection actor. `start()` connects; `handle()` never throws (errors come back as data). */
 /** The longest a stop waits for the broker work under way (inside the supervisor's 15 s remove call). */
 const STOP_DRAIN_MS = 10_000;
+
 /** How long a settled positions read waits for a flatten under way (its reconnect wait, 20 s, and its settling). */
 const SETTLED_READ_WAIT_MS = 30_000;
 
+/** Requests that trade, or read for trading (a strategy alert's settled positions read). */
+function trading(req: ActorRequest): boolean {
+  return req.type === 'place-order' || req.type === 'cancel-order' || req.type === 'flatten' || (req.type === 'positions' && !!req.settled);
+}
+
+/** A connection actor. `start()` connects; `handle()` never throws (errors come back as data). */
 export class ConnectionActor {
   readonly conn: BrokerConnection;
   readonly model: OrderModel;
@@ -146,6 +152,8 @@ export class ConnectionActor {
       return { ok: true, value: await this.dispatch(req) };
     } catch (err) {
       if (!(err instanceof AppError)) this.ctx.logger.error({ err, type: req.type }, 'actor request failed');
+      // Trading refused because the connection is down: its next attempt comes now, not at the end of a long backoff.
+      else if (err.code === 'BROKER_UNAVAILABLE' && trading(req)) this.conn.hurry();
       return { ok: false, error: toErrorData(err) };
     }
   }

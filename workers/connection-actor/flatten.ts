@@ -57,6 +57,7 @@ async function reconnected(ctx: ActorContext, ms: number): Promise<boolean> {
       return true;
     } catch {
       if (waited >= ms) return false;
+      ctx.conn.hurry?.();
     }
     await new Promise((r) => setTimeout(r, RECONNECT_POLL_MS));
   }

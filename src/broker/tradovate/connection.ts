@@ -24,6 +24,9 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
 /** A socket up at least this long counts as stable: its drop is reconnected at once, not backed off. */
 const STABLE_CONNECTION_MS = 30_000;
 
+/** Trading that finds the connection backing off brings the next attempt forward, but no sooner than this after the last one began (hurry). */
+const HURRY_GAP_MS = 2_000;
+
 /** Why a connection is in the broker's rate-limit hold; `on`: the request the 429 answered. */
 function held(on: string): string {
   return `broker rate limit (429)${on}: Tradovate holds the login out for up to an hour, and every request meanwhile extends it; the connection sends nothing and logs in again by itself once the hour has passed`;
@@ -47,7 +50,9 @@ export class BrokerConnection {
   private authRejections = 0;
   private renewTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
-  private sleeper: { timer: NodeJS.Timeout; wake(): void } | undefined;
+  private sleeper: { timer: NodeJS.Timeout; wake(): void; backoff: boolean } | undefined;
+  /** When the last connect attempt began (hurry's gap). */
+  private attemptAt = 0;
   private runner: Promise<void> | undefined;
   /** Until when the broker's rate limit (429) holds the login out (ms since the epoch): nothing is sent before. */
   private holdUntil = 0;
@@ -141,7 +146,8 @@ export class BrokerConnection {
     this.onStatus(event);
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** `backoff`: a wait between attempts that hurry may cut short (never a broker-imposed hold or penalty). */
+  private sleep(ms: number, backoff = false): Promise<void> {
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
@@ -149,8 +155,22 @@ export class BrokerConnection {
         resolve();
       };
       const timer = setTimeout(wake, ms);
-      this.sleeper = { timer, wake };
+      this.sleeper = { timer, wake, backoff };
     });
+  }
+
+  /**
+   * An order, cancel or flatten found the connection down: the next attempt is made now rather
+   * than at the end of a backoff that repeated drops have grown to as much as backoffMaxMs (30 s),
+   * so an alert arriving as the broker comes back is placed within its wait (TradingView never
+   * sends it again) instead of answered 503. At most one attempt per HURRY_GAP_MS this way, and
+   * never inside the broker's rate-limit hold or a login penalty, which asking again extends.
+   */
+  hurry(): void {
+    if (this.sleeper?.backoff && Date.now() - this.attemptAt >= HURRY_GAP_MS) {
+      this.logger.info('trading is waiting: reconnecting now rather than at the end of the backoff');
+      this.sleeper.wake();
+    }
   }
 
   private async run(): Promise<void> {
@@ -170,8 +190,8 @@ export class BrokerConnection {
       // failed attempt: coming back at once each time would fight the other session for ever.
       const shortLived = outcome === 'closed' && Date.now() - this.connectedAt < STABLE_CONNECTION_MS;
       if (outcome === 'closed' && !shortLived) this.attempt = 0;
-      if (outcome === 'retry' || shortLived) await this.sleep(backoffMs(this.attempt++, this.tuning.backoffBaseMs, this.tuning.backoffMaxMs));
-      else await this.sleep(backoffMs(0, Math.min(100, this.tuning.backoffBaseMs), this.tuning.backoffMaxMs));
+      if (outcome === 'retry' || shortLived) await this.sleep(backoffMs(this.attempt++, this.tuning.backoffBaseMs, this.tuning.backoffMaxMs), true);
+      else await this.sleep(backoffMs(0, Math.min(100, this.tuning.backoffBaseMs), this.tuning.backoffMaxMs), true);
     }
   }
 
@@ -212,6 +232,7 @@ export class BrokerConnection {
   }
 
   private async connectOnce(): Promise<Outcome> {
+    this.attemptAt = Date.now();
     if (this.holdUntil > Date.now()) return this.rateLimited(held(''), false);
     if (!this.token || this.token.expiresAt <= Date.now()) {
       const failed = await this.authenticate();

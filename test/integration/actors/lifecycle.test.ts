@@ -155,6 +155,30 @@ test('a socket dropped soon after it came up is reconnected with a growing backo
   expect(gaps[3]!).toBeGreaterThan(gaps[0]!);
 });
 
+test('trading refused while the connection backs off brings the reconnect forward; a read does not (repeated drops grow the backoff to 30 s: an alert arriving as the broker came back was answered 503 and never placed)', async () => {
+  // A socket dropped within 30 s of coming up is backed off: here 4–8 s.
+  h = await startActorHarness({ tuning: { backoffBaseMs: 8000, backoffMaxMs: 8000 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  const connected = () => h!.events.filter((e) => e.type === 'status' && e.status === 'CONNECTED').length;
+  // Past the least gap between attempts (2 s) since the one that connected.
+  await new Promise((r) => setTimeout(r, 2100));
+  await h.control('POST', '/connections/drop', { user: h.user.name });
+  const down = await h.nextStatus('RECONNECTING');
+
+  expect((await h.callError({ type: 'positions', accountId: account })).code).toBe('BROKER_UNAVAILABLE');
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(connected()).toBe(1);
+
+  const order = { type: 'place-order' as const, accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy' as const, qty: 1, orderType: 'limit' as const, price: 4950, timeInForce: 'day' as const, clOrdId: 'hurry-1' };
+  expect((await h.callError(order)).code).toBe('BROKER_UNAVAILABLE');
+  const up = await h.nextStatus('CONNECTED', 2500);
+  expect(up.ts - down.ts).toBeLessThan(4000);
+  // The alert's retry, a moment later, is placed.
+  expect((await h.call({ ...order, clOrdId: 'hurry-2' })).order.status).toBe('working');
+});
+
 test("the broker's rate limit (429) on an order: FAILED at once, nothing more sent inside the hold (each request extends the lockout), orders answer 503 with the hold's Retry-After; after the hold it logs in again by itself (re-probe: CONNECTED for an hour that could not trade; then FAILED until someone noticed)", async () => {
   const holdMs = 2500;
   h = await startActorHarness({ tuning: { rateLimitHoldMs: holdMs } });
