@@ -342,8 +342,8 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
     }
     if (open?.length === 0) {
       const detail = target.reversal
-        ? "flattened after this alert was answered 504; the reversal's new position was not opened (nothing more is sent for this alert)"
-        : 'flattened after this alert was answered 504';
+        ? "flat after this alert was answered 504: the positions it was to close are closed (by it or another exit); the reversal's new position was not opened (nothing more is sent for this alert)"
+        : 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)';
       record({ status: 200, code: null, detail, orderId: null, orderStatus: null, flattened: null });
       return;
     }

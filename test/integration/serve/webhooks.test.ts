@@ -481,7 +481,7 @@ describe('webhook alerts', () => {
       'the follow-up of the close',
       25_000,
     );
-    expect(late).toMatchObject({ status: 200, detail: 'flattened after this alert was answered 504', action: 'close' });
+    expect(late).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)', action: 'close' });
     expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
 
     // A reversal whose close is answered 504: it opens nothing, and says so (re-probe: "flattened", the strategy short, the account flat).
@@ -501,7 +501,7 @@ describe('webhook alerts', () => {
       'the follow-up of the reversal',
       25_000,
     );
-    expect(revLate.detail).toBe("flattened after this alert was answered 504; the reversal's new position was not opened (nothing more is sent for this alert)");
+    expect(revLate.detail).toBe("flat after this alert was answered 504: the positions it was to close are closed (by it or another exit); the reversal's new position was not opened (nothing more is sent for this alert)");
     expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
   }, 90_000);
 });

@@ -147,7 +147,7 @@ describe('recent alerts of a token', () => {
       // Then long 1 again, but its lots began after the alert: the re-entry of the next alert.
       w.gateway.responder.positions = () => [{ ...old, openedAt: new Date(NOW.getTime() + 4_000).toISOString() }];
       await vi.advanceTimersByTimeAsync(7_000);
-      expect(await followUp()).toMatchObject({ status: 200, detail: 'flattened after this alert was answered 504' });
+      expect(await followUp()).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)' });
     });
 
     it('a restart after an alert was answered 504 at the receiver’s deadline, before its outcome was known, says the outcome is unknown, once; not for one whose outcome came (it said "it goes on" for good)', async () => {
