@@ -633,8 +633,18 @@ describe('the web app', () => {
     expect(await violationsInBothSchemes(page)).toEqual([]);
     await nav('Strategies');
     await banner.waitFor();
-    await banner.getByRole('button', { name: /Dismiss/ }).click();
-    await expect.poll(() => banner.count()).toBe(0);
+    // Another tab of the app shows it too, and dismissing it in one tab dismisses it in both.
+    const other = await context.newPage();
+    try {
+      await other.goto(`${s.url}/connections`);
+      const otherBanner = other.getByRole('region', { name: 'A position needs protection' });
+      await otherBanner.waitFor({ timeout: 10_000 });
+      await banner.getByRole('button', { name: /Dismiss/ }).click();
+      await expect.poll(() => banner.count()).toBe(0);
+      await expect.poll(() => otherBanner.count()).toBe(0);
+    } finally {
+      await other.close();
+    }
     expect((await api('POST', `/api/v1/accounts/${demo2}/flatten`, {})).status).toBe(200);
   }, 60_000);
 

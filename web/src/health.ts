@@ -60,9 +60,10 @@ const seenAlerts = new Set<string>();
 /** The last alerts heard, dismissed or not: what a tab that joins later is told. */
 let recentAlerts: HealthMessage[] = [];
 
-/** The trader has read them. */
+/** The trader has read them (in every tab). */
 export function dismissBracketAlerts(): void {
   bracketAlerts.value = [];
+  channel?.postMessage({ kind: 'dismissed' } satisfies Relay);
 }
 
 /** What the tab holding the stream tells the others. */
@@ -71,7 +72,9 @@ type Relay =
   | { kind: 'message'; msg: HealthMessage }
   | { kind: 'state'; state: StreamState; lost: boolean }
   | { kind: 'sync'; health: [string, ConnectionHealth][]; alerts: HealthMessage[]; state: StreamState; lost: boolean }
-  | { kind: 'signed-out' };
+  | { kind: 'signed-out' }
+  /** Any tab: the trader dismissed the bracket alerts there. */
+  | { kind: 'dismissed' };
 
 const CHANNEL = 'tradegate-health';
 const LOCK = 'tradegate-health-stream';
@@ -153,6 +156,10 @@ export function startHealthStream(): void {
 
 /** A message from another tab. */
 function heard(r: Relay): void {
+  if (r.kind === 'dismissed') {
+    bracketAlerts.value = [];
+    return;
+  }
   if (holder) {
     if (r.kind === 'hello') {
       relay({ kind: 'sync', health: [...health.peek()], alerts: recentAlerts, state: streamState.peek(), lost: streamLost.peek() });
