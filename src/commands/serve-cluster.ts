@@ -14,6 +14,7 @@ import { holderName } from '../cluster/node-lease.js';
 import { ConfigError, type Config } from '../config.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
 import { buildRoutes } from '../http/routes/index.js';
+import { resumeLateOutcomes } from '../http/routes/signals.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
@@ -105,7 +106,8 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     // Revoking a key, signing out or changing a password ends the matching streams on this node at once
     // (the other nodes' stream guards see the shared record change within their recheck).
     const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
-    const routes = buildRoutes({ config, store, gateway, sessions: front.sessions, listenUrl: () => listenUrl, streams });
+    const routeDeps = { config, store, gateway, sessions: front.sessions, listenUrl: () => listenUrl, streams, nodeId };
+    const routes = buildRoutes(routeDeps);
     server = await startHttpServer({
       config,
       store,
@@ -123,6 +125,8 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     });
     metricsListener = await startMetrics(config, metrics, logger);
     listenUrl = server.url;
+    // Webhook alerts this node answered 504 before it stopped: their outcome is still looked up (by this node only).
+    void resumeLateOutcomes(routeDeps, logger).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
     process.stdout.write(
       [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  metrics:      ${metricsListener.url}`, `  cluster node: ${nodeId} (${servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
     );

@@ -40,9 +40,11 @@ export interface JournalStore {
    * Newest first, the entries appended with this `ref` that belong to `userId` (every user's
    * without one: the start-up's own reads, never a route's), each with its `position`; with
    * `before` (a position an earlier call returned), only the entries older than it. A `before`
-   * that is no position of this store is a 400 VALIDATION_FAILED naming `cursor`.
+   * that is no position of this store is a 400 VALIDATION_FAILED naming `cursor`. With `since`
+   * (ms), only entries appended at or after it (the start-up's reads: the cluster's stream is
+   * then read from that time, not whole).
    */
-  listByRef(opts: { userId: string | undefined; ref: string; limit: number; before?: string }): Promise<PositionedEntry[]>;
+  listByRef(opts: { userId: string | undefined; ref: string; limit: number; before?: string; since?: number }): Promise<PositionedEntry[]>;
 }
 
 /** A journal entry with where it stands in the journal: an opaque, store-specific text. */
@@ -107,13 +109,16 @@ export function createJournalStore(ctx: StoreContext): BatchedJournalStore {
     limit: number,
     keep: (rec: JournalEntry) => boolean,
     before?: [number, string, number],
+    since?: number,
   ): PositionedEntry[] {
     const out: PositionedEntry[] = [];
     if (limit <= 0) return out;
-    // Reverse range: start is the upper bound (inclusive). Numbers sort before strings, so
+    // Reverse range: start is the upper bound (inclusive), end the lower (exclusive: every
+    // [prefix, since, …] key sorts above [prefix, since]). Numbers sort before strings, so
     // [prefix, '\uffff'] is above every [prefix, ts, ...] key.
     const start = before ? [prefix, ...before] : [prefix, '\uffff'];
-    for (const key of index.getKeys({ start: start as never, end: [prefix] as never, reverse: true })) {
+    const end = since === undefined ? [prefix] : [prefix, since];
+    for (const key of index.getKeys({ start: start as never, end: end as never, reverse: true })) {
       const [p, ts, w, s] = key as [string, number, string, number];
       if (p !== prefix || (before && ts === before[0] && w === before[1] && s === before[2])) continue;
       const rec = journal.get([ts, w, s]) as JournalEntry | undefined;
@@ -211,10 +216,10 @@ export function createJournalStore(ctx: StoreContext): BatchedJournalStore {
       return newest(journalByUser, userId, limit, () => true);
     },
 
-    async listByRef({ userId, ref, limit, before }) {
+    async listByRef({ userId, ref, limit, before, since }) {
       const below = before === undefined ? undefined : positionKey(before);
       await drain();
-      return newest(journalByRef, ref, limit, (rec) => userId === undefined || rec.userId === userId, below);
+      return newest(journalByRef, ref, limit, (rec) => userId === undefined || rec.userId === userId, below, since);
     },
   };
 }

@@ -43,6 +43,8 @@ export interface RouteDeps {
    * change a password or end a session call it (serve wires it to the server's hub).
    */
   streams?: Pick<SseHub, 'closeStreams'>;
+  /** Cluster mode: this node's id (what it journals for its own restart to take up). */
+  nodeId?: string;
 }
 
 const defaultSessions = new WeakMap<RouteDeps, WebSessions>();

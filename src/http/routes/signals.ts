@@ -125,6 +125,8 @@ interface LateFollowUp {
    * leaves a restart this to say the outcome is unknown, where the alert had no entry at all.
    */
   acting?: true;
+  /** Cluster mode: the node that journaled it, the one node whose restart takes it up (resumeLateOutcomes). */
+  node?: string;
   /** The alert's fields as its alerts entry keeps them, with `lateOutcomeOf`: its request id. */
   request: ReturnType<typeof alertRequest> & { lateOutcomeOf: string };
   /** When the alert arrived (ms). */
@@ -200,6 +202,7 @@ function journalFollowUp(
     ...what,
     request: { ...alertRequest(ctx.req.body, ctx.requestId), lateOutcomeOf: ctx.requestId },
     since: nowOf(deps).getTime(),
+    ...(deps.nodeId !== undefined && { node: deps.nodeId }),
   };
   deps.store.journal.append({ userId: followUp.userId, accountId, kind: LATE_PENDING_KIND, ref: LATE_PENDING_REF, request: followUp, outcome: null });
   return followUp;
@@ -224,15 +227,19 @@ export function recordQueuedOutcome(deps: RouteDeps, ctx: RouteContext<unknown, 
 }
 
 /**
- * Takes up the follow-ups a stopped process left (single node: a cluster's nodes would each take
- * them): those journaled in the last LATE_RESUME_MS without their outcome entry. Each goes on
- * from where its schedule stands now.
+ * Takes up the follow-ups a stopped process left: those journaled in the last LATE_RESUME_MS
+ * without their outcome entry. Each goes on from where its schedule stands now. In a cluster, a
+ * node takes up only those it journaled itself (under its --node-id), so a restarted node takes
+ * up its own once and the others' stay theirs.
  */
 export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<number> {
   const now = nowOf(deps).getTime();
   // The follow-ups of every user, read by their own ref: a flood of one user's alerts cannot push
-  // another's out of the scan (attack probe).
-  const pending = await deps.store.journal.listByRef({ userId: undefined, ref: LATE_PENDING_REF, limit: LATE_RESUME_SCAN });
+  // another's out of the scan (attack probe). Only the last day's: none older is taken up.
+  const since = now - Math.max(LATE_RESUME_MS, QUEUED_RESUME_MS);
+  const pending = (await deps.store.journal.listByRef({ userId: undefined, ref: LATE_PENDING_REF, limit: LATE_RESUME_SCAN, since })).filter(
+    (e) => (e.request as LateFollowUp).node === deps.nodeId,
+  );
   // Outcomes are matched by user, token and request id: request ids are the client's to choose
   // (X-Request-Id), and one user's alert must never count as another's outcome (attack probe: a
   // user hid another's "outcome unknown" by sending their next request id).

@@ -51,10 +51,27 @@ export function createNatsJournal(
     return count === 0 ? [] : (await read(count, { subject })).slice(-limit).reverse();
   }
 
-  /** Every entry of the stream, newest first. */
-  async function all(): Promise<PositionedEntry[]> {
+  /** Every entry of the stream, newest first; with `since` (ms), those appended at or after it. */
+  async function all(since?: number): Promise<PositionedEntry[]> {
     const { state } = await jsm.streams.info(opts.stream);
-    return state.messages === 0 ? [] : (await read(state.messages, { startSeq: state.first_seq })).reverse();
+    if (state.messages === 0) return [];
+    if (since === undefined) return (await read(state.messages, { startSeq: state.first_seq })).reverse();
+    // The stream read from that time up to its last message as of now (how many is not known
+    // beforehand: the read stops at that message rather than waiting out a fetch for more).
+    const consumer = await js.consumers.get(opts.stream, { opt_start_time: new Date(since).toISOString() });
+    const out: PositionedEntry[] = [];
+    for (let last = 0; last < state.last_seq; ) {
+      const batch = await consumer.fetch({ max_messages: 1000, expires: READ_TIMEOUT_MS });
+      let got = 0;
+      for await (const m of batch) {
+        out.push(Object.assign(m.json<JournalEntry>(), { position: String(m.seq) }));
+        got++;
+        last = m.seq;
+        if (last >= state.last_seq) break;
+      }
+      if (got === 0) break;
+    }
+    return out.reverse();
   }
 
   return {
@@ -79,12 +96,12 @@ export function createNatsJournal(
 
     // The user's subject is read whole and filtered here: nats-server 2.9 filters a consumer
     // by one subject only, so a per-object subject could not also be read as the user's.
-    async listByRef({ userId, ref, limit, before }) {
+    async listByRef({ userId, ref, limit, before, since }) {
       if (before !== undefined && !/^\d{1,15}$/.test(before)) throw invalidPosition();
       if (limit <= 0) return [];
       const below = before === undefined ? Infinity : Number(before);
-      const entries = userId === undefined ? await all() : await ofUser(userId, Infinity);
-      return entries.filter((e) => e.ref === ref && Number(e.position) < below).slice(0, limit);
+      const entries = userId === undefined ? await all(since) : await ofUser(userId, Infinity);
+      return entries.filter((e) => e.ref === ref && Number(e.position) < below && (since === undefined || e.ts >= since)).slice(0, limit);
     },
   };
 }

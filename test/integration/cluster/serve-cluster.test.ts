@@ -351,4 +351,38 @@ describe('three serve --cluster nodes', () => {
     expect(await inTurn([ownerNode, fire('sell', 2, -1)], [a, fire('buy', 1, 0)])).toEqual([201, 200]);
     await eventually(holds(0), 'flat, nothing working');
   }, 90_000);
+
+  it('an alert answered 504 by a node SIGKILLed right after: restarted under its node id, that node takes up the follow-up, once (before, a cluster took up none: "it goes on" stayed the last word)', async () => {
+    const gina = await addClusterUser(records.store, sim, 'gina');
+    for (const n of nodes) await connectedOn(n.url, gina.apiKey, 30_000);
+    const owner = (await ownersOf(nc, [gina.connectionId])).get(gina.connectionId);
+    const at = nodes.findIndex((n) => n.nodeId !== owner);
+    const a = nodes[at]!;
+    const es = resolveSymbol('ES', new Date());
+    if (!es.ok) throw new Error(es.reason);
+    await control(sim, 'POST', '/prices', { symbol: es.contract, price: 5000 });
+    const token = await http(a.url, 'POST', '/api/v1/webhook-tokens', { key: gina.apiKey, body: { accountId: gina.accounts[0]!, name: 'tv' } });
+    expect(token.status, token.text).toBe(201);
+    // The broker answers after 4 s, past the alert's 2.5 s: answered 504, the order placed after.
+    await control(sim, 'POST', '/faults', { latencyMs: 4_000 });
+    let answer;
+    try {
+      answer = await http(a.url, 'POST', new URL(token.json.url as string).pathname, { raw: JSON.stringify({ action: 'buy', symbol: 'ES1!', qty: 1, id: 'g-1' }), headers: { 'content-type': 'text/plain' } });
+      await a.crash();
+    } finally {
+      await control(sim, 'DELETE', '/faults');
+    }
+    expect(answer.status, answer.text).toBe(504);
+    const requestId = answer.headers.get('x-request-id');
+    const restarted = await startClusterNode([nats.url], a.nodeId, { RECONNECT_MIN_INTERVAL_S: String(RECONNECT_INTERVAL_S) });
+    nodes[at] = restarted;
+    await connectedOn(restarted.url, gina.apiKey, 30_000);
+    // A node just restarted may answer 503 CLUSTER_UNAVAILABLE while it catches up: no list yet.
+    const followUps = async () =>
+      (((await http(restarted.url, 'GET', `/api/v1/webhook-tokens/${token.json.id}/alerts`, { key: gina.apiKey })).json?.data ?? []) as { lateOutcomeOf?: string }[]).filter((e) => e.lateOutcomeOf === requestId);
+    const [followUp] = await eventually(async () => ((await followUps()).length > 0 ? await followUps() : undefined), 'the follow-up of the 504', 30_000);
+    expect(followUp).toMatchObject({ status: 201, detail: 'placed after this alert was answered 504' });
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await followUps()).toHaveLength(1);
+  }, 120_000);
 });

@@ -61,6 +61,20 @@ describe('journal', () => {
     expect((await page(first.last)).ids).toEqual([3, 2]);
   });
 
+  it('lists one ref of every user appended since a time, newest first (the start-up\'s read of the last day, not the whole journal)', async () => {
+    for (let i = 0; i < 6; i++) {
+      t.now.value = T0 + i * 1000;
+      t.store.journal.append({ userId: i % 2 ? 'u1' : 'u2', accountId: '7', kind: 'pending', request: { i }, outcome: null, ref: 'late' });
+      t.store.journal.append({ userId: 'u1', accountId: '7', kind: 'webhook-alert', request: { i: 100 + i }, outcome: null, ref: 'webhookToken:a' });
+    }
+    await t.reopen();
+    const since = async (ms: number) => (await t.store.journal.listByRef({ userId: undefined, ref: 'late', limit: 10, since: ms })).map((e) => (e.request as { i: number }).i);
+    expect(await since(T0 + 3000)).toEqual([5, 4, 3]);
+    expect(await since(T0 + 2500)).toEqual([5, 4, 3]);
+    expect(await since(T0)).toEqual([5, 4, 3, 2, 1, 0]);
+    expect(await since(T0 + 6000)).toEqual([]);
+  });
+
   it('refuses a position it never gave out as an invalid cursor', async () => {
     for (const before of ['', 'abc', '1.2', '-1', '1..2', 'x'.repeat(80)]) {
       await expect(t.store.journal.listByRef({ userId: 'u1', ref: 'webhookToken:a', limit: 2, before }), before).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });

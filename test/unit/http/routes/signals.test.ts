@@ -134,6 +134,20 @@ describe('recent alerts of a token', () => {
       expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(0);
     });
 
+    it('in a cluster a node takes up only the follow-ups it journaled itself (at its own restart), not another node\'s, nor does a single node', async () => {
+      w.deps.nodeId = 'n1';
+      await timedOut();
+      vi.clearAllTimers();
+      await w.store.flushed();
+      w.gateway.responder['find-by-clordid'] = () => orderRecord({ orderId: '79', status: 'working' });
+      const { nodeId: _, ...single } = w.deps;
+      expect(await resumeLateOutcomes({ ...w.deps, nodeId: 'n2' }, createLogger('silent'))).toBe(0);
+      expect(await resumeLateOutcomes(single, createLogger('silent'))).toBe(0);
+      expect(await resumeLateOutcomes(w.deps, createLogger('silent'))).toBe(1);
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(await followUp()).toMatchObject({ status: 201, orderId: '79', detail: 'placed after this alert was answered 504' });
+    });
+
     it('a close answered 504 is "flattened" once the position it was to close is gone, also when a later alert has opened a new one since (re-probe: "flatten it yourself" about the re-entry)', async () => {
       w.gateway.responder.flatten = () => {
         throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 2500 ms');
