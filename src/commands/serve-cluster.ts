@@ -14,7 +14,10 @@ import { holderName } from '../cluster/node-lease.js';
 import { ConfigError, type Config } from '../config.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
 import { buildRoutes } from '../http/routes/index.js';
+import type { RouteDeps } from '../http/routes/common.js';
 import { resumeLateOutcomes } from '../http/routes/signals.js';
+import { alertsGoingOn } from '../http/routes/webhooks.js';
+import { settledWithin } from '../wait.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
@@ -57,11 +60,13 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   let server: HttpServer | undefined;
   let front: ReturnType<typeof startWebFront> | undefined;
   let metricsListener: MetricsListener | undefined;
+  let routeDeps: RouteDeps | undefined;
 
   const shutdown = () =>
     shutdownSteps(logger, [
       ['metrics listener', () => metricsListener?.close()],
-      ['http server', () => server?.close({ graceMs: SERVE.shutdownGraceMs })],
+      // Requests still being answered, and alerts answered 504 that go on, before the node's actors close.
+      ['http server', () => Promise.all([server?.close({ graceMs: SERVE.shutdownGraceMs }), routeDeps && settledWithin(alertsGoingOn(routeDeps), SERVE.shutdownGraceMs)])],
       ['cluster node', () => node?.close()],
       ['web front', () => front?.stop()],
       ['store', () => store?.close()],
@@ -106,7 +111,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     // Revoking a key, signing out or changing a password ends the matching streams on this node at once
     // (the other nodes' stream guards see the shared record change within their recheck).
     const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
-    const routeDeps = { config, store, gateway, sessions: front.sessions, listenUrl: () => listenUrl, streams, nodeId };
+    routeDeps = { config, store, gateway, sessions: front.sessions, listenUrl: () => listenUrl, streams, nodeId };
     const routes = buildRoutes(routeDeps);
     server = await startHttpServer({
       config,

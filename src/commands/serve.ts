@@ -17,7 +17,9 @@ import { startConnectionSync, type ConnectionSync } from '../actors/connection-s
 import type { Supervisor } from '../actors/supervisor.js';
 import { CONFIG_FLAGS, loadConfig, type Config } from '../config.js';
 import { buildRoutes } from '../http/routes/index.js';
+import type { RouteDeps } from '../http/routes/common.js';
 import { resumeLateOutcomes } from '../http/routes/signals.js';
+import { alertsGoingOn } from '../http/routes/webhooks.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
@@ -29,6 +31,7 @@ import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './de
 import { serveThreads as serviceThreads, serveUntilSignal, shutdownSteps, startMetrics, startWebFront, storeBackedSupervisor } from './serve-lifecycle.js';
 import { startEmbeddedPaper, type EmbeddedPaper } from './serve-paper.js';
 import { acquireServeLock } from './serve-lock.js';
+import { settledWithin } from '../wait.js';
 
 const BOOLEAN_FLAGS = new Set(['paper']);
 
@@ -201,12 +204,14 @@ export async function run(argv: string[]): Promise<number> {
   let server: HttpServer | undefined;
   let metricsListener: MetricsListener | undefined;
   let sync: ConnectionSync | undefined;
+  let routeDeps: RouteDeps | undefined;
 
   const shutdown = () =>
     shutdownSteps(logger, [
       ['connection sync', () => sync?.stop()],
       ['metrics listener', () => metricsListener?.close()],
-      ['http server', () => server?.close({ graceMs: SERVE.shutdownGraceMs })],
+      // Requests still being answered, and alerts answered 504 that go on, before the actors close.
+      ['http server', () => Promise.all([server?.close({ graceMs: SERVE.shutdownGraceMs }), routeDeps && settledWithin(alertsGoingOn(routeDeps), SERVE.shutdownGraceMs)])],
       ['actors', () => gateway?.close()],
       ['paper broker', () => paper?.close()],
       [
@@ -232,7 +237,7 @@ export async function run(argv: string[]): Promise<number> {
     recordBrokerHolds(store, gateway, logger);
     let listenUrl: string | undefined;
     const streams = { closeStreams: (...args: Parameters<HttpServer['sse']['closeStreams']>) => server?.sse.closeStreams(...args) ?? 0 };
-    const routeDeps = { config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams };
+    routeDeps = { config, store, gateway, sessions, ...(paper ? { paper: paper.broker } : {}), listenUrl: () => listenUrl, streams };
     const routes = buildRoutes(routeDeps);
     const embedded = paper;
     server = await startHttpServer({

@@ -103,8 +103,23 @@ function refusePlaceholder(key: string, what: string): void {
 }
 
 /** The receiver route. */
+/** Alerts answered 504 that go on, per route deps (alertsGoingOn). */
+const goingOn = new WeakMap<RouteDeps, Set<Promise<void>>>();
+
+/**
+ * Settles once every alert answered 504 that went on (its turn still to come, or at the broker)
+ * is done. A shutdown waits for this before it closes the actors: the 504 said "it goes on: do not
+ * resend", and a reversal whose close was done before the stop had its open refused (re-probe:
+ * flat where the strategy was short, the alerts behind it not acted on).
+ */
+export function alertsGoingOn(deps: RouteDeps): Promise<void> {
+  return Promise.allSettled([...(goingOn.get(deps) ?? [])]).then(() => undefined);
+}
+
 export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   const turns = new AlertTurns();
+  const late = new Set<Promise<void>>();
+  goingOn.set(deps, late);
   return [
     defineRoute<WebhookPayloadBody>({
       method: 'POST',
@@ -202,12 +217,16 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // Not done within TradingView's time (~3 s; re-probe: alerts queued behind slow ones were
         // answered after 7.8 and 10 s): answered now, it goes on (in its turn), and what it did is
         // added to the token's alerts.
-        const late = ctx as RouteContext<unknown, unknown>;
-        journalQueued(deps, late, owned.connectionId, owned.account.id);
-        work.then(
-          (res) => recordQueuedOutcome(deps, late, owned.account.id, res, undefined),
-          (err: unknown) => recordQueuedOutcome(deps, late, owned.account.id, undefined, err),
-        );
+        const answered = ctx as RouteContext<unknown, unknown>;
+        journalQueued(deps, answered, owned.connectionId, owned.account.id);
+        const goesOn = work
+          .then(
+            (res) => recordQueuedOutcome(deps, answered, owned.account.id, res, undefined),
+            (err: unknown) => recordQueuedOutcome(deps, answered, owned.account.id, undefined, err),
+          )
+          .catch((err: unknown) => ctx.log.error({ err }, 'the outcome of an alert answered 504 was not journaled'));
+        late.add(goesOn);
+        void goesOn.then(() => late.delete(goesOn));
         await followUpOnDisk();
         throw new AppError(
           'BROKER_TIMEOUT',

@@ -84,3 +84,30 @@ it('a slow alert answered 201, the service SIGKILLed as the answer arrives: afte
   const entries = (await alerts()).filter((a) => a.requestId === requestId);
   expect(entries).toEqual([expect.objectContaining({ status: 201, orderId: placed.json.order.orderId, lateOutcomeOf: null })]);
 }, 90_000);
+
+it('alerts answered 504 that go on when SIGTERM comes are acted on before the actors close: a reversal, an exit and a re-entry end long 1, as the strategy is (re-probe: the reversal\'s open was refused, flat while the strategy was short, the alerts behind it not acted on)', async () => {
+  const { alert, alerts } = await tokenOnAccount('TV3');
+  const account = user.accounts[0]!;
+  expect((await http(service!.url, 'POST', `/api/v1/accounts/${account}/flatten`, { key: user.apiKey, body: {} })).status).toBeLessThan(300);
+  let n = 0;
+  const fire = (action: 'buy' | 'sell', contracts: number, size: number) =>
+    filledTemplate({ orderId: `q${++n}`, action, ticker: 'ES1!', contracts: String(contracts), marketPosition: size > 0 ? 'long' : size < 0 ? 'short' : 'flat', positionSize: size, time: new Date().toISOString() });
+  // 700 ms to the broker: the reversal is answered 504 at 2.6 s and goes on, the exit and the re-entry wait for it.
+  await http(sim.controlUrl, 'POST', '/faults', { body: { latencyMs: 700 } });
+  const sent = [];
+  for (const body of [fire('buy', 1, 1), fire('sell', 2, -1), fire('buy', 1, 0), fire('buy', 1, 1)]) {
+    sent.push(alert(body));
+    await new Promise((r) => setTimeout(r, 60));
+  }
+  const answers = await Promise.all(sent);
+  expect(answers.slice(1).map((a) => a.status)).toEqual([504, 504, 504]);
+  expect(await service!.stop()).toBe(0);
+  await http(sim.controlUrl, 'DELETE', '/faults');
+  const state = await http(sim.controlUrl, 'GET', `/state?user=${encodeURIComponent(user.brokerUser)}`);
+  const net = (state.json.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(account)).reduce((sum, p) => sum + p.netPos, 0);
+  expect(net).toBe(1);
+  service = await startService(dataDir, {}, 'warn');
+  await awaitConnected(service.url, user.apiKey);
+  const late = (await alerts()).filter((a) => a.lateOutcomeOf !== null && answers.some((x) => x.headers.get('x-request-id') === a.lateOutcomeOf));
+  expect(late.map((a) => a.status).sort()).toEqual([200, 201, 201]);
+}, 90_000);
