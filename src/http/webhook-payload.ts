@@ -185,38 +185,63 @@ function positivePrice(path: string, value: unknown): number {
  * ignored with the other unknown fields. Ignored, the entry went out with no stop at all and a
  * 201 (trader probes). `limit` and `limit_price` are left alone: an entry's limit price, as often.
  */
-function foreignLeg(key: string): 'stopLoss' | 'takeProfit' | undefined {
-  const k = key.toLowerCase().replace(/[^a-z]/g, '');
+function foreignLeg(key: string): ForeignLeg | undefined {
+  const words = key
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z]+/)
+    .filter(Boolean);
+  const k = words.join('');
+  const unit = words.some((w) => LEG_UNIT_WORDS.has(w));
   // Names of what is about a stop or target, not its level (re-probe 4: stop_reason,
-  // session_stop, target_account, targetTimeframe refused entries).
-  if (NOT_A_LEVEL.test(k)) return undefined;
-  // Any name with "stop" in it (exit_stop, catastrophic_stop, stop_market_price, stop_limit…): the
-  // one field webhooks read under such a name is stopPrice, matched before this.
-  if (k.includes('stop') || FOREIGN_STOP.test(k)) return 'stopLoss';
-  if (/takeprofit|target/.test(k) || FOREIGN_TARGET.test(k) || (k.endsWith('tp') && !k.endsWith('http'))) return 'takeProfit';
+  // session_stop, target_account, targetTimeframe refused entries; re-probe 5: stops_hit,
+  // target_qty, target_position), unless they also name a unit (stop_loss_ticks_count).
+  if (!unit && words.some((w) => NOT_A_LEVEL.has(w))) return undefined;
+  // Named for the leg itself (stop_loss, sl_pips, take_profit, profit_target, Pine's stop/loss/profit):
+  // any value other than off asks for one. Other names with "stop" or "target" in them
+  // (exit_stop, stop_market_price, target_breakout…) only when the value reads as a level.
+  if (k.includes('stoploss') || FOREIGN_STOP.test(k) || k === 'stop') return { leg: 'stopLoss', plain: true };
+  if (/takeprofit|profittarget/.test(k) || FOREIGN_TARGET.test(k)) return { leg: 'takeProfit', plain: true };
+  // The one field webhooks read under a name with "stop" in it is stopPrice, matched before this.
+  if (k.includes('stop')) return { leg: 'stopLoss', plain: false };
+  if (k.includes('target') || (k.endsWith('tp') && !k.endsWith('http'))) return { leg: 'takeProfit', plain: false };
   return undefined;
+}
+/** Which leg a foreign field names, and whether its name says so plainly (foreignLeg). */
+interface ForeignLeg {
+  leg: 'stopLoss' | 'takeProfit';
+  plain: boolean;
 }
 /** `tp`/`sl` text meaning no such leg; an empty one stays refused (a placeholder that came out empty). */
 const LEG_OFF = /^\s*(0+(\.0*)?|false|off|none|no)\s*$/i;
-const NOT_A_LEVEL = /time|reason|date|session|trading|url|account|name|comment|message|text|note|type|mode|enabled|nonstop|status|count|id$|out$/;
-const LEG_UNIT = '(ticks?|price|points?|pts|dollars?|usd|percent(age)?|pct|amount|offset|distance|level|value)';
+const NOT_A_LEVEL = new Set(
+  ('time timeframe tf reason date session trading url account name comment message text note type mode enabled status count id out ' +
+    'position qty quantity size contract contracts hit hits max min stopped nonstop').split(' '),
+);
+const LEG_UNIT_WORDS = new Set('tick ticks price points point pts pips pip dollar dollars usd percent percentage pct amount offset distance level value atr'.split(' '));
+const LEG_UNIT = '(ticks?|price|points?|pts|pips?|dollars?|usd|percent(age)?|pct|amount|offset|distance|level|value|atr)';
 const FOREIGN_STOP = new RegExp(`^(sl|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|loss)$`);
 const FOREIGN_TARGET = new RegExp(`^(tp|pt|tgt|take|profit)${LEG_UNIT}?$|^${LEG_UNIT}(tp|profit)$`);
 
-/** Text that reads as a level: a number, with a currency sign or a unit (`20`, `"$50"`, `"20 ticks"`, `"1.5%"`). */
-const LEVEL_TEXT = /^\s*[$€£]?\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*(ticks?|pts?|points?|%|percent|usd|dollars?|\$)?\s*$/i;
+/**
+ * Text that reads as a level: a number (thousands separated by commas allowed), with a currency
+ * sign or word or a unit (`20`, `"$50"`, `"USD 50"`, `"20 ticks"`, `"20 pips"`, `"17,950.00"`, `"1.5%"`).
+ */
+const LEVEL_TEXT =
+  /^\s*([$€£]|usd|eur)?\s*[+-]?(\d{1,3}(,\d{3})+(\.\d*)?|\d+(\.\d*)?|\.\d+)\s*(t|ticks?|pts?|points?|pips?|%|percent|usd|dollars?|\$)?\s*$/i;
 
 /**
  * Whether a foreign leg field's value asks for a level: a number other than 0, text that reads
- * as one (`"20"`, `"20 ticks"`, `"$50"`: LEVEL_TEXT), or an object or list holding one. Off
- * (`0`, `"0.0"`, `false`, `null`, `""`) and other text (`"N/A"`, `"disabled"`, `"Long Entry 1"`,
- * `"15:55"`, a URL) ask for nothing.
+ * as one (LEVEL_TEXT), or an object or list holding one. Under a name that plainly names the leg,
+ * any text with a digit other than 0 in it (`"1e1"`, `"20t"`, `"2 ATR"`). Off (`0`, `"0.0"`,
+ * `false`, `null`, `""`) and other text (`"N/A"`, `"disabled"`, `"Long Entry 1"` under a name
+ * that is not plainly a leg, `"15:55"`, a URL) ask for nothing.
  */
-function asksForLevel(value: unknown, depth = 0): boolean {
+function asksForLevel(value: unknown, plain: boolean, depth = 0): boolean {
   if (typeof value === 'number') return Number.isFinite(value) && value !== 0;
-  if (typeof value === 'string') return LEVEL_TEXT.test(value) && /[1-9]/.test(value);
+  if (typeof value === 'string') return /[1-9]/.test(value) && !LEG_OFF.test(value) && (plain || LEVEL_TEXT.test(value));
   if (value === null || typeof value !== 'object' || depth > MAX_NESTED_DEPTH) return false;
-  return Object.values(value).some((v) => asksForLevel(v, depth + 1));
+  return Object.values(value).some((v) => asksForLevel(v, plain, depth + 1));
 }
 
 /**
@@ -229,8 +254,8 @@ function nestedLeg(path: string, value: unknown, depth = 0): { path: string; leg
   for (const [key, v] of Object.entries(value)) {
     const here = `${path}.${printable(key)}`;
     const canonical = WEBHOOK_FIELD_ALIASES[key];
-    const leg = canonical === 'stopLoss' || canonical === 'takeProfit' ? canonical : foreignLeg(key);
-    if (leg && asksForLevel(v)) return { path: here, leg };
+    const found: ForeignLeg | undefined = canonical === 'stopLoss' || canonical === 'takeProfit' ? { leg: canonical, plain: true } : foreignLeg(key);
+    if (found && asksForLevel(v, found.plain)) return { path: here, leg: found.leg };
     const deeper = nestedLeg(here, v, depth + 1);
     if (deeper) return deeper;
   }
@@ -430,8 +455,8 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     }
     const canonical = WEBHOOK_FIELD_ALIASES[key];
     if (!canonical) {
-      const leg = foreignLeg(key);
-      const found = leg && asksForLevel(value) ? { path: printable(key), leg } : nestedLeg(printable(key), value);
+      const named = foreignLeg(key);
+      const found = named && asksForLevel(value, named.plain) ? { path: printable(key), leg: named.leg } : nestedLeg(printable(key), value);
       // Refused for an order that may open a position, once the action is known; an exit ignores it like its own legs.
       if (found) foreign.push(found);
       else warnings.push(`unknown field '${printable(key)}' ignored`);
@@ -476,7 +501,20 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   // As the API's own symbol field: a longer one names no contract, and would be echoed whole.
   if (symbol !== undefined && symbol.length > MAX_SYMBOL_LENGTH) throw invalid(givenAs.symbol ?? 'symbol', `at most ${MAX_SYMBOL_LENGTH} characters`);
   const position = parseMarketPosition(fields.marketPosition);
-  const positionSize = parsePositionSize(fields.marketPositionSize);
+  // An exit of the whole position does not use the size: one that came out wrong is ignored with a
+  // warning, as its qty is, not refused (fuzz probe: the position stayed open on a 400).
+  const closesAll = FLATTEN_ACTIONS.has(actionText) || position === 'flat';
+  const positionSize = closesAll ? undefined : parsePositionSize(fields.marketPositionSize);
+  if (closesAll && fields.marketPositionSize !== undefined && fields.marketPositionSize !== null) {
+    let size: number | undefined;
+    try {
+      size = parsePositionSize(fields.marketPositionSize);
+    } catch {
+      // Not a size at all: said below, like a nonzero one.
+    }
+    const why = position === 'flat' ? 'marketPosition flat' : `action ${actionText}`;
+    if (size !== 0) warnings.push(`marketPositionSize ${printable(JSON.stringify(fields.marketPositionSize).replace(/^"(\d+)"$/, '$1'))} ignored: ${why} closes the whole position`);
+  }
   const ignoredForFlatten = (why: string) => {
     for (const key of ['qty', 'orderType', 'price', 'stopPrice', 'takeProfit', 'stopLoss', 'timeInForce']) {
       if (fields[key] !== undefined) warnings.push(`'${key}' ignored ${why}`);
@@ -498,7 +536,6 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   // bracket of its own (the position's legs are cut to what is left once it fills).
   if (position === 'flat') {
     ignoredForFlatten('when marketPosition is flat: the exit closes the whole position');
-    if (positionSize) warnings.push(`marketPositionSize ${positionSize} ignored: marketPosition flat closes the whole position`);
     return Object.assign({}, common, { kind: 'flatten' as const, exit: true as const }, symbol !== undefined ? { symbol } : {});
   }
   const reduce = position !== undefined && (position === 'long') !== (side === 'buy');
@@ -508,7 +545,12 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     }
     for (const f of foreign) warnings.push(`'${f.path}' ignored: a partial exit (marketPosition ${position}) only reduces the position`);
   } else if (foreign.length > 0) {
-    throw foreignLegError(foreign[0]!.path, foreign[0]!.leg);
+    // Refused only where the alert does not give that leg itself: with its own, the order is
+    // protected as it asks (re-probe 5: an entry with takeProfit and stopLoss was refused for
+    // carrying another product's field too).
+    const missing = foreign.find((f) => fields[f.leg] === undefined);
+    if (missing) throw foreignLegError(missing.path, missing.leg);
+    for (const f of foreign) warnings.push(`'${f.path}' ignored: the alert's own '${f.leg}' is used`);
   }
   if (positionSize !== undefined && position === undefined) warnings.push(`'marketPositionSize' ignored without marketPosition`);
   const entry = position !== undefined && !reduce;
@@ -553,14 +595,19 @@ export function completeOrder(
   if (qty === undefined) throw invalid('qty', 'required (or set qty on the token’s strategy)');
   const type = order.type ?? strategy?.orderType ?? 'market';
   let price = order.price ?? null;
-  let stopPrice = order.stopPrice ?? null;
+  const stopPrice = order.stopPrice ?? null;
   if (price !== null && (type === 'market' || type === 'stop')) {
     warnings.push(`price ignored for ${type} orders`);
     price = null;
   }
+  // Not dropped like a market alert's {{close}} price: a trigger given to a market order meant a
+  // stop order or a stop-loss, and dropped, the order went out at once with no stop (re-probe 5; the
+  // API refuses it too).
   if (stopPrice !== null && (type === 'market' || type === 'limit')) {
-    warnings.push(`stopPrice ignored for ${type} orders`);
-    stopPrice = null;
+    throw invalid(
+      'stopPrice',
+      `not used by ${type} orders: a stop order is orderType 'stop' (or 'stop_limit') with its trigger in stopPrice; a stop-loss is 'stopLoss' ({price} or {ticks}). Refused, so that the order is not placed at once where a trigger or a stop was meant`,
+    );
   }
   return {
     symbol,

@@ -174,6 +174,42 @@ describe('parseWebhookPayload actions and aliases', () => {
     expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, tp: '' }, NOW)).toThrow(/is empty/);
   });
 
+  it('a field named for the leg itself asks for one with any value that has a digit in it (re-probe 5: "20 pips", "17,950.00", sl_pips placed entries with no stop, 201)', () => {
+    const entry = (body: Record<string, unknown>) => () => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, ...body }, NOW);
+    for (const body of [
+      { stop_loss: '20 pips', take_profit: '40 pips' }, { stop_loss: '17,950.00' }, { stop_loss: 'USD 50' }, { stop_loss: '1e1' }, { sl_ticks: '20t' },
+      { sl_pips: 20 }, { tp_pips: 40 }, { sl_atr: 2 }, { stop_loss_ticks_count: 20 }, { update_stop: 4990 }, { target_breakout: 5050 }, { exit_stop: '4,990.25' },
+    ]) {
+      expect(entry(body), JSON.stringify(body)).toThrow(/not a field webhooks read/);
+    }
+    // Under a name that only mentions a stop or target, text must still read as a level.
+    expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, exit_stop: 'Long Entry 1' }, NOW).warnings).toEqual(["unknown field 'exit_stop' ignored"]);
+  });
+
+  it('counts and sizes named after stops or targets are not legs, and an entry giving both its own legs is not refused for another product\'s (re-probe 5: target_position, stops_hit refused 400)', () => {
+    for (const key of ['target_position', 'stops_hit', 'target_qty', 'targetSize', 'target_contracts', 'max_stops', 'targets_hit', 'stopped', 'max_loss']) {
+      expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, [key]: 2 }, NOW).warnings, key).toEqual([`unknown field '${key}' ignored`]);
+    }
+    const legs = { takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
+    const both = parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, ...legs, stop_loss: 20 }, NOW);
+    expect(both).toMatchObject({ kind: 'order', order: legs });
+    expect(both.warnings).toEqual(["'stop_loss' ignored: the alert's own 'stopLoss' is used"]);
+    // Only the leg it gives: another product's stop-loss with the alert's own take-profit stays refused.
+    expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 40 }, stop_loss: 20 }, NOW)).toThrow(/stop_loss: not a field webhooks read/);
+  });
+
+  it('an exit of the whole position ignores a marketPositionSize that came out wrong, as it ignores its qty (fuzz probe: 400, the position stayed open)', () => {
+    for (const size of ['', '-1', '1.5', 'abc', -1, 1.5]) {
+      const exit = parseWebhookPayload({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'flat', marketPositionSize: size }, NOW);
+      expect(exit, JSON.stringify(size)).toMatchObject({ kind: 'flatten', exit: true });
+      expect(exit.warnings).toContain(`marketPositionSize ${JSON.stringify(size)} ignored: marketPosition flat closes the whole position`);
+      expect(parseWebhookPayload({ action: 'close', symbol: 'ES1!', marketPositionSize: size }, NOW)).toMatchObject({ kind: 'flatten' });
+    }
+    expect(parseWebhookPayload({ action: 'sell', symbol: 'ES1!', marketPosition: 'flat', marketPositionSize: 0 }, NOW).warnings).toEqual([]);
+    // An entry still needs a whole number.
+    expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: '1.5' }, NOW)).toThrow(/marketPositionSize/);
+  });
+
   it('an exit, close or partial exit ignores a foreign stop-loss or take-profit as it ignores its own (re-probe 3: the position stayed open, 400)', () => {
     const close = parseWebhookPayload({ action: 'close', symbol: 'ESZ6', stop_loss: 20 }, NOW);
     expect(close).toMatchObject({ kind: 'flatten' });
@@ -696,12 +732,15 @@ describe('completeOrder: exact answers', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('drops a price a stop order cannot use and a stop price a limit order cannot use, with warnings', () => {
+  it('drops a price a stop order cannot use with a warning, and refuses a stop price a market or limit order cannot use (re-probe 5: a market entry with stopPrice filled at once, no stop)', () => {
     const warnings: string[] = [];
     expect(completeOrder({ side: 'sell', symbol: 'ES', qty: 1, type: 'stop', price: 5000, stopPrice: 4990 }, null, warnings)).toMatchObject({ price: null, stopPrice: 4990 });
-    expect(completeOrder({ side: 'sell', symbol: 'ES', qty: 1, type: 'limit', price: 5000, stopPrice: 4990 }, null, warnings)).toMatchObject({ price: 5000, stopPrice: null });
     expect(completeOrder({ side: 'sell', symbol: 'ES', qty: 1, type: 'stop_limit', price: 5000, stopPrice: 4990 }, null, warnings)).toMatchObject({ price: 5000, stopPrice: 4990 });
-    expect(warnings).toEqual(['price ignored for stop orders', 'stopPrice ignored for limit orders']);
+    expect(warnings).toEqual(['price ignored for stop orders']);
+    for (const type of ['limit', 'market'] as const) {
+      expect(thrown(() => completeOrder({ side: 'sell', symbol: 'ES', qty: 1, type, price: 5000, stopPrice: 4990 }, null, [])).message).toMatch(/^stopPrice: not used by (limit|market) orders: a stop order is orderType 'stop'/);
+    }
+    expect(thrown(() => completeOrder({ side: 'buy', symbol: 'ES', qty: 1, stopPrice: 17950 }, null, [])).message).toMatch(/^stopPrice: not used by market orders/);
   });
 
   it('says which field is missing and where it could come from', () => {
