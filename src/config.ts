@@ -73,7 +73,12 @@ export const configSchema = z
     paper: bool.default(false),
     /** 0 = pick a free port. */
     paperPort: port.default(0),
-    baseUrl: z.url().optional(),
+    // The webhook URLs are built on it: http(s) only, no query or fragment (a '#x' made every
+    // token URL end in the fragment, which a client never sends: the alerts reached '/').
+    baseUrl: z
+      .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+      .refine((u) => !/[?#]/.test(u), 'must have no query (?) or fragment (#): webhook URLs are built on it')
+      .optional(),
     /** Reverse proxies whose X-Forwarded-For names the client (src/http/client-address.ts); none by default. */
     trustProxy: trustProxy.default([]),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

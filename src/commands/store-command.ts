@@ -48,7 +48,7 @@ export async function withStore<T>(flags: StoreFlags, fn: (store: Store, config:
   if (!opts.creates && !existsSync(join(config.dataDir, LMDB_DIR))) {
     throw new AppError(
       'NOT_FOUND',
-      `no tradegate store in ${config.dataDir} (--data-dir, DATA_DIR): nothing was read or changed. \`serve\` or \`users add\` creates one`,
+      `no tradegate store in ${config.dataDir} (--data-dir, TRADEGATE_DATA_DIR): nothing was read or changed. \`serve\` or \`users add\` creates one`,
     );
   }
   const store = await openStore({ dataDir: config.dataDir, ...(config.dataKey && { dataKey: config.dataKey }), warn: note });

@@ -43,6 +43,13 @@ describe('loadConfig', () => {
     expect([c.port, c.rateLimitPerMin, c.sseHeartbeatMs, c.bodyLimitBytes]).toEqual([8081, 16, 100, 16 * 1024 * 1024]);
   });
 
+  it('takes an http(s) base URL with no query or fragment: webhook URLs are built on it (ops probe: "#x" and ftp:// started, and every token URL was broken)', () => {
+    for (const url of ['https://tg.example.com/#x', 'https://x/sub?q=1', 'ftp://tg.example.com', 'javascript:alert(1)']) {
+      expect(() => loadConfig({}, { TRADEGATE_BASE_URL: url }), url).toThrow(/TRADEGATE_BASE_URL: must (be an http|have no query)/);
+    }
+    expect(loadConfig({}, { TRADEGATE_BASE_URL: 'https://tg.example.com/base/' }).baseUrl).toBe('https://tg.example.com/base/');
+  });
+
   it('reads the cluster settings: NATS servers as a list, node id, replicas, prefix', () => {
     expect(loadConfig({}, {}).cluster).toBeUndefined();
     const c = loadConfig({ cluster: 'nats://a:4222, nats://b:4222', 'node-id': 'n1' }, { TRADEGATE_CLUSTER_REPLICAS: '3' });

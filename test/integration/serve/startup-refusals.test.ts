@@ -119,7 +119,7 @@ describe('start-up refusals', () => {
     for (const args of [['users', 'list'], ['keys', 'list', '--user', 'alice'], ['connections', 'list', '--user', 'alice'], ['keys', 'revoke', 'abcdefghijkl']]) {
       const r = await runCli(missing, args);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(1);
-      expect(r.stderr).toContain(`no tradegate store in ${missing}`);
+      expect(r.stderr).toContain(`no tradegate store in ${missing} (--data-dir, TRADEGATE_DATA_DIR)`);
     }
     expect(existsSync(missing)).toBe(false);
     // users add starts a data dir (before a first serve without --paper).
