@@ -20,6 +20,13 @@ export function namesProduct(symbolInput: string, now: Date): boolean {
   return resolved.ok && PRODUCT_FORMS.has(resolved.form);
 }
 
+/**
+ * How long POST …/flatten waits for its flatten: past the actor's wait for a lost connection to
+ * come back (20 s, flatten.ts) and the cancels and liquidation after it. The default 15 s call
+ * deadline answered 504 while the flatten was still waiting, and it then closed the position anyway.
+ */
+const API_FLATTEN_CALL_MS = 30_000;
+
 /** Runs a flatten on an owned account; resolves the symbol first (UNKNOWN_SYMBOL, no broker traffic). */
 export async function flattenAccount(
   deps: RouteDeps,
@@ -131,7 +138,19 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ],
       async handler(ctx) {
         const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
-        const body = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, ctx.req.body?.symbol);
+        const body = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, ctx.req.body?.symbol, { timeoutMs: API_FLATTEN_CALL_MS }).catch((err: unknown) => {
+          // Still at work past the call's deadline: it goes on, and says so (cluster probe: a bare
+          // "did not complete within 15000 ms" while it waited for the connection, then closed 2).
+          if (err instanceof AppError && err.code === 'BROKER_TIMEOUT' && !('positions' in err.extensions)) {
+            throw new AppError(
+              'BROKER_TIMEOUT',
+              `The flatten did not finish within ${API_FLATTEN_CALL_MS / 1000} s and goes on in the service: GET …/positions and …/working-orders show what is left (${err.message})`,
+              err.extensions,
+              err.retryAfterSeconds,
+            );
+          }
+          throw err;
+        });
         return { status: 200, body };
       },
     }),

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FlattenRequest } from '../../../../src/actors/protocol.js';
+import { AppError } from '../../../../src/domain/problems.js';
 import { flattenResponseSchema } from '../../../../src/http/schemas.js';
 import { call, callError, route, world, type World } from '../../../support/routes.js';
 
@@ -20,6 +21,16 @@ describe('POST /accounts/:id/flatten', () => {
     expect(flattenResponseSchema.parse(res.body)).toMatchObject({ accountId: '101', symbol: null, cancelledOrderIds: ['7'] });
     expect(w.gateway.calls[0]!.req).toMatchObject({ type: 'flatten', accountId: '101', symbol: null });
     expect(res.timing.filter(([name]) => name !== 'actor')).toEqual([['broker', 2]]);
+  });
+
+  it('waits 30 s for the flatten, past the actor\'s 20 s wait for a lost connection; one still at work then is a 504 saying it goes on (cluster probe: a bare 504 at 15 s, then it closed 2)', async () => {
+    await call(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } });
+    expect(w.gateway.calls[0]).toMatchObject({ timeoutMs: 30_000 });
+    w.gateway.responder.flatten = () => {
+      throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 30000 ms');
+    };
+    const err = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } });
+    expect(err).toMatchObject({ code: 'BROKER_TIMEOUT', message: expect.stringMatching(/^The flatten did not finish within 30 s and goes on in the service: GET …\/positions/) });
   });
 
   it('resolves a given symbol to its contract before calling the actor', async () => {
