@@ -139,6 +139,9 @@ async function liveStatus(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, 
 /** How often, and how many times, a kill switch no actor could take is sent again (relayLock). */
 const LOCK_RELAY_MS = 1_000;
 const LOCK_RELAY_TRIES = 60;
+/** How long a kill switch stored while no actor ran its connection is offered to one before the answer (deliverLock). */
+const LOCK_DELIVER_MS = 5_000;
+const LOCK_DELIVER_RETRY_MS = 200;
 
 const FLATTEN_OWED_NO_ACTOR =
   'not flattened: no running connection reports this account now (its connection is FAILED, disabled or not started). ' +
@@ -238,6 +241,15 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           }
           if (!(err instanceof AppError) || err.code !== 'BROKER_UNAVAILABLE') throw err;
           const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
+          // An actor that started before the write (another node took the connection over a moment
+          // ago) runs without it: delivered before the answer, so no entry sent after a 200 is
+          // placed (cluster probe: the lock answered 200 during a handover, and entries sent after
+          // it filled for a second until the relay delivered it).
+          const delivered = await deliverLock(target.connectionId, { ...request, since: lock.since });
+          if (delivered) {
+            await deps.store.guards.setLock(userId, target.accountId, delivered.status.lock);
+            return { status: 200, body: { ...guardsView(deps, userId, target.accountId, delivered.status, mayRead(ctx)), flatten: delivered.flatten && 'positions' in delivered.flatten ? { ...delivered.flatten, positions: positionOutcomes(delivered.flatten.positions) } : delivered.flatten } };
+          }
           relay(target.connectionId, { ...request, since: lock.since }, ctx.log);
           ctx.log.warn({ accountId: target.accountId, flattenOwed: lock.flattenOwed === true, err: err.message }, 'account locked while its actor was unavailable');
           const why = `not flattened yet: ${err.message}. The lock holds, and the flatten runs as soon as an actor runs the connection`;
@@ -352,6 +364,23 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       );
     };
     setTimeout(attempt, LOCK_RELAY_MS).unref();
+  }
+
+  /**
+   * Sends a stored kill switch to the connection's actor, again every LOCK_DELIVER_RETRY_MS while no
+   * actor runs it, for up to LOCK_DELIVER_MS: its result once one has it, else undefined (the
+   * relay goes on sending it, and an actor that starts later starts locked from the store).
+   */
+  async function deliverLock(connectionId: string, request: LockRequest): Promise<LockResult | undefined> {
+    const deadline = Date.now() + LOCK_DELIVER_MS;
+    for (;;) {
+      try {
+        return await deps.gateway.request(connectionId, request);
+      } catch (err) {
+        if (!(err instanceof AppError) || err.code !== 'BROKER_UNAVAILABLE' || Date.now() + LOCK_DELIVER_RETRY_MS > deadline) return undefined;
+      }
+      await new Promise((r) => setTimeout(r, LOCK_DELIVER_RETRY_MS));
+    }
   }
 
   /** The kill switch as a stored record (no actor runs the account): in force when one starts with it, flatten owed if asked. */

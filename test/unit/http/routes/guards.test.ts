@@ -151,6 +151,22 @@ describe('lock / unlock', () => {
   });
 });
 
+describe('a kill switch during a handover', () => {
+  it('stored while no actor runs the connection, it reaches the actor that takes it over before the 200, so no entry sent after the answer is placed (cluster probe: entries after the 200 filled for a second)', async () => {
+    const flatten = { cancelledOrderIds: [], positions: [{ symbol: 'ESZ6', closedQty: 2, status: 'liquidated' as const }], brokerMs: 3 };
+    const lock = { guard: 'kill_switch' as const, since: DAY.start, until: null, detail: 'kill switch (api-key)' };
+    // The new owner's actor runs 600 ms after the lock arrives.
+    setTimeout(() => (w.gateway.responder.lock = () => ({ status: status({ lock }), flatten })), 600);
+    const locked = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params });
+    expect(locked.status).toBe(200);
+    expect(locked.body).toMatchObject({ lock: { guard: 'kill_switch', flattenPending: false }, flatten: { positions: [{ symbol: 'ESZ6', closedQty: 2, status: 'liquidated' }] } });
+    const locks = w.gateway.calls.filter((c) => c.req.type === 'lock');
+    expect(locks.length).toBeGreaterThanOrEqual(3);
+    expect(locks.at(-1)!.req).toMatchObject({ since: expect.any(Number) });
+    expect(w.store.guards.get(w.a.userId, '101')?.lock).toEqual(lock);
+  });
+});
+
 describe('guards and locks in every connection state (item 4)', () => {
   const setStatus = (status: 'FAILED' | 'DISABLED' | 'CONNECTING' | 'CONNECTED') =>
     w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status, reason: 'fatal-error', ts: 1, detail: 'bad password' });
