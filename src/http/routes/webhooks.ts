@@ -42,12 +42,25 @@ async function throughReconnect<T>(work: () => Promise<T>, until: () => number):
     try {
       return await work();
     } catch (err) {
-      const status = err instanceof AppError && err.code === 'BROKER_UNAVAILABLE' && !('flatten' in err.extensions) ? err.extensions.connectionStatus : undefined;
-      if ((status !== 'RECONNECTING' && status !== 'CONNECTING') || Date.now() + RECONNECT_RETRY_MS > until()) throw err;
+      if (!refusedWhileReconnecting(err) || (err as AppError).extensions.flatten !== undefined || Date.now() + RECONNECT_RETRY_MS > until()) throw err;
       await new Promise((r) => setTimeout(r, RECONNECT_RETRY_MS));
     }
   }
 }
+
+/** A refusal that sent nothing: the connection (re)connecting, or in a cluster changing node. */
+function refusedWhileReconnecting(err: unknown): boolean {
+  const status = err instanceof AppError && err.code === 'BROKER_UNAVAILABLE' ? err.extensions.connectionStatus : undefined;
+  return status === 'RECONNECTING' || status === 'CONNECTING';
+}
+
+/**
+ * How long a reversal whose close was done keeps trying to send its open while the connection
+ * reconnects or changes node (nothing of the open sent meanwhile). Past the alert's answer it goes
+ * on and is journaled as a late outcome; given up, the account is flat where the strategy is not
+ * (cluster probe: an owner's SIGTERM during a reversal left it flat, and TradingView never resends).
+ */
+const REVERSAL_OPEN_RETRY_MS = 10_000;
 
 /** Longest a 504 waits for its follow-up to be on disk (followUpOnDisk). */
 const FOLLOW_UP_FLUSH_MS = 200;
@@ -307,7 +320,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true, ...(intent.positionSize !== undefined && { keepQty: intent.positionSize }) } : {}) };
     let result;
     try {
-      result = await callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, WEBHOOK_TIMEOUT);
+      const send = () => callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, WEBHOOK_TIMEOUT);
+      result = closedFirst ? await openAfterClose(send) : await send();
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw afterClose(err);
       // TradingView does not wait (or retry): the order may still reach the broker. Its
@@ -326,6 +340,19 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       base.warnings.push(`${request.side} ${result.order.qty} sent, not ${request.qty}: a stop-loss or take-profit filled ${request.qty - result.order.qty} while the legs made room for this exit, and the strategy keeps ${intent.positionSize}`);
     }
     return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: closed }) };
+  }
+}
+
+/** A reversal's open, its close done: tried again while refused unsent for a reconnect (REVERSAL_OPEN_RETRY_MS). */
+async function openAfterClose<T>(send: () => Promise<T>): Promise<T> {
+  const until = Date.now() + REVERSAL_OPEN_RETRY_MS;
+  for (;;) {
+    try {
+      return await send();
+    } catch (err) {
+      if (!refusedWhileReconnecting(err) || Date.now() + RECONNECT_RETRY_MS > until) throw err;
+      await new Promise((r) => setTimeout(r, RECONNECT_RETRY_MS));
+    }
   }
 }
 

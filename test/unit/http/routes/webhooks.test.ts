@@ -302,6 +302,29 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(1);
   });
 
+  it('a reversal whose close was done tries its open again while the connection reconnects or changes node, the close not repeated (cluster probe: an owner SIGTERMed mid-reversal left the account flat, strategy long)', async () => {
+    w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: -1, avgPrice: 5000, openedAt: null }];
+    const changing = () => new AppError('BROKER_UNAVAILABLE', 'connection c1 has no running actor right now (its node is changing); retry', { connectionStatus: 'RECONNECTING' }, 1);
+    const place = w.gateway.responder['place-order']!;
+    let refusals = 8;
+    w.gateway.responder['place-order'] = (req: PlaceOrderRequest) => {
+      if (refusals-- > 0) throw changing();
+      return place(req);
+    };
+    // Refused for ~1.2 s after the close: past the alert's answer it goes on (504), or just inside it, 201.
+    const answer = await alert({ action: 'buy', symbol: 'ES1!', qty: 2, marketPosition: 'long', marketPositionSize: 1 }).then((r) => r.status, (e: AppError) => e.code);
+    expect([201, 'BROKER_TIMEOUT']).toContain(answer);
+    await expect.poll(() => w.gateway.calls.filter((c) => c.req.type === 'place-order').length, { timeout: 5_000 }).toBe(9);
+    expect(w.gateway.calls.filter((c) => c.req.type === 'flatten')).toHaveLength(1);
+    // A refusal that is not a reconnect is not tried again.
+    w.gateway.calls.length = 0;
+    w.gateway.responder['place-order'] = () => {
+      throw new AppError('BROKER_REJECTED', 'margin');
+    };
+    expect((await alertError({ action: 'buy', symbol: 'ES1!', qty: 2, marketPosition: 'long', marketPositionSize: 1 }))!.code).toBe('BROKER_REJECTED');
+    expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(1);
+  });
+
   it('in a cluster: a turn refused while the connection changes node is tried again, and an alert whose turn comes late (queued behind a dead owner) gets the reconnect retry counted from its turn (cluster probe: 503, and "not lost" alerts never placed)', async () => {
     w.gateway.responder.positions = () => [];
     const reconnecting = () => new AppError('BROKER_UNAVAILABLE', 'connection c1 has no running actor right now (its node is changing); retry', { connectionStatus: 'RECONNECTING' }, 1);
