@@ -493,6 +493,37 @@ describe('the web app', () => {
     }
   }, 120_000);
 
+  it('tabs showing the same account read it once between them: three windows of the Accounts page stay inside the session\'s 120 reads a minute (web probe: every tab showed 429 for up to 30 s)', async () => {
+    const visitor = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const reads: string[] = [];
+    visitor.on('request', (r) => {
+      if (/\/api\/v1\/accounts\/[^/]+\/positions$/.test(new URL(r.url()).pathname)) reads.push(r.url());
+    });
+    try {
+      const first = await visitor.newPage();
+      await first.goto(`${s.url}/accounts`);
+      await first.getByLabel('User name').fill(s.login.name);
+      await first.getByLabel('Password').fill(s.login.password);
+      await first.getByRole('button', { name: 'Sign in' }).click();
+      await first.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
+      const tabs = [first];
+      for (let i = 0; i < 2; i++) {
+        const tab = await visitor.newPage();
+        await tab.goto(`${s.url}/accounts`);
+        await tab.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
+        tabs.push(tab);
+      }
+      await expect.poll(() => reads.length).toBeGreaterThan(0);
+      const from = reads.length;
+      // Each tab reads positions every 5 s: alone, three tabs make ~6 reads in 10.5 s.
+      await new Promise((r) => setTimeout(r, 10_500));
+      expect(reads.length - from).toBeLessThanOrEqual(3);
+      for (const tab of tabs) expect(await tab.getByText(/Rate limit/).count()).toBe(0);
+    } finally {
+      await visitor.close();
+    }
+  }, 60_000);
+
   it('Connections: a FAILED connection offers Reconnect, which logs in again once the broker takes the login', async () => {
     await signedIn();
     await nav('Connections');

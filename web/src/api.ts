@@ -52,7 +52,57 @@ for (const type of ['pointerdown', 'keydown', 'wheel', 'touchstart'] as const) {
   addEventListener(type, () => (lastInteraction = Date.now()), { capture: true, passive: true });
 }
 
+/**
+ * Reads the pages make on their timers, made once for all the app's tabs: a GET answered less
+ * than SHARED_READ_MS ago, in this tab or another (a BroadcastChannel), is answered from that.
+ * Three windows of the Accounts page side by side read 126 times a minute, past the session's
+ * 120 reads, and every tab showed 429 instead of its positions (web probe). Any write, in any tab,
+ * forgets them (and answers of reads begun before it), so what a cancel or a flatten changed is
+ * read afresh. The session's own routes are never shared.
+ */
+const SHARED_READ_MS = 4_000;
+const recentReads = new Map<string, { at: number; json: unknown }>();
+/** Reads begun before this (ms) are not shared: a write came after them. */
+let forgottenAt = 0;
+type ReadShare = { kind: 'read'; path: string; at: number; json: unknown } | { kind: 'forget'; at: number };
+const readChannel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('tradegate-reads') : null;
+if (readChannel) {
+  readChannel.onmessage = (e: MessageEvent<ReadShare>) => {
+    const m = e.data;
+    if (m.kind === 'forget') {
+      forgottenAt = Math.max(forgottenAt, m.at);
+      recentReads.clear();
+    } else if (m.at > forgottenAt) recentReads.set(m.path, { at: m.at, json: m.json });
+  };
+}
+
+/** Forgets the shared reads, in every tab (a write, a sign-out). */
+export function forgetReads(): void {
+  forgottenAt = Date.now();
+  recentReads.clear();
+  readChannel?.postMessage({ kind: 'forget', at: forgottenAt } satisfies ReadShare);
+}
+
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const shared = method === 'GET' && !path.startsWith('/session');
+  if (shared) {
+    const hit = recentReads.get(path);
+    if (hit && Date.now() - hit.at < SHARED_READ_MS) return structuredClone(hit.json) as T;
+  } else if (method !== 'GET') forgetReads();
+  const startedAt = Date.now();
+  try {
+    const json = await request<T>(method, path, body);
+    if (shared && startedAt > forgottenAt) {
+      recentReads.set(path, { at: startedAt, json: structuredClone(json) });
+      readChannel?.postMessage({ kind: 'read', path, at: startedAt, json } satisfies ReadShare);
+    }
+    return json;
+  } finally {
+    if (!shared && method !== 'GET') forgetReads();
+  }
+}
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (method === 'GET' && Date.now() - lastInteraction > BACKGROUND_AFTER_MS) headers['X-Tradegate-Background'] = '1';
   if (body !== undefined) headers['Content-Type'] = 'application/json';

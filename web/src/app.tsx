@@ -4,7 +4,7 @@ import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { Toasts } from './components/toast';
 import { BracketAlerts } from './components/bracket-alerts';
 import { ErrorBox, Loading } from './components/ui';
-import { ApiError } from './api';
+import { ApiError, forgetReads } from './api';
 import { resetHealth, startHealthStream } from './health';
 import { loadPage, PAGES } from './pages/index';
 import { SignInPage } from './pages/sign-in';
@@ -43,7 +43,10 @@ export function App() {
 
   useEffect(() => {
     if (signedIn) startHealthStream();
-    else resetHealth();
+    else {
+      resetHealth();
+      forgetReads();
+    }
   }, [signedIn]);
 
   useEffect(() => {

@@ -15,7 +15,8 @@ import { useAction, usePolling, useResource } from '../hooks';
 import type { AccountGuards, GuardsView, LockResult } from '../types';
 import { TradingWindowsFields, windowsBody, windowsDraft, windowsSummary } from './trading-windows';
 
-const POLL_MS = 5_000;
+/** Its live figures (day P&L, exposure): each tab of the app reads them this often (with positions and orders every 5 s, three tabs on three accounts stay inside a session's 120 reads a minute). */
+const POLL_MS = 10_000;
 
 const LOCKED_BY: Record<string, string> = {
   kill_switch: 'kill switch',
@@ -128,7 +129,7 @@ export function GuardsCard(props: { accountId: string; accountName: string; acti
                 ' until it is unlocked'
               )}
               {lock.detail ? `: ${lock.detail}` : ''}. Exits, cancels and flatten still work.
-              {lock.flattenPending && ' The flatten waits for the connection and runs once it is CONNECTED.'}
+              {lock.flattenPending && ' Its flatten has not finished (the connection is down, or the broker has not confirmed it yet): it goes on until the positions are closed.'}
             </p>
           )}
           {set.length ? <p>In force: {set.join(' · ')}.</p> : <p class="muted">No guards set: every order the broker takes goes through.</p>}
