@@ -230,6 +230,8 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     flushed,
     close() {
       closing ??= (async () => {
+        // Appends still waiting for NATS get one more try, not a minute of them.
+        journal.stopRetries();
         await flushed();
         mirror.close();
       })();

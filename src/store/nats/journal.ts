@@ -5,23 +5,49 @@
  * which is an audit read, not a hot path: a user's entries are found by the server's subject
  * filter and read front to back (nats-server 2.9 cannot read a subject backwards).
  */
+import { randomBytes } from 'node:crypto';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { invalidPosition, type JournalEntry, type JournalStore, type PositionedEntry } from '../journal.js';
 import { isKeyToken } from './tables.js';
 
 /** How long one read of the stream may wait for the messages it was told exist. */
 const READ_TIMEOUT_MS = 5000;
+/**
+ * How long an append is tried again while NATS cannot take it (a server restarting): within the
+ * stream's duplicate window (2 min), so an append whose first try was stored after all is stored
+ * once (its msgID). Before, one failed try lost the entry: an alert that traded had no entry of
+ * its own after a NATS restart (cluster probe).
+ */
+const APPEND_RETRY_MS = 60_000;
+const APPEND_RETRY_MAX_WAIT_MS = 5_000;
 
 /** The journal over `stream`, whose subjects are `<subjectPrefix>.<user>`. */
 export function createNatsJournal(
   js: JetStreamClient,
   jsm: JetStreamManager,
   opts: { stream: string; subjectPrefix: string; clock: () => number; track: (write: Promise<unknown>, what: string) => void },
-): JournalStore {
+): JournalStore & { stopRetries(): void } {
   // User ids are `usr_<base62>`; anything else is hex-encoded so it stays one subject token.
   const subjectOf = (userId: string): string =>
     `${opts.subjectPrefix}.${isKeyToken(userId) ? userId : `x${Buffer.from(userId, 'utf8').toString('hex')}`}`;
   let lastTs = 0;
+  /** This writer's appends are `<writer>-<n>` (JetStream's Nats-Msg-Id: a try stored twice is stored once). */
+  const writer = randomBytes(6).toString('hex');
+  let appended = 0;
+  let stopped = false;
+
+  async function publish(subject: string, data: string, msgID: string): Promise<void> {
+    const deadline = Date.now() + APPEND_RETRY_MS;
+    for (let wait = 250; ; wait = Math.min(wait * 2, APPEND_RETRY_MAX_WAIT_MS)) {
+      try {
+        await js.publish(subject, data, { msgID });
+        return;
+      } catch (err) {
+        if (stopped || Date.now() + wait > deadline) throw err;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
 
   /** Reads `count` messages (of `subject`, or of the stream from `startSeq`). */
   async function read(count: number, filter: { subject: string } | { startSeq: number }): Promise<PositionedEntry[]> {
@@ -75,13 +101,16 @@ export function createNatsJournal(
   }
 
   return {
+    stopRetries() {
+      stopped = true;
+    },
     append(entry) {
       // Like the LMDB journal: a clock stepping back never reorders one writer's entries.
       const ts = Math.max(entry.ts ?? opts.clock(), lastTs);
       lastTs = ts;
       const rec: JournalEntry = { ts, userId: entry.userId, accountId: entry.accountId, kind: entry.kind, request: entry.request, outcome: entry.outcome };
       if (entry.ref !== undefined) rec.ref = entry.ref;
-      opts.track(js.publish(subjectOf(entry.userId), JSON.stringify(rec)), `journal append (${entry.kind})`);
+      opts.track(publish(subjectOf(entry.userId), JSON.stringify(rec), `${writer}-${++appended}`), `journal append (${entry.kind})`);
     },
 
     async list({ userId, limit }) {
