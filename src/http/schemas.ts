@@ -15,7 +15,7 @@ const id = z.string().min(1).describe('Identifier (string)');
 /** A name of 1..`max` characters of plain text. */
 export const label = (max: number) => z.string().min(1).max(max).regex(PLAIN_TEXT, PLAIN_TEXT_MESSAGE);
 /** The same, trimmed first. */
-export const trimmedLabel = (max: number) => z.string().trim().min(1).max(max).regex(PLAIN_TEXT, PLAIN_TEXT_MESSAGE);
+export const trimmedLabel = (max: number) => z.string().regex(PLAIN_TEXT, PLAIN_TEXT_MESSAGE).trim().min(1).max(max);
 const isoTime = z.string().describe('ISO-8601 UTC time');
 const price = z.number().finite().positive();
 // The bound first: 1e308 is refused as over the limit, not as past the safe integers.

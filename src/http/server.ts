@@ -81,6 +81,12 @@ export interface HttpServer {
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+/**
+ * A client's request id that holds one of our secrets (an API key or a webhook token, whole or
+ * with its secret part): not taken, since request ids are logged, echoed and journaled as they are
+ * (fuzz probe: a key sent as X-Request-Id landed in the access log).
+ */
+const SECRET_IN_ID = /(tgk|whk)_[A-Za-z0-9]{12}_[A-Za-z0-9]{8}/;
 
 /** A path of the API (both prefixes), not of the web app or the fixed routes. */
 function isApiPath(path: string): boolean {
@@ -284,7 +290,7 @@ class Engine {
     }
     const handle = this.proxies ? new ResponseHandle(res, head, this.proxies, headers['x-forwarded-for']) : new ResponseHandle(res, head);
     const given = headers['x-request-id'];
-    const requestId = given && REQUEST_ID.test(given) ? given : this.requestIds.next();
+    const requestId = given && REQUEST_ID.test(given) && !SECRET_IN_ID.test(given) ? given : this.requestIds.next();
     const path = req.getUrl();
     const ex: Exchange = {
       handle,

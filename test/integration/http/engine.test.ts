@@ -191,6 +191,15 @@ describe('request ids and Server-Timing', () => {
     expect(next!.slice(0, 9)).toBe(id!.slice(0, 9));
     expect(res.headers.get('server-timing')).toMatch(/^auth;dur=\d+\.\d\d, validate;dur=\d+\.\d\d, broker;dur=1\.5, total;dur=\d+(\.\d)?$/);
   });
+
+  it('does not take a request id that holds an API key or webhook token: ids are logged and echoed as they are (fuzz probe: a key sent as X-Request-Id was in the access log)', async () => {
+    const res = await fetch(h.url('/healthz'), { headers: { 'X-Request-Id': h.keys.read } });
+    expect(res.headers.get('x-request-id')).not.toContain(h.keys.read.slice(0, 30));
+    expect(res.headers.get('x-request-id')).toMatch(/^[\w-]{8}-[0-9a-z]+$/);
+    const token = `whk_${'a'.repeat(12)}_${'b'.repeat(32)}`;
+    expect((await fetch(h.url('/healthz'), { headers: { 'X-Request-Id': `id-${token}` } })).headers.get('x-request-id')).not.toContain(token);
+    expect((await fetch(h.url('/healthz'), { headers: { 'X-Request-Id': 'tgk_order-1' } })).headers.get('x-request-id')).toBe('tgk_order-1');
+  });
 });
 
 describe('rate limit: exactly N per key in any rolling 60 s', () => {

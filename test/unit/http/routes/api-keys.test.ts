@@ -30,6 +30,9 @@ describe('API key management', () => {
     for (const bad of [{ name: '', scopes: ['read'] }, { name: '   ', scopes: ['read'] }, { name: 'x', scopes: [] }, { name: 'x', scopes: ['admin'] }, { name: 'x'.repeat(101), scopes: ['read'] }]) {
       expect(schema.safeParse(bad).success, JSON.stringify(bad)).toBe(false);
     }
+    // An invisible character is refused as in every other name, not trimmed away (fuzz probe: a BOM was stored trimmed).
+    expect(schema.safeParse({ name: '\ufeffmykey  ', scopes: ['read'] }).success).toBe(false);
+    expect(schema.parse({ name: '  mykey  ', scopes: ['read'] }).name).toBe('mykey');
   });
 
   it('lists revoked keys marked as such, and never another user’s keys', async () => {
