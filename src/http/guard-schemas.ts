@@ -59,8 +59,15 @@ const timeZone = z
     const fixed = FIXED_ABBREVIATIONS.get(tz.toUpperCase());
     if (fixed) ctx.addIssue({ code: 'custom', message: `${tz} is a fixed offset, ${fixed} with no daylight saving; name the place instead, e.g. ${FIXED_ABBREVIATIONS_MEANT.get(tz.toUpperCase())}` });
   })
-  // Stored as the time zone database spells it (`america/chicago` was stored as typed: web probe).
-  .transform((tz) => new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone)
+  // Stored as the time zone database spells it (`america/chicago` was stored as typed: web probe),
+  // but under the name given: ICU resolves today's names to the old links they replaced
+  // (Asia/Kolkata → Asia/Calcutta, Europe/Kyiv → Europe/Kiev), and a zone read back under another
+  // name than the one set looked like a different setting (fuzz probe).
+  .transform((tz) => {
+    const resolved = new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
+    // Only between place names: EST5EDT and the like are stored as the place they mean.
+    return resolved.toLowerCase() === tz.toLowerCase() || !tz.includes('/') ? resolved : tz;
+  })
   .default(CME_DAY.timeZone)
   .describe('IANA time zone of the windows (default America/Chicago, daylight saving included)');
 

@@ -9,6 +9,7 @@ import type { Config } from '../config.js';
 import { PROBLEMS, problemType, type ProblemCode } from '../domain/problems.js';
 import { GUARD_NAMES } from '../domain/guards.js';
 import { MAX_ORDER_QTY, ORDER_QTY_CEILING } from '../domain/orders.js';
+import { PLAIN_LINES } from '../domain/plain-text.js';
 import { WWW_AUTHENTICATE } from './respond.js';
 import { buildGuide, type GuideSection } from './openapi-guide.js';
 import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
@@ -135,8 +136,12 @@ function portable(node: unknown, qtyMax: number, key?: string): unknown {
     } else out[k] = portable(v, qtyMax, k === 'anyOf' || k === 'oneOf' || k === 'allOf' ? key : undefined);
   }
   if (typeof out['pattern'] === 'string' && /\\[pPu]\{/.test(out['pattern'])) {
+    const lines = out['pattern'] === PLAIN_LINES.source;
     delete out['pattern'];
-    const rule = 'Plain text: no control, invisible or bidirectional-override characters, no unpaired surrogates, and something to see.';
+    // A description's rule (PLAIN_LINES) asks for nothing visible; a name's does (fuzz probe: the document promised it of descriptions).
+    const rule = lines
+      ? 'Plain text: line breaks and tabs allowed; no other control, invisible or bidirectional-override characters, no unpaired surrogates.'
+      : 'Plain text: no control, invisible or bidirectional-override characters, no unpaired surrogates, and something to see.';
     out['description'] = typeof out['description'] === 'string' ? `${out['description']}. ${rule}` : rule;
   }
   if (key !== undefined && QTY_FIELDS.has(key) && out['maximum'] === ORDER_QTY_CEILING) out['maximum'] = qtyMax;

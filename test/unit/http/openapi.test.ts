@@ -168,6 +168,15 @@ describe('what the document says of bodies that the server checks in code', () =
     const pattern = /^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$/;
     for (const t of ['00:00', '09:30', '23:59', '24:00', '24:01', '9:30', '25:00', '12:60', '']) expect(pattern.test(t), t).toBe(parseClock(t) !== null);
   });
+
+  it('asks something to see of names, not of descriptions (fuzz probe: it promised it of a strategy description, which may be blank)', () => {
+    const strategy = JSON.parse(body('/strategies', 'post')) as { content: Record<string, { schema: { properties: Record<string, { description?: string; anyOf?: { description?: string }[] }> } }> };
+    const props = strategy.content['application/json']!.schema.properties;
+    const said = (p: { description?: string; anyOf?: { description?: string }[] } | undefined) => JSON.stringify(p);
+    expect(said(props['name'])).toContain('and something to see');
+    expect(said(props['description'])).toContain('line breaks and tabs allowed');
+    expect(said(props['description'])).not.toContain('something to see');
+  });
 });
 
 describe('what the document promises of bodies and rate-limit headers', () => {

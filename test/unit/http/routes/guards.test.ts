@@ -70,6 +70,11 @@ describe('GET/PUT /accounts/{id}/guards', () => {
     const stored = w.store.guards.get(w.a.userId, '101')?.config;
     expect(stored?.allowedProducts).toEqual(['ES', 'MES']);
     expect(stored?.tradingWindows?.timeZone).toBe('America/Chicago');
+    // Today's names stay as given, not the old links ICU resolves them to (fuzz probe: Asia/Kolkata read back as Asia/Calcutta).
+    for (const timeZone of ['Asia/Kolkata', 'Europe/Kyiv', 'America/Nuuk']) {
+      await call(w, 'PUT', '/accounts/:id/guards', { userId: w.a.userId, params, body: { tradingWindows: { timeZone, windows: [{ days: ['mon'], start: '08:30', end: '15:00' }] } } });
+      expect(w.store.guards.get(w.a.userId, '101')?.config.tradingWindows?.timeZone).toBe(timeZone);
+    }
   });
 
   it.each(['EST', 'mst', 'HST'])('PUT refuses %s, a fixed offset with no daylight saving (web probe: EST accepted beside the hint that daylight saving is followed; stored as America/Panama, an hour off New York all summer)', (tz) => {
