@@ -12,14 +12,16 @@ import type { Store } from '../store/index.js';
 export interface DemoCredentials {
   webUrl: string;
   docsUrl: string;
-  login: { name: string; password: string };
+  /** `password` null once it was changed (passwordChangedAt): the store drops it then. */
+  login: { name: string; password: string | null; passwordChangedAt?: string };
   apiKey: string;
   connectionId: string;
   createdAt: string;
 }
 
 export const DEMO_USER = 'demo';
-export const DEMO_CREDENTIALS_FILE = 'demo-credentials.json';
+export { DEMO_CREDENTIALS_FILE } from '../store/index.js';
+import { DEMO_CREDENTIALS_FILE } from '../store/index.js';
 
 /**
  * First run only: creates user `demo`, a paper login with two accounts, the paper

@@ -3,7 +3,7 @@
  * record kind. LMDB is multi-process: the server keeps it open while CLI commands open it,
  * write and close; writers are serialized by LMDB's lock, readers take no locks.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database } from 'lmdb';
 import type { Logger } from '../log.js';
@@ -86,6 +86,27 @@ export interface LmdbStore extends Store {
    * current, so a client resumed without the snapshots of what changed meanwhile.
    */
   claimStreamIdBase(now: number): Promise<number>;
+}
+
+/** The first run's demo login, printed once and saved 0600 in the data dir (commands/demo.ts). */
+export const DEMO_CREDENTIALS_FILE = 'demo-credentials.json';
+
+/**
+ * The demo user's password changed: the saved one is dropped from DEMO_CREDENTIALS_FILE (kept as
+ * null, with when), not left there looking current (ops probe: the old password stayed in the
+ * file, the one an operator is told to take it from).
+ */
+function forgetDemoPassword(dataDir: string, userName: string): void {
+  const file = join(dataDir, DEMO_CREDENTIALS_FILE);
+  let saved: { login?: { name?: string; password?: string | null } } & Record<string, unknown>;
+  try {
+    saved = JSON.parse(readFileSync(file, 'utf8')) as typeof saved;
+  } catch {
+    return; // no demo file (not a paper first run), or not ours to read
+  }
+  if (!saved.login || saved.login.password === null || saved.login.name !== userName) return;
+  const changed = { ...saved, login: { ...saved.login, password: null, passwordChangedAt: new Date().toISOString() } };
+  writeFileSync(file, `${JSON.stringify(changed, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** Event ids one run may give one user's health stream before the next run's ids begin. */
@@ -198,11 +219,19 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
 
   const sessions = createSessionStore(ctx);
   const journal = createJournalStore(ctx);
+  const users: UserStore = createUserStore(ctx, {
+    onPasswordChanged: async (userId) => {
+      const name = users.byId(userId)?.name;
+      if (name !== undefined) forgetDemoPassword(opts.dataDir, name);
+      await sessions.revokeAllForUser(userId);
+    },
+  });
   let closing: Promise<void> | undefined;
   return {
     dataDir: opts.dataDir,
-    // A new password ends every session of the user, whichever path changed it.
-    users: createUserStore(ctx, { onPasswordChanged: (userId) => sessions.revokeAllForUser(userId) }),
+    // A new password ends every session of the user, whichever path changed it, and the first
+    // run's saved demo password no longer stands in the data dir.
+    users,
     apiKeys: createApiKeyStore(ctx),
     connections: createConnectionStore(ctx),
     webhookTokens: createWebhookTokenStore(ctx),

@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LMDB_DIR, openStore, STREAM_ID_SPAN, type LmdbStore, type Store } from '../../../src/store/index.js';
+import { DEMO_CREDENTIALS_FILE, LMDB_DIR, openStore, STREAM_ID_SPAN, type LmdbStore, type Store } from '../../../src/store/index.js';
 import { allFiles, tempStore, type TempStore } from '../../support/store.js';
 
 let t: TempStore;
@@ -124,6 +124,20 @@ describe('openStore', () => {
     // Long after: the clock again (ids stay near it).
     const later = now + 2 * STREAM_ID_SPAN + 10 * STREAM_ID_SPAN;
     expect(await lmdb(await t.reopen()).claimStreamIdBase(later)).toBe(later);
+  });
+
+  it('a new password of the demo user drops the saved one from demo-credentials.json; another user\'s leaves it (ops probe: the old password stayed there)', async () => {
+    const demo = await t.store.users.create({ name: 'demo', password: 'first-password-1' });
+    const other = await t.store.users.create({ name: 'alice', password: 'alice-password-1' });
+    const file = join(t.dir, DEMO_CREDENTIALS_FILE);
+    writeFileSync(file, JSON.stringify({ login: { name: 'demo', password: 'first-password-1' }, apiKey: 'k' }), { mode: 0o600 });
+    await t.store.users.setPassword(other.id, 'alice-password-2');
+    expect(JSON.parse(readFileSync(file, 'utf8')).login.password).toBe('first-password-1');
+    await t.store.users.setPassword(demo.id, 'second-password-2');
+    const saved = JSON.parse(readFileSync(file, 'utf8'));
+    expect(saved).toMatchObject({ login: { name: 'demo', password: null, passwordChangedAt: expect.any(String) }, apiKey: 'k' });
+    expect(readFileSync(file, 'utf8')).not.toContain('first-password-1');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it('close is idempotent', async () => {
