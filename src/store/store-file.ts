@@ -59,6 +59,9 @@ export function checkStoreFile(dataDir: string, file: string): void {
   const damaged = (what: string) =>
     new StoreFileError(`${path} is damaged (${what}): LMDB would crash reading it. Restore it from a backup, or move the data dir away to start with a new one`);
   if (metas.length === 0) throw damaged(`${size} bytes, no LMDB meta page in it`);
+  // LMDB reads both and takes the newer; one of them damaged crashed it with no message (ops probe:
+  // random bytes over the start of the file, then SIGSEGV in serve and every CLI command).
+  if (metas.length === 1 || metas[0]!.pageSize !== metas[1]!.pageSize) throw damaged(`one of its two LMDB meta pages is not one any more`);
   const meta = metas.reduce((a, b) => (b.txnid > a.txnid ? b : a));
   if (size % meta.pageSize !== 0) throw damaged(`${size} bytes, not a whole number of ${meta.pageSize}-byte pages: cut short`);
   const pages = BigInt(size / meta.pageSize);
@@ -71,8 +74,8 @@ function readMetas(path: string, size: number): Meta[] {
   const fd = openSync(path, 'r');
   try {
     const first = readMeta(fd, 0, size);
-    const pageSize = first?.pageSize ?? 4096;
-    const second = readMeta(fd, pageSize, size);
+    // Page 0 damaged: where page 1 starts is not known from it; LMDB's default page size is the OS page (4 KiB here).
+    const second = readMeta(fd, first?.pageSize ?? 4096, size);
     return [first, second].filter((m): m is Meta => m !== undefined);
   } finally {
     closeSync(fd);

@@ -6,6 +6,7 @@
  * lived on), a paper-logins.json it cannot read (replaced silently), and a read-only CLI command on
  * a mistyped data dir (an empty table, and a new store).
  */
+import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +79,18 @@ describe('start-up refusals', () => {
       expect(listed.code, listed.stderr).toBe(1);
       expect(listed.stderr).toMatch(/is damaged/);
     }
+  }, 60_000);
+
+  it('a store file whose first meta page is overwritten is refused with a message, not a SIGSEGV (ops probe: exit 139, no output)', async () => {
+    const dir = await dataDirWithUser();
+    const fd = openSync(join(dir, STORE), 'r+');
+    writeSync(fd, randomBytes(64), 0, 64, 16);
+    closeSync(fd);
+    const served = await serveUntilExit(dir);
+    expect([served.code, served.signal], served.output).toEqual([1, null]);
+    expect(served.output).toMatch(/tradegate\.lmdb is damaged \(one of its two LMDB meta pages is not one any more\)/);
+    const listed = await runCli(dir, ['users', 'list']);
+    expect(listed.code, listed.stderr).toBe(1);
   }, 60_000);
 
   it('an empty store file beside the data key is not a first run: refused, and the saved files stay as they were (operator probe: a new demo user, every other user gone)', async () => {
