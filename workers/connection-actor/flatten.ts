@@ -73,6 +73,8 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   await placementsSettled(ctx, req.accountId);
   /** Each position as the flatten found it: after waiting out a lost connection, only one still as it was is closed. */
   const heldAtStart = new Map(ctx.model.openPositionEntities(req.accountId).map((p) => [p.contractId, Number(p.netPos)]));
+  /** The account's fills as the flatten began: one after it, not of an order it was cancelling nor closing a position, was traded elsewhere. */
+  const filledBefore = new Set(ctx.model.fills(req.accountId).map((f) => f.fillId));
   let resumed = false;
   /**
    * The connection lost a request of this flatten: once it is back (its mirror read again), the
@@ -100,6 +102,13 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
    */
   const stillItsOwn = (contractId: unknown, symbol: string, now: number): boolean => {
     let start = heldAtStart.get(contractId) ?? 0;
+    // Bought (sold) meanwhile by an order that is not one it was cancelling: the position was added
+    // to, or closed and opened again the same size, elsewhere (re-probe 5, suspected: its lost
+    // liquidation had closed the position, and a new one of the same size would have been closed).
+    const mine = new Set(working.map((o) => o.orderId));
+    const adding = start > 0 ? 'buy' : start < 0 ? 'sell' : undefined;
+    const elsewhere = ctx.model.fills(req.accountId, Number(contractId)).some((f) => !filledBefore.has(f.fillId) && !mine.has(f.orderId) && (adding === undefined || f.side === adding));
+    if (elsewhere) return false;
     let room = 0;
     for (const o of working) {
       if (o.symbol !== symbol) continue;
@@ -161,7 +170,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     // Waited out a lost connection: a position that grew, turned or is new meanwhile (traded
     // elsewhere) is not the one this flatten was for; one a leg took part of still is.
     if (resumed && !stillItsOwn(p.contractId, symbol, Number(p.netPos))) {
-      outcomes.push({ symbol, closedQty: 0, status: 'failed', code: 'CONFLICT', detail: `the position changed while the connection was down (${heldAtStart.get(p.contractId) ?? 0} when the flatten began, ${Number(p.netPos)} now): not closed` });
+      outcomes.push({ symbol, closedQty: 0, status: 'failed', code: 'CONFLICT', detail: `the position was traded elsewhere while the connection was down (${heldAtStart.get(p.contractId) ?? 0} when the flatten began, ${Number(p.netPos)} now): not closed` });
       continue;
     }
     const liquidate = () => ctx.conn.send('order/liquidateposition', liquidatePositionBody(account.id, p.contractId), { kind: 'order' });
@@ -180,7 +189,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
           outcomes.push({ symbol, closedQty, status: 'liquidated', detail: 'closed while the connection was down' });
           continue;
         }
-        if (!stillItsOwn(p.contractId, symbol, Number(now.netPos))) throw new AppError('CONFLICT', `the position changed while the connection was down (${Number(p.netPos)} when its liquidation was lost, ${Number(now.netPos)} now): not closed`);
+        if (!stillItsOwn(p.contractId, symbol, Number(now.netPos))) throw new AppError('CONFLICT', `the position was traded elsewhere while the connection was down (${Number(p.netPos)} when its liquidation was lost, ${Number(now.netPos)} now): not closed`);
         reply = await liquidate();
       }
       const answer = checkAnswer('liquidateposition', reply) as { orderId?: unknown };

@@ -222,7 +222,18 @@ describe('flatten', () => {
       const { broker, ctx } = await longWithBracket();
       loseFirstCancel(broker, 300, () => broker.fill(broker.addOrder({ qty: 2 }), 2, 5001));
       const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
-      expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'CONFLICT', detail: 'the position changed while the connection was down (1 when the flatten began, 3 now): not closed' }]);
+      expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'CONFLICT', detail: 'the position was traded elsewhere while the connection was down (1 when the flatten began, 3 now): not closed' }]);
+      expect(broker.bodies('order/liquidateposition')).toEqual([]);
+    });
+
+    it('closes nothing that was closed and opened again at the same size while the connection was down (re-probe 5, suspected: the new position would have been closed)', async () => {
+      const { broker, ctx } = await longWithBracket();
+      loseFirstCancel(broker, 300, () => {
+        broker.fill(broker.addOrder({ action: 'Sell', qty: 1 }), 1, 5002);
+        broker.fill(broker.addOrder({ action: 'Buy', qty: 1 }), 1, 5003);
+      });
+      const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+      expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'CONFLICT', detail: 'the position was traded elsewhere while the connection was down (1 when the flatten began, 1 now): not closed' }]);
       expect(broker.bodies('order/liquidateposition')).toEqual([]);
     });
 
