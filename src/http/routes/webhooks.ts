@@ -245,7 +245,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           'BROKER_TIMEOUT',
           inTurn
             ? `The broker had not answered this alert within ${ALERT_ANSWER_MS} ms; it goes on: do not resend the alert. Its outcome is added to this token's alerts`
-            : `Earlier alerts on this account had not had the broker's answers within ${ALERT_ANSWER_MS} ms; this one acts once they have (it is not lost): do not resend the alert. Its outcome is added to this token's alerts`,
+            : `Earlier alerts on this account had not had the broker's answers within ${ALERT_ANSWER_MS} ms, or its connection is reconnecting or changing node; this one acts once they have (it is not lost): do not resend the alert. Its outcome is added to this token's alerts`,
         );
       },
     }),
