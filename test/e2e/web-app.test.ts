@@ -49,6 +49,16 @@ function needs(made: unknown, what: string): void {
   if (!made) throw new Error(`needs ${what}, which an earlier test failed to make`);
 }
 
+/** A new tab of `visitor` (a browser context of its own) at `path`, signed in there with the demo login. */
+async function signInTab(visitor: BrowserContext, path: string): Promise<Page> {
+  const tab = await visitor.newPage();
+  await tab.goto(`${s.url}${path}`);
+  await tab.getByLabel('User name').fill(s.login.name);
+  await tab.getByLabel('Password').fill(s.login.password);
+  await tab.getByRole('button', { name: 'Sign in' }).click();
+  return tab;
+}
+
 /** Loads the app at `/` and waits for the sign-in screen. */
 async function openSignIn(): Promise<void> {
   await page.goto(`${s.url}/`);
@@ -460,11 +470,7 @@ describe('the web app', () => {
       for (const tab of tabs) await card(tab).getByText('CONNECTED', { exact: true }).waitFor({ timeout: 15_000 });
     };
     try {
-      const first = await visitor.newPage();
-      await first.goto(`${s.url}/connections`);
-      await first.getByLabel('User name').fill(s.login.name);
-      await first.getByLabel('Password').fill(s.login.password);
-      await first.getByRole('button', { name: 'Sign in' }).click();
+      const first = await signInTab(visitor, '/connections');
       await first.getByText('Live updates on').waitFor();
       const tabs = [first];
       for (let i = 1; i < 8; i++) {
@@ -500,11 +506,7 @@ describe('the web app', () => {
       if (/\/api\/v1\/accounts\/[^/]+\/positions$/.test(new URL(r.url()).pathname)) reads.push(r.url());
     });
     try {
-      const first = await visitor.newPage();
-      await first.goto(`${s.url}/accounts`);
-      await first.getByLabel('User name').fill(s.login.name);
-      await first.getByLabel('Password').fill(s.login.password);
-      await first.getByRole('button', { name: 'Sign in' }).click();
+      const first = await signInTab(visitor, '/accounts');
       await first.getByRole('heading', { level: 1, name: 'Accounts' }).waitFor();
       const tabs = [first];
       for (let i = 0; i < 2; i++) {
