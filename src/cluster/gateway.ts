@@ -94,7 +94,8 @@ const CANCELLED_TURN_MEMORY_MS = 2 * TURN_WAIT_MS;
  * being connected again (as the actor says of a reconnect), so a webhook alert tries again
  * (webhooks.ts throughReconnect) instead of being lost to a handover (cluster probe).
  */
-const moving = (): Record<string, unknown> => ({ connectionStatus: 'RECONNECTING' });
+/** A connection changing node: retried like a reconnect; `nodeChanging` says a turn held on its old node is gone with it. */
+const moving = (): Record<string, unknown> => ({ connectionStatus: 'RECONNECTING', nodeChanging: true });
 
 export interface ClusterGatewayOptions {
   nc: NatsConnection;

@@ -343,14 +343,19 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   }
 }
 
-/** A reversal's open, its close done: tried again while refused unsent for a reconnect (REVERSAL_OPEN_RETRY_MS). */
+/**
+ * A reversal's open, its close done: tried again while refused unsent for a reconnect
+ * (REVERSAL_OPEN_RETRY_MS). Not when its connection is changing cluster node: the account's turn
+ * it holds is on the old node and went with it, so an alert behind it may act first, and the open
+ * sent after that doubled the strategy's position (re-probe: long 2 where the strategy was long 1).
+ */
 async function openAfterClose<T>(send: () => Promise<T>): Promise<T> {
   const until = Date.now() + REVERSAL_OPEN_RETRY_MS;
   for (;;) {
     try {
       return await send();
     } catch (err) {
-      if (!refusedWhileReconnecting(err) || Date.now() + RECONNECT_RETRY_MS > until) throw err;
+      if (!refusedWhileReconnecting(err) || (err as AppError).extensions.nodeChanging === true || Date.now() + RECONNECT_RETRY_MS > until) throw err;
       await new Promise((r) => setTimeout(r, RECONNECT_RETRY_MS));
     }
   }

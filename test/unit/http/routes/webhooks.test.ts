@@ -302,9 +302,9 @@ describe('POST /webhooks/:token partial exits', () => {
     expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(1);
   });
 
-  it('a reversal whose close was done tries its open again while the connection reconnects or changes node, the close not repeated (cluster probe: an owner SIGTERMed mid-reversal left the account flat, strategy long)', async () => {
+  it('a reversal whose close was done tries its open again while the connection reconnects, the close not repeated; not while it changes cluster node, its turn gone with the old node (cluster probes: flat where the strategy was long; then long 2 when an exit acted in between)', async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: -1, avgPrice: 5000, openedAt: null }];
-    const changing = () => new AppError('BROKER_UNAVAILABLE', 'connection c1 has no running actor right now (its node is changing); retry', { connectionStatus: 'RECONNECTING' }, 1);
+    const changing = () => new AppError('BROKER_UNAVAILABLE', 'broker connection is RECONNECTING', { connectionStatus: 'RECONNECTING' }, 1);
     const place = w.gateway.responder['place-order']!;
     let refusals = 8;
     w.gateway.responder['place-order'] = (req: PlaceOrderRequest) => {
@@ -316,13 +316,16 @@ describe('POST /webhooks/:token partial exits', () => {
     expect([201, 'BROKER_TIMEOUT']).toContain(answer);
     await expect.poll(() => w.gateway.calls.filter((c) => c.req.type === 'place-order').length, { timeout: 5_000 }).toBe(9);
     expect(w.gateway.calls.filter((c) => c.req.type === 'flatten')).toHaveLength(1);
-    // A refusal that is not a reconnect is not tried again.
-    w.gateway.calls.length = 0;
-    w.gateway.responder['place-order'] = () => {
-      throw new AppError('BROKER_REJECTED', 'margin');
-    };
-    expect((await alertError({ action: 'buy', symbol: 'ES1!', qty: 2, marketPosition: 'long', marketPositionSize: 1 }))!.code).toBe('BROKER_REJECTED');
-    expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(1);
+    // A refusal that is not a reconnect is not tried again, nor one of a connection changing node.
+    for (const refusal of [new AppError('BROKER_REJECTED', 'margin'), new AppError('BROKER_UNAVAILABLE', 'connection c1 has no running actor right now (its node is changing); retry', { connectionStatus: 'RECONNECTING', nodeChanging: true }, 1)]) {
+      w.gateway.calls.length = 0;
+      w.gateway.responder['place-order'] = () => {
+        throw refusal;
+      };
+      const err = await alertError({ action: 'buy', symbol: 'ES1!', qty: 2, marketPosition: 'long', marketPositionSize: 1 });
+      expect(err).toMatchObject({ code: refusal.code, message: expect.stringMatching(/^The position the other way was closed first; the new one was not opened/) });
+      expect(w.gateway.calls.filter((c) => c.req.type === 'place-order')).toHaveLength(1);
+    }
   });
 
   it('in a cluster: a turn refused while the connection changes node is tried again, and an alert whose turn comes late (queued behind a dead owner) gets the reconnect retry counted from its turn (cluster probe: 503, and "not lost" alerts never placed)', async () => {
