@@ -945,4 +945,36 @@ describe('the web app', () => {
     expect(r.status).toBe(401);
     expect((await context.cookies()).find((c) => c.name === 'tg_session')).toBeUndefined();
   });
+
+  it('a password changed in one tab leaves the other tabs of the browser signed in and able to act (web probe: their writes were refused 403 CSRF_REJECTED until reloaded)', async () => {
+    const visitor = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const changePassword = async (tab: Page, from: string, to: string) => {
+      await tab.getByLabel('Current password').fill(from);
+      await tab.getByLabel('New password', { exact: true }).fill(to);
+      await tab.getByLabel('Repeat new password').fill(to);
+      await tab.getByRole('button', { name: 'Change password' }).click();
+      await tab.getByText('Password changed; other sessions signed out').waitFor();
+    };
+    const changed = 'e2e-Other-tab-Passw0rd';
+    try {
+      const a = await signInTab(visitor, '/settings');
+      await a.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
+      const b = await visitor.newPage();
+      await b.goto(`${s.url}/keys`);
+      await b.getByRole('heading', { level: 1, name: 'API Keys' }).waitFor();
+      await changePassword(a, s.login.password, changed);
+      try {
+        await b.getByRole('button', { name: 'Create key' }).click();
+        await b.getByRole('dialog').getByLabel('Name').fill('after the change');
+        await b.getByRole('dialog').getByRole('button', { name: 'Create key' }).click();
+        await b.getByRole('dialog').getByText('This key will not be shown again').waitFor();
+        await b.getByRole('dialog').getByRole('button', { name: 'I have copied it' }).click();
+        expect(await b.getByRole('heading', { level: 1, name: 'API Keys' }).isVisible()).toBe(true);
+      } finally {
+        await changePassword(a, changed, s.login.password);
+      }
+    } finally {
+      await visitor.close();
+    }
+  }, 60_000);
 });

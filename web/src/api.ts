@@ -102,7 +102,23 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   }
 }
 
-async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+/**
+ * Whether this browser holds a session now, taking its CSRF token: another tab may have replaced
+ * it (a password change ends every session and hands the browser a new one), and this tab's
+ * writes then carried the old token (403 CSRF_REJECTED) or its reads the old cookie (401) until
+ * reloaded (web probe: a flatten refused in a tab that looked signed in).
+ */
+async function sessionNow(): Promise<boolean> {
+  try {
+    const s = await request<{ csrfToken?: string }>('GET', '/session');
+    if (s?.csrfToken) csrfToken.value = s.csrfToken;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function request<T>(method: string, path: string, body?: unknown, again = false): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (method === 'GET' && Date.now() - lastInteraction > BACKGROUND_AFTER_MS) headers['X-Tradegate-Background'] = '1';
   if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -132,6 +148,9 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
   const p = (json ?? {}) as { code?: string; detail?: string; title?: string; errors?: FieldError[] };
   const retry = res.headers.get('Retry-After');
   const err = new ApiError(res.status, p.code ?? `HTTP_${res.status}`, p.detail ?? p.title ?? `HTTP ${res.status}`, p.errors ?? [], retry ? Number(retry) : null);
+  // Refused before it ran (no session on this cookie, or an old CSRF token): once more with the session the browser holds now.
+  const stale = res.status === 401 || (res.status === 403 && err.code === 'CSRF_REJECTED');
+  if (stale && !again && path !== '/session' && (await sessionNow())) return request<T>(method, path, body, true);
   if (res.status === 401 && path !== '/session') sessionLost.value++;
   throw err;
 }
