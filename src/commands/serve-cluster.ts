@@ -66,7 +66,15 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     shutdownSteps(logger, [
       ['metrics listener', () => metricsListener?.close()],
       // Requests still being answered, and alerts answered 504 that go on, before the node's actors close.
-      ['http server', () => Promise.all([server?.close({ graceMs: SERVE.shutdownGraceMs }), routeDeps && settledWithin(alertsGoingOn(routeDeps), SERVE.shutdownGraceMs)])],
+      [
+        'http server',
+        async () => {
+          const t0 = Date.now();
+          await server?.close({ graceMs: SERVE.shutdownGraceMs });
+          // Once every request is answered (some of them 504 "it goes on" meanwhile), no alert is added any more.
+          if (routeDeps) await settledWithin(alertsGoingOn(routeDeps), Math.max(0, SERVE.shutdownGraceMs - (Date.now() - t0)));
+        },
+      ],
       ['cluster node', () => node?.close()],
       ['web front', () => front?.stop()],
       ['store', () => store?.close()],

@@ -211,7 +211,15 @@ export async function run(argv: string[]): Promise<number> {
       ['connection sync', () => sync?.stop()],
       ['metrics listener', () => metricsListener?.close()],
       // Requests still being answered, and alerts answered 504 that go on, before the actors close.
-      ['http server', () => Promise.all([server?.close({ graceMs: SERVE.shutdownGraceMs }), routeDeps && settledWithin(alertsGoingOn(routeDeps), SERVE.shutdownGraceMs)])],
+      [
+        'http server',
+        async () => {
+          const t0 = Date.now();
+          await server?.close({ graceMs: SERVE.shutdownGraceMs });
+          // Once every request is answered (some of them 504 "it goes on" meanwhile), no alert is added any more.
+          if (routeDeps) await settledWithin(alertsGoingOn(routeDeps), Math.max(0, SERVE.shutdownGraceMs - (Date.now() - t0)));
+        },
+      ],
       ['actors', () => gateway?.close()],
       ['paper broker', () => paper?.close()],
       [

@@ -125,8 +125,9 @@ const goingOn = new WeakMap<RouteDeps, Set<Promise<void>>>();
  * resend", and a reversal whose close was done before the stop had its open refused (re-probe:
  * flat where the strategy was short, the alerts behind it not acted on).
  */
-export function alertsGoingOn(deps: RouteDeps): Promise<void> {
-  return Promise.allSettled([...(goingOn.get(deps) ?? [])]).then(() => undefined);
+export async function alertsGoingOn(deps: RouteDeps): Promise<void> {
+  // Again until none is left: an alert answered 504 while the first ones were waited for is waited for too.
+  for (let late = goingOn.get(deps); late && late.size > 0; ) await Promise.allSettled([...late]);
 }
 
 export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
