@@ -280,6 +280,18 @@ function switchedOff(value: unknown): boolean {
   return typeof value === 'string' && /^\s*(|0|false|off|none|no)\s*$/i.test(value);
 }
 
+/**
+ * A top-level field for a trailing stop or a breakeven move under a name UNSUPPORTED_KEYS does not
+ * list (Pine strategy.exit's trail_points and trail_price, trail_ticks, trailDistance, break_even…):
+ * ignored, the entry went out with no stop at all (re-probe 6: 201, nothing working).
+ */
+function topLevelFeature(key: string): string | undefined {
+  if (/trail/i.test(key)) return 'trailing stops';
+  if (/break_?even/i.test(key)) return 'breakeven moves';
+  if (/scale_?(out|in)/i.test(key)) return 'scale-outs';
+  return undefined;
+}
+
 /** What an unknown key inside a leg asks for, when it names a feature webhooks do not have. */
 function legFeature(key: string): string | undefined {
   if (UNSUPPORTED_KEYS[key]) return UNSUPPORTED_KEYS[key];
@@ -445,12 +457,15 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   const warnings: string[] = [];
   /** Stop-losses and take-profits under names webhooks do not read (foreignLeg, nestedLeg). */
   const foreign: { path: string; leg: 'stopLoss' | 'takeProfit' }[] = [];
+  /** Features webhooks do not have that the alert asks for: refused on an order that may open a position, once the action is known. */
+  const asked: { path: string; feature: string }[] = [];
   for (const [key, value] of Object.entries(raw)) {
-    if (UNSUPPORTED_KEYS[key]) {
+    const feature = UNSUPPORTED_KEYS[key] ?? topLevelFeature(key);
+    if (feature) {
       // Templates written for other products carry every switch, most of them off (`"trail": 0`):
       // only one that asks for the feature is refused.
-      if (!switchedOff(value)) throw unsupported(UNSUPPORTED_KEYS[key]);
-      warnings.push(`'${printable(key)}' ignored: ${UNSUPPORTED_KEYS[key]} are off in this alert, and not supported by webhooks`);
+      if (!switchedOff(value)) asked.push({ path: printable(key), feature });
+      else warnings.push(`'${printable(key)}' ignored: ${feature} are off in this alert, and not supported by webhooks`);
       continue;
     }
     const canonical = WEBHOOK_FIELD_ALIASES[key];
@@ -519,7 +534,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     for (const key of ['qty', 'orderType', 'price', 'stopPrice', 'takeProfit', 'stopLoss', 'timeInForce']) {
       if (fields[key] !== undefined) warnings.push(`'${key}' ignored ${why}`);
     }
-    for (const f of foreign) warnings.push(`'${f.path}' ignored ${why}`);
+    for (const f of [...foreign, ...asked]) warnings.push(`'${f.path}' ignored ${why}`);
   };
 
   if (FLATTEN_ACTIONS.has(actionText)) {
@@ -543,13 +558,18 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     for (const key of ['takeProfit', 'stopLoss'] as const) {
       if (fields[key] !== undefined) warnings.push(`'${key}' ignored: a partial exit (marketPosition ${position}) only reduces the position`);
     }
-    for (const f of foreign) warnings.push(`'${f.path}' ignored: a partial exit (marketPosition ${position}) only reduces the position`);
+    for (const f of [...foreign, ...asked]) warnings.push(`'${f.path}' ignored: a partial exit (marketPosition ${position}) only reduces the position`);
+  } else if (asked.length > 0) {
+    throw unsupported(asked[0]!.feature);
   } else if (foreign.length > 0) {
     // Refused only where the alert does not give that leg itself: with its own, the order is
     // protected as it asks (re-probe 5: an entry with takeProfit and stopLoss was refused for
     // carrying another product's field too).
     const missing = foreign.find((f) => fields[f.leg] === undefined);
     if (missing) throw foreignLegError(missing.path, missing.leg);
+    // A second or third one (take_profit_2, tp3, sl2) is another leg, not a spelling of its own (re-probe 6: dropped with a warning).
+    const another = foreign.find((f) => /[2-9]$/.test(f.path.replace(/[^A-Za-z0-9]/g, '')));
+    if (another) throw unsupported(another.leg === 'takeProfit' ? 'more than one take-profit' : 'more than one stop-loss');
     for (const f of foreign) warnings.push(`'${f.path}' ignored: the alert's own '${f.leg}' is used`);
   }
   if (positionSize !== undefined && position === undefined) warnings.push(`'marketPositionSize' ignored without marketPosition`);

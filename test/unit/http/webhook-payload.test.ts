@@ -198,6 +198,19 @@ describe('parseWebhookPayload actions and aliases', () => {
     expect(() => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 40 }, stop_loss: 20 }, NOW)).toThrow(/stop_loss: not a field webhooks read/);
   });
 
+  it('trailing stops and breakeven moves under any top-level name are refused on an entry and ignored by an exit (re-probe 6: trail_points, trail_price went out with no stop, 201); a second leg under another spelling is more than one (re-probe 6: take_profit_2 dropped)', () => {
+    const entry = (body: Record<string, unknown>) => () => parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', ...body }, NOW);
+    for (const key of ['trail_points', 'trail_price', 'trail_ticks', 'trail_amount', 'trail_percent', 'trailDistance', 'trailing', 'break_even', 'breakeven_ticks', 'trail']) {
+      expect(entry({ [key]: 20 }), key).toThrow(expect.objectContaining({ code: 'WEBHOOK_UNSUPPORTED' }));
+      expect(parseWebhookPayload({ action: 'sell', symbol: 'ES1!', marketPosition: 'flat', [key]: 20 }, NOW).warnings, key).toContain(`'${key}' ignored when marketPosition is flat: the exit closes the whole position`);
+      expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, [key]: 0 }, NOW).warnings[0], key).toMatch(/ignored: .* are off in this alert/);
+    }
+    const legs = { takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
+    for (const key of ['take_profit_2', 'tp3', 'stop_loss_2']) {
+      expect(entry({ ...legs, [key]: 5030 }), key).toThrow(expect.objectContaining({ code: 'WEBHOOK_UNSUPPORTED', message: expect.stringMatching(/more than one (take-profit|stop-loss)/) }));
+    }
+  });
+
   it('an exit of the whole position ignores a marketPositionSize that came out wrong, as it ignores its qty (fuzz probe: 400, the position stayed open)', () => {
     for (const size of ['', '-1', '1.5', 'abc', -1, 1.5]) {
       const exit = parseWebhookPayload({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'flat', marketPositionSize: size }, NOW);
