@@ -94,6 +94,8 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   forgetOwedLegs(ctx, req.accountId, inScope);
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
   const ids = working.map((o) => Number(o.orderId));
+  /** The brackets of the orders it cancels: legs of theirs that appear later (an entry filling during an outage) are its own too. */
+  const brackets = new Set(working.map((o) => o.bracketId).filter((b): b is string => b !== null));
   /**
    * Whether a position found after waiting out a lost connection is still the flatten's: the one
    * it found, or part of it, or what the orders it was cancelling filled meanwhile (re-probe 4: an
@@ -106,6 +108,11 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     // to, or closed and opened again the same size, elsewhere (re-probe 5, suspected: its lost
     // liquidation had closed the position, and a new one of the same size would have been closed).
     const mine = new Set(working.map((o) => o.orderId));
+    for (const o of ctx.model.workingOrders(req.accountId)) if (o.bracketId !== null && brackets.has(o.bracketId)) mine.add(o.orderId);
+    for (const f of ctx.model.fills(req.accountId, Number(contractId))) {
+      const rec = ctx.model.record(Number(f.orderId));
+      if (rec?.bracketId && brackets.has(rec.bracketId)) mine.add(f.orderId);
+    }
     const adding = start > 0 ? 'buy' : start < 0 ? 'sell' : undefined;
     const elsewhere = ctx.model.fills(req.accountId, Number(contractId)).some((f) => !filledBefore.has(f.fillId) && !mine.has(f.orderId) && (adding === undefined || f.side === adding));
     if (elsewhere) return false;
@@ -159,6 +166,25 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
   }
   for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw err;
+  // A cancel lost with the connection whose order ended anyway (an entry that filled meanwhile): the
+  // connection is still to come back, and positions read before it is (its mirror half read again)
+  // missed what that entry opened (re-probe 6: an exit answered 200 "nothing to close", long 2 left
+  // with its legs). Waited for, then the legs that entry's fill brought are cancelled too.
+  const lostCancel = [...failures.values()].find(lostWithConnection);
+  if (lostCancel !== undefined && !resumed) {
+    if (!(await reconnected(ctx, RECONNECT_WAIT_MS))) throw lostCancel;
+    resumed = true;
+  }
+  if (resumed) {
+    const born = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol) && !ids.includes(Number(o.orderId)) && o.bracketId !== null && brackets.has(o.bracketId));
+    if (born.length > 0) {
+      working.push(...born);
+      ids.push(...born.map((o) => Number(o.orderId)));
+      await cancelEach(born);
+      await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
+      for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw err;
+    }
+  }
   const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);
 
   const outcomes: FlattenResult['positions'] = [];

@@ -255,6 +255,31 @@ describe('flatten', () => {
       expect(ctx.model.positions(ACCOUNT)).toEqual([]);
     });
 
+    it('a cancel lost with the connection whose order ended meanwhile (an entry that filled) still waits for the connection before the positions are read (re-probe 6: read from a half-rebuilt mirror, an exit answered 200 with long 2 left)', async () => {
+      const { broker, ctx } = fakeActorContext();
+      const entry = await placeOrder(ctx, newOrder({ price: 4995 }));
+      // The entry fills as the socket drops, before the cancel's loss is known.
+      loseFirstCancel(broker, 300);
+      const fillNow = broker.handlers['order/cancelorder']!;
+      let filled = false;
+      broker.handlers['order/cancelorder'] = (b) => {
+        if (!filled) broker.fill(Number(entry.order.orderId), entry.order.qty, 4995);
+        filled = true;
+        return fillNow(b);
+      };
+      const readWhile: boolean[] = [];
+      const read = ctx.model.openPositionEntities.bind(ctx.model);
+      ctx.model.openPositionEntities = (accountId: string) => {
+        readWhile.push(broker.connected);
+        return read(accountId);
+      };
+      const r = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+      expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: entry.order.qty, status: 'liquidated' }]);
+      // The first read is the flatten's start (connected); none while the connection was down.
+      expect(readWhile.every(Boolean)).toBe(true);
+      expect(ctx.model.positions(ACCOUNT)).toEqual([]);
+    });
+
     it('fails as before when the connection is not back within its wait', async () => {
       const { broker, ctx } = await longWithBracket();
       loseFirstCancel(broker, 60_000);
