@@ -220,7 +220,13 @@ export function recordQueuedOutcome(deps: RouteDeps, ctx: RouteContext<unknown, 
   // Refused because the service was stopping, before anything of it was done (no close of a
   // reversal rides on it): it did not act (faults probe: "acted on … actor supervisor is closed").
   const stopped = err instanceof AppError && err.code === 'SHUTTING_DOWN' && !('flatten' in err.extensions);
-  const prefix = stopped ? 'not acted on after this alert was answered 504, nothing was sent: the service was stopping' : 'acted on after this alert was answered 504';
+  // Refused before anything was sent (the connection down past the alert's retries): nothing done either (re-probe 6: "acted on").
+  const unsent = err instanceof AppError && err.code === 'BROKER_UNAVAILABLE' && !('flatten' in err.extensions);
+  const prefix = stopped
+    ? 'not acted on after this alert was answered 504, nothing was sent: the service was stopping'
+    : unsent
+      ? 'not acted on after this alert was answered 504, nothing was sent'
+      : 'acted on after this alert was answered 504';
   outcome.detail = outcome.detail === null ? prefix : `${prefix}: ${outcome.detail}`;
   const request = { ...alertRequest(ctx.req.body, ctx.requestId), lateOutcomeOf: ctx.requestId };
   deps.store.journal.append({ userId: ctx.auth.userId, accountId, kind: ALERT_KIND, ref: alertRef(token.tokenId), request, outcome });

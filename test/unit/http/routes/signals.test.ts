@@ -213,6 +213,26 @@ describe('recent alerts of a token', () => {
       expect(queued).toMatchObject({ status: 503, code: 'SHUTTING_DOWN', detail: 'not acted on after this alert was answered 504, nothing was sent: the service was stopping: actor supervisor is closed' });
     });
 
+    it('an alert queued behind a slow one and refused unsent (the connection down past its retries, a broker penalty) is listed as not acted on (re-probe 6: "acted on … broker connection is RECONNECTING")', async () => {
+      let answer!: (v: unknown) => void;
+      w.gateway.responder.positions = () => [];
+      w.gateway.responder['place-order'] = () => new Promise((resolve) => (answer = resolve)) as never;
+      const entry = { action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 };
+      const first = expect(alert(entry, 'req-slow2')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      const second = expect(alert({ ...entry, qty: 2, marketPositionSize: 2 }, 'req-queued2')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      await vi.advanceTimersByTimeAsync(2_600);
+      await Promise.all([first, second]);
+      const slow = answer;
+      w.gateway.responder['place-order'] = () => {
+        throw new AppError('BROKER_UNAVAILABLE', 'the broker holds requests back for 30 s', {}, 30);
+      };
+      slow({ order: orderRecord({ orderId: '96' }), reconciled: false, brokerMs: 3_000 });
+      await vi.advanceTimersByTimeAsync(10);
+      await w.store.flushed();
+      const queued = (await alerts()).find((a) => a.lateOutcomeOf === 'req-queued2');
+      expect(queued).toMatchObject({ status: 503, code: 'BROKER_UNAVAILABLE', detail: 'not acted on after this alert was answered 504, nothing was sent: the broker holds requests back for 30 s' });
+    });
+
     it('another user’s alert with the same request id (X-Request-Id is the client’s) does not count as the killed alert’s answer (attack probe: it hid the "outcome unknown")', async () => {
       w.gateway.responder['place-order'] = () => new Promise(() => undefined) as never;
       void alert({ action: 'buy', symbol: 'ES1!', qty: 3 }, 'req-victim').catch(() => undefined);
