@@ -964,6 +964,11 @@ describe('the web app', () => {
       await b.getByRole('heading', { level: 1, name: 'API Keys' }).waitFor();
       await changePassword(a, s.login.password, changed);
       try {
+        // The server ended the old session's stream on purpose (revoked): no tab says tradegate is unreachable meanwhile.
+        for (let i = 0; i < 30; i++) {
+          for (const tab of [a, b]) expect(await tab.locator('.topbar').getByText('tradegate unreachable — retrying').count()).toBe(0);
+          await new Promise((r) => setTimeout(r, 100));
+        }
         await b.getByRole('button', { name: 'Create key' }).click();
         await b.getByRole('dialog').getByLabel('Name').fill('after the change');
         await b.getByRole('dialog').getByRole('button', { name: 'Create key' }).click();

@@ -63,6 +63,7 @@ let recentAlerts: HealthMessage[] = [];
 /** The trader has read them (in every tab). */
 export function dismissBracketAlerts(): void {
   bracketAlerts.value = [];
+  recentAlerts = [];
   channel?.postMessage({ kind: 'dismissed' } satisfies Relay);
 }
 
@@ -157,7 +158,9 @@ export function startHealthStream(): void {
 /** A message from another tab. */
 function heard(r: Relay): void {
   if (r.kind === 'dismissed') {
+    // Not told again to a tab that opens later (the holder's sync).
     bracketAlerts.value = [];
+    recentAlerts = [];
     return;
   }
   if (holder) {
@@ -192,8 +195,11 @@ function openSource(): void {
   setStream('connecting');
   const es = new EventSource('/api/v1/connection-health/stream');
   source = es;
+  /** The server ended this stream on purpose (its credential was revoked: a sign-out, a password change): not "unreachable". */
+  let ended = false;
   es.onopen = () => {
     refusals = 0;
+    ended = false;
     setStream('open', false);
   };
   es.onmessage = (e: MessageEvent<string>) => {
@@ -204,11 +210,12 @@ function openSource(): void {
       // A malformed message is skipped; the next snapshot or status corrects the picture.
       return;
     }
+    if ((msg.type as string) === 'revoked') ended = true;
     apply(msg);
     if (msg.type !== 'heartbeat') relay({ kind: 'message', msg });
   };
   es.onerror = () => {
-    const lost = streamLost.peek() || streamState.peek() === 'open';
+    const lost = !ended && (streamLost.peek() || streamState.peek() === 'open');
     if (es.readyState === EventSource.CLOSED) {
       closeSource();
       setStream('down', lost);
