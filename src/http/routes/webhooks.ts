@@ -56,9 +56,9 @@ function refusedWhileReconnecting(err: unknown): boolean {
 
 /**
  * How long a reversal whose close was done keeps trying to send its open while the connection
- * reconnects or changes node (nothing of the open sent meanwhile). Past the alert's answer it goes
- * on and is journaled as a late outcome; given up, the account is flat where the strategy is not
- * (cluster probe: an owner's SIGTERM during a reversal left it flat, and TradingView never resends).
+ * reconnects (nothing of the open sent meanwhile; not while it changes cluster node: openAfterClose).
+ * Past the alert's answer it goes on and is journaled as a late outcome; given up, the account is
+ * flat where the strategy is not, and TradingView never resends.
  */
 const REVERSAL_OPEN_RETRY_MS = 10_000;
 
@@ -115,7 +115,6 @@ function refusePlaceholder(key: string, what: string): void {
   );
 }
 
-/** The receiver route. */
 /** Alerts answered 504 that go on, per route deps (alertsGoingOn). */
 const goingOn = new WeakMap<RouteDeps, Set<Promise<void>>>();
 
@@ -130,6 +129,7 @@ export async function alertsGoingOn(deps: RouteDeps): Promise<void> {
   for (let late = goingOn.get(deps); late && late.size > 0; ) await Promise.allSettled([...late]);
 }
 
+/** The receiver route. */
 export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   const turns = new AlertTurns();
   const late = new Set<Promise<void>>();
