@@ -192,7 +192,11 @@ describe('recent alerts of a token', () => {
       expect(await resumeLateOutcomes(deps, createLogger('silent'))).toBe(0);
     });
 
-    it('an alert queued behind a slow one and refused because the service is stopping is listed as not acted on, nothing sent (faults probe: "acted on … actor supervisor is closed")', async () => {
+    /**
+     * Two strategy entries: the first slow at the broker, the second queued behind it, both answered
+     * 504. Then the broker refuses with `refusal`, the first is answered: the second's late entry.
+     */
+    async function queuedBehindSlow(refusal: AppError) {
       let answer!: (v: unknown) => void;
       w.gateway.responder.positions = () => [];
       w.gateway.responder['place-order'] = () => new Promise((resolve) => (answer = resolve)) as never;
@@ -201,35 +205,24 @@ describe('recent alerts of a token', () => {
       const second = expect(alert({ ...entry, qty: 2, marketPositionSize: 2 }, 'req-queued')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
       await vi.advanceTimersByTimeAsync(2_600);
       await Promise.all([first, second]);
-      // The service stops: the supervisor refuses what has not reached an actor yet.
       const slow = answer;
       w.gateway.responder['place-order'] = () => {
-        throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
+        throw refusal;
       };
       slow({ order: orderRecord({ orderId: '95' }), reconciled: false, brokerMs: 3_000 });
       await vi.advanceTimersByTimeAsync(10);
       await w.store.flushed();
-      const queued = (await alerts()).find((a) => a.lateOutcomeOf === 'req-queued');
+      return (await alerts()).find((a) => a.lateOutcomeOf === 'req-queued');
+    }
+
+    it('an alert queued behind a slow one and refused because the service is stopping is listed as not acted on, nothing sent (faults probe: "acted on … actor supervisor is closed")', async () => {
+      // The service stops: the supervisor refuses what has not reached an actor yet.
+      const queued = await queuedBehindSlow(new AppError('SHUTTING_DOWN', 'actor supervisor is closed'));
       expect(queued).toMatchObject({ status: 503, code: 'SHUTTING_DOWN', detail: 'not acted on after this alert was answered 504, nothing was sent: the service was stopping: actor supervisor is closed' });
     });
 
     it('an alert queued behind a slow one and refused unsent (the connection down past its retries, a broker penalty) is listed as not acted on (re-probe 6: "acted on … broker connection is RECONNECTING")', async () => {
-      let answer!: (v: unknown) => void;
-      w.gateway.responder.positions = () => [];
-      w.gateway.responder['place-order'] = () => new Promise((resolve) => (answer = resolve)) as never;
-      const entry = { action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 };
-      const first = expect(alert(entry, 'req-slow2')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
-      const second = expect(alert({ ...entry, qty: 2, marketPositionSize: 2 }, 'req-queued2')).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
-      await vi.advanceTimersByTimeAsync(2_600);
-      await Promise.all([first, second]);
-      const slow = answer;
-      w.gateway.responder['place-order'] = () => {
-        throw new AppError('BROKER_UNAVAILABLE', 'the broker holds requests back for 30 s', {}, 30);
-      };
-      slow({ order: orderRecord({ orderId: '96' }), reconciled: false, brokerMs: 3_000 });
-      await vi.advanceTimersByTimeAsync(10);
-      await w.store.flushed();
-      const queued = (await alerts()).find((a) => a.lateOutcomeOf === 'req-queued2');
+      const queued = await queuedBehindSlow(new AppError('BROKER_UNAVAILABLE', 'the broker holds requests back for 30 s', {}, 30));
       expect(queued).toMatchObject({ status: 503, code: 'BROKER_UNAVAILABLE', detail: 'not acted on after this alert was answered 504, nothing was sent: the broker holds requests back for 30 s' });
     });
 
