@@ -73,7 +73,13 @@ describe('three serve --cluster nodes', () => {
     const [n1, n2, n3] = nodes as [ClusterNodeProcess, ClusterNodeProcess, ClusterNodeProcess];
     const carol = await records.store.users.create({ name: 'carol', password: 'carol-password-1' });
     // The web app's key management: a session signed in on node 1 (sessions are shared records too).
-    const signIn = await http(n1.url, 'POST', '/api/v1/session', { body: { name: 'carol', password: 'carol-password-1' } });
+    // The user was written a moment ago, through the store: node 1's mirror may not have it yet (CI:
+    // 401 at once). Tried again a few times, well under the sign-in throttle's 5 failures per name.
+    let signIn = await http(n1.url, 'POST', '/api/v1/session', { body: { name: 'carol', password: 'carol-password-1' } });
+    for (let tries = 1; signIn.status === 401 && tries < 3; tries++) {
+      await new Promise((r) => setTimeout(r, 500));
+      signIn = await http(n1.url, 'POST', '/api/v1/session', { body: { name: 'carol', password: 'carol-password-1' } });
+    }
     expect(signIn.status).toBe(200);
     const cookie = /^(tg_session=[^;]+);/.exec(signIn.headers.get('set-cookie') ?? '')![1]!;
     const session = { cookie, 'x-csrf-token': signIn.json.csrfToken as string };
