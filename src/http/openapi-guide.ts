@@ -196,8 +196,9 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
           'Paste it into the alert\'s Webhook URL and the template below into its Message. JSON sent as application/json or text/plain is accepted.',
         'Fields: action buy|sell|close|flat|flatten|exit (aliases long, short), symbol (alias ticker), qty (aliases quantity, contracts; numeric strings accepted), ' +
           'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), marketPosition (alias sentiment), marketPositionSize, id (dedupe key with the body, 24 h, per token: the same id with another body is another alert), time. ' +
-          'Unknown fields are ignored and echoed in warnings. More than one take-profit or stop-loss, trailing stops, breakeven or scale-outs → 400.',
-        'close/flat/flatten/exit cancels every resting order and closes every position of the bound account (with symbol: 409 SYMBOL_MISMATCH when the account holds another symbol; nothing closed). ' +
+          'Unknown fields are ignored and echoed in warnings, except a take-profit or stop-loss in another product\'s spelling (stop_loss, sl_pips, take_profit…) asking for a level: 400 on an order that may open a position, unless the alert gives that leg itself. ' +
+          'More than one take-profit or stop-loss, trailing stops, breakeven or scale-outs → 400 on such an order; exits ignore them with a warning.',
+        'close/flat/flatten/exit cancels every resting order and closes every position of the bound account (with symbol: 409 SYMBOL_MISMATCH when the account holds another symbol, or, flat, has working orders only in others; nothing cancelled or closed). ' +
           'marketPosition is the strategy\'s position after the alert ({{strategy.market_position}}: long, short or flat; bullish, bearish accepted). ' +
           'flat turns a buy or sell into an exit of its symbol (or the strategy\'s): that contract\'s resting orders, bracket legs included, are cancelled and its position closed; ' +
           'other contracts are left alone and nothing is opened, so an exit alert never adds a bracket the other way. A buy that leaves the strategy short, or a sell that leaves it long, ' +

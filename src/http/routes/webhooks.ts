@@ -150,9 +150,11 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'holds at least that much on the other side (else 409 SYMBOL_MISMATCH), and the position’s legs are cut to what is left; a buy or sell that the strategy makes ' +
         'its side (long on a buy, short on a sell) while the account holds the other side is a reversal: that position is closed first (its legs with it), then the rest ' +
         'of the quantity is opened with the bracket (201 with both `order` and `flatten`; 200 when nothing is left to open). Aliases: ticker → ' +
-        'symbol, quantity/contracts → qty; numeric strings in plain decimal notation accepted, spaces around them ignored (qty a whole number: `"2"`, never `"1e3"`). One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
-        'number = price); more, trailing stops, breakeven or scale-outs → 400 WEBHOOK_UNSUPPORTED (a switch for one set to off, `"trail": 0`, is ignored with a warning). Unknown fields are ignored and listed ' +
-        'in `warnings`. `id` deduplicates for 24 h, per token, with the body: a repeat delivery (the same body) is replayed, the same `id` with another body or sent to another token is another alert. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
+        'symbol, quantity/contracts → qty; numeric strings in plain decimal notation accepted (qty digits only: `"2"`, never `" 2"` or `"1e3"`). One take-profit and one stop-loss at most ({price}, {ticks} or a bare ' +
+        'number = price); more (also `take_profit_2`, `tp3`), trailing stops, breakeven or scale-outs, under any field name with trail, breakeven or scale_out in it, → 400 WEBHOOK_UNSUPPORTED on an order that may open a position ' +
+        '(exits, closes and partial exits ignore them with a warning; a switch for one set to off, `"trail": 0`, is ignored with a warning). A take-profit or stop-loss in another product\'s spelling (`stop_loss`, `sl_pips`, ' +
+        '`take_profit`, Pine\'s `stop`/`loss`/`profit`…) that asks for a level is 400 VALIDATION_FAILED on such an order, unless the alert gives that leg itself; stopPrice on a market or limit order is 400. ' +
+        'Other unknown fields are ignored and listed in `warnings`. `id` deduplicates for 24 h, per token, with the body: a repeat delivery (the same body) is replayed, the same `id` with another body or sent to another token is another alert. A token whose account the broker no longer reports answers 403 `Account is inactive`. ' +
         'An entry that breaks the account’s risk guards (or the token’s narrowing of them) answers 403 RISK_GUARD; close/flatten never does.\n\n' +
         `TradingView alert message:\n\n\`\`\`json\n${TRADINGVIEW_TEMPLATE}\n\`\`\``,
       tags: ['webhooks'],

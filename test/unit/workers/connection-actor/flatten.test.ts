@@ -92,10 +92,12 @@ describe('flatten', () => {
     expect(broker.sent.filter((s) => s.endpoint !== 'order/placeorder')).toEqual([]);
   });
 
-  it('a flat account with a symbol is fine: its resting orders are cancelled', async () => {
+  it('a flat account with a symbol: its resting orders in that contract are cancelled; resting only in another, SYMBOL_MISMATCH and nothing cancelled (new-user probe: an NQ close cancelled the ES entry and its stop-loss)', async () => {
     const { broker, ctx } = fakeActorContext();
     await placeOrder(ctx, newOrder());
-    const r = await flatten(ctx, request({ symbol: 'NQZ6' }));
+    await expect(flatten(ctx, request({ symbol: 'NQZ6' }))).rejects.toMatchObject({ code: 'SYMBOL_MISMATCH', message: 'account has working orders in ESZ6, not NQZ6', extensions: { held: ['ESZ6'] } });
+    expect(broker.bodies('order/cancelorder')).toEqual([]);
+    const r = await flatten(ctx, request({ symbol: 'ESZ6' }));
     expect(r.cancelledOrderIds).toHaveLength(1);
     expect(broker.bodies('order/liquidateposition')).toEqual([]);
   });
