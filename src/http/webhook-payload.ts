@@ -321,7 +321,13 @@ function parseLeg(path: 'takeProfit' | 'stopLoss', value: unknown): LegInput | n
     if (!LEG_KEYS[path].has(key)) throw invalid(`${path}.${printable(key)}`, 'unknown field in a take-profit or stop-loss: give {"price": n} or {"ticks": n}');
   }
   if (leg.type !== undefined && (typeof leg.type !== 'string' || /trail/i.test(leg.type))) throw unsupported('trailing stops');
-  const priceValue = leg.price ?? (path === 'takeProfit' ? leg.limitPrice : leg.stopPrice);
+  const otherName = path === 'takeProfit' ? 'limitPrice' : 'stopPrice';
+  const other = leg[otherName];
+  // Its price under two names: one price, or a 400 naming both (new-user probe: one silently dropped).
+  if (leg.price !== undefined && leg.price !== null && other !== undefined && other !== null && toNumber(leg.price) !== toNumber(other)) {
+    throw invalid(`${path}.${otherName}`, `differs from ${path}.price (${printable(String(leg.price))}): give the leg's price once`);
+  }
+  const priceValue = leg.price ?? other;
   const hasPrice = priceValue !== undefined && priceValue !== null;
   const hasTicks = leg.ticks !== undefined && leg.ticks !== null;
   if (hasPrice && hasTicks) throw invalid(path, 'give either price or ticks, not both');
@@ -470,6 +476,11 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     }
     const canonical = WEBHOOK_FIELD_ALIASES[key];
     if (!canonical) {
+      // A trailing stop asked for by a value (stopLossType: "trailing", sl_type: "trail"), not a name.
+      if (typeof value === 'string' && /stop|sl|type/i.test(key) && /^\s*trail(ing)?([\s_-]*stop)?\s*$/i.test(value)) {
+        asked.push({ path: printable(key), feature: 'trailing stops' });
+        continue;
+      }
       const named = foreignLeg(key);
       const found = named && asksForLevel(value, named.plain) ? { path: printable(key), leg: named.leg } : nestedLeg(printable(key), value);
       // Refused for an order that may open a position, once the action is known; an exit ignores it like its own legs.

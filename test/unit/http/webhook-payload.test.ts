@@ -205,6 +205,15 @@ describe('parseWebhookPayload actions and aliases', () => {
       expect(parseWebhookPayload({ action: 'sell', symbol: 'ES1!', marketPosition: 'flat', [key]: 20 }, NOW).warnings, key).toContain(`'${key}' ignored when marketPosition is flat: the exit closes the whole position`);
       expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, [key]: 0 }, NOW).warnings[0], key).toMatch(/ignored: .* are off in this alert/);
     }
+    // Asked for by a value rather than a name (new-user probe: a fixed stop went out).
+    for (const [key, value] of [['stopLossType', 'trailing'], ['sl_type', 'trail'], ['stop_type', 'Trailing Stop']]) {
+      expect(entry({ stopLoss: { ticks: 20 }, [key!]: value }), key).toThrow(expect.objectContaining({ code: 'WEBHOOK_UNSUPPORTED' }));
+    }
+    expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, comment: 'Trailing Stop' }, NOW).warnings).toEqual(["unknown field 'comment' ignored"]);
+    // A leg's price under two names: the same once is fine, two different is a 400 naming both (new-user probe: one dropped).
+    expect(entry({ stopLoss: { price: 3990, stopPrice: 3900 } })).toThrow(/stopLoss\.stopPrice: differs from stopLoss\.price \(3990\)/);
+    expect(entry({ takeProfit: { price: 5100, limitPrice: 5200 } })).toThrow(/takeProfit\.limitPrice: differs from takeProfit\.price/);
+    expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, stopLoss: { price: 3990, stopPrice: '3990' } }, NOW)).toMatchObject({ order: { stopLoss: { price: 3990 } } });
     const legs = { takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
     for (const key of ['take_profit_2', 'tp3', 'stop_loss_2']) {
       expect(entry({ ...legs, [key]: 5030 }), key).toThrow(expect.objectContaining({ code: 'WEBHOOK_UNSUPPORTED', message: expect.stringMatching(/more than one (take-profit|stop-loss)/) }));
