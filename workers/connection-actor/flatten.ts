@@ -21,11 +21,15 @@ import type { OrderRecord } from '../../src/domain/orders.js';
 export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<FlattenResult> {
   ctx.conn.requireFresh();
   const account = ctx.model.account(req.accountId);
-  const positions = ctx.model.openPositionEntities(req.accountId);
-  if (req.symbol && !req.symbolOnly && positions.length > 0) {
-    const held = positions.map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
-    if (!held.includes(req.symbol)) {
-      throw new AppError('SYMBOL_MISMATCH', `account holds ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
+  if (req.symbol && !req.symbolOnly) {
+    // What the account holds: its positions' contracts, and those its resting orders are in. A flat
+    // account's orders in other contracts are another strategy's too (new-user probe: an NQ close
+    // cancelled the resting ES entry and its stop-loss, where an ES position made it a 409).
+    const positions = ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
+    const held = positions.length > 0 ? positions : [...new Set(ctx.model.workingOrders(req.accountId).map((o) => o.symbol))];
+    if (held.length > 0 && !held.includes(req.symbol)) {
+      const what = positions.length > 0 ? 'holds' : 'has working orders in';
+      throw new AppError('SYMBOL_MISMATCH', `account ${what} ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
     }
   }
   return tracked(ctx.flattening, req.accountId, onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account)));
