@@ -9,7 +9,7 @@ import { contractRoot } from '../../src/domain/symbols.js';
 import { BrokerConnection } from '../../src/broker/tradovate/connection.js';
 import { BROKER_TIMEOUTS, CONNECTION_TUNING, type ConnectionTuning } from '../../src/tuning.js';
 import { OrderModel } from './order-model.js';
-import { placeOrder, placementsSettled } from './place.js';
+import { checkOffsetLegs, placeOrder, placementsSettled } from './place.js';
 import { settledWithin } from './in-flight.js';
 import { UnknownOutcomes } from './unknown-outcomes.js';
 import { cancelOrder, watchOwedLegs } from './cancel.js';
@@ -206,6 +206,9 @@ export class ConnectionActor {
         this.conn.requireConnected();
         this.model.account(req.accountId);
         await this.conn.ensureContract({ name: req.symbol });
+        // The legs against where the entry fills, as a placement checks them (new-user probe: a dry
+        // run passed a market buy's stop-loss above the market, and the order itself was refused).
+        await checkOffsetLegs(this.ctx, req);
         return { refusal: this.guards.check(req) };
       case 'owed-legs-stored':
         this.owedStore.stored(req.seq);

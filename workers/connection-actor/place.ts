@@ -27,7 +27,7 @@ function isAbsolute(leg: BracketLeg | null | undefined): leg is { price: number 
   return !!leg && 'price' in leg;
 }
 
-function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): number | null {
+function offsetOf(req: Pick<PlaceOrderRequest, 'orderType' | 'price' | 'stopPrice'>, leg: BracketLeg | null | undefined): number | null {
   if (!leg) return null;
   if ('offsetPoints' in leg) return Math.abs(leg.offsetPoints);
   const ref = referencePrice(req.orderType, req.price, req.stopPrice);
@@ -42,7 +42,7 @@ function offsetOf(req: PlaceOrderRequest, leg: BracketLeg | null | undefined): n
  * from the price the order names. The market's last price comes from the quote feed; without
  * one, a leg below the fill must stay above zero from the lowest fill the entry allows.
  */
-async function checkOffsetLegs(ctx: ActorContext, req: PlaceOrderRequest): Promise<void> {
+export async function checkOffsetLegs(ctx: ActorContext, req: Omit<PlaceOrderRequest, 'type' | 'clOrdId'>): Promise<void> {
   const product = contractRoot(req.symbol);
   if (!product) return;
   const legs = offsetLegs(req, (leg) => offsetOf(req, leg)!, product.tickSize);

@@ -75,6 +75,10 @@ describe('tick-offset legs hang from the real fill', () => {
     const r = await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'market', stopLoss: { price: 5010 }, takeProfit: { price: 5020 } });
     expect(r.status, r.text).toBe(400);
     expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'stopLoss.price', message: expect.stringContaining('must be below the expected fill 5000') }] });
+    // A dry run says the same (new-user probe: it answered 200 with guardsChecked, and the order was refused).
+    const dry = await api('POST', `/api/v1/accounts/${acc}/orders?dryRun=true`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market', stopLoss: { price: 5010 }, takeProfit: { price: 5020 } });
+    expect(dry.status, dry.text).toBe(400);
+    expect(dry.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'stopLoss.price' }] });
     // The same through a buy limit above the market: it fills at the market, under its stop.
     const limit = await place({ symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 5010, stopLoss: { price: 5005 }, takeProfit: { price: 5020 } });
     expect(limit.status, limit.text).toBe(400);
