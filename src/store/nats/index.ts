@@ -122,7 +122,17 @@ export function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig
       await jsm.streams.info(config.name);
     } catch (err) {
       if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err;
-      await jsm.streams.add(config);
+      try {
+        await jsm.streams.add(config);
+      } catch (addErr) {
+        // Another node created it between the look and the add (nats-server 2.9 then answers
+        // "subjects overlap with an existing stream"; CI: two nodes starting a fresh cluster at once).
+        const made = await jsm.streams.info(config.name).then(
+          () => true,
+          () => false,
+        );
+        if (!made) throw addErr;
+      }
     }
   }, { logger });
 }
