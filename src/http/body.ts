@@ -281,11 +281,46 @@ export function zodIssuesToErrors(issues: readonly z.core.$ZodIssue[], prefix = 
         const name = echoedName(key);
         out.push({ path: base ? `${base}.${name}` : name, message: unknown });
       }
+    } else if (issue.code === 'invalid_union' && issue.message === 'Invalid input') {
+      out.push(unionError(issue, base));
     } else {
       out.push({ path: base, message: issue.message });
     }
   }
   return out;
+}
+
+/**
+ * A union's "Invalid input" said plainly (new-user probe: `"tp": null` answered only that): the
+ * shapes the field takes and what it got (`expected number, string, object or array, received null`),
+ * or, when one shape failed further in (`{"price": true}`), that shape's own problem at its path.
+ */
+function unionError(issue: z.core.$ZodIssueInvalidUnion, base: string): FieldError {
+  const expected: string[] = [];
+  let received = '';
+  let deeper: { issue: z.core.$ZodIssue; path: string } | undefined;
+  const walk = (branches: z.core.$ZodIssue[][], at: string): void => {
+    for (const branch of branches) {
+      const only = branch.length === 1 ? branch[0]! : undefined;
+      if (only && only.path.length === 0 && only.code === 'invalid_type') {
+        if (!expected.includes(only.expected)) expected.push(only.expected);
+        received ||= /received (\w+)/.exec(only.message)?.[1] ?? '';
+      } else if (only && only.path.length === 0 && only.code === 'invalid_union') {
+        walk(only.errors, at);
+      } else if (branch[0] && !deeper) {
+        deeper = { issue: branch[0], path: [at, ...branch[0].path.map(String)].filter((p) => p !== '').join('.') };
+      }
+    }
+  };
+  walk(issue.errors, base);
+  if (deeper) {
+    const { issue: inner, path } = deeper;
+    if (inner.code === 'invalid_union' && inner.message === 'Invalid input') return unionError(inner, path);
+    return { path, message: inner.message };
+  }
+  if (expected.length === 0) return { path: base, message: issue.message };
+  const list = expected.length === 1 ? expected[0]! : `${expected.slice(0, -1).join(', ')} or ${expected.at(-1)!}`;
+  return { path: base, message: `Invalid input: expected ${list}${received ? `, received ${received}` : ''}` };
 }
 
 /** Longest name of a client's field or parameter an error repeats (a 32 KB name would come back twice). */

@@ -506,7 +506,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   }
 
   const actionText = text(fields.action)?.toLowerCase();
-  if (!actionText) throw invalid('action', 'required: buy, sell, close, flat, flatten or exit');
+  if (!actionText) throw invalid('action', 'required: buy, sell, long, short, close, flat, flatten or exit');
   if (actionText === 'breakeven') throw unsupported('breakeven moves');
   const id = text(fields.id);
   const common: Common = { warnings, alertDelayMs: null, ...(id !== undefined ? { id } : {}) };
@@ -576,11 +576,12 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     // Refused only where the alert does not give that leg itself: with its own, the order is
     // protected as it asks (re-probe 5: an entry with takeProfit and stopLoss was refused for
     // carrying another product's field too).
-    const missing = foreign.find((f) => fields[f.leg] === undefined);
-    if (missing) throw foreignLegError(missing.path, missing.leg);
-    // A second or third one (take_profit_2, tp3, sl2) is another leg, not a spelling of its own (re-probe 6: dropped with a warning).
+    // A second or third one (take_profit_2, tp3, sl2) is another leg, not a spelling of its own (re-probe 6: dropped with a
+    // warning), with or without a first one: refused as tp2 is (new-user probe: tp3 alone was a field webhooks do not read).
     const another = foreign.find((f) => /[2-9]$/.test(f.path.replace(/[^A-Za-z0-9]/g, '')));
     if (another) throw unsupported(another.leg === 'takeProfit' ? 'more than one take-profit' : 'more than one stop-loss');
+    const missing = foreign.find((f) => fields[f.leg] === undefined);
+    if (missing) throw foreignLegError(missing.path, missing.leg);
     for (const f of foreign) warnings.push(`'${f.path}' ignored: the alert's own '${f.leg}' is used`);
   }
   if (positionSize !== undefined && position === undefined) warnings.push(`'marketPositionSize' ignored without marketPosition`);

@@ -136,6 +136,23 @@ describe('validate', () => {
     }
   });
 
+  it('says what a union field takes and what it got, or the failing shape\'s own problem at its path, not "Invalid input" (new-user probe: "tp": null)', () => {
+    const scalar = z.union([z.number(), z.string()]);
+    const leg = z.union([scalar, z.looseObject({ price: scalar.optional() }), z.array(z.unknown())]);
+    const union = z.looseObject({ tp: leg.optional(), qty: scalar.optional() });
+    const errorsOf = (value: unknown) => {
+      try {
+        validate(union, value, 'body');
+      } catch (err) {
+        return (err as AppError).extensions['errors'];
+      }
+      return expect.unreachable();
+    };
+    expect(errorsOf({ tp: null })).toEqual([{ path: 'tp', message: 'Invalid input: expected number, string, object or array, received null' }]);
+    expect(errorsOf({ qty: true })).toEqual([{ path: 'qty', message: 'Invalid input: expected number or string, received boolean' }]);
+    expect(errorsOf({ tp: { price: false } })).toEqual([{ path: 'tp.price', message: 'Invalid input: expected number or string, received boolean' }]);
+  });
+
   it('repeats at most 100 characters of a name the client made up (a 32 KB unknown field or parameter would come back twice)', () => {
     const long = 'z'.repeat(32_000);
     for (const [value, what] of [[{ [long]: 1 }, 'body'], [{ [long]: '1' }, 'query']] as const) {

@@ -217,6 +217,8 @@ describe('parseWebhookPayload actions and aliases', () => {
     const legs = { takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
     for (const key of ['take_profit_2', 'tp3', 'stop_loss_2']) {
       expect(entry({ ...legs, [key]: 5030 }), key).toThrow(expect.objectContaining({ code: 'WEBHOOK_UNSUPPORTED', message: expect.stringMatching(/more than one (take-profit|stop-loss)/) }));
+      // Without a first one too, as tp2 is (new-user probe: tp3 alone was VALIDATION_FAILED, "not a field webhooks read").
+      expect(entry({ [key]: 5030 }), key).toThrow(expect.objectContaining({ code: 'WEBHOOK_UNSUPPORTED', message: expect.stringMatching(/more than one (take-profit|stop-loss)/) }));
     }
   });
 
@@ -669,8 +671,8 @@ describe('parseWebhookPayload: exact answers', () => {
   it('says exactly what is wrong', () => {
     expect(message([])).toBe('(body): must be a JSON object');
     expect(message(null)).toBe('(body): must be a JSON object');
-    expect(message({ symbol: 'ES' })).toBe('action: required: buy, sell, close, flat, flatten or exit');
-    expect(message({ action: '  ' })).toBe('action: required: buy, sell, close, flat, flatten or exit');
+    expect(message({ symbol: 'ES' })).toBe('action: required: buy, sell, long, short, close, flat, flatten or exit');
+    expect(message({ action: '  ' })).toBe('action: required: buy, sell, long, short, close, flat, flatten or exit');
     expect(message({ action: 'hold' })).toBe("action: 'hold' is not one of buy, sell, long, short, close, flat, flatten, exit");
     expect(thrown(() => parse({ action: 'breakeven' }))).toMatchObject({ code: 'WEBHOOK_UNSUPPORTED', extensions: { feature: 'breakeven moves' } });
     expect(message({ action: 'buy', qty: 'x' })).toBe('qty: must be a whole number of contracts, at least 1 (digits only in a string)');
