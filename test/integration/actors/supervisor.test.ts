@@ -63,6 +63,16 @@ async function start(threadsMax = 4, maxInFlightPerConnection?: number): Promise
   return sup;
 }
 
+/** A started supervisor with one user's connection added and CONNECTED. */
+async function startConnected(name: string): Promise<{ s: Supervisor; spec: ConnectionSpec; accountId: string }> {
+  const s = await start();
+  const { spec, accountId } = await userSpec(name);
+  const connected = nextEvent(s, isStatus(spec.connectionId, 'CONNECTED'));
+  await s.addConnection(spec);
+  await connected;
+  return { s, spec, accountId };
+}
+
 test('status and accounts events reach the front; requests round-trip through the worker', async () => {
   const s = await start();
   const { spec, accountId } = await userSpec('sup1');
@@ -81,10 +91,7 @@ test('status and accounts events reach the front; requests round-trip through th
 });
 
 test('a killed worker: a pending order rejects promptly with BROKER_TIMEOUT (it may have reached the broker); it restarts, reconnects and resyncs', async () => {
-  const s = await start();
-  const { spec, accountId } = await userSpec('sup2');
-  await s.addConnection(spec);
-  await nextEvent(s, isStatus(spec.connectionId, 'CONNECTED'));
+  const { s, spec, accountId } = await startConnected('sup2');
   const resting = await s.request(spec.connectionId, {
     type: 'place-order', accountId, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4980, timeInForce: 'day', clOrdId: 'k1',
   });
@@ -161,10 +168,7 @@ test('past threadsMax connections share workers; removal reports DISABLED and fo
 });
 
 test('closing the supervisor while a flatten is under way lets the actor finish it: the position is closed, not left without its legs (faults probe: SIGTERM after a reversal\'s 504 left a naked long; each actor had 2.5 s)', async () => {
-  const s = await start();
-  const { spec, accountId } = await userSpec('sup-close');
-  await s.addConnection(spec);
-  await nextEvent(s, isStatus(spec.connectionId, 'CONNECTED'));
+  const { s, spec, accountId } = await startConnected('sup-close');
   const placed = await s.request(spec.connectionId, {
     type: 'place-order', accountId, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'market', timeInForce: 'day', clOrdId: 'c1',
     takeProfit: { price: 5010 }, stopLoss: { price: 4990 },
