@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 
 /** One nats-server process. */
@@ -73,6 +73,10 @@ interface ServerPlan {
   clusterPort?: number;
   routes: number[];
   dir: string;
+  /** More of nats-server's config (authorization, tls), merged over the plan's own. */
+  extra?: Record<string, unknown>;
+  /** How the readiness check logs in (and its TLS) on a server that requires it. */
+  login?: Partial<ConnectionOptions>;
 }
 
 /** nats-server's config syntax accepts JSON, so the config is written as JSON. */
@@ -82,6 +86,7 @@ function configFor(plan: ServerPlan, clusterName: string | undefined): string {
     listen: `127.0.0.1:${plan.port}`,
     jetstream: { store_dir: join(plan.dir, 'jetstream'), max_memory_store: 64 * 1024 * 1024, max_file_store: 1024 * 1024 * 1024 },
   };
+  Object.assign(config, plan.extra);
   if (plan.clusterPort !== undefined) {
     config.cluster = {
       name: clusterName,
@@ -93,7 +98,7 @@ function configFor(plan: ServerPlan, clusterName: string | undefined): string {
 }
 
 /** Connects to one server and waits until its JetStream answers. */
-async function waitReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
+async function waitReady(url: string, child: ChildProcess, output: () => string, login: Partial<ConnectionOptions> = {}): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let nc: NatsConnection | undefined;
   let lastErr: unknown;
@@ -103,7 +108,7 @@ async function waitReady(url: string, child: ChildProcess, output: () => string)
         throw new Error(`nats-server exited during start (${child.exitCode ?? child.signalCode}):\n${output()}`);
       }
       try {
-        nc ??= await connect({ servers: url, reconnect: false, timeout: 1000 });
+        nc ??= await connect({ ...login, servers: url, reconnect: false, timeout: 1000 });
         const jsm = await jetstreamManager(nc, { timeout: 1000 });
         await jsm.getAccountInfo();
         return;
@@ -158,11 +163,11 @@ function server(plan: ServerPlan, clusterName: string | undefined): NatsServer {
     async restart() {
       if (self.running) throw new Error(`${plan.name} is still running`);
       child = launch();
-      await waitReady(self.url, child, () => log);
+      await waitReady(self.url, child, () => log, plan.login);
     },
   };
   child = launch();
-  return Object.assign(self, { ready: waitReady(self.url, child, () => log) });
+  return Object.assign(self, { ready: waitReady(self.url, child, () => log, plan.login) });
 }
 
 async function startAll(plans: ServerPlan[], clusterName: string | undefined, root: string): Promise<NatsCluster> {
@@ -199,11 +204,14 @@ async function withPortRetries<T>(start: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Starts one nats-server with JetStream on a free loopback port. */
-export async function startNats(): Promise<NatsServer & { stopAndRemove(): Promise<void> }> {
+/**
+ * Starts one nats-server with JetStream on a free loopback port; `extra` adds to its config (an
+ * `authorization` or `tls` block), `login` is how the readiness check then connects.
+ */
+export async function startNats(opts: { extra?: Record<string, unknown>; login?: Partial<ConnectionOptions> } = {}): Promise<NatsServer & { stopAndRemove(): Promise<void> }> {
   return withPortRetries(async () => {
     const root = mkdtempSync(join(tmpdir(), 'tradegate-nats-'));
-    const cluster = await startAll([{ name: 'n1', port: (await freePorts(1))[0]!, routes: [], dir: join(root, 'n1') }], undefined, root);
+    const cluster = await startAll([{ name: 'n1', port: (await freePorts(1))[0]!, routes: [], dir: join(root, 'n1'), ...opts }], undefined, root);
     return Object.assign(cluster.servers[0]!, { stopAndRemove: () => cluster.stop() });
   });
 }

@@ -12,13 +12,14 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { connectionSpecFor } from '../actors/connection-spec.js';
 import type { Supervisor } from '../actors/supervisor.js';
 import { AppError } from '../domain/problems.js';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { openBucket, type NatsStore } from '../store/nats/index.js';
 import { whileStarting } from '../store/nats/startup.js';
 import { CLUSTER } from '../tuning.js';
 import { EventFeed } from './events.js';
 import { ClusterGateway } from './gateway.js';
+import type { NatsLogin } from './nats-login.js';
 import { NodeLease, parseHolder, type LeaseTiming } from './node-lease.js';
 import { Ownership } from './ownership.js';
 import { SharedLogLimiter } from './rate-limit.js';
@@ -74,9 +75,28 @@ export function clusterReplicas(config: Config, servers: string[]): number {
   return config.clusterReplicas ?? (servers.length >= 3 ? 3 : 1);
 }
 
-/** Connects to the NATS servers of a cluster, retrying for ever once connected. */
-export function connectNats(servers: string[], nodeId: string): Promise<NatsConnection> {
-  return connect({ servers, name: `tradegate-${nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000, timeout: CLUSTER.kvTimeoutMs * 2 });
+/** Connects to the NATS servers of a cluster with its login (nats-login.ts), retrying for ever once connected. */
+export async function connectNats(login: NatsLogin, nodeId: string): Promise<NatsConnection> {
+  try {
+    return await connect({
+      ...login.options,
+      servers: login.servers,
+      name: `tradegate-${nodeId}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      pingInterval: 10_000,
+      timeout: CLUSTER.kvTimeoutMs * 2,
+    });
+  } catch (err) {
+    // Not waited out like an unreachable server: the same login is refused again.
+    if (err instanceof Error && (err.name === 'AuthorizationError' || /authori[sz]ation|authentication/i.test(err.message))) {
+      throw new ConfigError(
+        `NATS refused the login (${login.method === 'none' ? 'none given' : login.method}): ${err.message}. ` +
+          'Give the login NATS expects: NATS_USER with NATS_PASSWORD_FILE, NATS_TOKEN_FILE or NATS_NKEY (README "Running a cluster")',
+      );
+    }
+    throw err;
+  }
 }
 
 /** Starts the node's cluster parts over an open store (see module comment). */

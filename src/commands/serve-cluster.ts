@@ -11,6 +11,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { clusterReplicas, connectNats, defaultNodeId, startClusterNode, type ClusterNode } from '../cluster/node.js';
 import { holderName } from '../cluster/node-lease.js';
+import { natsLogin } from '../cluster/nats-login.js';
 import { ConfigError, type Config } from '../config.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
 import { buildRoutes } from '../http/routes/index.js';
@@ -41,13 +42,22 @@ export async function runClusterNode(config: Config, servers: string[], signalle
   void signalled.then(() => stop.abort());
   stopStartupWaitsOn(stop.signal);
   // Started before NATS (or with it): wait for a server to accept, as for the buckets below.
+  const login = natsLogin(servers);
   let nc: NatsConnection;
   try {
-    nc = await whileStarting('connecting to NATS', () => connectNats(servers, nodeId), { logger, transient: isUnreachableNats });
+    nc = await whileStarting('connecting to NATS', () => connectNats(login, nodeId), { logger, transient: isUnreachableNats });
   } catch (err) {
     if (!(err instanceof StartupAbortedError)) throw err;
     return stoppedWhileStarting(logger, err);
   }
+  // NATS holds every shared record (users, key digests, sessions): one open to any client lets whoever reaches it mint a key.
+  if (nc.info?.auth_required !== true) {
+    logger.warn(
+      { natsLogin: login.method },
+      'NATS accepts clients without a login: whoever reaches it can read and write every record of this cluster (users, API keys, sessions). ' +
+        'Require one in nats-server.conf and give it to the nodes (README "Running a cluster")',
+    );
+  } else logger.info({ natsLogin: login.method, tls: nc.info?.tls_required === true || login.options.tls !== undefined }, 'logged in to NATS');
   if (replicas > 1 && !serializesRevisionChecks(nc.info?.version)) {
     logger.warn(
       { natsVersion: nc.info?.version },
@@ -141,7 +151,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     // Webhook alerts this node answered 504 before it stopped: their outcome is still looked up (by this node only).
     void resumeLateOutcomes(routeDeps, logger).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
     process.stdout.write(
-      [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  metrics:      ${metricsListener.url}`, `  cluster node: ${nodeId} (${servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
+      [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  metrics:      ${metricsListener.url}`, `  cluster node: ${nodeId} (${login.servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
     );
   }, shutdown);
 }
