@@ -362,7 +362,13 @@ export const webhookTokenSchema = z.object({
   name: z.string(),
   accountId: id,
   strategyId: z.string().nullable(),
-  accountActive: z.boolean().describe('false: the broker no longer reports the bound account, or the token was made inactive; alerts get 403 Account is inactive'),
+  accountActive: z
+    .boolean()
+    .nullable()
+    .describe(
+      'false: the broker no longer reports the bound account, or the token was made inactive; alerts get 403 Account is inactive. ' +
+        'null: not known yet, the account\'s connection has not reported its accounts since the service started (alerts get 503 until it has)',
+    ),
   guards: guardNarrowingSchema.nullable().describe('This token’s narrowing of the account’s risk guards (null: none)'),
   inactiveReason: z.string().nullable().describe('Why the token was made inactive (its connection was deleted), until it is rebound; null otherwise'),
   createdAt: isoTime.nullable(),

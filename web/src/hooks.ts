@@ -16,10 +16,16 @@ export function asApiError(err: unknown): ApiError {
   return err instanceof ApiError ? err : new ApiError(0, 'CLIENT', err instanceof Error ? err.message : String(err));
 }
 
-/** Loads `load()` now and whenever `deps` change. */
+/** Longest Retry-After of a 503 that a resource waits out by itself (a connection starting says 1 s; a disabled one 60 s). */
+const SOON_S = 5;
+/** How many such reads in a row, until one succeeds (a start takes a few seconds). */
+const SOON_TRIES = 10;
+
+/** Loads `load()` now and whenever `deps` change; again after a short 503's Retry-After. */
 export function useResource<T>(load: () => Promise<T>, deps: unknown[]): Resource<T> {
   const [state, setState] = useState<{ data?: T; error?: ApiError; loading: boolean; loadedAt: number | null }>({ loading: true, loadedAt: null });
   const generation = useRef(0);
+  const soonRetries = useRef(0);
   const loadRef = useRef(load);
   loadRef.current = load;
 
@@ -28,8 +34,19 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[]): Resourc
     try {
       const data = await loadRef.current();
       if (mine === generation.current) setState({ data, loading: false, loadedAt: Date.now() });
+      soonRetries.current = 0;
     } catch (err) {
-      if (mine === generation.current) setState((s) => ({ ...s, error: asApiError(err), loading: false }));
+      if (mine !== generation.current) return;
+      const error = asApiError(err);
+      setState((s) => ({ ...s, error, loading: false }));
+      // A broker connection still starting (503 with a short Retry-After): read again then, not at the next
+      // poll; a few times in a row only, so that an outage is not read every second (the session's rate limit).
+      if (error.status === 503 && error.retryAfter !== null && error.retryAfter <= SOON_S && soonRetries.current < SOON_TRIES) {
+        soonRetries.current++;
+        setTimeout(() => {
+          if (mine === generation.current) void reload();
+        }, error.retryAfter * 1000);
+      }
     }
   }, []);
 

@@ -49,7 +49,8 @@ export interface WebhookToken {
   name: string;
   accountId: string;
   strategyId: string | null;
-  accountActive: boolean;
+  /** null: not known yet (its connection has not reported its accounts since the service started). */
+  accountActive: boolean | null;
   createdAt: string | null;
   lastUsedAt: string | null;
   url?: string;

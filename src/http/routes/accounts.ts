@@ -6,7 +6,7 @@ import type { AccountRecord } from '../../domain/orders.js';
 import { JSON_HEADERS } from '../respond.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { accountSchema, listOf, listQuerySchema, positionSchema, type ListQuery } from '../schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, ownedAccount, paginate, userAccounts, type RouteDeps } from './common.js';
+import { accountsSyncing, AUTH_ERRORS, BROKER_ERRORS, callActor, errors, ownedAccount, paginate, userAccounts, type RouteDeps } from './common.js';
 
 /** Account and position routes. */
 export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
@@ -19,11 +19,13 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: 'Accounts of every connection you own',
     tags: ['accounts'],
     query: listQuerySchema,
-    responses: [{ status: 200, description: 'Accounts', schema: listOf(accountSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS)],
+    responses: [{ status: 200, description: 'Accounts', schema: listOf(accountSchema) }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'BROKER_UNAVAILABLE')],
     // From memory: answered synchronously (no promise; the pipeline's fast path).
     handler(ctx) {
       const query = ctx.req.query;
       if (query.cursor === undefined && query.limit === undefined) return { status: 200, headers: JSON_HEADERS, body: firstPages.answer(ctx.auth.userId) };
+      const syncing = accountsSyncing(deps, ctx.auth.userId);
+      if (syncing) throw syncing;
       const accounts = userAccounts(deps, ctx.auth.userId).map((a) => a.account);
       return { status: 200, body: paginate(accounts, query, 'accounts') };
     },
@@ -36,7 +38,7 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     operationId: 'getAccount',
     summary: 'One account',
     tags: ['accounts'],
-    responses: [{ status: 200, description: 'The account', schema: accountSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],
+    responses: [{ status: 200, description: 'The account', schema: accountSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONNECTION_FAILED', 'BROKER_UNAVAILABLE')],
     handler(ctx) {
       return { status: 200, body: ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!).account };
     },
@@ -72,17 +74,26 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
  * serialization.
  */
 class FirstPages {
-  private readonly byUser = new Map<string, { connections: readonly { id: string }[]; lists: AccountRecord[][]; body: string }>();
+  private readonly byUser = new Map<string, { connections: readonly { id: string }[]; lists: AccountRecord[][]; body: string; someEmpty: boolean }>();
 
   constructor(private readonly deps: RouteDeps) {}
 
   answer(userId: string): string {
     const connections = this.deps.store.connections.listByUser(userId);
     const kept = this.byUser.get(userId);
-    if (kept && kept.connections === connections && this.unchanged(kept.lists, connections)) return kept.body;
+    if (kept && kept.connections === connections && this.unchanged(kept.lists, connections)) {
+      // A connection with no accounts yet may be one still getting them (its state changes without its list).
+      if (!kept.someEmpty) return kept.body;
+      const syncing = accountsSyncing(this.deps, userId);
+      if (syncing) throw syncing;
+      return kept.body;
+    }
     const lists = connections.map((c) => this.deps.gateway.accounts(c.id));
+    const someEmpty = lists.some((l) => l.length === 0);
+    const syncing = someEmpty ? accountsSyncing(this.deps, userId) : undefined;
+    if (syncing) throw syncing;
     const body = JSON.stringify(paginate(lists.flat(), undefined, 'accounts'));
-    this.byUser.set(userId, { connections, lists, body });
+    this.byUser.set(userId, { connections, lists, body, someEmpty });
     return body;
   }
 

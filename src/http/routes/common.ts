@@ -125,6 +125,17 @@ export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError
   return failed ?? disabled;
 }
 
+/**
+ * 503 while one of the user's connections is still getting its accounts (starting, reconnecting
+ * after a restart): a list of accounts is not complete before (clients probe: 200 `[]` right after
+ * a restart, a bot concluded the user had none). A connection that failed or is disabled before it
+ * reported any does not hold the list back: its status says why (GET /connections).
+ */
+export function accountsSyncing(deps: RouteDeps, userId: string): AppError | undefined {
+  const error = unsyncedAccountsError(deps, userId);
+  return error?.code === 'BROKER_UNAVAILABLE' && error.extensions['connectionStatus'] !== 'DISABLED' ? error : undefined;
+}
+
 /** An account id as brokers give them: a positive integer, written without leading zeros (`010000002` names none). */
 const ACCOUNT_ID = /^[1-9][0-9]{0,18}$/;
 

@@ -24,7 +24,7 @@ import {
   webhookTokenSchema,
   type ListQuery,
 } from '../schemas.js';
-import { AUTH_ERRORS, baseUrl, errors, oneAtATime, paginateByCreation, quotas, refuseNarrowedKey, userAccounts, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, baseUrl, errors, mayBeAccountId, oneAtATime, paginateByCreation, quotas, refuseNarrowedKey, unsyncedAccountsError, userAccounts, type RouteDeps } from './common.js';
 
 /** The receiving URL of a token. */
 export function webhookUrl(deps: RouteDeps, token: string): string {
@@ -39,7 +39,8 @@ export function tokenView(deps: RouteDeps, t: WebhookTokenRecord) {
     name: t.name,
     accountId: t.accountId,
     strategyId: t.strategyId,
-    accountActive: !t.inactiveReason && (bound?.account.active ?? false),
+    // Unknown (null) while its connection has not reported its accounts since the start: not inactive (clients probe).
+    accountActive: t.inactiveReason ? false : bound ? bound.account.active : unsyncedAccountsError(deps, t.userId) ? null : false,
     guards: t.guards ?? null,
     inactiveReason: t.inactiveReason ?? null,
     createdAt: t.createdAt ?? null,
@@ -54,7 +55,8 @@ function badReference(path: string, message: string): AppError {
 /** A body's accountId must name a live account of the caller (same answer for foreign and unknown ids). */
 function checkAccount(deps: RouteDeps, userId: string, accountId: string): void {
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
-  if (!found) throw badReference('accountId', 'not one of your accounts');
+  // Not known yet because a connection of the user has not reported its accounts: 503 (retry) or 409, not a final 400 (clients probe).
+  if (!found) throw (mayBeAccountId(accountId) && unsyncedAccountsError(deps, userId)) || badReference('accountId', 'not one of your accounts');
   if (!found.account.active) throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
 }
 
@@ -128,7 +130,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: createWebhookTokenBodySchema,
     responses: [
       { status: 201, description: 'Created; `url` contains the secret token', schema: createdWebhookTokenSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'QUOTA_EXCEEDED'),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'QUOTA_EXCEEDED', 'CONNECTION_FAILED', 'BROKER_UNAVAILABLE'),
     ],
     async handler(ctx) {
       refuseNarrowedKey(ctx.auth, 'create webhook tokens');
@@ -178,7 +180,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: updateWebhookTokenBodySchema,
     responses: [
       { status: 200, description: 'Updated', schema: webhookTokenSchema },
-      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND'),
+      ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'NOT_FOUND', 'CONNECTION_FAILED', 'BROKER_UNAVAILABLE'),
     ],
     async handler(ctx) {
       const b = ctx.req.body;

@@ -81,7 +81,7 @@ export function TokenDialog(props: { token?: WebhookToken; accounts: Account[]; 
   };
   return (
     <Dialog title={t ? `Edit “${t.name}”` : 'New signal token'} onClose={props.onClose}>
-      {t && !t.accountActive && (
+      {t && t.accountActive === false && (
         <p class="callout warn">
           Bound to <strong>{accountLabel(props.accounts, t.accountId)}</strong>, which the broker no longer reports. Choose a live account: the next alert
           trades there. The URL does not change.

@@ -198,10 +198,16 @@ function TokenCard(props: {
   const headingId = `token-${t.id}`;
   const now = useNow();
   return (
-    <article class={`card token${t.accountActive ? '' : ' flagged'}`} aria-labelledby={headingId}>
+    <article class={`card token${t.accountActive === false ? ' flagged' : ''}`} aria-labelledby={headingId}>
       <div class="card-head">
         <h2 id={headingId}>{t.name}</h2>
-        {t.accountActive ? <Badge tone="ok">Receiving</Badge> : <Badge tone="danger">Account inactive</Badge>}
+        {t.accountActive === null ? (
+          <Badge tone="warn">Waiting for the broker</Badge>
+        ) : t.accountActive ? (
+          <Badge tone="ok">Receiving</Badge>
+        ) : (
+          <Badge tone="danger">Account inactive</Badge>
+        )}
         <div class="card-actions">
           <button type="button" class="btn small secondary" onClick={props.onEdit} aria-label={`Edit ${t.name}`}>
             Edit
@@ -214,7 +220,13 @@ function TokenCard(props: {
           </button>
         </div>
       </div>
-      {!t.accountActive && (
+      {t.accountActive === null && (
+        <p class="callout warn" role="status">
+          The connection of <strong>{accountLabel(props.accounts, t.accountId)}</strong> has not reported its accounts yet (starting or reconnecting):
+          alerts are answered 503 until it has.
+        </p>
+      )}
+      {t.accountActive === false && (
         <div class="callout danger" role="alert">
           <p>
             <strong>{accountLabel(props.accounts, t.accountId)}</strong> is no longer reported by the broker — alerts are rejected with{' '}

@@ -65,6 +65,31 @@ describe('accounts and positions', () => {
     expect((await callError(w, 'GET', '/accounts/:id', { userId: w.b.userId, params: { id: '101' } })).code).toBe('NOT_FOUND');
   });
 
+  it('the list is 503 while a connection of the caller has not reported its accounts yet, not a 200 without them (clients probe: [] right after a restart); a connection that failed or is disabled before reporting does not hold it back', async () => {
+    // A second connection of alice, still getting its accounts; her first one is synced.
+    const second = await w.store.connections.create({
+      userId: w.a.userId, name: 'second', broker: 'paper', environment: 'paper', restUrl: 'http://x/v1', wsUrl: 'ws://x/v1/websocket', credentials: { name: 'u', password: 'p' },
+    });
+    w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'CONNECTING', reason: 'connect', ts: 0 });
+    for (const query of [{}, { limit: '1' }] as Record<string, string>[]) {
+      const err = await callError(w, 'GET', '/accounts', { userId: w.a.userId, query });
+      expect(err.code, JSON.stringify(query)).toBe('BROKER_UNAVAILABLE');
+      expect(err.retryAfterSeconds).toBe(1);
+      expect(err.extensions).toMatchObject({ connectionId: second.id, connectionStatus: 'CONNECTING' });
+    }
+    // Once it has reported, the same (cached) first page lists all of them.
+    w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'CONNECTED', reason: 'connect', ts: 0 });
+    expect(listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId })).body).data.map((a) => a.id)).toEqual(['101', '102']);
+    w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'RECONNECTING', reason: 'connect', ts: 0 });
+    expect((await callError(w, 'GET', '/accounts', { userId: w.a.userId })).code).toBe('BROKER_UNAVAILABLE');
+    // Failed before reporting: the others' accounts are listed (its status says why: GET /connections).
+    w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'FAILED', reason: 'fatal-error', detail: 'bad login', ts: 0 });
+    expect(listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId })).body).data.map((a) => a.id)).toEqual(['101', '102']);
+    // Bob is not held back by alice's connection.
+    w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'CONNECTING', reason: 'connect', ts: 0 });
+    expect(listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.b.userId })).body).data.map((a) => a.id)).toEqual(['201']);
+  });
+
   it('serves positions from the account’s actor', async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: -2, avgPrice: 5000.25, openedAt: null }];
     const page = listOf(positionSchema).parse((await call(w, 'GET', '/accounts/:id/positions', { userId: w.a.userId, params: { id: '101' } })).body);

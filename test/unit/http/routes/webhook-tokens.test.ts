@@ -77,6 +77,23 @@ describe('webhook tokens', () => {
     expect(webhookTokenSchema.parse(patched.body)).toMatchObject({ accountId: '102', accountActive: true });
   });
 
+  it('while the connection has not reported its accounts (just started): accountActive is null, not false, and binding its account is 503, not a final 400 (clients probe)', async () => {
+    const created = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'a' })).body);
+    w.gateway.accountsOf.set(w.a.connectionId, []);
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'CONNECTING', reason: 'connect', ts: 0 });
+    const listed = listOf(webhookTokenSchema).parse((await call(w, 'GET', '/webhook-tokens', { userId: w.a.userId })).body);
+    expect(listed.data.map((t) => t.accountActive)).toEqual([null]);
+    const created2 = await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'b' } });
+    expect([created2.code, created2.retryAfterSeconds]).toEqual(['BROKER_UNAVAILABLE', 1]);
+    expect((await callError(w, 'PATCH', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id }, body: { accountId: '102' } })).code).toBe('BROKER_UNAVAILABLE');
+    // An id that cannot be an account stays a 400 meanwhile.
+    expect((await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: 'abc', name: 'c' } })).code).toBe('VALIDATION_FAILED');
+    // Failed before it ever reported: 409, retrying cannot help; still unknown, not inactive.
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'FAILED', reason: 'fatal-error', detail: 'bad login', ts: 0 });
+    expect((await callError(w, 'POST', '/webhook-tokens', { userId: w.a.userId, body: { accountId: '101', name: 'b' } })).code).toBe('CONNECTION_FAILED');
+    expect(webhookTokenSchema.parse((await call(w, 'GET', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id } })).body).accountActive).toBeNull();
+  });
+
   it('PATCH refuses another user’s account and another user’s token', async () => {
     const created = createdWebhookTokenSchema.parse((await create({ accountId: '101', name: 'a' })).body);
     expect((await callError(w, 'PATCH', '/webhook-tokens/:id', { userId: w.a.userId, params: { id: created.id }, body: { accountId: '201' } })).code).toBe('VALIDATION_FAILED');
