@@ -80,7 +80,8 @@ export function integerQuery(min: number, max: number) {
     .string()
     .refine((s) => DECIMAL_DIGITS.test(s), 'must be a whole number in decimal digits')
     .transform(Number)
-    .pipe(z.number().int().min(min).max(max))
+    // The range first, alone: a number past 2^53 was refused as not a safe integer (clients probe), not as over the cap.
+    .pipe(z.number().min(min, { abort: true }).max(max, { abort: true }).int())
     .meta({ type: 'integer', minimum: min, maximum: max });
 }
 

@@ -22,6 +22,14 @@ describe('integer query parameters', () => {
     fc.assert(fc.property(fc.string().filter((t) => !/^[0-9]+$/.test(t)), (t) => !limit.safeParse(t).success));
   });
 
+  it('refuse a number past the range as past it, however large (clients probe: 20 digits said "expected int to be <=9007199254740991")', () => {
+    for (const text of ['501', '99999999999999999999', '9'.repeat(400)]) {
+      const issues = limit.safeParse(text).error!.issues;
+      expect(issues.map((i) => i.message), text).toEqual(['Too big: expected number to be <=500']);
+    }
+    expect(limit.safeParse('0').error!.issues.map((i) => i.message)).toEqual(['Too small: expected number to be >=1']);
+  });
+
   it('are documented as the integer they stand for', () => {
     expect(jsonSchemaOf(limit, 'input')).toEqual({ type: 'integer', minimum: 1, maximum: 500 });
   });
