@@ -79,7 +79,8 @@ export function integerQuery(min: number, max: number) {
   return z
     .string()
     .refine((s) => DECIMAL_DIGITS.test(s), 'must be a whole number in decimal digits')
-    .transform(Number)
+    // Capped so that 400 digits are a number too (Number() makes them Infinity, which z.number() refuses as not one).
+    .transform((digits) => Math.min(Number(digits), Number.MAX_SAFE_INTEGER + 1))
     // The range first, alone: a number past 2^53 was refused as not a safe integer (clients probe), not as over the cap.
     .pipe(z.number().min(min, { abort: true }).max(max, { abort: true }).int())
     .meta({ type: 'integer', minimum: min, maximum: max });
