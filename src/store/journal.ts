@@ -52,7 +52,7 @@ export type PositionedEntry = JournalEntry & { position: string };
 
 /** A `before` that no list of this store returned: the route's cursor was not one of its own. */
 export function invalidPosition(): AppError {
-  return new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
+  return new AppError('VALIDATION_FAILED', 'query.cursor: not a cursor returned by this list', { errors: [{ path: 'query.cursor', message: 'not a cursor returned by this list' }] });
 }
 
 /** The LMDB journal also writes out its batch on demand (store flush and close). */

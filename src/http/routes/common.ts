@@ -257,7 +257,7 @@ function cursorValue(cursor: string, list: string, shape: RegExp): string {
   const sep = text.lastIndexOf(':');
   const value = text.slice(sep + 1);
   if (!canonical || sep < 0 || text.slice(0, sep) !== list || !shape.test(value)) {
-    throw new AppError('VALIDATION_FAILED', 'cursor: not a cursor returned by this list', { errors: [{ path: 'cursor', message: 'invalid cursor' }] });
+    throw new AppError('VALIDATION_FAILED', 'query.cursor: not a cursor returned by this list', { errors: [{ path: 'query.cursor', message: 'not a cursor returned by this list' }] });
   }
   return value;
 }

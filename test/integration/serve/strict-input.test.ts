@@ -150,7 +150,7 @@ describe('query parameters (item 8)', () => {
     for (const path of ['/api/v1/connections', '/api/v1/webhook-tokens', '/api/v1/strategies', `/api/v1/accounts/${acc}/positions`]) {
       const r = await api('GET', `${path}?cursor=${cursor}`);
       expect(r.status, `${path}: ${r.text}`).toBe(400);
-      expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', detail: 'cursor: not a cursor returned by this list' });
+      expect(r.json).toMatchObject({ code: 'VALIDATION_FAILED', detail: 'query.cursor: not a cursor returned by this list' });
     }
   });
 });

@@ -77,7 +77,7 @@ describe('paginate', () => {
 
   it("another list's cursor is 400, never a page of this list at that offset", () => {
     const accounts = paginate(items, { limit: 1 }, 'accounts').nextCursor!;
-    expect(() => paginate(items, { cursor: accounts }, 'connections')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED', message: 'cursor: not a cursor returned by this list' }));
+    expect(() => paginate(items, { cursor: accounts }, 'connections')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED', message: 'query.cursor: not a cursor returned by this list' }));
     // An account's list is its own: account 1's positions do not page account 2's.
     const a1 = paginate(items, { limit: 1 }, 'positions/1').nextCursor!;
     expect(() => pageOf({ cursor: a1 }, 'positions/2')).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED' }));
