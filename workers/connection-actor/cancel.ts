@@ -24,8 +24,9 @@ import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/t
 import type { MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
-import { tracked } from './in-flight.js';
 import { placementsSettled, settle } from './place.js';
+import { flattenClock, flattenSince } from './flatten-log.js';
+import { settledWithin, tracked } from './in-flight.js';
 import { isStopExit, stopCoverage } from './stop-coverage.js';
 
 interface Bracket {
@@ -256,14 +257,28 @@ const MAX_OWED_ATTEMPTS = 3;
  * legs at once would otherwise race the re-placement the first one makes of the other (the second
  * would find its leg cancelled by the broker's OCO and re-placed under a new id).
  */
-export function cancelOrder(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
+export function cancelOrder(ctx: ActorContext, req: CancelOrderRequest, forPlacement?: string): Promise<CancelOrderResult> {
   const id = Number(req.orderId);
   const key = `${req.accountId}|${(Number.isSafeInteger(id) && bracketOf(ctx, id)?.entryId) || req.orderId}`;
   const before = ctx.cancelling.get(key) ?? Promise.resolve();
-  return tracked(ctx.cancelling, key, before.then(() => cancelOne(ctx, req)));
+  const askedAt = flattenClock();
+  return tracked(ctx.cancelling, key, before.then(() => cancelOne(ctx, req, askedAt, forPlacement)));
 }
 
-async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<CancelOrderResult> {
+/** The account's cancels under way (a leg's may be placing its survivor), waited for up to settleMs. */
+export async function cancelsSettled(ctx: ActorContext, accountId: string): Promise<void> {
+  const prefix = `${accountId}|`;
+  const inFlight: Promise<unknown>[] = [];
+  for (const [key, cancel] of ctx.cancelling) if (key.startsWith(prefix)) inFlight.push(cancel.catch(() => undefined));
+  if (inFlight.length > 0) await settledWithin(Promise.all(inFlight), ctx.settleMs);
+}
+
+/**
+ * `askedAt`: when the cancel was asked for (flattenClock): a flatten begun after it that closes the
+ * leg's position takes the survivor's place. `forPlacement`: the placement this cancel makes room
+ * for (an exit's, whose legs are cut before it is sent): not waited for, as it waits for this.
+ */
+async function cancelOne(ctx: ActorContext, req: CancelOrderRequest, askedAt = flattenClock(), forPlacement?: string): Promise<CancelOrderResult> {
   ctx.conn.requireFresh();
   ctx.model.account(req.accountId);
   const entity = ctx.model.orderEntity(req.accountId, req.orderId);
@@ -275,7 +290,7 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
     // A leg the cancel of its sibling re-placed lives on under a new id: cancelling the old id
     // (both legs cancelled at once, or from a stale list) cancels the leg where it is now.
     const successor = successorOf(ctx, req.accountId, entity.id);
-    if (successor !== undefined) return cancelOne(ctx, { ...req, orderId: String(successor) });
+    if (successor !== undefined) return cancelOne(ctx, { ...req, orderId: String(successor) }, askedAt, forPlacement);
     throw notWorking(rec);
   }
   const t0 = performance.now();
@@ -371,15 +386,22 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest): Promise<Ca
     settled();
     return { ...base, order, brokerMs: since(t0) };
   }
-  // The position as it stands once orders sent meanwhile (an exit) have reached the broker: a
-  // survivor re-placed onto a flat account, or one on the position's own side, would open a
-  // position when it fired; one larger than the position is cut to it.
-  await placementsSettled(ctx, req.accountId);
+  // A flatten closing the position (begun before or during this cancel) owes no leg: a survivor
+  // placed again would be left on the flat account (money probe: re-placed 2 ms after the
+  // liquidation filled; when it fired, the account was short 2 with nothing to close it).
+  const flattened = () => flattenSince(ctx, req.accountId, sibling.symbol, askedAt);
+  if (!flattened()) {
+    // The position as it stands once orders sent meanwhile (an exit) have reached the broker: a
+    // survivor re-placed onto a flat account, or one on the position's own side, would open a
+    // position when it fired; one larger than the position is cut to it.
+    await placementsSettled(ctx, req.accountId, forPlacement);
+  }
   const position = ctx.model.netPosition(req.accountId, sibling.symbol);
   const reduces = position > 0 ? sibling.side === 'sell' : position < 0 && sibling.side === 'buy';
-  if (!reduces) {
+  if (!reduces || flattened()) {
     settled();
-    return { ...base, order, removedLegIds: [String(siblingId)], brokerMs: since(t0) };
+    const warning = reduces ? `${siblingRole} ${siblingId} was not placed again: a flatten of the account closes the ${sibling.symbol} position` : undefined;
+    return { ...base, order, removedLegIds: [String(siblingId)], brokerMs: since(t0), ...(warning !== undefined && { warning }) };
   }
   const open = Math.min(sibling.qty - survivor.filledQty, Math.abs(position));
   const leg = { ...sibling, filledQty: survivor.filledQty, qty: survivor.filledQty + open };

@@ -3,6 +3,7 @@
  * connection and its mirror, the order model, how long to wait for the broker's events after
  * its answer, the place attempts in flight and those whose outcome is unknown.
  */
+import type { FlattenMark } from './flatten-log.js';
 import type { ComingExit } from './orphan-legs.js';
 import type { Logger } from '../../src/log.js';
 import type { Mirror } from '../../src/broker/tradovate/mirror.js';
@@ -44,6 +45,8 @@ export interface ActorContext {
   keepOwedLegs?: (accountId: string) => Promise<void>;
   /** Flattens in flight, by account: a partial exit waits for them (it must see the position they leave). */
   flattening: Map<string, Promise<unknown>>;
+  /** The flattens begun on each account, the last few (flatten-log.ts). */
+  flattenLog?: Map<string, FlattenMark[]>;
   /** The last cancel of each bracket (or lone order), by `accountId|entry id`: they run one after another. */
   cancelling: Map<string, Promise<unknown>>;
   /**

@@ -5,11 +5,11 @@
  * contract's orders and position, whatever else the account holds.
  */
 import { AppError } from '../../src/domain/problems.js';
-import { contractRoot } from '../../src/domain/symbols.js';
 import { since, type ActorContext } from './context.js';
 import { tracked } from './in-flight.js';
 import { outstandingOrders, placementsSettled } from './place.js';
-import { forgetOwedLegs } from './cancel.js';
+import { cancelsSettled, forgetOwedLegs } from './cancel.js';
+import { flattenBegins, flattenScope } from './flatten-log.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import { contractName, isFinal, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
@@ -32,7 +32,13 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
       throw new AppError('SYMBOL_MISMATCH', `account ${what} ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
     }
   }
-  return tracked(ctx.flattening, req.accountId, onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account)));
+  const mark = flattenBegins(ctx, req.accountId, flattenScope(req));
+  const running = tracked(ctx.flattening, req.accountId, onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account)));
+  const ended = () => {
+    mark.running = false;
+  };
+  running.then(ended, ended);
+  return running;
 }
 
 /** How long a flatten waits for the events of a position whose liquidation the broker refused, before judging it still open. */
@@ -75,6 +81,8 @@ function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {
   const t0 = performance.now();
   await placementsSettled(ctx, req.accountId);
+  // A leg cancel under way may be placing its survivor: once it is placed, it is a working order to cancel here (money probe).
+  await cancelsSettled(ctx, req.accountId);
   /** Each position as the flatten found it: after waiting out a lost connection, only one still as it was is closed. */
   const heldAtStart = new Map(ctx.model.openPositionEntities(req.accountId).map((p) => [p.contractId, Number(p.netPos)]));
   /** The account's fills as the flatten began: one after it, not of an order it was cancelling nor closing a position, was traded elsewhere. */
@@ -92,9 +100,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     ctx.logger.warn({ accountId: req.accountId }, 'flatten carries on after the connection came back');
     return true;
   };
-  const only = req.symbolOnly && req.symbol ? req.symbol : undefined;
-  const product = only !== undefined && req.productOnly ? contractRoot(only)?.root : undefined;
-  const inScope = (symbol: string) => only === undefined || symbol === only || (product !== undefined && contractRoot(symbol)?.root === product);
+  const inScope = flattenScope(req);
   forgetOwedLegs(ctx, req.accountId, inScope);
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
   const ids = working.map((o) => Number(o.orderId));

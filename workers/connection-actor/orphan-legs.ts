@@ -87,6 +87,8 @@ export interface ComingExit {
   side: 'buy' | 'sell';
   type: OrderRecord['type'];
   qty: number;
+  /** Its placement (placementKey): the leg cancels making room for it do not wait for it, as it waits for them. */
+  placement?: string;
 }
 
 /** The broker's reason when it rejected command `commandId`; null while it has not. */
@@ -666,7 +668,7 @@ export class OrphanLegs {
             // Its OCO sibling stays (an exit resting on the position counts with this leg's kind
             // only): cancelled on its own, the broker would take the sibling down too. Cancelled as
             // a leg of a filled bracket instead: the survivor is re-placed under a new id.
-            const r = await cancelOrder(this.ctx, { type: 'cancel-order', accountId, orderId: leg.orderId });
+            const r = await cancelOrder(this.ctx, { type: 'cancel-order', accountId, orderId: leg.orderId }, coming?.placement);
             this.sent.set(leg.orderId, 0);
             if (coming) this.roomMade.get(coming)?.push({ leg, to: 0 });
             done.push(`${leg.role} ${leg.orderId} cancelled${r.replaced ? ` (its ${leg.role === 'take_profit' ? 'stop-loss' : 'take-profit'} ${r.replaced.replacedOrderId} re-placed as ${r.replaced.newOrderId})` : ''}`);

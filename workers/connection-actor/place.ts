@@ -14,6 +14,7 @@ import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { Hold } from './exposure.js';
 import { settledWithin } from './in-flight.js';
+import { flattenClock, flattenSince } from './flatten-log.js';
 import type { ComingExit } from './orphan-legs.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
 import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
@@ -266,6 +267,8 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     if (refusedNow(ctx, req)) ctx.guards!.admit(req)?.release();
     await flattening.catch(() => undefined);
   }
+  /** From here on, a flatten that begins and closes this order's contract is one the order did not wait for. */
+  const afterFlattens = flattenClock();
   // An order arriving while the connection logs in again (its token died) waits for it.
   const relogin = ctx.conn.reauthenticated?.();
   if (relogin) await relogin;
@@ -299,8 +302,18 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // short), and it is kept as an exit (cancelled, as a partial exit is, should the position go
     // flat or smaller than it).
     const asExit = reducesAsExit(ctx, req);
-    if (asExit) coming = { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty };
+    if (asExit) coming = { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty, placement: placementKey(req.accountId, req.clOrdId) };
     const cutStops = coming ? ((await ctx.makeRoom?.(req.accountId, coming)) ?? false) : false;
+    // A flatten that began while the legs made room closes the position this exit was for: sent
+    // now, it would rest on the flat account and open a position when it filled (money probe:
+    // short 2, unprotected). Not sent; the legs are given back as far as a position still needs them.
+    if (coming && flattenSince(ctx, req.accountId, req.symbol, afterFlattens)) {
+      throw new AppError(
+        'CONFLICT',
+        `a flatten of account ${req.accountId} began while the stop-loss and take-profit made room for this exit: it closes the ${req.symbol} position, so the exit was not sent`,
+        { accountId: req.accountId },
+      );
+    }
     // Cutting the legs took broker round trips: a leg may have filled meanwhile (faults probe: long
     // 1, its stop filled as it was being cut, and the market exit then made the account short 1).
     const sendQty = coming ? stillHeldQty(ctx, req) : req.qty;

@@ -255,6 +255,82 @@ describe('flatten', () => {
     expect(orders.filter((o) => o.ordStatus === 'Working')).toEqual([]);
   });
 
+  /** Long 2 from a filled bracket (take-profit 5010, stop-loss 4980), its legs working. */
+  async function filledBracket(): Promise<{ entry: string; takeProfit: string; stopLoss: string }> {
+    const entry = await h.call(bracket({ orderType: 'market', price: null, qty: 2 }));
+    const legs = await h.until(() => {
+      const e = record(entry.order.orderId);
+      return e.legs.takeProfit && e.legs.stopLoss && record(e.legs.takeProfit).status === 'working' && record(e.legs.stopLoss).status === 'working' ? e.legs : undefined;
+    });
+    return { entry: entry.order.orderId, takeProfit: legs.takeProfit!, stopLoss: legs.stopLoss! };
+  }
+
+  /** What the paper broker itself holds for the account: net position and working orders. */
+  async function atBroker(): Promise<{ net: number; working: number }> {
+    const state = await h.control('GET', '/state');
+    const positions = (state.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(account));
+    const orders = (state.orders as { accountId: number; ordStatus: string }[]).filter((o) => o.accountId === Number(account));
+    return { net: positions.reduce((n, p) => n + p.netPos, 0), working: orders.filter((o) => o.ordStatus === 'Working').length };
+  }
+
+  test('an exit whose legs make room for it does not wait out the settle time for itself (money probe: every such exit took 5 s, its leg cancel waiting for the exit that waited for it)', async () => {
+    await filledBracket();
+    const t0 = performance.now();
+    const exit = await h.call(order({ side: 'sell', qty: 2, price: 5005 }));
+    // TEST_TUNING's settleMs is 3000: before, the answer came after it and the leg cancel's own ~2 s here (5 s in all).
+    expect(performance.now() - t0).toBeLessThan(4000);
+    expect(exit.order.status).toBe('working');
+  });
+
+  test('a flatten begun while an exit\'s legs make room for it: the exit is not sent (409 CONFLICT) and the account ends flat with nothing working (money probe: the exit rested on the flat account and made it short 2)', async () => {
+    await filledBracket();
+    await h.control('POST', '/faults', { latencyMs: 300 });
+    const exiting = h.call(order({ side: 'sell', qty: 2, price: 5005 })).catch((err: unknown) => err);
+    await new Promise((r) => setTimeout(r, 150));
+    const flattened = await h.call({ type: 'flatten', accountId: account });
+    const exit = await exiting;
+    await h.control('DELETE', '/faults');
+    expect(flattened.positions).toEqual([{ symbol: SYMBOL, closedQty: 2, status: 'liquidated' }]);
+    expect(exit).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('a flatten of account') });
+    expect(await atBroker()).toEqual({ net: 0, working: 0 });
+  });
+
+  test('a leg cancelled while a flatten runs does not place its survivor again, whichever came first (money probe: the stop-loss went out 2 ms after the liquidation filled and rested on the flat account; touched, the account went short 2)', async () => {
+    const cases = [...[0, 50].map((ms) => [false, ms] as const), ...[0, 20].map((ms) => [true, ms] as const)];
+    for (const [cancelFirst, gapMs] of cases) {
+      const what = `cancel first: ${cancelFirst}, ${gapMs} ms apart`;
+      const legs = await filledBracket();
+      await h.control('POST', '/faults', { latencyMs: 300 });
+      // A re-placed leg (clOrdId rp-…) working at the broker while the account is flat, seen at any moment.
+      let orphan: unknown;
+      let watching = true;
+      const watch = (async () => {
+        while (watching && orphan === undefined) {
+          const state = await h.control('GET', '/state');
+          const flat = !(state.positions as { accountId: number; netPos: number }[]).some((p) => p.accountId === Number(account) && p.netPos !== 0);
+          const replaced = (state.orders as { accountId: number; ordStatus: string; clOrdId?: string }[]).find(
+            (o) => o.accountId === Number(account) && o.ordStatus === 'Working' && (o.clOrdId ?? '').startsWith('rp-'),
+          );
+          if (flat && replaced) orphan = replaced;
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      })();
+      const cancel = () => h.call({ type: 'cancel-order', accountId: account, orderId: legs.takeProfit });
+      const flatten = () => h.call({ type: 'flatten', accountId: account });
+      const first = cancelFirst ? cancel() : flatten();
+      await new Promise((r) => setTimeout(r, gapMs));
+      const second = cancelFirst ? flatten() : cancel();
+      const results = await Promise.allSettled([first, second]);
+      await h.control('DELETE', '/faults');
+      await new Promise((r) => setTimeout(r, 300));
+      watching = false;
+      await watch;
+      expect(results.map((r) => r.status), what).toEqual(['fulfilled', 'fulfilled']);
+      expect(orphan, what).toBeUndefined();
+      expect(await atBroker(), what).toEqual({ net: 0, working: 0 });
+    }
+  }, 60_000);
+
   test('with the held symbol: flattens like without one', async () => {
     await holdAndRest();
     const res = await h.call({ type: 'flatten', accountId: account, symbol: SYMBOL });

@@ -1,0 +1,47 @@
+/**
+ * Which flattens began on an account, and what each closes: for work that was under way when one
+ * began and must not finish as if it had not (money probe):
+ * - a bracket leg's cancel must not place its survivor again on a position a flatten is closing
+ *   (the stop went out 2 ms after the liquidation filled, and made the flat account short 2);
+ * - an exit whose legs were making room for it must not go out after a flatten closed its position
+ *   (it rested on the flat account, and opened a short when it filled).
+ */
+import type { FlattenRequest } from '../../src/actors/protocol.js';
+import { contractRoot } from '../../src/domain/symbols.js';
+import type { ActorContext } from './context.js';
+
+/** One flatten begun: its order among all of this actor's, what it closes, whether it still runs. */
+export interface FlattenMark {
+  seq: number;
+  covers(symbol: string): boolean;
+  running: boolean;
+}
+
+/** How many flattens each account's log keeps: work under way is younger than that many flattens. */
+const KEPT = 16;
+let seq = 0;
+
+/** What a flatten closes: every contract, one contract, or (productOnly) every contract of its product. */
+export function flattenScope(req: Pick<FlattenRequest, 'symbol' | 'symbolOnly' | 'productOnly'>): (symbol: string) => boolean {
+  const only = req.symbolOnly && req.symbol ? req.symbol : undefined;
+  const product = only !== undefined && req.productOnly ? contractRoot(only)?.root : undefined;
+  return (symbol) => only === undefined || symbol === only || (product !== undefined && contractRoot(symbol)?.root === product);
+}
+
+/** Notes a flatten beginning on the account; the caller sets `running` false when it ends. */
+export function flattenBegins(ctx: ActorContext, accountId: string, covers: (symbol: string) => boolean): FlattenMark {
+  const mark: FlattenMark = { seq: ++seq, covers, running: true };
+  const log = ((ctx.flattenLog ??= new Map()).get(accountId) ?? []).concat(mark);
+  ctx.flattenLog.set(accountId, log.length > KEPT ? log.slice(-KEPT) : log);
+  return mark;
+}
+
+/** A point in time to ask `flattenSince` about later. */
+export function flattenClock(): number {
+  return seq;
+}
+
+/** Whether a flatten covering `symbol` on the account is running now, or began after `since` (flattenClock). */
+export function flattenSince(ctx: ActorContext, accountId: string, symbol: string, since: number): boolean {
+  return (ctx.flattenLog?.get(accountId) ?? []).some((m) => (m.running || m.seq > since) && m.covers(symbol));
+}
