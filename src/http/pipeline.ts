@@ -208,8 +208,21 @@ function failedStage(deps: PipelineDeps, ex: Exchange, err: unknown): Promise<vo
   ex.ticket?.release();
   ex.ticket = undefined;
   if (err instanceof AppError && ex.authd && !ex.handlerRan) ex.route?.refused?.({ auth: ex.authd.auth, body: ex.request?.body, requestId: ex.requestId }, err);
-  if (err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(err) });
+  if (err instanceof AppError) return replyStage(deps, ex, { reply: appErrorReply(keylessAdvice(ex, err)) });
   return replyStage(deps, ex, { reply: internalReply(ex), error: err });
+}
+
+const SAME_KEY_ADVICE = /retry with the same Idempotency-Key[^;.]*/;
+
+/**
+ * A 504 on a trading request sent without an Idempotency-Key: its advice to retry with the same
+ * key cannot be followed, and a retry without one is a new order (money probe). Said what to do instead.
+ */
+export function keylessAdvice(ex: Pick<Exchange, 'idempotencyKey' | 'route'>, err: AppError): AppError {
+  if (err.code !== 'BROKER_TIMEOUT' || ex.idempotencyKey !== undefined || ex.route?.idempotent !== true || !SAME_KEY_ADVICE.test(err.message)) return err;
+  const advice =
+    'it was sent without an Idempotency-Key, so sending it again is a new request: look at the account first (GET /api/v1/accounts/{id}/orders or working-orders), and send an Idempotency-Key with trading requests';
+  return new AppError(err.code, err.message.replace(SAME_KEY_ADVICE, advice), err.extensions, err.retryAfterSeconds);
 }
 
 /** Pages outside the API that /metrics names by their path. */

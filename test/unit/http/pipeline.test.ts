@@ -12,6 +12,7 @@ import {
   limitStage,
   replyStage,
   routeStage,
+  keylessAdvice,
   runPipeline,
   validateStage,
   type Exchange,
@@ -615,5 +616,23 @@ describe('runPipeline', () => {
     await runPipeline(w.deps, ex);
     expect(res.status).toBe('401 Unauthorized');
     expect(res.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+});
+
+describe('keylessAdvice', () => {
+  const timeout = new AppError('BROKER_TIMEOUT', 'broker did not answer order/placeorder within 5000 ms; the broker may still carry it out: retry with the same Idempotency-Key, never as a new request');
+  const trading = { idempotent: true } as RouteDef<any, any>;
+
+  it('a 504 on a trading request sent without an Idempotency-Key does not advise retrying with one (money probe): it says to look at the account first', () => {
+    const advised = keylessAdvice({ route: trading }, timeout);
+    expect(advised.code).toBe('BROKER_TIMEOUT');
+    expect(advised.message).not.toContain('retry with the same Idempotency-Key');
+    expect(advised.message).toMatch(/may still carry it out: it was sent without an Idempotency-Key, so sending it again is a new request: look at the account first/);
+  });
+
+  it('keeps the advice for a request that sent a key, and leaves other errors alone', () => {
+    expect(keylessAdvice({ route: trading, idempotencyKey: 'k1' }, timeout)).toBe(timeout);
+    const other = new AppError('BROKER_UNAVAILABLE', 'not connected', {}, 1);
+    expect(keylessAdvice({ route: trading }, other)).toBe(other);
   });
 });
