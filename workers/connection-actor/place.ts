@@ -172,9 +172,16 @@ function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): Plac
   const noted = ctx.model.noteOf(id);
   const differs = differsFrom(atBroker, req, hasBracket, link.role === 'entry', { takeProfit: legRecord(link.takeProfit), stopLoss: legRecord(link.stopLoss) }, noted ? (noted.clientOrderId ?? null) : undefined);
   if (differs) {
+    const there = `${atBroker.orderId}: ${describeAtBroker(atBroker, link.role === 'entry')}`;
     throw new AppError(
       'IDEMPOTENCY_KEY_REUSED',
-      `this key's order at the broker (${atBroker.orderId}: ${describeAtBroker(atBroker, link.role === 'entry')}) is not this request's (${differs}); use a new key for a new order`,
+      // An alert sent again after a 504 is the same alert, sized against a position it already changed (a reversal's
+      // open is smaller than the alert's quantity): "use a new key" would have traded it twice (money probe).
+      req.origin === 'webhook'
+        ? `an earlier alert with this id placed order ${there} at the broker, which is not this alert's (${differs}): nothing was placed. ` +
+            "If this is that alert sent again (one answered 504), it was acted on already: see the token's alerts, and do not send it with a new id; " +
+            "if it is another alert, its template's id is not unique"
+        : `this key's order at the broker (${there}) is not this request's (${differs}); use a new key for a new order`,
       { order: atBroker },
     );
   }

@@ -37,6 +37,16 @@ describe('placeOrder: single orders', () => {
     expect(broker.bodies('order/placeorder')).toHaveLength(1);
   });
 
+  it('a webhook alert whose id placed another order (an alert sent again after a 504, a reversal\'s open smaller than it): 422 that does not advise a new id (money probe: "use a new key" would have traded it twice)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    await placeOrder(ctx, { ...newOrder({ qty: 1, clOrdId: 'tg-alert-1' }), origin: 'webhook' });
+    const err = await rejected(placeOrder(ctx, { ...newOrder({ qty: 2, clOrdId: 'tg-alert-1' }), origin: 'webhook' }));
+    expect(err.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(err.message).toMatch(/^an earlier alert with this id placed order \d+: buy 1 ESZ6 .* \(quantity\): nothing was placed\. If this is that alert sent again .* do not send it with a new id/);
+    expect(err.message).not.toContain('use a new key');
+    expect(broker.bodies('order/placeorder')).toHaveLength(1);
+  });
+
   it('a retry under the key with another price, order type or bracket is not that order either: 422 naming what differs, nothing noted, nothing sent (ops probe: a plain order answered as a bracket entry)', async () => {
     const { broker, ctx } = fakeActorContext();
     const plain = newOrder({ clOrdId: 'tg-k-plain', price: 5000 });
