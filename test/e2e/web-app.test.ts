@@ -200,7 +200,7 @@ describe('the web app', () => {
     await dialog().getByRole('button', { name: 'I have copied it' }).click();
     await expect.poll(() => dialog().count()).toBe(0);
     // Focus returns to where the user was.
-    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Create key');
+    await expect.poll(() => page.evaluate('document.activeElement?.textContent'), { timeout: 2000 }).toBe('Create key');
     await page.getByRole('cell', { name: 'e2e bot', exact: true }).waitFor();
 
     const me = await api('GET', '/api/v1/me', undefined, key);

@@ -16,9 +16,13 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
   onClose.current = props.onClose;
   const explicit = useRef(props.explicitClose === true);
   explicit.current = props.explicitClose === true;
+  // Where focus was when the dialog was asked for, read while rendering it: by the time its effect
+  // runs (after a frame), something inside may have taken focus (an autofocused field).
+  const openedFrom = useRef<HTMLElement | null | undefined>(undefined);
+  if (openedFrom.current === undefined) openedFrom.current = document.activeElement as HTMLElement | null;
   useEffect(() => {
     const d = ref.current!;
-    const opener = document.activeElement as HTMLElement | null;
+    const opener = openedFrom.current ?? null;
     // Where focus goes if the opener is gone by then (a cancelled order's row): its section's heading.
     const place = opener?.closest('section')?.querySelector<HTMLElement>('h2, h3') ?? null;
     d.showModal();
@@ -34,11 +38,18 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
       if (d.open) d.close();
       // Focus goes back where it was, so keyboard users keep their place (web probe: after a cancel
       // removed its row, focus fell to the page and the next Tab began at "Skip to content").
-      if (opener?.isConnected) opener.focus();
-      else if (place?.isConnected) {
-        if (!place.hasAttribute('tabindex')) place.tabIndex = -1;
-        place.focus();
-      }
+      const restore = () => {
+        if (opener?.isConnected) opener.focus();
+        else if (place?.isConnected) {
+          if (!place.hasAttribute('tabindex')) place.tabIndex = -1;
+          place.focus();
+        }
+      };
+      restore();
+      // Once the dialog has left the page: focus that fell to the page meanwhile is put back (e2e: now and then none had it).
+      requestAnimationFrame(() => {
+        if (document.activeElement === null || document.activeElement === document.body) restore();
+      });
     };
   }, []);
   return (
