@@ -464,7 +464,7 @@ function answered(r: RouteResponse): Stop {
 function handlerFailed(ex: Exchange, err: unknown): Stop {
   // Withdrawn before it reached the actor (callActor): the same as not started.
   if (err instanceof RequestNotSentError) return notStarted(ex);
-  return { reply: err instanceof AppError ? appErrorReply(err) : internalReply(ex), error: err };
+  return { reply: err instanceof AppError ? appErrorReply(keylessAdvice(ex, err)) : internalReply(ex), error: err };
 }
 
 /** What a handler is given; a class, so a request costs one object, not a literal with closures. */

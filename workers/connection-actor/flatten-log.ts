@@ -31,8 +31,9 @@ export function flattenScope(req: Pick<FlattenRequest, 'symbol' | 'symbolOnly' |
 /** Notes a flatten beginning on the account; the caller sets `running` false when it ends. */
 export function flattenBegins(ctx: ActorContext, accountId: string, covers: (symbol: string) => boolean): FlattenMark {
   const mark: FlattenMark = { seq: ++seq, covers, running: true };
-  const log = ((ctx.flattenLog ??= new Map()).get(accountId) ?? []).concat(mark);
-  ctx.flattenLog.set(accountId, log.length > KEPT ? log.slice(-KEPT) : log);
+  const log: FlattenMark[] = ((ctx.flattenLog ??= new Map()).get(accountId) ?? []).concat(mark);
+  // The last KEPT, and every one still running however many began since.
+  ctx.flattenLog.set(accountId, log.length > KEPT ? log.filter((m, i) => m.running || i >= log.length - KEPT) : log);
   return mark;
 }
 

@@ -103,7 +103,7 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       { status: 201, description: 'The order as placed', schema: placeOrderResponseSchema },
       { status: 200, description: 'dryRun: the plan; nothing was sent', schema: dryRunResponseSchema },
       ...errors('VALIDATION_FAILED', 'UNKNOWN_SYMBOL', 'PRICE_OUT_OF_RANGE', 'INVALID_IDEMPOTENCY_KEY', ...AUTH_ERRORS, 'ACCOUNT_INACTIVE', 'RISK_GUARD', 'NOT_FOUND'),
-      ...errors('IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', ...BROKER_ERRORS),
+      ...errors('IDEMPOTENCY_KEY_IN_USE', 'CONFLICT', 'SYMBOL_MISMATCH', 'IDEMPOTENCY_KEY_REUSED', 'BROKER_REJECTED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', ...BROKER_ERRORS),
     ],
     async handler(ctx) {
       const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);

@@ -69,6 +69,12 @@ function routes(w: Pick<World, 'handled'>): RouteDef<any, any>[] {
       },
     }),
     defineRoute({
+      method: 'POST', path: '/slow-orders', scope: 'trade', operationId: 'placeSlow', summary: 'times out', responses: [], body: orderBody, idempotent: true,
+      handler: async () => {
+        throw new AppError('BROKER_TIMEOUT', 'broker did not answer order/placeorder within 5000 ms; the broker may still carry it out: retry with the same Idempotency-Key, never as a new request');
+      },
+    }),
+    defineRoute({
       method: 'POST', path: '/hooks/:token', scope: 'webhook', operationId: 'hook', summary: 'hook', responses: [], lenientContentType: true,
       body: z.looseObject({ id: z.string().optional() }), idempotent: true, idempotencyKeyFrom: (req) => req.body.id,
       handler: async (ctx) => {
@@ -392,6 +398,15 @@ describe('handler and reply stages', () => {
     expect(ctx.requestId).toBe('req-1');
     expect(ctx.idempotencyKey).toBe('k-9');
     expect(ex.metrics).toEqual(['broker;dur=2.3']);
+  });
+
+  it('a trading route timing out without an Idempotency-Key answers 504 without advising a retry with one (re-probe: the advice came from the handler, past failedStage)', async () => {
+    const keyless = await handlerStage(w.deps, ready('POST', '/v1/slow-orders').ex);
+    expect(keyless.reply.status).toBe(504);
+    expect(json(keyless).detail).toMatch(/it was sent without an Idempotency-Key, so sending it again is a new request/);
+    const keyed = ready('POST', '/v1/slow-orders', 'k-slow');
+    await idempotencyStage(w.deps, keyed.ex);
+    expect(json(await handlerStage(w.deps, keyed.ex)).detail).toMatch(/retry with the same Idempotency-Key/);
   });
 
   it('turns a coded error into its problem answer and anything else into a 500 naming the request id', async () => {
