@@ -24,8 +24,9 @@ import { cancelOrderBody, checkAnswer, replaceLegBody } from '../../src/broker/t
 import type { MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import type { CancelOrderRequest, CancelOrderResult } from '../../src/actors/protocol.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
+import type { OwedLeg } from '../../src/domain/guards.js';
 import { placementsSettled, settle } from './place.js';
-import { flattenClock, flattenSince } from './flatten-log.js';
+import { flattenClock, flattensBefore } from './flatten-log.js';
 import { settledWithin, tracked } from './in-flight.js';
 import { isStopExit, stopCoverage } from './stop-coverage.js';
 
@@ -221,11 +222,30 @@ export async function resumeOwedLegs(ctx: ActorContext, accountId: string, conne
  * A flatten owes no leg on what it flattens: the position is being closed, and a leg placed again
  * meanwhile (its sibling's late cancel, the flatten's own cancels) would open one when it fired.
  */
-export function forgetOwedLegs(ctx: ActorContext, accountId: string, inScope: (symbol: string) => boolean): void {
-  let changed = false;
+export function forgetOwedLegs(ctx: ActorContext, accountId: string, inScope: (symbol: string) => boolean): [string, OwedLeg][] {
+  const forgotten: [string, OwedLeg][] = [];
   for (const [key, owed] of [...ctx.owedLegs]) {
     if (owed.accountId !== accountId || !inScope(owed.leg.symbol)) continue;
     ctx.owedLegs.delete(key);
+    forgotten.push([key, owed]);
+  }
+  if (forgotten.length > 0) void ctx.keepOwedLegs?.(accountId);
+  return forgotten;
+}
+
+/**
+ * Owed legs a flatten forgot that it did not close the position of (it failed, or its liquidation
+ * was refused): owed again, placed by the next sweep as far as the position still needs them
+ * (re-probe: a leg cancel's survivor, owed after a 429, was forgotten by a flatten that then
+ * failed on the same 429, and the position was left without its stop for good).
+ */
+export function oweAgain(ctx: ActorContext, accountId: string, forgotten: readonly [string, OwedLeg][]): void {
+  let changed = false;
+  for (const [key, owed] of forgotten) {
+    const position = ctx.model.netPosition(accountId, owed.leg.symbol);
+    const reduces = position > 0 ? owed.leg.side === 'sell' : position < 0 && owed.leg.side === 'buy';
+    if (!reduces || ctx.owedLegs.has(key)) continue;
+    ctx.owedLegs.set(key, owed);
     changed = true;
   }
   if (changed) void ctx.keepOwedLegs?.(accountId);
@@ -386,22 +406,22 @@ async function cancelOne(ctx: ActorContext, req: CancelOrderRequest, askedAt = f
     settled();
     return { ...base, order, brokerMs: since(t0) };
   }
-  // A flatten closing the position (begun before or during this cancel) owes no leg: a survivor
-  // placed again would be left on the flat account (money probe: re-placed 2 ms after the
-  // liquidation filled; when it fired, the account was short 2 with nothing to close it).
-  const flattened = () => flattenSince(ctx, req.accountId, sibling.symbol, askedAt);
-  if (!flattened()) {
-    // The position as it stands once orders sent meanwhile (an exit) have reached the broker: a
-    // survivor re-placed onto a flat account, or one on the position's own side, would open a
-    // position when it fired; one larger than the position is cut to it.
-    await placementsSettled(ctx, req.accountId, forPlacement);
-  }
+  // A flatten of the position that was running before this cancel was asked for does not wait for
+  // it: its end is waited for here, and the position it leaves decides. Closed, nothing is owed (a
+  // survivor placed meanwhile went out 2 ms after the liquidation filled and, touched, made the flat
+  // account short 2: money probe); still open (the flatten failed), the survivor goes back (re-probe:
+  // dropped for a flatten that then failed, the position was left without its stop). A flatten begun
+  // after it waits for this cancel (cancelsSettled) and cancels the survivor with the rest.
+  await flattensBefore(ctx, req.accountId, sibling.symbol, askedAt);
+  // The position as it stands once orders sent meanwhile (an exit) have reached the broker: a
+  // survivor re-placed onto a flat account, or one on the position's own side, would open a
+  // position when it fired; one larger than the position is cut to it.
+  await placementsSettled(ctx, req.accountId, forPlacement);
   const position = ctx.model.netPosition(req.accountId, sibling.symbol);
   const reduces = position > 0 ? sibling.side === 'sell' : position < 0 && sibling.side === 'buy';
-  if (!reduces || flattened()) {
+  if (!reduces) {
     settled();
-    const warning = reduces ? `${siblingRole} ${siblingId} was not placed again: a flatten of the account closes the ${sibling.symbol} position` : undefined;
-    return { ...base, order, removedLegIds: [String(siblingId)], brokerMs: since(t0), ...(warning !== undefined && { warning }) };
+    return { ...base, order, removedLegIds: [String(siblingId)], brokerMs: since(t0) };
   }
   const open = Math.min(sibling.qty - survivor.filledQty, Math.abs(position));
   const leg = { ...sibling, filledQty: survivor.filledQty, qty: survivor.filledQty + open };

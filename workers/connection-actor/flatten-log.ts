@@ -2,7 +2,8 @@
  * Which flattens began on an account, and what each closes: for work that was under way when one
  * began and must not finish as if it had not (money probe):
  * - a bracket leg's cancel must not place its survivor again on a position a flatten is closing
- *   (the stop went out 2 ms after the liquidation filled, and made the flat account short 2);
+ *   (the stop went out 2 ms after the liquidation filled, and made the flat account short 2): it
+ *   waits for a flatten that was already running, and looks at the position it left;
  * - an exit whose legs were making room for it must not go out after a flatten closed its position
  *   (it rested on the flat account, and opened a short when it filled).
  */
@@ -15,6 +16,8 @@ export interface FlattenMark {
   seq: number;
   covers(symbol: string): boolean;
   running: boolean;
+  /** Settles when it ends. */
+  ended?: Promise<unknown>;
 }
 
 /** How many flattens each account's log keeps: work under way is younger than that many flattens. */
@@ -45,4 +48,13 @@ export function flattenClock(): number {
 /** Whether a flatten covering `symbol` on the account is running now, or began after `since` (flattenClock). */
 export function flattenSince(ctx: ActorContext, accountId: string, symbol: string, since: number): boolean {
   return (ctx.flattenLog?.get(accountId) ?? []).some((m) => (m.running || m.seq > since) && m.covers(symbol));
+}
+
+/**
+ * Waits until no flatten covering `symbol` that began at or before `asOf` (flattenClock) runs on
+ * the account any more. Those begun later are not waited for: they wait for the work that asks.
+ */
+export async function flattensBefore(ctx: ActorContext, accountId: string, symbol: string, asOf: number): Promise<void> {
+  const before = (ctx.flattenLog?.get(accountId) ?? []).filter((m) => m.running && m.seq <= asOf && m.covers(symbol));
+  await Promise.all(before.map((m) => m.ended?.catch(() => undefined)));
 }

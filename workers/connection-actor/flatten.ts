@@ -8,7 +8,8 @@ import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
 import { tracked } from './in-flight.js';
 import { outstandingOrders, placementsSettled } from './place.js';
-import { cancelsSettled, forgetOwedLegs } from './cancel.js';
+import { cancelsSettled, forgetOwedLegs, oweAgain } from './cancel.js';
+import type { OwedLeg } from '../../src/domain/guards.js';
 import { flattenBegins, flattenScope } from './flatten-log.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
@@ -33,12 +34,32 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
     }
   }
   const mark = flattenBegins(ctx, req.accountId, flattenScope(req));
-  const running = tracked(ctx.flattening, req.accountId, onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account)));
+  const forgotten: [string, OwedLeg][] = [];
+  const closing = onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account, forgotten));
+  // Before the flatten counts as over (sweeps place owed legs only then): owed again where it left a position open.
+  const running = tracked(ctx.flattening, req.accountId, closing.finally(() => oweAgain(ctx, req.accountId, forgotten)));
   const ended = () => {
     mark.running = false;
   };
-  running.then(ended, ended);
+  mark.ended = running.then(ended, ended);
   return running;
+}
+
+/**
+ * A flatten stopped by a cancel the broker refused, after it had cancelled bracket legs of a
+ * position it then did not close: said in its error and on the stream (re-probe: a p-ticket on
+ * the first cancel, the legs' wave had gone through, and the 503 read as if nothing had happened).
+ */
+function leftUnprotected(ctx: ActorContext, accountId: string, working: readonly OrderRecord[], inScope: (symbol: string) => boolean, err: unknown): unknown {
+  if (!(err instanceof AppError)) return err;
+  const legs = working.filter((o) => (o.role === 'take_profit' || o.role === 'stop_loss') && ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled');
+  const open = ctx.model.openPositionEntities(accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
+  const bare = [...new Set(legs.map((o) => o.symbol))].filter((symbol) => inScope(symbol) && open.includes(symbol));
+  if (bare.length === 0) return err;
+  const detail = `the ${bare.join(', ')} position${bare.length > 1 ? 's are' : ' is'} open without protective orders: the flatten cancelled its stop-loss and take-profit (${legs.map((o) => o.orderId).join(', ')}) and then stopped before closing it (${err.message}); close or protect it`;
+  ctx.logger.error({ accountId, symbols: bare }, 'flatten stopped after cancelling the legs');
+  ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId, orderId: legs[0]!.orderId, ts: Date.now(), detail });
+  return new AppError(err.code, `${err.message}: ${detail}`, err.extensions, err.retryAfterSeconds);
 }
 
 /** How long a flatten waits for the events of a position whose liquidation the broker refused, before judging it still open. */
@@ -78,7 +99,7 @@ function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
   return isFinal(ctx.mirror, orderId) && ctx.mirror.get('order', orderId)?.ordStatus !== 'Filled';
 }
 
-async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity): Promise<FlattenResult> {
+async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity, forgotten: [string, OwedLeg][]): Promise<FlattenResult> {
   const t0 = performance.now();
   await placementsSettled(ctx, req.accountId);
   // A leg cancel under way may be placing its survivor: once it is placed, it is a working order to cancel here (money probe).
@@ -101,7 +122,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     return true;
   };
   const inScope = flattenScope(req);
-  forgetOwedLegs(ctx, req.accountId, inScope);
+  forgotten.push(...forgetOwedLegs(ctx, req.accountId, inScope));
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
   const ids = working.map((o) => Number(o.orderId));
   /** The brackets of the orders it cancels: legs of theirs that appear later (an entry filling during an outage) are its own too. */
@@ -175,7 +196,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     await cancelEach(working.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
     await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
   }
-  for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw err;
+  for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw leftUnprotected(ctx, req.accountId, working, inScope, err);
   // A cancel lost with the connection whose order ended anyway (an entry that filled meanwhile): the
   // connection is still to come back, and positions read before it is (its mirror half read again)
   // missed what that entry opened (re-probe 6: an exit answered 200 "nothing to close", long 2 left
@@ -192,7 +213,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
       ids.push(...born.map((o) => Number(o.orderId)));
       await cancelEach(born);
       await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
-      for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw err;
+      for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw leftUnprotected(ctx, req.accountId, working, inScope, err);
     }
   }
   const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);

@@ -331,6 +331,18 @@ describe('flatten', () => {
     }
   }, 60_000);
 
+  test('a flatten stopped by a refused cancel after its legs\' cancels went through says the position is open without its protective orders, in its error and on the stream (re-probe: a p-ticket on the first cancel, and the 503 read as if nothing had happened)', async () => {
+    await filledBracket();
+    await h.call(order({ price: 4900 }));
+    // The next order request (the flatten's first cancel: the plain limit's) gets a p-ticket with a captcha: refused.
+    await h.control('POST', '/faults', { pTicketSeconds: 2, pTicketCaptcha: true, pTicketTarget: 'orders' });
+    const err = await h.callError({ type: 'flatten', accountId: account });
+    await h.control('DELETE', '/faults');
+    expect(err.message).toMatch(/: the ESZ6 position is open without protective orders: the flatten cancelled its stop-loss and take-profit \(\d+, \d+\) and then stopped before closing it/);
+    expect(h.events).toContainEqual(expect.objectContaining({ type: 'bracket-alert', detail: expect.stringContaining('open without protective orders') }));
+    expect((await atBroker()).net).toBe(2);
+  });
+
   test('with the held symbol: flattens like without one', async () => {
     await holdAndRest();
     const res = await h.call({ type: 'flatten', accountId: account, symbol: SYMBOL });
