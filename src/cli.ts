@@ -44,6 +44,15 @@ export const COMMANDS: Record<string, CommandInfo> = {
   },
 };
 
+/** How `--cluster` logs in to NATS (src/cluster/nats-login.ts; README "Running a cluster"). */
+const NATS_LOGIN_HELP = [
+  '',
+  "With --cluster, NATS's login comes from the environment: NATS_USER with NATS_PASSWORD or",
+  'NATS_PASSWORD_FILE (or user:password@ in the URLs), NATS_TOKEN or NATS_TOKEN_FILE, or NATS_NKEY',
+  "(a seed file); TLS: tls:// URLs, NATS_CA, and NATS_CERT with NATS_KEY for servers that verify clients.",
+  '',
+].join('\n');
+
 function help(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
@@ -74,7 +83,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (rest.includes('--help') || rest.includes('-h')) {
-    process.stdout.write(`${info.summary}\n\nUsage: ${info.usage}\n`);
+    process.stdout.write(`${info.summary}\n\nUsage: ${info.usage}\n${info.usage.includes('--cluster') ? NATS_LOGIN_HELP : ''}`);
     return 0;
   }
   const mod = (await import(`./commands/${name}.js`)) as { run(argv: string[]): Promise<number> };

@@ -20,9 +20,6 @@ import { readFileSync } from 'node:fs';
 import { nkeyAuthenticator, type ConnectionOptions } from '@nats-io/transport-node';
 import { ConfigError } from '../config.js';
 
-/** The environment variables read here, for docs and `--help`. */
-export const NATS_LOGIN_ENV = ['NATS_USER', 'NATS_PASSWORD', 'NATS_PASSWORD_FILE', 'NATS_TOKEN', 'NATS_TOKEN_FILE', 'NATS_NKEY', 'NATS_CA', 'NATS_CERT', 'NATS_KEY'] as const;
-
 /** What `connect` is given: the server URLs without their credentials, and the login and TLS options. */
 export interface NatsLogin {
   servers: string[];

@@ -86,13 +86,29 @@ export async function connectNats(login: NatsLogin, nodeId: string): Promise<Nat
       reconnectTimeWait: 250,
       pingInterval: 10_000,
       timeout: CLUSTER.kvTimeoutMs * 2,
+      // Once running, a refused login (a password changed on the server, a login that timed out on a
+      // slow link) is tried again for ever like a lost server: nats.js gives up for good after two
+      // (re-probe: every node alive, serving 503, never back after the password was restored).
+      ignoreAuthErrorAbort: true,
     });
   } catch (err) {
+    if (!(err instanceof Error)) throw err;
+    const text = `${err.message} ${err.cause instanceof Error ? err.cause.message : ''}`;
+    // A login that did not finish in time is a slow link, not a wrong login: waited out like one (re-probe).
+    if (/authentication timeout/i.test(text)) {
+      throw Object.assign(new Error(`NATS did not finish the login in time (${err.message}): a slow link or a busy server`), { name: 'ConnectionError' });
+    }
     // Not waited out like an unreachable server: the same login is refused again.
-    if (err instanceof Error && (err.name === 'AuthorizationError' || /authori[sz]ation|authentication/i.test(err.message))) {
+    if (err.name === 'AuthorizationError' || /authori[sz]ation violation|authentication/i.test(text)) {
       throw new ConfigError(
         `NATS refused the login (${login.method === 'none' ? 'none given' : login.method}): ${err.message}. ` +
           'Give the login NATS expects: NATS_USER with NATS_PASSWORD_FILE, NATS_TOKEN_FILE or NATS_NKEY (README "Running a cluster")',
+      );
+    }
+    // TLS that cannot work as set: said at once, naming the settings (re-probe: retried for 60 s as "NATS not ready").
+    if (/certificate|self.signed|key values mismatch|does not support 'tls'|tls handshake|ssl/i.test(text)) {
+      throw new ConfigError(
+        `NATS TLS failed: ${err.message}. Check NATS_CA (the CA that signed the servers' certificates), NATS_CERT with NATS_KEY (the node's certificate, when the servers verify clients) and tls:// in the server URLs (README "Running a cluster")`,
       );
     }
     throw err;

@@ -50,6 +50,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     if (!(err instanceof StartupAbortedError)) throw err;
     return stoppedWhileStarting(logger, err);
   }
+  watchNatsLogin(nc, login.method, logger);
   // NATS holds every shared record (users, key digests, sessions): one open to any client lets whoever reaches it mint a key.
   if (nc.info?.auth_required !== true) {
     logger.warn(
@@ -154,4 +155,21 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  metrics:      ${metricsListener.url}`, `  cluster node: ${nodeId} (${login.servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
     );
   }, shutdown);
+}
+
+/**
+ * Says why a running node cannot get back to NATS when it is its login: the connection keeps
+ * trying (connectNats), and without this the log showed only closed connections (re-probe).
+ */
+function watchNatsLogin(nc: NatsConnection, method: string, logger: ReturnType<typeof createLogger>): void {
+  void (async () => {
+    let last = 0;
+    for await (const s of nc.status()) {
+      if (s.type !== 'error' || !/authori[sz]ation|authentication/i.test(String(s.error))) continue;
+      // At most one line every 10 s: a refused login is tried again every 250 ms.
+      if (Date.now() - last < 10_000) continue;
+      last = Date.now();
+      logger.error({ natsLogin: method, err: s.error }, 'NATS refuses this node\'s login: it keeps trying, and serves 503 until NATS takes it (a password changed on the server?)');
+    }
+  })().catch(() => undefined);
 }

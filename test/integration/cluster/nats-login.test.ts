@@ -99,6 +99,8 @@ describe('a NATS that requires a login', () => {
     expect(await addUser('over-tls', url, tlsEnv), err.join('')).toBe(0);
     err.length = 0;
     const { NATS_CA: _ca, ...untrusted } = tlsEnv;
-    await expect(addUser('untrusted', url, untrusted)).rejects.toThrow(/certificate/i);
+    await expect(addUser('untrusted', url, untrusted)).rejects.toThrow(/^NATS TLS failed: .*certificate.*Check NATS_CA/i);
+    // TLS asked of a server without it: said at once, naming the settings (re-probe: retried for 60 s as "NATS not ready").
+    await expect(addUser('no-tls', open.url, { NATS_USER: 'tg', NATS_PASSWORD: 's3cret pass', NATS_CA: certs.ca })).rejects.toThrow(/^NATS TLS failed: .*NATS_CA/);
   }, 60_000);
 });
