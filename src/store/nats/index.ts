@@ -137,17 +137,24 @@ export function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig
   }, { logger });
 }
 
-async function createBucket(kvm: Kvm, name: string, config: BucketConfig): Promise<KV> {
+async function createBucket(kvm: Kvm, name: string, config: BucketConfig, again = true): Promise<KV> {
   const republish = config.republishTo === undefined ? undefined : { src: `$KV.${name}.>`, dest: `${config.republishTo}.>` };
-  const kv = await kvm.create(name, {
-    history: config.history,
-    ttl: config.ttl,
-    replicas: config.replicas,
-    storage: StorageType.File,
-    ...(republish && { republish }),
-    ...(config.allowDirect !== undefined && { allow_direct: config.allowDirect }),
-    ...(config.timeout !== undefined && { timeout: config.timeout }),
-  });
+  let kv: KV;
+  try {
+    kv = await kvm.create(name, {
+      history: config.history,
+      ttl: config.ttl,
+      replicas: config.replicas,
+      storage: StorageType.File,
+      ...(republish && { republish }),
+      ...(config.allowDirect !== undefined && { allow_direct: config.allowDirect }),
+      ...(config.timeout !== undefined && { timeout: config.timeout }),
+    });
+  } catch (err) {
+    // Another node created it between the look and the add (as for streams, ensureStream): it is there now, opened the same way (re-probe: a node of two starting at once exited on it).
+    if (again && err instanceof Error && /subjects overlap/i.test(err.message)) return createBucket(kvm, name, config, false);
+    throw err;
+  }
   const status = await kv.status();
   // An existing bucket keeps its own settings: a different TTL would silently change how long
   // idempotency records (or records at all) live, and without republishing the mirrors would
