@@ -16,7 +16,12 @@ test('an unknown command exits 2 with the help on stderr', async () => {
   expect(err.join('')).toMatch(/^tradegate: unknown command 'launch'/);
 });
 
-test('<command> --help prints that command’s usage without running it', async () => {
+test('<command> --help prints that command’s usage without running it; a command taking --cluster also names the NATS login settings (cluster re-probe: none were listed)', async () => {
+  expect(await main(['sim', '--help'])).toBe(0);
+  expect(out.join('')).toBe(`${COMMANDS.sim!.summary}\n\nUsage: ${COMMANDS.sim!.usage}\n`);
+  out.length = 0;
   expect(await main(['serve', '--help'])).toBe(0);
-  expect(out.join('')).toBe(`${COMMANDS.serve!.summary}\n\nUsage: ${COMMANDS.serve!.usage}\n`);
+  const text = out.join('');
+  expect(text.startsWith(`${COMMANDS.serve!.summary}\n\nUsage: ${COMMANDS.serve!.usage}\n`)).toBe(true);
+  for (const name of ['NATS_USER', 'NATS_PASSWORD_FILE', 'NATS_TOKEN', 'NATS_NKEY', 'NATS_CA', 'NATS_CERT', 'NATS_KEY']) expect(text).toContain(name);
 });
