@@ -6,7 +6,7 @@
  * Before, tradegate had no way to give a login: NATS had to stay open, and an attacker probe
  * that reached it minted an API key for any user with a bare NATS client.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +14,9 @@ import { nkeys } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { run as runUsers } from '../../../src/commands/users.js';
 import { useCommandOutput } from '../../support/cli.js';
-import { startNats, type NatsServer } from '../../support/nats.js';
+import { freePorts, startNats, type NatsServer } from '../../support/nats.js';
+import { connectNats } from '../../../src/cluster/node.js';
+import { natsLogin } from '../../../src/cluster/nats-login.js';
 import { TEST_DATA_KEY } from '../../support/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tg-nats-login-'));
@@ -104,3 +106,27 @@ describe('a NATS that requires a login', () => {
     await expect(addUser('no-tls', open.url, { NATS_USER: 'tg', NATS_PASSWORD: 's3cret pass', NATS_CA: certs.ca })).rejects.toThrow(/^NATS TLS failed: .*NATS_CA/);
   }, 60_000);
 });
+
+test('a running connection whose login NATS refuses for a while (the password changed on the server, then back) keeps trying and is back once NATS takes it (cluster re-probe: nats.js gave up for good after two refusals, and every node served 503 until restarted)', async () => {
+  const [port] = await freePorts(1);
+  const conf = join(dir, 'rotate.conf');
+  const write = (password: string) => writeFileSync(conf, `listen: 127.0.0.1:${port}\nauthorization { users: [ { user: tg, password: "${password}" } ] }\n`);
+  write('first-pass');
+  const server = spawn('nats-server', ['-c', conf], { stdio: 'ignore' });
+  try {
+    const login = natsLogin([`nats://127.0.0.1:${port}`], { NATS_USER: 'tg', NATS_PASSWORD: 'first-pass' });
+    let nc: Awaited<ReturnType<typeof connectNats>> | undefined;
+    await expect.poll(async () => (nc = await connectNats(login, 'rotate').catch(() => undefined)) !== undefined, { timeout: 10_000 }).toBe(true);
+    write('second-pass');
+    server.kill('SIGHUP');
+    // The server drops the connection whose login is no longer valid; its reconnects are refused meanwhile
+    // (without ignoreAuthErrorAbort the client gives up for good within this time: the test fails so).
+    await new Promise((r) => setTimeout(r, 2_000));
+    write('first-pass');
+    server.kill('SIGHUP');
+    await expect.poll(async () => !nc!.isClosed() && (await nc!.flush().then(() => true, () => false)), { timeout: 15_000 }).toBe(true);
+    await nc!.close();
+  } finally {
+    server.kill('SIGKILL');
+  }
+}, 60_000);
