@@ -112,6 +112,12 @@ export interface OwedLeg {
    * leg down). Owed only once this leg is cancelled; kept, not dropped, while it still works.
    */
   cancelPending?: true;
+  /**
+   * Kept by a flatten that cancels it (workers/connection-actor/flatten-legs.ts), from before its
+   * first cancel until it ends: found by an actor started after a crash in between, it is put back
+   * on a position the flatten did not close.
+   */
+  flatten?: true;
 }
 
 /** An account's guards and lock, and the bracket legs owed to it, as the actor is given them. */

@@ -29,6 +29,7 @@ import { placementsSettled, settle } from './place.js';
 import { flattenClock, flattensBefore } from './flatten-log.js';
 import { settledWithin, tracked } from './in-flight.js';
 import { isStopExit, stopCoverage } from './stop-coverage.js';
+import { restoreFlattenLegs } from './flatten-legs.js';
 
 interface Bracket {
   entryId: number;
@@ -157,7 +158,8 @@ function reasonOf(err: unknown): string {
 export async function resumeOwedLegs(ctx: ActorContext, accountId: string, connectionId: string, opts: { afterSnapshot?: boolean } = {}): Promise<void> {
   // A flatten running on the account drops what is owed on it (forgetOwedLegs): nothing to place.
   if (ctx.flattening.has(accountId)) return;
-  let changed = false;
+  // Legs of a flatten a crash cut short: put back as pairs, or handed on as owed legs below.
+  let changed = await restoreFlattenLegs(ctx, accountId, connectionId);
   // A copy: an entry still waiting is put back while the loop runs.
   for (const [key, owed] of [...ctx.owedLegs]) {
     // A cancel of that bracket in flight settles its own survivor.

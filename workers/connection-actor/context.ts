@@ -59,7 +59,7 @@ export interface ActorContext {
   /** Exits (order ids) whose room cut a stop-loss leg: cancelled unfilled, they leave the position's stops short (cancel.ts says so). */
   stopsCutBy?: Set<string>;
   /** The risk guards: admit an order (or throw RISK_GUARD) right before it is sent. */
-  guards?: { admit(req: PlaceOrderRequest): Hold | null; check(req: PlaceOrderRequest): unknown };
+  guards?: { admit(req: PlaceOrderRequest): Hold | null; check(req: PlaceOrderRequest): unknown; owesFlatten?(accountId: string): boolean };
   /** Last prices (quotes), to check where a bracket's offset legs land; absent without market data. */
   market?: { lastPrice(contractId: number): Promise<number | undefined> };
 }

@@ -11,6 +11,7 @@ import { outstandingOrders, placementsSettled } from './place.js';
 import { cancelsSettled, forgetOwedLegs, oweAgain } from './cancel.js';
 import type { OwedLeg } from '../../src/domain/guards.js';
 import { flattenBegins, flattenScope } from './flatten-log.js';
+import { dropFlattenLegs, keepFlattenLegs } from './flatten-legs.js';
 import { onActiveAccount } from './access.js';
 import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import { contractName, isFinal, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
@@ -35,9 +36,15 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
   }
   const mark = flattenBegins(ctx, req.accountId, flattenScope(req));
   const forgotten: [string, OwedLeg][] = [];
-  const closing = onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account, forgotten));
-  // Before the flatten counts as over (sweeps place owed legs only then): owed again where it left a position open.
-  const running = tracked(ctx.flattening, req.accountId, closing.finally(() => oweAgain(ctx, req.accountId, forgotten)));
+  const kept: OwedLeg[] = [];
+  const closing = onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account, forgotten, kept));
+  // Before the flatten counts as over (sweeps place owed legs only then): the legs it kept against
+  // a crash are dropped, and those it forgot are owed again where it left a position open.
+  const over = () => {
+    dropFlattenLegs(ctx, req.accountId, kept);
+    oweAgain(ctx, req.accountId, forgotten);
+  };
+  const running = tracked(ctx.flattening, req.accountId, closing.finally(over));
   const ended = () => {
     mark.running = false;
   };
@@ -99,7 +106,7 @@ function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
   return isFinal(ctx.mirror, orderId) && ctx.mirror.get('order', orderId)?.ordStatus !== 'Filled';
 }
 
-async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity, forgotten: [string, OwedLeg][]): Promise<FlattenResult> {
+async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity, forgotten: [string, OwedLeg][], kept: OwedLeg[]): Promise<FlattenResult> {
   const t0 = performance.now();
   await placementsSettled(ctx, req.accountId);
   // A leg cancel under way may be placing its survivor: once it is placed, it is a working order to cancel here (money probe).
@@ -124,6 +131,8 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   const inScope = flattenScope(req);
   forgotten.push(...forgetOwedLegs(ctx, req.accountId, inScope));
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
+  // Stored before the first cancel: killed between the cancels and the liquidation, the restarted service puts them back.
+  kept.push(...(await keepFlattenLegs(ctx, req.accountId, working)));
   const ids = working.map((o) => Number(o.orderId));
   /** The brackets of the orders it cancels: legs of theirs that appear later (an entry filling during an outage) are its own too. */
   const brackets = new Set(working.map((o) => o.bracketId).filter((b): b is string => b !== null));

@@ -174,6 +174,12 @@ export class GuardKeeper {
     return this.status(accountId);
   }
 
+  /** Whether a lock or a closed trading window owes the account a flatten still to run (or running). */
+  owesFlatten(accountId: string): boolean {
+    const state = this.accounts.get(accountId);
+    return !!state && (state.owed !== null || state.flattening);
+  }
+
   /** Kill switch: locks the account until unlocked, then flattens it unless `flattenToo` is false. */
   async lock(accountId: string, flattenToo: boolean, detail = 'kill switch', since?: number): Promise<LockResult> {
     const state = this.state(accountId);

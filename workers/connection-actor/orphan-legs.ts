@@ -26,12 +26,12 @@
  * bracket's legs ended without filling is reported as a bracket-alert, so it is never silent.
  */
 import type { Entity, MirrorChange } from '../../src/broker/tradovate/mirror.js';
-import { contractName, fillsOf, isFinal, linkageOf, rejectReasonOf, statusOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
-import { cancelOrderBody, checkAnswer, resizeOrderBody, restoreLegsOcoBody } from '../../src/broker/tradovate/requests.js';
+import { contractName, fillsOf, isFinal, linkageOf, statusOf, strategyWantsLegs } from '../../src/broker/tradovate/order-records.js';
+import { cancelOrderBody, checkAnswer, resizeOrderBody } from '../../src/broker/tradovate/requests.js';
+import { restoreLegPair } from './leg-pair.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
 import { cancelOrder, resumeOwedLegs } from './cancel.js';
-import { settle } from './place.js';
 import { stopCoverage, isStopExit, standsForPosition } from './stop-coverage.js';
 
 /** What a sweep does to one leg: cancel it, or cut it to `qty` (its whole quantity, filled part included). */
@@ -394,19 +394,7 @@ export class OrphanLegs {
       const qty = Math.min(cut.qty, legRoom(working, coming, 'stop_loss', net, resting));
       if (!tp || !sl || qty <= 0) continue;
       try {
-        const account = this.ctx.model.account(accountId);
-        const d = checkAnswer('placeoco', await this.ctx.conn.send('order/placeoco', restoreLegsOcoBody(tp, sl, qty, { id: account.id, name: String(account.name ?? account.id) }), { kind: 'order' }));
-        const newTp = Number(d.orderId);
-        const newSl = Number(d.ocoId);
-        if (!newTp || !newSl) throw new Error('the broker returned no order ids');
-        for (const [id, role, old] of [[newTp, 'take_profit', tp], [newSl, 'stop_loss', sl]] as const) {
-          this.ctx.model.note(id, { role, bracketId: entryId, requestedSymbol: old.requestedSymbol, clientOrderId: old.clientOrderId });
-        }
-        this.ctx.model.note(Number(entryId), { legs: { takeProfit: String(newTp), stopLoss: String(newSl) } });
-        // The answer is ids only: a risk check may still reject them (as it can the exit).
-        await Promise.all([settle(this.ctx, newTp), settle(this.ctx, newSl)]);
-        const refused = [newTp, newSl].map((id) => this.ctx.model.record(id)).find((r) => r?.status === 'rejected');
-        if (refused) throw new Error(`the broker rejected them: ${refused.rejectReason ?? rejectReasonOf(this.ctx.mirror, Number(refused.orderId)) ?? 'rejected'}`);
+        const { takeProfit: newTp, stopLoss: newSl } = await restoreLegPair(this.ctx, accountId, entryId, tp, sl, qty);
         for (const old of [tp, sl]) {
           const i = short.findIndex((x) => x.startsWith(`${old.role} ${old.orderId} `));
           if (i >= 0) short.splice(i, 1);

@@ -8,6 +8,9 @@
  *   service still places it.
  * - A daily loss limit trips and its flatten is on its way. Killed then, the restarted service
  *   still flattens the account (the stored lock owes it).
+ * - A flatten has cancelled a filled bracket's legs and its liquidation is on its way. Killed
+ *   then, the restarted service puts the legs back on the position, still one-cancels-other (it
+ *   does not liquidate: the caller had no answer).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,7 +30,7 @@ let service: ServiceProcess | undefined;
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'tg-crash-protect-'));
   sim = await startSimProcess();
-  user = await wireUser(dataDir, sim, 'protector', ['P1', 'P2']);
+  user = await wireUser(dataDir, sim, 'protector', ['P1', 'P2', 'P3']);
   service = await startService(dataDir);
   await awaitConnected(service.url, user.apiKey);
 }, 60_000);
@@ -47,6 +50,7 @@ interface BrokerOrder {
   orderQty: number;
   stopPrice: number | null;
   clOrdId: string | null;
+  price: number | null;
 }
 
 async function brokerState(): Promise<{ orders: BrokerOrder[]; positions: { accountId: number; netPos: number }[] }> {
@@ -146,5 +150,52 @@ describe('kill -9 while the service protects a position', () => {
       return g.json.lock?.flattenPending === false ? g.json.lock : undefined;
     });
     expect(after).toMatchObject({ guard: 'daily_loss' });
+  }, 90_000);
+
+  it('a flatten killed after it cancelled the legs, before its liquidation: the restarted service puts them back on the open position as a pair', async () => {
+    const account = user.accounts[2]!;
+    await control('POST', '/prices', { symbol: ES, price: 5000 });
+    const placed = await api('POST', `/api/v1/accounts/${account}/orders`, {
+      symbol: 'ES1!',
+      side: 'buy',
+      qty: 2,
+      type: 'market',
+      takeProfit: { price: 5010 },
+      stopLoss: { price: 4990 },
+    });
+    expect(placed.status, placed.text).toBe(201);
+    const { takeProfit, stopLoss } = placed.json.legs as { takeProfit: string; stopLoss: string };
+    const working = async () => (await brokerState()).orders.filter((o) => String(o.accountId) === account && o.ordStatus === 'Working');
+    expect(await working()).toHaveLength(2);
+
+    // Every broker call takes 1.5 s: the flatten's leg cancel reaches the broker (its OCO takes
+    // the other leg), and its liquidation is on its way when the service is killed.
+    await control('POST', '/faults', { latencyMs: 1500 });
+    void api('POST', `/api/v1/accounts/${account}/flatten`, {}).catch(() => undefined);
+    await eventually('the broker cancelling both legs', async () => {
+      const orders = (await brokerState()).orders;
+      return [takeProfit, stopLoss].every((id) => orders.find((o) => String(o.id) === id)?.ordStatus === 'Canceled') ? true : undefined;
+    });
+    await crashAndRestart();
+    expect((await brokerState()).positions.find((p) => String(p.accountId) === account)?.netPos, 'the liquidation had not reached the broker at the kill').toBe(2);
+
+    // Long 2 and protected again: the take-profit and the stop-loss, for 2, one cancelling the other.
+    const back = await eventually('the legs back', async () => {
+      const now = await working();
+      return now.length >= 2 ? now : undefined;
+    });
+    expect(back).toHaveLength(2);
+    expect(back.find((o) => o.orderType === 'Limit')).toMatchObject({ action: 'Sell', price: 5010, orderQty: 2, clOrdId: `rr-${takeProfit}` });
+    expect(back.find((o) => o.orderType === 'Stop')).toMatchObject({ action: 'Sell', stopPrice: 4990, orderQty: 2 });
+    // No second copy a moment later (a later sweep must not place them again).
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await working()).toHaveLength(2);
+    // One cancels the other: the take-profit filling leaves the account flat with nothing working.
+    await control('POST', '/prices', { symbol: ES, price: 5011 });
+    await eventually('the take-profit filled and the stop gone', async () => {
+      const s = await brokerState();
+      const flat = (s.positions.find((p) => String(p.accountId) === account)?.netPos ?? 0) === 0;
+      return flat && (await working()).length === 0 ? true : undefined;
+    });
   }, 90_000);
 });

@@ -1,0 +1,114 @@
+/**
+ * The bracket legs a flatten cancels, kept as owed (domain/guards.ts OwedLeg, `flatten`) from
+ * before its first cancel until it ends. A flatten closes a position in two steps, its cancels
+ * and then its liquidation: killed in between (kill -9, a worker lost), it left the position
+ * open with nothing protecting it, and the restarted service owed it nothing (money re-probe).
+ *
+ * Kept as a leg cancel's survivor is (cancel.ts): stored before the cancels are sent, and
+ * dropped when the flatten ends, whatever its outcome (it answers for that itself). An actor
+ * started after a crash in between finds them and puts them back on a position still open, as
+ * the one-cancels-other pair they were, and says so on the stream. It does not liquidate: the
+ * flatten's caller had no answer, and the restart must not close a position the trader may have
+ * dealt with at the broker meanwhile. A lock's flatten (the kill switch, a tripped loss limit) is
+ * stored with the lock and runs again instead (guards.ts): its legs are not put back.
+ */
+import { AppError } from '../../src/domain/problems.js';
+import { isFinal } from '../../src/broker/tradovate/order-records.js';
+import type { OwedLeg } from '../../src/domain/guards.js';
+import type { OrderRecord } from '../../src/domain/orders.js';
+import type { ActorContext } from './context.js';
+import { restoredPairClOrdId, restoreLegPair } from './leg-pair.js';
+
+const isLeg = (o: OrderRecord): o is OrderRecord & { role: 'take_profit' | 'stop_loss' } => o.role === 'take_profit' || o.role === 'stop_loss';
+
+/** Whether `side` takes off a position of `net`. */
+const reduces = (side: OrderRecord['side'], net: number) => (net > 0 ? side === 'sell' : net < 0 && side === 'buy');
+
+/**
+ * Keeps the legs among `working` (what a flatten is about to cancel) that protect an open
+ * position, and resolves once they are stored. Answers what it kept, for dropFlattenLegs.
+ */
+export async function keepFlattenLegs(ctx: ActorContext, accountId: string, working: readonly OrderRecord[]): Promise<OwedLeg[]> {
+  const kept: OwedLeg[] = [];
+  for (const leg of working) {
+    if (!isLeg(leg) || leg.bracketId === null || !reduces(leg.side, ctx.model.netPosition(accountId, leg.symbol))) continue;
+    // A leg owed already (a leg cancel's survivor) stays the leg cancel's.
+    if (ctx.owedLegs.has(leg.orderId)) continue;
+    const owed: OwedLeg = { accountId, leg, entryId: Number(leg.bracketId), role: leg.role, attempts: 0, flatten: true };
+    ctx.owedLegs.set(leg.orderId, owed);
+    kept.push(owed);
+  }
+  if (kept.length > 0) await ctx.keepOwedLegs?.(accountId);
+  return kept;
+}
+
+/** The flatten that kept `kept` ended: they are owed no longer (those another cancel took over since stay its). */
+export function dropFlattenLegs(ctx: ActorContext, accountId: string, kept: readonly OwedLeg[]): void {
+  let changed = false;
+  for (const owed of kept) {
+    if (ctx.owedLegs.get(owed.leg.orderId) !== owed) continue;
+    ctx.owedLegs.delete(owed.leg.orderId);
+    changed = true;
+  }
+  if (changed) void ctx.keepOwedLegs?.(accountId);
+}
+
+/**
+ * After a restart (the connection's first snapshot), with no flatten running: the legs a flatten
+ * kept and did not drop (it was cut short) are put back on the position if it is still open.
+ * A bracket whose take-profit and stop-loss it both cancelled is placed again as a pair; a leg
+ * cancelled alone (its sibling still working, or filled) is handed on as an ordinary owed leg
+ * (cancel.ts resumeOwedLegs places it, `rp-<id>`). Answers whether it changed what is owed.
+ */
+export async function restoreFlattenLegs(ctx: ActorContext, accountId: string, connectionId: string): Promise<boolean> {
+  const mine = [...ctx.owedLegs.values()].filter((o) => o.accountId === accountId && o.flatten);
+  if (mine.length === 0) return false;
+  for (const owed of mine) ctx.owedLegs.delete(owed.leg.orderId);
+  const alert = (orderId: string, detail: string) => {
+    ctx.logger.warn({ accountId, orderId, detail }, 'flatten cut short');
+    ctx.emit({ type: 'bracket-alert', connectionId, accountId, orderId, ts: Date.now(), detail });
+  };
+  const cutShort = 'a flatten of this account was cut short (the service stopped after it cancelled the legs, before it closed the position)';
+  if (ctx.guards?.owesFlatten?.(accountId)) {
+    // The lock's flatten runs again once CONNECTED: legs put back now would only be cancelled again.
+    ctx.logger.warn({ accountId, legs: mine.map((o) => o.leg.orderId) }, 'flatten cut short: the lock flattens the account again');
+    return true;
+  }
+  const byBracket = new Map<number, OwedLeg[]>();
+  for (const owed of mine) byBracket.set(owed.entryId, [...(byBracket.get(owed.entryId) ?? []), owed]);
+  for (const [entryId, legs] of byBracket) {
+    const cancelled = legs.filter((o) => ctx.model.record(Number(o.leg.orderId))?.status === 'cancelled');
+    const tp = cancelled.find((o) => o.role === 'take_profit')?.leg;
+    const sl = cancelled.find((o) => o.role === 'stop_loss')?.leg;
+    if (!tp || !sl) {
+      // One leg only (or none) cancelled: the rest is still working or filled; resumeOwedLegs settles each.
+      for (const { flatten: _kept, ...owed } of cancelled) ctx.owedLegs.set(owed.leg.orderId, owed);
+      continue;
+    }
+    const net = ctx.model.netPosition(accountId, tp.symbol);
+    const position = net === 0 ? 'flat' : `${net > 0 ? 'long' : 'short'} ${Math.abs(net)}`;
+    if (!reduces(tp.side, net)) {
+      alert(tp.orderId, `${cutShort}: the ${tp.symbol} position is ${position} now, so its take_profit ${tp.orderId} and stop_loss ${sl.orderId} are not placed again`);
+      continue;
+    }
+    const qty = Math.min(Math.max(tp.qty - tp.filledQty, sl.qty - sl.filledQty), Math.abs(net));
+    const sent = ctx.model.findByClOrdId(accountId, restoredPairClOrdId(tp));
+    if (sent && !isFinal(ctx.mirror, sent.id)) {
+      // Put back before another crash: the broker has the pair already.
+      alert(tp.orderId, `${cutShort}: its take_profit ${tp.orderId} and stop_loss ${sl.orderId} are back on the ${tp.symbol} position ${position} (${sent.id}), placed before the restart; flatten again to close it`);
+      continue;
+    }
+    try {
+      const ids = await restoreLegPair(ctx, accountId, String(entryId), tp, sl, qty);
+      alert(
+        tp.orderId,
+        `${cutShort}: the ${tp.symbol} position ${position} is open, so its take_profit ${tp.orderId} and stop_loss ${sl.orderId} were placed again for ${qty} as take_profit ${ids.takeProfit} and stop_loss ${ids.stopLoss} (one cancels the other); flatten again to close it`,
+      );
+    } catch (err) {
+      const why = err instanceof AppError ? String(err.extensions.brokerReason ?? err.message) : err instanceof Error ? err.message : String(err);
+      ctx.logger.error({ err, accountId, entryId }, 'legs of a flatten cut short could not be placed again');
+      alert(tp.orderId, `${cutShort}: the ${tp.symbol} position ${position} is open without protective orders; placing its take_profit ${tp.orderId} and stop_loss ${sl.orderId} again failed (${why}): close or protect it`);
+    }
+  }
+  return true;
+}
