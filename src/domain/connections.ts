@@ -67,6 +67,18 @@ export const TRADOVATE_URLS = {
 /** What we identify as to Tradovate when the user gives no app id / version. */
 export const TRADOVATE_APP_DEFAULTS = { appId: 'tradegate', appVersion: '1.0' } as const;
 
+/** A connection's status detail while its first attempt to reach the broker is under way (CONNECTING). */
+export const FIRST_ATTEMPT_DETAIL = 'starting';
+
+/**
+ * Whether a connection whose accounts are not known yet may still bring them soon: no status yet
+ * (its actor is starting), or CONNECTING on its first attempt. One that has failed an attempt
+ * ("not connected yet: …; retrying": the broker unreachable) may stay so for hours.
+ */
+export function onFirstAttempt(status: Pick<StatusEvent, 'status' | 'detail'> | undefined): boolean {
+  return status === undefined || (status.status === 'CONNECTING' && (status.detail === undefined || status.detail === FIRST_ATTEMPT_DETAIL));
+}
+
 /** One transition of a connection's health. */
 export interface StatusEvent {
   type: 'status';

@@ -393,7 +393,7 @@ const WEBHOOK_FIELDS: Record<WebhookField, { schema: z.ZodType; doc?: string }> 
   symbol: { schema: z.string(), doc: 'any accepted symbol form, e.g. {{ticker}}' },
   qty: { schema: scalar, doc: 'a whole number of contracts ≥ 1: a number, or a string of digits only ("2"; not "2.0", " 2" or "1e3")' },
   orderType: { schema: z.string(), doc: 'market | limit | stop | stop_limit (default market)' },
-  price: { schema: scalar, doc: 'Limit price; ignored (with a warning) for market orders' },
+  price: { schema: scalar, doc: "Limit price; as 'price', ignored (with a warning) for market orders (TradingView's {{close}}); as limitPrice, limit_price or limit, refused on a market or stop order (400)" },
   stopPrice: { schema: scalar },
   takeProfit: { schema: webhookLeg, doc: '{price} | {ticks} | a bare number (= price); one only' },
   stopLoss: { schema: webhookLeg, doc: '{price} | {ticks} | a bare number (= price); one only' },
@@ -410,7 +410,7 @@ const WEBHOOK_FIELDS: Record<WebhookField, { schema: z.ZodType; doc?: string }> 
       'on the order\'s side (an entry or reversal), no more than this is opened: a reversal that reaches an account a stop already ' +
       'closed opens this size, not the alert\'s qty. On a partial exit, the least the account keeps (nothing more is taken off). Ignored for exits (flat)',
   },
-  id: { schema: scalar, doc: 'Dedupe key, with the body (the same id with another body is another alert), 24 h, per token: 1–255 characters, any but control characters (TradingView order ids hold spaces)' },
+  id: { schema: scalar, doc: 'Dedupe key, with the body (the same id with another body is another alert), 24 h, per token: 1–255 characters, any but control characters (TradingView order ids hold spaces); a number must be a whole number up to 9007199254740991 (larger ones lose digits in JSON: quote them)' },
   time: { schema: scalar, doc: 'Alert time ({{timenow}}), used to report alert-to-order delay' },
 };
 

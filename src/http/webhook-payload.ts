@@ -48,7 +48,15 @@ export type WebhookIntent =
    * `positionSize`: the strategy's position after the alert (marketPositionSize): an entry never leaves the account holding more
    * on its side, a partial exit never less.
    */
-  | (Common & { kind: 'order'; order: Partial<OrderInput> & { side: Side }; reduce?: true; entry?: true; positionSize?: number })
+  | (Common & {
+      kind: 'order';
+      order: Partial<OrderInput> & { side: Side };
+      reduce?: true;
+      entry?: true;
+      positionSize?: number;
+      /** The price came under a name that makes it a limit price (`limitPrice`, `limit_price`, `limit`): refused on a market or stop order (completeOrder). */
+      limitPriceAs?: string;
+    })
   /** `exit`: a buy or sell that leaves the strategy flat; without a symbol, its strategy's symbol. */
   | (Common & { kind: 'flatten'; symbol?: string; exit?: true });
 
@@ -103,8 +111,15 @@ export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = Obj
   contracts: 'qty',
   orderType: 'orderType',
   order_type: 'orderType',
+  // The REST order's own name, and the FIX/Tradovate one (fuzz probe: `"type": "limit"` was an
+  // unknown field, and the limit went out at market 2,000 points away).
+  type: 'orderType',
+  ordType: 'orderType',
   price: 'price',
   limitPrice: 'price',
+  limit_price: 'price',
+  // Pine's strategy.exit names its take-profit `limit`: as a limit price it is refused on a market order, as either meaning must be.
+  limit: 'price',
   stopPrice: 'stopPrice',
   takeProfit: 'takeProfit',
   tp: 'takeProfit',
@@ -119,6 +134,9 @@ export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = Obj
   id: 'id',
   time: 'time',
 });
+
+/** Names under which a price can only be a limit price (completeOrder refuses one on a market or stop order). */
+const LIMIT_PRICE_NAMES: ReadonlySet<string> = new Set(['limitPrice', 'limit_price', 'limit']);
 
 /** Keys that ask for a feature a webhook cannot do (spec Limits); no prototype, like the aliases. */
 const UNSUPPORTED_KEYS: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, {
@@ -348,11 +366,12 @@ function parseQty(value: unknown): number {
   return n;
 }
 
-function parseOrderType(value: unknown): OrderType {
+/** `as`: the name it was sent under (`type`, `ordType`…), which the error names. */
+function parseOrderType(value: unknown, as = 'orderType'): OrderType {
   const key = String(value).trim().toLowerCase().replace(/[\s-]+/g, '_');
   if (/trail/.test(key)) throw unsupported('trailing stops');
   const type = ORDER_TYPES[key];
-  if (!type) throw invalid('orderType', `'${printable(String(value))}' is not one of market, limit, stop, stop_limit`);
+  if (!type) throw invalid(printable(as), `'${printable(String(value))}' is not an order type: one of market, limit, stop, stop_limit`);
   return type;
 }
 
@@ -508,6 +527,11 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   const actionText = text(fields.action)?.toLowerCase();
   if (!actionText) throw invalid('action', 'required: buy, sell, long, short, close, flat, flatten or exit');
   if (actionText === 'breakeven') throw unsupported('breakeven moves');
+  // An id JSON cannot carry exactly (a 64-bit snowflake, 1795836704356090881) reaches us rounded:
+  // distinct alerts read as one, and all but the first were "repeats" (fuzz probe). Refused, to be quoted.
+  if (typeof fields.id === 'number' && !Number.isSafeInteger(fields.id)) {
+    throw invalid('id', 'a number JSON cannot carry exactly (whole numbers up to 9007199254740991 only): send the id as a string, in quotes ("id": "{{...}}")');
+  }
   const id = text(fields.id);
   const common: Common = { warnings, alertDelayMs: null, ...(id !== undefined ? { id } : {}) };
   if (fields.time !== undefined) {
@@ -594,7 +618,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   if (symbol !== undefined) order.symbol = symbol;
   for (const key of ['qty', 'orderType', 'takeProfit', 'stopLoss'] as const) refuseEmpty(key, fields[key]);
   if (fields.qty !== undefined) order.qty = parseQty(fields.qty);
-  if (fields.orderType !== undefined) order.type = parseOrderType(fields.orderType);
+  if (fields.orderType !== undefined) order.type = parseOrderType(fields.orderType, givenAs.orderType);
   if (fields.price !== undefined && fields.price !== '') order.price = positivePrice('price', fields.price);
   if (fields.stopPrice !== undefined && fields.stopPrice !== '') order.stopPrice = positivePrice('stopPrice', fields.stopPrice);
   const tp = reduce ? null : parseLeg('takeProfit', fields.takeProfit);
@@ -608,7 +632,9 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   }
   const sized = positionSize !== undefined ? { positionSize } : {};
   const kind = reduce ? Object.assign({ reduce: true as const }, sized) : entry ? Object.assign({ entry: true as const }, sized) : {};
-  return Object.assign({}, common, { kind: 'order' as const, order }, kind);
+  const priceAs = givenAs.price;
+  const limitNamed = order.price !== undefined && priceAs !== undefined && LIMIT_PRICE_NAMES.has(priceAs) ? { limitPriceAs: priceAs } : {};
+  return Object.assign({}, common, { kind: 'order' as const, order }, kind, limitNamed);
 }
 
 /**
@@ -620,6 +646,7 @@ export function completeOrder(
   order: Partial<OrderInput> & { side: Side },
   strategy: StrategyDefaults | null,
   warnings: string[],
+  limitPriceAs?: string,
 ): OrderInput {
   const symbol = order.symbol ?? strategy?.symbol ?? undefined;
   const qty = order.qty ?? strategy?.qty ?? undefined;
@@ -628,6 +655,14 @@ export function completeOrder(
   const type = order.type ?? strategy?.orderType ?? 'market';
   let price = order.price ?? null;
   const stopPrice = order.stopPrice ?? null;
+  // A price named as a limit price meant a limit order: dropped, the order went out at market
+  // (fuzz probe). The plain `price` of a market alert is TradingView's {{close}}: dropped, said.
+  if (price !== null && limitPriceAs !== undefined && (type === 'market' || type === 'stop')) {
+    throw invalid(
+      'price',
+      `given as '${printable(limitPriceAs)}', a limit price, on a ${type} order: a limit order is orderType 'limit' (or 'stop_limit') with its price; a take-profit is 'takeProfit' ({price} or {ticks}). Refused, so that the order is not placed at market where a limit was meant`,
+    );
+  }
   if (price !== null && (type === 'market' || type === 'stop')) {
     warnings.push(`price ignored for ${type} orders`);
     price = null;

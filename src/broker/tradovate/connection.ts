@@ -13,7 +13,7 @@ import { Mirror, SYNC_ENTITY_TYPES, type Entity } from './mirror.js';
 import { syncRequestBody } from './requests.js';
 import { BrokerBudget, type RequestClass } from './budget.js';
 import { BROKER_TIMEOUTS, TOKEN_RENEWAL, type ConnectionTuning } from '../../tuning.js';
-import { connectionFailed, type ConnectionSpec, type ConnectionStatus, type StatusEvent, type StatusReason } from '../../domain/connections.js';
+import { connectionFailed, FIRST_ATTEMPT_DETAIL, type ConnectionSpec, type ConnectionStatus, type StatusEvent, type StatusReason } from '../../domain/connections.js';
 
 /** Capped exponential backoff with jitter in [50%, 100%] of the step. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
@@ -174,7 +174,7 @@ export class BrokerConnection {
   }
 
   private async run(): Promise<void> {
-    if (!this.everConnected) this.setStatus('CONNECTING', 'connect', 'starting');
+    if (!this.everConnected) this.setStatus('CONNECTING', 'connect', FIRST_ATTEMPT_DETAIL);
     while (!this.stopped) {
       const outcome = await this.connectOnce();
       if (outcome === 'fatal' || outcome === 'stopped' || this.stopped) return;

@@ -5,7 +5,7 @@
  */
 import type { AccountRecord, OrderLimits } from '../../domain/orders.js';
 import type { ActorGateway, ActorRequest, ResultFor } from '../../actors/protocol.js';
-import { connectionFailed } from '../../domain/connections.js';
+import { connectionFailed, onFirstAttempt } from '../../domain/connections.js';
 import type { Config } from '../../config.js';
 import { AppError, type ProblemCode, PROBLEMS, RequestNotSentError } from '../../domain/problems.js';
 import type { Store } from '../../store/index.js';
@@ -126,14 +126,21 @@ export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError
 }
 
 /**
- * 503 while one of the user's connections is still getting its accounts (starting, reconnecting
- * after a restart): a list of accounts is not complete before (clients probe: 200 `[]` right after
- * a restart, a bot concluded the user had none). A connection that failed or is disabled before it
- * reported any does not hold the list back: its status says why (GET /connections).
+ * 503 while one of the user's connections is still on its first attempt to get its accounts
+ * (starting, after a restart too): a list of accounts is not complete before (clients probe: 200
+ * `[]` right after a restart, a bot concluded the user had none). A connection that failed, is
+ * disabled, or has failed an attempt (the broker unreachable: it retries, maybe for hours) before
+ * it reported any does not hold the list back: its status says why (GET /connections). Held, the
+ * list of every other connection was 503 for as long (fuzz probe).
  */
 export function accountsSyncing(deps: RouteDeps, userId: string): AppError | undefined {
-  const error = unsyncedAccountsError(deps, userId);
-  return error?.code === 'BROKER_UNAVAILABLE' && error.extensions['connectionStatus'] !== 'DISABLED' ? error : undefined;
+  for (const conn of deps.store.connections.listByUser(userId)) {
+    if (conn.disabled || deps.gateway.accounts(conn.id).length > 0) continue;
+    const status = deps.gateway.status(conn.id);
+    if (!onFirstAttempt(status)) continue;
+    return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', { connectionId: conn.id, connectionStatus: status?.status ?? 'CONNECTING', ...(status?.detail !== undefined && { detail: status.detail }) }, 1);
+  }
+  return undefined;
 }
 
 /** An account id as brokers give them: a positive integer, written without leading zeros (`010000002` names none). */

@@ -298,7 +298,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       );
     }
     const defaults: StrategyDefaults | null = strategy ?? null;
-    const input = completeOrder(intent.order, defaults, intent.warnings);
+    const input = completeOrder(intent.order, defaults, intent.warnings, intent.limitPriceAs);
     // A partial exit carries no bracket, not even the strategy's: the position keeps its own legs.
     if (intent.reduce) Object.assign(input, { takeProfit: null, stopLoss: null });
     const sizing: Sizing = { deps, ctx: ctx as RouteContext<unknown, unknown>, owned, input, warnings: intent.warnings, now, positionSize: intent.positionSize };

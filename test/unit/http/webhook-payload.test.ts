@@ -352,7 +352,20 @@ describe('parseWebhookPayload id, time, timeInForce', () => {
   it('keeps a string or numeric id as the dedupe key', () => {
     expect(parseWebhookPayload({ action: 'close', id: 'alert-7' }, NOW).id).toBe('alert-7');
     expect(parseWebhookPayload({ action: 'close', id: 7 }, NOW).id).toBe('7');
+    expect(parseWebhookPayload({ action: 'close', id: 9007199254740991 }, NOW).id).toBe('9007199254740991');
     expect(parseWebhookPayload({ action: 'close' }, NOW).id).toBeUndefined();
+  });
+
+  it('refuses a numeric id JSON cannot carry exactly: distinct 64-bit ids would read as one alert and the rest as repeats (fuzz probe)', () => {
+    // 1795836704356090881 and …882 both parse to the same double.
+    const [a, b] = [JSON.parse('{"id": 1795836704356090881}').id, JSON.parse('{"id": 1795836704356090882}').id];
+    expect(a).toBe(b);
+    for (const id of [a, 9007199254740992, 1.5, 1e21]) {
+      const err = thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, id }, NOW));
+      expect(err.code).toBe('VALIDATION_FAILED');
+      expect(err.message).toMatch(/^id: a number JSON cannot carry exactly .*send the id as a string, in quotes/);
+    }
+    expect(parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, id: '1795836704356090881' }, NOW).id).toBe('1795836704356090881');
   });
 
   it('reports the alert-to-order delay from time and warns on an unparseable time', () => {
@@ -536,6 +549,10 @@ describe('every name the parser knows, pinned', () => {
     [{ action: 'buy', symbol: 'ES', qty: 1, orderType: 'limit', price: 5000 }, { type: 'limit', price: 5000 }],
     [{ action: 'buy', symbol: 'ES', qty: 1, order_type: 'lmt', limitPrice: '5000.25' }, { type: 'limit', price: 5000.25 }],
     [{ action: 'buy', symbol: 'ES', qty: 1, orderType: 'stop', stopPrice: 4999 }, { type: 'stop', stopPrice: 4999 }],
+    // The REST order's `type` and FIX's `ordType` (fuzz probe: `type` was an unknown field, and the limit went out at market).
+    [{ action: 'buy', symbol: 'ES', qty: 1, type: 'limit', price: 3000 }, { type: 'limit', price: 3000 }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, ordType: 'Limit', limit_price: 3000 }, { type: 'limit', price: 3000 }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, type: 'limit', limit: 3000 }, { type: 'limit', price: 3000 }],
     [{ action: 'buy', symbol: 'ES', qty: 1, tp: { ticks: 8 }, sl: 4990 }, { takeProfit: { ticks: 8 }, stopLoss: { price: 4990 } }],
     [{ action: 'buy', symbol: 'ES', qty: 1, takeProfit: 5010, stopLoss: { ticks: 4 } }, { takeProfit: { price: 5010 }, stopLoss: { ticks: 4 } }],
     [{ action: 'buy', symbol: 'ES', qty: 1, timeInForce: 'GTC' }, { timeInForce: 'gtc' }],
@@ -677,7 +694,7 @@ describe('parseWebhookPayload: exact answers', () => {
     expect(thrown(() => parse({ action: 'breakeven' }))).toMatchObject({ code: 'WEBHOOK_UNSUPPORTED', extensions: { feature: 'breakeven moves' } });
     expect(message({ action: 'buy', qty: 'x' })).toBe('qty: must be a whole number of contracts, at least 1 (digits only in a string)');
     expect(message({ action: 'buy', price: 'x' })).toBe('price: must be a positive number (numeric strings accepted)');
-    expect(message({ action: 'buy', orderType: 'twap' })).toBe("orderType: 'twap' is not one of market, limit, stop, stop_limit");
+    expect(message({ action: 'buy', orderType: 'twap' })).toBe("orderType: 'twap' is not an order type: one of market, limit, stop, stop_limit");
     expect(message({ action: 'buy', stopLoss: { ticks: 'x' } })).toBe('stopLoss.ticks: must be a positive integer');
     expect(message({ action: 'buy', stopLoss: { price: 1, ticks: 1 } })).toBe('stopLoss: give either price or ticks, not both');
     expect(message({ action: 'buy', stopLoss: {} })).toBe('stopLoss: must be {"price": n}, {"ticks": n} or a bare number (= price)');
@@ -765,6 +782,28 @@ describe('completeOrder: exact answers', () => {
       expect(thrown(() => completeOrder({ side: 'sell', symbol: 'ES', qty: 1, type, price: 5000, stopPrice: 4990 }, null, [])).message).toMatch(/^stopPrice: not used by (limit|market) orders: a stop order is orderType 'stop'/);
     }
     expect(thrown(() => completeOrder({ side: 'buy', symbol: 'ES', qty: 1, stopPrice: 17950 }, null, [])).message).toMatch(/^stopPrice: not used by market orders/);
+  });
+
+  it('refuses a price named as a limit price on a market or stop order; a plain price there ({{close}}) is dropped with a warning (fuzz probe)', () => {
+    for (const name of ['limitPrice', 'limit_price', 'limit']) {
+      const intent = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, [name]: 3000 }, NOW);
+      if (intent.kind !== 'order') throw new Error('not an order');
+      expect(intent.limitPriceAs).toBe(name);
+      const err = thrown(() => completeOrder(intent.order, null, intent.warnings, intent.limitPriceAs));
+      expect(err.code).toBe('VALIDATION_FAILED');
+      expect(err.message).toMatch(new RegExp(`^price: given as '${name}', a limit price, on a market order: a limit order is orderType 'limit'`));
+      // The strategy's order type decides as well: limit, it is a limit order at that price.
+      const strategy = { symbol: null, qty: null, orderType: 'limit', takeProfit: null, stopLoss: null } as unknown as Parameters<typeof completeOrder>[1];
+      expect(completeOrder(intent.order, strategy, [], intent.limitPriceAs)).toMatchObject({ type: 'limit', price: 3000 });
+    }
+    const plain = parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, price: 3000 }, NOW);
+    if (plain.kind !== 'order') throw new Error('not an order');
+    expect(plain.limitPriceAs).toBeUndefined();
+    const warnings: string[] = [];
+    expect(completeOrder(plain.order, null, warnings, plain.limitPriceAs)).toMatchObject({ type: 'market', price: null });
+    expect(warnings).toEqual(['price ignored for market orders']);
+    // An order type that is not one is refused under `type` too, never read as market.
+    expect(thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, type: 'strategy' }, NOW)).message).toBe("type: 'strategy' is not an order type: one of market, limit, stop, stop_limit");
   });
 
   it('says which field is missing and where it could come from', () => {

@@ -65,7 +65,7 @@ describe('accounts and positions', () => {
     expect((await callError(w, 'GET', '/accounts/:id', { userId: w.b.userId, params: { id: '101' } })).code).toBe('NOT_FOUND');
   });
 
-  it('the list is 503 while a connection of the caller has not reported its accounts yet, not a 200 without them (clients probe: [] right after a restart); a connection that failed or is disabled before reporting does not hold it back', async () => {
+  it('the list is 503 while a connection of the caller is on its first attempt to report its accounts, not a 200 without them (clients probe: [] right after a restart); a connection that failed, is disabled or failed an attempt before reporting does not hold it back', async () => {
     // A second connection of alice, still getting its accounts; her first one is synced.
     const second = await w.store.connections.create({
       userId: w.a.userId, name: 'second', broker: 'paper', environment: 'paper', restUrl: 'http://x/v1', wsUrl: 'ws://x/v1/websocket', credentials: { name: 'u', password: 'p' },
@@ -80,8 +80,15 @@ describe('accounts and positions', () => {
     // Once it has reported, the same (cached) first page lists all of them.
     w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'CONNECTED', reason: 'connect', ts: 0 });
     expect(listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId })).body).data.map((a) => a.id)).toEqual(['101', '102']);
-    w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'RECONNECTING', reason: 'connect', ts: 0 });
+    w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'CONNECTING', reason: 'connect', detail: 'starting', ts: 0 });
     expect((await callError(w, 'GET', '/accounts', { userId: w.a.userId })).code).toBe('BROKER_UNAVAILABLE');
+    // Its first attempt failed (the broker unreachable: it retries, maybe for hours): the others' accounts
+    // are listed, not 503 for as long (fuzz probe); its status says why.
+    for (const [status, detail] of [['CONNECTING', 'not connected yet: fetch failed; retrying'], ['RECONNECTING', "the broker's rate-limit hold has passed: logging in again"]] as const) {
+      w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status, reason: 'connect', detail, ts: 0 });
+      expect(listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId })).body).data.map((a) => a.id), status).toEqual(['101', '102']);
+      for (const query of [{ limit: '5' }, {}] as Record<string, string>[]) expect((await call(w, 'GET', '/accounts', { userId: w.a.userId, query })).status).toBe(200);
+    }
     // Failed before reporting: the others' accounts are listed (its status says why: GET /connections).
     w.gateway.statusOf.set(second.id, { type: 'status', connectionId: second.id, status: 'FAILED', reason: 'fatal-error', detail: 'bad login', ts: 0 });
     expect(listOf(accountSchema).parse((await call(w, 'GET', '/accounts', { userId: w.a.userId })).body).data.map((a) => a.id)).toEqual(['101', '102']);
