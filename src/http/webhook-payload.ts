@@ -238,7 +238,9 @@ const NOT_A_LEVEL = new Set(
 );
 const LEG_UNIT_WORDS = new Set('tick ticks price points point pts pips pip dollar dollars usd percent percentage pct amount offset distance level value atr'.split(' '));
 const LEG_UNIT = '(ticks?|price|points?|pts|pips?|dollars?|usd|percent(age)?|pct|amount|offset|distance|level|value|atr)';
-const FOREIGN_STOP = new RegExp(`^(sl|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|loss)$`);
+// `risk_ticks`, `riskPoints`: the stop's distance (fuzz probe: ignored, the entry went out with no stop).
+// Not risk in percent or dollars: that sizes the position (PickMyTrade's risk_percentage).
+const FOREIGN_STOP = new RegExp(`^(sl|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|loss)$|^risk(ticks?|points?|pts|pips?)$`);
 const FOREIGN_TARGET = new RegExp(`^(tp|pt|tgt|take|profit)${LEG_UNIT}?$|^${LEG_UNIT}(tp|profit)$`);
 
 /**

@@ -137,12 +137,16 @@ describe('parseWebhookPayload actions and aliases', () => {
       ['targets', 'take-profit'], ['stopOffset', 'stop-loss'], ['stopDistance', 'stop-loss'], ['protectiveStop', 'stop-loss'], ['hard_stop', 'stop-loss'],
       ['exit_stop', 'stop-loss'], ['catastrophic_stop', 'stop-loss'], ['stop_market_price', 'stop-loss'], ['stop_limit', 'stop-loss'], ['stop_price_loss', 'stop-loss'],
       ['pt', 'take-profit'], ['tgt', 'take-profit'], ['take', 'take-profit'], ['limit_target', 'take-profit'], ['limit_price_tp', 'take-profit'], ['tp1', 'take-profit'],
+      // The stop's distance as risk (fuzz probe: ignored, the entry went out with no stop).
+      ['risk_ticks', 'stop-loss'], ['riskTicks', 'stop-loss'], ['risk_points', 'stop-loss'],
     ] as const) {
       expect(refused({ [key]: 20 }), key).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringContaining(`${key}: not a field webhooks read; a ${leg} is`) });
     }
     expect(refused({ bracket: { sl: 20, tp: 40 } })).toMatchObject({ message: expect.stringContaining("bracket.sl: not a field webhooks read; a stop-loss is 'stopLoss'") });
     expect(refused({ extras: { stopLoss: { ticks: 20 } } })).toMatchObject({ message: expect.stringContaining('extras.stopLoss: not a field webhooks read') });
     expect(refused({ stop_loss: '20 ticks' })).toMatchObject({ code: 'VALIDATION_FAILED' });
+    // Risk in percent or dollars sizes the position (PickMyTrade's risk_percentage): not a leg.
+    expect(parseWebhookPayload({ action: 'buy', symbol: 'ES1!', qty: 1, risk_percentage: 2, risk: 100 }, NOW).warnings).toEqual(["unknown field 'risk_percentage' ignored", "unknown field 'risk' ignored"]);
     // Words with no number, or zero in any spelling, ask for nothing: ignored with a warning as before.
     for (const value of ['0.0', 'N/A', 'disabled', {}, 'tradovate']) {
       const key = value === 'tradovate' ? 'target' : 'stop_loss';
