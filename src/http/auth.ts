@@ -54,9 +54,8 @@ export type SessionAuthenticator = (req: { method: string; headers: Readonly<Rec
 /** Failed authentications allowed per client IP per minute. */
 export const FAILED_AUTH_PER_MIN = 30;
 
-// Loose on purpose: the exact alphabet and lengths are the key store's business; this only
-// keeps obvious garbage (and megabyte headers) away from the lookup.
-const KEY_SHAPE = /^tgk_[A-Za-z0-9]+_[A-Za-z0-9]+$/;
+// The exact form is the key store's business (it checks it before any read: secret-token.ts
+// wellFormedToken); this only keeps megabyte headers away from it.
 const MAX_CREDENTIAL_LENGTH = 256;
 const TOUCH_EVERY_MS = 60_000;
 
@@ -106,6 +105,8 @@ export class Authenticator {
    * in, which session-auth throttles with counters of its own (per address and per name).
    */
   readonly refusedBodies = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
+  /** AuthContexts of the key views seen (keyAuth). */
+  private readonly keyAuths = new WeakMap<ApiKeyView, AuthContext>();
   /** When each credential's use was last recorded, by id (keys and webhook tokens apart). */
   private readonly touched = { key: new Map<string, number>(), webhook: new Map<string, number>() };
 
@@ -157,7 +158,7 @@ export class Authenticator {
 
   private apiKey(scope: Scope, raw: string, client: RemoteClient, now: number): Authenticated {
     let view: ApiKeyView | null | undefined;
-    if (raw.length > 0 && raw.length <= MAX_CREDENTIAL_LENGTH && KEY_SHAPE.test(raw)) view = this.store.apiKeys.verify(raw);
+    if (raw.length > 0 && raw.length <= MAX_CREDENTIAL_LENGTH) view = this.store.apiKeys.verify(raw);
     if (!view || view.revokedAt) {
       // Only failures are limited: a valid key keeps working from an address where someone
       // else keeps failing (a shared NAT or proxy must not let one client lock out the rest).
@@ -166,12 +167,25 @@ export class Authenticator {
       if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed authentication attempts from this address', {}, blocked.retryAfterSeconds);
       throw this.fail(ip, now, new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key'));
     }
-    const scopes = view.scopes.filter((s): s is Scope => s === 'read' || s === 'trade');
-    const auth: AuthContext = { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' };
-    if (view.guards) auth.narrowing = view.guards;
-    const granted = this.grant(scope, auth, view.id);
+    const granted = this.grant(scope, this.keyAuth(view), view.id);
     this.touch(view.id, now);
     return granted;
+  }
+
+  /**
+   * A key's AuthContext, built once per view: the store hands out the same view object until any
+   * process writes keys again (record-cache.ts), so a request with a known key builds nothing.
+   * Shared between requests: never changed after it is built.
+   */
+  private keyAuth(view: ApiKeyView): AuthContext {
+    let auth = this.keyAuths.get(view);
+    if (auth === undefined) {
+      const scopes = view.scopes.filter((s): s is Scope => s === 'read' || s === 'trade');
+      auth = { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' };
+      if (view.guards) auth.narrowing = view.guards;
+      this.keyAuths.set(view, auth);
+    }
+    return auth;
   }
 
   private webhook(raw: string, now: number): Authenticated {

@@ -72,10 +72,13 @@ const STATUS_LINES = new Map(Object.keys(REASONS).map((code) => [Number(code), `
  * is the service's own, so one is a defect, but never a split answer).
  */
 export function headerLine(name: string, value: string): string {
-  if (LINE_BREAK.test(value) || LINE_BREAK.test(name)) return `\r\n${name.replace(LINE_BREAKS, ' ')}: ${value.replace(LINE_BREAKS, ' ')}`;
+  if (hasLineBreak(value) || hasLineBreak(name)) return `\r\n${name.replace(LINE_BREAKS, ' ')}: ${value.replace(LINE_BREAKS, ' ')}`;
   return `\r\n${name}: ${value}`;
 }
-const LINE_BREAK = /[\r\n]/;
+/** Two string searches: cheaper than a regular expression for a header's few dozen characters. */
+function hasLineBreak(text: string): boolean {
+  return text.indexOf('\n') !== -1 || text.indexOf('\r') !== -1;
+}
 const LINE_BREAKS = /[\r\n]/g;
 
 /** `201 Created`-style status line for uWS `writeStatus` (the known ones built once). */
@@ -132,6 +135,8 @@ export class ResponseHandle {
   private held = false;
   /** The client's address, read on first use (uWS copies it into a new ArrayBuffer on every read: ~10 µs). */
   private address: string | undefined;
+  /** uWS's abort handler is registered (watchAbort). */
+  private watching = false;
 
   /**
    * `headOnly`: a HEAD request; answers carry their headers and Content-Length, never a body.
@@ -142,8 +147,20 @@ export class ResponseHandle {
     readonly headOnly = false,
     private readonly proxies?: TrustedProxies,
     private readonly forwardedFor?: string,
-  ) {
-    res.onAborted(() => {
+  ) {}
+
+  /**
+   * Registers uWS's abort handler, once. uWS asks for one only of an answer still pending when its
+   * request callback returns (a body to read, a broker call, a stream, a large body written as the
+   * socket drains); the front calls this then (server.ts accept), and so does every onAbort. An
+   * answer sent inside the callback, as every read from memory is, registers nothing: the closure
+   * and the handle it pins cost ~1 µs of front CPU per request (README "Performance"). Never call
+   * it once uWS has ended the response.
+   */
+  watchAbort(): void {
+    if (this.watching) return;
+    this.watching = true;
+    this.res.onAborted(() => {
       this.aborted = true;
       const hook = this.abortHook;
       this.abortHook = undefined;
@@ -189,6 +206,7 @@ export class ResponseHandle {
 
   /** Runs `hook` if the client goes away before the answer is sent. */
   onAbort(hook: () => void): void {
+    this.watchAbort();
     if (this.aborted) hook();
     else if (!this.abortHook) this.abortHook = hook;
     else {

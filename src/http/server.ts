@@ -314,8 +314,10 @@ class Engine {
       pending = runPipeline(this.pipeline, ex);
     } catch (err) {
       replyStage(this.pipeline, ex, { reply: internalReply(ex), error: err });
-      return;
     }
+    // uWS needs an abort handler for an answer still pending as this callback returns; one sent
+    // already (a read from memory) needs none, and one still being written has its own (ResponseHandle.watchAbort).
+    if (!handle.finished) handle.watchAbort();
     if (pending === undefined) return;
     this.inFlight.add(ex);
     pending

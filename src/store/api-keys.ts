@@ -8,7 +8,7 @@ import { AppError } from '../domain/problems.js';
 import type { Scope } from '../domain/connections.js';
 import type { GuardNarrowing } from '../domain/guards.js';
 import { ownedReads, rowReader, type StoreContext } from './context.js';
-import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
+import { newToken, parseToken, tokenPrefix, verifiedRow, wellFormedToken } from './secret-token.js';
 
 /** An API key as stored (both stores). */
 export interface ApiKeyRow {
@@ -158,9 +158,13 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
     },
 
     verify(raw) {
-      // Per request: a known key costs one generation read, not a record read, a SHA-256 and a
-      // view (only keys that verified are remembered, so garbage cannot fill the cache).
+      // Per request: a known key costs at most one generation read (once a millisecond), not a
+      // record read, a SHA-256 and a view (only keys that verified are remembered, so garbage
+      // cannot fill the cache). Malformed input reaches no store read at all.
       if (typeof raw !== 'string') return null;
+      const seen = ctx.cache.knownIn<ApiKeyView>(VERIFIED, raw);
+      if (seen) return seen;
+      if (!wellFormedToken('tgk', raw)) return null;
       const known = ctx.cache.peekIn<ApiKeyView>(VERIFIED, raw);
       if (known) return known;
       const r = verifiedRow('tgk', raw, row);

@@ -50,7 +50,11 @@ export interface StoreContext {
   sealer: Sealer;
   clock: () => number;
   logger: Logger | undefined;
-  /** Awaits a write's commit and then the flush to disk (see openStore on overlappingSync). */
+  /**
+   * Awaits a write's commit and then the flush to disk (see openStore on overlappingSync). Every
+   * write to a cached kind goes through it: the cache reads the generation again after it, so
+   * the write's caller, and every request after its answer, sees it (record-cache.ts).
+   */
   durable<T>(write: Promise<T>): Promise<T>;
   /** The clock as an ISO-8601 UTC string. */
   nowIso(): string;
@@ -100,6 +104,7 @@ export function cachedOwnedReads<R extends { userId: string }, V extends { creat
   view: (r: R) => V,
 ): OwnedReads<V> {
   const direct = ownedReads(ctx, kind, row, view);
+  const lists = `${kind}:list`;
   // Only records found are remembered: ids a client makes up cannot fill the cache.
   const byId = (id: string): V | undefined => {
     const key = `${kind}:id:${id}`;
@@ -110,7 +115,7 @@ export function cachedOwnedReads<R extends { userId: string }, V extends { creat
     return found;
   };
   return {
-    listByUser: (userId) => ctx.cache.get(`${kind}:list:${userId}`, () => direct.listByUser(userId)),
+    listByUser: (userId) => ctx.cache.getIn(lists, userId, () => direct.listByUser(userId)),
     getForUser: (userId, id) => {
       const v = byId(id);
       return v && (v as unknown as { userId: string }).userId === userId ? v : undefined;

@@ -212,6 +212,7 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
     async durable(write) {
       const result = await write;
       await env.flushed;
+      cache.written();
       return result;
     },
     nowIso: () => new Date(clock()).toISOString(),
@@ -259,6 +260,9 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
         await journal.drain();
         await env.committed;
         await env.flushed;
+        // A running server's cache vouches for a read of the generation for a millisecond: a
+        // command (the CLI revoking a key) ends only once that cannot hide its writes.
+        await cache.settled();
         await env.close();
       })();
       return closing;

@@ -5,15 +5,23 @@
  * Invalidation crosses processes: every write to a cached kind, by this process or another
  * (the CLI revoking a key while the server runs), also writes a fresh random value under one
  * `meta` key in the same transaction. A cached read first compares that value with the one
- * the cache was filled under, one small LMDB read, and empties the whole cache when it moved;
- * so a revocation takes effect on the next request. The generation is read before the record,
- * from the same snapshot or an older one, so a cache entry is never newer than its generation
- * is old: the worst case is one needless refill, never a stale hit.
+ * the cache was filled under, one small LMDB read, and empties the whole cache when it moved.
+ * The generation is read before the record, from the same snapshot or an older one, so a cache
+ * entry is never newer than its generation is old: the worst case is one needless refill, never
+ * a stale hit.
  *
- * The generation is read once per synchronous run (until the next microtask checkpoint): lmdb-js
- * keeps one read snapshot until a timer of its own resets it, so a second read in the same run
- * could only return the same value. A write through this process moves the generation and forgets
- * that read, so the next lookup reads again.
+ * One read of the generation vouches for the cache for GENERATION_FRESH_MS (1 ms), from a fresh
+ * LMDB snapshot: read per request, it was a fifth of the front's JavaScript time on a cached GET
+ * (its read transaction renewed, and a timer of lmdb-js's armed, every time; README
+ * "Performance"). What that changes, and why no write is missed:
+ * - A write through this process (the API revoking a key) makes the next lookup read again, and
+ *   so does its commit: every write to a cached kind is awaited through the store's `durable`,
+ *   which forgets the last read once it has committed, before the write's caller goes on.
+ *   Revoked through the API, a key is refused by the first request after the answer.
+ * - Another process (the CLI) waits twice that time after its last commit before it ends
+ *   (`settled`, the store's close): a request sent after the command returned finds the cache
+ *   checked since the commit, or checks it itself. Revoked from the CLI, a key is refused by the
+ *   next request sent after the command ends (test/integration/serve/revocation.test.ts).
  *
  * The NATS store needs none of this: it serves these reads from its KV mirror in memory.
  */
@@ -25,18 +33,26 @@ export const GENERATION_KEY = 'recordsGeneration';
 /** Database methods that write; wrapped so every write to a cached kind moves the generation. */
 const WRITES = ['put', 'remove', 'putSync', 'removeSync'] as const;
 
+/** How long (ms) one read of the generation vouches for the cache. */
+export const GENERATION_FRESH_MS = 1;
+
 /** The cache of one open store. */
 export class RecordCache {
   private generation: unknown = Symbol('never read');
   private readonly values = new Map<string, unknown>();
   private readonly spaces = new Map<string, Map<string, unknown>>();
-  /** The generation was read in this synchronous run. */
-  private checked = false;
-  private readonly forgetCheck = (): void => {
-    this.checked = false;
+  /** When the generation was last read (the clock's ms). */
+  private checkedAt = -Infinity;
+  /** This process has written cached records (settled() waits). */
+  private wrote = false;
+  private readonly committed = (): void => {
+    this.checkedAt = -Infinity;
   };
 
-  constructor(private readonly meta: Database) {}
+  constructor(
+    private readonly meta: Database,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
 
   /** `load()`'s value for `key`, from memory unless a write happened since it was stored. */
   get<T>(key: string, load: () => T): T {
@@ -67,6 +83,29 @@ export class RecordCache {
     return this.spaces.get(space)?.get(key) as T | undefined;
   }
 
+  /**
+   * `peekIn` that reads the generation only for a key the space holds: a lookup that will miss
+   * (input never verified, garbage) touches no database. Its miss says nothing: follow it with
+   * `peekIn` before loading what to `setIn`.
+   */
+  knownIn<T>(space: string, key: string): T | undefined {
+    const values = this.spaces.get(space);
+    if (values === undefined || !values.has(key)) return undefined;
+    this.check();
+    return this.spaces.get(space)?.get(key) as T | undefined;
+  }
+
+  /** `get` in a named space: `load()`'s value for `key`, without building a `space:key` string per lookup. */
+  getIn<T>(space: string, key: string, load: () => T): T {
+    this.check();
+    let values = this.spaces.get(space);
+    if (values === undefined) this.spaces.set(space, (values = new Map()));
+    if (values.has(key)) return values.get(key) as T;
+    const value = load();
+    values.set(key, value);
+    return value;
+  }
+
   /** `set` in a named space; call right after a `peekIn` that missed. */
   setIn(space: string, key: string, value: unknown): void {
     let values = this.spaces.get(space);
@@ -76,9 +115,12 @@ export class RecordCache {
 
   /** Empties the cache when any process wrote cached records since it was filled. */
   private check(): void {
-    if (this.checked) return;
-    this.checked = true;
-    queueMicrotask(this.forgetCheck);
+    const at = this.clock();
+    if (at - this.checkedAt < GENERATION_FRESH_MS) return;
+    this.checkedAt = at;
+    // lmdb-js keeps one read snapshot until a timer of its own: a read that vouches for the next
+    // millisecond must see every commit made before it, so it starts from a new one.
+    this.meta.resetReadTxn();
     const now = this.meta.get(GENERATION_KEY);
     if (now !== this.generation) {
       this.values.clear();
@@ -89,9 +131,24 @@ export class RecordCache {
 
   /** Moves the generation; part of the write (transaction or batch) that calls it. */
   bump(sync = false): void {
-    this.checked = false;
+    this.checkedAt = -Infinity;
+    this.wrote = true;
     if (sync) this.meta.putSync(GENERATION_KEY, Math.random());
     else void this.meta.put(GENERATION_KEY, Math.random());
+  }
+
+  /** A write of this process has committed (the store's `durable`): the next lookup reads the generation again. */
+  written(): void {
+    this.committed();
+  }
+
+  /**
+   * Resolves once every other process's cache has read the generation since this process's last
+   * write, or will at its next lookup: twice GENERATION_FRESH_MS after it (call once its writes
+   * have committed). Immediately when this process wrote nothing.
+   */
+  async settled(): Promise<void> {
+    if (this.wrote) await new Promise((resolve) => setTimeout(resolve, 2 * GENERATION_FRESH_MS + 1));
   }
 
   /**
@@ -105,7 +162,10 @@ export class RecordCache {
       const sync = name.endsWith('Sync');
       (db as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
         this.bump(sync);
-        return write(...args);
+        const result = write(...args);
+        // Outside a transaction an async write answers a promise of its commit: read again after it.
+        if (result instanceof Promise) void result.then(this.committed, this.committed);
+        return result;
       };
     }
   }

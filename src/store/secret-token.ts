@@ -23,6 +23,11 @@ export function newToken(prefix: TokenPrefix, id = randomBase62(TOKEN_ID_LENGTH)
   return { id, token, digest: sha256Hex(token) };
 }
 
+/** Strict format check, no I/O and no allocation: whether `raw` is a well-formed token (checked before any store read). */
+export function wellFormedToken(prefix: TokenPrefix, raw: unknown): raw is string {
+  return typeof raw === 'string' && raw.length === TOKEN_LENGTH && PATTERNS[prefix].test(raw);
+}
+
 /** Strict format check, no I/O: the id of a well-formed token, or null. */
 export function parseToken(prefix: TokenPrefix, raw: unknown): { id: string } | null {
   // The length test comes first so a megabyte of garbage costs one comparison.

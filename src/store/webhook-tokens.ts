@@ -8,7 +8,7 @@ import { checkRecordName } from '../domain/plain-text.js';
 import { AppError } from '../domain/problems.js';
 import { byCreation, ownedIds, ownedReads, rowReader, type StoreContext } from './context.js';
 import type { Sealer } from './crypto.js';
-import { newToken, parseToken, tokenPrefix, verifiedRow } from './secret-token.js';
+import { newToken, parseToken, tokenPrefix, verifiedRow, wellFormedToken } from './secret-token.js';
 import { touchThrottle } from './api-keys.js';
 import type { GuardNarrowing } from '../domain/guards.js';
 
@@ -170,8 +170,12 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
     },
 
     verify(raw) {
-      // As API keys: verified tokens are remembered until any process writes tokens again.
+      // As API keys: verified tokens are remembered until any process writes tokens again, and
+      // malformed input reaches no store read.
       if (typeof raw !== 'string') return null;
+      const seen = ctx.cache.knownIn<WebhookTokenRecord>('webhookToken:verified', raw);
+      if (seen) return seen;
+      if (!wellFormedToken('whk', raw)) return null;
       const known = ctx.cache.peekIn<WebhookTokenRecord>('webhookToken:verified', raw);
       if (known) return known;
       const r = verifiedRow('whk', raw, row);

@@ -53,12 +53,12 @@ describe('Authenticator', () => {
     expect(touched).toEqual(['k-rw']);
   });
 
-  it('401 for missing, malformed, unknown and revoked keys; malformed ones never reach the store', () => {
+  it('401 for missing, malformed, unknown and revoked keys; over-long ones never reach the store (which checks the form itself before any read: test/unit/store/api-keys.test.ts)', () => {
     const { auth, verified } = setup();
     for (const key of [undefined, 'nope', 'tgk_bad key', `tgk_${'a'.repeat(300)}_b`, 'tgk_aaa_unknown', 'tgk_aaa_gone']) {
       expect(codeOf(() => auth.authenticate('read', key ? { 'x-api-key': key } : {}, {}, at('1.1.1.1')))).toBe('UNAUTHENTICATED');
     }
-    expect(verified).toEqual(['tgk_aaa_unknown', 'tgk_aaa_gone']);
+    expect(verified).toEqual(['nope', 'tgk_bad key', 'tgk_aaa_unknown', 'tgk_aaa_gone']);
   });
 
   it('403 INSUFFICIENT_SCOPE names the required scope', () => {

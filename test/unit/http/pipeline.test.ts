@@ -465,6 +465,8 @@ describe('handler and reply stages', () => {
 
   it('logs 499 when the client left before the answer', async () => {
     const { ex, res } = ready('GET', '/v1/things/5');
+    // Pending past the uWS callback: the front registers the abort handler then (server.ts accept).
+    ex.handle.watchAbort();
     res.abort();
     await replyStage(w.deps, ex, await handlerStage(w.deps, ex));
     expect(res.ended).toBe(false);

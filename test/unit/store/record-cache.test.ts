@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from 'lmdb';
-import { GENERATION_KEY, RecordCache } from '../../../src/store/record-cache.js';
+import { GENERATION_FRESH_MS, GENERATION_KEY, RecordCache } from '../../../src/store/record-cache.js';
 import type { Store } from '../../../src/store/index.js';
 import { tempStore, type TempStore } from '../../support/store.js';
 
@@ -83,32 +83,60 @@ describe('record cache (LMDB)', () => {
     // This handle is not wrapped, so it must move the generation itself, as the store's own writes do.
     await meta.put(GENERATION_KEY, Math.random());
     expect(meta.get(GENERATION_KEY)).not.toBe(before);
+    // As a CLI process ends (the store's close: settled()), the server's last read of the generation has expired.
+    await new Promise((r) => setTimeout(r, 2 * GENERATION_FRESH_MS + 1));
     expect(store.apiKeys.verify(key)).toBeNull();
   });
 
-  it('reads the generation once per synchronous run, and again after a microtask or a write of its own', async () => {
+  it('one read of the generation vouches for a millisecond, from a fresh snapshot; a write of its own is read again at once, and after its commit', async () => {
     let generation = 1;
     let reads = 0;
+    let resets = 0;
+    let now = 0;
     const meta = {
       get: () => (reads++, generation),
       put: async () => void (generation = Math.random()),
       putSync: () => void (generation = Math.random()),
+      resetReadTxn: () => void resets++,
     } as unknown as Database;
-    const cache = new RecordCache(meta);
+    const cache = new RecordCache(meta, () => now);
     let loads = 0;
     const load = () => ++loads;
     expect(cache.get('k', load)).toBe(1);
     expect(cache.get('k', load)).toBe(1);
     expect(cache.peek('k')).toBe(1);
-    expect(reads).toBe(1);
-    // A write in the same run (a sync put moves the generation at once): the next read sees it.
-    cache.bump(true);
-    expect(cache.get('k', load)).toBe(2);
-    expect(reads).toBe(2);
-    // Another process moved it: seen by the first lookup of the next run.
-    await Promise.resolve();
+    expect([reads, resets]).toEqual([1, 1]);
+    // Another process moved it: not seen inside the millisecond…
     generation = 7;
+    now = GENERATION_FRESH_MS - 0.01;
+    expect(cache.get('k', load)).toBe(1);
+    expect(reads).toBe(1);
+    // …and seen by the first lookup after it, from a new snapshot.
+    now = GENERATION_FRESH_MS;
+    expect(cache.get('k', load)).toBe(2);
+    expect([reads, resets]).toEqual([2, 2]);
+    // A write of its own (a sync put moves the generation at once): the next lookup sees it, with no time passing.
+    cache.bump(true);
     expect(cache.get('k', load)).toBe(3);
     expect(reads).toBe(3);
+    cache.get('k', load);
+    expect(reads).toBe(3);
+    // A write awaited through the store has committed (durable → written()): the next lookup reads again.
+    cache.written();
+    cache.get('k', load);
+    cache.get('k', load);
+    expect(reads).toBe(4);
+    // A process that wrote ends only after its writes cannot be hidden by anyone's last read.
+    const t0 = performance.now();
+    await cache.settled();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(2 * GENERATION_FRESH_MS);
+  });
+
+  it('a process that wrote nothing ends at once', async () => {
+    const cache = new RecordCache({ get: () => 1, resetReadTxn: () => undefined } as unknown as Database, () => 0);
+    cache.peek('k');
+    const t0 = performance.now();
+    await cache.settled();
+    expect(performance.now() - t0).toBeLessThan(1);
   });
 });
