@@ -321,6 +321,10 @@ export class OrphanLegs {
       this.ctx.emit({ type: 'bracket-alert', connectionId: this.connectionId, accountId, orderId: made[0]!.leg.orderId, ts: Date.now(), detail });
       return;
     }
+    // A flatten running on the account (one begun while the legs made room refuses the exit): its
+    // outcome decides. Closed, nothing is given back; left open (it failed), the legs are. Given
+    // back alongside it, they could reach the broker after its cancels and rest on the flat account.
+    await this.ctx.flattening.get(accountId);
     // Not beside a sweep of the account: it plans from the legs as they stand.
     await this.sweeping.get(Number(accountId))?.catch(() => undefined);
     const net = this.ctx.model.netPosition(accountId, coming.symbol);

@@ -282,16 +282,32 @@ describe('flatten', () => {
     expect(exit.order.status).toBe('working');
   });
 
-  test('a flatten begun while an exit\'s legs make room for it: the exit is not sent (409 CONFLICT) and the account ends flat with nothing working (money probe: the exit rested on the flat account and made it short 2)', async () => {
+  test('a flatten begun while an exit\'s legs make room for it: the exit is not sent (409 CONFLICT) and the account ends flat with nothing working, at no moment (money probe: the exit rested on the flat account and made it short 2; re-probe: its legs given back rested there until a sweep)', async () => {
     await filledBracket();
     await h.control('POST', '/faults', { latencyMs: 300 });
+    // Any order working at the broker while the account is flat, seen at any moment.
+    let stray: unknown;
+    let watching = true;
+    const watch = (async () => {
+      while (watching && stray === undefined) {
+        const state = await h.control('GET', '/state');
+        const flat = !(state.positions as { accountId: number; netPos: number }[]).some((p) => p.accountId === Number(account) && p.netPos !== 0);
+        const working = (state.orders as { accountId: number; ordStatus: string }[]).find((o) => o.accountId === Number(account) && o.ordStatus === 'Working');
+        if (flat && working) stray = working;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
     const exiting = h.call(order({ side: 'sell', qty: 2, price: 5005 })).catch((err: unknown) => err);
     await new Promise((r) => setTimeout(r, 150));
     const flattened = await h.call({ type: 'flatten', accountId: account });
     const exit = await exiting;
     await h.control('DELETE', '/faults');
+    await new Promise((r) => setTimeout(r, 500));
+    watching = false;
+    await watch;
     expect(flattened.positions).toEqual([{ symbol: SYMBOL, closedQty: 2, status: 'liquidated' }]);
     expect(exit).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('a flatten of account') });
+    expect(stray).toBeUndefined();
     expect(await atBroker()).toEqual({ net: 0, working: 0 });
   });
 
