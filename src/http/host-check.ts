@@ -8,16 +8,23 @@
  * nothing (put a proxy in front).
  */
 
-/** The host part of a Host header: lower case, without the port and IPv6 brackets. */
+/**
+ * The host part of a Host header: lower case, without the port and IPv6 brackets. Only digits
+ * count as a port: anything else after the colon stays part of the name, which then names no
+ * loopback host (fuzz probe: `127.0.0.1:80@evil.example` passed as 127.0.0.1).
+ */
 export function hostName(host: string): string {
   const h = host.trim().toLowerCase();
   if (h.startsWith('[')) {
     const end = h.indexOf(']');
-    return end > 0 ? h.slice(1, end) : h;
+    return end > 0 && PORT_PART.test(h.slice(end + 1)) ? h.slice(1, end) : h;
   }
   const colon = h.lastIndexOf(':');
-  return colon >= 0 && h.indexOf(':') === colon ? h.slice(0, colon) : h;
+  return colon >= 0 && h.indexOf(':') === colon && PORT_PART.test(h.slice(colon)) ? h.slice(0, colon) : h;
 }
+
+/** What may follow a host name in a Host header: nothing, or a colon and digits. */
+const PORT_PART = /^(:\d{0,5})?$/;
 
 function isLoopbackName(name: string): boolean {
   return name === 'localhost' || name.endsWith('.localhost') || name === '::1' || /^127(\.\d{1,3}){3}$/.test(name);
