@@ -414,6 +414,14 @@ function refuseEmpty(field: WebhookField, value: unknown): void {
   }
 }
 
+/** A time whose date part names a day the calendar has: Date.parse rolls 2026-02-30 over to March 2 (fuzz probe). */
+function realDate(text: string): boolean {
+  const m = /^\s*(\d{4})-(\d{2})-(\d{2})/.exec(text);
+  if (!m) return true;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  return month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
 /** An alert whose `time` lies further back than this is traded, with a warning saying how old it is. */
 const STALE_ALERT_MS = 60_000;
 
@@ -537,7 +545,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   const id = text(fields.id);
   const common: Common = { warnings, alertDelayMs: null, ...(id !== undefined ? { id } : {}) };
   if (fields.time !== undefined) {
-    const at = typeof fields.time === 'string' ? Date.parse(fields.time) : NaN;
+    const at = typeof fields.time === 'string' && realDate(fields.time) ? Date.parse(fields.time) : NaN;
     if (Number.isNaN(at)) warnings.push(`time '${printable(String(fields.time))}' is not an ISO-8601 time; ignored`);
     else {
       common.alertDelayMs = Math.max(0, now.getTime() - at);

@@ -384,6 +384,13 @@ describe('parseWebhookPayload id, time, timeInForce', () => {
     const ahead = parseWebhookPayload({ action: 'close', time: '2026-11-21T16:00:00Z' }, NOW);
     expect(ahead.alertDelayMs).toBe(0);
     expect(ahead.warnings).toEqual([expect.stringMatching(/^time 2026-11-21T16:00:00Z is \d+ s after this alert arrived: the sender's clock or time zone is off/)]);
+    // A day the calendar does not have is not read as another one (fuzz probe: Feb 30 was March 2).
+    for (const time of ['2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '2026-04-31T10:00:00Z']) {
+      const wrong = parseWebhookPayload({ action: 'close', time }, NOW);
+      expect(wrong.alertDelayMs, time).toBeNull();
+      expect(wrong.warnings[0], time).toContain('not an ISO-8601 time');
+    }
+    expect(parseWebhookPayload({ action: 'close', time: '2024-02-29T12:00:00Z' }, NOW).warnings[0]).toMatch(/before this alert arrived/);
     const bad = parseWebhookPayload({ action: 'close', time: '{{timenow}}' }, NOW);
     expect(bad.alertDelayMs).toBeNull();
     expect(bad.warnings[0]).toContain('not an ISO-8601 time');
