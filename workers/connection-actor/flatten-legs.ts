@@ -32,6 +32,9 @@ export async function keepFlattenLegs(ctx: ActorContext, accountId: string, work
   const kept: OwedLeg[] = [];
   for (const leg of working) {
     if (!isLeg(leg) || leg.bracketId === null || !reduces(leg.side, ctx.model.netPosition(accountId, leg.symbol))) continue;
+    // Only live legs protect the position: those of an entry still resting are suspended ('pending')
+    // and, put back, would cover a position they never covered.
+    if (leg.status !== 'working' && leg.status !== 'partially_filled') continue;
     // A leg owed already (a leg cancel's survivor) stays the leg cancel's.
     if (ctx.owedLegs.has(leg.orderId)) continue;
     const owed: OwedLeg = { accountId, leg, entryId: Number(leg.bracketId), role: leg.role, attempts: 0, flatten: true };
