@@ -18,6 +18,7 @@ import type { OwedLeg } from '../../src/domain/guards.js';
 import type { OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
 import { restoredPairClOrdId, restoreLegPair } from './leg-pair.js';
+import { stopCoverage } from './stop-coverage.js';
 
 const isLeg = (o: OrderRecord): o is OrderRecord & { role: 'take_profit' | 'stop_loss' } => o.role === 'take_profit' || o.role === 'stop_loss';
 
@@ -94,7 +95,14 @@ export async function restoreFlattenLegs(ctx: ActorContext, accountId: string, c
       alert(tp.orderId, `${cutShort}: the ${tp.symbol} position is ${position} now, so its take_profit ${tp.orderId} and stop_loss ${sl.orderId} are not placed again`);
       continue;
     }
-    const qty = Math.min(Math.max(tp.qty - tp.filledQty, sl.qty - sl.filledQty), Math.abs(net));
+    // What the position still needs: stops working on it (another bracket's, one put back just
+    // before) count, so two brackets on a position cut short to one contract get one pair.
+    const room = Math.abs(net) - stopCoverage(ctx.model.workingOrders(accountId), tp.symbol, net);
+    const qty = Math.min(Math.max(tp.qty - tp.filledQty, sl.qty - sl.filledQty), room);
+    if (qty <= 0) {
+      alert(tp.orderId, `${cutShort}: the ${tp.symbol} position ${position} has stop-losses for all of it, so its take_profit ${tp.orderId} and stop_loss ${sl.orderId} are not placed again`);
+      continue;
+    }
     const sent = ctx.model.findByClOrdId(accountId, restoredPairClOrdId(tp));
     if (sent && !isFinal(ctx.mirror, sent.id)) {
       // Put back before another crash: the broker has the pair already.
