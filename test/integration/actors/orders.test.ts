@@ -273,6 +273,31 @@ describe('flatten', () => {
     return { net: positions.reduce((n, p) => n + p.netPos, 0), working: orders.filter((o) => o.ordStatus === 'Working').length };
   }
 
+  /**
+   * Watches the paper broker every 10 ms until stopped: the first order `matches` picks that was
+   * working while the account held no position, or undefined.
+   */
+  function watchFlatAccount(matches: (o: { clOrdId?: string }) => boolean): { stop(): Promise<unknown> } {
+    let seen: unknown;
+    let watching = true;
+    const run = (async () => {
+      while (watching && seen === undefined) {
+        const state = await h.control('GET', '/state');
+        const flat = !(state.positions as { accountId: number; netPos: number }[]).some((p) => p.accountId === Number(account) && p.netPos !== 0);
+        const working = (state.orders as { accountId: number; ordStatus: string; clOrdId?: string }[]).find((o) => o.accountId === Number(account) && o.ordStatus === 'Working' && matches(o));
+        if (flat && working) seen = working;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    return {
+      async stop() {
+        watching = false;
+        await run;
+        return seen;
+      },
+    };
+  }
+
   test('an exit whose legs make room for it does not wait out the settle time for itself (money probe: every such exit took 5 s, its leg cancel waiting for the exit that waited for it)', async () => {
     await filledBracket();
     const t0 = performance.now();
@@ -286,25 +311,14 @@ describe('flatten', () => {
     await filledBracket();
     await h.control('POST', '/faults', { latencyMs: 300 });
     // Any order working at the broker while the account is flat, seen at any moment.
-    let stray: unknown;
-    let watching = true;
-    const watch = (async () => {
-      while (watching && stray === undefined) {
-        const state = await h.control('GET', '/state');
-        const flat = !(state.positions as { accountId: number; netPos: number }[]).some((p) => p.accountId === Number(account) && p.netPos !== 0);
-        const working = (state.orders as { accountId: number; ordStatus: string }[]).find((o) => o.accountId === Number(account) && o.ordStatus === 'Working');
-        if (flat && working) stray = working;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+    const watch = watchFlatAccount(() => true);
     const exiting = h.call(order({ side: 'sell', qty: 2, price: 5005 })).catch((err: unknown) => err);
     await new Promise((r) => setTimeout(r, 150));
     const flattened = await h.call({ type: 'flatten', accountId: account });
     const exit = await exiting;
     await h.control('DELETE', '/faults');
     await new Promise((r) => setTimeout(r, 500));
-    watching = false;
-    await watch;
+    const stray = await watch.stop();
     expect(flattened.positions).toEqual([{ symbol: SYMBOL, closedQty: 2, status: 'liquidated' }]);
     expect(exit).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('a flatten of account') });
     expect(stray).toBeUndefined();
@@ -318,19 +332,7 @@ describe('flatten', () => {
       const legs = await filledBracket();
       await h.control('POST', '/faults', { latencyMs: 300 });
       // A re-placed leg (clOrdId rp-…) working at the broker while the account is flat, seen at any moment.
-      let orphan: unknown;
-      let watching = true;
-      const watch = (async () => {
-        while (watching && orphan === undefined) {
-          const state = await h.control('GET', '/state');
-          const flat = !(state.positions as { accountId: number; netPos: number }[]).some((p) => p.accountId === Number(account) && p.netPos !== 0);
-          const replaced = (state.orders as { accountId: number; ordStatus: string; clOrdId?: string }[]).find(
-            (o) => o.accountId === Number(account) && o.ordStatus === 'Working' && (o.clOrdId ?? '').startsWith('rp-'),
-          );
-          if (flat && replaced) orphan = replaced;
-          await new Promise((r) => setTimeout(r, 10));
-        }
-      })();
+      const watch = watchFlatAccount((o) => (o.clOrdId ?? '').startsWith('rp-'));
       const cancel = () => h.call({ type: 'cancel-order', accountId: account, orderId: legs.takeProfit });
       const flatten = () => h.call({ type: 'flatten', accountId: account });
       const first = cancelFirst ? cancel() : flatten();
@@ -339,8 +341,7 @@ describe('flatten', () => {
       const results = await Promise.allSettled([first, second]);
       await h.control('DELETE', '/faults');
       await new Promise((r) => setTimeout(r, 300));
-      watching = false;
-      await watch;
+      const orphan = await watch.stop();
       expect(results.map((r) => r.status), what).toEqual(['fulfilled', 'fulfilled']);
       expect(orphan, what).toBeUndefined();
       expect(await atBroker(), what).toEqual({ net: 0, working: 0 });

@@ -70,6 +70,14 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
   }
 }
 
+/** A market buy of `qty` ES at 5000 with its take-profit at 5010 and stop-loss at 4990: the legs' ids. */
+async function filledBracket(account: string, qty: number): Promise<{ takeProfit: string; stopLoss: string }> {
+  await control('POST', '/prices', { symbol: ES, price: 5000 });
+  const placed = await api('POST', `/api/v1/accounts/${account}/orders`, { symbol: 'ES1!', side: 'buy', qty, type: 'market', takeProfit: { price: 5010 }, stopLoss: { price: 4990 } });
+  expect(placed.status, placed.text).toBe(201);
+  return placed.json.legs as { takeProfit: string; stopLoss: string };
+}
+
 /** kill -9, the broker back to full speed, and a new service on the same data dir, CONNECTED. */
 async function crashAndRestart(): Promise<void> {
   await service!.crash();
@@ -81,17 +89,7 @@ async function crashAndRestart(): Promise<void> {
 describe('kill -9 while the service protects a position', () => {
   it('a leg cancel of a filled bracket killed before the survivor was re-placed: the restarted service places it', async () => {
     const account = user.accounts[0]!;
-    await control('POST', '/prices', { symbol: ES, price: 5000 });
-    const placed = await api('POST', `/api/v1/accounts/${account}/orders`, {
-      symbol: 'ES1!',
-      side: 'buy',
-      qty: 1,
-      type: 'market',
-      takeProfit: { price: 5010 },
-      stopLoss: { price: 4990 },
-    });
-    expect(placed.status, placed.text).toBe(201);
-    const { takeProfit, stopLoss } = placed.json.legs as { takeProfit: string; stopLoss: string };
+    const { takeProfit, stopLoss } = await filledBracket(account, 1);
 
     // Every broker call takes 1.5 s: the cancel reaches the broker (and its OCO takes the stop
     // with it) after 1.5 s, the stop's re-placement is on its way when the service is killed.
@@ -154,17 +152,7 @@ describe('kill -9 while the service protects a position', () => {
 
   it('a flatten killed after it cancelled the legs, before its liquidation: the restarted service puts them back on the open position as a pair', async () => {
     const account = user.accounts[2]!;
-    await control('POST', '/prices', { symbol: ES, price: 5000 });
-    const placed = await api('POST', `/api/v1/accounts/${account}/orders`, {
-      symbol: 'ES1!',
-      side: 'buy',
-      qty: 2,
-      type: 'market',
-      takeProfit: { price: 5010 },
-      stopLoss: { price: 4990 },
-    });
-    expect(placed.status, placed.text).toBe(201);
-    const { takeProfit, stopLoss } = placed.json.legs as { takeProfit: string; stopLoss: string };
+    const { takeProfit, stopLoss } = await filledBracket(account, 2);
     const working = async () => (await brokerState()).orders.filter((o) => String(o.accountId) === account && o.ordStatus === 'Working');
     expect(await working()).toHaveLength(2);
 
