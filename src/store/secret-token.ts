@@ -51,3 +51,49 @@ export function verifiedRow<R extends { digest: string }>(prefix: TokenPrefix, r
   const r = row(parsed.id);
   return r && timingSafeEqual(sha256Hex(raw as string), r.digest) ? r : undefined;
 }
+
+/**
+ * Tokens that verified, remembered while their stored row is the same object (a store that keeps
+ * its rows in memory and replaces a row on every change: the cluster store's KV mirror): a known
+ * token costs two map lookups, not a SHA-256 and a view per request. Only tokens that verified are
+ * kept (garbage cannot fill it), at most `max` (all forgotten past it).
+ */
+export class VerifiedTokens<R extends { digest: string }, V> {
+  private readonly seen = new Map<string, { id: string; row: R; view: V }>();
+  /** The remembered token of each id. */
+  private readonly byId = new Map<string, string>();
+
+  constructor(
+    private readonly prefix: TokenPrefix,
+    private readonly row: (id: string) => R | undefined,
+    /** The view of a verified row; null when it may not authenticate (revoked). */
+    private readonly viewOf: (r: R) => V | null,
+    private readonly max = 10_000,
+  ) {}
+
+  verify(raw: unknown): V | null {
+    if (typeof raw !== 'string') return null;
+    const hit = this.seen.get(raw);
+    if (hit !== undefined && this.row(hit.id) === hit.row) return hit.view;
+    if (hit !== undefined) this.seen.delete(raw);
+    const r = verifiedRow(this.prefix, raw, this.row);
+    const view = r === undefined ? null : this.viewOf(r);
+    if (view === null) return null;
+    if (this.seen.size >= this.max) {
+      this.seen.clear();
+      this.byId.clear();
+    }
+    const id = parseToken(this.prefix, raw)!.id;
+    this.seen.set(raw, { id, row: r!, view });
+    this.byId.set(id, raw);
+    return view;
+  }
+
+  /** Builds the view of token `id` again at its next use (what it shows changed: its last use). */
+  forget(id: string): void {
+    const raw = this.byId.get(id);
+    if (raw === undefined) return;
+    this.byId.delete(id);
+    this.seen.delete(raw);
+  }
+}

@@ -6,11 +6,11 @@
  */
 import type { BrokerCredentials } from '../../domain/connections.js';
 import { AppError } from '../../domain/problems.js';
-import { apiKeyView, newApiKeyRow, touchThrottle, type ApiKeyRow, type ApiKeyStore } from '../api-keys.js';
+import { apiKeyView, newApiKeyRow, touchThrottle, type ApiKeyRow, type ApiKeyStore, type ApiKeyView } from '../api-keys.js';
 import { checkConnectionName, connectionAad, connectionView, newConnectionRow, patchedConnection, type ConnectionRow, type ConnectionStore } from '../connections.js';
 import { byCreation, ownedReadsOver } from '../context.js';
 import { hashPassword } from '../crypto.js';
-import { parseToken, verifiedRow } from '../secret-token.js';
+import { parseToken, VerifiedTokens } from '../secret-token.js';
 import { checkName, clean, newStrategy, patchedStrategy, type StrategyRecord, type StrategyStore } from '../strategies.js';
 import { USER_NAME_PATTERN, checkPassword, newUserRow, passwordMatches, sameNameIgnoringCase, sortUsers, userView, type UserRow, type UserStore } from '../users.js';
 import {
@@ -84,6 +84,8 @@ export function createNatsApiKeyStore(ctx: NatsStoreContext): ApiKeyStore {
   const used = new LastUsed(ctx, 'apiKey');
   const touches = touchThrottle();
   const view = (r: ApiKeyRow) => apiKeyView(r, used.of(r.id));
+  // A revoked key is a new row: it verifies afresh, and fails.
+  const verified = new VerifiedTokens<ApiKeyRow, ApiKeyView>('tgk', table.row, (r) => (r.revokedAt ? null : view(r)));
 
   async function revokeWhere(id: string, owner: string | undefined): Promise<boolean> {
     const revokedAt = ctx.nowIso();
@@ -99,10 +101,7 @@ export function createNatsApiKeyStore(ctx: NatsStoreContext): ApiKeyStore {
       return { record: view(row), key };
     },
     parseKey: (raw) => parseToken('tgk', raw),
-    verify(raw) {
-      const r = verifiedRow('tgk', raw, table.row);
-      return r && !r.revokedAt ? view(r) : null;
-    },
+    verify: (raw) => verified.verify(raw),
     ...ownedReadsOver(table.idsOf, table.row, view),
     revoke: (userId, id) => revokeWhere(id, userId),
     revokeById: (id) => revokeWhere(id, undefined),
@@ -111,7 +110,9 @@ export function createNatsApiKeyStore(ctx: NatsStoreContext): ApiKeyStore {
       return next && view(next);
     },
     touch(id, now) {
-      if (touches.due(id, now)) used.record(id, now);
+      if (!touches.due(id, now)) return;
+      used.record(id, now);
+      verified.forget(id);
     },
   };
 }
@@ -154,6 +155,7 @@ export function createNatsWebhookTokenStore(ctx: NatsStoreContext): WebhookToken
   const used = new LastUsed(ctx, 'webhookToken');
   const touches = touchThrottle();
   const view = (r: StoredToken) => webhookTokenView(r, used.of(r.id));
+  const verified = new VerifiedTokens<StoredToken, ReturnType<typeof view>>('whk', table.row, view);
   return {
     async create(input) {
       const { row, token } = newWebhookTokenRow(input, ctx.nowIso(), ctx.sealer);
@@ -162,10 +164,7 @@ export function createNatsWebhookTokenStore(ctx: NatsStoreContext): WebhookToken
       return { record: view(stored), token };
     },
     parseToken: (raw) => parseToken('whk', raw),
-    verify(raw) {
-      const r = verifiedRow('whk', raw, table.row);
-      return r ? view(r) : null;
-    },
+    verify: (raw) => verified.verify(raw),
     reveal(userId, id) {
       const r = table.row(id);
       return r && r.userId === userId ? ctx.sealer.open(fromBase64(r.sealedToken), webhookTokenAad(id)) : undefined;
@@ -196,7 +195,9 @@ export function createNatsWebhookTokenStore(ctx: NatsStoreContext): WebhookToken
       return changed;
     },
     touch(id, now) {
-      if (touches.due(id, now)) used.record(id, now);
+      if (!touches.due(id, now)) return;
+      used.record(id, now);
+      verified.forget(id);
     },
   };
 }
