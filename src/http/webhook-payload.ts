@@ -135,8 +135,29 @@ export const WEBHOOK_FIELD_ALIASES: Readonly<Record<string, WebhookField>> = Obj
   time: 'time',
 });
 
+/** A key as written in any case, with `_`, `-` and spaces dropped: `OrderType`, `order-type` and `ordertype` meet. */
+function looseName(key: string): string {
+  return key.toLowerCase().replace(/[-_\s]/g, '');
+}
+
+/**
+ * The aliases by loose name, for every field but the legs (re-probe: `OrderType`, `Type` and
+ * `order-type` were unknown fields, and limit alerts filled at market). A leg under another
+ * spelling (`take_profit`, `Stop_Loss`) may mean points, not a price: it stays refused (foreignLeg).
+ */
+const LOOSE_ALIASES: ReadonlyMap<string, WebhookField> = new Map(
+  Object.entries(WEBHOOK_FIELD_ALIASES)
+    .filter(([, field]) => field !== 'takeProfit' && field !== 'stopLoss')
+    .map(([name, field]) => [looseName(name), field]),
+);
+
+/** The field a key names: exactly as listed, else (not a leg) in any case and spelling of separators. */
+function fieldOf(key: string): WebhookField | undefined {
+  return WEBHOOK_FIELD_ALIASES[key] ?? LOOSE_ALIASES.get(looseName(key));
+}
+
 /** Names under which a price can only be a limit price (completeOrder refuses one on a market or stop order). */
-const LIMIT_PRICE_NAMES: ReadonlySet<string> = new Set(['limitPrice', 'limit_price', 'limit']);
+const LIMIT_PRICE_NAMES: ReadonlySet<string> = new Set(['limitprice', 'limit']);
 
 /** Keys that ask for a feature a webhook cannot do (spec Limits); no prototype, like the aliases. */
 const UNSUPPORTED_KEYS: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, {
@@ -215,6 +236,7 @@ function foreignLeg(key: string): ForeignLeg | undefined {
   // session_stop, target_account, targetTimeframe refused entries; re-probe 5: stops_hit,
   // target_qty, target_position), unless they also name a unit (stop_loss_ticks_count).
   if (!unit && words.some((w) => NOT_A_LEVEL.has(w))) return undefined;
+  if (words.includes('risk')) return words.some((w) => RISK_DISTANCE_WORDS.has(w)) ? { leg: 'stopLoss', plain: true } : undefined;
   // Named for the leg itself (stop_loss, sl_pips, take_profit, profit_target, Pine's stop/loss/profit):
   // any value other than off asks for one. Other names with "stop" or "target" in them
   // (exit_stop, stop_market_price, target_breakout…) only when the value reads as a level.
@@ -238,9 +260,13 @@ const NOT_A_LEVEL = new Set(
 );
 const LEG_UNIT_WORDS = new Set('tick ticks price points point pts pips pip dollar dollars usd percent percentage pct amount offset distance level value atr'.split(' '));
 const LEG_UNIT = '(ticks?|price|points?|pts|pips?|dollars?|usd|percent(age)?|pct|amount|offset|distance|level|value|atr)';
-// `risk_ticks`, `riskPoints`: the stop's distance (fuzz probe: ignored, the entry went out with no stop).
-// Not risk in percent or dollars: that sizes the position (PickMyTrade's risk_percentage).
-const FOREIGN_STOP = new RegExp(`^(sl|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|loss)$|^risk(ticks?|points?|pts|pips?)$`);
+const FOREIGN_STOP = new RegExp(`^(sl|loss)${LEG_UNIT}?$|^${LEG_UNIT}(sl|loss)$`);
+/**
+ * Risk named with a distance (`risk_ticks`, `risk_in_ticks`, `riskDistance`, `max_risk_points`):
+ * the stop's distance (fuzz probe, re-probe: ignored, the entry went out with no stop). Not risk
+ * in percent or dollars: that sizes the position (PickMyTrade's risk_percentage).
+ */
+const RISK_DISTANCE_WORDS = new Set('tick ticks point points pts pip pips distance offset'.split(' '));
 const FOREIGN_TARGET = new RegExp(`^(tp|pt|tgt|take|profit)${LEG_UNIT}?$|^${LEG_UNIT}(tp|profit)$`);
 
 /**
@@ -503,7 +529,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
       else warnings.push(`'${printable(key)}' ignored: ${feature} are off in this alert, and not supported by webhooks`);
       continue;
     }
-    const canonical = WEBHOOK_FIELD_ALIASES[key];
+    const canonical = fieldOf(key);
     if (!canonical) {
       // A trailing stop asked for by a value (stopLossType: "trailing", sl_type: "trail"), not a name.
       if (typeof value === 'string' && /stop|sl|type/i.test(key) && /^\s*trail(ing)?([\s_-]*stop)?\s*$/i.test(value)) {
@@ -643,7 +669,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   const sized = positionSize !== undefined ? { positionSize } : {};
   const kind = reduce ? Object.assign({ reduce: true as const }, sized) : entry ? Object.assign({ entry: true as const }, sized) : {};
   const priceAs = givenAs.price;
-  const limitNamed = order.price !== undefined && priceAs !== undefined && LIMIT_PRICE_NAMES.has(priceAs) ? { limitPriceAs: priceAs } : {};
+  const limitNamed = order.price !== undefined && priceAs !== undefined && LIMIT_PRICE_NAMES.has(looseName(priceAs)) ? { limitPriceAs: priceAs } : {};
   return Object.assign({}, common, { kind: 'order' as const, order }, kind, limitNamed);
 }
 

@@ -137,8 +137,9 @@ describe('parseWebhookPayload actions and aliases', () => {
       ['targets', 'take-profit'], ['stopOffset', 'stop-loss'], ['stopDistance', 'stop-loss'], ['protectiveStop', 'stop-loss'], ['hard_stop', 'stop-loss'],
       ['exit_stop', 'stop-loss'], ['catastrophic_stop', 'stop-loss'], ['stop_market_price', 'stop-loss'], ['stop_limit', 'stop-loss'], ['stop_price_loss', 'stop-loss'],
       ['pt', 'take-profit'], ['tgt', 'take-profit'], ['take', 'take-profit'], ['limit_target', 'take-profit'], ['limit_price_tp', 'take-profit'], ['tp1', 'take-profit'],
-      // The stop's distance as risk (fuzz probe: ignored, the entry went out with no stop).
-      ['risk_ticks', 'stop-loss'], ['riskTicks', 'stop-loss'], ['risk_points', 'stop-loss'],
+      // The stop's distance as risk (fuzz probe, re-probe: ignored, the entry went out with no stop).
+      ['risk_ticks', 'stop-loss'], ['riskTicks', 'stop-loss'], ['risk_points', 'stop-loss'], ['risk_in_ticks', 'stop-loss'],
+      ['riskDistance', 'stop-loss'], ['risk_offset', 'stop-loss'], ['max_risk_ticks', 'stop-loss'],
     ] as const) {
       expect(refused({ [key]: 20 }), key).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringContaining(`${key}: not a field webhooks read; a ${leg} is`) });
     }
@@ -564,6 +565,10 @@ describe('every name the parser knows, pinned', () => {
     [{ action: 'buy', symbol: 'ES', qty: 1, type: 'limit', price: 3000 }, { type: 'limit', price: 3000 }],
     [{ action: 'buy', symbol: 'ES', qty: 1, ordType: 'Limit', limit_price: 3000 }, { type: 'limit', price: 3000 }],
     [{ action: 'buy', symbol: 'ES', qty: 1, type: 'limit', limit: 3000 }, { type: 'limit', price: 3000 }],
+    // Any case and separators (re-probe: OrderType, Type, order-type were unknown, and the limit filled at market).
+    [{ Action: 'buy', Symbol: 'ES', Qty: 1, OrderType: 'limit', Price: 3000 }, { side: 'buy', type: 'limit', price: 3000 }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, Type: 'limit', 'limit-price': 3000 }, { type: 'limit', price: 3000 }],
+    [{ action: 'buy', symbol: 'ES', qty: 1, 'order-type': 'LIMIT', LimitPrice: 3000 }, { type: 'limit', price: 3000 }],
     [{ action: 'buy', symbol: 'ES', qty: 1, tp: { ticks: 8 }, sl: 4990 }, { takeProfit: { ticks: 8 }, stopLoss: { price: 4990 } }],
     [{ action: 'buy', symbol: 'ES', qty: 1, takeProfit: 5010, stopLoss: { ticks: 4 } }, { takeProfit: { price: 5010 }, stopLoss: { ticks: 4 } }],
     [{ action: 'buy', symbol: 'ES', qty: 1, timeInForce: 'GTC' }, { timeInForce: 'gtc' }],
@@ -813,6 +818,8 @@ describe('completeOrder: exact answers', () => {
     const warnings: string[] = [];
     expect(completeOrder(plain.order, null, warnings, plain.limitPriceAs)).toMatchObject({ type: 'market', price: null });
     expect(warnings).toEqual(['price ignored for market orders']);
+    // FIX's OrdType code is not an order type here: refused, never read as market.
+    expect(thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, OrdType: '2', Price: 4990 }, NOW)).message).toBe("OrdType: '2' is not an order type: one of market, limit, stop, stop_limit");
     // An order type that is not one is refused under `type` too, never read as market.
     expect(thrown(() => parseWebhookPayload({ action: 'buy', symbol: 'ES', qty: 1, type: 'strategy' }, NOW)).message).toBe("type: 'strategy' is not an order type: one of market, limit, stop, stop_limit");
   });
