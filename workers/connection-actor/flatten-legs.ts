@@ -46,15 +46,19 @@ export async function keepFlattenLegs(ctx: ActorContext, accountId: string, work
   return kept;
 }
 
-/** The flatten that kept `kept` ended: they are owed no longer (those another cancel took over since stay its). */
-export function dropFlattenLegs(ctx: ActorContext, accountId: string, kept: readonly OwedLeg[]): void {
+/**
+ * The flatten that kept `kept` ended: they are owed no longer (those another cancel took over
+ * since stay its). Resolves once that is stored: the flatten answers after it, so a crash just
+ * after its answer does not find them and say it was cut short (re-probe).
+ */
+export async function dropFlattenLegs(ctx: ActorContext, accountId: string, kept: readonly OwedLeg[]): Promise<void> {
   let changed = false;
   for (const owed of kept) {
     if (ctx.owedLegs.get(owed.leg.orderId) !== owed) continue;
     ctx.owedLegs.delete(owed.leg.orderId);
     changed = true;
   }
-  if (changed) void ctx.keepOwedLegs?.(accountId);
+  if (changed) await ctx.keepOwedLegs?.(accountId);
 }
 
 /**
@@ -87,6 +91,12 @@ export async function restoreFlattenLegs(ctx: ActorContext, accountId: string, c
     if (!tp || !sl) {
       // One leg only (or none) cancelled: the rest is still working or filled; resumeOwedLegs settles each.
       for (const { flatten: _kept, ...owed } of cancelled) ctx.owedLegs.set(owed.leg.orderId, owed);
+      const first = cancelled[0]?.leg;
+      if (first) {
+        const net = ctx.model.netPosition(accountId, first.symbol);
+        const named = cancelled.map((o) => `${o.role} ${o.leg.orderId}`).join(' and ');
+        alert(first.orderId, `${cutShort}: ${named}, cancelled by it, ${net === 0 ? 'is not needed: the position is flat now' : 'goes back on the position it protected (the next alert says how); flatten again to close it'}`);
+      }
       continue;
     }
     const net = ctx.model.netPosition(accountId, tp.symbol);

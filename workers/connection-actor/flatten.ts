@@ -40,9 +40,10 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
   const closing = onActiveAccount(ctx, req.accountId, () => cancelAndLiquidate(ctx, req, account, forgotten, kept));
   // Before the flatten counts as over (sweeps place owed legs only then): the legs it kept against
   // a crash are dropped, and those it forgot are owed again where it left a position open.
-  const over = () => {
-    dropFlattenLegs(ctx, req.accountId, kept);
+  const over = async () => {
+    const dropped = dropFlattenLegs(ctx, req.accountId, kept);
     oweAgain(ctx, req.accountId, forgotten);
+    await dropped;
   };
   const running = tracked(ctx.flattening, req.accountId, closing.finally(over));
   const ended = () => {

@@ -45,6 +45,10 @@ export async function flattenAccount(
   }
   requireActive(owned);
   const productOnly = !!opts?.symbolOnly && symbol !== null && productNamed;
+  // What the flatten closes, for a caller following it past a timeout: the symbol only for a
+  // strategy's exit; otherwise it is a guard, and the whole account is closed (re-probe: a webhook
+  // close answered 504 was later said to have closed the account while NQ, not the ES named, was open).
+  const target = { symbol: opts?.symbolOnly ? symbol : null, product: productOnly };
   const result = await callActor(
     deps,
     ctx,
@@ -59,7 +63,7 @@ export async function flattenAccount(
     opts,
   ).catch((err: unknown) => {
     // The flatten goes on in the actor after the deadline: a caller may follow what it closes.
-    if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') opts?.onTimeout?.({ symbol, product: productOnly });
+    if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') opts?.onTimeout?.(target);
     throw err;
   });
   const positions = positionOutcomes(result.positions);
@@ -68,7 +72,7 @@ export async function flattenAccount(
   const failed = result.positions.filter((p) => p.status === 'failed');
   if (failed.length === 0) return view;
   const err = notFlat(view, failed);
-  if (err.code === 'BROKER_TIMEOUT') opts?.onTimeout?.({ symbol, product: productOnly });
+  if (err.code === 'BROKER_TIMEOUT') opts?.onTimeout?.(target);
   throw err;
 }
 

@@ -101,6 +101,9 @@ test('a killed worker: a pending order rejects promptly with BROKER_TIMEOUT (it 
   const slow = s.request(spec.connectionId, {
     type: 'place-order', accountId, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'limit', price: 4970, timeInForce: 'day', clOrdId: 'k2',
   }).catch((e: unknown) => e);
+  // Until the order is at the broker (held there): killed before the worker took it, it was never
+  // sent, and BROKER_UNAVAILABLE would be the right answer (seen now and then under load).
+  await new Promise((r) => setTimeout(r, 300));
   const t0 = Date.now();
   const reconnected = nextEvent(s, (e) => isStatus(spec.connectionId, 'CONNECTED')(e), 15_000);
   await s.workerOf(spec.connectionId)!.terminate();

@@ -164,6 +164,20 @@ describe('recent alerts of a token', () => {
       expect(await followUp()).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)' });
     });
 
+    it('a close naming a symbol (a guard: it closes the whole account) answered 504 is not "flat" while another contract is still held (re-probe: said flat with NQ open)', async () => {
+      w.gateway.responder.flatten = () => {
+        throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 2500 ms');
+      };
+      await expect(alert({ action: 'close', symbol: 'ES1!' })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      const nq = { accountId: '101', symbol: 'NQZ6', netQty: 1, avgPrice: 18000, openedAt: new Date(NOW.getTime() - 60_000).toISOString() };
+      w.gateway.responder.positions = () => [nq];
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(await followUp()).toBeUndefined();
+      w.gateway.responder.positions = () => [];
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(await followUp()).toMatchObject({ status: 200, detail: expect.stringMatching(/^flat after this alert was answered 504/) });
+    });
+
     it('a restart after an alert was answered 504 at the receiver’s deadline, before its outcome was known, says the outcome is unknown, once; not for one whose outcome came (it said "it goes on" for good)', async () => {
       let answer!: (v: unknown) => void;
       w.gateway.responder['place-order'] = () => new Promise((resolve) => (answer = resolve)) as never;
