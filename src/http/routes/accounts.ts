@@ -6,11 +6,12 @@ import type { AccountRecord } from '../../domain/orders.js';
 import { JSON_HEADERS } from '../respond.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { accountSchema, listOf, listQuerySchema, positionSchema, type ListQuery } from '../schemas.js';
-import { accountsSyncing, AUTH_ERRORS, BROKER_ERRORS, callActor, errors, ownedAccount, paginate, userAccounts, type RouteDeps } from './common.js';
+import { ACCOUNTS_START_GRACE_MS, accountsSyncing, AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, paginate, userAccounts, type RouteDeps } from './common.js';
 
 /** Account and position routes. */
 export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
-  const firstPages = new FirstPages(deps);
+  const graceUntil = nowOf(deps).getTime() + ACCOUNTS_START_GRACE_MS;
+  const firstPages = new FirstPages(deps, graceUntil);
   const list = defineRoute<undefined, ListQuery>({
     method: 'GET',
     path: '/accounts',
@@ -24,7 +25,7 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     handler(ctx) {
       const query = ctx.req.query;
       if (query.cursor === undefined && query.limit === undefined) return { status: 200, headers: JSON_HEADERS, body: firstPages.answer(ctx.auth.userId) };
-      const syncing = accountsSyncing(deps, ctx.auth.userId);
+      const syncing = accountsSyncing(deps, ctx.auth.userId, graceUntil);
       if (syncing) throw syncing;
       const accounts = userAccounts(deps, ctx.auth.userId).map((a) => a.account);
       return { status: 200, body: paginate(accounts, query, 'accounts') };
@@ -76,7 +77,10 @@ export function accountRoutes(deps: RouteDeps): RouteDef<any, any>[] {
 class FirstPages {
   private readonly byUser = new Map<string, { connections: readonly { id: string }[]; lists: AccountRecord[][]; body: string; someEmpty: boolean }>();
 
-  constructor(private readonly deps: RouteDeps) {}
+  constructor(
+    private readonly deps: RouteDeps,
+    private readonly graceUntil: number,
+  ) {}
 
   answer(userId: string): string {
     const connections = this.deps.store.connections.listByUser(userId);
@@ -84,13 +88,13 @@ class FirstPages {
     if (kept && kept.connections === connections && this.unchanged(kept.lists, connections)) {
       // A connection with no accounts yet may be one still getting them (its state changes without its list).
       if (!kept.someEmpty) return kept.body;
-      const syncing = accountsSyncing(this.deps, userId);
+      const syncing = accountsSyncing(this.deps, userId, this.graceUntil);
       if (syncing) throw syncing;
       return kept.body;
     }
     const lists = connections.map((c) => this.deps.gateway.accounts(c.id));
     const someEmpty = lists.some((l) => l.length === 0);
-    const syncing = someEmpty ? accountsSyncing(this.deps, userId) : undefined;
+    const syncing = someEmpty ? accountsSyncing(this.deps, userId, this.graceUntil) : undefined;
     if (syncing) throw syncing;
     const body = JSON.stringify(paginate(lists.flat(), undefined, 'accounts'));
     this.byUser.set(userId, { connections, lists, body, someEmpty });

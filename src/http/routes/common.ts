@@ -127,21 +127,29 @@ export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError
 
 /**
  * 503 while one of the user's connections is still on its first attempt to get its accounts
- * (starting, after a restart too): a list of accounts is not complete before (clients probe: 200
+ * (starting, after a restart too), or, until `startGraceUntil` (ACCOUNTS_START_GRACE_MS after the
+ * service started), still trying: a list of accounts is not complete before (clients probe: 200
  * `[]` right after a restart, a bot concluded the user had none). A connection that failed, is
- * disabled, or has failed an attempt (the broker unreachable: it retries, maybe for hours) before
- * it reported any does not hold the list back: its status says why (GET /connections). Held, the
- * list of every other connection was 503 for as long (fuzz probe).
+ * disabled, or has failed attempts past that (the broker unreachable: it retries, maybe for
+ * hours) before it reported any does not hold the list back: its status says why (GET
+ * /connections). Held, the list of every other connection was 503 for as long (fuzz probe).
  */
-export function accountsSyncing(deps: RouteDeps, userId: string): AppError | undefined {
+export function accountsSyncing(deps: RouteDeps, userId: string, startGraceUntil = 0): AppError | undefined {
+  // Just after a start a broker that is down fails the first attempt in a moment (connection
+  // refused): held for the start's grace all the same, or the list read 200 `[]` (re-probe).
+  const inGrace = startGraceUntil > 0 && nowOf(deps).getTime() < startGraceUntil;
   for (const conn of deps.store.connections.listByUser(userId)) {
     if (conn.disabled || deps.gateway.accounts(conn.id).length > 0) continue;
     const status = deps.gateway.status(conn.id);
-    if (!onFirstAttempt(status)) continue;
+    const trying = status === undefined || status.status === 'CONNECTING' || status.status === 'RECONNECTING';
+    if (!onFirstAttempt(status) && !(inGrace && trying)) continue;
     return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', { connectionId: conn.id, connectionStatus: status?.status ?? 'CONNECTING', ...(status?.detail !== undefined && { detail: status.detail }) }, 1);
   }
   return undefined;
 }
+
+/** How long after the service started the account list waits for a connection that cannot reach its broker yet (accountsSyncing). */
+export const ACCOUNTS_START_GRACE_MS = 30_000;
 
 /** An account id as brokers give them: a positive integer, written without leading zeros (`010000002` names none). */
 const ACCOUNT_ID = /^[1-9][0-9]{0,18}$/;
