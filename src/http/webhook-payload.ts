@@ -566,7 +566,8 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
   // An id JSON cannot carry exactly (a 64-bit snowflake, 1795836704356090881) reaches us rounded:
   // distinct alerts read as one, and all but the first were "repeats" (fuzz probe). Refused, to be quoted.
   if (typeof fields.id === 'number' && !Number.isSafeInteger(fields.id)) {
-    throw invalid('id', 'a number JSON cannot carry exactly (whole numbers up to 9007199254740991 only): send the id as a string, in quotes ("id": "{{...}}")');
+    const what = Number.isInteger(fields.id) ? 'a whole number too large for JSON to carry exactly (up to 9007199254740991 only)' : 'not a whole number';
+    throw invalid('id', `${what}: send the id as a string, in quotes ("id": "{{...}}")`);
   }
   const id = text(fields.id);
   const common: Common = { warnings, alertDelayMs: null, ...(id !== undefined ? { id } : {}) };

@@ -20,6 +20,9 @@ import type { ActorContext } from './context.js';
 import { restoredPairClOrdId, restoreLegPair } from './leg-pair.js';
 import { stopCoverage } from './stop-coverage.js';
 
+/** Sweeps a pair that could not be put back (not refused by the broker) is tried on. */
+const MAX_RESTORE_ATTEMPTS = 3;
+
 const isLeg = (o: OrderRecord): o is OrderRecord & { role: 'take_profit' | 'stop_loss' } => o.role === 'take_profit' || o.role === 'stop_loss';
 
 /** Whether `side` takes off a position of `net`. */
@@ -128,7 +131,13 @@ export async function restoreFlattenLegs(ctx: ActorContext, accountId: string, c
     } catch (err) {
       const why = err instanceof AppError ? String(err.extensions.brokerReason ?? err.message) : err instanceof Error ? err.message : String(err);
       ctx.logger.error({ err, accountId, entryId }, 'legs of a flatten cut short could not be placed again');
-      alert(tp.orderId, `${cutShort}: the ${tp.symbol} position ${position} is open without protective orders; placing its take_profit ${tp.orderId} and stop_loss ${sl.orderId} again failed (${why}): close or protect it`);
+      // Not refused by the broker (the connection lost meanwhile, a timeout): owed again, tried at the
+      // next sweep (a reconnect's snapshot), where a pair that did reach the broker is found by its clOrdId.
+      const tries = Math.max(...legs.map((o) => o.attempts)) + 1;
+      const retry = !(err instanceof AppError && err.code === 'BROKER_REJECTED') && tries < MAX_RESTORE_ATTEMPTS;
+      if (retry) for (const o of legs) ctx.owedLegs.set(o.leg.orderId, { ...o, attempts: tries });
+      const next = retry ? 'tried again once the connection is back' : 'close or protect it';
+      alert(tp.orderId, `${cutShort}: the ${tp.symbol} position ${position} is open without protective orders; placing its take_profit ${tp.orderId} and stop_loss ${sl.orderId} again failed (${why}): ${next}`);
     }
   }
   return true;
