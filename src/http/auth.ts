@@ -96,6 +96,13 @@ function sessionRateKey(principalId: string, method: string): string {
   return method === 'GET' ? `${principalId}|reads` : principalId;
 }
 
+/** A key's AuthContext, and its grant for each scope (null: refused, 403). */
+interface KeyGrants {
+  auth: AuthContext;
+  read: Authenticated | null;
+  trade: Authenticated | null;
+}
+
 /** Authenticates requests against the store; owns the per-IP failed-auth limiter. */
 export class Authenticator {
   readonly failures = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
@@ -105,8 +112,8 @@ export class Authenticator {
    * in, which session-auth throttles with counters of its own (per address and per name).
    */
   readonly refusedBodies = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
-  /** AuthContexts of the key views seen (keyAuth). */
-  private readonly keyAuths = new WeakMap<ApiKeyView, AuthContext>();
+  /** What the key views seen are granted (keyGrants). */
+  private readonly keyAuths = new WeakMap<ApiKeyView, KeyGrants>();
   /** When each credential's use was last recorded, by id (keys and webhook tokens apart). */
   private readonly touched = { key: new Map<string, number>(), webhook: new Map<string, number>() };
 
@@ -167,25 +174,29 @@ export class Authenticator {
       if (blocked) throw new AppError('RATE_LIMITED', 'Too many failed authentication attempts from this address', {}, blocked.retryAfterSeconds);
       throw this.fail(ip, now, new AppError('UNAUTHENTICATED', 'Send a valid API key in X-API-Key'));
     }
-    const granted = this.grant(scope, this.keyAuth(view), view.id);
+    const grants = this.keyGrants(view);
+    const granted = grants[scope];
+    if (granted === null) throw new ScopeRefused(scope, { auth: grants.auth, rateKey: view.id, bucket: 'key' });
     this.touch(view.id, now);
     return granted;
   }
 
   /**
-   * A key's AuthContext, built once per view: the store hands out the same view object until any
-   * process writes keys again (record-cache.ts), so a request with a known key builds nothing.
-   * Shared between requests: never changed after it is built.
+   * A key's AuthContext and what it is granted per scope, built once per view: the store hands out
+   * the same view object until any process writes keys again (record-cache.ts), so a request with
+   * a known key builds nothing. Shared between requests: never changed after they are built.
    */
-  private keyAuth(view: ApiKeyView): AuthContext {
-    let auth = this.keyAuths.get(view);
-    if (auth === undefined) {
+  private keyGrants(view: ApiKeyView): KeyGrants {
+    let grants = this.keyAuths.get(view);
+    if (grants === undefined) {
       const scopes = view.scopes.filter((s): s is Scope => s === 'read' || s === 'trade');
-      auth = { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' };
+      const auth: AuthContext = { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' };
       if (view.guards) auth.narrowing = view.guards;
-      this.keyAuths.set(view, auth);
+      const grant = (scope: Scope): Authenticated | null => (scopes.includes(scope) ? { auth, rateKey: view.id, bucket: 'key' } : null);
+      grants = { auth, read: grant('read'), trade: grant('trade') };
+      this.keyAuths.set(view, grants);
     }
-    return auth;
+    return grants;
   }
 
   private webhook(raw: string, now: number): Authenticated {

@@ -90,9 +90,11 @@ export class RecordCache {
    */
   knownIn<T>(space: string, key: string): T | undefined {
     const values = this.spaces.get(space);
-    if (values === undefined || !values.has(key)) return undefined;
+    const value = values?.get(key);
+    if (value === undefined) return undefined;
     this.check();
-    return this.spaces.get(space)?.get(key) as T | undefined;
+    // Emptied by the check (another write moved the generation): its spaces are new maps.
+    return this.spaces.get(space) === values ? (value as T) : undefined;
   }
 
   /** `get` in a named space: `load()`'s value for `key`, without building a `space:key` string per lookup. */
