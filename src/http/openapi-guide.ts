@@ -195,7 +195,9 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
         'Create a webhook token (POST /api/v1/webhook-tokens {accountId, name, strategyId?}); the answer holds the URL …/api/v1/webhooks/whk_<id>_<secret>. ' +
           'Paste it into the alert\'s Webhook URL and the template below into its Message. JSON sent as application/json or text/plain is accepted.',
         'Fields: action buy|sell|close|flat|flatten|exit (aliases long, short), symbol (alias ticker), qty (aliases quantity, contracts; numeric strings accepted), ' +
-          'orderType, price, stopPrice, takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), marketPosition (alias sentiment), marketPositionSize, id (dedupe key with the body, 24 h, per token: the same id with another body is another alert), time. ' +
+          'orderType (aliases type, ordType, order_type), price (aliases limitPrice, limit_price, limit: under these a limit price, 400 on a market or stop order; as price, ignored there with a warning), stopPrice, ' +
+          'takeProfit and stopLoss (one each: {price} or {ticks}, or a bare number = price), marketPosition (alias sentiment), marketPositionSize, id (dedupe key with the body, 24 h, per token: the same id with another body is another alert; a number must be whole and at most 9007199254740991, else quote it), time. ' +
+          'Every field but the legs is also read in any case and with or without _ or - (OrderType, order-type). ' +
           'Unknown fields are ignored and echoed in warnings, except a take-profit or stop-loss in another product\'s spelling (stop_loss, sl_pips, take_profit…) asking for a level: 400 on an order that may open a position, unless the alert gives that leg itself. ' +
           'More than one take-profit or stop-loss, trailing stops, breakeven or scale-outs → 400 on such an order; exits ignore them with a warning.',
         'close/flat/flatten/exit cancels every resting order and closes every position of the bound account (with symbol: 409 SYMBOL_MISMATCH when the account holds another symbol, or, flat, has working orders only in others; nothing cancelled or closed). ' +
