@@ -113,7 +113,7 @@ export class Authenticator {
    */
   readonly refusedBodies = new SlidingLogLimiter(FAILED_AUTH_PER_MIN);
   /** What the key views seen are granted (keyGrants). */
-  private readonly keyAuths = new WeakMap<ApiKeyView, KeyGrants>();
+  private readonly grantsByView = new WeakMap<ApiKeyView, KeyGrants>();
   /** When each credential's use was last recorded, by id (keys and webhook tokens apart). */
   private readonly touched = { key: new Map<string, number>(), webhook: new Map<string, number>() };
 
@@ -187,14 +187,14 @@ export class Authenticator {
    * a known key builds nothing. Shared between requests: never changed after they are built.
    */
   private keyGrants(view: ApiKeyView): KeyGrants {
-    let grants = this.keyAuths.get(view);
+    let grants = this.grantsByView.get(view);
     if (grants === undefined) {
       const scopes = view.scopes.filter((s): s is Scope => s === 'read' || s === 'trade');
       const auth: AuthContext = { userId: view.userId, principalId: view.id, scopes, kind: 'api-key' };
       if (view.guards) auth.narrowing = view.guards;
       const grant = (scope: Scope): Authenticated | null => (scopes.includes(scope) ? { auth, rateKey: view.id, bucket: 'key' } : null);
       grants = { auth, read: grant('read'), trade: grant('trade') };
-      this.keyAuths.set(view, grants);
+      this.grantsByView.set(view, grants);
     }
     return grants;
   }

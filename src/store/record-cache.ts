@@ -45,9 +45,6 @@ export class RecordCache {
   private checkedAt = -Infinity;
   /** This process has written cached records (settled() waits). */
   private wrote = false;
-  private readonly committed = (): void => {
-    this.checkedAt = -Infinity;
-  };
 
   constructor(
     private readonly meta: Database,
@@ -100,8 +97,7 @@ export class RecordCache {
   /** `get` in a named space: `load()`'s value for `key`, without building a `space:key` string per lookup. */
   getIn<T>(space: string, key: string, load: () => T): T {
     this.check();
-    let values = this.spaces.get(space);
-    if (values === undefined) this.spaces.set(space, (values = new Map()));
+    const values = this.space(space);
     if (values.has(key)) return values.get(key) as T;
     const value = load();
     values.set(key, value);
@@ -110,9 +106,13 @@ export class RecordCache {
 
   /** `set` in a named space; call right after a `peekIn` that missed. */
   setIn(space: string, key: string, value: unknown): void {
-    let values = this.spaces.get(space);
-    if (!values) this.spaces.set(space, (values = new Map()));
-    values.set(key, value);
+    this.space(space).set(key, value);
+  }
+
+  private space(name: string): Map<string, unknown> {
+    let values = this.spaces.get(name);
+    if (values === undefined) this.spaces.set(name, (values = new Map()));
+    return values;
   }
 
   /** Empties the cache when any process wrote cached records since it was filled. */
@@ -140,9 +140,9 @@ export class RecordCache {
   }
 
   /** A write of this process has committed (the store's `durable`): the next lookup reads the generation again. */
-  written(): void {
-    this.committed();
-  }
+  readonly written = (): void => {
+    this.checkedAt = -Infinity;
+  };
 
   /**
    * Resolves once every other process's cache has read the generation since this process's last
@@ -166,7 +166,7 @@ export class RecordCache {
         this.bump(sync);
         const result = write(...args);
         // Outside a transaction an async write answers a promise of its commit: read again after it.
-        if (result instanceof Promise) void result.then(this.committed, this.committed);
+        if (result instanceof Promise) void result.then(this.written, this.written);
         return result;
       };
     }

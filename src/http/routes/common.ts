@@ -118,8 +118,7 @@ export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError
     if (status?.status === 'FAILED') failed ??= connectionFailed(conn.id, status.detail, status.retryAt);
     else if (status?.status !== 'CONNECTED') {
       // Which connection, and why (a login that cannot reach the broker stays CONNECTING: fuzz probe).
-      const why = { connectionId: conn.id, connectionStatus: status?.status ?? 'CONNECTING', ...(status?.detail !== undefined && { detail: status.detail }) };
-      return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', why, 1);
+      return notConnectedYet(conn.id, status);
     }
   }
   return failed ?? disabled;
@@ -134,18 +133,24 @@ export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError
  * hours) before it reported any does not hold the list back: its status says why (GET
  * /connections). Held, the list of every other connection was 503 for as long (fuzz probe).
  */
-export function accountsSyncing(deps: RouteDeps, userId: string, startGraceUntil = 0): AppError | undefined {
+export function accountsSyncing(deps: RouteDeps, userId: string, startGraceUntil: number): AppError | undefined {
   // Just after a start a broker that is down fails the first attempt in a moment (connection
   // refused): held for the start's grace all the same, or the list read 200 `[]` (re-probe).
-  const inGrace = startGraceUntil > 0 && nowOf(deps).getTime() < startGraceUntil;
+  const inGrace = nowOf(deps).getTime() < startGraceUntil;
   for (const conn of deps.store.connections.listByUser(userId)) {
     if (conn.disabled || deps.gateway.accounts(conn.id).length > 0) continue;
     const status = deps.gateway.status(conn.id);
     const trying = status === undefined || status.status === 'CONNECTING' || status.status === 'RECONNECTING';
     if (!onFirstAttempt(status) && !(inGrace && trying)) continue;
-    return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', { connectionId: conn.id, connectionStatus: status?.status ?? 'CONNECTING', ...(status?.detail !== undefined && { detail: status.detail }) }, 1);
+    return notConnectedYet(conn.id, status);
   }
   return undefined;
+}
+
+/** 503 for a connection that has not reported its accounts yet: which one, and why (a login that cannot reach the broker stays CONNECTING: fuzz probe). */
+function notConnectedYet(connectionId: string, status: ReturnType<ActorGateway['status']>): AppError {
+  const why = { connectionId, connectionStatus: status?.status ?? 'CONNECTING', ...(status?.detail !== undefined && { detail: status.detail }) };
+  return new AppError('BROKER_UNAVAILABLE', 'Broker connection is not connected yet', why, 1);
 }
 
 /** How long after the service started the account list waits for a connection that cannot reach its broker yet (accountsSyncing). */
