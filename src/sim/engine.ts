@@ -5,6 +5,7 @@
  * MIT orders, trading sessions (no trading while closed, Day orders expire). Pure: every
  * mutation records `props` events in SimState, which the server takes and sends.
  */
+import type { IdMap } from '../domain/id-map.js';
 import { riskCheck, validateVersion, type CheckFailure } from './checks.js';
 import { roundToTick } from './contracts.js';
 import { decide, isTrailing } from './matching.js';
@@ -39,7 +40,7 @@ export class Engine {
   readonly positions: Positions;
   readonly book: OrderBook;
   /** Orders by id (final ones until archived). */
-  readonly orders: Map<number, OrderRec>;
+  readonly orders: IdMap<OrderRec>;
   /** Orders of each order strategy, entry first. */
   readonly strategyOrders: Map<number, OrderRec[]>;
   /** Accounts with fills since the last `takeFilledAccounts` (their equity moved). */

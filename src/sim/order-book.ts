@@ -4,6 +4,7 @@
  * close or a liquidation walks) and the bounded archive of final orders. Every index is updated
  * on status changes, so no operation scans every order.
  */
+import { IdMap } from '../domain/id-map.js';
 import type { SimState, Entity, EntityType } from './state.js';
 import type { BracketSpec } from './strategies.js';
 
@@ -52,14 +53,18 @@ export interface OrderRec {
   strategyBrackets?: BracketSpec[];
 }
 
-/** Orders by id plus the indexes the engine needs. */
+/**
+ * Orders by id plus the indexes the engine needs. What grows with the orders is kept by id in
+ * IdMaps, which never rehash all of their entries in one insert (id-map.ts).
+ */
 export class OrderBook {
-  readonly orders = new Map<number, OrderRec>();
+  readonly orders = new IdMap<OrderRec>();
   /** Orders of each order strategy, entry first. */
   readonly strategyOrders = new Map<number, OrderRec[]>();
-  private readonly working = new Map<number, Set<OrderRec>>();
-  private readonly live = new Set<OrderRec>();
-  private readonly liveByAccount = new Map<number, Set<OrderRec>>();
+  /** Working orders of each contract. */
+  private readonly working = new Map<number, IdMap<OrderRec>>();
+  private readonly live = new IdMap<OrderRec>();
+  private readonly liveByAccount = new Map<number, IdMap<OrderRec>>();
   private finalOrders: OrderRec[] = [];
   private finalHead = 0;
 
@@ -71,10 +76,10 @@ export class OrderBook {
   /** Registers a new (live) order. */
   add(rec: OrderRec): void {
     this.orders.set(rec.id, rec);
-    this.live.add(rec);
+    this.live.set(rec.id, rec);
     let mine = this.liveByAccount.get(rec.accountId);
-    if (!mine) this.liveByAccount.set(rec.accountId, (mine = new Set()));
-    mine.add(rec);
+    if (!mine) this.liveByAccount.set(rec.accountId, (mine = new IdMap()));
+    mine.set(rec.id, rec);
     if (rec.strategyId) {
       const list = this.strategyOrders.get(rec.strategyId) ?? [];
       list.push(rec);
@@ -85,19 +90,19 @@ export class OrderBook {
   /** Follows a status change: working set of the contract, live sets, archival once final. */
   statusChanged(rec: OrderRec, status: string, final: boolean): void {
     let set = this.working.get(rec.contractId);
-    if (!set) this.working.set(rec.contractId, (set = new Set()));
-    if (status === 'Working') set.add(rec);
-    else set.delete(rec);
+    if (!set) this.working.set(rec.contractId, (set = new IdMap()));
+    if (status === 'Working') set.set(rec.id, rec);
+    else set.delete(rec.id);
     if (!final) return;
-    this.live.delete(rec);
-    this.liveByAccount.get(rec.accountId)?.delete(rec);
+    this.live.delete(rec.id);
+    this.liveByAccount.get(rec.accountId)?.delete(rec.id);
     this.retire(rec);
   }
 
   /** Working orders of a contract (a copy: matching changes the set). */
   workingOf(contractId: number): OrderRec[] {
     const set = this.working.get(contractId);
-    return set && set.size > 0 ? [...set] : [];
+    return set && set.size > 0 ? [...set.values()] : [];
   }
 
   /** Contracts that have (or had) working orders. */
@@ -108,13 +113,13 @@ export class OrderBook {
   /** Live orders of an account, optionally of one contract. */
   liveOf(accountId: number, contractId?: number): OrderRec[] {
     const out: OrderRec[] = [];
-    for (const rec of this.liveByAccount.get(accountId) ?? []) if (contractId === undefined || rec.contractId === contractId) out.push(rec);
+    for (const rec of this.liveByAccount.get(accountId)?.values() ?? []) if (contractId === undefined || rec.contractId === contractId) out.push(rec);
     return out;
   }
 
   /** Every live order (a copy). */
   allLive(): OrderRec[] {
-    return [...this.live];
+    return [...this.live.values()];
   }
 
   /** Keeps at most `retainFinalOrders` final orders; older ones and their entities are archived. */

@@ -3,6 +3,7 @@
  * one increasing id sequence, and the buffer of `props` events produced by each mutation.
  * Pure: no I/O, no timers; time comes from an injected clock.
  */
+import { IdMap } from '../domain/id-map.js';
 import { ContractRegistry } from './contracts.js';
 import { PriceBook } from './prices.js';
 import { TradingCalendar, type SessionMode, type SessionState, type TradeDate } from './sessions.js';
@@ -90,7 +91,8 @@ export class SimState {
   readonly users = new Map<number, SimUser>();
   readonly usersByName = new Map<string, SimUser>();
   readonly accounts = new Map<number, AccountState>();
-  private readonly tables = new Map<EntityType, Map<number, Stored>>(ENTITY_TYPES.map((t) => [t, new Map()]));
+  /** Entities by type and id (IdMaps: tables that grow in step must not rehash all at once, id-map.ts). */
+  private readonly tables = new Map<EntityType, IdMap<Stored>>(ENTITY_TYPES.map((t) => [t, new IdMap()]));
   private events: SimEvent[] = [];
   private nextId = 10_000_001;
   private timeMs = Number.NaN;

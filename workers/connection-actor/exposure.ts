@@ -10,6 +10,7 @@
  */
 import type { Entity, Mirror, MirrorChange } from '../../src/broker/tradovate/mirror.js';
 import { exposureOf, type ContractExposure } from '../../src/domain/guards.js';
+import { IdMap, IdSet } from '../../src/domain/id-map.js';
 
 interface Book extends ContractExposure {
   exposure: number;
@@ -20,12 +21,17 @@ interface AccountBook {
   total: number;
 }
 
+/** What names an order's group: its OCO pair, its parent (bracket legs), or the order itself. */
+type GroupKind = 'oco' | 'parent' | 'own';
+
 interface Slot {
   accountId: string;
   contractId: number;
   side: 'buy' | 'sell';
   qty: number;
-  group: string;
+  /** The group is `groups[kind].get(group)`. */
+  kind: GroupKind;
+  group: number;
 }
 
 interface Group {
@@ -58,15 +64,17 @@ export function latestPositions(mirror: Mirror): Entity[] {
 /** Live exposure of one connection's accounts. */
 export class Exposure {
   private readonly accounts = new Map<string, AccountBook>();
-  private readonly slots = new Map<number, Slot>();
-  private readonly groups = new Map<string, Group>();
-  private readonly filled = new Map<number, number>();
-  private readonly seenFills = new Set<number>();
+  // By order id (IdMap: these grow with every order and must not rehash all at once).
+  private readonly slots = new IdMap<Slot>();
+  /** Groups by kind, then by the id that names them. */
+  private readonly groups: Readonly<Record<GroupKind, IdMap<Group>>> = { oco: new IdMap(), parent: new IdMap(), own: new IdMap() };
+  private readonly filled = new IdMap<number>();
+  private readonly seenFills = new IdSet();
   /** Fills that arrived before their order (the account is on the order). */
-  private readonly orphans = new Map<number, Entity[]>();
+  private readonly orphans = new IdMap<Entity[]>();
   private readonly names = new Map<string, number>();
   private readonly holds = new Set<HeldOrder>();
-  private readonly bound = new Map<number, HeldOrder>();
+  private readonly bound = new IdMap<HeldOrder>();
 
   constructor(private readonly mirror: Mirror) {
     mirror.onChange((change) => this.apply(change));
@@ -192,8 +200,9 @@ export class Exposure {
     const qty = GONE.has(status) || status === 'Suspended' ? 0 : remaining;
     const oco = Number(o.ocoId ?? 0);
     const parent = Number(o.parentId ?? 0);
-    const group = oco ? `oco:${Math.min(oco, orderId)}` : parent ? `p:${parent}` : `o:${orderId}`;
-    this.place(orderId, { accountId: String(o.accountId), contractId: Number(o.contractId), side: o.action === 'Sell' ? 'sell' : 'buy', qty, group });
+    const kind: GroupKind = oco ? 'oco' : parent ? 'parent' : 'own';
+    const group = oco ? Math.min(oco, orderId) : parent || orderId;
+    this.place(orderId, { accountId: String(o.accountId), contractId: Number(o.contractId), side: o.action === 'Sell' ? 'sell' : 'buy', qty, kind, group });
     const h = this.bound.get(orderId);
     if (h && this.reported(orderId)) this.endHold(h);
   }
@@ -207,23 +216,23 @@ export class Exposure {
   private place(orderId: number, slot: Slot | null): void {
     const prev = this.slots.get(orderId);
     if (prev) {
-      const g = this.groups.get(prev.group)!;
+      const g = this.groups[prev.kind].get(prev.group)!;
       g.members.delete(orderId);
-      this.regroup(prev.group, g, prev);
+      this.regroup(g, prev);
     }
     if (!slot || slot.qty === 0) {
       this.slots.delete(orderId);
       return;
     }
     this.slots.set(orderId, slot);
-    let g = this.groups.get(slot.group);
-    if (!g) this.groups.set(slot.group, (g = { members: new Map(), buy: 0, sell: 0 }));
+    let g = this.groups[slot.kind].get(slot.group);
+    if (!g) this.groups[slot.kind].set(slot.group, (g = { members: new Map(), buy: 0, sell: 0 }));
     g.members.set(orderId, slot);
-    this.regroup(slot.group, g, slot);
+    this.regroup(g, slot);
   }
 
   /** A one-cancels-other group fills at most its largest member on each side. */
-  private regroup(key: string, g: Group, where: Slot): void {
+  private regroup(g: Group, where: Slot): void {
     let buy = 0;
     let sell = 0;
     for (const m of g.members.values()) {
@@ -234,14 +243,14 @@ export class Exposure {
     this.adjust(where.accountId, where.contractId, 'sell', sell - g.sell);
     g.buy = buy;
     g.sell = sell;
-    if (g.members.size === 0) this.groups.delete(key);
+    if (g.members.size === 0) this.groups[where.kind].delete(where.group);
   }
 
   /** Rebuilds from a fresh snapshot: positions as reported, then every live order; holds carry over. */
   private rebuild(): void {
     this.accounts.clear();
     this.slots.clear();
-    this.groups.clear();
+    for (const groups of Object.values(this.groups)) groups.clear();
     this.filled.clear();
     this.seenFills.clear();
     this.orphans.clear();

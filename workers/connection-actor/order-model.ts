@@ -7,6 +7,7 @@
 import type { Entity, Mirror } from '../../src/broker/tradovate/mirror.js';
 import { AppError } from '../../src/domain/problems.js';
 import { contractName, statusOf, toOrderRecord, type OrderNote } from '../../src/broker/tradovate/order-records.js';
+import { IdMap, IdSet } from '../../src/domain/id-map.js';
 import { pairTrades, type FillInput } from '../../src/domain/trades.js';
 import { FINAL_STATUSES, parseOrderId, type AccountRecord, type ClosedTrade, type OrderRecord, type PositionRecord } from '../../src/domain/orders.js';
 import type { ConnectionSpec } from '../../src/domain/connections.js';
@@ -20,7 +21,8 @@ let pageVersions = 0;
 
 /** The order model over one connection's mirror. */
 export class OrderModel {
-  private readonly notes = new Map<number, OrderNote>();
+  /** By order id (an IdMap: it grows with every order placed, and must not rehash all of them at once). */
+  private readonly notes = new IdMap<OrderNote>();
   /** The notes of any order, for records of legs the broker created on its own. */
   private readonly noteById = (orderId: number): OrderNote | undefined => this.notes.get(orderId);
   private readonly known = new Map<string, AccountRecord>();
@@ -29,7 +31,7 @@ export class OrderModel {
    * Orders whose broker status is not final, per account: a read walks these, not the
    * account's whole history (which only grows). Kept by the mirror's change feed.
    */
-  private readonly live = new Map<number, Set<number>>();
+  private readonly live = new Map<number, IdSet>();
   /** Working orders of an account as JSON texts, one per record, until anything changes. */
   /** Working orders serialized once per change, oldest first, with their ids (for `after`). */
   private readonly pages = new Map<string, { texts: string[]; ids: number[] }>();
@@ -74,7 +76,7 @@ export class OrderModel {
     const account = Number(order.accountId);
     let set = this.live.get(account);
     if (!deleted && !FINAL_STATUSES.has(statusOf(order.ordStatus, 0))) {
-      if (!set) this.live.set(account, (set = new Set()));
+      if (!set) this.live.set(account, (set = new IdSet()));
       set.add(order.id);
     } else set?.delete(order.id);
   }

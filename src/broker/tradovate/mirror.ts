@@ -4,6 +4,8 @@
  * order across entity types (a fill may arrive before its order); readers join on demand.
  */
 
+import { IdMap, IdSet } from '../../domain/id-map.js';
+
 /** A broker entity as sent by `<entityType>/item` or a props event. */
 export type Entity = Record<string, unknown> & { id: number };
 
@@ -62,26 +64,55 @@ const INDEXED: Record<string, string[]> = {
  * The ids filed under one index value. Most values name one entity (an order's versions, a
  * command's reports, a clOrdId): those hold the id itself, and only a value shared by several
  * entities gets a Set. A Set per value was ~20 small objects per bracket order in the actor's heap.
+ * A value that names thousands (an account's orders) moves to an IdSet, which never rehashes
+ * all of them at once (id-map.ts).
  */
-type Ids = number | Set<number>;
+type Ids = number | Set<number> | IdSet;
+
+/** Ids of one value past which its Set becomes an IdSet. */
+const LARGE_IDS = 2048;
+
+/**
+ * Field value → ids. Numeric values (order, command and account ids) are kept in an IdMap,
+ * others (clOrdIds, uuids) in a Map.
+ */
+class IndexValues {
+  private readonly numbers = new IdMap<Ids>();
+  private readonly others = new Map<unknown, Ids>();
+
+  get(value: unknown): Ids | undefined {
+    return typeof value === 'number' ? this.numbers.get(value) : this.others.get(value);
+  }
+
+  set(value: unknown, ids: Ids): void {
+    if (typeof value === 'number') this.numbers.set(value, ids);
+    else this.others.set(value, ids);
+  }
+
+  delete(value: unknown): void {
+    if (typeof value === 'number') this.numbers.delete(value);
+    else this.others.delete(value);
+  }
+}
 
 /** One secondary index of an entity type: field value → ids. */
 interface FieldIndex {
   field: string;
-  values: Map<unknown, Ids>;
+  values: IndexValues;
 }
 
 const NO_INDEXES: readonly FieldIndex[] = [];
 
-function addId(values: Map<unknown, Ids>, value: unknown, id: number): void {
+function addId(values: IndexValues, value: unknown, id: number): void {
   const ids = values.get(value);
   if (ids === undefined) values.set(value, id);
   else if (typeof ids === 'number') {
     if (ids !== id) values.set(value, new Set([ids, id]));
-  } else ids.add(id);
+  } else if (ids instanceof Set && ids.size >= LARGE_IDS) values.set(value, new IdSet(ids).add(id));
+  else ids.add(id);
 }
 
-function removeId(values: Map<unknown, Ids>, value: unknown, id: number): void {
+function removeId(values: IndexValues, value: unknown, id: number): void {
   const ids = values.get(value);
   if (ids === undefined) return;
   if (typeof ids === 'number') {
@@ -103,7 +134,8 @@ const MAX_JOURNAL = 50_000;
 
 /** Entity store with per-field indexes and change listeners. */
 export class Mirror {
-  private readonly tables = new Map<string, Map<number, Entity>>();
+  /** Entity type → entities by id (IdMap: tables that grow in step never rehash together). */
+  private readonly tables = new Map<string, IdMap<Entity>>();
   /** Entity type → its secondary indexes (INDEXED), made at the type's first entity. */
   private readonly indexes = new Map<string, FieldIndex[]>();
   private readonly listeners = new Set<Listener>();
@@ -112,9 +144,9 @@ export class Mirror {
   /** Events applied since `expectSnapshot`, replayed over the snapshot when it arrives. */
   private journal: Array<[string, string, unknown]> | undefined;
 
-  private table(type: string): Map<number, Entity> {
+  private table(type: string): IdMap<Entity> {
     let t = this.tables.get(type);
-    if (!t) this.tables.set(type, (t = new Map()));
+    if (!t) this.tables.set(type, (t = new IdMap()));
     return t;
   }
 
@@ -123,7 +155,7 @@ export class Mirror {
     if (!list) {
       const fields = INDEXED[type];
       if (!fields) return NO_INDEXES;
-      this.indexes.set(type, (list = fields.map((field) => ({ field, values: new Map<unknown, Ids>() }))));
+      this.indexes.set(type, (list = fields.map((field) => ({ field, values: new IndexValues() }))));
     }
     return list;
   }
