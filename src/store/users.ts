@@ -24,10 +24,11 @@ export interface UserStore {
   /** Creates a user; CONFLICT when the name is taken, VALIDATION_FAILED when it is malformed. */
   create(input: { name: string; password?: string }): Promise<User>;
   byId(id: string): User | undefined;
+  /** The user of this name, in any case (names are unique regardless of case). */
   byName(name: string): User | undefined;
   /** Every user, oldest first. */
   list(): User[];
-  /** The user when the password matches; null otherwise (also for unknown names and users without a password). */
+  /** The user when the password matches; null otherwise (also for unknown names and users without a password). The name may be in any case. */
   verifyPassword(name: string, password: string): Promise<User | null>;
   /** Sets or replaces a user's password and ends the user's sessions; NOT_FOUND for an unknown id. */
   setPassword(userId: string, password: string): Promise<void>;
@@ -91,6 +92,13 @@ export async function passwordMatches(row: UserRow | undefined, password: string
 export function createUserStore(ctx: StoreContext, hooks: { onPasswordChanged?: (userId: string) => Promise<unknown> } = {}): UserStore {
   const { users, userNames } = ctx.dbs;
   const row = rowReader<UserRow>(users);
+  /** The id of the user named `name` in any case (attack probe: `DEMO` was refused the password of `demo`, whose name it could not take). */
+  const idOf = (name: string): string | undefined => {
+    const exact = userNames.get(name);
+    if (exact !== undefined || !USER_NAME_PATTERN.test(name)) return exact;
+    const same = sameNameIgnoringCase(userNames.getKeys() as Iterable<string>, name);
+    return same === undefined ? undefined : userNames.get(same);
+  };
 
   return {
     async create(input) {
@@ -119,7 +127,7 @@ export function createUserStore(ctx: StoreContext, hooks: { onPasswordChanged?: 
     },
 
     byName(name) {
-      const id = userNames.get(name);
+      const id = idOf(name);
       const r = id === undefined ? undefined : row(id);
       return r && userView(r);
     },
@@ -131,7 +139,7 @@ export function createUserStore(ctx: StoreContext, hooks: { onPasswordChanged?: 
     },
 
     async verifyPassword(name, password) {
-      const id = userNames.get(name);
+      const id = idOf(name);
       return passwordMatches(id === undefined ? undefined : row(id), password);
     },
 

@@ -45,7 +45,12 @@ export function createNatsUserStore(ctx: NatsStoreContext, hooks: { onPasswordCh
     const key = keyById.get(id);
     return key === undefined ? undefined : mirror.get<UserRow>(key);
   };
-  const byName = (name: string): UserRow | undefined => (USER_NAME_PATTERN.test(name) ? mirror.get<UserRow>(keyOf(name)) : undefined);
+  /** The user named `name` in any case (names are unique regardless of case). */
+  const byName = (name: string): UserRow | undefined => {
+    if (!USER_NAME_PATTERN.test(name)) return undefined;
+    const folded = name.toLowerCase();
+    return mirror.get<UserRow>(keyOf(name)) ?? mirror.values<UserRow>('user.').find((u) => u.name.toLowerCase() === folded);
+  };
 
   return {
     async create(input) {

@@ -43,6 +43,16 @@ describe('users', () => {
     expect(await t.store.users.verifyPassword('nopass', '')).toBeNull();
   });
 
+  it('finds a user by name in any case, as names are unique regardless of case (attack probe: DEMO was refused the password of demo)', async () => {
+    const u = await t.store.users.create({ name: 'Alice', password: 'right' });
+    expect(t.store.users.byName('alice')).toEqual(u);
+    expect(t.store.users.byName('ALICE')).toEqual(u);
+    expect(await t.store.users.verifyPassword('aLiCe', 'right')).toEqual(u);
+    expect(await t.store.users.verifyPassword('alice', 'wrong')).toBeNull();
+    expect(t.store.users.byName('alic')).toBeUndefined();
+    expect(t.store.users.byName('al ice')).toBeUndefined();
+  });
+
   it('no password holds a NUL: scrypt ignores trailing ones, so twelve NULs signed in as an empty password and "abc" + nine NULs as "abc" (fuzz probe)', async () => {
     await expect(t.store.users.create({ name: 'nul', password: '\0'.repeat(12) })).rejects.toMatchObject({ code: 'VALIDATION_FAILED', message: 'password must not contain NUL (U+0000)' });
     const u = await t.store.users.create({ name: 'alice', password: 'abc' });
