@@ -7,15 +7,29 @@
  * Past it the answer is 429 RATE_LIMITED with Retry-After: a rate, so waiting helps. One login
  * in flight at a time is the route's other rule: only a FAILED (or never started) connection
  * is reconnected, and a restarted one is CONNECTING until its login is answered.
+ *
+ * Adding a connection is a login too, and deleting and adding again gave each attempt a fresh
+ * connection id (attack probe: eight logins as someone else's username in 3.5 s). So an add also
+ * takes the user's turn with its broker login, one per interval whichever of the user's
+ * connections logs in as it (a PATCH or reconnect of that login starts the interval too), and
+ * one of the user's ADDS_PER_USER per ADD_WINDOW_MS, which bounds how many usernames one user
+ * can try. (Users of the service are people its operator added: logins are counted per user.)
  */
 import { AppError } from '../domain/problems.js';
+import { SlidingLogLimiter } from './rate-limit.js';
+
+/** Connections to a real broker one user may add per ADD_WINDOW_MS. */
+export const ADDS_PER_USER = 10;
+export const ADD_WINDOW_MS = 10 * 60_000;
 
 /** Entries older than the interval are dropped once the map grows past this. */
 const PRUNE_AT = 1024;
 
-/** The last manual restart of each connection. */
+/** The last manual restart of each connection, the last login by hand of each user's broker logins, and each user's adds. */
 export class ReconnectThrottle {
   private readonly last = new Map<string, number>();
+  private readonly lastLogin = new Map<string, number>();
+  private readonly adds = new SlidingLogLimiter(ADDS_PER_USER, ADD_WINDOW_MS);
 
   constructor(
     private readonly intervalMs: number,
@@ -40,8 +54,42 @@ export class ReconnectThrottle {
 
   /** Records a restart that is not refused (new credentials) so the next manual reconnect waits for it. */
   note(connectionId: string, now = this.clock()): void {
-    this.last.set(connectionId, now);
-    if (this.last.size <= PRUNE_AT) return;
-    for (const [id, at] of this.last) if (now - at >= this.intervalMs) this.last.delete(id);
+    this.remember(this.last, connectionId, now);
+  }
+
+  /**
+   * Takes the turn of an add: the user's with its broker login (`login`, brokerLoginKey) and one
+   * of the user's adds; or throws RATE_LIMITED with the seconds until it is due, taking neither.
+   */
+  takeAdd(userId: string, login: string): void {
+    const now = this.clock();
+    const key = `${userId}\n${login}`;
+    const prev = this.lastLogin.get(key);
+    if (prev !== undefined && now - prev < this.intervalMs) {
+      throw new AppError(
+        'RATE_LIMITED',
+        `This broker login was used by hand ${Math.floor((now - prev) / 1000)} s ago; one login by hand per ${this.intervalMs / 1000} s (RECONNECT_MIN_INTERVAL_S), however its connections are added, changed or removed`,
+        { limit: 'broker-login' },
+        Math.max(1, Math.ceil((prev + this.intervalMs - now) / 1000)),
+      );
+    }
+    const many = this.adds.isExhausted(userId, now);
+    if (many) {
+      throw new AppError('RATE_LIMITED', `At most ${ADDS_PER_USER} broker connections are added per user in ${ADD_WINDOW_MS / 60_000} minutes: each is a broker login`, { limit: 'connection-adds' }, many.retryAfterSeconds);
+    }
+    this.adds.hit(userId, now);
+    this.remember(this.lastLogin, key, now);
+  }
+
+  /** Records the user's login by hand as `login` (a reconnect or new credentials), so an add of it waits for the interval. */
+  noteLogin(userId: string, login: string, now = this.clock()): void {
+    this.remember(this.lastLogin, `${userId}\n${login}`, now);
+  }
+
+  private remember(map: Map<string, number>, key: string, now: number): void {
+    map.set(key, now);
+    if (map.size <= PRUNE_AT) return;
+    for (const [k, at] of map) if (now - at >= this.intervalMs) map.delete(k);
+    this.adds.sweep(now);
   }
 }

@@ -35,10 +35,12 @@ export function brokerConnectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     summary: 'Add a Tradovate connection (demo or live); its status follows on the health stream',
     description:
       'The password (and API secret) are stored sealed and used only by the connection actor. The answer is CONNECTING: watch the health stream for CONNECTED, AUTH_EXPIRED or FAILED. ' +
-      'One connection per broker login: a username (any case) that another of your connections already logs in as, in the same environment, is 409 CONFLICT naming it (`connectionId`).',
+      'One connection per broker login: a username (any case) that another of your connections already logs in as, in the same environment, is 409 CONFLICT naming it (`connectionId`). ' +
+      'Each add is a broker login: a login added, changed (PATCH) or reconnected by hand less than RECONNECT_MIN_INTERVAL_S ago, however its connections were removed and added, ' +
+      'and more than 10 adds by one user in 10 minutes, are 429 RATE_LIMITED with Retry-After (brokers lock a login out after repeated failures).',
     tags: ['connections'],
     body: createTradovateBodySchema,
-    responses: [{ status: 201, description: 'The new connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'CONFLICT', 'QUOTA_EXCEEDED', 'ACTOR_LIMIT_REACHED')],
+    responses: [{ status: 201, description: 'The new connection', schema: connectionSchema }, ...errors('VALIDATION_FAILED', ...AUTH_ERRORS, 'CONFLICT', 'QUOTA_EXCEEDED', 'ACTOR_LIMIT_REACHED', 'RATE_LIMITED')],
     async handler(ctx) {
       refuseNarrowedKey(ctx.auth, 'add connections');
       const b = ctx.req.body;

@@ -41,9 +41,7 @@ export function connectionView(deps: RouteDeps, record: ConnectionRecord) {
 
 /** Connection routes. */
 export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
-  // Made at first use: building the route table reads no dependency.
-  let made: ReconnectThrottle | undefined;
-  const throttle = (): ReconnectThrottle => (made ??= new ReconnectThrottle(deps.config.reconnectMinIntervalS * 1000, deps.now ? () => deps.now!().getTime() : Date.now));
+  const throttle = (): ReconnectThrottle => manualLogins(deps);
   const list = defineRoute<undefined, ListQuery>({
     method: 'GET',
     path: '/connections',
@@ -166,7 +164,10 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       // (security probes: each PATCH was a login, for any username: ten in 3 s, and Tradovate locks
       // a login out for an hour on too many; someone else's username could be locked out that way).
       const unchanged = credentials !== undefined && sameCredentials(stored!, credentials);
-      if (credentials && !current.disabled) throttle().take(id);
+      if (credentials && !current.disabled) {
+        throttle().take(id);
+        throttle().noteLogin(userId, brokerLoginKey({ ...current, name: credentials.name }));
+      }
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && !unchanged && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       // A login by hand: in a cluster the owner throttles it too, so two nodes asked at once log in once.
@@ -203,7 +204,9 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       }
       // Taken before the first await: concurrent reconnects cannot both pass.
       throttle().take(record.id);
-      await restart(record, deps.store.connections.credentials(record.id), true);
+      const credentials = deps.store.connections.credentials(record.id);
+      throttle().noteLogin(ctx.auth.userId, brokerLoginKey({ ...record, name: credentials.name }));
+      await restart(record, credentials, true);
       journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true, started: !live });
       return { status: 202, body: connectionView(deps, record) };
     },
@@ -258,6 +261,8 @@ export async function startConnection(
   // Taken before the first await: two concurrent adds of one login cannot both pass.
   const starting = `${userId}\n${brokerLoginKey(brokerLogin)}`;
   if (loginsStarting.has(starting)) throw new AppError('CONFLICT', `A connection for this ${input.broker} ${input.environment} user is being added: one connection per broker login`);
+  // A real broker's login by hand (reconnect-throttle.ts); the paper broker's are ours.
+  if (input.broker === 'tradovate') manualLogins(deps).takeAdd(userId, brokerLoginKey(brokerLogin));
   loginsStarting.add(starting);
   return gate.create(userId, 'connections', () =>
     gate.actor(async () => {
@@ -275,6 +280,15 @@ export async function startConnection(
       }
     }),
   ).finally(() => loginsStarting.delete(starting));
+}
+
+const throttles = new WeakMap<RouteDeps, ReconnectThrottle>();
+
+/** The throttle of broker logins by hand of these routes (one per route table, made at first use). */
+function manualLogins(deps: RouteDeps): ReconnectThrottle {
+  let throttle = throttles.get(deps);
+  if (!throttle) throttles.set(deps, (throttle = new ReconnectThrottle(deps.config.reconnectMinIntervalS * 1000, deps.now ? () => deps.now!().getTime() : Date.now)));
+  return throttle;
 }
 
 /** Broker logins (`userId` + brokerLoginKey) whose connection is being added. */

@@ -95,3 +95,35 @@ describe('DELETE /connections/:id', () => {
     expect(w.store.connections.getForUser(w.a.userId, w.a.connectionId)).toBeUndefined();
   });
 });
+
+describe('adds are broker logins (attack probe: delete and add again logged in as someone else eight times in 3.5 s)', () => {
+  const add = (username: string) => call(w, 'POST', '/connections/tradovate', { userId: w.a.userId, body: { environment: 'demo', username, password: 'guess' } });
+  const remove = (res: { body?: unknown }) => call(w, 'DELETE', '/connections/:id', { userId: w.a.userId, params: { id: (res.body as { id: string }).id } });
+
+  it('a login removed and added again within RECONNECT_MIN_INTERVAL_S is 429 RATE_LIMITED with Retry-After, and starts nothing', async () => {
+    const first = await add('victim');
+    expect(first.status).toBe(201);
+    expect((await remove(first)).status).toBe(204);
+    const started = w.gateway.added.length;
+    const err = await callError(w, 'POST', '/connections/tradovate', { userId: w.a.userId, body: { environment: 'demo', username: 'VICTIM', password: 'guess2' } });
+    expect(err).toMatchObject({ code: 'RATE_LIMITED', status: 429, extensions: { limit: 'broker-login' } });
+    expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect(w.gateway.added.length).toBe(started);
+    expect(w.store.connections.listByUser(w.a.userId).filter((c) => c.broker === 'tradovate')).toHaveLength(0);
+    // Another user's add of that login is theirs to make.
+    expect((await call(w, 'POST', '/connections/tradovate', { userId: w.b.userId, body: { environment: 'demo', username: 'victim', password: 'pw' } })).status).toBe(201);
+  });
+
+  it('a user adds at most 10 broker connections in 10 minutes, whatever the usernames', async () => {
+    for (let i = 0; i < 10; i++) {
+      const res = await add(`user${i}`);
+      expect(res.status).toBe(201);
+      await remove(res);
+    }
+    expect(await callError(w, 'POST', '/connections/tradovate', { userId: w.a.userId, body: { environment: 'demo', username: 'user10', password: 'p' } })).toMatchObject({
+      code: 'RATE_LIMITED',
+      extensions: { limit: 'connection-adds' },
+    });
+    expect((await call(w, 'POST', '/connections/tradovate', { userId: w.b.userId, body: { environment: 'demo', username: 'user10', password: 'p' } })).status).toBe(201);
+  });
+});
