@@ -24,7 +24,7 @@ import type { ServiceMetrics } from './metrics.js';
 import { rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.js';
 import { repeatedHeaderError } from './request-head.js';
 import { appErrorReply, problemReply, routeResponseReply, type Reply, type ResponseHandle } from './respond.js';
-import type { AuthContext, RouteContext, RouteDef, RouteRequest, RouteResponse, Timing } from './route-types.js';
+import { GoesOnError, type AuthContext, type RouteContext, type RouteDef, type RouteRequest, type RouteResponse, type Timing } from './route-types.js';
 import { stripApiPrefix, type Router } from './router.js';
 
 /** One request as the pipeline sees it: copied out of uWS's short-lived `req`, filled in by the stages. */
@@ -67,6 +67,8 @@ export interface Exchange {
 /** How a request ends early: its answer, whether to close the connection after it, what went wrong. */
 export interface Stop {
   reply: Reply;
+  /** Stored under the request's idempotency key instead of `reply` (GoesOnError). */
+  stored?: Reply;
   closeConnection?: boolean;
   error?: unknown;
 }
@@ -464,6 +466,7 @@ function answered(r: RouteResponse): Stop {
 function handlerFailed(ex: Exchange, err: unknown): Stop {
   // Withdrawn before it reached the actor (callActor): the same as not started.
   if (err instanceof RequestNotSentError) return notStarted(ex);
+  if (err instanceof GoesOnError) return { reply: appErrorReply(keylessAdvice(ex, err)), stored: appErrorReply(err.repeat), error: err };
   return { reply: err instanceof AppError ? appErrorReply(keylessAdvice(ex, err)) : internalReply(ex), error: err };
 }
 
@@ -529,9 +532,10 @@ export function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): Promis
   if (!ticket) return sendStage(deps, ex, stop);
   return (async () => {
     const t = performance.now();
-    const unstored = await commit(deps, ex, ticket, stop.reply);
+    const unstored = await commit(deps, ex, ticket, stop.stored ?? stop.reply);
     if (ex.stageMs) ex.stageMs.idem = (ex.stageMs.idem ?? 0) + performance.now() - t;
-    sendStage(deps, ex, unstored ? { reply: unstored } : stop);
+    // A request that goes on is answered as such whether or not its repeat's answer was stored.
+    sendStage(deps, ex, unstored && !stop.stored ? { reply: unstored } : stop);
   })();
 }
 

@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import type { Scope } from '../domain/connections.js';
 import type { Logger } from '../log.js';
 import type { GuardNarrowing } from '../domain/guards.js';
-import type { AppError, ProblemCode } from '../domain/problems.js';
+import { AppError, type ProblemCode } from '../domain/problems.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -73,6 +73,21 @@ export interface RouteContext<B = unknown, Q = unknown> {
   idempotencyKey?: string;
   /** True once the HTTP client is gone (closed, or uWS closed it): the answer can no longer be sent. */
   clientGone?: () => boolean;
+}
+
+/**
+ * A handler's error for a request that goes on after its answer: it is answered as `answer`, and
+ * `repeat` is stored under the request's idempotency key in its place, so that a repeat of the
+ * request is answered with it rather than acted on again. (A 5xx is never stored: a webhook exit
+ * answered 504 and delivered again closed the position opened since; money probe.)
+ */
+export class GoesOnError extends AppError {
+  constructor(
+    answer: AppError,
+    readonly repeat: AppError,
+  ) {
+    super(answer.code, answer.message, answer.extensions, answer.retryAfterSeconds);
+  }
 }
 
 export interface RouteResponse {

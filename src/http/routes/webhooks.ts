@@ -7,7 +7,7 @@ import { AppError } from '../../domain/problems.js';
 import type { PositionRecord } from '../../domain/orders.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../tuning.js';
 import { clOrdIdFor, planOrder, type OrderInput, type OrderPlan } from '../../domain/order-plan.js';
-import { defineRoute, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
+import { defineRoute, GoesOnError, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import type { StrategyRecord } from '../../store/strategies.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults, type WebhookIntent } from '../webhook-payload.js';
@@ -225,9 +225,25 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             clearTimeout(mark);
           }
         })();
+        // A 504 is never stored under the alert's id, so a repeat runs again: an order is then found
+        // by its clOrdId, but a close has none (money probe: an exit answered 504 and delivered
+        // again after a re-entry closed the new position). A repeat of an alert that closes
+        // positions meets this 409 instead, for as long as the id is kept.
+        const keptForRepeats = (err: AppError): AppError | GoesOnError =>
+          intent.kind === 'flatten' || flattenBegun.has(ctx)
+            ? new GoesOnError(
+                err,
+                new AppError(
+                  'CONFLICT',
+                  `This alert was answered ${err.status} and went on: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
+                  { firstRequestId: ctx.requestId },
+                ),
+              )
+            : err;
         const done = await valueWithin(work, ALERT_ANSWER_MS).catch(async (err: unknown) => {
-          if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') await followUpOnDisk();
-          throw err;
+          if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
+          await followUpOnDisk();
+          throw keptForRepeats(err);
         });
         if (done) return done;
         // Not done within TradingView's time (~3 s; re-probe: alerts queued behind slow ones were
@@ -244,11 +260,13 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         late.add(goesOn);
         void goesOn.then(() => late.delete(goesOn));
         await followUpOnDisk();
-        throw new AppError(
-          'BROKER_TIMEOUT',
-          inTurn
-            ? `The broker had not answered this alert within ${ALERT_ANSWER_MS} ms; it goes on: do not resend the alert. Its outcome is added to this token's alerts`
-            : `Earlier alerts on this account had not had the broker's answers within ${ALERT_ANSWER_MS} ms, or its connection is reconnecting or changing node; this one acts once they have (it is not lost): do not resend the alert. Its outcome is added to this token's alerts`,
+        throw keptForRepeats(
+          new AppError(
+            'BROKER_TIMEOUT',
+            inTurn
+              ? `The broker had not answered this alert within ${ALERT_ANSWER_MS} ms; it goes on: do not resend the alert. Its outcome is added to this token's alerts`
+              : `Earlier alerts on this account had not had the broker's answers within ${ALERT_ANSWER_MS} ms, or its connection is reconnecting or changing node; this one acts once they have (it is not lost): do not resend the alert. Its outcome is added to this token's alerts`,
+          ),
         );
       },
     }),
@@ -443,8 +461,12 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
   const size = s.positionSize;
   // An alert for more than the strategy then holds reverses it (the rest closed its other side):
   // that side's position and resting orders go first, even where the account is flat already
-  // (TV probe: a resting buy limit of the old long filled after the reversal).
-  const reversing = held > 0 || (size !== undefined && plan.order.qty > size);
+  // (TV probe: a resting buy limit of the old long filled after the reversal). Not where the
+  // account already holds the strategy's side and nothing the other way: the reversal is done
+  // (a repeat of it, or the account got there first), and closing would close the strategy's own
+  // position (money probe: a reversal delivered again after its 504 closed the short it had
+  // opened, and its open, the first delivery's order by clOrdId, placed nothing).
+  const reversing = held > 0 || (size !== undefined && plan.order.qty > size && same === 0);
   let closed: Closed | null = null;
   let open = plan.order.qty;
   if (reversing) {
@@ -476,11 +498,15 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
   return { plan, closed };
 }
 
+/** Alerts (their handler contexts) that began to close positions: their 504 is kept for repeats. */
+const flattenBegun = new WeakSet<object>();
+
 /**
  * Flattens the alert's account, or (symbolOnly) every position in the symbol. TradingView does
  * not retry: a flatten the broker did not confirm in time is followed, like a late order.
  */
 function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, symbol: string | undefined, symbolOnly: boolean, reversal = false) {
+  flattenBegun.add(ctx);
   const onTimeout = (target: { symbol: string | null; product: boolean }) =>
     followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: reversal ? { ...target, reversal: true } : target });
   return flattenAccount(deps, ctx, owned, symbol, { ...WEBHOOK_TIMEOUT, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {

@@ -504,4 +504,78 @@ describe('webhook alerts', () => {
     expect(revLate.detail).toBe("flat after this alert was answered 504: the positions it was to close are closed (by it or another exit); the reversal's new position was not opened (nothing more is sent for this alert)");
     expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
   }, 90_000);
+
+  it('an exit answered 504, delivered again after the strategy re-entered, is refused 409 and closes nothing (money probe: the repeat closed the new long)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    expect((await alert(fire('buy', '1', 'long', 'Long x', 1), 'text/plain')).status).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === 1), 'long 1');
+    const exit = fire('sell', '1', 'flat', 'Exit x');
+    await control(s, 'POST', '/faults', { latencyMs: 4000 });
+    let first;
+    try {
+      first = await alert(exit, 'text/plain');
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    expect(first.status, first.text).toBe(504);
+    await eventually(
+      async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[]).some((a) => a.lateOutcomeOf === first.headers.get('x-request-id')),
+      'the follow-up of the exit',
+      25_000,
+    );
+    expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
+    expect((await alert(fire('buy', '1', 'long', 'Long y', 1), 'text/plain')).status).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === 1) && (await working(account)).length === 2, 'long 1 again, with its legs');
+    const ordersBefore = (await simState(s)).orders.length;
+    const again = await alert(exit, 'text/plain');
+    expect(again.status, again.text).toBe(409);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.json).toMatchObject({ code: 'CONFLICT', firstRequestId: first.headers.get('x-request-id') });
+    expect(again.json.detail).toMatch(/answered 504 and went on: a repeat of it .* is not acted on again/);
+    expect((await simState(s)).orders.length).toBe(ordersBefore);
+    expect((await positions(account)).find((p) => p.symbol === ES)?.netQty).toBe(1);
+    expect(await working(account)).toHaveLength(2);
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+  }, 90_000);
+
+  it('a reversal answered 504 that completes, delivered again, trades nothing; a new reversal alert on an account already short closes nothing (money probe: the repeat closed the short the first had opened)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    expect((await alert(fire('buy', '1', 'long', 'Long z', 1), 'text/plain')).status).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === 1) && (await working(account)).length === 2, 'long 1 with its legs');
+    const reversal = fire('sell', '2', 'short', 'Short z', -1);
+    await control(s, 'POST', '/faults', { latencyMs: 1000 });
+    let first: Awaited<ReturnType<typeof alert>> | undefined;
+    try {
+      first = await alert(reversal, 'text/plain');
+      expect(first.status, first.text).toBe(504);
+      await eventually(
+        async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[]).some((a) => a.lateOutcomeOf === first!.headers.get('x-request-id')),
+        'the follow-up of the reversal',
+        30_000,
+      );
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    const settled = await positions(account);
+    const legsBefore = (await working(account)).map((o) => o.orderId).sort();
+    const ordersBefore = (await simState(s)).orders.length;
+    const again = await alert(reversal, 'text/plain');
+    expect(again.status, again.text).toBe(409);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect((await simState(s)).orders.length).toBe(ordersBefore);
+    expect(await positions(account)).toEqual(settled);
+    // Short 1 now (the first delivery's open went out after its 504): the same reversal under a new
+    // id finds the strategy's side held and nothing the other way, and keeps what is there.
+    expect(settled.find((p) => p.symbol === ES)?.netQty).toBe(-1);
+    expect(legsBefore).toHaveLength(2);
+    const fresh = await alert(fire('sell', '2', 'short', 'Short z2', -1), 'text/plain');
+    expect(fresh.status, fresh.text).toBe(200);
+    expect(fresh.json).toMatchObject({ order: null, flatten: null });
+    expect(fresh.json.warnings).toEqual(expect.arrayContaining([expect.stringMatching(/^marketPositionSize 1: 0 opened, not 2: .* the account held 1 short and 0 the other way/)]));
+    expect((await simState(s)).orders.length).toBe(ordersBefore);
+    expect((await working(account)).map((o) => o.orderId).sort()).toEqual(legsBefore);
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+  }, 90_000);
 });
