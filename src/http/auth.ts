@@ -1,7 +1,8 @@
 /**
  * Authentication and scopes (DESIGN §3): `X-API-Key` for API routes, the `:token` path
  * parameter for the webhook receiver. Every credential failure looks the same to the caller
- * (one 401 body, or one 404 for webhook URLs), and failures are limited per client IP.
+ * (one 401 body, or one 404 for webhook URLs). API-key failures are limited per client IP; webhook
+ * URL misses are not (see `webhook`).
  */
 import { AppError } from '../domain/problems.js';
 import type { Logger } from '../log.js';
@@ -202,7 +203,10 @@ export class Authenticator {
   private webhook(raw: string, now: number): Authenticated {
     let view: WebhookTokenView | null | undefined;
     if (raw.length > 0 && raw.length <= MAX_CREDENTIAL_LENGTH) view = this.store.webhookTokens.verify(raw);
-    // 404, the same body as an unknown route: a wrong token URL reveals nothing.
+    // 404, the same body as an unknown route: a wrong token URL reveals nothing. Not counted per
+    // address: TradingView sends every user's alerts from the same four addresses, and a stale URL
+    // firing there (a rotated token) must not lock other users' live alerts out. A token is ~190
+    // random bits: no rate of guessing finds one.
     if (!view) throw new AppError('NOT_FOUND');
     const touch = this.store.webhookTokens.touch;
     const tokenId = view.id;
