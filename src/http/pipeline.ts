@@ -67,8 +67,9 @@ export interface Exchange {
 /** How a request ends early: its answer, whether to close the connection after it, what went wrong. */
 export interface Stop {
   reply: Reply;
-  /** Stored under the request's idempotency key instead of `reply` (GoesOnError). */
+  /** Stored under the request's idempotency key instead of `reply` once `storeWhen` resolves true (GoesOnError). */
   stored?: Reply;
+  storeWhen?: Promise<boolean>;
   closeConnection?: boolean;
   error?: unknown;
 }
@@ -466,7 +467,7 @@ function answered(r: RouteResponse): Stop {
 function handlerFailed(ex: Exchange, err: unknown): Stop {
   // Withdrawn before it reached the actor (callActor): the same as not started.
   if (err instanceof RequestNotSentError) return notStarted(ex);
-  if (err instanceof GoesOnError) return { reply: appErrorReply(keylessAdvice(ex, err)), stored: appErrorReply(err.repeat), error: err };
+  if (err instanceof GoesOnError) return { reply: appErrorReply(keylessAdvice(ex, err)), stored: appErrorReply(err.repeat), storeWhen: err.done, error: err };
   return { reply: err instanceof AppError ? appErrorReply(keylessAdvice(ex, err)) : internalReply(ex), error: err };
 }
 
@@ -530,12 +531,24 @@ export function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): Promis
   ex.ticket = undefined;
   // Without a claimed key there is nothing to store first: answered in this turn, no promise.
   if (!ticket) return sendStage(deps, ex, stop);
+  const { stored, storeWhen } = stop;
+  if (stored && storeWhen) {
+    // It goes on: answered now, the key held until it is known done (GoesOnError).
+    sendStage(deps, ex, stop);
+    void storeWhen.then(
+      async (done) => {
+        if (done) await commit(deps, ex, ticket, stored);
+        else ticket.release();
+      },
+      () => ticket.release(),
+    );
+    return undefined;
+  }
   return (async () => {
     const t = performance.now();
-    const unstored = await commit(deps, ex, ticket, stop.stored ?? stop.reply);
+    const unstored = await commit(deps, ex, ticket, stop.reply);
     if (ex.stageMs) ex.stageMs.idem = (ex.stageMs.idem ?? 0) + performance.now() - t;
-    // A request that goes on is answered as such whether or not its repeat's answer was stored.
-    sendStage(deps, ex, unstored && !stop.stored ? { reply: unstored } : stop);
+    sendStage(deps, ex, unstored ? { reply: unstored } : stop);
   })();
 }
 

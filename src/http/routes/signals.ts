@@ -147,9 +147,9 @@ export function followLateOutcome(
   connectionId: string,
   accountId: string,
   what: { clOrdId: string } | { flatten: { symbol: string | null; product: boolean; reversal?: boolean } },
-): void {
+): Promise<{ status: number }> | undefined {
   const followUp = journalFollowUp(deps, ctx, connectionId, accountId, what);
-  if (followUp) lookUpLate(deps, ctx.log, followUp);
+  return followUp ? lookUpLate(deps, ctx.log, followUp) : undefined;
 }
 
 /**
@@ -285,7 +285,7 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
     }
     if (now - f.since >= LATE_RESUME_MS) continue;
     done.add(key(f));
-    lookUpLate(deps, log, f);
+    void lookUpLate(deps, log, f);
     resumed++;
   }
   /** Says once that an alert's outcome is unknown: the process stopped before it was journaled. */
@@ -324,9 +324,14 @@ const QUEUED_RESUME_MS = 24 * 3_600_000;
 /** How many follow-ups a restart reads, and how many of each of their tokens' newest alert entries. */
 const LATE_RESUME_SCAN = 5_000;
 
-function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
-  const record = (outcome: AlertOutcome) =>
+/** Looks the alert's outcome up on its schedule and journals it; resolves with what it journaled. */
+function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): Promise<{ status: number }> {
+  let concluded!: (outcome: AlertOutcome) => void;
+  const conclusion = new Promise<AlertOutcome>((resolve) => (concluded = resolve));
+  const record = (outcome: AlertOutcome) => {
     deps.store.journal.append({ userId: f.userId, accountId: f.accountId, kind: ALERT_KIND, ref: alertRef(f.tokenId), request: f.request, outcome });
+    concluded(outcome);
+  };
   // A resumed follow-up goes on from where its schedule stands: the checks already due run at once, once.
   const elapsed = nowOf(deps).getTime() - f.since;
   let attempt = LATE_CHECKS_MS.findIndex((at) => at > elapsed);
@@ -397,6 +402,7 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): void {
     );
   };
   setTimeout(() => void (f.flatten ? checkFlat(f.flatten) : check()), Math.max(0, LATE_CHECKS_MS[attempt]! - elapsed)).unref();
+  return conclusion;
 }
 
 /**

@@ -228,15 +228,20 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // A 504 is never stored under the alert's id, so a repeat runs again: an order is then found
         // by its clOrdId, but a close has none (money probe: an exit answered 504 and delivered
         // again after a re-entry closed the new position). A repeat of an alert that closes
-        // positions meets this 409 instead, for as long as the id is kept.
+        // positions meets 409 IDEMPOTENCY_KEY_IN_USE while it goes on, and this 409 once it is
+        // known done (the alert's work answered, or its flatten's follow-up found the account flat).
         const keptForRepeats = (err: AppError): AppError | GoesOnError =>
           intent.kind === 'flatten' || flattenBegun.has(ctx)
             ? new GoesOnError(
                 err,
                 new AppError(
                   'CONFLICT',
-                  `This alert was answered ${err.status} and went on: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
+                  `This alert was answered ${err.status} and went on, and it was carried out: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
                   { firstRequestId: ctx.requestId },
+                ),
+                work.then(
+                  () => true,
+                  () => lateFlattens.get(ctx)?.then((late) => late.status < 300) ?? false,
                 ),
               )
             : err;
@@ -462,11 +467,12 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
   // An alert for more than the strategy then holds reverses it (the rest closed its other side):
   // that side's position and resting orders go first, even where the account is flat already
   // (TV probe: a resting buy limit of the old long filled after the reversal). Not where the
-  // account already holds the strategy's side and nothing the other way: the reversal is done
-  // (a repeat of it, or the account got there first), and closing would close the strategy's own
-  // position (money probe: a reversal delivered again after its 504 closed the short it had
-  // opened, and its open, the first delivery's order by clOrdId, placed nothing).
-  const reversing = held > 0 || (size !== undefined && plan.order.qty > size && same === 0);
+  // account already holds the strategy's side, up to its size, and nothing the other way: the
+  // reversal is done (a repeat of it, or the account got there first), and closing would close the
+  // strategy's own position (money probe: a reversal delivered again after its 504 closed the
+  // short it had opened, and its open, the first delivery's order by clOrdId, placed nothing).
+  // Holding more than the size, it is closed and the size opened, as before (re-probe).
+  const reversing = held > 0 || (size !== undefined && plan.order.qty > size && (same === 0 || same > size));
   let closed: Closed | null = null;
   let open = plan.order.qty;
   if (reversing) {
@@ -500,6 +506,8 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
 
 /** Alerts (their handler contexts) that began to close positions: their 504 is kept for repeats. */
 const flattenBegun = new WeakSet<object>();
+/** The follow-up of an alert's flatten answered 504 (it carries on in the actor): what it found. */
+const lateFlattens = new WeakMap<object, Promise<{ status: number }>>();
 
 /**
  * Flattens the alert's account, or (symbolOnly) every position in the symbol. TradingView does
@@ -507,8 +515,10 @@ const flattenBegun = new WeakSet<object>();
  */
 function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, symbol: string | undefined, symbolOnly: boolean, reversal = false) {
   flattenBegun.add(ctx);
-  const onTimeout = (target: { symbol: string | null; product: boolean }) =>
-    followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: reversal ? { ...target, reversal: true } : target });
+  const onTimeout = (target: { symbol: string | null; product: boolean }) => {
+    const late = followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: reversal ? { ...target, reversal: true } : target });
+    if (late) lateFlattens.set(ctx, late);
+  };
   return flattenAccount(deps, ctx, owned, symbol, { ...WEBHOOK_TIMEOUT, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
     if (!(err instanceof AppError)) throw err;
     // Done, but a position could not be closed (flatten.ts notFlat): said as it is, for this alert.

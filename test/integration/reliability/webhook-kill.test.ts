@@ -126,3 +126,39 @@ async function sigtermDuringQueue(name: string, termAtMs: number | undefined): P
 it('alerts answered 504 that go on when SIGTERM comes are acted on before the actors close: a reversal, an exit and a re-entry end long 1, as the strategy is (re-probe: the reversal\'s open was refused, flat while the strategy was short, the alerts behind it not acted on)', () => sigtermDuringQueue('TV3', undefined), 90_000);
 
 it('so are alerts answered 504 after the SIGTERM came, still in their 2.6 s when it did (re-probe 6: the shutdown waited only for those answered before it)', () => sigtermDuringQueue('TV4', 1_000), 90_000);
+
+it('an exit answered 504 and cut short by a SIGKILL, delivered again after the restart, closes the position (re-probe: the repeat was refused 409 "went on" while the account stayed long)', async () => {
+  service ??= await startService(dataDir, {}, 'warn');
+  await awaitConnected(service.url, user.apiKey);
+  const account = user.accounts[0]!;
+  const created = await http(service.url, 'POST', '/api/v1/webhook-tokens', { key: user.apiKey, body: { accountId: account, name: 'TV5' } });
+  expect(created.status, created.text).toBe(201);
+  // The token's path: the restarted service listens on another port.
+  const path = new URL((created.json as { url: string }).url).pathname;
+  const alert = (body: string) => http(service!.url, 'POST', path, { raw: body, headers: { 'content-type': 'text/plain' } });
+  expect((await http(service!.url, 'POST', `/api/v1/accounts/${account}/flatten`, { key: user.apiKey, body: {} })).status).toBeLessThan(300);
+  const net = async () => {
+    const state = await http(sim.controlUrl, 'GET', `/state?user=${encodeURIComponent(user.brokerUser)}`);
+    return (state.json.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(account)).reduce((sum, p) => sum + p.netPos, 0);
+  };
+  const entry = await alert(JSON.stringify({ action: 'buy', symbol: 'ES1!', qty: 1 }));
+  expect(entry.status, entry.text).toBe(201);
+  await eventually(async () => (await net()) === 1, 'long 1');
+  // 3 s to the broker: the exit's flatten is answered 504 at 2.5 s; the kill cuts it short (the
+  // paper broker drops what the closed socket asked).
+  await http(sim.controlUrl, 'POST', '/faults', { body: { latencyMs: 3_000 } });
+  const exit = filledTemplate({ orderId: 'Close entry(s) order K', action: 'sell', ticker: 'ES1!', contracts: '1', marketPosition: 'flat', positionSize: 0, time: new Date().toISOString() });
+  const first = await alert(exit);
+  await service!.crash();
+  expect(first.status, first.text).toBe(504);
+  await http(sim.controlUrl, 'DELETE', '/faults');
+  expect(await net()).toBe(1);
+
+  service = await startService(dataDir, {}, 'warn');
+  await awaitConnected(service.url, user.apiKey);
+  const again = await alert(exit);
+  expect(again.status, again.text).toBe(200);
+  expect(again.headers.get('idempotent-replayed')).toBeNull();
+  expect(again.json).toMatchObject({ action: 'flatten' });
+  await eventually(async () => (await net()) === 0, 'flat');
+}, 90_000);

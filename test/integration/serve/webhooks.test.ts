@@ -532,7 +532,7 @@ describe('webhook alerts', () => {
     expect(again.status, again.text).toBe(409);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.json).toMatchObject({ code: 'CONFLICT', firstRequestId: first.headers.get('x-request-id') });
-    expect(again.json.detail).toMatch(/answered 504 and went on: a repeat of it .* is not acted on again/);
+    expect(again.json.detail).toMatch(/answered 504 and went on, and it was carried out: a repeat of it .* is not acted on again/);
     expect((await simState(s)).orders.length).toBe(ordersBefore);
     expect((await positions(account)).find((p) => p.symbol === ES)?.netQty).toBe(1);
     expect(await working(account)).toHaveLength(2);
@@ -576,6 +576,13 @@ describe('webhook alerts', () => {
     expect(fresh.json.warnings).toEqual(expect.arrayContaining([expect.stringMatching(/^marketPositionSize 1: 0 opened, not 2: .* the account held 1 short and 0 the other way/)]));
     expect((await simState(s)).orders.length).toBe(ordersBefore);
     expect((await working(account)).map((o) => o.orderId).sort()).toEqual(legsBefore);
+    // Holding more than the strategy's size on its side (short 2, the strategy short 1): closed, and the size opened (re-probe).
+    expect((await alert(fire('sell', '1', 'short', 'Add z', -2), 'text/plain')).status).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === -2), 'short 2');
+    const over = await alert(fire('sell', '2', 'short', 'Short z3', -1), 'text/plain');
+    expect(over.status, over.text).toBe(201);
+    expect(over.json).toMatchObject({ order: { side: 'sell', qty: 1 }, flatten: { positions: [{ closedQty: 2 }] } });
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === -1), 'short 1');
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
   }, 90_000);
 });
