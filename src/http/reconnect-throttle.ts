@@ -16,7 +16,6 @@
  * can try. (Users of the service are people its operator added: logins are counted per user.)
  */
 import { AppError } from '../domain/problems.js';
-import { SlidingLogLimiter } from './rate-limit.js';
 
 /** Connections to a real broker one user may add per ADD_WINDOW_MS. */
 export const ADDS_PER_USER = 10;
@@ -29,7 +28,8 @@ const PRUNE_AT = 1024;
 export class ReconnectThrottle {
   private readonly last = new Map<string, number>();
   private readonly lastLogin = new Map<string, number>();
-  private readonly adds = new SlidingLogLimiter(ADDS_PER_USER, ADD_WINDOW_MS);
+  /** When each user's adds within the window were taken, oldest first. */
+  private readonly adds = new Map<string, number[]>();
 
   constructor(
     private readonly intervalMs: number,
@@ -60,8 +60,10 @@ export class ReconnectThrottle {
   /**
    * Takes the turn of an add: the user's with its broker login (`login`, brokerLoginKey) and one
    * of the user's adds; or throws RATE_LIMITED with the seconds until it is due, taking neither.
+   * Returns what gives both back, for an add refused before its login was tried (a quota: re-probe,
+   * a user at the quota who deleted one was kept from adding for minutes by refused adds).
    */
-  takeAdd(userId: string, login: string): void {
+  takeAdd(userId: string, login: string): () => void {
     const now = this.clock();
     const key = `${userId}\n${login}`;
     const prev = this.lastLogin.get(key);
@@ -73,12 +75,25 @@ export class ReconnectThrottle {
         Math.max(1, Math.ceil((prev + this.intervalMs - now) / 1000)),
       );
     }
-    const many = this.adds.isExhausted(userId, now);
-    if (many) {
-      throw new AppError('RATE_LIMITED', `At most ${ADDS_PER_USER} broker connections are added per user in ${ADD_WINDOW_MS / 60_000} minutes: each is a broker login`, { limit: 'connection-adds' }, many.retryAfterSeconds);
+    const taken = (this.adds.get(userId) ?? []).filter((at) => now - at < ADD_WINDOW_MS);
+    if (taken.length >= ADDS_PER_USER) {
+      throw new AppError(
+        'RATE_LIMITED',
+        `At most ${ADDS_PER_USER} broker connections are added per user in ${ADD_WINDOW_MS / 60_000} minutes: each is a broker login`,
+        { limit: 'connection-adds' },
+        Math.max(1, Math.ceil((taken[0]! + ADD_WINDOW_MS - now) / 1000)),
+      );
     }
-    this.adds.hit(userId, now);
+    taken.push(now);
+    this.adds.set(userId, taken);
     this.remember(this.lastLogin, key, now);
+    return () => {
+      const at = taken.lastIndexOf(now);
+      if (at >= 0) taken.splice(at, 1);
+      if (this.lastLogin.get(key) !== now) return;
+      if (prev === undefined) this.lastLogin.delete(key);
+      else this.lastLogin.set(key, prev);
+    };
   }
 
   /** Records the user's login by hand as `login` (a reconnect or new credentials), so an add of it waits for the interval. */
@@ -90,6 +105,6 @@ export class ReconnectThrottle {
     map.set(key, now);
     if (map.size <= PRUNE_AT) return;
     for (const [k, at] of map) if (now - at >= this.intervalMs) map.delete(k);
-    this.adds.sweep(now);
+    for (const [userId, times] of this.adds) if (times.every((at) => now - at >= ADD_WINDOW_MS)) this.adds.delete(userId);
   }
 }

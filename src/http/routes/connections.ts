@@ -261,25 +261,34 @@ export async function startConnection(
   // Taken before the first await: two concurrent adds of one login cannot both pass.
   const starting = `${userId}\n${brokerLoginKey(brokerLogin)}`;
   if (loginsStarting.has(starting)) throw new AppError('CONFLICT', `A connection for this ${input.broker} ${input.environment} user is being added: one connection per broker login`);
-  // A real broker's login by hand (reconnect-throttle.ts); the paper broker's are ours.
-  if (input.broker === 'tradovate') manualLogins(deps).takeAdd(userId, brokerLoginKey(brokerLogin));
+  // A real broker's login by hand (reconnect-throttle.ts); the paper broker's are ours. Given back
+  // when the add is refused before its actor was started (a quota, the actor ceiling).
+  const giveBack = input.broker === 'tradovate' ? manualLogins(deps).takeAdd(userId, brokerLoginKey(brokerLogin)) : undefined;
+  let loginTried = false;
   loginsStarting.add(starting);
-  return gate.create(userId, 'connections', () =>
-    gate.actor(async () => {
-      await login?.open();
-      let record: ConnectionRecord | undefined;
-      try {
-        record = await deps.store.connections.create({ ...input, userId });
-        // A connection the sync of another process's changes started already is left running.
-        await deps.gateway.addConnection(connectionSpecFor(record, input.credentials, deps.paper), { ifStopped: true });
-        return record;
-      } catch (err) {
-        if (record) await deps.store.connections.remove(userId, record.id);
-        await login?.close().catch(() => undefined);
-        throw err;
-      }
-    }),
-  ).finally(() => loginsStarting.delete(starting));
+  return gate
+    .create(userId, 'connections', () =>
+      gate.actor(async () => {
+        await login?.open();
+        let record: ConnectionRecord | undefined;
+        try {
+          record = await deps.store.connections.create({ ...input, userId });
+          loginTried = true;
+          // A connection the sync of another process's changes started already is left running.
+          await deps.gateway.addConnection(connectionSpecFor(record, input.credentials, deps.paper), { ifStopped: true });
+          return record;
+        } catch (err) {
+          if (record) await deps.store.connections.remove(userId, record.id);
+          await login?.close().catch(() => undefined);
+          throw err;
+        }
+      }),
+    )
+    .catch((err: unknown) => {
+      if (!loginTried) giveBack?.();
+      throw err;
+    })
+    .finally(() => loginsStarting.delete(starting));
 }
 
 const throttles = new WeakMap<RouteDeps, ReconnectThrottle>();

@@ -114,6 +114,17 @@ describe('adds are broker logins (attack probe: delete and add again logged in a
     expect((await call(w, 'POST', '/connections/tradovate', { userId: w.b.userId, body: { environment: 'demo', username: 'victim', password: 'pw' } })).status).toBe(201);
   });
 
+  it('an add refused by the quota tried no login and takes no turn (re-probe: refused adds kept a user at the quota from adding for minutes)', async () => {
+    const made = [];
+    while (w.store.connections.listByUser(w.a.userId).length < 10) made.push(await add(`q${made.length}`));
+    expect(made.length).toBeGreaterThan(0);
+    for (let i = 0; i < 3; i++) {
+      expect(await callError(w, 'POST', '/connections/tradovate', { userId: w.a.userId, body: { environment: 'demo', username: 'late', password: 'p' } })).toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    }
+    await remove(made[0]!);
+    expect((await add('late')).status).toBe(201);
+  });
+
   it('a user adds at most 10 broker connections in 10 minutes, whatever the usernames', async () => {
     for (let i = 0; i < 10; i++) {
       const res = await add(`user${i}`);
