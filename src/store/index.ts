@@ -260,7 +260,7 @@ export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
         await journal.drain();
         await env.committed;
         await env.flushed;
-        // A running server's cache vouches for a read of the generation for a millisecond: a
+        // A running server's cache vouches for a read of the generation for GENERATION_FRESH_MS: a
         // command (the CLI revoking a key) ends only once that cannot hide its writes.
         await cache.settled();
         await env.close();
