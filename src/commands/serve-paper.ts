@@ -25,6 +25,8 @@ import type { Store } from '../store/index.js';
 import { SERVE } from '../tuning.js';
 
 const LOGINS_FILE = 'paper-logins.json';
+/** Where the paper broker keeps the ids it handed out (SimOptions.idFile). */
+const PAPER_IDS_FILE = 'paper-ids';
 
 /** A login's account names and the ids the broker gave them; no secrets (passwords stay sealed in the store). */
 interface RememberedLogin {
@@ -185,7 +187,8 @@ export interface EmbeddedPaperOptions {
 /** Starts the paper broker on a worker, restores the stored logins, and keeps it running. */
 export async function startEmbeddedPaper(opts: EmbeddedPaperOptions): Promise<EmbeddedPaper> {
   const { store, dataDir, logger } = opts;
-  const start = (port: number) => startSimInWorker({ port, host: '127.0.0.1', logLevel: opts.logLevel });
+  // Ids kept in the data dir: an order id given before a restart is never given again.
+  const start = (port: number) => startSimInWorker({ port, host: '127.0.0.1', logLevel: opts.logLevel, idFile: join(dataDir, PAPER_IDS_FILE) });
   let current = await start(opts.port).catch((err: unknown) => {
     throw new Error(`cannot start the paper broker on 127.0.0.1:${opts.port} (--paper-port, TRADEGATE_PAPER_PORT): ${err instanceof Error ? err.message : String(err)}`);
   });

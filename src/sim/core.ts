@@ -9,7 +9,7 @@ import { HANDLERS, ORDER_ENDPOINTS } from './handlers.js';
 import { MarketData } from './md.js';
 import { PropRules } from './prop-rules.js';
 import type { SessionMode } from './sessions.js';
-import type { AccountRules, EntityType, SimEvent } from './state.js';
+import type { AccountRules, EntityType, IdReservation, SimEvent } from './state.js';
 import { ok, WireError, type WireResult } from './wire.js';
 
 /** A receiver of `props` events: a WebSocket session after `user/syncrequest`. */
@@ -63,6 +63,8 @@ export interface CoreOptions {
   accountRules?: AccountRules;
   /** Price walk step in ms (sets the volatility of synthetic chart history); default 250. */
   priceStepMs?: number;
+  /** Ids kept across restarts (SimOptions.idFile). */
+  ids?: IdReservation | undefined;
 }
 
 /** Everything the paper broker knows, behind one dispatch function. */
@@ -81,7 +83,7 @@ export class SimCore {
 
   constructor(readonly opts: CoreOptions) {
     const sessions = opts.sessions ?? 'none';
-    this.engine = new Engine({ clock: opts.clock, seed: opts.seed, retainFinalOrders: opts.retainFinalOrders, sessions });
+    this.engine = new Engine({ clock: opts.clock, seed: opts.seed, retainFinalOrders: opts.retainFinalOrders, sessions, ids: opts.ids });
     this.auth = new Auth(opts);
     this.md = new MarketData(this.engine.state, { seed: opts.seed, sessions, stepMs: opts.priceStepMs || 250 });
     this.rules = new PropRules(this.engine, opts.accountRules);

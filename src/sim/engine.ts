@@ -13,7 +13,7 @@ import { OrderBook, type OrderRec, type OrderSpec } from './order-book.js';
 import { Positions } from './positions.js';
 import { seededRandom } from './prices.js';
 import type { SessionMode } from './sessions.js';
-import { type Entity, type EntityType, SimState } from './state.js';
+import { type Entity, type EntityType, type IdReservation, SimState } from './state.js';
 import { finishStrategy, startBrackets } from './strategies.js';
 
 export type { OrderAction, OrderRec, OrderSpec } from './order-book.js';
@@ -30,6 +30,8 @@ export interface EngineOptions {
   retainFinalOrders?: number;
   /** Trading sessions (default `none`: always open). */
   sessions?: SessionMode;
+  /** Ids kept across restarts. */
+  ids?: IdReservation | undefined;
 }
 
 const SESSION_CLOSED: CheckFailure = { status: 'ExecutionRejected', reason: 'SessionClosed', text: 'Market is closed' };
@@ -49,7 +51,7 @@ export class Engine {
 
   constructor(opts: EngineOptions = {}) {
     this.random = seededRandom((opts.seed ?? 1) ^ 0x5eed);
-    this.state = new SimState(opts.clock ?? Date.now, seededRandom(opts.seed ?? 1), opts.sessions);
+    this.state = new SimState(opts.clock ?? Date.now, seededRandom(opts.seed ?? 1), opts.sessions, opts.ids);
     this.positions = new Positions(this.state);
     this.book = new OrderBook(this.state, opts.retainFinalOrders ?? 10_000);
     this.orders = this.book.orders;

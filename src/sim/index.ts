@@ -2,6 +2,7 @@
  * The paper broker: a Tradovate-protocol server (REST on `/v1`, WebSocket on `/v1/websocket`,
  * case-insensitive paths) over the matching engine, plus the loopback-only `/control` API.
  */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -9,7 +10,7 @@ import { WebSocketServer } from 'ws';
 import { browserRefusal, control, isLoopback } from './control.js';
 import { SimCore } from './core.js';
 import type { SessionMode } from './sessions.js';
-import type { AccountRules } from './state.js';
+import type { AccountRules, IdReservation } from './state.js';
 import { parseBodyText } from './wire.js';
 import { normaliseEndpoint, WsSession } from './ws-session.js';
 
@@ -40,6 +41,11 @@ export interface SimOptions {
   sessions?: SessionMode;
   /** Evaluation rules every account created through the control API starts with. */
   accountRules?: AccountRules;
+  /**
+   * A file that keeps the ids handed out across restarts (`serve --paper` keeps it in its data
+   * dir): a run starts past every id an earlier one may have given. Without it ids start over.
+   */
+  idFile?: string;
   logger?: Logger;
   clock?: () => number;
 }
@@ -85,6 +91,29 @@ function send(res: ServerResponse, status: number, body?: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }).end(text);
 }
 
+/**
+ * Ids reserved in a file: the sequence starts at the number it holds, and each reservation
+ * writes the next one (synchronously: a crash after ids were given leaves them reserved).
+ * Clients' probe: a restarted `serve --paper` gave a new order the id of one placed before the
+ * restart, and a cancel of that old id (kept by a bot, or replayed) cancelled the new order.
+ */
+export function idFileReservation(path: string): IdReservation {
+  let floor = 0;
+  try {
+    floor = Number(readFileSync(path, 'utf8').trim());
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  if (!Number.isSafeInteger(floor) || floor < 0) throw new Error(`${path} does not hold an id: remove it to start the paper broker's ids over`);
+  return {
+    floor,
+    reserve(upTo) {
+      writeFileSync(`${path}.tmp`, `${upTo}\n`);
+      renameSync(`${path}.tmp`, path);
+    },
+  };
+}
+
 /** Starts the paper broker and resolves once it listens. */
 export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
   const clock = opts.clock ?? Date.now;
@@ -99,6 +128,7 @@ export async function startSim(opts: SimOptions = {}): Promise<SimHandle> {
     sessions: opts.sessions,
     accountRules: opts.accountRules,
     priceStepMs: opts.priceStepMs,
+    ids: opts.idFile === undefined ? undefined : idFileReservation(opts.idFile),
   });
   const timers = { authorizeTimeoutMs: opts.authorizeTimeoutMs ?? 5000, clientTimeoutMs: opts.clientTimeoutMs ?? 15_000 };
   const sessions = new Set<WsSession>();

@@ -84,6 +84,19 @@ interface Stored {
   a: number;
 }
 
+/**
+ * Where the id sequence starts and how ids are reserved past it (a file, outside this pure
+ * module: SimOptions.idFile). Reserved in blocks of ID_BLOCK, so a run starts past every id an
+ * earlier run may have given.
+ */
+export interface IdReservation {
+  floor: number;
+  reserve(upTo: number): void;
+}
+
+/** Ids reserved at a time. */
+const ID_BLOCK = 100_000;
+
 /** Entities by type, ids, clock and the event buffer. */
 export class SimState {
   readonly contracts = new ContractRegistry();
@@ -95,6 +108,8 @@ export class SimState {
   private readonly tables = new Map<EntityType, IdMap<Stored>>(ENTITY_TYPES.map((t) => [t, new IdMap()]));
   private events: SimEvent[] = [];
   private nextId = 10_000_001;
+  /** Ids below this are reserved (Infinity without a reservation). */
+  private reservedTo = Number.POSITIVE_INFINITY;
   private timeMs = Number.NaN;
   private isoNow = '';
   readonly calendar: TradingCalendar;
@@ -103,9 +118,14 @@ export class SimState {
     readonly clock: () => number,
     random: () => number,
     sessions: SessionMode = 'none',
+    private readonly ids?: IdReservation,
   ) {
     this.prices = new PriceBook(this.contracts, random);
     this.calendar = new TradingCalendar(sessions);
+    if (ids) {
+      this.nextId = Math.max(this.nextId, ids.floor);
+      this.reservedTo = this.nextId;
+    }
   }
 
   /** Market session now (open or closed, trade date, last close). */
@@ -115,6 +135,10 @@ export class SimState {
 
   /** Next id of the single increasing sequence shared by all entity types. */
   id(): number {
+    if (this.nextId >= this.reservedTo) {
+      this.reservedTo = this.nextId + ID_BLOCK;
+      this.ids!.reserve(this.reservedTo);
+    }
     return this.nextId++;
   }
 
