@@ -12,6 +12,7 @@ import { MAX_ORDER_QTY, ORDER_QTY_CEILING } from '../domain/orders.js';
 import { PLAIN_LINES } from '../domain/plain-text.js';
 import { WWW_AUTHENTICATE } from './respond.js';
 import { buildGuide, type GuideSection } from './openapi-guide.js';
+import { isStoredStatus } from './idempotency.js';
 import { TRADINGVIEW_TEMPLATE } from './webhook-payload.js';
 import type { RouteDef } from './route-types.js';
 import { SESSION_COOKIE } from './session-auth.js';
@@ -208,7 +209,8 @@ function operation(route: RouteDef<any, any>): Json {
     if (r.status >= 400) res['content'] = { 'application/problem+json': { schema: PROBLEM_REF } };
     else if (r.schema) res['content'] = { 'application/json': { schema: jsonSchemaOf(r.schema, 'output') } };
     if (route.path === '/connection-health/stream' && r.status === 200) res['content'] = { 'text/event-stream': { schema: { oneOf: SSE_REFS } } };
-    if (route.idempotent && r.status < 300) res['headers'] = { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } };
+    // Every answer the key stores is replayed with it (a webhook close's 409 after its 504, a 422: clients probe).
+    if (route.idempotent && isStoredStatus(r.status)) res['headers'] = { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } };
     // Two entries of one status (a route's own and its shared errors): one response naming both.
     const same = responses[String(r.status)];
     if (same) same['description'] = `${same['description'] as string}; ${r.description}`;

@@ -65,7 +65,7 @@ const boolQuery = z.enum(['true', 'false', '1', '0']);
 
 /** Query of POST /accounts/{id}/orders. Strict like every query: `?dryrun=true` is a 400, never a real order. */
 export const placeOrderQuerySchema = z.strictObject({
-  dryRun: boolQuery.optional().describe('true: validate, resolve and compute the plan; send nothing'),
+  dryRun: boolQuery.optional().describe('true: validate, resolve and compute the plan; send nothing (send it without an Idempotency-Key: with one it is 400)'),
 });
 
 const DECIMAL_DIGITS = /^[0-9]+$/;

@@ -84,7 +84,8 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       'Send an Idempotency-Key to make retries safe: the same key within 24 h replays the first response and never places a second order. ' +
       'An entry that breaks one of the account’s risk guards (or the key’s narrowing of them) is refused with 403 RISK_GUARD; exits never are (an exit with a take-profit or stop-loss counts as an entry: its legs would open a new position). ' +
       '`?dryRun=true` validates and returns the plan without sending anything; while the connection is CONNECTED it also asks the ' +
-      'risk guards, and an order they would refuse is 403 RISK_GUARD as the real one (`guardsChecked` says whether they were asked).',
+      'risk guards, and an order they would refuse is 403 RISK_GUARD as the real one (`guardsChecked` says whether they were asked). ' +
+      'A dry run takes no Idempotency-Key: sent with one it is 400 VALIDATION_FAILED (nothing is placed, nothing to dedupe; a stored plan would hold the key for 24 h).',
     tags: ['orders'],
     body: placeOrderBodySchema,
     query: placeOrderQuerySchema,
