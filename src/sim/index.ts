@@ -108,7 +108,8 @@ export function idFileReservation(path: string): IdReservation {
   return {
     floor,
     reserve(upTo) {
-      writeFileSync(`${path}.tmp`, `${upTo}\n`);
+      // Private like every file of the data dir (store/file-modes.ts).
+      writeFileSync(`${path}.tmp`, `${upTo}\n`, { mode: 0o600 });
       renameSync(`${path}.tmp`, path);
     },
   };
