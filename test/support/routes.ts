@@ -62,6 +62,9 @@ export interface World {
   close(): Promise<void>;
 }
 
+/** The paper login password of every world connection: distinctive, so a test can look for it in answers (a random id may hold `pw`). */
+export const WORLD_PAPER_PASSWORD = 'world-paper-password-7Qx';
+
 /** Two users with one paper connection each, and the route table over them. */
 export async function world(): Promise<World> {
   const t = await tempStore();
@@ -78,7 +81,7 @@ export async function world(): Promise<World> {
       environment: 'paper',
       restUrl: 'http://127.0.0.1:1/v1',
       wsUrl: 'ws://127.0.0.1:1/v1/websocket',
-      credentials: { name, password: 'pw' },
+      credentials: { name, password: WORLD_PAPER_PASSWORD },
     });
     gateway.statusOf.set(conn.id, { type: 'status', connectionId: conn.id, status: 'CONNECTED', reason: 'connect', ts: NOW.getTime() });
     return { userId: user.id, connectionId: conn.id };

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildRoutes } from '../../../../src/http/routes/index.js';
 import { connectionSchema, listOf } from '../../../../src/http/schemas.js';
 import { createLogger } from '../../../../src/log.js';
-import { call, callError, world, type World } from '../../../support/routes.js';
+import { call, callError, world, WORLD_PAPER_PASSWORD, type World } from '../../../support/routes.js';
 
 let w: World;
 beforeEach(async () => {
@@ -28,7 +28,7 @@ describe('connections', () => {
         accountIds: ['101', '102'],
       },
     ]);
-    expect(JSON.stringify(res.body)).not.toContain('pw');
+    expect(JSON.stringify(res.body)).not.toContain(WORLD_PAPER_PASSWORD);
   });
 
   it('reports DISABLED for a disabled connection', async () => {
