@@ -67,9 +67,8 @@ export interface Exchange {
 /** How a request ends early: its answer, whether to close the connection after it, what went wrong. */
 export interface Stop {
   reply: Reply;
-  /** Stored under the request's idempotency key instead of `reply` once `storeWhen` resolves true (GoesOnError). */
-  stored?: Reply;
-  storeWhen?: Promise<boolean>;
+  /** A request that goes on (GoesOnError): the answer stored under its idempotency key instead of `reply`, once `when` resolves true. */
+  repeat?: { reply: Reply; when: Promise<boolean> };
   closeConnection?: boolean;
   error?: unknown;
 }
@@ -467,7 +466,7 @@ function answered(r: RouteResponse): Stop {
 function handlerFailed(ex: Exchange, err: unknown): Stop {
   // Withdrawn before it reached the actor (callActor): the same as not started.
   if (err instanceof RequestNotSentError) return notStarted(ex);
-  if (err instanceof GoesOnError) return { reply: appErrorReply(keylessAdvice(ex, err)), stored: appErrorReply(err.repeat), storeWhen: err.done, error: err };
+  if (err instanceof GoesOnError) return { reply: appErrorReply(keylessAdvice(ex, err)), repeat: { reply: appErrorReply(err.repeat), when: err.done }, error: err };
   return { reply: err instanceof AppError ? appErrorReply(keylessAdvice(ex, err)) : internalReply(ex), error: err };
 }
 
@@ -531,13 +530,13 @@ export function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): Promis
   ex.ticket = undefined;
   // Without a claimed key there is nothing to store first: answered in this turn, no promise.
   if (!ticket) return sendStage(deps, ex, stop);
-  const { stored, storeWhen } = stop;
-  if (stored && storeWhen) {
+  const repeat = stop.repeat;
+  if (repeat) {
     // It goes on: answered now, the key held until it is known done (GoesOnError).
     sendStage(deps, ex, stop);
-    void storeWhen.then(
+    void repeat.when.then(
       async (done) => {
-        if (done) await commit(deps, ex, ticket, stored);
+        if (done) await commit(deps, ex, ticket, repeat.reply);
         else ticket.release();
       },
       () => ticket.release(),
