@@ -96,9 +96,13 @@ export class ReconnectThrottle {
     };
   }
 
-  /** Records the user's login by hand as `login` (a reconnect or new credentials), so an add of it waits for the interval. */
-  noteLogin(userId: string, login: string, now = this.clock()): void {
-    this.remember(this.lastLogin, `${userId}\n${login}`, now);
+  /**
+   * Takes the connection's turn for a restart by hand (a reconnect, new credentials: take) and
+   * records it as the user's login by hand as `login`, so an add of that login waits for the interval.
+   */
+  takeRestart(connectionId: string, userId: string, login: string): void {
+    this.take(connectionId);
+    this.remember(this.lastLogin, `${userId}\n${login}`, this.clock());
   }
 
   private remember(map: Map<string, number>, key: string, now: number): void {

@@ -164,10 +164,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       // (security probes: each PATCH was a login, for any username: ten in 3 s, and Tradovate locks
       // a login out for an hour on too many; someone else's username could be locked out that way).
       const unchanged = credentials !== undefined && sameCredentials(stored!, credentials);
-      if (credentials && !current.disabled) {
-        throttle().take(id);
-        throttle().noteLogin(userId, brokerLoginKey({ ...current, name: credentials.name }));
-      }
+      if (credentials && !current.disabled) throttle().takeRestart(id, userId, brokerLoginKey({ ...current, name: credentials.name }));
       const record = await deps.store.connections.update(userId, id, { ...(ctx.req.body.name !== undefined && { name: ctx.req.body.name }), ...(credentials && !unchanged && { credentials }) });
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       // A login by hand: in a cluster the owner throttles it too, so two nodes asked at once log in once.
@@ -203,9 +200,8 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         throw new AppError('CONFLICT', `Connection is ${status}; only a FAILED connection (or one not running) is reconnected by hand`, { connectionStatus: status });
       }
       // Taken before the first await: concurrent reconnects cannot both pass.
-      throttle().take(record.id);
       const credentials = deps.store.connections.credentials(record.id);
-      throttle().noteLogin(ctx.auth.userId, brokerLoginKey({ ...record, name: credentials.name }));
+      throttle().takeRestart(record.id, ctx.auth.userId, brokerLoginKey({ ...record, name: credentials.name }));
       await restart(record, credentials, true);
       journal(ctx, 'connection-reconnect', { connectionId: record.id }, { restarted: true, started: !live });
       return { status: 202, body: connectionView(deps, record) };
