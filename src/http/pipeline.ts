@@ -67,8 +67,8 @@ export interface Exchange {
 /** How a request ends early: its answer, whether to close the connection after it, what went wrong. */
 export interface Stop {
   reply: Reply;
-  /** A request that goes on (GoesOnError): the answer stored under its idempotency key instead of `reply`, once `when` resolves true. */
-  repeat?: { reply: Reply; when: Promise<boolean> };
+  /** A request that goes on (GoesOnError): the answer stored under its idempotency key instead of `reply`, once known (undefined: none). */
+  repeat?: Promise<Reply | undefined>;
   closeConnection?: boolean;
   error?: unknown;
 }
@@ -466,7 +466,10 @@ function answered(r: RouteResponse): Stop {
 function handlerFailed(ex: Exchange, err: unknown): Stop {
   // Withdrawn before it reached the actor (callActor): the same as not started.
   if (err instanceof RequestNotSentError) return notStarted(ex);
-  if (err instanceof GoesOnError) return { reply: appErrorReply(keylessAdvice(ex, err)), repeat: { reply: appErrorReply(err.repeat), when: err.done }, error: err };
+  if (err instanceof GoesOnError) {
+    const repeat = err.outcome.then((o) => (o === undefined ? undefined : o instanceof AppError ? appErrorReply(o) : routeResponseReply(o)));
+    return { reply: appErrorReply(keylessAdvice(ex, err)), repeat, error: err };
+  }
   return { reply: err instanceof AppError ? appErrorReply(keylessAdvice(ex, err)) : internalReply(ex), error: err };
 }
 
@@ -534,9 +537,9 @@ export function replyStage(deps: PipelineDeps, ex: Exchange, stop: Stop): Promis
   if (repeat) {
     // It goes on: answered now, the key held until it is known done (GoesOnError).
     sendStage(deps, ex, stop);
-    void repeat.when.then(
-      async (done) => {
-        if (done) await commit(deps, ex, ticket, repeat.reply);
+    void repeat.then(
+      async (reply) => {
+        if (reply) await commit(deps, ex, ticket, reply);
         else ticket.release();
       },
       () => ticket.release(),

@@ -77,18 +77,19 @@ export interface RouteContext<B = unknown, Q = unknown> {
 
 /**
  * A handler's error for a request that goes on after its answer: it is answered as `answer`, its
- * idempotency key stays taken (a repeat meets 409 IDEMPOTENCY_KEY_IN_USE), and once `done`
- * resolves true (what it began is known carried out) `repeat` is stored under the key, so that a
- * later repeat is answered with it rather than acted on again; false (not carried out, or not
- * known) frees the key. A 5xx is never stored: a webhook exit answered 504 and delivered again
- * closed the position opened since (money probe). Stored only once done: a process killed before
- * that leaves the key free, and the repeat does what the kill cut short (re-probe).
+ * idempotency key stays taken (a repeat meets 409 IDEMPOTENCY_KEY_IN_USE), and once `outcome`
+ * resolves, what it resolves to is stored under the key as for any answer (a 2xx or a coded
+ * 4xx/409; a 5xx never), so that a later repeat is answered with it rather than acted on again;
+ * undefined (not carried out, or not known), or an answer that is not stored, frees the key.
+ * A 504 alone is never stored: a webhook exit answered 504 and delivered again closed the
+ * position opened since (money probe), and a flatten's retry after its 504 would close one too.
+ * Stored only once known: a process killed before that leaves the key free, and the repeat does
+ * what the kill cut short (re-probe).
  */
 export class GoesOnError extends AppError {
   constructor(
     answer: AppError,
-    readonly repeat: AppError,
-    readonly done: Promise<boolean>,
+    readonly outcome: Promise<AppError | RouteResponse | undefined>,
   ) {
     super(answer.code, answer.message, answer.extensions, answer.retryAfterSeconds);
   }

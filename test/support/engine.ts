@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { configSchema, type ConfigInput } from '../../src/config.js';
 import { AppError } from '../../src/domain/problems.js';
-import { defineRoute, type RouteDef } from '../../src/http/route-types.js';
+import { defineRoute, GoesOnError, type RouteDef, type RouteResponse } from '../../src/http/route-types.js';
 import { startHttpServer, type HttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/log.js';
 import type { Store } from '../../src/store/index.js';
@@ -28,6 +28,9 @@ export interface SampleState {
   orderCalls: number;
   /** When set, the order handler waits for it before answering. */
   hold?: Promise<void>;
+  /** When set, the goes-on handler answers 504 at once and its outcome is this promise's value. */
+  goesOn?: Promise<AppError | RouteResponse | undefined>;
+  goesOnCalls?: number;
   /** Status the failing handler throws with. */
   failCode: 'BROKER_TIMEOUT' | 'BROKER_UNAVAILABLE' | 'BROKER_REJECTED' | 'IDEMPOTENCY_KEY_REUSED';
   failCalls: number;
@@ -66,6 +69,15 @@ export function sampleRoutes(state: SampleState): RouteDef<any, any>[] {
       handler: async () => {
         state.failCalls++;
         throw new AppError(state.failCode, 'broker says no', {}, state.failCode === 'BROKER_UNAVAILABLE' ? 2 : undefined);
+      },
+    }),
+    defineRoute({
+      method: 'POST', path: '/accounts/:id/goes-on', scope: 'trade', operationId: 'goesOn', summary: 'Answers 504 and goes on',
+      body: orderBody, idempotent: true,
+      responses: [{ status: 200, description: 'Done' }],
+      handler: async () => {
+        state.goesOnCalls = (state.goesOnCalls ?? 0) + 1;
+        throw new GoesOnError(new AppError('BROKER_TIMEOUT', 'still at work: it goes on'), state.goesOn ?? Promise.resolve(undefined));
       },
     }),
     defineRoute({

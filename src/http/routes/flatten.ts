@@ -6,7 +6,8 @@
 import { AppError } from '../../domain/problems.js';
 import { flattenClOrdIdPrefix } from '../../domain/order-plan.js';
 import { resolveSymbol, type SymbolForm } from '../../domain/symbols.js';
-import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
+import { defineRoute, GoesOnError, type RouteContext, type RouteDef } from '../route-types.js';
+import { valueWithin } from '../../wait.js';
 import type { FlattenResult } from '../../actors/protocol.js';
 import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
@@ -21,11 +22,18 @@ export function namesProduct(symbolInput: string, now: Date): boolean {
 }
 
 /**
- * How long POST …/flatten waits for its flatten: past the actor's wait for a lost connection to
+ * How long POST …/flatten waits before it answers: past the actor's wait for a lost connection to
  * come back (20 s, flatten.ts) and the cancels and liquidation after it. The default 15 s call
  * deadline answered 504 while the flatten was still waiting, and it then closed the position anyway.
  */
-const API_FLATTEN_CALL_MS = 30_000;
+export const API_FLATTEN_ANSWER_MS = 30_000;
+
+/**
+ * How long the front follows a flatten answered 504 at API_FLATTEN_ANSWER_MS, so that its outcome
+ * answers a retry with the same Idempotency-Key: the retry ran a second flatten, which closed a
+ * position opened since the first.
+ */
+const API_FLATTEN_FOLLOW_MS = 120_000;
 
 /** Runs a flatten on an owned account; resolves the symbol first (UNKNOWN_SYMBOL, no broker traffic). */
 export async function flattenAccount(
@@ -131,7 +139,9 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'With `symbol`: only allowed when the account holds that contract (or is flat); if it holds a different contract → 409 ' +
         'SYMBOL_MISMATCH and nothing is closed. Honours Idempotency-Key. A position that could not be closed makes the answer an ' +
         'error (504 BROKER_TIMEOUT when its liquidation may have reached the broker, 503 when it was not sent, 422 when the broker ' +
-        'refused or did not fill it) whose problem carries `cancelledOrderIds` and `positions`: its protective orders are cancelled.',
+        'refused or did not fill it) whose problem carries `cancelledOrderIds` and `positions`: its protective orders are cancelled. ' +
+        'A flatten still at work after 30 s is answered 504 and goes on: a retry with the same Idempotency-Key is 409 ' +
+        'IDEMPOTENCY_KEY_IN_USE until it has ended, then answered with its outcome (replayed), never flattened again.',
       tags: ['accounts'],
       body: flattenBodySchema,
       idempotent: true,
@@ -142,19 +152,25 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ],
       async handler(ctx) {
         const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
-        const body = await flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, ctx.req.body?.symbol, { timeoutMs: API_FLATTEN_CALL_MS }).catch((err: unknown) => {
-          // Still at work past the call's deadline: it goes on, and says so (cluster probe: a bare
-          // "did not complete within 15000 ms" while it waited for the connection, then closed 2).
-          if (err instanceof AppError && err.code === 'BROKER_TIMEOUT' && !('positions' in err.extensions)) {
-            throw new AppError(
+        const work = flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, ctx.req.body?.symbol, { timeoutMs: API_FLATTEN_FOLLOW_MS });
+        const body = await valueWithin(work, API_FLATTEN_ANSWER_MS);
+        if (body === undefined) {
+          // Still at work: it goes on, and says so (cluster probe: a bare "did not complete within
+          // 15000 ms" while it waited for the connection, then closed 2). A retry with the same
+          // Idempotency-Key meets 409 IDEMPOTENCY_KEY_IN_USE until it ends, then its outcome.
+          const keyed = ctx.idempotencyKey !== undefined;
+          throw new GoesOnError(
+            new AppError(
               'BROKER_TIMEOUT',
-              `The flatten did not finish within ${API_FLATTEN_CALL_MS / 1000} s and goes on in the service: GET …/positions and …/working-orders show what is left (${err.message})`,
-              err.extensions,
-              err.retryAfterSeconds,
-            );
-          }
-          throw err;
-        });
+              `The flatten did not finish within ${API_FLATTEN_ANSWER_MS / 1000} s and goes on in the service: GET …/positions and …/working-orders show what is left` +
+                (keyed ? '; a retry with the same Idempotency-Key is answered 409 IDEMPOTENCY_KEY_IN_USE until it has ended, then with its outcome' : ''),
+            ),
+            work.then(
+              (done) => ({ status: 200, body: done }),
+              (err: unknown) => (err instanceof AppError ? err : undefined),
+            ),
+          );
+        }
         return { status: 200, body };
       },
     }),

@@ -114,7 +114,11 @@ interface LateFollowUp {
    * `product`: every month of the symbol's product); `reversal`: a reversal's close, after which
    * the new position was not opened.
    */
-  flatten?: { symbol: string | null; product: boolean; reversal?: boolean };
+  /**
+   * A flatten's follow-up: what it closes, and `from`, when it was sent (ms, our clock). A position
+   * whose lots began after that is a later alert's (older follow-ups, without `from`, use `since`).
+   */
+  flatten?: { symbol: string | null; product: boolean; reversal?: boolean; from?: number };
   /**
    * Answered 504 before it was done (waiting for its turn, or at the broker): nothing to look up
    * yet; only a restart reads it, when the alert's own outcome never made it to the journal.
@@ -146,7 +150,7 @@ export function followLateOutcome(
   ctx: RouteContext<unknown, unknown>,
   connectionId: string,
   accountId: string,
-  what: { clOrdId: string } | { flatten: { symbol: string | null; product: boolean; reversal?: boolean } },
+  what: { clOrdId: string } | { flatten: NonNullable<LateFollowUp['flatten']> },
 ): Promise<{ status: number }> | undefined {
   const followUp = journalFollowUp(deps, ctx, connectionId, accountId, what);
   return followUp ? lookUpLate(deps, ctx.log, followUp) : undefined;
@@ -351,10 +355,13 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): Promise<{ st
     try {
       const rows = await deps.gateway.request(f.connectionId, { type: 'positions', accountId: f.accountId });
       looked = true;
-      // A position whose lots began after the alert is a later alert's, not the one this flatten
-      // was to close: that one went flat (re-probe: "still holds long 1; flatten it yourself" about
-      // the re-entry the next alert opened once this one's turn ended).
-      open = rows.filter((p) => p.netQty !== 0 && closedBy(target, p.symbol) && !openedAfter(p, f.since));
+      // A position whose lots began after the flatten was sent is a later alert's, not the one this
+      // flatten was to close: that one went flat (re-probe: "still holds long 1; flatten it
+      // yourself" about the re-entry the next alert opened once this one's turn ended). Counted from
+      // the flatten, not from this follow-up (its 504, 2.5 s later): a re-entry filled within the
+      // margin after the 504 read as the exit's, the follow-up said "not flat", the alert's id was
+      // freed, and its repeat closed the re-entry (re-probe).
+      open = rows.filter((p) => p.netQty !== 0 && closedBy(target, p.symbol) && !openedAfter(p, target.from ?? f.since));
     } catch {
       // Not CONNECTED now: asked again at the next check.
     }

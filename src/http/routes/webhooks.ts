@@ -230,21 +230,19 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // again after a re-entry closed the new position). A repeat of an alert that closes
         // positions meets 409 IDEMPOTENCY_KEY_IN_USE while it goes on, and this 409 once it is
         // known done (the alert's work answered, or its flatten's follow-up found the account flat).
-        const keptForRepeats = (err: AppError): AppError | GoesOnError =>
-          intent.kind === 'flatten' || flattenBegun.has(ctx)
-            ? new GoesOnError(
-                err,
-                new AppError(
-                  'CONFLICT',
-                  `This alert was answered ${err.status} and went on, and it was carried out: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
-                  { firstRequestId: ctx.requestId },
-                ),
-                work.then(
-                  () => true,
-                  () => lateFlattens.get(ctx)?.then((late) => late.status < 300) ?? false,
-                ),
-              )
-            : err;
+        const keptForRepeats = (err: AppError): AppError | GoesOnError => {
+          if (intent.kind !== 'flatten' && !flattenBegun.has(ctx)) return err;
+          const carriedOut = new AppError(
+            'CONFLICT',
+            `This alert was answered ${err.status} and went on, and it was carried out: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
+            { firstRequestId: ctx.requestId },
+          );
+          const done = work.then(
+            () => true,
+            () => lateFlattens.get(ctx)?.then((late) => late.status < 300) ?? false,
+          );
+          return new GoesOnError(err, done.then((yes) => (yes ? carriedOut : undefined)));
+        };
         const done = await valueWithin(work, ALERT_ANSWER_MS).catch(async (err: unknown) => {
           if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
           await followUpOnDisk();
@@ -515,8 +513,10 @@ const lateFlattens = new WeakMap<object, Promise<{ status: number }>>();
  */
 function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, symbol: string | undefined, symbolOnly: boolean, reversal = false) {
   flattenBegun.add(ctx);
+  // Positions opened after this (past the broker clock's margin) are not this flatten's to close.
+  const from = nowOf(deps).getTime();
   const onTimeout = (target: { symbol: string | null; product: boolean }) => {
-    const late = followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: reversal ? { ...target, reversal: true } : target });
+    const late = followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: { ...target, from, ...(reversal && { reversal: true }) } });
     if (late) lateFlattens.set(ctx, late);
   };
   return flattenAccount(deps, ctx, owned, symbol, { ...WEBHOOK_TIMEOUT, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {

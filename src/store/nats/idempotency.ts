@@ -29,8 +29,8 @@ import type { Logger } from '../../log.js';
 import { isWrongRevision } from './kv-mirror.js';
 
 /**
- * How long an in-flight marker protects its key: longer than any request may run (the actor
- * call timeout is 15 s), short enough that a dead node's keys free up soon after.
+ * How long an in-flight marker protects its key unless renewed: its node renews it while the
+ * request runs (claimed), so this only bounds how long a dead node's keys stay taken.
  */
 export const IN_FLIGHT_LEASE_MS = 30_000;
 
@@ -82,40 +82,80 @@ export function createNatsIdempotencyStore(
     createdAt,
   });
 
+  /**
+   * The claim of a marker at `revision`. While it is held the marker is renewed every third of the
+   * lease, so a request that runs past the lease keeps its key on every node: a flatten or a
+   * webhook close answered 504 goes on, and holds the key until its outcome is stored (a retry
+   * sent to another node after 30 s ran it a second time). Renewals, the commit and the release
+   * run one after another, each with the revision the one before left.
+   */
   function claimed(hash: string, revision: number, fingerprint: string): ClaimOutcome {
     let finished = false;
+    let last: Promise<unknown> = Promise.resolve();
+    const inTurn = <T>(op: () => Promise<T>): Promise<T> => {
+      const run = last.then(op, op);
+      last = run.catch(() => undefined);
+      return run;
+    };
+    const renew = (): void => {
+      void inTurn(async () => {
+        if (finished) return;
+        try {
+          revision = await kv.update(hash, marker(fingerprint), revision);
+        } catch (err) {
+          // Taken over (this node was thought dead): the commit finds that out. KV unreachable: tried again.
+          if (isWrongRevision(err)) return;
+          logger?.warn({ err, key: hash }, 'renewing an idempotency marker failed');
+        }
+        if (!finished) timer = setTimeout(renew, leaseMs / 3).unref();
+      });
+    };
+    let timer = setTimeout(renew, leaseMs / 3).unref();
     const finish = (): void => {
       if (finished) throw new Error('idempotency claim already finished');
       finished = true;
+      clearTimeout(timer);
     };
     return {
       kind: 'claimed',
       claim: {
         async commit(answer) {
           finish();
-          try {
-            await kv.update(hash, doneValue(fingerprint, answer, clock()), revision);
-            return true;
-          } catch (err) {
-            if (!isWrongRevision(err)) {
-              // Free the key if KV takes that much (a retry then reconciles by clOrdId at once);
-              // otherwise the marker runs out by itself.
-              await kv.delete(hash, { previousSeq: revision }).catch(() => undefined);
-              throw unavailable(err);
+          return inTurn(async () => {
+            try {
+              await kv.update(hash, doneValue(fingerprint, answer, clock()), revision);
+              return true;
+            } catch (err) {
+              if (!isWrongRevision(err)) {
+                // Free the key if KV takes that much (a retry then reconciles by clOrdId at once);
+                // otherwise the marker runs out by itself.
+                await kv.delete(hash, { previousSeq: revision }).catch(() => undefined);
+                throw unavailable(err);
+              }
+              logger?.warn({ key: hash }, 'idempotency marker was taken over before the answer was stored');
+              return false;
             }
-            logger?.warn({ key: hash }, 'idempotency marker was taken over before the answer was stored');
-            return false;
-          }
+          });
         },
         async release() {
           finish();
           // Revision-checked: never deletes a marker or record that another claim wrote since.
-          await kv.delete(hash, { previousSeq: revision }).catch((err: unknown) => {
-            if (!isWrongRevision(err)) logger?.warn({ err, key: hash }, 'releasing an idempotency key failed');
-          });
+          return inTurn(() =>
+            kv.delete(hash, { previousSeq: revision }).then(
+              () => undefined,
+              (err: unknown) => {
+                if (!isWrongRevision(err)) logger?.warn({ err, key: hash }, 'releasing an idempotency key failed');
+              },
+            ),
+          );
         },
       },
     };
+  }
+
+  /** An in-flight marker of this node, in force for one lease from now. */
+  function marker(fingerprint: string): string {
+    return JSON.stringify({ state: 'in-flight', fingerprint, holder, expiresAt: clock() + leaseMs } satisfies Stored);
   }
 
   return {
@@ -139,10 +179,9 @@ export function createNatsIdempotencyStore(
 
   async function claim(scope: string, key: string, fingerprint: string): Promise<ClaimOutcome> {
     const hash = idempotencyHash(scope, key);
-    const marker = (): string => JSON.stringify({ state: 'in-flight', fingerprint, holder, expiresAt: clock() + leaseMs } satisfies Stored);
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
       try {
-        return claimed(hash, await kv.create(hash, marker()), fingerprint);
+        return claimed(hash, await kv.create(hash, marker(fingerprint)), fingerprint);
       } catch (err) {
         if (!isWrongRevision(err)) throw err;
       }
@@ -156,7 +195,7 @@ export function createNatsIdempotencyStore(
       // A marker whose node died, or a record older than 24 h by our clock: take it over,
       // unless another node does so first (then the next round sees its marker).
       try {
-        return claimed(hash, await kv.update(hash, marker(), e.revision), fingerprint);
+        return claimed(hash, await kv.update(hash, marker(fingerprint), e.revision), fingerprint);
       } catch (err) {
         if (!isWrongRevision(err)) throw err;
       }

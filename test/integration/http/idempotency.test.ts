@@ -3,6 +3,7 @@
  * once, replays are byte-identical, another body is 422, and unknown outcomes are not stored.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/domain/problems.js';
 import { deferred, startEngine, type EngineHarness } from '../../support/engine.js';
 
 let h: EngineHarness;
@@ -44,6 +45,41 @@ describe('idempotency', () => {
       expect(r.headers.get('retry-after')).toBe('1');
       expect(JSON.parse(r.body)).toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_USE' });
     }
+  });
+
+  it('a request that goes on past its 504 holds its key (409 IN_USE) until its outcome is known, then stores that outcome for its retries; an outcome not stored frees the key', async () => {
+    const path = '/api/v1/accounts/7/goes-on';
+    const body = { symbol: 'ES', qty: 1 };
+    for (const [outcome, expected] of [
+      [{ status: 200, body: { flattened: true } }, { status: 200, body: '{"flattened":true}' }],
+      [new AppError('BROKER_REJECTED', 'the broker refused it'), { status: 422 }],
+      [undefined, undefined],
+      [new AppError('BROKER_TIMEOUT', 'still not known'), undefined],
+    ] as const) {
+      const key = `goes-on-${Math.random()}`;
+      const done = deferred();
+      h.state.goesOn = done.promise.then(() => outcome);
+      const calls = h.state.goesOnCalls ?? 0;
+      const first = await place(key, body, path);
+      expect(first.status).toBe(504);
+      const meanwhile = await place(key, body, path);
+      expect(meanwhile.status).toBe(409);
+      expect(JSON.parse(meanwhile.body)).toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_USE' });
+      done.resolve();
+      await h.store.flushed();
+      const retry = await eventuallyNot409(() => place(key, body, path));
+      if (expected) {
+        expect(retry.status).toBe(expected.status);
+        expect(retry.headers.get('idempotent-replayed')).toBe('true');
+        if ('body' in expected) expect(retry.body).toBe(expected.body);
+        expect(h.state.goesOnCalls).toBe(calls + 1);
+      } else {
+        // Freed: the retry runs it again.
+        expect(retry.status).toBe(504);
+        expect(h.state.goesOnCalls).toBe(calls + 2);
+      }
+    }
+    delete h.state.goesOn;
   });
 
   it('replays status and body byte-for-byte with Idempotent-Replayed, on either prefix, without calling the handler', async () => {
@@ -143,3 +179,13 @@ describe('idempotency', () => {
     expect(await bad.json()).toMatchObject({ code: 'INVALID_IDEMPOTENCY_KEY', detail: 'id must be 1 to 255 characters, none of them control characters' });
   });
 });
+
+/** `op` again while it answers 409 (the outcome is being stored), up to 2 s. */
+async function eventuallyNot409<T extends { status: number }>(op: () => Promise<T>): Promise<T> {
+  const until = Date.now() + 2_000;
+  for (;;) {
+    const r = await op();
+    if (r.status !== 409 || Date.now() > until) return r;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { FlattenRequest } from '../../../../src/actors/protocol.js';
-import { AppError } from '../../../../src/domain/problems.js';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { FlattenRequest, FlattenResult } from '../../../../src/actors/protocol.js';
+import { GoesOnError } from '../../../../src/http/route-types.js';
 import { flattenResponseSchema } from '../../../../src/http/schemas.js';
 import { call, callError, route, world, type World } from '../../../support/routes.js';
 
@@ -23,14 +23,33 @@ describe('POST /accounts/:id/flatten', () => {
     expect(res.timing.filter(([name]) => name !== 'actor')).toEqual([['broker', 2]]);
   });
 
-  it('waits 30 s for the flatten, past the actor\'s 20 s wait for a lost connection; one still at work then is a 504 saying it goes on (cluster probe: a bare 504 at 15 s, then it closed 2)', async () => {
-    await call(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } });
-    expect(w.gateway.calls[0]).toMatchObject({ timeoutMs: 30_000 });
-    w.gateway.responder.flatten = () => {
-      throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 30000 ms');
-    };
-    const err = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } });
-    expect(err).toMatchObject({ code: 'BROKER_TIMEOUT', message: expect.stringMatching(/^The flatten did not finish within 30 s and goes on in the service: GET …\/positions/) });
+  it('answers within 30 s, past the actor\'s 20 s wait for a lost connection; one still at work then is a 504 saying it goes on, and its outcome is what its key stores (cluster probe: a bare 504 at 15 s, then it closed 2; money: a retry with the key flattened again)', async () => {
+    vi.useFakeTimers();
+    try {
+      let finish!: (r: FlattenResult) => void;
+      w.gateway.responder.flatten = () => new Promise<FlattenResult>((r) => (finish = r)) as unknown as FlattenResult;
+      const pending = callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-late' });
+      await vi.advanceTimersByTimeAsync(29_999);
+      expect(finish).toBeDefined();
+      await vi.advanceTimersByTimeAsync(1);
+      const err = await pending;
+      expect(err).toBeInstanceOf(GoesOnError);
+      expect(err).toMatchObject({ code: 'BROKER_TIMEOUT', message: expect.stringMatching(/^The flatten did not finish within 30 s and goes on in the service: GET …\/positions.*a retry with the same Idempotency-Key is answered 409 IDEMPOTENCY_KEY_IN_USE until it has ended, then with its outcome$/) });
+      // The front follows it past its answer, for the outcome.
+      expect(w.gateway.calls.at(-1)).toMatchObject({ timeoutMs: 120_000 });
+      finish({ cancelledOrderIds: ['7'], positions: [{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }], brokerMs: 2 });
+      expect(await (err as GoesOnError).outcome).toMatchObject({ status: 200, body: { accountId: '101', cancelledOrderIds: ['7'], positions: [{ symbol: 'ESZ6', status: 'liquidated' }] } });
+      // One that ends in an error stores that error; one the front stops following frees the key.
+      w.gateway.responder.flatten = () => new Promise<FlattenResult>((r) => (finish = r)) as unknown as FlattenResult;
+      const failing = callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } });
+      await vi.advanceTimersByTimeAsync(30_000);
+      const keyless = await failing;
+      expect(keyless.message).not.toMatch(/Idempotency-Key/);
+      finish({ cancelledOrderIds: [], positions: [{ symbol: 'ESZ6', closedQty: 0, status: 'failed', code: 'BROKER_REJECTED', detail: 'refused' }], brokerMs: 2 });
+      expect(await (keyless as GoesOnError).outcome).toMatchObject({ code: 'BROKER_REJECTED' });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('resolves a given symbol to its contract before calling the actor', async () => {

@@ -164,6 +164,21 @@ describe('recent alerts of a token', () => {
       expect(await followUp()).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)' });
     });
 
+    it('a re-entry filled just after a close’s 504 is not the close’s to have closed: lots are counted from when the flatten was sent (re-probe: read as the exit’s, "not flat", the alert’s id freed, and its repeat closed the re-entry)', async () => {
+      let clock = NOW.getTime();
+      w.deps.now = () => new Date(clock);
+      // The flatten is sent at NOW and times out 2.5 s later, when the follow-up begins.
+      w.gateway.responder.flatten = () => {
+        clock += 2_500;
+        throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 2500 ms');
+      };
+      await expect(alert({ action: 'close' })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      // The next alert's re-entry fills 300 ms after that 504: long 1 again, its lots new.
+      w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: new Date(NOW.getTime() + 2_800).toISOString() }];
+      await vi.advanceTimersByTimeAsync(130_000);
+      expect(await followUp()).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)' });
+    });
+
     it('a close naming a symbol (a guard: it closes the whole account) answered 504 is not "flat" while another contract is still held (re-probe: said flat with NQ open)', async () => {
       w.gateway.responder.flatten = () => {
         throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 2500 ms');

@@ -86,6 +86,24 @@ describe('cluster idempotency claims', () => {
     expect(await dead.commit(answer)).toBe(false);
   });
 
+  it('a request that runs past the lease keeps its key on every node: its node renews the marker (a flatten answered 504 goes on, and a retry sent to another node after 30 s ran it again)', async () => {
+    const lease = { clock: () => Date.now(), inFlightLeaseMs: 300 };
+    const a = await nodes.open(undefined, lease);
+    const b = await nodes.open(undefined, lease);
+    const held = claimOf(await a.idempotency.claim('user:u', 'long', FP))!;
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      expect((await b.idempotency.claim('user:u', 'long', FP)).kind).toBe('in-flight');
+    }
+    expect(await held.commit(answer)).toBe(true);
+    expect(await b.idempotency.claim('user:u', 'long', FP)).toMatchObject({ kind: 'done', record: { body: answer.body } });
+    // Finished, the marker is no longer renewed: a released key stays free.
+    const released = claimOf(await a.idempotency.claim('user:u', 'short', FP))!;
+    await released.release();
+    await new Promise((r) => setTimeout(r, 250));
+    expect((await b.idempotency.claim('user:u', 'short', FP)).kind).toBe('claimed');
+  });
+
   it('a late release of a taken-over claim does not free the new holder', async () => {
     const [a, b, c] = nodes.stores as [typeof nodes.stores[0], typeof nodes.stores[0], typeof nodes.stores[0]];
     const dead = claimOf(await a.idempotency.claim('user:u', 'k', FP))!;
