@@ -2,7 +2,8 @@
  * The paper broker: a Tradovate-protocol server (REST on `/v1`, WebSocket on `/v1/websocket`,
  * case-insensitive paths) over the matching engine, plus the loopback-only `/control` API.
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -100,7 +101,9 @@ function send(res: ServerResponse, status: number, body?: unknown): void {
 export function idFileReservation(path: string): IdReservation {
   let floor = 0;
   try {
-    floor = Number(readFileSync(path, 'utf8').trim());
+    const text = readFileSync(path, 'utf8').trim();
+    // Digits only: an empty file reads as Number('') = 0, and ids given before would be given again (re-probe).
+    floor = /^\d{1,16}$/.test(text) ? Number(text) : Number.NaN;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -108,9 +111,23 @@ export function idFileReservation(path: string): IdReservation {
   return {
     floor,
     reserve(upTo) {
-      // Private like every file of the data dir (store/file-modes.ts).
-      writeFileSync(`${path}.tmp`, `${upTo}\n`, { mode: 0o600 });
-      renameSync(`${path}.tmp`, path);
+      // On disk before an id of the block is given (fsync, rename, then the directory's fsync): a
+      // power loss must not leave an empty file. Private like every file of the data dir (store/file-modes.ts).
+      const tmp = `${path}.tmp`;
+      const fd = openSync(tmp, 'w', 0o600);
+      try {
+        writeSync(fd, `${upTo}\n`);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(tmp, path);
+      const dir = openSync(dirname(path), 'r');
+      try {
+        fsyncSync(dir);
+      } finally {
+        closeSync(dir);
+      }
     },
   };
 }

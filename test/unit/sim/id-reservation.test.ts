@@ -33,7 +33,10 @@ describe('paper broker ids across restarts (clients probe: a restarted serve --p
   it('ids start over without a file; a file that holds no id is refused', () => {
     expect(state().id()).toBe(10_000_001);
     const file = fileIn();
-    writeFileSync(file, 'garbage');
-    expect(() => idFileReservation(file)).toThrow(/does not hold an id/);
+    // An empty or blank file too (re-probe: it read as 0, and the ids given before were given again).
+    for (const text of ['garbage', '', ' \n', '-5', '1e9', '0x10']) {
+      writeFileSync(file, text);
+      expect(() => idFileReservation(file), JSON.stringify(text)).toThrow(/does not hold an id/);
+    }
   });
 });
