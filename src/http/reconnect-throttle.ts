@@ -3,7 +3,7 @@
  * what brokers punish: on Tradovate repeated failed logins end in a captcha lock for an hour
  * that no program can lift (reference/tradovate-protocol.md §6). So a connection is restarted
  * by hand (POST /connections/{id}/reconnect) at most once per RECONNECT_MIN_INTERVAL_S; a restart
- * with new credentials (PATCH) is never refused (it is new information) but starts the interval.
+ * with new credentials (PATCH) takes that turn too.
  * Past it the answer is 429 RATE_LIMITED with Retry-After: a rate, so waiting helps. One login
  * in flight at a time is the route's other rule: only a FAILED (or never started) connection
  * is reconnected, and a restarted one is CONNECTING until its login is answered.
@@ -11,7 +11,7 @@
  * Adding a connection is a login too, and deleting and adding again gave each attempt a fresh
  * connection id (attack probe: eight logins as someone else's username in 3.5 s). So an add also
  * takes the user's turn with its broker login, one per interval whichever of the user's
- * connections logs in as it (a PATCH or reconnect of that login starts the interval too), and
+ * connections logs in as it (a PATCH or reconnect of that login takes that turn too), and
  * one of the user's ADDS_PER_USER per ADD_WINDOW_MS, which bounds how many usernames one user
  * can try. (Users of the service are people its operator added: logins are counted per user.)
  */
@@ -39,6 +39,12 @@ export class ReconnectThrottle {
   /** Takes the connection's turn now, or throws RATE_LIMITED with the seconds until its next one. */
   take(connectionId: string): void {
     const now = this.clock();
+    this.connectionTurn(connectionId, now);
+    this.note(connectionId, now);
+  }
+
+  /** RATE_LIMITED when the connection was restarted by hand within the interval. */
+  private connectionTurn(connectionId: string, now: number): void {
     const prev = this.last.get(connectionId);
     if (prev !== undefined && now - prev < this.intervalMs) {
       const waitS = Math.max(1, Math.ceil((prev + this.intervalMs - now) / 1000));
@@ -49,7 +55,6 @@ export class ReconnectThrottle {
         waitS,
       );
     }
-    this.note(connectionId, now);
   }
 
   /** Records a restart that is not refused (new credentials) so the next manual reconnect waits for it. */
@@ -66,15 +71,7 @@ export class ReconnectThrottle {
   takeAdd(userId: string, login: string): () => void {
     const now = this.clock();
     const key = `${userId}\n${login}`;
-    const prev = this.lastLogin.get(key);
-    if (prev !== undefined && now - prev < this.intervalMs) {
-      throw new AppError(
-        'RATE_LIMITED',
-        `This broker login was used by hand ${Math.floor((now - prev) / 1000)} s ago; one login by hand per ${this.intervalMs / 1000} s (RECONNECT_MIN_INTERVAL_S), however its connections are added, changed or removed`,
-        { limit: 'broker-login' },
-        Math.max(1, Math.ceil((prev + this.intervalMs - now) / 1000)),
-      );
-    }
+    const prev = this.loginTurn(key, now);
     const taken = (this.adds.get(userId) ?? []).filter((at) => now - at < ADD_WINDOW_MS);
     if (taken.length >= ADDS_PER_USER) {
       throw new AppError(
@@ -101,8 +98,28 @@ export class ReconnectThrottle {
    * records it as the user's login by hand as `login`, so an add of that login waits for the interval.
    */
   takeRestart(connectionId: string, userId: string, login: string): void {
-    this.take(connectionId);
-    this.remember(this.lastLogin, `${userId}\n${login}`, this.clock());
+    const key = `${userId}\n${login}`;
+    // The login's turn too: a PATCH of each of several connections to one username logged in as it
+    // once per connection, four times in a second (re-probe), and a reconnect right after an add was a second login.
+    const now = this.clock();
+    this.connectionTurn(connectionId, now);
+    this.loginTurn(key, now);
+    this.note(connectionId, now);
+    this.remember(this.lastLogin, key, now);
+  }
+
+  /** When the user last logged in by hand as this login (undefined: not within the interval), or RATE_LIMITED within the interval. */
+  private loginTurn(key: string, now: number): number | undefined {
+    const prev = this.lastLogin.get(key);
+    if (prev !== undefined && now - prev < this.intervalMs) {
+      throw new AppError(
+        'RATE_LIMITED',
+        `This broker login was used by hand ${Math.floor((now - prev) / 1000)} s ago; one login by hand per ${this.intervalMs / 1000} s (RECONNECT_MIN_INTERVAL_S), however its connections are added, changed or removed`,
+        { limit: 'broker-login' },
+        Math.max(1, Math.ceil((prev + this.intervalMs - now) / 1000)),
+      );
+    }
+    return prev;
   }
 
   private remember(map: Map<string, number>, key: string, now: number): void {

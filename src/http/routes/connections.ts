@@ -137,7 +137,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       'New credentials are merged into the stored ones (sealed, never returned) and the connection restarts with them at once, ' +
       'whatever its status: the way out of FAILED after a password change. Watch the health stream for CONNECTED or FAILED. ' +
       'A username another of your connections already logs in as (same broker and environment) is 409 CONFLICT naming it: one connection per broker login. ' +
-      'Each restart with credentials is a broker login: at most one per RECONNECT_MIN_INTERVAL_S with POST …/reconnect (429 RATE_LIMITED with Retry-After within it). ' +
+      'Each restart with credentials is a broker login: at most one per RECONNECT_MIN_INTERVAL_S with POST …/reconnect, and one per that interval as its username whichever connection of the user logs in as it (429 RATE_LIMITED with Retry-After within it; `limit` broker-login). ' +
       'A paper login another connection logs in as on the embedded paper broker is refused (400).',
     tags: ['connections'],
     body: updateConnectionBodySchema,
@@ -187,7 +187,8 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       'stored connection that runs no actor (one whose start failed, e.g. at the actor ceiling). Any other status is 409 ' +
       'CONFLICT: those reconnect by themselves, and one login is in flight at a time. Each reconnect is a broker login, so a ' +
       'connection is reconnected by hand at most once per RECONNECT_MIN_INTERVAL_S (default 30 s; a PATCH with new ' +
-      'credentials starts the interval too): 429 RATE_LIMITED with Retry-After within it.',
+      'credentials starts the interval too), and its broker login once per that interval whichever connection of the user ' +
+      'logs in as it (an add, PATCH or reconnect): 429 RATE_LIMITED with Retry-After within it.',
     tags: ['connections'],
     responses: [{ status: 202, description: 'Restarting', schema: connectionSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND', 'CONFLICT', 'ACTOR_LIMIT_REACHED')],
     async handler(ctx) {

@@ -77,6 +77,9 @@ describe('one connection per broker login', () => {
     const err = await callError(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: two.id }, body: { credentials: { username: 'ONE' } } });
     expect(err).toMatchObject({ code: 'CONFLICT', extensions: { connectionId: one.id } });
     expect(w.store.connections.credentials(two.id).name).toBe('two');
+    // Once the add's login turn is over (a PATCH with credentials is a login by hand too).
+    const later = new Date(w.deps.now!().getTime() + 31_000);
+    w.deps.now = () => later;
     expect((await call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: one.id }, body: { credentials: { username: 'one', password: 'new' } } })).status).toBe(200);
   });
 });
@@ -123,6 +126,24 @@ describe('adds are broker logins (attack probe: delete and add again logged in a
     }
     await remove(made[0]!);
     expect((await add('late')).status).toBe(201);
+  });
+
+  it('a PATCH or reconnect takes the login’s turn too: connections added under other names and PATCHed to one username log in as it once per interval, and a FAILED add is not reconnected at once (re-probe: four PATCHes to one username were four logins in a second)', async () => {
+    const a = await add('junk-a');
+    const b = await add('junk-b');
+    const patch = (res: { body?: unknown }, username: string) =>
+      call(w, 'PATCH', '/connections/:id', { userId: w.a.userId, params: { id: (res.body as { id: string }).id }, body: { credentials: { username, password: 'guess' } } });
+    expect((await patch(a, 'victim')).status).toBe(200);
+    expect((await remove(a)).status).toBe(204);
+    const started = w.gateway.added.length;
+    const err = await patch(b, 'Victim').catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'RATE_LIMITED', status: 429, extensions: { limit: 'broker-login' } });
+    expect(w.gateway.added.length).toBe(started);
+    // An add whose login failed is not logged in again by hand within the interval either.
+    const c = await add('fresh');
+    const id = (c.body as { id: string }).id;
+    w.gateway.statusOf.set(id, { type: 'status', connectionId: id, status: 'FAILED', reason: 'fatal-error', ts: 1 });
+    expect(await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.a.userId, params: { id } })).toMatchObject({ code: 'RATE_LIMITED', extensions: { limit: 'broker-login' } });
   });
 
   it('a user adds at most 10 broker connections in 10 minutes, whatever the usernames', async () => {

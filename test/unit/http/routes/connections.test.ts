@@ -117,7 +117,7 @@ describe('leaving FAILED and deleting', () => {
     expect(again).toMatchObject({ code: 'RATE_LIMITED', status: 429, retryAfterSeconds: 30, extensions: { connectionId: w.a.connectionId } });
     expect(again.message).toContain('RECONNECT_MIN_INTERVAL_S');
     expect(w.gateway.added).toHaveLength(1);
-    // Another connection has its own interval; new credentials are never refused but start the interval.
+    // Another connection has its own interval; new credentials take it too.
     w.gateway.statusOf.set(w.b.connectionId, { type: 'status', connectionId: w.b.connectionId, status: 'FAILED', reason: 'fatal-error', ts: 1 });
     expect((await call(w, 'PATCH', '/connections/:id', { userId: w.b.userId, params: { id: w.b.connectionId }, body: { credentials: { password: 'new' } } })).status).toBe(200);
     expect((await callError(w, 'POST', '/connections/:id/reconnect', { userId: w.b.userId, params: { id: w.b.connectionId } })).code).toBe('RATE_LIMITED');
