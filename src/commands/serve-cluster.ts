@@ -150,7 +150,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     metricsListener = await startMetrics(config, metrics, logger);
     listenUrl = server.url;
     // Webhook alerts this node answered 504 before it stopped: their outcome is still looked up (by this node only).
-    void resumeLateOutcomes(routeDeps, logger).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
+    void resumeLateOutcomes(routeDeps, logger, server.idempotencyGate).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
     process.stdout.write(
       [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  metrics:      ${metricsListener.url}`, `  cluster node: ${nodeId} (${login.servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
     );

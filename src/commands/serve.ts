@@ -260,7 +260,7 @@ export async function run(argv: string[]): Promise<number> {
     await startConnections(store, gateway, paper?.endpoints, logger);
     sync = syncConnections(store, supervisor, gateway, paper, logger);
     // Webhook alerts answered 504 shortly before a restart: their outcome is still looked up.
-    void resumeLateOutcomes(routeDeps, logger).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
+    void resumeLateOutcomes(routeDeps, logger, server.idempotencyGate).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
     process.stdout.write(banner(config, server.url, paper?.url, web.built, metricsListener.url));
     if (demo) {
       const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);

@@ -59,6 +59,8 @@ export interface Exchange {
   rawBody?: Buffer;
   request?: RouteRequest<unknown, unknown>;
   idempotencyKey?: string;
+  /** The request's fingerprint under that key (what a stored answer is matched with). */
+  idempotencyFingerprint?: string;
   ticket?: IdempotencyTicket;
   /** The route's handler was called (its refusals are its own to report). */
   handlerRan?: boolean;
@@ -428,6 +430,7 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   // same id on another alert (two fills of a strategy in one second) is another alert, traded.
   const key = header === undefined && route.bodyKeyNamesBody === true ? `${scoped} ${fingerprint.slice(0, 32)}` : scoped;
   ex.idempotencyKey = key;
+  ex.idempotencyFingerprint = fingerprint;
   const outcome = await deps.gate.begin(ex.authd.auth.userId, key, fingerprint);
   if (outcome.kind === 'in-flight') throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A request with this Idempotency-Key is still in flight', {}, 1);
   if (outcome.kind === 'mismatch') throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for a different request');
@@ -479,6 +482,7 @@ class HandlerContext implements RouteContext<unknown, unknown> {
   readonly auth: AuthContext;
   readonly requestId: string;
   readonly idempotencyKey?: string;
+  readonly idempotencyFingerprint?: string;
   private logger: Logger | undefined;
 
   constructor(
@@ -489,6 +493,7 @@ class HandlerContext implements RouteContext<unknown, unknown> {
     this.auth = ex.authd?.auth ?? ANONYMOUS;
     this.requestId = ex.requestId;
     if (ex.idempotencyKey !== undefined) this.idempotencyKey = ex.idempotencyKey;
+    if (ex.idempotencyFingerprint !== undefined) this.idempotencyFingerprint = ex.idempotencyFingerprint;
   }
 
   /** Server-Timing entries of the handler (`broker;dur=1.2`). */

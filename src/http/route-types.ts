@@ -71,6 +71,8 @@ export interface RouteContext<B = unknown, Q = unknown> {
   log: Logger;
   /** The idempotency key in force for this request (header, or `idempotencyKeyFrom`), if any. */
   idempotencyKey?: string;
+  /** That key's request fingerprint (a stored answer replays only for the same one). */
+  idempotencyFingerprint?: string;
   /** True once the HTTP client is gone (closed, or uWS closed it): the answer can no longer be sent. */
   clientGone?: () => boolean;
 }

@@ -78,6 +78,8 @@ export interface HttpServer {
    * that stopped holding (`sse.closeStreams`: key revoked, password changed, user deleted).
    */
   sse: SseHub;
+  /** The idempotency gate of the API's requests: a restart holds the keys of work it takes up (resumeLateOutcomes). */
+  idempotencyGate: IdempotencyGate;
 }
 
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
@@ -179,6 +181,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<HttpServer>
     port,
     url: `http://${host}:${port}`,
     sse: engine.hub,
+    idempotencyGate: engine.idempotencyGate,
     close(opts = {}) {
       closing ??= (async () => {
         engine.closing = true;
@@ -275,6 +278,11 @@ class Engine {
     });
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
+  }
+
+  /** The idempotency gate of the API's requests (a restart holds the keys of work it takes up: resumeLateOutcomes). */
+  get idempotencyGate(): IdempotencyGate {
+    return this.pipeline.gate;
   }
 
   /** The uWS callback: copy what is needed out of `req` (uWS invalidates it on return), then run the pipeline. */

@@ -114,6 +114,8 @@ export interface CallOptions {
   principalId?: string;
   webhook?: WebhookPrincipal;
   idempotencyKey?: string;
+  /** The request's fingerprint under that key (the pipeline's; default 64 × 'f'). */
+  idempotencyFingerprint?: string;
   /** Lower-case request headers (e.g. the session cookie). */
   headers?: Record<string, string>;
   ip?: string;
@@ -154,7 +156,10 @@ export async function call(w: World, method: string, path: string, opts: CallOpt
     timing: { add: (name, ms) => timing.push([name, ms]) },
     log: silent,
   };
-  if (opts.idempotencyKey !== undefined) ctx.idempotencyKey = opts.idempotencyKey;
+  if (opts.idempotencyKey !== undefined) {
+    ctx.idempotencyKey = opts.idempotencyKey;
+    ctx.idempotencyFingerprint = opts.idempotencyFingerprint ?? 'f'.repeat(64);
+  }
   const res = await r.handler(ctx);
   // A route that answers JSON text it serialized itself (a kept page) reads like any other here.
   const text = typeof res.body === 'string' && res.headers?.['Content-Type'] === 'application/json';

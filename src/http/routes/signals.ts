@@ -13,6 +13,8 @@ import { defineRoute, type AuthContext, type RouteContext, type RouteDef, type R
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, cursorPosition, errors, nowOf, positionCursor, refuseNarrowedKey, type RouteDeps } from './common.js';
 import type { Logger } from '../../log.js';
+import type { IdempotencyGate } from '../idempotency.js';
+import { appErrorReply } from '../respond.js';
 import { alertMessageFor, tokenView, webhookUrl } from './webhook-tokens.js';
 
 /** The journal kind of a received alert. */
@@ -96,6 +98,9 @@ const LATE_CHECKS_MS = [3_000, 10_000, 30_000, 120_000];
 /** While no lookup could be made (the connection down), it goes on every minute, up to this many in all (~15 min). */
 const LATE_CHECK_EVERY_MS = 60_000;
 const LATE_CHECKS_MAX = 16;
+/** A flatten's follow-up taken up after a restart looks this often while its connection comes up, this many times. */
+const RESUMED_LOOK_EVERY_MS = 1_000;
+const RESUMED_QUICK_LOOKS = 60;
 
 /** Journal kind and ref of an alert answered 504 whose outcome is still being looked up (not listed with the alerts). */
 export const LATE_PENDING_KIND = 'webhook-alert-late';
@@ -112,13 +117,16 @@ interface LateFollowUp {
   /**
    * A flatten (exit or close) answered 504: what it was to close (null: the whole account;
    * `product`: every month of the symbol's product); `reversal`: a reversal's close, after which
-   * the new position was not opened.
-   */
-  /**
-   * A flatten's follow-up: what it closes, and `from`, when it was sent (ms, our clock). A position
-   * whose lots began after that is a later alert's (older follow-ups, without `from`, use `since`).
+   * the new position was not opened; `from`: when it was sent (ms, our clock), a position whose
+   * lots began after that being a later alert's (older follow-ups, without `from`, use `since`).
    */
   flatten?: { symbol: string | null; product: boolean; reversal?: boolean; from?: number };
+  /**
+   * The alert's idempotency key and fingerprint (a flatten's): a restart holds the key until the
+   * follow-up concludes, and stores carriedOutConflict under it once the positions are closed, as
+   * the process that answered 504 would have (re-probe: after a stop, a repeat closed the re-entry).
+   */
+  repeat?: { key: string; fingerprint: string };
   /**
    * Answered 504 before it was done (waiting for its turn, or at the broker): nothing to look up
    * yet; only a restart reads it, when the alert's own outcome never made it to the journal.
@@ -189,6 +197,19 @@ const ANSWER_FLUSH_MS = 200;
 /** How long an alert is at work before journalActing marks it. */
 export const ACTING_MARK_MS = 250;
 
+/**
+ * What a repeat of an alert that closed positions is answered once that is known done (a webhook
+ * close or exit answered `status` and went on): not acted on again, as it would close or reverse
+ * positions a second time.
+ */
+export function carriedOutConflict(status: number, firstRequestId: string): AppError {
+  return new AppError(
+    'CONFLICT',
+    `This alert was answered ${status} and went on, and it was carried out: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
+    { firstRequestId },
+  );
+}
+
 function journalFollowUp(
   deps: RouteDeps,
   ctx: RouteContext<unknown, unknown>,
@@ -204,6 +225,7 @@ function journalFollowUp(
     connectionId,
     accountId,
     ...what,
+    ...(what.flatten && ctx.idempotencyKey !== undefined && ctx.idempotencyFingerprint !== undefined && { repeat: { key: ctx.idempotencyKey, fingerprint: ctx.idempotencyFingerprint } }),
     request: { ...alertRequest(ctx.req.body, ctx.requestId), lateOutcomeOf: ctx.requestId },
     since: nowOf(deps).getTime(),
     ...(deps.nodeId !== undefined && { node: deps.nodeId }),
@@ -242,7 +264,7 @@ export function recordQueuedOutcome(deps: RouteDeps, ctx: RouteContext<unknown, 
  * node takes up only those it journaled itself (under its --node-id), so a restarted node takes
  * up its own once and the others' stay theirs.
  */
-export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<number> {
+export async function resumeLateOutcomes(deps: RouteDeps, log: Logger, gate?: IdempotencyGate): Promise<number> {
   const now = nowOf(deps).getTime();
   // The follow-ups of every user, read by their own ref: a flood of one user's alerts cannot push
   // another's out of the scan (attack probe). Only the last day's: none older is taken up.
@@ -255,6 +277,8 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
   // user hid another's "outcome unknown" by sending their next request id).
   const outcomeOf = (userId: string, tokenId: string, requestId: string): string => JSON.stringify([userId, tokenId, requestId]);
   const done = new Set<string>();
+  /** Follow-ups that concluded "flat" (the positions their flatten was to close are closed). */
+  const closed = new Set<string>();
   /** Alerts whose own entry (their answer) was journaled. */
   const answered = new Set<string>();
   const read = new Set<string>();
@@ -266,18 +290,44 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
     for (const a of await deps.store.journal.listByRef({ userId: f.userId, ref: alertRef(f.tokenId), limit: LATE_RESUME_SCAN })) {
       if (a.kind !== ALERT_KIND) continue;
       const request = a.request as { lateOutcomeOf?: unknown; requestId?: unknown } | null;
-      if (typeof request?.lateOutcomeOf === 'string') done.add(outcomeOf(f.userId, f.tokenId, request.lateOutcomeOf));
+      if (typeof request?.lateOutcomeOf === 'string') {
+        done.add(outcomeOf(f.userId, f.tokenId, request.lateOutcomeOf));
+        if ((a.outcome as { status?: unknown } | null)?.status === 200) closed.add(outcomeOf(f.userId, f.tokenId, request.lateOutcomeOf));
+      }
       else if (typeof request?.requestId === 'string') answered.add(outcomeOf(f.userId, f.tokenId, request.requestId));
     }
   }
   let resumed = 0;
+  /**
+   * A flatten's alert id, held again (409 IDEMPOTENCY_KEY_IN_USE to repeats) until its follow-up
+   * concludes, then carriedOutConflict stored under it if the positions are closed: the process
+   * that held it stopped (a graceful stop does not wait two minutes of follow-up), and its repeat
+   * closed the position a later alert had opened (re-probe). Not closed: the id is free again.
+   */
+  const holdForRepeats = (f: LateFollowUp, outcome: Promise<{ status: number }>): void => {
+    if (!gate || !f.flatten || !f.repeat) return;
+    const { key: idKey, fingerprint } = f.repeat;
+    void (async () => {
+      const began = await gate.begin(f.userId, idKey, fingerprint);
+      // Stored already (the answer for repeats, or another alert's under this id), or held here.
+      if (began.kind !== 'proceed') return;
+      const found = await outcome.catch(() => undefined);
+      if (found?.status !== 200) return began.ticket.release();
+      const reply = appErrorReply(carriedOutConflict(504, f.request.lateOutcomeOf));
+      await began.ticket.commit({ status: reply.status, headers: reply.headers, body: reply.body === undefined ? '' : reply.body.toString(), code: reply.code });
+    })().catch((err: unknown) => log.warn({ err, requestId: f.request.lateOutcomeOf }, 'the answer for repeats of an alert answered 504 was not stored'));
+  };
   const queued: LateFollowUp[] = [];
   const acting: LateFollowUp[] = [];
   const key = (f: LateFollowUp): string => outcomeOf(f.userId, f.tokenId, f.request.lateOutcomeOf);
   for (const e of pending) {
     if (e.kind !== LATE_PENDING_KIND) continue;
     const f = e.request as LateFollowUp;
-    if (done.has(key(f))) continue;
+    if (done.has(key(f))) {
+      // Concluded flat, and the process stopped before the answer for repeats was stored (or as it was).
+      if (closed.has(key(f))) holdForRepeats(f, Promise.resolve({ status: 200 }));
+      continue;
+    }
     if (f.acting) {
       if (now - f.since < QUEUED_RESUME_MS) acting.push(f);
       continue;
@@ -289,7 +339,7 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger): Promise<
     }
     if (now - f.since >= LATE_RESUME_MS) continue;
     done.add(key(f));
-    void lookUpLate(deps, log, f);
+    holdForRepeats(f, lookUpLate(deps, log, f, true));
     resumed++;
   }
   /** Says once that an alert's outcome is unknown: the process stopped before it was journaled. */
@@ -329,7 +379,7 @@ const QUEUED_RESUME_MS = 24 * 3_600_000;
 const LATE_RESUME_SCAN = 5_000;
 
 /** Looks the alert's outcome up on its schedule and journals it; resolves with what it journaled. */
-function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): Promise<{ status: number }> {
+function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp, resumed = false): Promise<{ status: number }> {
   let concluded!: (outcome: AlertOutcome) => void;
   const conclusion = new Promise<AlertOutcome>((resolve) => (concluded = resolve));
   const record = (outcome: AlertOutcome) => {
@@ -341,6 +391,8 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): Promise<{ st
   let attempt = LATE_CHECKS_MS.findIndex((at) => at > elapsed);
   if (attempt < 0) attempt = LATE_CHECKS_MS.length - 1;
   let looked = false;
+  /** A resumed flatten's looks while its connection comes up (every RESUMED_LOOK_EVERY_MS), before the schedule's. */
+  let quickLooks = RESUMED_QUICK_LOOKS;
   const again = (): boolean => {
     if (++attempt < LATE_CHECKS_MS.length || (!looked && attempt < LATE_CHECKS_MAX)) {
       const wait = attempt < LATE_CHECKS_MS.length ? LATE_CHECKS_MS[attempt]! - LATE_CHECKS_MS[attempt - 1]! : LATE_CHECK_EVERY_MS;
@@ -372,8 +424,19 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp): Promise<{ st
       record({ status: 200, code: null, detail, orderId: null, orderStatus: null, flattened: null });
       return;
     }
-    if (again()) return;
     const held = open?.map((p) => `${p.symbol} ${p.netQty > 0 ? 'long' : 'short'} ${Math.abs(p.netQty)}`).join(', ');
+    // Taken up after a restart, the flatten is over: it stopped with the process that ran it. What
+    // the first look finds is final, and the alert's id, held meanwhile, is free at once if not flat.
+    if (resumed && held !== undefined) {
+      const detail = `not flat after the service restarted: the flatten this alert began was cut short when the service stopped; the account still holds ${held}. Delivered again, the alert closes it`;
+      record({ status: 504, code: 'BROKER_TIMEOUT', detail, orderId: null, orderStatus: null, flattened: null });
+      return;
+    }
+    if (resumed && quickLooks-- > 0) {
+      setTimeout(() => void checkFlat(target), RESUMED_LOOK_EVERY_MS).unref();
+      return;
+    }
+    if (again()) return;
     record({
       status: 504,
       code: 'BROKER_TIMEOUT',

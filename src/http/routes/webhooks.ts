@@ -15,7 +15,7 @@ import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsync
 import { flattenAccount, namesProduct } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
-import { ACTING_MARK_MS, followLateOutcome, journalActing, journalQueued, recordQueuedOutcome } from './signals.js';
+import { ACTING_MARK_MS, carriedOutConflict, followLateOutcome, journalActing, journalQueued, recordQueuedOutcome } from './signals.js';
 import { AlertTurns } from '../../actors/alert-turns.js';
 import { settledWithin, valueWithin } from '../../wait.js';
 
@@ -232,11 +232,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // known done (the alert's work answered, or its flatten's follow-up found the account flat).
         const keptForRepeats = (err: AppError): AppError | GoesOnError => {
           if (intent.kind !== 'flatten' && !flattenBegun.has(ctx)) return err;
-          const carriedOut = new AppError(
-            'CONFLICT',
-            `This alert was answered ${err.status} and went on, and it was carried out: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
-            { firstRequestId: ctx.requestId },
-          );
+          const carriedOut = carriedOutConflict(err.status, ctx.requestId);
           const done = work.then(
             () => true,
             () => lateFlattens.get(ctx)?.then((late) => late.status < 300) ?? false,

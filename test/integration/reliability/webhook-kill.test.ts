@@ -156,9 +156,55 @@ it('an exit answered 504 and cut short by a SIGKILL, delivered again after the r
 
   service = await startService(dataDir, {}, 'warn');
   await awaitConnected(service.url, user.apiKey);
-  const again = await alert(exit);
+  // Its id is held until the restarted service has looked at the account (409 IN_USE, Retry-After 1):
+  // found still long, the flatten was cut short, and the id is free.
+  let again = await alert(exit);
+  for (let i = 0; i < 20 && again.status === 409 && (again.json as { code?: string }).code === 'IDEMPOTENCY_KEY_IN_USE'; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    again = await alert(exit);
+  }
   expect(again.status, again.text).toBe(200);
   expect(again.headers.get('idempotent-replayed')).toBeNull();
   expect(again.json).toMatchObject({ action: 'flatten' });
   await eventually(async () => (await net()) === 0, 'flat');
+}, 90_000);
+
+it('an exit answered 504 whose close the broker carried out, then SIGKILL: after the restart its repeat is refused, and does not close the re-entry opened since (re-probe: the id was free after the restart, and the repeat closed the re-entry)', async () => {
+  service ??= await startService(dataDir, {}, 'warn');
+  await awaitConnected(service.url, user.apiKey);
+  const account = user.accounts[0]!;
+  const created = await http(service.url, 'POST', '/api/v1/webhook-tokens', { key: user.apiKey, body: { accountId: account, name: 'TV6' } });
+  expect(created.status, created.text).toBe(201);
+  const path = new URL((created.json as { url: string }).url).pathname;
+  const alert = (body: string) => http(service!.url, 'POST', path, { raw: body, headers: { 'content-type': 'text/plain' } });
+  expect((await http(service!.url, 'POST', `/api/v1/accounts/${account}/flatten`, { key: user.apiKey, body: {} })).status).toBeLessThan(300);
+  const net = async () => {
+    const state = await http(sim.controlUrl, 'GET', `/state?user=${encodeURIComponent(user.brokerUser)}`);
+    return (state.json.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(account)).reduce((sum, p) => sum + p.netPos, 0);
+  };
+  const entry = (id: string) => filledTemplate({ orderId: id, action: 'buy', ticker: 'ES1!', contracts: '1', marketPosition: 'long', positionSize: 1, time: new Date().toISOString() });
+  expect((await alert(entry('Long A'))).status).toBe(201);
+  await eventually(async () => (await net()) === 1, 'long 1');
+  // 3 s to the broker: the exit is answered 504 at 2.5 s, and the broker closes the position after.
+  await http(sim.controlUrl, 'POST', '/faults', { body: { latencyMs: 3_000 } });
+  const exit = filledTemplate({ orderId: 'Close entry(s) order A', action: 'sell', ticker: 'ES1!', contracts: '1', marketPosition: 'flat', positionSize: 0, time: new Date().toISOString() });
+  expect((await alert(exit)).status).toBe(504);
+  await eventually(async () => (await net()) === 0, 'flat');
+  await service!.crash();
+  await http(sim.controlUrl, 'DELETE', '/faults');
+
+  service = await startService(dataDir, {}, 'warn');
+  await awaitConnected(service.url, user.apiKey);
+  expect((await alert(entry('Long B'))).status).toBe(201);
+  await eventually(async () => (await net()) === 1, 'long 1 again');
+  // Delivered again: in flight while the restarted service looks, then the stored "carried out".
+  let again = await alert(exit);
+  for (let i = 0; i < 20 && again.status === 409 && (again.json as { code?: string }).code === 'IDEMPOTENCY_KEY_IN_USE'; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    again = await alert(exit);
+  }
+  expect(again.status, again.text).toBe(409);
+  expect(again.json).toMatchObject({ code: 'CONFLICT' });
+  expect(again.headers.get('idempotent-replayed')).toBe('true');
+  expect(await net()).toBe(1);
 }, 90_000);

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AppError, RequestNotSentError } from '../../../../src/domain/problems.js';
 import { alertSchema, resumeLateOutcomes } from '../../../../src/http/routes/signals.js';
 import { createLogger } from '../../../../src/log.js';
+import { IdempotencyGate } from '../../../../src/http/idempotency.js';
 import { createdWebhookTokenSchema, listOf } from '../../../../src/http/schemas.js';
 import { TRADINGVIEW_TEMPLATE } from '../../../../src/http/webhook-payload.js';
 import { call, callError, NOW, orderRecord, route, world, type World } from '../../../support/routes.js';
@@ -177,6 +178,72 @@ describe('recent alerts of a token', () => {
       w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: new Date(NOW.getTime() + 2_800).toISOString() }];
       await vi.advanceTimersByTimeAsync(130_000);
       expect(await followUp()).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)' });
+    });
+
+    describe('after a restart, the id of a close answered 504 (re-probe: after a stop, its repeat closed the re-entry)', () => {
+      const FP = 'a'.repeat(64);
+      const closeAnswered504 = async () => {
+        w.gateway.responder.flatten = () => {
+          throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 2500 ms');
+        };
+        await expect(
+          call(w, 'POST', '/webhooks/:token', { userId: w.a.userId, requestId: 'req-close', kind: 'webhook', principalId: `webhook:${token.id}`, scopes: ['trade'], webhook: { tokenId: token.id, accountId: '101', strategyId: null }, params: { token: token.token }, body: { action: 'close', id: 'c1' }, idempotencyKey: 'k c1', idempotencyFingerprint: FP }),
+        ).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+        await w.store.flushed();
+      };
+      const long = [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: new Date(NOW.getTime() - 60_000).toISOString() }];
+      /** The process stops (its timers and in-memory holds gone) and starts again with a gate of its own. */
+      const restart = async () => {
+        vi.clearAllTimers();
+        const gate = new IdempotencyGate(w.store.idempotency, () => NOW.getTime());
+        await resumeLateOutcomes(w.deps, createLogger('silent'), gate);
+        await vi.advanceTimersByTimeAsync(0);
+        return gate;
+      };
+      const storedConflict = async (gate: IdempotencyGate) => {
+        let o = await gate.begin(w.a.userId, 'k c1', FP);
+        // Held until its answer is on disk.
+        for (let i = 0; i < 100 && o.kind === 'in-flight'; i++) {
+          await new Promise((r) => setImmediate(r));
+          await w.store.flushed();
+          o = await gate.begin(w.a.userId, 'k c1', FP);
+        }
+        expect(o.kind).toBe('replay');
+        if (o.kind === 'replay') expect({ status: o.record.status, body: JSON.parse(o.record.body) }).toMatchObject({ status: 409, body: { code: 'CONFLICT', firstRequestId: 'req-close' } });
+      };
+
+      it('is held (409 IN_USE to repeats) until the first look once its connection is up; found closed, repeats get the stored 409 CONFLICT', async () => {
+        await closeAnswered504();
+        w.gateway.responder.positions = () => {
+          throw new AppError('BROKER_UNAVAILABLE', 'connecting');
+        };
+        const gate = await restart();
+        await vi.advanceTimersByTimeAsync(5_000);
+        expect((await gate.begin(w.a.userId, 'k c1', FP)).kind).toBe('in-flight');
+        w.gateway.responder.positions = () => [];
+        await vi.advanceTimersByTimeAsync(1_000);
+        await storedConflict(gate);
+      });
+
+      it('found still open, the flatten was cut short by the stop: said at once, and the id is free, so the alert delivered again closes it', async () => {
+        await closeAnswered504();
+        w.gateway.responder.positions = () => long;
+        const gate = await restart();
+        // Its first look is due 3 s after the alert (the clock here stands still).
+        await vi.advanceTimersByTimeAsync(3_000);
+        expect(await followUp()).toMatchObject({ status: 504, detail: expect.stringMatching(/^not flat after the service restarted: .* still holds ESZ6 long 1\. Delivered again, the alert closes it$/) });
+        await w.store.flushed();
+        expect((await gate.begin(w.a.userId, 'k c1', FP)).kind).toBe('proceed');
+      });
+
+      it('whose follow-up had found the positions closed before the stop gets the answer for repeats stored', async () => {
+        await closeAnswered504();
+        w.gateway.responder.positions = () => [];
+        await vi.advanceTimersByTimeAsync(10_000);
+        expect(await followUp()).toMatchObject({ status: 200 });
+        // No pipeline here to store it in-process: as if stopped before it did.
+        await storedConflict(await restart());
+      });
     });
 
     it('a close naming a symbol (a guard: it closes the whole account) answered 504 is not "flat" while another contract is still held (re-probe: said flat with NQ open)', async () => {
