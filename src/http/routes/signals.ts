@@ -202,10 +202,14 @@ export const ACTING_MARK_MS = 250;
  * close or exit answered `status` and went on): not acted on again, as it would close or reverse
  * positions a second time.
  */
-export function carriedOutConflict(status: number, firstRequestId: string): AppError {
+export function carriedOutConflict(status: number, firstRequestId: string, reversalClosedOnly = false): AppError {
+  // A reversal whose close timed out: the close was carried out, its new position never opened (re-probe: "it was carried out").
+  const what = reversalClosedOnly
+    ? "its close was carried out, and the reversal's new position was not opened (as its answer said)"
+    : 'it was carried out';
   return new AppError(
     'CONFLICT',
-    `This alert was answered ${status} and went on, and it was carried out: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
+    `This alert was answered ${status} and went on, and ${what}: a repeat of it (the same id and body) is not acted on again, as it would close or reverse positions a second time. Its outcome is in this token's alerts (GET /api/v1/webhook-tokens/{id}/alerts)`,
     { firstRequestId },
   );
 }
@@ -313,7 +317,7 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger, gate?: Id
       if (began.kind !== 'proceed') return;
       const found = await outcome.catch(() => undefined);
       if (found?.status !== 200) return began.ticket.release();
-      const reply = appErrorReply(carriedOutConflict(504, f.request.lateOutcomeOf));
+      const reply = appErrorReply(carriedOutConflict(504, f.request.lateOutcomeOf, f.flatten?.reversal === true));
       await began.ticket.commit({ status: reply.status, headers: reply.headers, body: reply.body === undefined ? '' : reply.body.toString(), code: reply.code });
     })().catch((err: unknown) => log.warn({ err, requestId: f.request.lateOutcomeOf }, 'the answer for repeats of an alert answered 504 was not stored'));
   };

@@ -232,12 +232,15 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // known done (the alert's work answered, or its flatten's follow-up found the account flat).
         const keptForRepeats = (err: AppError): AppError | GoesOnError => {
           if (intent.kind !== 'flatten' && !flattenBegun.has(ctx)) return err;
-          const carriedOut = carriedOutConflict(err.status, ctx.requestId);
-          const done = work.then(
-            () => true,
-            () => lateFlattens.get(ctx)?.then((late) => late.status < 300) ?? false,
+          // Its work answered: all of it was done. Its flatten timed out: a reversal's open was not sent.
+          const outcome = work.then(
+            () => carriedOutConflict(err.status, ctx.requestId),
+            () => {
+              const late = lateFlattens.get(ctx);
+              return late?.found.then((found) => (found.status < 300 ? carriedOutConflict(err.status, ctx.requestId, late.reversal) : undefined));
+            },
           );
-          return new GoesOnError(err, done.then((yes) => (yes ? carriedOut : undefined)));
+          return new GoesOnError(err, outcome);
         };
         const done = await valueWithin(work, ALERT_ANSWER_MS).catch(async (err: unknown) => {
           if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw err;
@@ -501,7 +504,7 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
 /** Alerts (their handler contexts) that began to close positions: their 504 is kept for repeats. */
 const flattenBegun = new WeakSet<object>();
 /** The follow-up of an alert's flatten answered 504 (it carries on in the actor): what it found. */
-const lateFlattens = new WeakMap<object, Promise<{ status: number }>>();
+const lateFlattens = new WeakMap<object, { found: Promise<{ status: number }>; reversal: boolean }>();
 
 /**
  * Flattens the alert's account, or (symbolOnly) every position in the symbol. TradingView does
@@ -513,7 +516,7 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
   const from = nowOf(deps).getTime();
   const onTimeout = (target: { symbol: string | null; product: boolean }) => {
     const late = followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: { ...target, from, ...(reversal && { reversal: true }) } });
-    if (late) lateFlattens.set(ctx, late);
+    if (late) lateFlattens.set(ctx, { found: late, reversal });
   };
   return flattenAccount(deps, ctx, owned, symbol, { ...WEBHOOK_TIMEOUT, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
     if (!(err instanceof AppError)) throw err;

@@ -3,6 +3,7 @@ import { AppError, RequestNotSentError } from '../../../../src/domain/problems.j
 import { alertSchema, resumeLateOutcomes } from '../../../../src/http/routes/signals.js';
 import { createLogger } from '../../../../src/log.js';
 import { IdempotencyGate } from '../../../../src/http/idempotency.js';
+import { GoesOnError } from '../../../../src/http/route-types.js';
 import { createdWebhookTokenSchema, listOf } from '../../../../src/http/schemas.js';
 import { TRADINGVIEW_TEMPLATE } from '../../../../src/http/webhook-payload.js';
 import { call, callError, NOW, orderRecord, route, world, type World } from '../../../support/routes.js';
@@ -178,6 +179,20 @@ describe('recent alerts of a token', () => {
       w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: new Date(NOW.getTime() + 2_800).toISOString() }];
       await vi.advanceTimersByTimeAsync(130_000);
       expect(await followUp()).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)' });
+    });
+
+    it('a reversal whose close was answered 504 stores, once flat, that its close was carried out and its new position not opened (re-probe: "it was carried out")', async () => {
+      w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: new Date(NOW.getTime() - 60_000).toISOString() }];
+      w.gateway.responder.flatten = () => {
+        throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 2500 ms');
+      };
+      const err = await callError(w, 'POST', '/webhooks/:token', { userId: w.a.userId, requestId: 'req-rev', kind: 'webhook', principalId: `webhook:${token.id}`, scopes: ['trade'], webhook: { tokenId: token.id, accountId: '101', strategyId: null }, params: { token: token.token }, body: { action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', id: 'r1' }, idempotencyKey: 'k r1' });
+      expect(err).toBeInstanceOf(GoesOnError);
+      w.gateway.responder.positions = () => [];
+      await vi.advanceTimersByTimeAsync(5_000);
+      const stored = await (err as GoesOnError).outcome;
+      expect(stored).toMatchObject({ code: 'CONFLICT', extensions: { firstRequestId: 'req-rev' } });
+      expect((stored as AppError).message).toMatch(/went on, and its close was carried out, and the reversal's new position was not opened/);
     });
 
     describe('after a restart, the id of a close answered 504 (re-probe: after a stop, its repeat closed the re-entry)', () => {
