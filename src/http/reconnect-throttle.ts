@@ -85,8 +85,10 @@ export class ReconnectThrottle {
     this.adds.set(userId, taken);
     this.remember(this.lastLogin, key, now);
     return () => {
-      const at = taken.lastIndexOf(now);
-      if (at >= 0) taken.splice(at, 1);
+      // The user's list as it is now: an add taken since replaced the array this one was put in.
+      const current = this.adds.get(userId);
+      const at = current ? current.lastIndexOf(now) : -1;
+      if (at >= 0) current!.splice(at, 1);
       if (this.lastLogin.get(key) !== now) return;
       if (prev === undefined) this.lastLogin.delete(key);
       else this.lastLogin.set(key, prev);

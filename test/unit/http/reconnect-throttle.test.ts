@@ -36,6 +36,20 @@ describe('ReconnectThrottle', () => {
     expect(() => t.take('c')).not.toThrow();
   });
 
+  it('an add given back after another add was taken is given back from the user\'s count as it stands (re-probe: it stayed counted)', () => {
+    let now = 0;
+    const t = new ReconnectThrottle(30_000, () => now);
+    for (let i = 0; i < 8; i++) t.takeAdd('u', `login${i}`);
+    now = 1;
+    const giveBack = t.takeAdd('u', 'refused');
+    now = 2;
+    t.takeAdd('u', 'concurrent');
+    giveBack();
+    // 9 counted, not 10: one more add fits before the 10-per-window limit.
+    expect(() => t.takeAdd('u', 'last')).not.toThrow();
+    expect(() => t.takeAdd('u', 'over')).toThrow(expect.objectContaining({ extensions: { limit: 'connection-adds' } }));
+  });
+
   it('forgets old entries once many connections were restarted', () => {
     let now = 0;
     const t = new ReconnectThrottle(1_000, () => now);
