@@ -128,19 +128,7 @@ it('alerts answered 504 that go on when SIGTERM comes are acted on before the ac
 it('so are alerts answered 504 after the SIGTERM came, still in their 2.6 s when it did (re-probe 6: the shutdown waited only for those answered before it)', () => sigtermDuringQueue('TV4', 1_000), 90_000);
 
 it('an exit answered 504 and cut short by a SIGKILL, delivered again after the restart, closes the position (re-probe: the repeat was refused 409 "went on" while the account stayed long)', async () => {
-  service ??= await startService(dataDir, {}, 'warn');
-  await awaitConnected(service.url, user.apiKey);
-  const account = user.accounts[0]!;
-  const created = await http(service.url, 'POST', '/api/v1/webhook-tokens', { key: user.apiKey, body: { accountId: account, name: 'TV5' } });
-  expect(created.status, created.text).toBe(201);
-  // The token's path: the restarted service listens on another port.
-  const path = new URL((created.json as { url: string }).url).pathname;
-  const alert = (body: string) => http(service!.url, 'POST', path, { raw: body, headers: { 'content-type': 'text/plain' } });
-  expect((await http(service!.url, 'POST', `/api/v1/accounts/${account}/flatten`, { key: user.apiKey, body: {} })).status).toBeLessThan(300);
-  const net = async () => {
-    const state = await http(sim.controlUrl, 'GET', `/state?user=${encodeURIComponent(user.brokerUser)}`);
-    return (state.json.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(account)).reduce((sum, p) => sum + p.netPos, 0);
-  };
+  const { alert, net } = await flatAccountWithToken('TV5');
   const entry = await alert(JSON.stringify({ action: 'buy', symbol: 'ES1!', qty: 1 }));
   expect(entry.status, entry.text).toBe(201);
   await eventually(async () => (await net()) === 1, 'long 1');
@@ -170,18 +158,7 @@ it('an exit answered 504 and cut short by a SIGKILL, delivered again after the r
 }, 90_000);
 
 it('an exit answered 504 whose close the broker carried out, then SIGKILL: after the restart its repeat is refused, and does not close the re-entry opened since (re-probe: the id was free after the restart, and the repeat closed the re-entry)', async () => {
-  service ??= await startService(dataDir, {}, 'warn');
-  await awaitConnected(service.url, user.apiKey);
-  const account = user.accounts[0]!;
-  const created = await http(service.url, 'POST', '/api/v1/webhook-tokens', { key: user.apiKey, body: { accountId: account, name: 'TV6' } });
-  expect(created.status, created.text).toBe(201);
-  const path = new URL((created.json as { url: string }).url).pathname;
-  const alert = (body: string) => http(service!.url, 'POST', path, { raw: body, headers: { 'content-type': 'text/plain' } });
-  expect((await http(service!.url, 'POST', `/api/v1/accounts/${account}/flatten`, { key: user.apiKey, body: {} })).status).toBeLessThan(300);
-  const net = async () => {
-    const state = await http(sim.controlUrl, 'GET', `/state?user=${encodeURIComponent(user.brokerUser)}`);
-    return (state.json.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(account)).reduce((sum, p) => sum + p.netPos, 0);
-  };
+  const { alert, net } = await flatAccountWithToken('TV6');
   const entry = (id: string) => filledTemplate({ orderId: id, action: 'buy', ticker: 'ES1!', contracts: '1', marketPosition: 'long', positionSize: 1, time: new Date().toISOString() });
   expect((await alert(entry('Long A'))).status).toBe(201);
   await eventually(async () => (await net()) === 1, 'long 1');
@@ -208,3 +185,24 @@ it('an exit answered 504 whose close the broker carried out, then SIGKILL: after
   expect(again.headers.get('idempotent-replayed')).toBe('true');
   expect(await net()).toBe(1);
 }, 90_000);
+
+/**
+ * The service up (started again if a test before left it down), a token named `name` on the first
+ * account, and that account flat. `alert` posts to the token's path on whichever service runs now
+ * (a restarted one listens on another port); `net` is the account's position at the broker.
+ */
+async function flatAccountWithToken(name: string) {
+  service ??= await startService(dataDir, {}, 'warn');
+  await awaitConnected(service.url, user.apiKey);
+  const account = user.accounts[0]!;
+  const created = await http(service.url, 'POST', '/api/v1/webhook-tokens', { key: user.apiKey, body: { accountId: account, name } });
+  expect(created.status, created.text).toBe(201);
+  const path = new URL((created.json as { url: string }).url).pathname;
+  const alert = (body: string) => http(service!.url, 'POST', path, { raw: body, headers: { 'content-type': 'text/plain' } });
+  expect((await http(service.url, 'POST', `/api/v1/accounts/${account}/flatten`, { key: user.apiKey, body: {} })).status).toBeLessThan(300);
+  const net = async () => {
+    const state = await http(sim.controlUrl, 'GET', `/state?user=${encodeURIComponent(user.brokerUser)}`);
+    return (state.json.positions as { accountId: number; netPos: number }[]).filter((p) => p.accountId === Number(account)).reduce((sum, p) => sum + p.netPos, 0);
+  };
+  return { alert, net };
+}
