@@ -141,7 +141,7 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'error (504 BROKER_TIMEOUT when its liquidation may have reached the broker, 503 when it was not sent, 422 when the broker ' +
         'refused or did not fill it) whose problem carries `cancelledOrderIds` and `positions`: its protective orders are cancelled. ' +
         'A flatten still at work after 30 s is answered 504 and goes on: a retry with the same Idempotency-Key is 409 ' +
-        'IDEMPOTENCY_KEY_IN_USE until it has ended, then answered with its outcome (replayed), never flattened again.',
+        'IDEMPOTENCY_KEY_IN_USE until it has ended, then answered with its outcome (replayed; one that ended in a 5xx frees the key), never flattened again.',
       tags: ['accounts'],
       body: flattenBodySchema,
       idempotent: true,
