@@ -70,6 +70,30 @@ function leftUnprotected(ctx: ActorContext, accountId: string, working: readonly
   return new AppError(err.code, `${err.message}: ${detail}`, err.extensions, err.retryAfterSeconds);
 }
 
+/** Whether a refused liquidation's reason is that the broker holds no such position (Tradovate's "No position to liquidate"). */
+function noPositionAtBroker(detail: string | undefined): boolean {
+  return detail !== undefined && /no position/i.test(detail);
+}
+
+/**
+ * Reads the account's position in `symbol` from the broker and puts it in the mirror: the broker
+ * refused to liquidate a position the mirror still holds, so the events that closed it were lost
+ * (a gap shorter than the silence watchdog resyncs after). A read that fails leaves the mirror as it was.
+ */
+async function rereadPosition(ctx: ActorContext, accountId: string, symbol: string): Promise<void> {
+  const stale = ctx.model.openPositionEntities(accountId).find((p) => (contractName(ctx.mirror, p.contractId) ?? String(p.contractId)) === symbol);
+  if (!stale) return;
+  try {
+    const fresh = await ctx.conn.send('position/item', undefined, { query: `id=${stale.id}` });
+    if (fresh && typeof fresh === 'object' && (fresh as Entity).id === stale.id) {
+      ctx.logger.warn({ accountId, symbol, mirror: stale.netPos, broker: (fresh as Entity).netPos }, 'position read again from the broker after it refused to liquidate it');
+      ctx.mirror.put('position', fresh as Entity);
+    }
+  } catch (err) {
+    ctx.logger.warn({ err, accountId, symbol }, 'position could not be read again from the broker');
+  }
+}
+
 /** How long a flatten waits for the events of a position whose liquidation the broker refused, before judging it still open. */
 const REFUSED_FLAT_WAIT_MS = 500;
 
@@ -282,6 +306,9 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   // nothing open: not a failure. Its events are waited for a moment.
   const refused = outcomes.filter((o) => o.status === 'failed' && o.code === 'BROKER_REJECTED');
   if (refused.length > 0) await ctx.mirror.waitFor(() => (refused.every((o) => !openNow().includes(o.symbol)) ? true : undefined), Math.min(ctx.settleMs, REFUSED_FLAT_WAIT_MS));
+  // Still open here while the broker says it holds none: its events were lost, and the position is
+  // read from the broker itself (re-probe: a phantom long after a short silence, every flatten 422 for good).
+  for (const o of refused) if (openNow().includes(o.symbol) && noPositionAtBroker(o.detail)) await rereadPosition(ctx, req.accountId, o.symbol);
   const open = new Set(openNow());
   for (const o of refused) {
     if (open.has(o.symbol)) continue;

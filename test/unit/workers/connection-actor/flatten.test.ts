@@ -175,6 +175,24 @@ describe('flatten', () => {
     expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'liquidated', detail: 'already flat at the broker (broker rejected liquidateposition: UnknownReason: No position to liquidate)' }]);
   });
 
+  it('a refusal for no position whose closing events never came reads the position from the broker: flat there, it is flat here too (re-probe: a phantom long after a short silence, every flatten 422 for good)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    const pos = ctx.mirror.all('position')[0]!;
+    // Closed at the broker, its events lost: only a read says so.
+    broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'UnknownReason', failureText: 'No position to liquidate' });
+    broker.handlers['position/item'] = () => ({ ...pos, netPos: 0 });
+    const r = await flatten(ctx, request());
+    expect(r.positions).toEqual([{ symbol: 'ESZ6', closedQty: 0, status: 'liquidated', detail: 'already flat at the broker (broker rejected liquidateposition: UnknownReason: No position to liquidate)' }]);
+    expect(ctx.model.positions(ACCOUNT)).toEqual([]);
+    // Another refusal (not "no position") is not read again, and stays a failure.
+    const again = broker.addOrder({ qty: 1 });
+    broker.fill(again, 1, 5000);
+    broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'RiskRejected', failureText: 'account locked' });
+    expect((await flatten(ctx, request())).positions).toMatchObject([{ status: 'failed', code: 'BROKER_REJECTED' }]);
+  });
+
   it('says so when a liquidation was sent but the position is not flat yet', async () => {
     const { broker, ctx } = fakeActorContext(30);
     const held = broker.addOrder({ qty: 1 });
