@@ -104,11 +104,23 @@ export function createNatsIdempotencyStore(
           revision = await kv.update(hash, marker(fingerprint), revision);
         } catch (err) {
           // Taken over (this node was thought dead): the commit finds that out. KV unreachable: tried again.
-          if (isWrongRevision(err)) return;
+          if (isWrongRevision(err) && !(await adoptOwn())) return;
           logger?.warn({ err, key: hash }, 'renewing an idempotency marker failed');
         }
         if (!finished) timer = setTimeout(renew, leaseMs / 3).unref();
       });
+    };
+    /**
+     * After a wrong revision: true (and its revision taken) when the marker is still this claim's,
+     * an update that timed out here having been applied after all (cluster probe: the renewals would
+     * stop, and the commit would drop the answer as "taken over").
+     */
+    const adoptOwn = async (): Promise<boolean> => {
+      const e = await kv.get(hash).catch(() => null);
+      const v = e?.operation === 'PUT' ? e.json<Stored>() : undefined;
+      if (v?.state !== 'in-flight' || v.holder !== holder || v.fingerprint !== fingerprint) return false;
+      revision = e!.revision;
+      return true;
     };
     let timer = setTimeout(renew, leaseMs / 3).unref();
     const finish = (): void => {
@@ -123,7 +135,12 @@ export function createNatsIdempotencyStore(
           finish();
           return inTurn(async () => {
             try {
-              await kv.update(hash, doneValue(fingerprint, answer, clock()), revision);
+              try {
+                await kv.update(hash, doneValue(fingerprint, answer, clock()), revision);
+              } catch (err) {
+                if (!isWrongRevision(err) || !(await adoptOwn())) throw err;
+                await kv.update(hash, doneValue(fingerprint, answer, clock()), revision);
+              }
               return true;
             } catch (err) {
               if (!isWrongRevision(err)) {

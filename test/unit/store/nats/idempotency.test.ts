@@ -1,3 +1,4 @@
+import { Kvm } from '@nats-io/kv';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { IN_FLIGHT_LEASE_MS, type ClaimOutcome } from '../../../../src/store/nats/idempotency.js';
 import { IDEMPOTENCY_TTL_MS } from '../../../../src/tuning.js';
@@ -102,6 +103,18 @@ describe('cluster idempotency claims', () => {
     await released.release();
     await new Promise((r) => setTimeout(r, 250));
     expect((await b.idempotency.claim('user:u', 'short', FP)).kind).toBe('claimed');
+  });
+
+  it('an update of its own marker that was applied after the client gave up on it does not lose the answer (cluster probe: the commit took it for a takeover)', async () => {
+    const [a, b] = nodes.stores as [typeof nodes.stores[0], typeof nodes.stores[0]];
+    const held = claimOf(await a.idempotency.claim('user:u', 'late-ack', FP))!;
+    // A renewal NATS applied while the client timed out: the marker moved on, still this claim's.
+    const kv = await new Kvm(nodes.connections[0]!).open(`${nodes.prefix}_idempotency`);
+    const hash = (await kv.keys().then(async (it) => { for await (const k of it) return k; })) as string;
+    const entry = (await kv.get(hash))!;
+    await kv.update(hash, entry.string(), entry.revision);
+    expect(await held.commit(answer)).toBe(true);
+    expect(await b.idempotency.claim('user:u', 'late-ack', FP)).toMatchObject({ kind: 'done', record: { body: answer.body } });
   });
 
   it('a late release of a taken-over claim does not free the new holder', async () => {
