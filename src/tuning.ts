@@ -289,7 +289,7 @@ export const CLUSTER: Readonly<ClusterTuning> = Object.freeze({
   placementCheckMs: 5000,
   /** Forwarded actor calls wait this much longer than the owner's own deadline, so the owner's answer wins. */
   forwardGraceMs: 500,
-  /** An idempotency marker protects its key this long: any request (forwarded actor call included) ends before. */
+  /** An idempotency marker protects its key this long past its last renewal (its node renews it every third of this while the request runs). */
   idempotencyMarkerMs: 20_000,
   /** Health events kept for Last-Event-ID resume. */
   eventsMaxAgeMs: 24 * 60 * 60 * 1000,

@@ -23,7 +23,7 @@ import { parseBodyIdempotencyKey, parseIdempotencyKey, requestFingerprint, type 
 import type { ServiceMetrics } from './metrics.js';
 import { rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.js';
 import { repeatedHeaderError } from './request-head.js';
-import { appErrorReply, problemReply, routeResponseReply, type Reply, type ResponseHandle } from './respond.js';
+import { appErrorReply, problemReply, routeResponseReply, storedAnswer, type Reply, type ResponseHandle } from './respond.js';
 import { GoesOnError, type AuthContext, type RouteContext, type RouteDef, type RouteRequest, type RouteResponse, type Timing } from './route-types.js';
 import { stripApiPrefix, type Router } from './router.js';
 
@@ -590,9 +590,8 @@ function serverTiming(ex: Exchange, totalMs: number): string {
  * the store's coded error (the cluster store unavailable: 503 with Retry-After), else a 500.
  */
 async function commit(deps: PipelineDeps, ex: Exchange, ticket: IdempotencyTicket, reply: Reply): Promise<Reply | undefined> {
-  const body = reply.body === undefined ? '' : reply.body.toString();
   try {
-    await ticket.commit({ status: reply.status, headers: reply.headers, body, code: reply.code });
+    await ticket.commit(storedAnswer(reply));
     return undefined;
   } catch (err) {
     deps.logger.error({ err, reqId: ex.requestId }, 'idempotency record not stored');

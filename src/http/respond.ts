@@ -20,6 +20,11 @@ export interface Reply {
   openEnded?: true;
 }
 
+/** A reply as an idempotency record stores it (its body as text), with its problem code for the gate. */
+export function storedAnswer(reply: Reply): { status: number; headers: Record<string, string>; body: string; code: ProblemCode | undefined } {
+  return { status: reply.status, headers: reply.headers, body: reply.body === undefined ? '' : reply.body.toString(), code: reply.code };
+}
+
 export const JSON_TYPE = 'application/json';
 /**
  * Bodies from this size on are written as the client reads them (ResponseHandle.endStreamed):

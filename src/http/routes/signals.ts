@@ -14,7 +14,7 @@ import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, cursorPosition, errors, nowOf, positionCursor, refuseNarrowedKey, type RouteDeps } from './common.js';
 import type { Logger } from '../../log.js';
 import type { IdempotencyGate } from '../idempotency.js';
-import { appErrorReply } from '../respond.js';
+import { appErrorReply, storedAnswer } from '../respond.js';
 import { alertMessageFor, tokenView, webhookUrl } from './webhook-tokens.js';
 
 /** The journal kind of a received alert. */
@@ -317,8 +317,7 @@ export async function resumeLateOutcomes(deps: RouteDeps, log: Logger, gate?: Id
       if (began.kind !== 'proceed') return;
       const found = await outcome.catch(() => undefined);
       if (found?.status !== 200) return began.ticket.release();
-      const reply = appErrorReply(carriedOutConflict(504, f.request.lateOutcomeOf, f.flatten?.reversal === true));
-      await began.ticket.commit({ status: reply.status, headers: reply.headers, body: reply.body === undefined ? '' : reply.body.toString(), code: reply.code });
+      await began.ticket.commit(storedAnswer(appErrorReply(carriedOutConflict(504, f.request.lateOutcomeOf, f.flatten?.reversal === true))));
     })().catch((err: unknown) => log.warn({ err, requestId: f.request.lateOutcomeOf }, 'the answer for repeats of an alert answered 504 was not stored'));
   };
   const queued: LateFollowUp[] = [];
