@@ -5,8 +5,9 @@
  */
 import { AppError } from '../../domain/problems.js';
 import { flattenClOrdIdPrefix } from '../../domain/order-plan.js';
-import { resolveSymbol, type SymbolForm } from '../../domain/symbols.js';
-import { defineRoute, GoesOnError, type RouteContext, type RouteDef } from '../route-types.js';
+import { contractRoot, resolveSymbol, type SymbolForm } from '../../domain/symbols.js';
+import type { PositionRecord } from '../../domain/orders.js';
+import { defineRoute, GoesOnError, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { valueWithin } from '../../wait.js';
 import type { FlattenResult } from '../../actors/protocol.js';
 import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
@@ -35,13 +36,37 @@ export const API_FLATTEN_ANSWER_MS = 30_000;
  */
 const API_FLATTEN_FOLLOW_MS = 120_000;
 
+/** What a flatten closes: every position (`symbol` null), one contract, or (`product`) every month of the symbol's product. */
+export interface FlattenTarget {
+  symbol: string | null;
+  product: boolean;
+}
+
+/** Whether a flatten of `target` closes a position in `symbol`. */
+export function closedBy(target: FlattenTarget, symbol: string): boolean {
+  if (target.symbol === null || target.symbol === symbol) return true;
+  return target.product && contractRoot(symbol)?.root === contractRoot(target.symbol)?.root;
+}
+
+/**
+ * Whether a position's open lots began after `since` (ms, our clock): it went flat, or turned, since
+ * then, so it is not the one a flatten sent at `since` was to close. The broker stamps fills with
+ * its own clock: a second's margin keeps a position opened just before (a clock ahead of ours)
+ * from reading as a new one.
+ */
+export function openedAfter(p: PositionRecord, since: number): boolean {
+  return p.openedAt !== null && Date.parse(p.openedAt) > since + BROKER_CLOCK_MARGIN_MS;
+}
+
+const BROKER_CLOCK_MARGIN_MS = 1_000;
+
 /** Runs a flatten on an owned account; resolves the symbol first (UNKNOWN_SYMBOL, no broker traffic). */
 export async function flattenAccount(
   deps: RouteDeps,
   ctx: RouteContext<unknown, unknown>,
   owned: OwnedAccount,
   symbolInput: string | undefined,
-  opts?: { timeoutMs?: number; symbolOnly?: boolean; onTimeout?: (target: { symbol: string | null; product: boolean }) => void },
+  opts?: { timeoutMs?: number; symbolOnly?: boolean; onTimeout?: (target: FlattenTarget) => void },
 ) {
   let symbol: string | null = null;
   let productNamed = false;
@@ -56,7 +81,7 @@ export async function flattenAccount(
   // What the flatten closes, for a caller following it past a timeout: the symbol only for a
   // strategy's exit; otherwise it is a guard, and the whole account is closed (re-probe: a webhook
   // close answered 504 was later said to have closed the account while NQ, not the ES named, was open).
-  const target = { symbol: opts?.symbolOnly ? symbol : null, product: productOnly };
+  const target: FlattenTarget = { symbol: opts?.symbolOnly ? symbol : null, product: productOnly };
   const result = await callActor(
     deps,
     ctx,
@@ -126,6 +151,46 @@ function notFlat(view: { positions: { symbol: string }[]; cancelledOrderIds: str
   );
 }
 
+/** How often a flatten whose liquidation the broker did not confirm is looked at. */
+const UNCONFIRMED_LOOK_EVERY_MS = 1_000;
+
+/** A flatten that ended with every position it could not close sent and unconfirmed (504): the liquidations may still fill. */
+function unconfirmed(err: AppError): boolean {
+  const positions = (err.extensions as { positions?: { status: string; code?: string }[] }).positions;
+  if (err.code !== 'BROKER_TIMEOUT' || !positions) return false;
+  const failed = positions.filter((p) => p.status === 'failed');
+  return failed.length > 0 && failed.every((p) => p.code === 'BROKER_TIMEOUT');
+}
+
+/**
+ * Watches the positions a flatten's unconfirmed liquidations were to close (those held since it
+ * was sent, at `from`) until they are closed: then its outcome is a 200, the flatten's own with
+ * those positions closed, for a retry with the same Idempotency-Key. Still open after
+ * API_FLATTEN_FOLLOW_MS: undefined, and the key is free (the position needs another flatten).
+ */
+async function closedLater(deps: RouteDeps, owned: OwnedAccount, err: AppError, from: number): Promise<RouteResponse | undefined> {
+  const view = err.extensions as { positions: { symbol: string; closedQty: number; status: string; detail?: string; code?: string }[] };
+  const watched = new Set(view.positions.filter((p) => p.status === 'failed').map((p) => p.symbol));
+  const looks = Math.max(1, Math.ceil((from + API_FLATTEN_FOLLOW_MS - nowOf(deps).getTime()) / UNCONFIRMED_LOOK_EVERY_MS));
+  for (let look = 0; look < looks; look++) {
+    await new Promise((resolve) => setTimeout(resolve, UNCONFIRMED_LOOK_EVERY_MS).unref());
+    let rows: PositionRecord[];
+    try {
+      rows = await deps.gateway.request(owned.connectionId, { type: 'positions', accountId: owned.account.id });
+    } catch {
+      continue; // Not CONNECTED now: looked at again in a second.
+    }
+    if (rows.some((p) => p.netQty !== 0 && watched.has(p.symbol) && !openedAfter(p, from))) continue;
+    const positions = view.positions.map((p) =>
+      watched.has(p.symbol)
+        ? { symbol: p.symbol, closedQty: p.closedQty, status: 'liquidated', detail: 'closed after this flatten was answered 504 (by its liquidation, or another exit)' }
+        : p,
+    );
+    return { status: 200, body: { ...view, positions } };
+  }
+  return undefined;
+}
+
 /** POST /accounts/:id/flatten. */
 export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   return [
@@ -141,7 +206,9 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         'error (504 BROKER_TIMEOUT when its liquidation may have reached the broker, 503 when it was not sent, 422 when the broker ' +
         'refused or did not fill it) whose problem carries `cancelledOrderIds` and `positions`: its protective orders are cancelled. ' +
         'A flatten still at work after 30 s is answered 504 and goes on: a retry with the same Idempotency-Key is 409 ' +
-        'IDEMPOTENCY_KEY_IN_USE until it has ended, then answered with its outcome (replayed; one that ended in a 5xx frees the key), never flattened again.',
+        'IDEMPOTENCY_KEY_IN_USE until it has ended, then answered with its outcome (replayed; one that ended in a 5xx frees the key), never flattened again. ' +
+        'A 504 whose liquidation the broker did not confirm holds its Idempotency-Key while the service watches the position, up to 2 minutes ' +
+        'from the flatten: a same-key retry is 409 IDEMPOTENCY_KEY_IN_USE, then 200 (the position shown closed) once it is; still open then, the key is free.',
       tags: ['accounts'],
       body: flattenBodySchema,
       idempotent: true,
@@ -152,23 +219,34 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       ],
       async handler(ctx) {
         const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
+        // When it was sent: a position whose lots began after this is not one it was to close.
+        const from = nowOf(deps).getTime();
         const work = flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, ctx.req.body?.symbol, { timeoutMs: API_FLATTEN_FOLLOW_MS });
-        const body = await valueWithin(work, API_FLATTEN_ANSWER_MS);
+        const keyed = ctx.idempotencyKey !== undefined;
+        /** Its outcome for a retry with the same key: a liquidation the broker did not confirm is followed first. */
+        const outcome = (err: unknown) => {
+          if (!(err instanceof AppError)) return undefined;
+          return keyed && unconfirmed(err) ? closedLater(deps, owned, err, from) : err;
+        };
+        const body = await valueWithin(work, API_FLATTEN_ANSWER_MS).catch((err: unknown) => {
+          if (!(err instanceof AppError) || !keyed || !unconfirmed(err)) throw err;
+          // Its liquidation may still close the position: the key is held while that is watched
+          // (cluster probe: a same-key retry freed by the 504 sent another liquidation, which would
+          // close a position opened in between).
+          const advice = `; a retry with the same Idempotency-Key is answered 409 IDEMPOTENCY_KEY_IN_USE while the service watches the position (up to ${API_FLATTEN_FOLLOW_MS / 60_000} minutes), then 200 once it is closed; a flatten with a new key acts at once`;
+          throw new GoesOnError(new AppError(err.code, err.message + advice, err.extensions, err.retryAfterSeconds), closedLater(deps, owned, err, from));
+        });
         if (body === undefined) {
           // Still at work: it goes on, and says so (cluster probe: a bare "did not complete within
           // 15000 ms" while it waited for the connection, then closed 2). A retry with the same
           // Idempotency-Key meets 409 IDEMPOTENCY_KEY_IN_USE until it ends, then its outcome.
-          const keyed = ctx.idempotencyKey !== undefined;
           throw new GoesOnError(
             new AppError(
               'BROKER_TIMEOUT',
               `The flatten did not finish within ${API_FLATTEN_ANSWER_MS / 1000} s and goes on in the service: GET …/positions and …/working-orders show what is left` +
                 (keyed ? '; a retry with the same Idempotency-Key is answered 409 IDEMPOTENCY_KEY_IN_USE until it has ended, then with its outcome' : ''),
             ),
-            work.then(
-              (done) => ({ status: 200, body: done }),
-              (err: unknown) => (err instanceof AppError ? err : undefined),
-            ),
+            work.then((done) => ({ status: 200, body: done }), outcome),
           );
         }
         return { status: 200, body };

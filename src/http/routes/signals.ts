@@ -8,7 +8,7 @@ import { settledWithin } from '../../wait.js';
 import { AppError, RequestNotSentError, type ProblemCode } from '../../domain/problems.js';
 import type { PositionedEntry } from '../../store/index.js';
 import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
-import { contractRoot } from '../../domain/symbols.js';
+import { closedBy, openedAfter, type FlattenTarget } from './flatten.js';
 import { defineRoute, type AuthContext, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, cursorPosition, errors, nowOf, positionCursor, refuseNarrowedKey, type RouteDeps } from './common.js';
@@ -120,7 +120,7 @@ interface LateFollowUp {
    * the new position was not opened; `from`: when it was sent (ms, our clock), a position whose
    * lots began after that being a later alert's (older follow-ups, without `from`, use `since`).
    */
-  flatten?: { symbol: string | null; product: boolean; reversal?: boolean; from?: number };
+  flatten?: FlattenTarget & { reversal?: boolean; from?: number };
   /**
    * The alert's idempotency key and fingerprint (a flatten's): a restart holds the key until the
    * follow-up concludes, and stores carriedOutConflict under it once the positions are closed, as
@@ -476,23 +476,6 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp, resumed = fal
   };
   setTimeout(() => void (f.flatten ? checkFlat(f.flatten) : check()), Math.max(0, LATE_CHECKS_MS[attempt]! - elapsed)).unref();
   return conclusion;
-}
-
-/**
- * Whether a position's open lots began after `since` (ms, our clock): it went flat, or turned, since
- * then. The broker stamps fills with its own clock: a second's margin keeps a position opened just
- * before the alert (a clock ahead of ours) from reading as a new one.
- */
-function openedAfter(p: PositionRecord, since: number): boolean {
-  return p.openedAt !== null && Date.parse(p.openedAt) > since + BROKER_CLOCK_MARGIN_MS;
-}
-
-const BROKER_CLOCK_MARGIN_MS = 1_000;
-
-/** Whether a flatten of `target` closes a position in `symbol`. */
-function closedBy(target: NonNullable<LateFollowUp['flatten']>, symbol: string): boolean {
-  if (target.symbol === null || target.symbol === symbol) return true;
-  return target.product && contractRoot(symbol)?.root === contractRoot(target.symbol)?.root;
 }
 
 /** Wraps the webhook receiver so each alert that reaches it is journaled under its token. */

@@ -12,7 +12,7 @@ import type { StrategyRecord } from '../../store/strategies.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults, type WebhookIntent } from '../webhook-payload.js';
 import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
-import { flattenAccount, namesProduct } from './flatten.js';
+import { flattenAccount, namesProduct, type FlattenTarget } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
 import { ACTING_MARK_MS, carriedOutConflict, followLateOutcome, journalActing, journalQueued, recordQueuedOutcome } from './signals.js';
@@ -514,7 +514,7 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
   flattenBegun.add(ctx);
   // Positions opened after this (past the broker clock's margin) are not this flatten's to close.
   const from = nowOf(deps).getTime();
-  const onTimeout = (target: { symbol: string | null; product: boolean }) => {
+  const onTimeout = (target: FlattenTarget) => {
     const late = followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: { ...target, from, ...(reversal && { reversal: true }) } });
     if (late) lateFlattens.set(ctx, { found: late, reversal });
   };

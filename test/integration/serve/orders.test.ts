@@ -222,6 +222,35 @@ describe('working orders vs history, flatten', () => {
     expect(history.json.data[0]).toMatchObject({ accountId: acc, symbol: ES });
     expect(history.json.data[0]).toHaveProperty('pnl');
   });
+
+  it('a flatten whose liquidation the broker did not confirm holds its key: a same-key retry is 409 IN_USE, then the 200 once the position closed, and no second liquidation is sent (cluster probe: the 504 freed the key)', async () => {
+    const opened = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' });
+    expect(opened.status, opened.text).toBe(201);
+    const liquidations = async () => ((await simState(s)).requests?.['order/liquidateposition'] as number | undefined) ?? 0;
+    const before = await liquidations();
+    // Every broker request answered after 12 s: the liquidation's 10 s deadline passes first.
+    await control(s, 'POST', '/faults', { latencyMs: 12_000 });
+    try {
+      const first = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-unconfirmed' });
+      expect(first.status, first.text).toBe(504);
+      expect(first.json.positions).toEqual([expect.objectContaining({ symbol: ES, status: 'failed', code: 'BROKER_TIMEOUT' })]);
+      const retry = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-unconfirmed' });
+      expect(retry.status, retry.text).toBe(409);
+      expect(retry.json.code).toBe('IDEMPOTENCY_KEY_IN_USE');
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    // The liquidation lands (12 s after it was sent): the retry gets the flatten's 200, replayed alike.
+    const done = await eventually(async () => {
+      const r = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-unconfirmed' });
+      return r.status === 200 ? r : undefined;
+    }, 'the retry answered with the flatten once the position closed', 15_000);
+    expect(done.json.positions).toEqual([{ symbol: ES, closedQty: 0, status: 'liquidated', detail: 'closed after this flatten was answered 504 (by its liquidation, or another exit)' }]);
+    const again = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-unconfirmed' });
+    expect([again.status, again.text]).toEqual([200, done.text]);
+    expect(await liquidations()).toBe(before + 1);
+    expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
+  }, 40_000);
 });
 
 describe('POST /api/v1/accounts/{id}/flatten with a symbol', () => {

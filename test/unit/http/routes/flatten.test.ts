@@ -76,8 +76,9 @@ describe('POST /accounts/:id/flatten', () => {
     });
     // Sent as the connection dropped: it may have reached the broker.
     w.gateway.responder.flatten = failing('BROKER_TIMEOUT', 'connection closed before the broker answered');
-    const timedOut = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-2' });
+    const timedOut = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } });
     expect(timedOut.code).toBe('BROKER_TIMEOUT');
+    expect(timedOut).not.toBeInstanceOf(GoesOnError);
     expect(timedOut.message).toMatch(/^The resting orders were cancelled, but the broker did not confirm the liquidation of ESZ6 \(connection closed before the broker answered\): the position may still close, or it is open without its protective orders/);
     expect(timedOut.extensions).toMatchObject({
       cancelledOrderIds: ['7', '8'],
@@ -96,6 +97,79 @@ describe('POST /accounts/:id/flatten', () => {
     const again = await call(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-2' });
     expect(again.status).toBe(200);
     expect(w.gateway.calls.filter((c) => c.req.type === 'flatten')).toHaveLength(4);
+  });
+
+  describe('a liquidation the broker did not confirm holds the Idempotency-Key while the position is watched (cluster probe: the 504 freed the key, and a same-key retry sent another liquidation)', () => {
+    const NOW = Date.parse('2026-11-20T15:00:00Z');
+    const unconfirmedFlatten = () => ({
+      cancelledOrderIds: ['7'],
+      positions: [
+        { symbol: 'NQZ6', closedQty: 1, status: 'liquidated' as const },
+        { symbol: 'ESZ6', closedQty: 0, status: 'failed' as const, code: 'BROKER_TIMEOUT' as never, detail: 'connection closed before the broker answered' },
+      ],
+      brokerMs: 2,
+    });
+    const held = { accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: new Date(NOW - 60_000).toISOString() };
+    beforeEach(() => {
+      vi.useFakeTimers();
+      w.deps.now = () => new Date(NOW);
+      w.gateway.responder.flatten = unconfirmedFlatten;
+    });
+    afterEach(() => vi.useRealTimers());
+
+    it('answers 504 saying so, and stores a 200 with the position closed once it is', async () => {
+      w.gateway.responder.positions = () => [held];
+      const err = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-u1' });
+      expect(err).toBeInstanceOf(GoesOnError);
+      expect(err.message).toMatch(/did not confirm the liquidation of ESZ6.*; a retry with the same Idempotency-Key is answered 409 IDEMPOTENCY_KEY_IN_USE while the service watches the position \(up to 2 minutes\), then 200 once it is closed; a flatten with a new key acts at once$/);
+      expect(err.extensions).toMatchObject({ positions: [{ symbol: 'NQZ6' }, { symbol: 'ESZ6', status: 'failed', code: 'BROKER_TIMEOUT' }] });
+      let stored: unknown = 'pending';
+      void (err as GoesOnError).outcome.then((o) => (stored = o));
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(stored).toBe('pending');
+      // Closed (its liquidation filled): the key stores the flatten's 200, the position closed.
+      w.gateway.responder.positions = () => [];
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(stored).toMatchObject({ status: 200 });
+      expect(flattenResponseSchema.parse((stored as { body: unknown }).body)).toEqual({
+        accountId: '101',
+        symbol: null,
+        cancelledOrderIds: ['7'],
+        positions: [
+          { symbol: 'NQZ6', closedQty: 1, status: 'liquidated' },
+          { symbol: 'ESZ6', closedQty: 0, status: 'liquidated', detail: 'closed after this flatten was answered 504 (by its liquidation, or another exit)' },
+        ],
+      });
+    });
+
+    it('a position opened after the flatten is not the one it was to close; one still open after 2 minutes frees the key', async () => {
+      w.gateway.responder.positions = () => [{ ...held, openedAt: new Date(NOW + 5_000).toISOString() }];
+      const reentered = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-u2' });
+      await vi.advanceTimersByTimeAsync(1_000);
+      await expect((reentered as GoesOnError).outcome).resolves.toMatchObject({ status: 200 });
+      w.gateway.responder.positions = () => [held];
+      const open = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-u3' });
+      let stored: unknown = 'pending';
+      void (open as GoesOnError).outcome.then((o) => (stored = o));
+      await vi.advanceTimersByTimeAsync(119_000);
+      expect(stored).toBe('pending');
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(stored).toBeUndefined();
+    });
+
+    it('is not held when a position was not sent (it never closes by itself), nor without a key', async () => {
+      w.gateway.responder.positions = () => [held];
+      w.gateway.responder.flatten = () => {
+        const r = unconfirmedFlatten();
+        return { ...r, positions: [...r.positions, { symbol: 'CLZ6', closedQty: 0, status: 'failed' as const, code: 'BROKER_UNAVAILABLE' as never, detail: 'not connected' }] };
+      };
+      const mixed = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-u4' });
+      expect([mixed.code, mixed instanceof GoesOnError]).toEqual(['BROKER_TIMEOUT', false]);
+      w.gateway.responder.flatten = unconfirmedFlatten;
+      const keyless = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' } });
+      expect([keyless.code, keyless instanceof GoesOnError]).toEqual(['BROKER_TIMEOUT', false]);
+      expect(keyless.message).not.toMatch(/IDEMPOTENCY_KEY_IN_USE/);
+    });
   });
 
   it('refuses an unknown symbol without broker traffic, and foreign or inactive accounts', async () => {
