@@ -385,6 +385,51 @@ describe('the web app', () => {
     expect((await api('DELETE', `/api/v1/webhook-tokens/${bound.json.id}`)).status).toBe(204);
   }, 60_000);
 
+  it('a read answered 503 with a short Retry-After (a connection starting) is read again by itself once it has passed; a long one is left to the user', async () => {
+    await signedIn();
+    const STRATEGIES_LIST = /\/api\/v1\/strategies(\?|$)/;
+    const unavailable = (retryAfter: number) => ({
+      status: 503,
+      headers: { 'Content-Type': 'application/problem+json', 'Retry-After': String(retryAfter) },
+      body: JSON.stringify({ type: '/api-docs#problem-broker-unavailable', title: 'Broker unavailable', status: 503, detail: 'The connection is starting', code: 'BROKER_UNAVAILABLE' }),
+    });
+    const reads: number[] = [];
+    // The first read meets a connection starting (Retry-After: 1); the next goes through.
+    await page.route(STRATEGIES_LIST, async (route) => {
+      reads.push(Date.now());
+      if (reads.length === 1) await route.fulfill(unavailable(1));
+      else await route.continue();
+    });
+    try {
+      await nav('API Keys');
+      // Past the 4 s in which the app answers a read it made from its last answer (api.ts).
+      await page.waitForTimeout(4_100);
+      await nav('Strategies');
+      await page.getByRole('row', { name: /ES opening range/ }).waitFor({ timeout: 5_000 });
+      expect(reads).toHaveLength(2);
+      expect(reads[1]! - reads[0]!).toBeGreaterThanOrEqual(900);
+      expect(await page.getByText('The strategies could not be loaded').count()).toBe(0);
+    } finally {
+      await page.unroute(STRATEGIES_LIST);
+    }
+    // A connection disabled (Retry-After: 60): the error stays, with its Retry button, and is not read every second.
+    reads.length = 0;
+    await page.route(STRATEGIES_LIST, async (route) => {
+      reads.push(Date.now());
+      await route.fulfill(unavailable(60));
+    });
+    try {
+      await nav('API Keys');
+      await page.waitForTimeout(4_100);
+      await nav('Strategies');
+      await visible('The strategies could not be loaded');
+      await page.waitForTimeout(2_500);
+      expect(reads).toHaveLength(1);
+    } finally {
+      await page.unroute(STRATEGIES_LIST);
+    }
+  }, 30_000);
+
   it('Connections: shows a drop as RECONNECTING live and the recovery as CONNECTED, with the history of changes', async () => {
     await signedIn();
     await nav('Connections');
