@@ -97,7 +97,7 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
           in: 'cookie',
           name: SESSION_COOKIE,
           description:
-            'Web-app session from POST /api/v1/session (HttpOnly, SameSite=Strict). Every write made with it also needs the ' +
+            'Web-app session from POST /api/v1/session (HttpOnly, SameSite=Strict; named __Host-tg_session, Secure, over https). Every write made with it also needs the ' +
             "session's CSRF token in X-CSRF-Token (403 CSRF_REJECTED otherwise). Session-only routes refuse API keys (403 SESSION_REQUIRED).",
         },
       },

@@ -32,15 +32,31 @@ export interface SessionAuthStore {
   sessions: { lookup(secret: string, opts?: { idle?: boolean }): SessionRecord | undefined };
 }
 
-/** The value of one cookie in a Cookie header; undefined when absent. */
+/**
+ * The value of one cookie in a Cookie header; undefined when absent, and when it is sent twice
+ * with different values: a site of the same parent domain can plant a second `tg_session` (a
+ * path under ours comes first), and the first one won, so the victim's page ran as the planter's
+ * session and added the victim's broker login to it (attack probe, "cookie tossing").
+ */
 export function readCookie(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
+  let found: string | undefined;
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq < 0) continue;
-    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
+    const value = part.slice(eq + 1).trim();
+    if (found !== undefined && found !== value) return undefined;
+    found = value;
   }
-  return undefined;
+  return found;
+}
+
+/**
+ * A cookie's name as a browser reaching us over https keeps it: `__Host-` makes the browser refuse
+ * it from any other host (a sibling subdomain cannot set or shadow it) and without Secure and Path=/.
+ */
+export function cookieName(name: string, secure: boolean): string {
+  return secure ? `__Host-${name}` : name;
 }
 
 /** The CSRF token of a session: HMAC-SHA256 keyed by the session id. */
@@ -97,17 +113,17 @@ export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleM
   // Secure whenever the browser reaches us over https: configured, or said by the proxy in front.
   const secure = (headers: Readonly<Record<string, string>>) => config.baseUrl?.startsWith('https:') === true || headers['x-forwarded-proto'] === 'https';
   const attributes = (headers: Readonly<Record<string, string>>) => `Path=/; HttpOnly; SameSite=Strict${secure(headers) ? '; Secure' : ''}`;
-  const secretOf = (headers: Readonly<Record<string, string>>) => readCookie(headers['cookie'], SESSION_COOKIE);
+  const secretOf = (headers: Readonly<Record<string, string>>) => readCookie(headers['cookie'], cookieName(SESSION_COOKIE, secure(headers)));
 
   return {
     policy,
     throttle: new SignInThrottle(clock),
     baseUrl: config.baseUrl,
     secretOf,
-    cookie: (secret, headers) => `${SESSION_COOKIE}=${secret}; ${attributes(headers)}; Max-Age=${Math.floor(policy.maxAgeMs / 1000)}`,
-    clearCookie: (headers) => `${SESSION_COOKIE}=; ${attributes(headers)}; Max-Age=0`,
-    deviceOf: (headers) => readCookie(headers['cookie'], DEVICE_COOKIE),
-    deviceCookie: (token, headers) => `${DEVICE_COOKIE}=${token}; ${attributes(headers)}; Max-Age=${Math.floor(DEVICE_COOKIE_MS / 1000)}`,
+    cookie: (secret, headers) => `${cookieName(SESSION_COOKIE, secure(headers))}=${secret}; ${attributes(headers)}; Max-Age=${Math.floor(policy.maxAgeMs / 1000)}`,
+    clearCookie: (headers) => `${cookieName(SESSION_COOKIE, secure(headers))}=; ${attributes(headers)}; Max-Age=0`,
+    deviceOf: (headers) => readCookie(headers['cookie'], cookieName(DEVICE_COOKIE, secure(headers))),
+    deviceCookie: (token, headers) => `${cookieName(DEVICE_COOKIE, secure(headers))}=${token}; ${attributes(headers)}; Max-Age=${Math.floor(DEVICE_COOKIE_MS / 1000)}`,
     authenticate({ method, headers }) {
       const secret = secretOf(headers);
       if (!secret) return undefined;
@@ -134,6 +150,8 @@ export const BACKGROUND_HEADER = 'x-tradegate-background';
 /** Failed sign-ins allowed per client address, and per user name, in SIGN_IN_WINDOW_MS. */
 export const SIGN_IN_FAILURES_PER_ADDRESS = 10;
 export const SIGN_IN_FAILURES_PER_NAME = 5;
+/** Failed sign-ins with one device cookie in SIGN_IN_WINDOW_MS, after which it no longer passes the name's lock. */
+export const SIGN_IN_FAILURES_PER_DEVICE = 5;
 /** Sign-ins of any outcome per client address in SIGN_IN_WINDOW_MS: a correct password is a password check too. */
 export const SIGN_IN_ATTEMPTS_PER_ADDRESS = 30;
 export const SIGN_IN_WINDOW_MS = 5 * 60_000;
@@ -168,6 +186,7 @@ export class SignInThrottle {
   private readonly byAddress = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS);
   private readonly attemptsByAddress = new SlidingLogLimiter(SIGN_IN_ATTEMPTS_PER_ADDRESS, SIGN_IN_WINDOW_MS);
   private readonly byName = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_NAME, SIGN_IN_WINDOW_MS);
+  private readonly byDevice = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_DEVICE, SIGN_IN_WINDOW_MS);
   /** name → address → when it last signed that name in. */
   private readonly known = new Map<string, Map<string, number>>();
   private readonly pending = new Map<string, number>();
@@ -180,9 +199,12 @@ export class SignInThrottle {
    * Runs one password check unless the address or the name is locked out (RATE_LIMITED) or
    * too many checks are running; counts a failure when `check` resolves false.
    */
-  async attempt<T>(clientAddress: string, name: string, check: () => Promise<T | null>, trustedDevice = false): Promise<T | null> {
+  async attempt<T>(clientAddress: string, name: string, check: () => Promise<T | null>, device?: string): Promise<T | null> {
     const nameKey = name.toLowerCase();
     const address = addressKey(clientAddress);
+    // A device cookie with SIGN_IN_FAILURES_PER_DEVICE failures is trusted no more: its holder is
+    // guessing (attack probe: a kept cookie let every guess past the name's lock, from address after address).
+    const trustedDevice = device !== undefined && this.byDevice.isExhausted(device, this.clock()) === undefined;
     this.refuseIfLocked(address, nameKey, trustedDevice);
     const many = this.attemptsByAddress.isExhausted(address, this.clock());
     if (many) throw new AppError('RATE_LIMITED', 'Too many sign-ins from this address; wait before trying again', {}, many.retryAfterSeconds);
@@ -208,7 +230,9 @@ export class SignInThrottle {
         const at = this.clock();
         if (result === null) {
           this.byAddress.hit(address, at);
-          this.byName.hit(nameKey, at);
+          // A trusted device's failures count against it, not the name (OWASP's device cookies).
+          if (trustedDevice) this.byDevice.hit(device!, at);
+          else this.byName.hit(nameKey, at);
         } else {
           this.remember(nameKey, address, at);
         }
@@ -249,6 +273,7 @@ export class SignInThrottle {
     this.byAddress.sweep(now);
     this.attemptsByAddress.sweep(now);
     this.byName.sweep(now);
+    this.byDevice.sweep(now);
     for (const [name, addresses] of this.known) {
       for (const [address, at] of addresses) if (now - at >= SIGN_IN_KNOWN_ADDRESS_MS) addresses.delete(address);
       if (addresses.size === 0) this.known.delete(name);

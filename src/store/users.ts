@@ -2,6 +2,7 @@
  * Users: a unique name and an optional scrypt password hash (for the web app's sign-in).
  * The hash never leaves this module.
  */
+import { createHash } from 'node:crypto';
 import { AppError } from '../domain/problems.js';
 import { rowReader, type StoreContext } from './context.js';
 import { dummyPasswordHash, hashPassword, randomBase62, verifyPasswordHash } from './crypto.js';
@@ -32,6 +33,8 @@ export interface UserStore {
   verifyPassword(name: string, password: string): Promise<User | null>;
   /** Sets or replaces a user's password and ends the user's sessions; NOT_FOUND for an unknown id. */
   setPassword(userId: string, password: string): Promise<void>;
+  /** A tag of the user's current password (it changes with every password set); undefined without one. */
+  passwordTag(userId: string): string | undefined;
 }
 
 /** What may be shown of a stored user. */
@@ -73,6 +76,11 @@ export async function newUserRow({ name, password }: { name: string; password?: 
   if (password !== undefined) checkPassword(password);
   const passwordHash = password === undefined ? null : await hashPassword(password);
   return { id: `usr_${randomBase62(12)}`, name, createdAt, passwordHash };
+}
+
+/** passwordTag of a stored user: a digest of the password's salted hash, which a new password (a new salt) changes. */
+export function passwordTagOf(row: UserRow | undefined): string | undefined {
+  return row?.passwordHash ? createHash('sha256').update(row.passwordHash).digest('base64url').slice(0, 22) : undefined;
 }
 
 /** Users oldest first (ties by name). */
@@ -142,6 +150,8 @@ export function createUserStore(ctx: StoreContext, hooks: { onPasswordChanged?: 
       const id = idOf(name);
       return passwordMatches(id === undefined ? undefined : row(id), password);
     },
+
+    passwordTag: (userId) => passwordTagOf(row(userId)),
 
     async setPassword(userId, password) {
       checkPassword(password);

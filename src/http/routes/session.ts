@@ -62,17 +62,19 @@ export function sessionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       deps.streams?.closeStreams({ principalId: `session:${id}` }, 'session-ended');
     }
     deps.store.journal.append({ userId: user.id, accountId: null, kind, request: { via: 'session', ip: ctx.req.ip, requestId: ctx.requestId }, outcome: { sessionId: record.id } });
-    const device = deps.store.devices.issue(user.id, DEVICE_COOKIE_MS);
+    const passwordTag = deps.store.users.passwordTag(user.id);
+    const device = passwordTag === undefined ? undefined : deps.store.devices.issue(user.id, passwordTag, DEVICE_COOKIE_MS);
     // Two cookies: header names are case-insensitive, and two keys write two Set-Cookie lines.
-    const cookies = { 'Set-Cookie': web().cookie(secret, ctx.req.headers), [DEVICE_SET_COOKIE]: web().deviceCookie(device, ctx.req.headers) };
+    const cookies = { 'Set-Cookie': web().cookie(secret, ctx.req.headers), ...(device !== undefined && { [DEVICE_SET_COOKIE]: web().deviceCookie(device, ctx.req.headers) }) };
     return { status, headers: { ...NO_STORE, ...cookies }, body: sessionBody(user, secret, record) };
   }
 
-  /** Whether the request carries a device cookie issued to the user named `name`. */
-  function trustedDevice(ctx: RouteContext<unknown, unknown>, name: string): boolean {
+  /** The request's device cookie when it was issued to the user named `name` under their current password. */
+  function trustedDevice(ctx: RouteContext<unknown, unknown>, name: string): string | undefined {
     const token = web().deviceOf(ctx.req.headers);
     const holder = token ? deps.store.devices.holder(token) : undefined;
-    return holder !== undefined && holder === deps.store.users.byName(name)?.id;
+    const user = holder && deps.store.users.byName(name);
+    return user && holder.userId === user.id && holder.passwordTag === deps.store.users.passwordTag(user.id) ? token : undefined;
   }
 
   /** The signed-in user and their live session (the engine already checked the cookie). */

@@ -12,7 +12,7 @@ import { byCreation, ownedReadsOver } from '../context.js';
 import { hashPassword } from '../crypto.js';
 import { parseToken, VerifiedTokens } from '../secret-token.js';
 import { checkName, clean, newStrategy, patchedStrategy, type StrategyRecord, type StrategyStore } from '../strategies.js';
-import { USER_NAME_PATTERN, checkPassword, newUserRow, passwordMatches, sameNameIgnoringCase, sortUsers, userView, type UserRow, type UserStore } from '../users.js';
+import { USER_NAME_PATTERN, checkPassword, newUserRow, passwordMatches, passwordTagOf, sameNameIgnoringCase, sortUsers, userView, type UserRow, type UserStore } from '../users.js';
 import {
   checkTokenName,
   deactivates,
@@ -70,6 +70,7 @@ export function createNatsUserStore(ctx: NatsStoreContext, hooks: { onPasswordCh
     },
     list: () => sortUsers(mirror.values<UserRow>('user.').map(userView)),
     verifyPassword: (name, password) => passwordMatches(byName(name), password),
+    passwordTag: (userId) => passwordTagOf(byId(userId)),
     async setPassword(userId, password) {
       checkPassword(password);
       const passwordHash = await hashPassword(password);

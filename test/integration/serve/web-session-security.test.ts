@@ -85,6 +85,26 @@ describe('web sessions over HTTP', () => {
     expect(proxied.headers.get('set-cookie')).toContain('; Secure');
   });
 
+  it('over https the cookies are __Host- ones, which no other host of the domain can set; a session cookie sent twice with two values is no session (attack probe: a sibling site planted its own tg_session ahead of the victim\'s, and the victim\'s page added a broker login to the planter\'s user)', async () => {
+    const https = { 'x-forwarded-proto': 'https' };
+    const proxied = await http(s.url, 'POST', '/api/v1/session', { body: { name: 'eve', password: EVE_PASSWORD }, headers: https });
+    const [session, device] = proxied.headers.getSetCookie();
+    expect(session).toMatch(/^__Host-tg_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Secure; Max-Age=\d+$/);
+    expect(device).toMatch(/^__Host-tg_device=[A-Za-z0-9_-]+; Path=\/; HttpOnly; SameSite=Strict; Secure; Max-Age=2592000$/);
+    const secret = /^__Host-tg_session=([^;]+)/.exec(session!)![1]!;
+    expect((await http(s.url, 'GET', '/api/v1/session', { headers: { ...https, cookie: `__Host-tg_session=${secret}` } })).json.user.name).toBe('eve');
+    // Over https a plain tg_session (one a sibling host could have set) is not read.
+    expect((await http(s.url, 'GET', '/api/v1/session', { headers: { ...https, cookie: `tg_session=${secret}` } })).status).toBe(401);
+    // Over http: the planted cookie first and the victim's second, as a browser sends a longer path first.
+    const planted = `${eve.cookie}; ${demo.cookie}`;
+    const tossed = await http(s.url, 'GET', '/api/v1/session', { headers: { cookie: planted } });
+    expect([tossed.status, tossed.json.code]).toEqual([401, 'UNAUTHENTICATED']);
+    const write = await http(s.url, 'POST', '/api/v1/strategies', { body: { name: 'tossed' }, headers: { cookie: planted, 'x-csrf-token': eve.csrf } });
+    expect(write.status).toBe(401);
+    // The same cookie twice is still that one session.
+    expect((await http(s.url, 'GET', '/api/v1/session', { headers: { cookie: `${demo.cookie}; ${demo.cookie}` } })).json.user.name).toBe('demo');
+  });
+
   it('a cross-site POST carrying the cookie but not the CSRF header → 403 CSRF_REJECTED, and nothing happens', async () => {
     const before = (await as(demo, 'GET', '/api/v1/api-keys')).json.data.length;
     const forged = await http(s.url, 'POST', '/api/v1/api-keys', {
@@ -205,6 +225,30 @@ describe('web sessions over HTTP', () => {
     expect(withDevice.status, withDevice.text).toBe(200);
     // The device cookie does not admit a wrong password, and its failures still count for its address.
     expect((await httpFrom('127.0.0.93', s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: 'wrong' }, headers: { cookie: device! } })).status).toBe(401);
+    // Its own failures are limited too: after five, from address after address, it no longer passes the
+    // name's lock (attack probe: a kept cookie let every guess through, 10 more per address).
+    for (let i = 0; i < 4; i++) expect((await httpFrom(`127.0.1.${i + 1}`, s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: `cookie-guess-${i}` }, headers: { cookie: device! } })).status).toBe(401);
+    const spent = await httpFrom('127.0.1.9', s.url, 'POST', '/api/v1/session', { body: { name: 'dora', password: 'dora-password-123' }, headers: { cookie: device! } });
+    expect(spent.status, spent.text).toBe(429);
+  });
+
+  it('a password change ends the device cookies issued under the old password; the browser that changed it gets a new one (attack probe: a cookie kept from before let its holder guess the new password past the name\'s lock)', async () => {
+    await cliAt(s.dataDir, ['users', 'add', 'gina', '--password-stdin'], 'gina-password-123\n');
+    const first = await httpFrom('127.0.2.1', s.url, 'POST', '/api/v1/session', { body: { name: 'gina', password: 'gina-password-123' } });
+    expect(first.status).toBe(200);
+    const deviceOf = (r: Reply) => r.headers.getSetCookie().find((c) => c.startsWith('tg_device='))?.split(';')[0];
+    const oldDevice = deviceOf(first)!;
+    const session = sessionFrom(first);
+    const changed = await http(s.url, 'POST', '/api/v1/me/password', { body: { currentPassword: 'gina-password-123', newPassword: 'gina-new-password-456' }, headers: { cookie: session.cookie, 'x-csrf-token': session.csrf } });
+    expect(changed.status, changed.text).toBe(200);
+    const newDevice = deviceOf(changed);
+    expect(newDevice).toBeDefined();
+    // Guessed from elsewhere: the name locks.
+    for (let i = 0; i < 5; i++) expect((await httpFrom('127.0.2.2', s.url, 'POST', '/api/v1/session', { body: { name: 'gina', password: `guess-${i}` } })).status).toBe(401);
+    const withOld = await httpFrom('127.0.2.3', s.url, 'POST', '/api/v1/session', { body: { name: 'gina', password: 'gina-new-password-456' }, headers: { cookie: oldDevice } });
+    expect(withOld.status, withOld.text).toBe(429);
+    const withNew = await httpFrom('127.0.2.4', s.url, 'POST', '/api/v1/session', { body: { name: 'gina', password: 'gina-new-password-456' }, headers: { cookie: newDevice! } });
+    expect(withNew.status, withNew.text).toBe(200);
   });
 
   it('a password change ends the user’s other sessions and keeps this browser signed in with a new id', async () => {

@@ -8,6 +8,7 @@ import {
   SIGN_IN_ATTEMPTS_PER_ADDRESS,
   SIGN_IN_CONCURRENCY,
   SIGN_IN_FAILURES_PER_ADDRESS,
+  SIGN_IN_FAILURES_PER_DEVICE,
   SIGN_IN_FAILURES_PER_NAME,
   SIGN_IN_PENDING_PER_ADDRESS,
   SIGN_IN_QUEUE,
@@ -37,6 +38,11 @@ describe('readCookie', () => {
     expect(readCookie('xtg_session=evil; tg_session_x=evil', 'tg_session')).toBeUndefined();
     expect(readCookie(undefined, 'tg_session')).toBeUndefined();
     expect(readCookie('tg_session', 'tg_session')).toBeUndefined();
+  });
+
+  it('a cookie sent twice with two values is none: which one the browser meant cannot be told (attack probe: a planted tg_session came first)', () => {
+    expect(readCookie('tg_session=planted; a=1; tg_session=mine', 'tg_session')).toBeUndefined();
+    expect(readCookie('tg_session=mine; tg_session=mine', 'tg_session')).toBe('mine');
   });
 });
 
@@ -86,7 +92,7 @@ describe('web sessions', () => {
     expect(web.cookie(SECRET, { 'x-forwarded-proto': 'https' })).toContain('; Secure');
     const https = createWebSessions({ ...config, baseUrl: 'https://trade.example.com' }, store);
     expect(https.cookie(SECRET, {})).toContain('; Secure');
-    expect(https.clearCookie({})).toBe('tg_session=; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=0');
+    expect(https.clearCookie({})).toBe('__Host-tg_session=; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=0');
     expect(web.policy).toEqual({ idleMs: 3_600_000, maxAgeMs: 43_200_000 });
   });
 });
@@ -104,6 +110,20 @@ describe('sign-in throttle', () => {
     expect(await th.attempt('10.0.1.1', 'other', passing)).toBe('user');
     now.t += SIGN_IN_WINDOW_MS;
     expect(await th.attempt('10.0.1.1', 'demo', passing)).toBe('user');
+  });
+
+  it(`a device cookie passes a locked name until ${SIGN_IN_FAILURES_PER_DEVICE} failures of its own, which count against it, not the name (attack probe: a kept cookie let every guess past the lock)`, async () => {
+    const now = { t: 0 };
+    const th = new SignInThrottle(() => now.t);
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_NAME; i++) await th.attempt(`10.0.0.${i}`, 'demo', failing);
+    await expect(th.attempt('10.0.1.1', 'demo', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(await th.attempt('10.0.1.1', 'demo', passing, 'device-a')).toBe('user');
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_DEVICE; i++) expect(await th.attempt(`10.0.2.${i}`, 'demo', failing, 'device-a')).toBeNull();
+    await expect(th.attempt('10.0.3.1', 'demo', passing, 'device-a')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    // Another browser's cookie still passes; the owner is not locked out by the guesser's cookie.
+    expect(await th.attempt('10.0.3.2', 'demo', passing, 'device-b')).toBe('user');
+    now.t += SIGN_IN_WINDOW_MS;
+    expect(await th.attempt('10.0.3.1', 'demo', passing, 'device-a')).toBe('user');
   });
 
   it(`locks an address after ${SIGN_IN_FAILURES_PER_ADDRESS} failures across names`, async () => {

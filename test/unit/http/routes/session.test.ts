@@ -1,9 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readCookie, SESSION_COOKIE, SIGN_IN_FAILURES_PER_NAME, csrfTokenFor } from '../../../../src/http/session-auth.js';
+import { cookieName, readCookie, SESSION_COOKIE as PLAIN_SESSION_COOKIE, SIGN_IN_FAILURES_PER_NAME, csrfTokenFor } from '../../../../src/http/session-auth.js';
 import { MIN_PASSWORD_LENGTH, sessionSchema } from '../../../../src/http/routes/session.js';
 import { call, callError, route, world, type World } from '../../../support/routes.js';
 
 let w: World;
+/** The world's base URL is https: its cookies are __Host- ones. */
+const SESSION_COOKIE = cookieName(PLAIN_SESSION_COOKIE, true);
 const PASSWORD = 'correct horse battery';
 beforeEach(async () => {
   w = await world();
@@ -70,7 +72,7 @@ describe('GET and DELETE /session', () => {
     expect(sessionSchema.parse(got.body)).toMatchObject({ user: { name: 'alice' }, csrfToken: csrfTokenFor(secret) });
     const out = await call(w, 'DELETE', '/session', asSession(secret));
     expect(out.status).toBe(204);
-    expect(out.headers?.['Set-Cookie']).toMatch(/^tg_session=; .*Max-Age=0$/);
+    expect(out.headers?.['Set-Cookie']).toMatch(/^__Host-tg_session=; .*Max-Age=0$/);
     expect(w.store.sessions.lookup(secret)).toBeUndefined();
     expect((await callError(w, 'GET', '/session', asSession(secret))).code).toBe('UNAUTHENTICATED');
   });
