@@ -7,7 +7,7 @@ import { checkRecordName } from '../domain/plain-text.js';
 import { AppError } from '../domain/problems.js';
 import type { Scope } from '../domain/connections.js';
 import type { GuardNarrowing } from '../domain/guards.js';
-import { ownedReads, rowReader, type StoreContext } from './context.js';
+import { ownedIds, ownedReads, rowReader, type StoreContext } from './context.js';
 import { newToken, parseToken, tokenPrefix, verifiedRow, wellFormedToken } from './secret-token.js';
 
 /** An API key as stored (both stores). */
@@ -97,6 +97,22 @@ export function newApiKeyRow({ userId, name, scopes }: { userId: string; name: s
   return { row: { id, userId, name, scopes: unique, digest, createdAt, revokedAt: null }, key: token };
 }
 
+/**
+ * Revoked keys a user keeps listed (the newest): a revocation deletes the oldest beyond these.
+ * Nothing else bounded them: the key quota counts live keys only, and creating and revoking keys
+ * in a loop grew the store by about 1.2 KB a key, without end (attack probe).
+ */
+export const REVOKED_KEYS_KEPT = 100;
+
+/** The ids of `rows`' revoked keys beyond the newest REVOKED_KEYS_KEPT of them, oldest first. */
+export function revokedBeyondKept(rows: Iterable<ApiKeyRow | undefined>): string[] {
+  const revoked: ApiKeyRow[] = [];
+  for (const r of rows) if (r?.revokedAt) revoked.push(r);
+  if (revoked.length <= REVOKED_KEYS_KEPT) return [];
+  revoked.sort((a, b) => (a.revokedAt! < b.revokedAt! ? -1 : a.revokedAt! > b.revokedAt! ? 1 : a.id < b.id ? -1 : 1));
+  return revoked.slice(0, revoked.length - REVOKED_KEYS_KEPT).map((r) => r.id);
+}
+
 /** The record cache's space of verified key texts (only keys that verified are in it). */
 const VERIFIED = 'apiKey:verified';
 
@@ -131,6 +147,12 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
         const r = row(id);
         if (!r || r.revokedAt || (owner !== undefined && r.userId !== owner)) return false;
         apiKeys.put(id, { ...r, revokedAt });
+        const ids = ownedIds(ctx, 'apiKey', r.userId);
+        for (const old of revokedBeyondKept(ids.map((k) => (k === id ? { ...r, revokedAt } : row(k))))) {
+          apiKeys.remove(old);
+          owners.remove(['apiKey', r.userId, old]);
+          lastUsed.remove(['apiKey', old]);
+        }
         return true;
       }),
     );

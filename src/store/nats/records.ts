@@ -6,7 +6,7 @@
  */
 import type { BrokerCredentials } from '../../domain/connections.js';
 import { AppError } from '../../domain/problems.js';
-import { apiKeyView, newApiKeyRow, touchThrottle, type ApiKeyRow, type ApiKeyStore, type ApiKeyView } from '../api-keys.js';
+import { apiKeyView, newApiKeyRow, revokedBeyondKept, touchThrottle, type ApiKeyRow, type ApiKeyStore, type ApiKeyView } from '../api-keys.js';
 import { checkConnectionName, connectionAad, connectionView, newConnectionRow, patchedConnection, type ConnectionRow, type ConnectionStore } from '../connections.js';
 import { byCreation, ownedReadsOver } from '../context.js';
 import { hashPassword } from '../crypto.js';
@@ -96,7 +96,13 @@ export function createNatsApiKeyStore(ctx: NatsStoreContext): ApiKeyStore {
   async function revokeWhere(id: string, owner: string | undefined): Promise<boolean> {
     const revokedAt = ctx.nowIso();
     const done = await table.update(id, owner, (r) => (r.revokedAt ? undefined : { ...r, revokedAt }));
-    if (done) touches.forget(id);
+    if (done) {
+      touches.forget(id);
+      for (const old of revokedBeyondKept([...table.idsOf(done.userId)].map(table.row))) {
+        await table.remove(done.userId, old);
+        used.forget(old);
+      }
+    }
     return done !== undefined;
   }
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TOUCH_INTERVAL_MS } from '../../../src/store/api-keys.js';
+import { REVOKED_KEYS_KEPT, TOUCH_INTERVAL_MS } from '../../../src/store/api-keys.js';
 import { sha256Hex } from '../../../src/store/crypto.js';
 import { useTwoUsers } from '../../support/store.js';
 
@@ -134,6 +134,27 @@ describe('apiKeys ownership', () => {
     expect(list[0]?.revokedAt).not.toBeNull();
     expect(list[1]?.id).toBe(a2.record.id);
     expect(JSON.stringify(list)).not.toContain(a2.key);
+  });
+
+  it(`keeps a user's newest ${REVOKED_KEYS_KEPT} revoked keys: a revocation deletes the oldest beyond them, never a live key or another user's (attack probe: create and revoke in a loop grew the store without end)`, async () => {
+    const live = await world.t.store.apiKeys.create({ userId: world.alice, name: 'live', scopes: ['read'] });
+    const bobs = await world.t.store.apiKeys.create({ userId: world.bob, name: 'bobs', scopes: ['read'] });
+    await world.t.store.apiKeys.revoke(world.bob, bobs.record.id);
+    const revoked: string[] = [];
+    for (let i = 0; i < REVOKED_KEYS_KEPT + 3; i++) {
+      world.t.now.value += 1000;
+      const { record } = await world.t.store.apiKeys.create({ userId: world.alice, name: `k${i}`, scopes: ['read'] });
+      expect(await world.t.store.apiKeys.revoke(world.alice, record.id)).toBe(true);
+      revoked.push(record.id);
+    }
+    const listed = world.t.store.apiKeys.listByUser(world.alice);
+    expect(listed.filter((k) => k.revokedAt !== null).map((k) => k.id)).toEqual(revoked.slice(3));
+    expect(listed.map((k) => k.id)).toContain(live.record.id);
+    expect(world.t.store.apiKeys.verify(live.key)?.id).toBe(live.record.id);
+    expect(world.t.store.apiKeys.getForUser(world.alice, revoked[0]!)).toBeUndefined();
+    expect(world.t.store.apiKeys.getForUser(world.bob, bobs.record.id)?.revokedAt).not.toBeNull();
+    const reopened = await world.t.reopen();
+    expect(reopened.apiKeys.listByUser(world.alice)).toHaveLength(REVOKED_KEYS_KEPT + 1);
   });
 
   it('revokeById revokes any key once and reports unknown ids', async () => {
