@@ -339,6 +339,28 @@ function errorCount(issues: readonly z.core.$ZodIssue[]): number {
 }
 
 /** Validates with a zod schema; 400 VALIDATION_FAILED listing the problems (at most MAX_LISTED_ERRORS). */
+/**
+ * A route that takes no body (unlock, cancel, reads): none, blank, `{}` or `null` pass; anything
+ * else is 400 VALIDATION_FAILED, its fields named as unknown, as on every route with a body
+ * (clients probe: `POST …/unlock {"flatten": true}` unlocked and said nothing of `flatten`).
+ */
+export function refuseBody(raw: Buffer, contentType: string | undefined, contentEncoding: string | undefined): void {
+  if (raw.length === 0) return;
+  const text = raw.toString('utf8').trim();
+  if (text === '' || text === '{}' || text === 'null') return;
+  let value: unknown;
+  try {
+    value = parseJsonBody(raw, contentType, true, contentEncoding);
+  } catch {
+    value = undefined;
+  }
+  const fields = value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.keys(value) : [];
+  const errors: FieldError[] = fields.slice(0, MAX_LISTED_ERRORS).map((key) => ({ path: echoedName(key), message: 'Unknown field' }));
+  if (errors.length === 0) errors.push({ path: '', message: 'this route takes no request body' });
+  const detail = `${errors[0]!.path ? `${errors[0]!.path}: Unknown field` : 'Request body not taken'}: this route takes no request body`;
+  throw new AppError('VALIDATION_FAILED', detail, fields.length > MAX_LISTED_ERRORS ? { errors, errorsOmitted: fields.length - MAX_LISTED_ERRORS } : { errors });
+}
+
 export function validate<T>(schema: z.ZodType<T>, value: unknown, what: 'body' | 'query'): T {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;

@@ -112,8 +112,8 @@ export interface HealthStreamDeps {
   resumeNotices?(userId: string, connectionIds: readonly string[]): string[];
 }
 
-/** The headers of a health stream (no proxy buffering, no caching). */
-export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+/** The headers of a health stream (no proxy buffering, no caching); the charset said, as python requests decoded it as ISO-8859-1 without (clients probe). */
+export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
 
 /** Retry-After of TOO_MANY_STREAMS: a slot frees only when one of the key's streams ends. */
 export const TOO_MANY_STREAMS_RETRY_S = 5;

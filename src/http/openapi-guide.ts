@@ -27,7 +27,7 @@ export function buildGuide(config: GuideConfig): GuideSection[] {
       title: 'Conventions',
       paragraphs: [
         'Every endpoint is served under both /api/v1/… and /v1/…. Bodies are JSON (UTF-8, Content-Type: application/json) ' +
-          `up to ${config.bodyLimitBytes} bytes; unknown fields are rejected with 400 VALIDATION_FAILED. IDs are strings; ` +
+          `up to ${config.bodyLimitBytes} bytes; unknown fields are rejected with 400 VALIDATION_FAILED, also a body with fields on a route that takes none (none, {} or null pass). IDs are strings; ` +
           'REST times are ISO-8601 UTC; SSE ts is integer milliseconds since the epoch.',
         'Lists are { "data": [...], "nextCursor": string|null } with ?limit= (1..500, default 100) and ?cursor=.',
         'Every response carries X-Request-Id (yours, echoed, or generated) and, except the health stream (it has no end), Server-Timing (total;dur=…, plus broker;dur=… on broker calls).',

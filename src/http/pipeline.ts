@@ -18,7 +18,7 @@ import { printable } from '../domain/plain-text.js';
 import { AppError, RequestNotSentError } from '../domain/problems.js';
 import { redactUrl } from '../log.js';
 import { ScopeRefused, type Authenticated, type Authenticator } from './auth.js';
-import { ClientAbortedError, echoedName, hasBody, parseJsonBody, readBody, tooLarge, validate } from './body.js';
+import { ClientAbortedError, echoedName, hasBody, parseJsonBody, readBody, refuseBody, tooLarge, validate } from './body.js';
 import { parseBodyIdempotencyKey, parseIdempotencyKey, requestFingerprint, type IdempotencyGate, type IdempotencyTicket } from './idempotency.js';
 import type { ServiceMetrics } from './metrics.js';
 import { rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.js';
@@ -329,7 +329,9 @@ export function validateStage(ex: Exchange): void {
   const route = ex.route!;
   const query = ex.query === '' ? emptyQuery(route) : validate(route.query ?? NO_QUERY, queryParams(ex.query), 'query');
   const raw = ex.rawBody ?? NO_BODY;
-  const body = route.body ? validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType, ex.headers['content-encoding']), 'body') : undefined;
+  let body: unknown;
+  if (route.body) body = validate(route.body, parseJsonBody(raw, ex.headers['content-type'], !!route.lenientContentType, ex.headers['content-encoding']), 'body');
+  else refuseBody(raw, ex.headers['content-type'], ex.headers['content-encoding']);
   ex.request = new ValidatedRequest(route.method, ex.path, ex.params!, query, ex.headers, body, raw, ex.handle);
 }
 

@@ -144,7 +144,7 @@ describe('health stream', () => {
     const c = stream(h.keys.read);
     await c.ready;
     expect(c.status).toBe(200);
-    expect(c.headers['content-type']).toBe('text/event-stream');
+    expect(c.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(c.headers['cache-control']).toBe('no-cache');
     expect(c.headers['x-accel-buffering']).toBe('no');
     expect(c.headers['ratelimit-policy']).toBe('"key";q=1000;w=60');

@@ -38,7 +38,7 @@ describe('HEAD (item 10)', () => {
     const r = await rawExchange(s.url, [rawRequest('HEAD', '/api/v1/connection-health/stream', [key()]), rawRequest('GET', '/healthz')]);
     const [head, next] = parseResponses(r.text, ['HEAD', 'GET']);
     expect(head!.status).toBe(200);
-    expect(header(head!, 'content-type')).toBe('text/event-stream');
+    expect(header(head!, 'content-type')).toBe('text/event-stream; charset=utf-8');
     // The headers its GET would send: an open-ended body, not a Content-Length of 0 (client probe, RFC 9110 §9.3.2).
     expect(header(head!, 'content-length')).toBeUndefined();
     expect(header(head!, 'transfer-encoding')).toBe('chunked');

@@ -121,6 +121,23 @@ describe('query parameters (item 8)', () => {
     expect((await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' }, '?dryRun=true')).status).toBe(200);
   });
 
+  it('a route that takes no body refuses one with fields, naming them, and acts on nothing; none, {} or null pass (clients probe: unlock {"flatten": true} unlocked and ignored flatten)', async () => {
+    const locked = await api('POST', `/api/v1/accounts/${acc}/lock`, { reason: 'body test' });
+    expect(locked.status, locked.text).toBe(200);
+    const refused = await api('POST', `/api/v1/accounts/${acc}/unlock`, { flatten: true, totallyUnknown: 1 });
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.json).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'flatten', message: 'Unknown field' }, { path: 'totallyUnknown', message: 'Unknown field' }] });
+    expect((await api('GET', `/api/v1/accounts/${acc}/guards`)).json.lock).not.toBeNull();
+    const text = await http(s.url, 'DELETE', `/api/v1/accounts/${acc}/orders/1`, { key: s.apiKey, raw: 'cancel please', headers: { 'content-type': 'text/plain' } });
+    expect([text.status, text.json.code]).toEqual([400, 'VALIDATION_FAILED']);
+    for (const body of ['{}', 'null', ' ']) {
+      const r = await http(s.url, 'POST', `/api/v1/accounts/${acc}/unlock`, { key: s.apiKey, raw: body, headers: { 'content-type': 'application/json' } });
+      expect(r.status, `${body}: ${r.text}`).toBe(200);
+      await api('POST', `/api/v1/accounts/${acc}/lock`, { reason: 'again' });
+    }
+    expect((await api('POST', `/api/v1/accounts/${acc}/unlock`)).status).toBe(200);
+  });
+
   it("a token's alerts take ?limit= and their own ?cursor=: an unknown parameter or a cursor they did not give out is a 400", async () => {
     const id = (await api('GET', '/api/v1/webhook-tokens')).json.data[0].id as string;
     for (const query of ['zzUnknown=1', 'cursor=abc', 'limit=0', 'limit=101']) {

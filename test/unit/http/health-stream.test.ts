@@ -132,7 +132,7 @@ describe('openHealthStream', () => {
   it('opens with retry, the request’s headers and one snapshot per owned connection', () => {
     const res = streamWorld().open();
     expect(res.status).toBe('200 OK');
-    expect(res.header('Content-Type')).toBe('text/event-stream');
+    expect(res.header('Content-Type')).toBe('text/event-stream; charset=utf-8');
     expect(res.header('X-Request-Id')).toBe('r1');
     expect(res.written.join('')).toMatch(/^retry: 3000\n\n/);
     expect(data(res)).toEqual([
