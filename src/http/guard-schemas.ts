@@ -25,7 +25,8 @@ const clock = z
 const windowSchema = z
   .strictObject({
     days: z.array(z.enum(WEEKDAYS as [Weekday, ...Weekday[]])).min(1).max(7).describe('Days the window opens on (sun … sat)'),
-    start: clock,
+    // 24:00 ends a day; a window cannot start there (the document said it could: clients probe).
+    start: clock.meta({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$' }).describe('Local time HH:MM, 00:00 to 23:59; must differ from `end`'),
     end: clock.describe('Local time HH:MM; before `start` = the window runs past midnight into the next day'),
   })
   .refine((w) => w.start !== w.end && w.start !== '24:00', { message: 'start and end must differ (and start before 24:00)', path: ['end'] });

@@ -41,6 +41,25 @@ export const bracketLegSchema = z.union([
   }),
 ]);
 
+/** A price given as a number (required), or left out / null (not allowed). */
+const PRICE_GIVEN = { type: 'number' } as const;
+const PRICE_NOT_GIVEN = { type: 'null' } as const;
+/** JSON Schema conditions: the prices each order type takes (type absent is market). */
+const ORDER_TYPE_PRICES = (
+  [
+    ['market', false, false],
+    ['limit', true, false],
+    ['stop', false, true],
+    ['stop_limit', true, true],
+  ] as const
+).map(([type, limit, stop]) => ({
+  if: type === 'market' ? { properties: { type: { const: type } } } : { properties: { type: { const: type } }, required: ['type'] },
+  then: {
+    required: [...(limit ? ['price'] : []), ...(stop ? ['stopPrice'] : [])],
+    properties: { price: limit ? PRICE_GIVEN : PRICE_NOT_GIVEN, stopPrice: stop ? PRICE_GIVEN : PRICE_NOT_GIVEN },
+  },
+}));
+
 /** POST /accounts/{id}/orders body. */
 export const placeOrderBodySchema = z.strictObject({
   symbol: z.string().min(1).max(64).describe('Any accepted symbol form: ESZ6, ES, ES1!, ES!, CME_MINI:ES1!, ESZ26, ESZ2026, ES 12-26'),
@@ -58,7 +77,11 @@ export const placeOrderBodySchema = z.strictObject({
     .nullable()
     .optional()
     .describe('Your own label, echoed back; not a dedupe key (use Idempotency-Key). At most 64 UTF-16 code units (emoji count as two)'),
-});
+})
+  // Which prices each type takes, said in the document as the planner checks them (order-plan.ts
+  // checkPriceFields): a client generated from the schema sent a market order with a price and
+  // got a 400 it could not have foreseen (clients probe).
+  .meta({ allOf: ORDER_TYPE_PRICES });
 export type PlaceOrderBody = z.output<typeof placeOrderBodySchema>;
 
 const boolQuery = z.enum(['true', 'false', '1', '0']);

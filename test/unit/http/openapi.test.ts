@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { configSchema } from '../../../src/config.js';
 import { PROBLEMS } from '../../../src/domain/problems.js';
 import { escapeHtml, renderApiDocsPage } from '../../../src/http/api-docs-page.js';
@@ -167,6 +168,32 @@ describe('what the document says of bodies that the server checks in code', () =
     // The pattern says what parseClock accepts, no more, no less.
     const pattern = /^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$/;
     for (const t of ['00:00', '09:30', '23:59', '24:00', '24:01', '9:30', '25:00', '12:60', '']) expect(pattern.test(t), t).toBe(parseClock(t) !== null);
+  });
+
+  it('a body its schema accepts is one the server takes: the prices each order type takes, a window that cannot start at 24:00 (clients probe: four schema-valid bodies were 400)', () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+    const schemaOf = (path: string, method: string) =>
+      (full.paths[path]![method] as { requestBody: { content: Record<string, { schema: object }> } }).requestBody.content['application/json']!.schema;
+    const order = ajv.compile({ ...schemaOf('/accounts/{id}/orders', 'post'), components: full.components });
+    const base = { symbol: 'ES1!', side: 'buy', qty: 1 };
+    const cases: [object, boolean][] = [
+      [{ ...base }, true],
+      [{ ...base, type: 'market' }, true],
+      [{ ...base, price: 5000 }, false],
+      [{ ...base, type: 'market', price: 5000, stopPrice: null }, false],
+      [{ ...base, type: 'limit' }, false],
+      [{ ...base, type: 'limit', price: 5000 }, true],
+      [{ ...base, type: 'limit', price: 5000, stopPrice: 5100 }, false],
+      [{ ...base, type: 'stop', price: 5000, stopPrice: 5100 }, false],
+      [{ ...base, type: 'stop', stopPrice: 5100, price: null }, true],
+      [{ ...base, type: 'stop_limit', stopPrice: 5100 }, false],
+      [{ ...base, type: 'stop_limit', price: 5101, stopPrice: 5100 }, true],
+    ];
+    for (const [b, ok] of cases) expect(order(b), JSON.stringify(b)).toBe(ok);
+    const guards = ajv.compile({ ...schemaOf('/accounts/{id}/guards', 'put'), components: full.components });
+    const windows = (start: string, end: string) => ({ tradingWindows: { timeZone: 'America/Chicago', windows: [{ days: ['mon'], start, end }] } });
+    expect(guards(windows('08:30', '24:00'))).toBe(true);
+    expect(guards(windows('24:00', '08:30'))).toBe(false);
   });
 
   it('asks something to see of names, not of descriptions (fuzz probe: it promised it of a strategy description, which may be blank)', () => {
