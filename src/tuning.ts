@@ -21,6 +21,8 @@ export interface ConnectionTuning {
   settleMs: number;
   /** `account/list` poll period; 0 disables (props events alone then drive accounts). */
   accountPollMs: number;
+  /** How often the mirror's positions are compared with the broker's `position/list` (a difference reads the whole state again); 0 disables. */
+  positionCheckMs: number;
   /** How often the risk guards look at the clock (trading windows closing, locks expiring, a new trading day). */
   guardTickMs: number;
   /** The longest a timed-out order's outcome stays unknown (see UNKNOWN_OUTCOME_MAX_MS). */
@@ -86,6 +88,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   maxAuthRejections: 3,
   settleMs: 5000,
   accountPollMs: 60_000,
+  positionCheckMs: 15_000,
   guardTickMs: 1000,
   unknownOutcomeMaxMs: UNKNOWN_OUTCOME_MAX_MS,
   orphanLegGraceMs: 1000,

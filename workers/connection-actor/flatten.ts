@@ -76,13 +76,16 @@ function noPositionAtBroker(detail: string | undefined): boolean {
 }
 
 /**
- * Reads the account's position in `symbol` from the broker and puts it in the mirror: the broker
- * refused to liquidate a position the mirror still holds, so the events that closed it were lost
- * (a gap shorter than the silence watchdog resyncs after). A read that fails leaves the mirror as it was.
+ * The broker refused to liquidate a position the mirror still holds, so the events that closed it
+ * were lost (a gap shorter than the silence watchdog resyncs after): the whole state is read again
+ * (resyncNow), as the legs and fills of that position were lost with it (money probe: its dead
+ * legs, still listed, made leg fitting cancel a new bracket's take-profit). Where that cannot be
+ * done, the position alone is read and put in the mirror. A read that fails leaves the mirror as it was.
  */
 async function rereadPosition(ctx: ActorContext, accountId: string, symbol: string): Promise<void> {
   const stale = ctx.model.openPositionEntities(accountId).find((p) => (contractName(ctx.mirror, p.contractId) ?? String(p.contractId)) === symbol);
   if (!stale) return;
+  if (await ctx.conn.resyncNow?.(`the broker refused to liquidate ${symbol}, which the mirror holds ${String(stale.netPos)}: it has no such position`)) return;
   try {
     const fresh = await ctx.conn.send('position/item', undefined, { query: `id=${stale.id}` });
     if (fresh && typeof fresh === 'object' && (fresh as Entity).id === stale.id) {

@@ -24,6 +24,9 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
 /** A socket up at least this long counts as stable: its drop is reconnected at once, not backed off. */
 const STABLE_CONNECTION_MS = 30_000;
 
+/** How long a position check waits before it reads a difference again (checkPositions). */
+const POSITION_RECHECK_MS = 1_000;
+
 /** Trading that finds the connection backing off brings the next attempt forward, but no sooner than this after the last one began (hurry). */
 const HURRY_GAP_MS = 2_000;
 
@@ -50,6 +53,7 @@ export class BrokerConnection {
   private authRejections = 0;
   private renewTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
+  private positionTimer: NodeJS.Timeout | undefined;
   private sleeper: { timer: NodeJS.Timeout; wake(): void; backoff: boolean } | undefined;
   /** When the last connect attempt began (hurry's gap). */
   private attemptAt = 0;
@@ -112,6 +116,7 @@ export class BrokerConnection {
     this.stopped = true;
     clearTimeout(this.renewTimer);
     clearInterval(this.pollTimer);
+    clearInterval(this.positionTimer);
     this.sleeper?.wake();
     this.socket?.close();
     await this.runner;
@@ -284,11 +289,14 @@ export class BrokerConnection {
     }
     this.authRejections = 0;
     this.connectedAt = Date.now();
+    // A quiet spell of the socket before is no reason to read again what this connect just read.
+    this.quietSeen = false;
     this.setStatus('CONNECTED', this.everConnected ? 'reconnect' : 'connect');
     this.everConnected = true;
     this.startPolling();
     const { reason, detail } = await closedP;
     clearInterval(this.pollTimer);
+    clearInterval(this.positionTimer);
     this.socket = null;
     if (this.stopped || reason === 'client') return 'stopped';
     if (reason === 'unauthorized') return this.authExpired(detail);
@@ -404,9 +412,90 @@ export class BrokerConnection {
 
   private startPolling(): void {
     clearInterval(this.pollTimer);
-    if (this.tuning.accountPollMs <= 0) return;
-    this.pollTimer = setInterval(() => void this.pollAccounts(), this.tuning.accountPollMs);
-    this.pollTimer.unref();
+    clearInterval(this.positionTimer);
+    if (this.tuning.accountPollMs > 0) {
+      this.pollTimer = setInterval(() => void this.pollAccounts(), this.tuning.accountPollMs);
+      this.pollTimer.unref();
+    }
+    if (this.tuning.positionCheckMs > 0) {
+      this.positionTimer = setInterval(() => void this.checkPositions(), this.tuning.positionCheckMs);
+      this.positionTimer.unref();
+    }
+  }
+
+  /**
+   * Compares the mirror's positions with the broker's own list (`position/list`): events the
+   * broker sent into a gap shorter than the silence watchdog are lost, and the mirror then held a
+   * position (and its bracket legs) the broker had closed, for good (money probe: leg fitting then
+   * cancelled a new bracket's take-profit over the dead legs, and the position was left without a
+   * stop). The answer comes on the socket after every event sent before it, so the mirror it is
+   * compared with has them all; a difference is read once more before it counts. One that stays
+   * reads the whole state again (resyncNow).
+   */
+  async checkPositions(): Promise<void> {
+    if (this.statusValue !== 'CONNECTED' || this.liveResync) return;
+    try {
+      const first = await this.positionsDiffer();
+      if (first.size === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, POSITION_RECHECK_MS).unref());
+      // Lost, not late: the same difference, neither side having moved, a moment later (under
+      // steady trading a position's events may trail the broker's list by a few milliseconds).
+      const again = await this.positionsDiffer();
+      const kept = [...again].filter(([key, d]) => first.get(key) === d);
+      if (kept.length > 0 && this.statusValue === 'CONNECTED') await this.resyncNow(`positions differ from the broker's: ${kept.map(([key, d]) => `${key} ${d}`).join('; ')}`);
+    } catch (err) {
+      this.logger.debug({ err }, 'position check failed');
+    }
+  }
+
+  /** The positions of the accounts the mirror holds whose net differs from the broker's: `accountId:contractId` → "N here, M at the broker". */
+  private async positionsDiffer(): Promise<Map<string, string>> {
+    const differ = new Map<string, string>();
+    const list = await this.send('position/list', undefined, { kind: 'read' });
+    if (!Array.isArray(list)) return differ;
+    const accounts = new Set(this.mirror.all('account').map((a) => a.id));
+    const net = (e: Entity) => Number(e.netPos ?? 0);
+    const key = (e: Entity) => `${String(e.accountId)}:${String(e.contractId)}`;
+    const held = new Map<string, number>();
+    for (const p of this.mirror.all('position')) if (accounts.has(Number(p.accountId)) && net(p) !== 0) held.set(key(p), net(p));
+    for (const p of list as Entity[]) {
+      if (!p || typeof p !== 'object' || !accounts.has(Number(p.accountId))) continue;
+      const mine = held.get(key(p)) ?? 0;
+      held.delete(key(p));
+      if (mine !== net(p)) differ.set(key(p), `${mine} here, ${net(p)} at the broker`);
+    }
+    for (const [k, mine] of held) differ.set(k, `${mine} here, none at the broker`);
+    return differ;
+  }
+
+  /** A resync made while CONNECTED (resyncNow), one at a time. */
+  private liveResync: Promise<boolean> | undefined;
+
+  /**
+   * Reads the whole account state again (a fresh \`user/syncrequest\` snapshot, as a reconnect does)
+   * while the socket stays up: events may have been lost (positions that differ from the broker's,
+   * a quiet spell, a liquidation refused for a position the mirror holds). Events that arrive while
+   * it is asked are applied again over the snapshot (Mirror.expectSnapshot). Resolves true once the
+   * mirror holds it; false when not CONNECTED or the request failed (the mirror is left as it was).
+   */
+  resyncNow(why: string): Promise<boolean> {
+    if (this.liveResync) return this.liveResync;
+    if (this.statusValue !== 'CONNECTED' || !this.socket?.open) return Promise.resolve(false);
+    this.logger.warn({ why }, 'reading the account state again from the broker: events may have been lost');
+    const run = (async () => {
+      try {
+        this.budget.take('read');
+        await this.resync();
+        return true;
+      } catch (err) {
+        this.logger.warn({ err, why }, 'the account state could not be read again');
+        return false;
+      } finally {
+        this.liveResync = undefined;
+      }
+    })();
+    this.liveResync = run;
+    return run;
   }
 
   /** Brokers may stop reporting an account without a Deleted event; `account/list` catches that. */
@@ -473,6 +562,8 @@ export class BrokerConnection {
   watchQuiet(): boolean {
     const quiet = this.statusValue === 'CONNECTED' && (this.socket?.quietMs() ?? 0) > this.tuning.readQuietMs;
     const began = quiet && !this.quietSeen;
+    // Heard from again on the same socket: what the broker sent into the quiet spell may be lost.
+    if (this.quietSeen && !quiet && this.statusValue === 'CONNECTED') void this.resyncNow('the broker was quiet for over two heartbeats');
     this.quietSeen = quiet;
     return began;
   }

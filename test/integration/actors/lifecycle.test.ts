@@ -331,3 +331,44 @@ test('reads and cancels for an account the broker stopped reporting are ACCOUNT_
   expect((await h.callError({ type: 'cancel-order', accountId: a1, orderId: placed.order.orderId })).code).toBe('ACCOUNT_INACTIVE');
   expect(await h.call({ type: 'working-orders', accountId: String(h.user.accounts[1]!.id) })).toEqual([]);
 });
+
+test('events the broker sent into a quiet spell shorter than the watchdog are not lost for good: the position check finds the broker flat, reads the whole state again, and the dead legs are gone (money probe: they made leg fitting cancel a new bracket\'s take-profit, the position left without a stop)', async () => {
+  h = await startActorHarness({ tuning: { positionCheckMs: 400 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  const entry = { type: 'place-order' as const, accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy' as const, qty: 1, orderType: 'market' as const, timeInForce: 'day' as const, takeProfit: { price: 5010 }, stopLoss: { price: 4990 } };
+  await h.call({ ...entry, clOrdId: 'lost-1' });
+  await expect.poll(async () => (await h!.call({ type: 'working-orders', accountId: account })).map((o) => o.role).sort()).toEqual(['stop_loss', 'take_profit']);
+  // The broker goes quiet (its frames dropped), its stop fills meanwhile, and it speaks again.
+  await h.control('POST', '/faults', { silent: true });
+  await h.control('POST', '/prices', { symbol: SYMBOL, price: 4985 });
+  await h.control('POST', '/prices', { symbol: SYMBOL, price: 5000 });
+  const state = (await h.control('GET', '/state')) as { positions: { netPos: number }[]; orders: { ordStatus: string }[] };
+  expect(state.positions.every((p) => p.netPos === 0)).toBe(true);
+  await h.control('DELETE', '/faults');
+  // Healed without a reconnect: flat, nothing working, as at the broker.
+  await expect.poll(async () => (await h!.call({ type: 'positions', accountId: account })).length, { timeout: 5_000 }).toBe(0);
+  expect(await h.call({ type: 'working-orders', accountId: account })).toEqual([]);
+  // A new bracket keeps both its legs.
+  await h.call({ ...entry, clOrdId: 'lost-2' });
+  await expect.poll(async () => (await h!.call({ type: 'working-orders', accountId: account })).map((o) => o.role).sort()).toEqual(['stop_loss', 'take_profit']);
+  await new Promise((r) => setTimeout(r, 1_500));
+  const working = ((await h.control('GET', '/state')) as { orders: { ordStatus: string }[] }).orders.filter((o) => o.ordStatus === 'Working');
+  expect(working).toHaveLength(2);
+}, 30_000);
+
+test('a quiet spell of over two heartbeats that ends on the same socket reads the whole state again: what the broker sent into it is not lost', async () => {
+  h = await startActorHarness({ tuning: { positionCheckMs: 0, readQuietMs: 1_200 } });
+  h.actor.start();
+  await h.nextStatus('CONNECTED');
+  const account = String(h.user.accounts[0]!.id);
+  await h.call({ type: 'place-order', accountId: account, symbol: SYMBOL, requestedSymbol: SYMBOL, side: 'buy', qty: 1, orderType: 'market', timeInForce: 'day', clOrdId: 'quiet-1', stopLoss: { price: 4990 } });
+  await expect.poll(async () => (await h!.call({ type: 'working-orders', accountId: account })).length).toBe(1);
+  await h.control('POST', '/faults', { silent: true });
+  await h.control('POST', '/prices', { symbol: SYMBOL, price: 4985 });
+  await new Promise((r) => setTimeout(r, 2_000));
+  await h.control('DELETE', '/faults');
+  await expect.poll(async () => (await h!.call({ type: 'positions', accountId: account })).length, { timeout: 5_000 }).toBe(0);
+  expect(await h.call({ type: 'working-orders', accountId: account })).toEqual([]);
+}, 30_000);

@@ -193,6 +193,28 @@ describe('flatten', () => {
     expect((await flatten(ctx, request())).positions).toMatchObject([{ status: 'failed', code: 'BROKER_REJECTED' }]);
   });
 
+  it('a refusal for no position reads the whole state again where the connection can (money probe: the lost events took the position\'s legs with them, and the dead legs stayed listed)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    const pos = ctx.mirror.all('position')[0]!;
+    broker.handlers['order/liquidateposition'] = () => ({ failureReason: 'UnknownReason', failureText: 'No position to liquidate' });
+    broker.handlers['position/item'] = () => {
+      throw new Error('the position alone is not read when the whole state is');
+    };
+    const why: string[] = [];
+    Object.assign(ctx.conn, {
+      resyncNow: async (reason: string) => {
+        why.push(reason);
+        ctx.mirror.apply('position', 'Updated', { ...pos, netPos: 0 });
+        return true;
+      },
+    });
+    const r = await flatten(ctx, request());
+    expect(r.positions).toMatchObject([{ symbol: 'ESZ6', status: 'liquidated' }]);
+    expect(why).toEqual(['the broker refused to liquidate ESZ6, which the mirror holds 1: it has no such position']);
+  });
+
   it('says so when a liquidation was sent but the position is not flat yet', async () => {
     const { broker, ctx } = fakeActorContext(30);
     const held = broker.addOrder({ qty: 1 });
