@@ -62,6 +62,12 @@ function refusedWhileReconnecting(err: unknown): boolean {
  */
 const REVERSAL_OPEN_RETRY_MS = 10_000;
 
+/**
+ * How long a reversal waits for its close (cancels, then the liquidation) before it gives up its
+ * open: as long as an API flatten is answered within, past the actor's wait for a lost connection.
+ */
+const REVERSAL_CLOSE_WAIT_MS = 30_000;
+
 /** Longest a 504 waits for its follow-up to be on disk (followUpOnDisk). */
 const FOLLOW_UP_FLUSH_MS = 200;
 
@@ -518,7 +524,11 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
     const late = followLateOutcome(deps, ctx, owned.connectionId, owned.account.id, { flatten: { ...target, from, ...(reversal && { reversal: true }) } });
     if (late) lateFlattens.set(ctx, { found: late, reversal });
   };
-  return flattenAccount(deps, ctx, owned, symbol, { ...WEBHOOK_TIMEOUT, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
+  // A reversal's close is waited for past the alert's answer (504 at 2.6 s, "it goes on"): its open
+  // follows once the close is done. Given up at 2.5 s, a close the broker took 3 s over (cancels,
+  // then the liquidation) left the account flat for good where the strategy was short (money probe).
+  const timeoutMs = reversal ? REVERSAL_CLOSE_WAIT_MS : WEBHOOK_BROKER_TIMEOUT_MS;
+  return flattenAccount(deps, ctx, owned, symbol, { timeoutMs, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
     if (!(err instanceof AppError)) throw err;
     // Done, but a position could not be closed (flatten.ts notFlat): said as it is, for this alert.
     if ('positions' in err.extensions) {
@@ -528,7 +538,7 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
     if (err.code !== 'BROKER_TIMEOUT') throw err;
     throw new AppError(
       'BROKER_TIMEOUT',
-      `The broker did not confirm the flatten within ${WEBHOOK_BROKER_TIMEOUT_MS} ms; it goes on${reversal ? ', and the new position is not opened' : ''}: do not resend the alert. Whether the positions closed is added to this token's alerts once known`,
+      `The broker did not confirm the flatten within ${timeoutMs} ms; it goes on${reversal ? ', and the new position is not opened' : ''}: do not resend the alert. Whether the positions closed is added to this token's alerts once known`,
       err.extensions,
       err.retryAfterSeconds,
     );

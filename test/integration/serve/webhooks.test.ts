@@ -162,6 +162,30 @@ describe('webhook alerts', () => {
     }
   });
 
+  it('a reversal whose close takes the broker longer than the answer (1.3 s a request: the legs, then the liquidation) is answered 504 and opens its new position once the close is done (money probe: flat for good where the strategy was short)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    const long = await alert(fire('buy', '1', 'long', 'Slow long'), 'text/plain');
+    expect(long.status, long.text).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === 1) && (await working(account)).length === 2, 'long 1 with its legs');
+    await control(s, 'POST', '/faults', { latencyMs: 1_300 });
+    let reversal: Awaited<ReturnType<typeof alert>>;
+    try {
+      reversal = await alert(fire('sell', '2', 'short', 'Slow short', -1), 'text/plain');
+      expect(reversal.status, reversal.text).toBe(504);
+      await eventually(async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).some((p) => String(p.accountId) === account && p.netPos === -1), 'short 1 at the broker', 20_000);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === -1) && (await working(account)).length === 2, 'short 1 with its legs');
+    const listed = await eventually(
+      async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=10`)).json.data as any[]).find((a) => a.lateOutcomeOf === reversal.headers.get('x-request-id')),
+      'its late outcome listed',
+    );
+    expect(listed).toMatchObject({ status: 201, orderQty: 1 });
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+  }, 40_000);
+
   it("a reversal on a flat account cancels the old side's resting entry (TV probe: the strategy's buy limit filled after it, and the account ended flat against a short strategy)", async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
@@ -484,7 +508,8 @@ describe('webhook alerts', () => {
     expect(late).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)', action: 'close' });
     expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
 
-    // A reversal whose close is answered 504: it opens nothing, and says so (re-probe: "flattened", the strategy short, the account flat).
+    // A reversal whose close takes longer than the answer: 504 "it goes on", and its open goes out
+    // once the close is done (money probe: it opened nothing, flat for good where the strategy was short).
     expect((await alert(fire('buy', '1', 'long', 'Long r', 1), 'text/plain')).status).toBe(201);
     await eventually(async () => (await positions(account)).some((p) => p.netQty === 1), 'long 1');
     await control(s, 'POST', '/faults', { latencyMs: 4000 });
@@ -495,14 +520,16 @@ describe('webhook alerts', () => {
       await control(s, 'DELETE', '/faults');
     }
     expect(rev.status, rev.text).toBe(504);
-    expect(rev.json.detail).toMatch(/did not confirm the flatten .* it goes on, and the new position is not opened: do not resend the alert/);
+    expect(rev.json.detail).toMatch(/had not answered this alert within 2600 ms; it goes on: do not resend the alert/);
     const revLate = await eventually(
       async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[]).find((a) => a.lateOutcomeOf === rev.headers.get('x-request-id')),
-      'the follow-up of the reversal',
+      'the late outcome of the reversal',
       25_000,
     );
-    expect(revLate.detail).toBe("flat after this alert was answered 504: the positions it was to close are closed (by it or another exit); the reversal's new position was not opened (nothing more is sent for this alert)");
-    expect((await positions(account)).every((p) => p.netQty === 0)).toBe(true);
+    expect(revLate).toMatchObject({ status: 201, orderQty: 1 });
+    expect(revLate.detail).toMatch(/^acted on after this alert was answered 504/);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === -1), 'short 1');
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
   }, 90_000);
 
   it('an exit answered 504, delivered again after the strategy re-entered, is refused 409 and closes nothing (money probe: the repeat closed the new long)', async () => {
