@@ -88,7 +88,7 @@ export const CONNECTION_TUNING: Readonly<ConnectionTuning> = Object.freeze({
   maxAuthRejections: 3,
   settleMs: 5000,
   accountPollMs: 60_000,
-  positionCheckMs: 15_000,
+  positionCheckMs: 30_000,
   guardTickMs: 1000,
   unknownOutcomeMaxMs: UNKNOWN_OUTCOME_MAX_MS,
   orphanLegGraceMs: 1000,
