@@ -171,6 +171,7 @@ function unconfirmed(err: AppError): boolean {
 async function closedLater(deps: RouteDeps, owned: OwnedAccount, err: AppError, from: number): Promise<RouteResponse | undefined> {
   const view = err.extensions as { positions: { symbol: string; closedQty: number; status: string; detail?: string; code?: string }[] };
   const watched = new Set(view.positions.filter((p) => p.status === 'failed').map((p) => p.symbol));
+  const seen = new Map<string, number>();
   const looks = Math.max(1, Math.ceil((from + API_FLATTEN_FOLLOW_MS - nowOf(deps).getTime()) / UNCONFIRMED_LOOK_EVERY_MS));
   for (let look = 0; look < looks; look++) {
     await new Promise((resolve) => setTimeout(resolve, UNCONFIRMED_LOOK_EVERY_MS).unref());
@@ -180,10 +181,13 @@ async function closedLater(deps: RouteDeps, owned: OwnedAccount, err: AppError, 
     } catch {
       continue; // Not CONNECTED now: looked at again in a second.
     }
-    if (rows.some((p) => p.netQty !== 0 && watched.has(p.symbol) && !openedAfter(p, from))) continue;
+    const open = rows.filter((p) => p.netQty !== 0 && watched.has(p.symbol) && !openedAfter(p, from));
+    // What a look saw still open is what closed (re-probe: 0 where its liquidation closed 1); one closed before the first look stays 0.
+    for (const p of open) seen.set(p.symbol, Math.abs(p.netQty));
+    if (open.length > 0) continue;
     const positions = view.positions.map((p) =>
       watched.has(p.symbol)
-        ? { symbol: p.symbol, closedQty: p.closedQty, status: 'liquidated', detail: 'closed after this flatten was answered 504 (by its liquidation, or another exit)' }
+        ? { symbol: p.symbol, closedQty: seen.get(p.symbol) ?? p.closedQty, status: 'liquidated', detail: 'closed after this flatten was answered 504 (by its liquidation, or another exit)' }
         : p,
     );
     return { status: 200, body: { ...view, positions } };

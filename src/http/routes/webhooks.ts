@@ -64,9 +64,11 @@ const REVERSAL_OPEN_RETRY_MS = 10_000;
 
 /**
  * How long a reversal waits for its close (cancels, then the liquidation) before it gives up its
- * open: as long as an API flatten is answered within, past the actor's wait for a lost connection.
+ * open, and then for its open, its turn on the account held: as long as an API flatten is
+ * answered within, past the actor's wait for a lost connection.
  */
 const REVERSAL_CLOSE_WAIT_MS = 30_000;
+const REVERSAL_WAIT = { timeoutMs: REVERSAL_CLOSE_WAIT_MS };
 
 /** Longest a 504 waits for its follow-up to be on disk (followUpOnDisk). */
 const FOLLOW_UP_FLUSH_MS = 200;
@@ -349,7 +351,10 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true, ...(intent.positionSize !== undefined && { keepQty: intent.positionSize }) } : {}) };
     let result;
     try {
-      const send = () => callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, WEBHOOK_TIMEOUT);
+      // A reversal's open is waited for as its close was, its turn held: given up at 2.5 s, the turn
+      // passed to the alerts behind while the open was still on its way, and an exit behind it
+      // acted first (re-probe: the exit said flat, then the open filled, short where the strategy was flat).
+      const send = () => callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, closed ? REVERSAL_WAIT : WEBHOOK_TIMEOUT);
       result = closedFirst ? await openAfterClose(send) : await send();
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw afterClose(err);

@@ -186,6 +186,31 @@ describe('webhook alerts', () => {
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
   }, 40_000);
 
+  it('an exit queued behind a reversal at a very slow broker (8 s a request) acts after the reversal\'s open, never before it (re-probe: the open outlived its turn, the exit said flat, then the open filled: short where the strategy was flat)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    const long = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
+    expect(long.status, long.text).toBe(201);
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === 1), 'long 1');
+    const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === account)?.netPos ?? 0;
+    await control(s, 'POST', '/faults', { latencyMs: 8_000 });
+    try {
+      const reversal = await alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', marketPositionSize: 1 });
+      expect(reversal.status, reversal.text).toBe(504);
+      await new Promise((r) => setTimeout(r, 1_500));
+      const exit = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'flat' });
+      expect(exit.status, exit.text).toBe(504);
+      // The close (8 s), the open (8 s), then the exit (8 s): short 1 on the way, flat at the end.
+      await eventually(async () => (await atBroker()) === -1, 'the reversal short 1 at the broker', 30_000);
+      await eventually(async () => (await atBroker()) === 0, 'the exit flat at the broker', 30_000);
+      await new Promise((r) => setTimeout(r, 9_000));
+      expect(await atBroker()).toBe(0);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await positions(account)).every((p) => p.netQty === 0), 'flat here too');
+  }, 90_000);
+
   it("a reversal on a flat account cancels the old side's resting entry (TV probe: the strategy's buy limit filled after it, and the account ended flat against a short strategy)", async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);

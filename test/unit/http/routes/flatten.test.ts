@@ -137,7 +137,7 @@ describe('POST /accounts/:id/flatten', () => {
         cancelledOrderIds: ['7'],
         positions: [
           { symbol: 'NQZ6', closedQty: 1, status: 'liquidated' },
-          { symbol: 'ESZ6', closedQty: 0, status: 'liquidated', detail: 'closed after this flatten was answered 504 (by its liquidation, or another exit)' },
+          { symbol: 'ESZ6', closedQty: 1, status: 'liquidated', detail: 'closed after this flatten was answered 504 (by its liquidation, or another exit)' },
         ],
       });
     });
