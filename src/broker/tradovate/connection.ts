@@ -472,7 +472,7 @@ export class BrokerConnection {
   private liveResync: Promise<boolean> | undefined;
 
   /**
-   * Reads the whole account state again (a fresh \`user/syncrequest\` snapshot, as a reconnect does)
+   * Reads the whole account state again (a fresh `user/syncrequest` snapshot, as a reconnect does)
    * while the socket stays up: events may have been lost (positions that differ from the broker's,
    * a quiet spell, a liquidation refused for a position the mirror holds). Events that arrive while
    * it is asked are applied again over the snapshot (Mirror.expectSnapshot). Resolves true once the

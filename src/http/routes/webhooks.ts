@@ -63,12 +63,11 @@ function refusedWhileReconnecting(err: unknown): boolean {
 const REVERSAL_OPEN_RETRY_MS = 10_000;
 
 /**
- * How long a reversal waits for its close (cancels, then the liquidation) before it gives up its
- * open, and then for its open, its turn on the account held: as long as an API flatten is
- * answered within, past the actor's wait for a lost connection.
+ * How long a reversal waits for each of its steps, its turn on the account held: its close
+ * (cancels, then the liquidation; past it the open is given up), then its open. As long as an API
+ * flatten is answered within, past the actor's wait for a lost connection.
  */
-const REVERSAL_CLOSE_WAIT_MS = 30_000;
-const REVERSAL_WAIT = { timeoutMs: REVERSAL_CLOSE_WAIT_MS };
+const REVERSAL_WAIT = { timeoutMs: 30_000 };
 
 /** Longest a 504 waits for its follow-up to be on disk (followUpOnDisk). */
 const FOLLOW_UP_FLUSH_MS = 200;
@@ -532,7 +531,7 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
   // A reversal's close is waited for past the alert's answer (504 at 2.6 s, "it goes on"): its open
   // follows once the close is done. Given up at 2.5 s, a close the broker took 3 s over (cancels,
   // then the liquidation) left the account flat for good where the strategy was short (money probe).
-  const timeoutMs = reversal ? REVERSAL_CLOSE_WAIT_MS : WEBHOOK_BROKER_TIMEOUT_MS;
+  const { timeoutMs } = reversal ? REVERSAL_WAIT : WEBHOOK_TIMEOUT;
   return flattenAccount(deps, ctx, owned, symbol, { timeoutMs, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
     if (!(err instanceof AppError)) throw err;
     // Done, but a position could not be closed (flatten.ts notFlat): said as it is, for this alert.
