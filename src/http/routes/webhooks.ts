@@ -63,11 +63,12 @@ function refusedWhileReconnecting(err: unknown): boolean {
 const REVERSAL_OPEN_RETRY_MS = 10_000;
 
 /**
- * How long a reversal waits for each of its steps, its turn on the account held: its close
- * (cancels, then the liquidation; past it the open is given up), then its open. As long as an API
- * flatten is answered within, past the actor's wait for a lost connection.
+ * How long an alert in its turn on the account waits for each broker step, the turn held: a
+ * reversal's close (cancels, then the liquidation; past it the open is given up), then an order
+ * the position decided. As long as an API flatten is answered within, past the actor's wait for a
+ * lost connection; the alert itself is answered 504 at ALERT_ANSWER_MS and goes on.
  */
-const REVERSAL_WAIT = { timeoutMs: 30_000 };
+const TURN_WAIT = { timeoutMs: 30_000 };
 
 /** Longest a 504 waits for its follow-up to be on disk (followUpOnDisk). */
 const FOLLOW_UP_FLUSH_MS = 200;
@@ -350,10 +351,12 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true, ...(intent.positionSize !== undefined && { keepQty: intent.positionSize }) } : {}) };
     let result;
     try {
-      // A reversal's open is waited for as its close was, its turn held: given up at 2.5 s, the turn
-      // passed to the alerts behind while the open was still on its way, and an exit behind it
-      // acted first (re-probe: the exit said flat, then the open filled, short where the strategy was flat).
-      const send = () => callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, closed ? REVERSAL_WAIT : WEBHOOK_TIMEOUT);
+      // An order the position decided (a strategy's entry, a reversal's open, a partial exit) is
+      // waited for with its turn on the account held: given up at 2.5 s, the turn passed to the
+      // alerts behind while the order was still on its way, and an exit behind it acted first
+      // (re-probe: the exit said flat, then a reversal's open filled, short where the strategy was flat).
+      const inTurn = closed !== null || intent.entry === true || intent.reduce === true;
+      const send = () => callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, inTurn ? TURN_WAIT : WEBHOOK_TIMEOUT);
       result = closedFirst ? await openAfterClose(send) : await send();
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw afterClose(err);
@@ -531,7 +534,7 @@ function webhookFlatten(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, ow
   // A reversal's close is waited for past the alert's answer (504 at 2.6 s, "it goes on"): its open
   // follows once the close is done. Given up at 2.5 s, a close the broker took 3 s over (cancels,
   // then the liquidation) left the account flat for good where the strategy was short (money probe).
-  const { timeoutMs } = reversal ? REVERSAL_WAIT : WEBHOOK_TIMEOUT;
+  const { timeoutMs } = reversal ? TURN_WAIT : WEBHOOK_TIMEOUT;
   return flattenAccount(deps, ctx, owned, symbol, { timeoutMs, onTimeout, ...(symbolOnly && { symbolOnly: true }) }).catch((err: unknown) => {
     if (!(err instanceof AppError)) throw err;
     // Done, but a position could not be closed (flatten.ts notFlat): said as it is, for this alert.

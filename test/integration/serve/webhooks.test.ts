@@ -211,6 +211,27 @@ describe('webhook alerts', () => {
     await eventually(async () => (await positions(account)).every((p) => p.netQty === 0), 'flat here too');
   }, 90_000);
 
+  it('an exit queued behind a strategy entry at a very slow broker (8 s a request) acts after the entry fills, never before it (the entry given up at 2.5 s passed its turn on, and the exit found nothing to close)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === account)?.netPos ?? 0;
+    await control(s, 'POST', '/faults', { latencyMs: 8_000 });
+    try {
+      const entry = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
+      expect(entry.status, entry.text).toBe(504);
+      await new Promise((r) => setTimeout(r, 1_000));
+      const exit = await alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'flat' });
+      expect(exit.status, exit.text).toBe(504);
+      await eventually(async () => (await atBroker()) === 1, 'the entry long 1 at the broker', 30_000);
+      await eventually(async () => (await atBroker()) === 0, 'the exit flat at the broker', 30_000);
+      await new Promise((r) => setTimeout(r, 9_000));
+      expect(await atBroker()).toBe(0);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await positions(account)).every((p) => p.netQty === 0), 'flat here too');
+  }, 90_000);
+
   it("a reversal on a flat account cancels the old side's resting entry (TV probe: the strategy's buy limit filled after it, and the account ended flat against a short strategy)", async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);

@@ -158,7 +158,12 @@ describe('POST /webhooks/:token partial exits', () => {
     const read = w.gateway.calls.find((c) => c.req.type === 'positions')!;
     expect(read.req).toMatchObject({ settled: true });
     expect(read.timeoutMs).toBeGreaterThanOrEqual(30_000);
-    // Broker calls keep the webhook deadline.
+    // Its order is waited for with its turn held (re-probe: given up at 2.5 s, the turn passed on
+    // while the order was on its way, and an exit behind it acted first); a plain alert's call
+    // keeps the webhook deadline.
+    expect(w.gateway.calls.find((c) => c.req.type === 'place-order')!.timeoutMs).toBe(30_000);
+    w.gateway.calls.length = 0;
+    await alert({ action: 'buy', symbol: 'ES1!', qty: 1 });
     expect(w.gateway.calls.find((c) => c.req.type === 'place-order')!.timeoutMs).toBe(WEBHOOK_BROKER_TIMEOUT_MS);
   });
 
