@@ -30,6 +30,30 @@ const fire = (action: 'buy' | 'sell', contracts: string, marketPosition: 'long' 
 const positions = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/positions`)).json.data as any[];
 const working = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/working-orders`)).json.data as any[];
 
+/**
+ * At a broker answering every request after 8 s: `first` (a strategy alert) is answered 504, then
+ * `gapMs` later an exit of the ES position, also 504. The broker's ES position must reach `net`
+ * (what `first` did), then 0 (the exit, after it), and stay 0; the service's too.
+ */
+async function exitBehindAtSlowBroker(account: string, first: object, { gapMs, net, what }: { gapMs: number; net: number; what: string }): Promise<void> {
+  const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === account)?.netPos ?? 0;
+  await control(s, 'POST', '/faults', { latencyMs: 8_000 });
+  try {
+    const answer = await alert(first);
+    expect(answer.status, answer.text).toBe(504);
+    await new Promise((r) => setTimeout(r, gapMs));
+    const exit = await alert({ action: net > 0 ? 'sell' : 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'flat' });
+    expect(exit.status, exit.text).toBe(504);
+    await eventually(async () => (await atBroker()) === net, what, 30_000);
+    await eventually(async () => (await atBroker()) === 0, 'the exit flat at the broker', 30_000);
+    await new Promise((r) => setTimeout(r, 9_000));
+    expect(await atBroker()).toBe(0);
+  } finally {
+    await control(s, 'DELETE', '/faults');
+  }
+  await eventually(async () => (await positions(account)).every((p) => p.netQty === 0), 'flat here too');
+}
+
 beforeAll(async () => {
   s = await startServe({ RATE_LIMIT_PER_MIN: '100000' });
   [acc, other] = s.accounts as [string, string];
@@ -192,44 +216,14 @@ describe('webhook alerts', () => {
     const long = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
     expect(long.status, long.text).toBe(201);
     await eventually(async () => (await positions(account)).some((p) => p.netQty === 1), 'long 1');
-    const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === account)?.netPos ?? 0;
-    await control(s, 'POST', '/faults', { latencyMs: 8_000 });
-    try {
-      const reversal = await alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', marketPositionSize: 1 });
-      expect(reversal.status, reversal.text).toBe(504);
-      await new Promise((r) => setTimeout(r, 1_500));
-      const exit = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'flat' });
-      expect(exit.status, exit.text).toBe(504);
-      // The close (8 s), the open (8 s), then the exit (8 s): short 1 on the way, flat at the end.
-      await eventually(async () => (await atBroker()) === -1, 'the reversal short 1 at the broker', 30_000);
-      await eventually(async () => (await atBroker()) === 0, 'the exit flat at the broker', 30_000);
-      await new Promise((r) => setTimeout(r, 9_000));
-      expect(await atBroker()).toBe(0);
-    } finally {
-      await control(s, 'DELETE', '/faults');
-    }
-    await eventually(async () => (await positions(account)).every((p) => p.netQty === 0), 'flat here too');
+    // The close (8 s), the open (8 s), then the exit (8 s): short 1 on the way, flat at the end.
+    await exitBehindAtSlowBroker(account, { action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', marketPositionSize: 1 }, { gapMs: 1_500, net: -1, what: 'the reversal short 1 at the broker' });
   }, 90_000);
 
   it('an exit queued behind a strategy entry at a very slow broker (8 s a request) acts after the entry fills, never before it (the entry given up at 2.5 s passed its turn on, and the exit found nothing to close)', async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
-    const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === account)?.netPos ?? 0;
-    await control(s, 'POST', '/faults', { latencyMs: 8_000 });
-    try {
-      const entry = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 });
-      expect(entry.status, entry.text).toBe(504);
-      await new Promise((r) => setTimeout(r, 1_000));
-      const exit = await alert({ action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'flat' });
-      expect(exit.status, exit.text).toBe(504);
-      await eventually(async () => (await atBroker()) === 1, 'the entry long 1 at the broker', 30_000);
-      await eventually(async () => (await atBroker()) === 0, 'the exit flat at the broker', 30_000);
-      await new Promise((r) => setTimeout(r, 9_000));
-      expect(await atBroker()).toBe(0);
-    } finally {
-      await control(s, 'DELETE', '/faults');
-    }
-    await eventually(async () => (await positions(account)).every((p) => p.netQty === 0), 'flat here too');
+    await exitBehindAtSlowBroker(account, { action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 }, { gapMs: 1_000, net: 1, what: 'the entry long 1 at the broker' });
   }, 90_000);
 
   it("a reversal on a flat account cancels the old side's resting entry (TV probe: the strategy's buy limit filled after it, and the account ended flat against a short strategy)", async () => {
