@@ -75,6 +75,12 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
   paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } }, default: DEFAULT_RESPONSE } } };
   paths['/api-docs/openapi.json'] = { get: { ...root, operationId: 'openApi', summary: 'This documentation as OpenAPI 3.1 JSON', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } }, default: DEFAULT_RESPONSE } } };
   paths['/openapi.json'] = { get: { ...root, operationId: 'openApiAlias', summary: 'The same OpenAPI document, where tools look for it first', tags: ['service'], security: [], responses: { 200: { description: 'OpenAPI document', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } } }, default: DEFAULT_RESPONSE } } };
+  for (const page of ['/healthz', '/readyz', '/api-docs', '/api-docs/openapi.json', '/openapi.json']) {
+    const get = paths[page]!['get'] as { responses: Record<string, Json> };
+    const { default: fallback, ...own } = get.responses;
+    addPipelineAnswers(own, false);
+    get.responses = { ...own, default: fallback! };
+  }
 
   return portable({
     openapi: '3.1.0',
@@ -223,7 +229,8 @@ function operation(route: RouteDef<any, any>): Json {
     [403, route.scope === 'session' ? 'SESSION_REQUIRED (an API key was sent) or CSRF_REJECTED' : 'INSUFFICIENT_SCOPE (requiredScope)', keyed],
     [404, route.scope === 'webhook' ? 'NOT_FOUND: unknown token' : 'NOT_FOUND', route.path.includes(':')],
     [409, 'IDEMPOTENCY_KEY_IN_USE (Retry-After: 1)', !!route.idempotent],
-    [413, 'PAYLOAD_TOO_LARGE', !!route.body],
+    // A body is read up to the limit on every route, one that takes none too (then refused 400).
+    [413, 'PAYLOAD_TOO_LARGE (limitBytes)', true],
     [415, 'UNSUPPORTED_MEDIA_TYPE', !!route.body],
     [422, 'IDEMPOTENCY_KEY_REUSED', !!route.idempotent],
     [429, 'RATE_LIMITED (Retry-After)', keyed || route.scope === 'webhook'],
@@ -232,6 +239,7 @@ function operation(route: RouteDef<any, any>): Json {
   for (const [status, description, applies] of standard) {
     if (applies && !responses[String(status)]) responses[String(status)] = problemResponse(description);
   }
+  addPipelineAnswers(responses, keyed || route.scope === 'webhook');
   // An API route takes a web-app session too (no X-API-Key): its writes need the session's CSRF token.
   const forbidden = responses['403'];
   if (forbidden && (route.scope === 'read' || route.scope === 'trade') && route.method !== 'GET') {
@@ -258,7 +266,27 @@ function uncountedStatuses(route: RouteDef<any, any>): Set<number> {
     // A status documented without its codes may be anything the handler answers.
     if (r.codes === undefined || r.codes.some((c) => !before.has(c))) out.delete(r.status);
   }
+  // The pipeline's own (addPipelineAnswers): a foreign Host, and a 503 of a route that has none of its own.
+  out.add(421);
+  if (!route.responses.some((r) => r.status === 503)) out.add(503);
   return out;
+}
+
+/**
+ * What the pipeline answers before any route's own work, whatever the path (fuzz probe: a 421
+ * and a 503 SHUTTING_DOWN no operation listed), added to a route's own entry of the same status
+ * (`credentialed`: a route that takes a key, session or token, refused while a cluster node is cut off).
+ */
+function addPipelineAnswers(responses: Record<string, Json>, credentialed: boolean): void {
+  const answers: [number, string][] = [
+    [421, 'MISDIRECTED_REQUEST: the Host header names another server (a listener on loopback; DNS rebinding)'],
+    [503, `SHUTTING_DOWN (Retry-After: 1; the connection closes)${credentialed ? '; CLUSTER_UNAVAILABLE (cluster mode: this node cannot reach NATS; Retry-After)' : ''}`],
+  ];
+  for (const [status, description] of answers) {
+    const same = responses[String(status)];
+    if (same === undefined) responses[String(status)] = problemResponse(description);
+    else if (!(same['description'] as string).includes(description.split(' ')[0]!.replace(':', ''))) same['description'] = `${same['description'] as string}; ${description}`;
+  }
 }
 
 /** `{"status": <value>}`, what /healthz and /readyz answer. */

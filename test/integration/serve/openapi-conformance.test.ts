@@ -6,7 +6,7 @@
  * schema (JSON Schema 2020-12, checked by ajv). What an API fuzzer or a generated client relies
  * on: the document describes what the service sends, not what it was meant to send.
  */
-import { get } from 'node:http';
+import { get, request } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,7 +54,8 @@ async function call(method: string, path: string, opts: { key?: string; body?: u
     body = JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(`${s.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  // fetch sends the URL's own Host whatever is asked: a request naming another goes by node:http.
+  const res = headers['host'] !== undefined ? await viaHttp(method, path, headers) : await fetch(`${s.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
   const streaming = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
   // A stream never ends: its first bytes are enough, its body is not a document.
   const text = streaming ? '' : await res.text();
@@ -104,6 +105,23 @@ async function call(method: string, path: string, opts: { key?: string; body?: u
   return { status: res.status, headers: res.headers, json };
 }
 
+/** A body-less request sent with exactly `headers` (Host included), its answer as a fetch Response. */
+function viaHttp(method: string, path: string, headers: Record<string, string>): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${s.url}${path}`, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const out = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') out.set(name, value);
+        resolve(new Response(Buffer.concat(chunks), { status: res.statusCode!, headers: out }));
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 beforeAll(async () => {
   s = await startServe({ RATE_LIMIT_PER_MIN: '100000' });
   doc = (await (await fetch(`${s.url}/api-docs/openapi.json`)).json()) as Json;
@@ -150,6 +168,11 @@ describe('the OpenAPI document describes the answers', () => {
 
     // Service pages.
     for (const p of ['/healthz', '/readyz', '/api-docs', '/api-docs/openapi.json', '/openapi.json']) await call('GET', p);
+    // What the pipeline answers on any route, before the route's own work (fuzz probe: statuses no
+    // operation listed): a body over the limit on a route that takes none, a Host naming another server.
+    expect((await call('POST', `${A}/accounts/${acc}/unlock`, { key, raw: `{"a":"${'x'.repeat(70_000)}"}`, headers: { 'content-type': 'application/json' } })).status).toBe(413);
+    expect((await call('GET', `${A}/me`, { key, headers: { host: 'elsewhere.example' } })).status).toBe(421);
+    expect((await call('GET', '/healthz', { headers: { host: 'elsewhere.example' } })).status).toBe(421);
 
     // Accounts, orders, positions.
     await call('GET', `${A}/accounts`, { key });
