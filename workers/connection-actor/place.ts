@@ -226,6 +226,9 @@ export async function placeOrder(ctx: ActorContext, req: PlaceOrderRequest): Pro
     if (!outcome) throw new AppError('BROKER_TIMEOUT', 'the broker has not answered an earlier attempt with this key yet; nothing new was sent: retry later');
     // The order the late answer named (found by id even where no clOrdId names it in the mirror).
     if (outcome.orderId !== null && ctx.mirror.get('order', outcome.orderId)) {
+      // As a first attempt's answer is: its status in (a market order's fills with it), so what
+      // acts next on the account (an exit in the alert's turn) sees the position it made.
+      await settle(ctx, outcome.orderId);
       ctx.conn.requireConnected();
       ctx.model.account(req.accountId);
       return reconciled(ctx, req, outcome.orderId);

@@ -356,13 +356,23 @@ export class BrokerConnection {
     const key = 'id' in ref ? `id:${ref.id}` : `name:${ref.name}`;
     if (this.contractMisses.has(key)) return;
     if (this.contractFetches.has(key)) return this.contractFetches.get(key);
+    // A broker slower than the request's deadline answers it late: the contract is still taken.
+    // Dropped, a position in it stayed named by its id for good, and an exit naming its symbol
+    // found nothing to close (re-probe at 12 s a request: long where the strategy was flat).
+    const found = (c: unknown): boolean => {
+      if (!c || typeof c !== 'object' || typeof (c as { id?: unknown }).id !== 'number') return false;
+      this.mirror.put('contract', c as Entity);
+      return true;
+    };
+    const onLate = (answer: LateAnswer) => {
+      if (answer.status === 200) found(answer.data);
+    };
     const p = (async () => {
       try {
         const c = 'id' in ref
-          ? await this.send('contract/item', undefined, { query: `id=${ref.id}` })
-          : await this.send('contract/find', undefined, { query: `name=${encodeURIComponent(ref.name)}` });
-        if (c && typeof c === 'object' && typeof (c as { id?: unknown }).id === 'number') this.mirror.put('contract', c as Entity);
-        else this.contractMisses.add(key);
+          ? await this.send('contract/item', undefined, { query: `id=${ref.id}`, onLate })
+          : await this.send('contract/find', undefined, { query: `name=${encodeURIComponent(ref.name)}`, onLate });
+        if (!found(c)) this.contractMisses.add(key);
       } catch (err) {
         if (err instanceof AppError && err.code === 'NOT_FOUND') this.contractMisses.add(key);
         this.logger.debug({ err, ref }, 'contract lookup failed');

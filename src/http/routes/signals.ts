@@ -45,7 +45,8 @@ interface AlertOutcome {
   orderStatus: string | null;
   /** What the order was for: a reversal or marketPositionSize may open less than the alert's qty. */
   orderQty?: number | null;
-  flattened: { cancelledOrders: number; positions: number } | null;
+  /** `outstandingOrders`: orders of the account the broker had not answered yet, which may fill after it (only when some). */
+  flattened: { cancelledOrders: number; positions: number; outstandingOrders?: number } | null;
   /** The answer's warnings (a capped reversal, ignored fields), at most MAX_JOURNALED_WARNINGS. */
   warnings?: string[];
 }
@@ -61,11 +62,17 @@ const MAX_JOURNALED_WARNING = 300;
 
 const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
 
-type FlattenSeen = { cancelledOrderIds: string[]; positions: unknown[] } | null | undefined;
+type FlattenSeen = { cancelledOrderIds: string[]; positions: unknown[]; outstandingOrders?: number } | null | undefined;
 
-/** What a flatten of the alert did, as the alert log counts it. */
+/**
+ * What a flatten of the alert did, as the alert log counts it, with the orders still on their way
+ * that may fill after it (re-probe: an exit's entry said "0 closed" and the entry then filled,
+ * with nothing in the log to say it might).
+ */
 function flattenedOf(flatten: FlattenSeen): AlertOutcome['flattened'] {
-  return flatten ? { cancelledOrders: flatten.cancelledOrderIds.length, positions: flatten.positions.length } : null;
+  if (!flatten) return null;
+  const counted = { cancelledOrders: flatten.cancelledOrderIds.length, positions: flatten.positions.length };
+  return flatten.outstandingOrders ? { ...counted, outstandingOrders: flatten.outstandingOrders } : counted;
 }
 
 function alertOutcome(res: RouteResponse | undefined, err: unknown): AlertOutcome {
@@ -527,7 +534,13 @@ export const alertSchema = z.object({
   orderId: z.string().nullable(),
   orderStatus: z.string().nullable(),
   orderQty: z.number().nullable().describe('The quantity the order was placed for: less than qty when a reversal closed a position first or marketPositionSize capped it'),
-  flattened: z.object({ cancelledOrders: z.number(), positions: z.number() }).nullable(),
+  flattened: z
+    .object({
+      cancelledOrders: z.number(),
+      positions: z.number(),
+      outstandingOrders: z.number().optional().describe('Orders of the account the broker had not answered yet (on their way, or timed out): they may fill after this close; only when some'),
+    })
+    .nullable(),
   warnings: z.array(z.string()).describe("The answer's warnings (fields ignored, a reversal's close, a size cap), at most 5"),
   requestId: z.string(),
   lateOutcomeOf: z.string().nullable().describe('On a follow-up: the requestId of the alert answered 504 whose order this entry reports (placed late, or not at all)'),

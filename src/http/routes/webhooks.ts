@@ -356,7 +356,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       // alerts behind while the order was still on its way, and an exit behind it acted first
       // (re-probe: the exit said flat, then a reversal's open filled, short where the strategy was flat).
       const inTurn = closed !== null || intent.entry === true || intent.reduce === true;
-      const send = () => callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, inTurn ? TURN_WAIT : WEBHOOK_TIMEOUT);
+      const once = (wait: { timeoutMs: number }) => callActor(deps, ctx as RouteContext<unknown, unknown>, owned.connectionId, request, wait);
+      const send = inTurn ? () => waitedOut(once, ctx.log) : () => once(WEBHOOK_TIMEOUT);
       result = closedFirst ? await openAfterClose(send) : await send();
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') throw afterClose(err);
@@ -376,6 +377,30 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       base.warnings.push(`${request.side} ${result.order.qty} sent, not ${request.qty}: a stop-loss or take-profit filled ${request.qty - result.order.qty} while the legs made room for this exit, and the strategy keeps ${intent.positionSize}`);
     }
     return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView(result), flatten: closed }) };
+  }
+}
+
+/** Between a broker timeout of an order in its turn and the call that waits for its outcome. */
+const OUTCOME_RETRY_MS = 200;
+
+/**
+ * An order in its turn on the account, waited for up to TURN_WAIT whatever a broker request's own
+ * deadline (10 s, BROKER_TIMEOUTS.requestMs): past it the actor answers BROKER_TIMEOUT with the
+ * order maybe still on its way, and the turn went to the alert behind, whose exit found nothing
+ * to close before the entry filled (re-probe, 12–35 s a request: long where the strategy was
+ * flat). Called again under the same clOrdId, the actor places nothing new while the outcome is
+ * unknown: it waits for it (up to its own deadline), and answers the order once the broker has it.
+ */
+async function waitedOut<T>(call: (wait: { timeoutMs: number }) => Promise<T>, log: { info(obj: object, msg: string): void }): Promise<T> {
+  const until = Date.now() + TURN_WAIT.timeoutMs;
+  for (;;) {
+    try {
+      return await call({ timeoutMs: Math.max(1, until - Date.now()) });
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT' || Date.now() + OUTCOME_RETRY_MS >= until) throw err;
+      log.info({ code: err.code }, 'order outcome unknown: waited for in the alert’s turn');
+      await new Promise((r) => setTimeout(r, OUTCOME_RETRY_MS));
+    }
   }
 }
 

@@ -35,9 +35,9 @@ const working = async (id = acc) => (await api('GET', `/api/v1/accounts/${id}/wo
  * `gapMs` later an exit of the ES position, also 504. The broker's ES position must reach `net`
  * (what `first` did), then 0 (the exit, after it), and stay 0; the service's too.
  */
-async function exitBehindAtSlowBroker(account: string, first: object, { gapMs, net, what }: { gapMs: number; net: number; what: string }): Promise<void> {
+async function exitBehindAtSlowBroker(account: string, first: object, { gapMs, net, what, latencyMs = 8_000 }: { gapMs: number; net: number; what: string; latencyMs?: number }): Promise<void> {
   const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === account)?.netPos ?? 0;
-  await control(s, 'POST', '/faults', { latencyMs: 8_000 });
+  await control(s, 'POST', '/faults', { latencyMs });
   try {
     const answer = await alert(first);
     expect(answer.status, answer.text).toBe(504);
@@ -46,7 +46,7 @@ async function exitBehindAtSlowBroker(account: string, first: object, { gapMs, n
     expect(exit.status, exit.text).toBe(504);
     await eventually(async () => (await atBroker()) === net, what, 30_000);
     await eventually(async () => (await atBroker()) === 0, 'the exit flat at the broker', 30_000);
-    await new Promise((r) => setTimeout(r, 9_000));
+    await new Promise((r) => setTimeout(r, latencyMs + 1_000));
     expect(await atBroker()).toBe(0);
   } finally {
     await control(s, 'DELETE', '/faults');
@@ -225,6 +225,12 @@ describe('webhook alerts', () => {
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
     await exitBehindAtSlowBroker(account, { action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 }, { gapMs: 1_000, net: 1, what: 'the entry long 1 at the broker' });
   }, 90_000);
+
+  it('an exit queued behind a strategy entry at a broker slower than its own request deadline (12 s a request, the deadline 10 s) acts after the entry fills (re-probe: at 10 s the entry passed its turn on with its outcome unknown; the exit found nothing, then the entry filled)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    await exitBehindAtSlowBroker(account, { action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 }, { gapMs: 1_000, net: 1, what: 'the entry long 1 at the broker', latencyMs: 12_000 });
+  }, 120_000);
 
   it("a reversal on a flat account cancels the old side's resting entry (TV probe: the strategy's buy limit filled after it, and the account ended flat against a short strategy)", async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;

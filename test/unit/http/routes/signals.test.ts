@@ -83,6 +83,15 @@ describe('recent alerts of a token', () => {
     expect(JSON.stringify(list)).not.toContain('secret-ish');
   });
 
+  it('an exit that left an order still on its way logs it: it may fill after the close (re-probe: the log said 0 closed, then the entry filled)', async () => {
+    w.gateway.responder.flatten = () => ({ cancelledOrderIds: [], positions: [], outstandingOrders: 1, brokerMs: 2 });
+    expect((await alert({ action: 'close', symbol: 'ES1!' })).status).toBe(200);
+    expect((await alerts())[0]!.flattened).toEqual({ cancelledOrders: 0, positions: 0, outstandingOrders: 1 });
+    w.gateway.responder.flatten = () => ({ cancelledOrderIds: [], positions: [], brokerMs: 2 });
+    expect((await alert({ action: 'close', symbol: 'ES1!' })).status).toBe(200);
+    expect((await alerts())[0]!.flattened).toEqual({ cancelledOrders: 0, positions: 0 });
+  });
+
   it('a reversal whose open is refused after its close is logged with what the close did (trader probe: flattened null beside a closed position)', async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: null }];
     w.gateway.responder.flatten = () => ({ cancelledOrderIds: ['71', '72'], positions: [{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }], brokerMs: 2 });
