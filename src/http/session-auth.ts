@@ -131,6 +131,13 @@ export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleM
       const idle = method === 'GET' && headers[BACKGROUND_HEADER] === '1';
       const session = store.sessions.lookup(secret, { idle });
       if (!session) return undefined;
+      // A tab signed in as one user, in a browser now signed in as another (from another tab): its
+      // requests carry the other user's cookie, and were served as that user under its own user's
+      // name (web probe: a key created from a stale tab went to the other user).
+      const expected = headers[SESSION_USER_HEADER];
+      if (expected !== undefined && expected !== session.userId) {
+        throw new AppError('UNAUTHENTICATED', 'This browser is signed in as another user now (from another tab or window): this page is signed out');
+      }
       if (!SAFE_METHODS.has(method)) {
         assertSameOrigin(headers, config.baseUrl);
         const sent = headers[CSRF_HEADER];
@@ -140,6 +147,12 @@ export function createWebSessions(config: Pick<Config, 'baseUrl' | 'sessionIdleM
     },
   };
 }
+
+/**
+ * Sent by the web app on every request once signed in: the id of the user the tab is signed in
+ * as. A session of another user is refused (401), so a stale tab never acts or reads as them.
+ */
+export const SESSION_USER_HEADER = 'x-tradegate-user';
 
 /**
  * Sent by the web app on the requests its pages make on a timer (refreshing positions, alerts):

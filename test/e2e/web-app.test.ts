@@ -16,7 +16,7 @@ import { resolveSymbol } from '../../src/domain/symbols.js';
 import { WEB_DIST_DIR } from '../../src/http/static-files.js';
 import { LMDB_DIR } from '../../src/store/index.js';
 import { eventually, http } from '../support/http.js';
-import { startServe, type Served } from '../support/processes.js';
+import { cliAt, startServe, type Served } from '../support/processes.js';
 import { control } from '../support/sim.js';
 import { launchBrowser, screenshot, SCREENSHOT_DIR, violationsInBothSchemes } from '../support/browser.js';
 
@@ -688,6 +688,35 @@ describe('the web app', () => {
     await expect.poll(() => page.getByRole('table', { name: /Closed trades/ }).getByRole('row').count()).toBeGreaterThan(2);
   }, 60_000);
 
+  it('Accounts: a flatten with an order still on its way to the broker says it may fill after it, and is sent under one Idempotency-Key per confirmation (web probe: "flattened, 0 positions closed", then the order filled)', async () => {
+    await signedIn();
+    await page.goto(`${s.url}/accounts?account=${demo2}`);
+    await page.getByRole('heading', { name: `DEMO2 (${demo2})` }).waitFor();
+    const keys: (string | undefined)[] = [];
+    const onRequest = (r: { url(): string; method(): string; headers(): Record<string, string> }) => {
+      if (r.method() === 'POST' && r.url().endsWith(`/accounts/${demo2}/flatten`)) keys.push(r.headers()['idempotency-key']);
+    };
+    page.on('request', onRequest);
+    // A broker answering after 9 s: the market order sent through the API is on its way while the flatten runs.
+    await control(s, 'POST', '/faults', { latencyMs: 9_000 });
+    let order: Promise<unknown> | undefined;
+    try {
+      order = api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
+      await new Promise((r) => setTimeout(r, 300));
+      await page.getByRole('button', { name: 'Flatten…' }).click();
+      await dialog().getByRole('button', { name: 'Flatten account' }).click();
+      await page.getByRole('status').filter({ hasText: /DEMO2 flattened: .*1 order sent just before had no answer from the broker yet and may still fill/ }).first().waitFor({ timeout: 20_000 });
+    } finally {
+      await control(s, 'DELETE', '/faults');
+      page.off('request', onRequest);
+      await order;
+    }
+    expect(keys.length).toBe(1);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    await eventually(async () => (await api('GET', `/api/v1/accounts/${demo2}/positions`)).json.data.length === 1, 'the order filled after the flatten');
+    expect((await api('POST', `/api/v1/accounts/${demo2}/flatten`, {})).status).toBe(200);
+  }, 60_000);
+
   it('a position left without protection is shown on every page until dismissed (a bracket entry cancelled after a partial fill)', async () => {
     await signedIn();
     const entry = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 3, type: 'limit', price: 4980, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
@@ -990,6 +1019,34 @@ describe('the web app', () => {
     expect(r.status).toBe(401);
     expect((await context.cookies()).find((c) => c.name === 'tg_session')).toBeUndefined();
   });
+
+  it('a tab signed in as one user, in a browser another tab then signs in as another user, never reads or acts as that user: it is signed out, saying why (web probe: a key asked for in the first tab was created for the second user)', async () => {
+    await cliAt(s.dataDir, ['users', 'add', 'carol', '--password-stdin'], 'carol-password-123\n');
+    const visitor = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    try {
+      const a = await signInTab(visitor, '/keys');
+      await a.getByRole('heading', { level: 1, name: 'API Keys' }).waitFor();
+      await a.getByRole('button', { name: 'Create key' }).click();
+      await a.getByRole('dialog').getByLabel('Name').fill('made-in-the-demo-tab');
+      const b = await visitor.newPage();
+      await b.goto(`${s.url}/settings`);
+      await b.getByRole('button', { name: 'Sign out' }).click();
+      await b.getByLabel('User name').fill('carol');
+      await b.getByLabel('Password').fill('carol-password-123');
+      await b.getByRole('button', { name: 'Sign in' }).click();
+      await b.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
+      await a.getByRole('dialog').getByRole('button', { name: 'Create key' }).click();
+      await a.getByText('This browser was signed in as another user (in another tab or window). Sign in again.').waitFor();
+      const carols = JSON.parse(await cliAt(s.dataDir, ['keys', 'list', '--user', 'carol', '--json'])) as { name: string }[];
+      expect(carols.map((k) => k.name)).not.toContain('made-in-the-demo-tab');
+      // Carol's tab goes on as carol.
+      await b.reload();
+      await b.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
+      expect(await b.getByText('carol').count()).toBeGreaterThan(0);
+    } finally {
+      await visitor.close();
+    }
+  }, 60_000);
 
   it('a password changed in one tab leaves the other tabs of the browser signed in and able to act (web probe: their writes were refused 403 CSRF_REJECTED until reloaded)', async () => {
     const visitor = await browser.newContext({ viewport: { width: 1280, height: 860 } });

@@ -31,8 +31,16 @@ export class ApiError extends Error {
 
 /** The CSRF token of the current session (set by the session module). */
 export const csrfToken = signal<string | null>(null);
+/**
+ * The id of the user this tab is signed in as (set by the session module), sent on every request:
+ * the browser's cookie may be another user's by now (signed in from another tab), and the server
+ * refuses it then (401) rather than serve this tab as them.
+ */
+export const tabUser = signal<string | null>(null);
 /** Raised when the server says the session is gone (401): the app shows the sign-in page. */
 export const sessionLost = signal(0);
+/** Why, when it is not just the end of the session (another user signed in in this browser). */
+export const sessionLostReason = signal<string | null>(null);
 
 export interface ListPage<T> {
   data: T[];
@@ -64,7 +72,8 @@ const SHARED_READ_MS = 4_000;
 const recentReads = new Map<string, { at: number; json: unknown }>();
 /** Reads begun before this (ms) are not shared: a write came after them. */
 let forgottenAt = 0;
-type ReadShare = { kind: 'read'; path: string; at: number; json: unknown } | { kind: 'forget'; at: number };
+/** `user`: whose read it is; a tab signed in as another user does not take it. */
+type ReadShare = { kind: 'read'; user: string | null; path: string; at: number; json: unknown } | { kind: 'forget'; at: number };
 const readChannel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('tradegate-reads') : null;
 if (readChannel) {
   readChannel.onmessage = (e: MessageEvent<ReadShare>) => {
@@ -72,9 +81,12 @@ if (readChannel) {
     if (m.kind === 'forget') {
       forgottenAt = Math.max(forgottenAt, m.at);
       recentReads.clear();
-    } else if (m.at > forgottenAt) recentReads.set(m.path, { at: m.at, json: m.json });
+    } else if (m.at > forgottenAt && m.user !== null && m.user === tabUser.peek()) recentReads.set(m.path, { at: m.at, json: m.json });
   };
 }
+
+// Reads of the user this tab was signed in as are not answered to the next one.
+tabUser.subscribe(() => recentReads.clear());
 
 /** Forgets the shared reads, in every tab (a write, a sign-out). */
 export function forgetReads(): void {
@@ -83,7 +95,7 @@ export function forgetReads(): void {
   readChannel?.postMessage({ kind: 'forget', at: forgottenAt } satisfies ReadShare);
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function api<T>(method: string, path: string, body?: unknown, extraHeaders?: Record<string, string>): Promise<T> {
   const shared = method === 'GET' && !path.startsWith('/session');
   if (shared) {
     const hit = recentReads.get(path);
@@ -91,10 +103,10 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   } else if (method !== 'GET') forgetReads();
   const startedAt = Date.now();
   try {
-    const json = await request<T>(method, path, body);
+    const json = await request<T>(method, path, body, false, extraHeaders);
     if (shared && startedAt > forgottenAt) {
       recentReads.set(path, { at: startedAt, json: structuredClone(json) });
-      readChannel?.postMessage({ kind: 'read', path, at: startedAt, json } satisfies ReadShare);
+      readChannel?.postMessage({ kind: 'read', user: tabUser.peek(), path, at: startedAt, json } satisfies ReadShare);
     }
     return json;
   } finally {
@@ -103,14 +115,18 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 }
 
 /**
- * Whether this browser holds a session now, taking its CSRF token: another tab may have replaced
- * it (a password change ends every session and hands the browser a new one), and this tab's
- * writes then carried the old token (403 CSRF_REJECTED) or its reads the old cookie (401) until
- * reloaded (web probe: a flatten refused in a tab that looked signed in).
+ * Whether this browser holds a session of this tab's user now, taking its CSRF token: another
+ * tab may have replaced it (a password change ends every session and hands the browser a new
+ * one), and this tab's writes then carried the old token (403 CSRF_REJECTED) or its reads the old
+ * cookie (401) until reloaded (web probe: a flatten refused in a tab that looked signed in). A
+ * session of another user is not this tab's (the server refuses it: X-Tradegate-User), and a
+ * request is never sent again under it (web probe: a key asked for in one user's tab was created
+ * for the user signed in since in another tab).
  */
 async function sessionNow(): Promise<boolean> {
   try {
-    const s = await request<{ csrfToken?: string }>('GET', '/session');
+    const s = await request<{ csrfToken?: string; user?: { id: string } }>('GET', '/session');
+    if (s?.user?.id !== tabUser.peek()) return false;
     if (s?.csrfToken) csrfToken.value = s.csrfToken;
     return true;
   } catch {
@@ -118,11 +134,18 @@ async function sessionNow(): Promise<boolean> {
   }
 }
 
-async function request<T>(method: string, path: string, body?: unknown, again = false): Promise<T> {
-  const headers: Record<string, string> = { Accept: 'application/json' };
+/** This tab's session is over: the app shows the sign-in page, saying why when it knows. */
+export function lose(detail: string): void {
+  sessionLostReason.value = /another user/.test(detail) ? 'This browser was signed in as another user (in another tab or window). Sign in again.' : null;
+  sessionLost.value++;
+}
+
+async function request<T>(method: string, path: string, body?: unknown, again = false, extraHeaders?: Record<string, string>): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json', ...extraHeaders };
   if (method === 'GET' && Date.now() - lastInteraction > BACKGROUND_AFTER_MS) headers['X-Tradegate-Background'] = '1';
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET' && csrfToken.value) headers['X-CSRF-Token'] = csrfToken.value;
+  if (tabUser.value !== null) headers['X-Tradegate-User'] = tabUser.value;
   let res: Response;
   try {
     res = await fetch(`/api/v1${path}`, {
@@ -150,8 +173,11 @@ async function request<T>(method: string, path: string, body?: unknown, again = 
   const err = new ApiError(res.status, p.code ?? `HTTP_${res.status}`, p.detail ?? p.title ?? `HTTP ${res.status}`, p.errors ?? [], retry ? Number(retry) : null);
   // Refused before it ran (no session on this cookie, or an old CSRF token): once more with the session the browser holds now.
   const stale = res.status === 401 || (res.status === 403 && err.code === 'CSRF_REJECTED');
-  if (stale && !again && path !== '/session' && (await sessionNow())) return request<T>(method, path, body, true);
-  if (res.status === 401 && path !== '/session') sessionLost.value++;
+  if (stale && !again && path !== '/session') {
+    if (await sessionNow()) return request<T>(method, path, body, true, extraHeaders);
+    // Refused, and the browser holds no session of this tab's user: signed out here too.
+    if (tabUser.peek() !== null) lose(err.detail);
+  } else if (res.status === 401 && path !== '/session') lose(err.detail);
   throw err;
 }
 

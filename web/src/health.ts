@@ -12,7 +12,7 @@
  * reopen it ourselves a little later.
  */
 import { signal } from '@preact/signals';
-import { api, ApiError, sessionLost } from './api';
+import { api, ApiError, lose, sessionLost, tabUser } from './api';
 import type { ConnectionStatus, HealthMessage } from './types';
 
 export interface StatusChange {
@@ -39,6 +39,8 @@ type StreamState = 'connecting' | 'open' | 'down';
 
 const HISTORY = 8;
 const REOPEN_MS = 5_000;
+/** How long after a stream ended on purpose (revoked) a refused session is asked about again. */
+const REVOKED_RECHECK_MS = 2_000;
 const ALERTS_KEPT = 20;
 
 /** connectionId → latest health. */
@@ -138,14 +140,16 @@ export function startHealthStream(): void {
   }
   if (channel) return;
   streamState.value = 'connecting';
-  channel = new BroadcastChannel(CHANNEL);
+  // One stream per user of the browser: a tab signed in as another user neither hears nor holds it.
+  const user = tabUser.peek() ?? '';
+  channel = new BroadcastChannel(`${CHANNEL}:${user}`);
   channel.onmessage = (e: MessageEvent<Relay>) => heard(e.data);
   const quit = new AbortController();
   leave = quit;
   // The tab holding the stream answers with what it knows; until then, 'connecting'.
   channel.postMessage({ kind: 'hello' } satisfies Relay);
   navigator.locks
-    .request(LOCK, { signal: quit.signal }, () => {
+    .request(`${LOCK}:${user}`, { signal: quit.signal }, () => {
       holder = true;
       openSource();
       return new Promise<void>((resolve) => quit.signal.addEventListener('abort', () => resolve(), { once: true }));
@@ -210,7 +214,15 @@ function openSource(): void {
       // A malformed message is skipped; the next snapshot or status corrects the picture.
       return;
     }
-    if ((msg.type as string) === 'revoked') ended = true;
+    if ((msg.type as string) === 'revoked') {
+      // Not reopened by the browser on its own: its cookie may be another user's by now (signed
+      // in from another tab), and a stream opened with it would show theirs here.
+      ended = true;
+      closeSource();
+      setStream('connecting', false);
+      void reopenUnlessSignedOut(true);
+      return;
+    }
     apply(msg);
     if (msg.type !== 'heartbeat') relay({ kind: 'message', msg });
   };
@@ -238,19 +250,30 @@ function closeSource(): void {
  * address altogether: ask once whether the session still holds, and when it does not, stop here
  * and say so, in every tab (sessionLost: the app shows the sign-in page).
  */
-async function reopenUnlessSignedOut(): Promise<void> {
+async function reopenUnlessSignedOut(revoked = false, recheck = revoked): Promise<void> {
   try {
     await api('GET', '/session');
   } catch (err) {
+    // Ended by a password change in another tab, the server ends the stream before that tab has
+    // its answer (and the browser the new cookie): asked too soon, the old cookie is refused.
+    if (recheck && err instanceof ApiError && err.status === 401) {
+      await new Promise((r) => setTimeout(r, REVOKED_RECHECK_MS));
+      return reopenUnlessSignedOut(revoked, false);
+    }
     if (err instanceof ApiError && err.status === 401) {
       relay({ kind: 'signed-out' });
-      sessionLost.value++;
+      lose(err.detail);
       return;
     }
   }
   // Signed out meanwhile, opened again, or the stream is another tab's to open.
   if (!running || source || (channel && !holder)) return;
   clearTimeout(reopen);
+  // Ended on purpose and still signed in (a password change handed this browser a new session): at once.
+  if (revoked) {
+    openSource();
+    return;
+  }
   // Refused again and again (past the streams a session may hold open): each try costs the
   // session two requests of its rate window, so wait longer each time, up to a minute.
   reopen = setTimeout(openSource, Math.min(REOPEN_MS * 2 ** refusals, REOPEN_MAX_MS));

@@ -1,6 +1,6 @@
 /** The signed-in user: loaded on start, set by sign-in, cleared by sign-out or a 401. */
 import { effect, signal } from '@preact/signals';
-import { api, ApiError, csrfToken, sessionLost } from './api';
+import { api, ApiError, csrfToken, sessionLost, sessionLostReason, tabUser } from './api';
 import type { Session } from './types';
 
 /** undefined while loading; null when signed out. */
@@ -10,6 +10,7 @@ export const signedOutReason = signal<string | null>(null);
 
 function set(s: Session | null): void {
   csrfToken.value = s?.csrfToken ?? null;
+  tabUser.value = s?.user.id ?? null;
   session.value = s;
 }
 
@@ -47,7 +48,7 @@ let lost = sessionLost.peek();
 effect(() => {
   if (sessionLost.value !== lost) {
     lost = sessionLost.value;
-    if (session.peek()) signedOutReason.value = 'Your session ended. Sign in again.';
+    if (session.peek()) signedOutReason.value = sessionLostReason.peek() ?? 'Your session ended. Sign in again.';
     set(null);
   }
 });

@@ -147,6 +147,8 @@ export interface FlattenResult {
   accountId: string;
   cancelledOrderIds: string[];
   positions: { symbol: string; closedQty: number; status: 'liquidated' | 'failed'; detail?: string }[];
+  /** Orders the broker had not answered yet (on their way, or timed out): they may fill after the flatten. */
+  outstandingOrders?: number;
 }
 
 export type Weekday = 'sun' | 'mon' | 'tue' | 'wed' | 'thu' | 'fri' | 'sat';

@@ -105,6 +105,24 @@ describe('web sessions over HTTP', () => {
     expect((await http(s.url, 'GET', '/api/v1/session', { headers: { cookie: `${demo.cookie}; ${demo.cookie}` } })).json.user.name).toBe('demo');
   });
 
+  it('a request naming the user its page is signed in as (X-Tradegate-User) is refused 401 under another user\'s session, and nothing happens (web probe: a stale tab created a key for the user signed in since in another tab)', async () => {
+    const demoId = (await as(demo, 'GET', '/api/v1/session')).json.user.id as string;
+    const eveId = (await as(eve, 'GET', '/api/v1/session')).json.user.id as string;
+    expect((await as(demo, 'GET', '/api/v1/session', { headers: { 'x-tradegate-user': demoId } })).status).toBe(200);
+    expect((await as(demo, 'GET', '/api/v1/accounts', { headers: { 'x-tradegate-user': demoId } })).status).toBe(200);
+    for (const [method, path] of [
+      ['GET', '/api/v1/session'],
+      ['GET', '/api/v1/accounts'],
+      ['POST', '/api/v1/api-keys'],
+    ] as const) {
+      const r = await as(eve, method, path, { headers: { 'x-tradegate-user': demoId }, ...(method === 'POST' ? { body: { name: 'from-a-stale-tab', scopes: ['read'] } } : {}) });
+      expect(r.status, `${method} ${path}: ${r.text}`).toBe(401);
+      expect(r.json.detail).toMatch(/signed in as another user/);
+    }
+    const eves = (await as(eve, 'GET', '/api/v1/api-keys', { headers: { 'x-tradegate-user': eveId } })).json.data as { name: string }[];
+    expect(eves.map((k) => k.name)).not.toContain('from-a-stale-tab');
+  });
+
   it('a cross-site POST carrying the cookie but not the CSRF header → 403 CSRF_REJECTED, and nothing happens', async () => {
     const before = (await as(demo, 'GET', '/api/v1/api-keys')).json.data.length;
     const forged = await http(s.url, 'POST', '/api/v1/api-keys', {

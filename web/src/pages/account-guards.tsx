@@ -48,7 +48,9 @@ function flattenNote(r: LockResult): string {
   if ('error' in r.flatten) return `; ${r.flatten.error}`;
   const failed = r.flatten.positions.filter((p) => p.status === 'failed');
   const n = (count: number, what: string) => `${count} ${what}${count === 1 ? '' : 's'}`;
-  return `; ${n(r.flatten.cancelledOrderIds.length, 'order')} cancelled, ${n(r.flatten.positions.length - failed.length, 'position')} closed${failed.length ? `, NOT closed: ${failed.map((p) => p.symbol).join(', ')}` : ''}`;
+  // The lock keeps flattening until orders still on their way are known (README "Risk guards").
+  const coming = r.flatten.outstandingOrders ? `; ${n(r.flatten.outstandingOrders, 'order')} still on the way to the broker, flattened too if it fills` : '';
+  return `; ${n(r.flatten.cancelledOrderIds.length, 'order')} cancelled, ${n(r.flatten.positions.length - failed.length, 'position')} closed${failed.length ? `, NOT closed: ${failed.map((p) => p.symbol).join(', ')}` : ''}${coming}`;
 }
 
 export function GuardsCard(props: { accountId: string; accountName: string; active: boolean; connected: boolean; onFlattened: () => unknown }) {

@@ -36,7 +36,16 @@ function flattenSummary(r: FlattenResult): string {
   const failed = r.positions.filter((p) => p.status === 'failed');
   const parts = [`${r.cancelledOrderIds.length} order${r.cancelledOrderIds.length === 1 ? '' : 's'} cancelled`, `${closed.length} position${closed.length === 1 ? '' : 's'} closed`];
   if (failed.length) parts.push(`NOT closed: ${failed.map((p) => `${p.symbol}${p.detail ? ` (${p.detail})` : ''}`).join(', ')}`);
-  return parts.join(', ');
+  return parts.join(', ') + outstandingNote(r.outstandingOrders);
+}
+
+/**
+ * Orders the broker had not answered when the flatten ran may still fill after it: said, never
+ * "flattened" alone (web probe: the page said 0 positions closed and "Flat", then the order filled).
+ */
+export function outstandingNote(n: number | undefined): string {
+  if (!n) return '';
+  return `. ${n === 1 ? '1 order' : `${n} orders`} sent just before had no answer from the broker yet and may still fill: watch the positions and flatten again if one opens`;
 }
 
 function AccountView(props: { account: Account; accounts: Account[] }) {
@@ -61,6 +70,12 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
   /** The working orders as they were when the cancel dialog opened: what it explains must not change under it when they unload (web probe). */
   const [cancelContext, setCancelContext] = useState<typeof orders>([]);
   const [flattening, setFlattening] = useState(false);
+  /**
+   * The flatten's Idempotency-Key, one per confirmation dialog: confirmed again after a timeout (504,
+   * "it goes on"), the same flatten is asked about, never a second one that would close a
+   * position opened since.
+   */
+  const [flattenKey, setFlattenKey] = useState('');
   const [lastResult, setLastResult] = useState<string | null>(null);
   const conn = health.value.get(a.connectionId);
   const connected = !conn || conn.status === 'CONNECTED';
@@ -94,7 +109,10 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
         </div>
         <div class="page-actions">
           <Freshness at={livePositions ? positions.loadedAt : null} onRefresh={() => void refreshAll()} label={`Refresh ${a.name}`} />
-          <button type="button" class="btn danger" disabled={!a.active} onClick={() => setFlattening(true)}>
+          <button type="button" class="btn danger" disabled={!a.active} onClick={() => {
+              setFlattenKey(crypto.randomUUID());
+              setFlattening(true);
+            }}>
             Flatten…
           </button>
         </div>
@@ -185,7 +203,7 @@ function AccountView(props: { account: Account; accounts: Account[] }) {
           danger
           onClose={() => setFlattening(false)}
           onConfirm={async () => {
-            const r = await api<FlattenResult>('POST', `/accounts/${q}/flatten`);
+            const r = await api<FlattenResult>('POST', `/accounts/${q}/flatten`, undefined, { 'Idempotency-Key': flattenKey });
             const summary = `${a.name} flattened: ${flattenSummary(r)}`;
             setLastResult(summary);
             toast(summary);
