@@ -396,6 +396,7 @@ export const webhookTokenSchema = z.object({
     ),
   guards: guardNarrowingSchema.nullable().describe('This token’s narrowing of the account’s risk guards (null: none)'),
   inactiveReason: z.string().nullable().describe('Why the token was made inactive (its connection was deleted), until it is rebound; null otherwise'),
+  rotatedAt: isoTime.nullable().describe('When the URL was last rotated (null: never): a URL read before then no longer works, so a page showing it reads it again when this moves'),
   createdAt: isoTime.nullable(),
   lastUsedAt: isoTime.nullable(),
   url: z.string().optional().describe('The receiving URL (contains the secret token); returned to its owner on create and GET one'),

@@ -27,6 +27,8 @@ export interface WebhookTokenRecord {
   lastUsedAt: string | null;
   /** Set when the token was made inactive (its account's connection deleted); cleared by a rebind. */
   inactiveReason: string | null;
+  /** When its secret (the URL) was last rotated; null: never. What a page showing the URL re-reads it by. */
+  rotatedAt: string | null;
 }
 
 /** A webhook token as stored; the NATS store keeps `sealedToken` as base64. */
@@ -43,6 +45,8 @@ export interface WebhookTokenRow {
   guards?: GuardNarrowing | null;
   /** Absent in rows written before it existed (= active). */
   inactiveReason?: string | null;
+  /** Absent in rows written before it existed, and until the first rotation. */
+  rotatedAt?: string | null;
 }
 
 export interface WebhookTokenPatch {
@@ -104,6 +108,7 @@ export function webhookTokenView(r: Omit<WebhookTokenRow, 'sealedToken'>, used: 
     createdAt: r.createdAt,
     lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
     inactiveReason: r.inactiveReason ?? null,
+    rotatedAt: r.rotatedAt ?? null,
   };
 }
 
@@ -220,7 +225,7 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
         webhookTokens.transaction((): WebhookTokenRow | undefined => {
           const r = row(id);
           if (!r || r.userId !== userId) return undefined;
-          const next: WebhookTokenRow = { ...r, digest, sealedToken };
+          const next: WebhookTokenRow = { ...r, digest, sealedToken, rotatedAt: ctx.nowIso() };
           webhookTokens.put(id, next);
           return next;
         }),

@@ -324,6 +324,28 @@ describe('the web app', () => {
     await expect.poll(() => shown.inputValue()).toBe(rotated);
     expect((await alertTo({ action: 'buy', symbol: 'ES1!', qty: 1 })).status).toBe(404);
     tokenUrl = rotated;
+    // Rotated elsewhere (another tab, the API): the open card reads the URL again by itself and says
+    // why (web probe: the old URL stayed on the card, and alerts sent to it got 404).
+    const tokenId = ((await api('GET', '/api/v1/webhook-tokens')).json.data as { id: string; name: string }[]).find((t) => t.name === 'ES breakout')!.id;
+    const again = await api('POST', `/api/v1/webhook-tokens/${tokenId}/rotate`);
+    expect(again.status, again.text).toBe(200);
+    await expect.poll(() => shown.inputValue(), { timeout: 15_000 }).toBe(again.json.url);
+    await card.getByText(/This URL was rotated .* \(in another tab or through the API\)/).waitFor();
+    tokenUrl = again.json.url as string;
+  }, 60_000);
+
+  it('Signals: a token whose connection is reconnecting is not shown as receiving: its alerts are refused 503 meanwhile (web probe: "Receiving" while every alert got 503)', async () => {
+    needs(tokenUrl, 'the token ES breakout');
+    const card = await openTokenCard();
+    await card.getByText('Receiving', { exact: true }).waitFor();
+    await control(s, 'POST', '/faults', { latencyMs: 1500 });
+    try {
+      await control(s, 'POST', '/connections/drop', {});
+      await card.getByText('Connection RECONNECTING: alerts refused').waitFor({ timeout: 10_000 });
+    } finally {
+      await http(s.controlUrl, 'DELETE', '/faults');
+    }
+    await card.getByText('Receiving', { exact: true }).waitFor({ timeout: 15_000 });
   }, 60_000);
 
   it('Strategies: loading and empty states, an unknown symbol refused with the API’s detail, create and edit', async () => {

@@ -95,9 +95,10 @@ export function forgetReads(): void {
   readChannel?.postMessage({ kind: 'forget', at: forgottenAt } satisfies ReadShare);
 }
 
-export async function api<T>(method: string, path: string, body?: unknown, extraHeaders?: Record<string, string>): Promise<T> {
+/** `fresh`: a read that must not be answered from another read of the last seconds (it is known to have changed since). */
+export async function api<T>(method: string, path: string, body?: unknown, extraHeaders?: Record<string, string>, opts: { fresh?: boolean } = {}): Promise<T> {
   const shared = method === 'GET' && !path.startsWith('/session');
-  if (shared) {
+  if (shared && !opts.fresh) {
     const hit = recentReads.get(path);
     if (hit && Date.now() - hit.at < SHARED_READ_MS) return structuredClone(hit.json) as T;
   } else if (method !== 'GET') forgetReads();

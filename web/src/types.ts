@@ -53,6 +53,8 @@ export interface WebhookToken {
   accountActive: boolean | null;
   createdAt: string | null;
   lastUsedAt: string | null;
+  /** When the URL was last rotated (null: never): the URL shown is read again when this moves. */
+  rotatedAt?: string | null;
   url?: string;
   alertMessage?: string;
 }

@@ -43,6 +43,7 @@ export function tokenView(deps: RouteDeps, t: WebhookTokenRecord) {
     accountActive: t.inactiveReason ? false : bound ? bound.account.active : unsyncedAccountsError(deps, t.userId) ? null : false,
     guards: t.guards ?? null,
     inactiveReason: t.inactiveReason ?? null,
+    rotatedAt: t.rotatedAt ?? null,
     createdAt: t.createdAt ?? null,
     lastUsedAt: t.lastUsedAt ?? null,
   };

@@ -190,7 +190,8 @@ export function createNatsWebhookTokenStore(ctx: NatsStoreContext): WebhookToken
     },
     async rotate(userId, id) {
       const { token, digest, sealedToken } = rotatedSecret(id, ctx.sealer);
-      const next = await table.update(id, userId, (r) => ({ ...r, digest, sealedToken: toBase64(sealedToken) }));
+      const rotatedAt = ctx.nowIso();
+      const next = await table.update(id, userId, (r) => ({ ...r, digest, sealedToken: toBase64(sealedToken), rotatedAt }));
       return next && { record: view(next), token };
     },
     async remove(userId, id) {

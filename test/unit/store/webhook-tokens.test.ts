@@ -52,7 +52,11 @@ describe('webhookTokens', () => {
     const { record, token } = await world.t.store.webhookTokens.create({ userId: world.alice, name: 'tv', accountId: '101', strategyId: 'stg_1' });
     expect(await world.t.store.webhookTokens.rotate(world.bob, record.id)).toBeUndefined();
     expect(world.t.store.webhookTokens.verify(token)).not.toBeNull();
+    expect(record.rotatedAt).toBeNull();
     const rotated = await world.t.store.webhookTokens.rotate(world.alice, record.id);
+    // Listed with when it was rotated: a page showing the URL knows to read it again (web probe).
+    expect(rotated?.record.rotatedAt).toEqual(expect.any(String));
+    expect(world.t.store.webhookTokens.listByUser(world.alice).find((t) => t.id === record.id)?.rotatedAt).toBe(rotated?.record.rotatedAt);
     expect(rotated?.token).toMatch(new RegExp(`^whk_${record.id}_[A-Za-z0-9]{32}$`));
     expect(rotated?.token).not.toBe(token);
     expect(world.t.store.webhookTokens.verify(token)).toBeNull();

@@ -34,7 +34,8 @@ export function BracketAlerts() {
               {new Date(a.ts).toLocaleTimeString()}
             </time>{' '}
             account {a.accountId}: {a.detail}
-            {unprotects(a) && ' — protect or close it.'}
+            {/* The server's words may already say it (web probe: "…protect or close it — protect or close it."). */}
+            {unprotects(a) && !/protect or close it\.?$/.test(a.detail) && ' — protect or close it.'}
           </li>
         ))}
       </ul>

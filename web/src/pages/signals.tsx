@@ -11,6 +11,7 @@ import { toast } from '../components/toast';
 import { Badge, ErrorBox, ListStates, Loading, Page, TableHead } from '../components/ui';
 import { ago, fullTime, when } from '../format';
 import { asApiError, useNow, usePolling, useResource } from '../hooks';
+import { health } from '../health';
 import type { Account, Alert, Strategy, WebhookToken } from '../types';
 import { ALERT_MESSAGE_HINT, TokenDialog, TokenUrlDialog } from './signal-dialogs';
 
@@ -163,11 +164,25 @@ function RecentAlerts(props: { token: WebhookToken }) {
   );
 }
 
-/** `urlVersion` changes when the token's URL does (a rotation keeps its id): the URL is read again. */
-function TokenDetails(props: { token: WebhookToken; urlVersion: number }) {
-  const full = useResource(() => api<WebhookToken>('GET', `/webhook-tokens/${encodeURIComponent(props.token.id)}`), [props.token.id, props.urlVersion]);
+/**
+ * `urlVersion` changes when this tab rotates the token's URL (a rotation keeps its id), and the
+ * polled list's `rotatedAt` when anything else did (another tab, the API): the URL is read again
+ * either way (web probe: a URL rotated elsewhere stayed on the card, and alerts sent to it got 404).
+ */
+function TokenDetails(props: { token: WebhookToken; urlVersion: number; ownRotatedAt: string | null }) {
+  const rotatedAt = props.token.rotatedAt ?? null;
+  // Read fresh: the URL changed since any read of it the tabs share.
+  const full = useResource(() => api<WebhookToken>('GET', `/webhook-tokens/${encodeURIComponent(props.token.id)}`, undefined, undefined, { fresh: true }), [props.token.id, props.urlVersion, rotatedAt]);
+  // Rotated since this card first read its URL, and not from here: say so where the URL is copied from.
+  const [firstRotatedAt] = useState(rotatedAt);
+  const rotatedElsewhere = rotatedAt !== null && rotatedAt !== firstRotatedAt && rotatedAt !== props.ownRotatedAt;
   return (
     <div class="token-details">
+      {rotatedElsewhere && (
+        <p class="callout warn" role="status">
+          This URL was rotated {when(rotatedAt)} (in another tab or through the API): the one copied before no longer works. Paste the URL below into your TradingView alerts.
+        </p>
+      )}
       {full.loading && <Loading what="URL" />}
       <ErrorBox error={full.error} retry={full.reload} title="URL could not be loaded" />
       {full.data?.url && <CopyField label="Webhook URL" value={full.data.url} hint="Anyone with this URL can trade this account: keep it private, rotate it if it leaks." />}
@@ -188,6 +203,8 @@ function TokenCard(props: {
   strategies: Strategy[];
   open: boolean;
   urlVersion: number;
+  /** When this tab last rotated the token's URL (its own rotation is no news to it). */
+  ownRotatedAt: string | null;
   onToggle: () => void;
   onEdit: () => void;
   onRotate: () => void;
@@ -197,12 +214,18 @@ function TokenCard(props: {
   const strategy = props.strategies.find((s) => s.id === t.strategyId);
   const headingId = `token-${t.id}`;
   const now = useNow();
+  // Alerts are refused (503) while the account's connection is not CONNECTED: never "Receiving" then (web probe).
+  const connectionId = props.accounts.find((a) => a.id === t.accountId)?.connectionId;
+  const status = connectionId ? health.value.get(connectionId)?.status : undefined;
+  const down = status !== undefined && status !== 'CONNECTED';
   return (
     <article class={`card token${t.accountActive === false ? ' flagged' : ''}`} aria-labelledby={headingId}>
       <div class="card-head">
         <h2 id={headingId}>{t.name}</h2>
         {t.accountActive === null ? (
           <Badge tone="warn">Waiting for the broker</Badge>
+        ) : t.accountActive && down ? (
+          <Badge tone="warn">Connection {status}: alerts refused</Badge>
         ) : t.accountActive ? (
           <Badge tone="ok">Receiving</Badge>
         ) : (
@@ -220,6 +243,12 @@ function TokenCard(props: {
           </button>
         </div>
       </div>
+      {t.accountActive === true && down && (
+        <p class="callout warn" role="status">
+          The connection of <strong>{accountLabel(props.accounts, t.accountId)}</strong> is {status}: alerts are answered 503 until it is CONNECTED again, and
+          TradingView does not resend them.
+        </p>
+      )}
       {t.accountActive === null && (
         <p class="callout warn" role="status">
           The connection of <strong>{accountLabel(props.accounts, t.accountId)}</strong> has not reported its accounts yet (starting or reconnecting):
@@ -258,7 +287,7 @@ function TokenCard(props: {
       <button type="button" class="btn small ghost disclosure" aria-expanded={props.open} onClick={props.onToggle}>
         {props.open ? 'Hide URL and alerts' : 'Show URL and alerts'}
       </button>
-      {props.open && <TokenDetails token={t} urlVersion={props.urlVersion} />}
+      {props.open && <TokenDetails token={t} urlVersion={props.urlVersion} ownRotatedAt={props.ownRotatedAt} />}
     </article>
   );
 }
@@ -271,6 +300,7 @@ export function SignalsPage() {
   usePolling(() => Promise.all([tokens.reload(), accounts.reload()]), 5_000);
   const [open, setOpen] = useState<Record<string, boolean>>({});
   const [rotations, setRotations] = useState<Record<string, number>>({});
+  const [ownRotations, setOwnRotations] = useState<Record<string, string | null>>({});
   const [dialog, setDialog] = useState<
     { kind: 'create' } | { kind: 'edit' | 'rotate' | 'delete'; token: WebhookToken } | { kind: 'url'; token: WebhookToken; title: string; note?: string } | null
   >(null);
@@ -303,6 +333,7 @@ export function SignalsPage() {
             strategies={strats}
             open={isOpen(t.id)}
             urlVersion={rotations[t.id] ?? 0}
+            ownRotatedAt={ownRotations[t.id] ?? null}
             onToggle={() => setOpen({ ...open, [t.id]: !isOpen(t.id) })}
             onEdit={() => setDialog({ kind: 'edit', token: t })}
             onRotate={() => setDialog({ kind: 'rotate', token: t })}
@@ -345,6 +376,7 @@ export function SignalsPage() {
           onConfirm={async () => {
             const t = await api<WebhookToken>('POST', `/webhook-tokens/${encodeURIComponent(dialog.token.id)}/rotate`);
             setRotations((r) => ({ ...r, [t.id]: (r[t.id] ?? 0) + 1 }));
+            setOwnRotations((r) => ({ ...r, [t.id]: t.rotatedAt ?? null }));
             void tokens.reload();
             setTimeout(() => setDialog({ kind: 'url', token: t, title: 'New webhook URL', note: 'The old URL no longer works. Update every alert that used it.' }), 0);
           }}
