@@ -102,6 +102,10 @@ const REFUSED_FLAT_WAIT_MS = 500;
 
 /** How long a flatten waits for the broker's one-cancels-other to take the legs it did not cancel itself. */
 const OCO_WAIT_MS = 500;
+/** How long a cancel watches its order for an end other than its own answer: past the request's own deadline, the answer has come or failed. */
+const CANCEL_ENDED_WAIT_MS = 15_000;
+/** A promise that never settles: a race's side that has nothing to say. */
+const NEVER = new Promise<never>(() => undefined);
 
 /**
  * How long a flatten whose cancels or liquidation the connection lost waits for it to be back
@@ -210,7 +214,21 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
         sent.add(id);
         try {
           const tag = req.clOrdIdPrefix ? `${req.clOrdIdPrefix}-x${id}` : undefined;
-          checkAnswer('cancelorder', await ctx.conn.send('order/cancelorder', cancelOrderBody(id, tag), { kind: 'order' }));
+          const answer = ctx.conn.send('order/cancelorder', cancelOrderBody(id, tag), { kind: 'order' });
+          // Its order ended meanwhile (the other leg's cancel took it through the OCO, or it filled):
+          // its own answer changes nothing and is not waited for. At a broker slower than the request
+          // deadline a leg's cancel, sent again after the first timed out, held the liquidation back
+          // 8 s past the OCO (re-probe: a reversal's close took 32 s, and its open was given up).
+          const ended = ctx.mirror.waitForOrder(id, () => (isFinal(ctx.mirror, id) ? true : undefined), CANCEL_ENDED_WAIT_MS);
+          const first = await Promise.race([
+            answer.then(
+              (reply) => ({ reply }),
+              (err: unknown) => ({ err }),
+            ),
+            ended.then((v) => (v ? ({ ended: true } as const) : NEVER)),
+          ]);
+          if ('err' in first) throw first.err;
+          if ('reply' in first) checkAnswer('cancelorder', first.reply);
           failures.delete(id);
         } catch (err) {
           failures.set(id, err);

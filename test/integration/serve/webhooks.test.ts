@@ -232,6 +232,28 @@ describe('webhook alerts', () => {
     await exitBehindAtSlowBroker(account, { action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 }, { gapMs: 1_000, net: 1, what: 'the entry long 1 at the broker', latencyMs: 12_000 });
   }, 120_000);
 
+  it('an exit at a broker slower than its request deadline (12 s a request) sends its liquidation once the OCO took the legs, not after a second leg cancel\'s own timeout (re-probe: 8 s more with the position unprotected)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === account)?.netPos ?? 0;
+    const long = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(long.status, long.text).toBe(201);
+    await eventually(async () => (await working(account)).length === 2, 'long 1 with its two legs');
+    await control(s, 'POST', '/faults', { latencyMs: 12_000 });
+    try {
+      const t0 = Date.now();
+      const exit = await alert({ action: 'close', symbol: 'ES1!' });
+      expect(exit.status, exit.text).toBe(504);
+      await eventually(async () => (await atBroker()) === 0, 'flat at the broker', 45_000);
+      // The leg cancel (12 s, its answer past the 10 s deadline, the OCO taking the other leg), then the
+      // liquidation (12 s): about 24 s. Waiting out the second leg's own cancel made it about 32 s.
+      expect(Date.now() - t0).toBeLessThan(29_000);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await positions(account)).every((p) => p.netQty === 0), 'flat here too');
+  }, 90_000);
+
   it("a reversal on a flat account cancels the old side's resting entry (TV probe: the strategy's buy limit filled after it, and the account ended flat against a short strategy)", async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
