@@ -275,6 +275,9 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
 
   const outcomes: FlattenResult['positions'] = [];
   const liquidations = new Map<string, number>();
+  /** Whether the account's position in `contractId` closes within a request's deadline (after its liquidation timed out). */
+  const closedLate = async (contractId: unknown): Promise<boolean> =>
+    (await ctx.mirror.waitFor(() => (ctx.model.openPositionEntities(req.accountId).some((q) => q.contractId === contractId) ? undefined : true), ctx.unknown.waitMs)) === true;
   for (const p of ctx.model.openPositionEntities(req.accountId)) {
     const symbol = contractName(ctx.mirror, p.contractId) ?? String(p.contractId);
     if (!inScope(symbol)) continue;
@@ -308,6 +311,13 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
       outcomes.push({ symbol, closedQty, status: 'liquidated' });
       if (typeof answer?.orderId === 'number') liquidations.set(symbol, answer.orderId);
     } catch (err) {
+      // Not answered in time: the broker may still carry it out, and a slow one does. The position
+      // closing within another request's time is its answer (re-probe: at 12 s a request every
+      // liquidation timed out, and a reversal whose close was in fact done opened nothing).
+      if (err instanceof AppError && err.code === 'BROKER_TIMEOUT' && (await closedLate(p.contractId))) {
+        outcomes.push({ symbol, closedQty, status: 'liquidated', detail: 'the broker answered after its deadline; the position closed' });
+        continue;
+      }
       // What kept it open, for the caller's answer: a liquidation that may have reached the
       // broker (BROKER_TIMEOUT) is not one that never left (BROKER_UNAVAILABLE) or was refused.
       const why = err instanceof AppError ? { code: err.code, ...(err.retryAfterSeconds !== undefined && { retryAfterSeconds: err.retryAfterSeconds }) } : {};

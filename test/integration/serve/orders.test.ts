@@ -228,8 +228,9 @@ describe('working orders vs history, flatten', () => {
     expect(opened.status, opened.text).toBe(201);
     const liquidations = async () => ((await simState(s)).requests?.['order/liquidateposition'] as number | undefined) ?? 0;
     const before = await liquidations();
-    // Every broker request answered after 13 s: the liquidation's 10 s deadline passes first.
-    await control(s, 'POST', '/faults', { latencyMs: 13_000 });
+    // Every broker request answered after 25 s: the liquidation's 10 s deadline passes, and the
+    // position does not close within the 10 s the flatten then watches it.
+    await control(s, 'POST', '/faults', { latencyMs: 25_000 });
     try {
       const first = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-unconfirmed' });
       expect(first.status, first.text).toBe(504);
@@ -240,15 +241,32 @@ describe('working orders vs history, flatten', () => {
     } finally {
       await control(s, 'DELETE', '/faults');
     }
-    // The liquidation lands (13 s after it was sent): the retry gets the flatten's 200, replayed alike.
+    // The liquidation lands (25 s after it was sent): the retry gets the flatten's 200, replayed alike.
     const done = await eventually(async () => {
       const r = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-unconfirmed' });
       return r.status === 200 ? r : undefined;
     }, 'the retry answered with the flatten once the position closed', 15_000);
-    // What it closed, as the last look that saw it open found it (1: the liquidation landed 3 s after the 504).
+    // What it closed, as the last look that saw it open found it (1: the liquidation landed 5 s after the 504).
     expect(done.json.positions).toEqual([{ symbol: ES, closedQty: 1, status: 'liquidated', detail: 'closed after this flatten was answered 504 (by its liquidation, or another exit)' }]);
     const again = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-unconfirmed' });
     expect([again.status, again.text]).toEqual([200, done.text]);
+    expect(await liquidations()).toBe(before + 1);
+    expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
+  }, 60_000);
+
+  it('a liquidation the broker answers after its 10 s deadline, the position closing within another 10 s, is a liquidation: 200, not a failure (re-probe: at 12 s a request every flatten failed, and a reversal whose close was done opened nothing)', async () => {
+    const opened = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' });
+    expect(opened.status, opened.text).toBe(201);
+    const liquidations = async () => ((await simState(s)).requests?.['order/liquidateposition'] as number | undefined) ?? 0;
+    const before = await liquidations();
+    await control(s, 'POST', '/faults', { latencyMs: 13_000 });
+    try {
+      const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-late-answer' });
+      expect(f.status, f.text).toBe(200);
+      expect(f.json.positions).toEqual([{ symbol: ES, closedQty: 1, status: 'liquidated', detail: 'the broker answered after its deadline; the position closed' }]);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
     expect(await liquidations()).toBe(before + 1);
     expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
   }, 40_000);

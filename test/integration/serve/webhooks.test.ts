@@ -254,6 +254,26 @@ describe('webhook alerts', () => {
     await eventually(async () => (await positions(account)).every((p) => p.netQty === 0), 'flat here too');
   }, 90_000);
 
+  it('a reversal at a broker slower than its request deadline (12 s a request) closes the position and opens the new one, its turn held throughout (re-probe: the close\'s liquidation timed out at 10 s, and the open was given up: flat where the strategy was short)', async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === account)?.netPos ?? 0;
+    const long = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1, takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(long.status, long.text).toBe(201);
+    await eventually(async () => (await working(account)).length === 2, 'long 1 with its two legs');
+    await control(s, 'POST', '/faults', { latencyMs: 12_000 });
+    try {
+      const reversal = await alert({ action: 'sell', symbol: 'ES1!', qty: 2, marketPosition: 'short', marketPositionSize: 1 });
+      expect(reversal.status, reversal.text).toBe(504);
+      await eventually(async () => (await atBroker()) === 0, 'the close at the broker', 40_000);
+      await eventually(async () => (await atBroker()) === -1, 'the new position short 1 at the broker', 40_000);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await positions(account)).some((p) => p.netQty === -1), 'short 1 here too');
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+  }, 120_000);
+
   it("a reversal on a flat account cancels the old side's resting entry (TV probe: the strategy's buy limit filled after it, and the account ended flat against a short strategy)", async () => {
     const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
