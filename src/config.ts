@@ -17,6 +17,11 @@ const wholeNumber = z.preprocess(
   z.number({ error: 'must be a whole number in decimal digits' }).int().max(Number.MAX_SAFE_INTEGER),
 );
 const port = wholeNumber.pipe(z.number().min(0).max(65535));
+/** A decimal number as a setting is written (`1.5`, `20`): `0x10`, `1e1` and `0b11` were taken as 16, 10 and 3 (docs probe). */
+const decimal = z.preprocess(
+  (v) => (typeof v === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v),
+  z.number({ error: 'must be a number in decimal digits (such as 1.5)' }),
+);
 /** A whole number from `min` (1) to `max`. */
 const positiveInt = (max = Number.MAX_SAFE_INTEGER, min = 1) => wholeNumber.pipe(z.number().min(min).max(max));
 /** Longest timer Node can set (2^31 − 1 ms); a longer one fires at once, every time (TimeoutOverflowWarning). */
@@ -61,7 +66,7 @@ const trustProxy = z
       if (error) ctx.addIssue({ code: 'custom', message: error });
     }
   });
-const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', ''])]).transform((v) =>
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no', ''])], { error: 'must be true, false, 1, 0, yes or no' }).transform((v) =>
   typeof v === 'boolean' ? v : v === 'true' || v === '1' || v === 'yes' || v === '',
 );
 
@@ -114,7 +119,7 @@ export const configSchema = z
      */
     reconnectMinIntervalS: positiveInt(3600).default(30),
     /** A price must lie within the product's reference price ÷ this … × this. */
-    priceBandFactor: z.coerce.number().finite().min(1.5).max(1000).default(PRICE_BAND_FACTOR),
+    priceBandFactor: decimal.pipe(z.number().finite().min(1.5).max(1000)).default(PRICE_BAND_FACTOR),
     /** /metrics listener; loopback by default so it is never public by accident. */
     metricsHost: z.string().min(1).default('127.0.0.1'),
     /** Unset: 9464, or a free port when 9464 is taken; set: exactly this port (0 = a free port). */
@@ -124,7 +129,7 @@ export const configSchema = z
     /** This node's name in the cluster (leases, logs); default `<hostname>-<pid>`. */
     nodeId: z.string().regex(NODE_ID, 'must be 1..64 characters of A-Z a-z 0-9 _ -').optional(),
     /** JetStream replicas of the buckets and streams a cluster creates: 1 or 3 (default 3 with three or more servers listed, else 1). */
-    clusterReplicas: z.coerce.number().int().refine((n) => n === 1 || n === 3, 'must be 1 or 3').optional(),
+    clusterReplicas: wholeNumber.refine((n) => n === 1 || n === 3, 'must be 1 or 3').optional(),
     /** Names the cluster's buckets and streams, so several clusters can share one NATS. */
     clusterPrefix: z.string().regex(NODE_ID, 'must be 1..64 characters of A-Z a-z 0-9 _ -').max(32).default('tradegate'),
   })

@@ -86,7 +86,12 @@ function syncConnections(store: LmdbStore, supervisor: Supervisor, gateway: Acto
     gateway,
     running: () => supervisor.running(),
     specFor: (record) => specOf(store, record, paper?.endpoints),
-    prepare: async (record) => (record.broker === 'paper' && paper ? paper.broker.ensureLogin(record.id) : true),
+    // Started whether or not its login could be opened (as at a start): its actor then says why it
+    // cannot log in (FAILED), where it stayed CONNECTING with no word (docs probe: added without a password).
+    prepare: async (record) => {
+      if (record.broker === 'paper' && paper) await paper.broker.ensureLogin(record.id);
+      return true;
+    },
     noticed(record) {
       if (record.broker === 'paper' && paper) logins.set(record.id, store.connections.credentials(record.id).name);
     },

@@ -74,6 +74,14 @@ function gapMessage(lastId: string, ts: number): GapMessage {
 
 const healthStreamQuerySchema = z.strictObject({
   lastEventId: z.string().max(32).optional().describe('Last-Event-ID for clients that cannot send the header on a reconnect (EventSource polyfills); the header wins'),
+  user: z
+    .string()
+    .max(64)
+    .optional()
+    .describe(
+      'The id of the user the client acts for (what X-Tradegate-User says on other requests, which EventSource cannot send): a stream the credential opens for another user is refused 401. ' +
+        'The web app sends it: the browser reopens a dropped stream by itself with the cookie it holds then, which may be another user\'s',
+    ),
 });
 
 /** The route-table entry (auth, rate limit and /api-docs treat it like any route). */

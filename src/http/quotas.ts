@@ -60,7 +60,7 @@ export function actorsUsed(store: Pick<QuotaStore, 'connections'>): number {
 /** 409 QUOTA_EXCEEDED for `kind`, naming the quota and its setting. */
 export function quotaExceeded(kind: QuotaKind, limit: number): AppError {
   const { env, noun } = SETTING[kind];
-  return new AppError('QUOTA_EXCEEDED', `At most ${limit} ${noun} per user (${env}); delete one first`, { quota: kind, limit });
+  return new AppError('QUOTA_EXCEEDED', `At most ${limit} ${noun} per user (${env}); ${kind === 'apiKeys' ? 'revoke' : 'delete'} one first`, { quota: kind, limit });
 }
 
 /** 503 ACTOR_LIMIT_REACHED with Retry-After. */

@@ -249,6 +249,12 @@ class Engine {
       ...(deps.metrics && { metrics: deps.metrics }),
       stream: (ex) => {
         if (ex.route !== HEALTH_STREAM_ROUTE || !ex.authd) return false;
+        // Opened for one user under another's credential (a browser reopening a dropped stream with the
+        // cookie of a user signed in since in another tab: web probe): refused, as X-Tradegate-User is.
+        const user = (ex.request?.query as { user?: string } | undefined)?.user;
+        if (user !== undefined && user !== ex.authd.auth.userId) {
+          throw new AppError('UNAUTHENTICATED', 'This stream was opened for another user than the one this browser is signed in as now (from another tab or window)');
+        }
         // HEAD: what a GET would start with, and no stream.
         // Its GET has no length (client probe: HEAD said Content-Length: 0).
         if (ex.handle.headOnly) ex.handle.send({ status: 200, headers: { ...ex.extra, ...SSE_HEADERS, 'Transfer-Encoding': 'chunked' }, openEnded: true });

@@ -43,6 +43,15 @@ describe('loadConfig', () => {
     expect([c.port, c.rateLimitPerMin, c.sseHeartbeatMs, c.bodyLimitBytes]).toEqual([8081, 16, 100, 16 * 1024 * 1024]);
   });
 
+  it('takes PRICE_BAND_FACTOR as a decimal and the cluster replicas as a whole number, in digits only; a boolean names its values (docs probe: 0x10 made the band ×16)', () => {
+    for (const [name, value] of [['PRICE_BAND_FACTOR', '0x10'], ['PRICE_BAND_FACTOR', '1e1'], ['PRICE_BAND_FACTOR', '0b11'], ['TRADEGATE_CLUSTER_REPLICAS', '0x3']] as const) {
+      expect(() => loadConfig({}, { [name]: value }), `${name}=${value}`).toThrow(new RegExp(name));
+    }
+    expect(loadConfig({}, { PRICE_BAND_FACTOR: '2.5' }).priceBandFactor).toBe(2.5);
+    expect(loadConfig({}, { PRICE_BAND_FACTOR: '20' }).priceBandFactor).toBe(20);
+    expect(() => loadConfig({}, { TRADEGATE_PAPER: 'maybe' })).toThrow(/TRADEGATE_PAPER: must be true, false, 1, 0, yes or no/);
+  });
+
   it('takes an http(s) base URL with no query or fragment: webhook URLs are built on it (ops probe: "#x" and ftp:// started, and every token URL was broken)', () => {
     for (const url of ['https://tg.example.com/#x', 'https://x/sub?q=1', 'ftp://tg.example.com', 'javascript:alert(1)']) {
       expect(() => loadConfig({}, { TRADEGATE_BASE_URL: url }), url).toThrow(/TRADEGATE_BASE_URL: must (be an http|have no query)/);

@@ -197,7 +197,10 @@ function openSource(): void {
   if (source) return;
   clearTimeout(reopen);
   setStream('connecting');
-  const es = new EventSource('/api/v1/connection-health/stream');
+  // Named for this tab's user: the browser reopens a dropped stream by itself, with the cookie it
+  // holds then, which may be another user's (signed in from another tab); the server refuses that.
+  const user = tabUser.peek();
+  const es = new EventSource(`/api/v1/connection-health/stream${user ? `?user=${encodeURIComponent(user)}` : ''}`);
   source = es;
   /** The server ended this stream on purpose (its credential was revoked: a sign-out, a password change): not "unreachable". */
   let ended = false;

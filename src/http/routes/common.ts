@@ -24,6 +24,8 @@ export interface PaperBroker {
   openLogin(login: { name: string; password: string; accounts: string[] }): Promise<void>;
   /** Removes a login at the paper broker and forgets it (a refused create's, a deleted connection's) unless a stored connection still uses it. */
   closeLogin(name: string): Promise<void>;
+  /** Opens a stored paper connection's login if the broker lacks it (one the CLI added without a password, fixed since); true when it has it. */
+  ensureLogin?(connectionId: string): Promise<boolean>;
 }
 
 /** Everything the routes need; passed once to buildRoutes. */
@@ -140,6 +142,10 @@ export function accountsSyncing(deps: RouteDeps, userId: string, startGraceUntil
   for (const conn of deps.store.connections.listByUser(userId)) {
     if (conn.disabled || deps.gateway.accounts(conn.id).length > 0) continue;
     const status = deps.gateway.status(conn.id);
+    // No status at all past the start's grace: this process has not started it (added by the CLI
+    // while the service runs, and its start refused: ACTORS_MAX, a paper login not opened). It may
+    // stay so, and held the user's whole list at 503 meanwhile (docs probe).
+    if (status === undefined && !inGrace) continue;
     const trying = status === undefined || status.status === 'CONNECTING' || status.status === 'RECONNECTING';
     if (!onFirstAttempt(status) && !(inGrace && trying)) continue;
     return notConnectedYet(conn.id, status);

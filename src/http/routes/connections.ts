@@ -233,6 +233,9 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   }
 
   async function restart(record: ConnectionRecord, credentials: BrokerCredentials, manual: boolean): Promise<void> {
+    // A connection of the embedded broker whose login it lacks (added by the CLI without a password,
+    // then given one): opened first, or the restart failed to log in until the service restarted (docs probe).
+    if (embeddedPaper(record)) await deps.paper!.ensureLogin?.(record.id);
     await deps.gateway.addConnection(connectionSpecFor(record, credentials, deps.paper), manual ? { manual } : undefined);
   }
 

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, http, type Reply } from '../../support/http.js';
-import { cli, createKey, startServe, type Served } from '../../support/processes.js';
+import { cli, cliAt, createKey, startServe, type Served } from '../../support/processes.js';
 import { simState } from '../../support/sim.js';
 
 let s: Served;
@@ -77,4 +77,34 @@ describe('paper account names are per login (item 6)', () => {
     // Each sees only its own.
     expect((await demo('GET', `/api/v1/accounts/${b.id}`)).status).toBe(404);
   });
+});
+
+describe('a paper connection the CLI adds while serve --paper runs, without a password (docs probe)', () => {
+  it('shows FAILED with the reason instead of CONNECTING with none, never holds the user\'s account list at 503, and starts once given a password', async () => {
+    // Room under ACTORS_MAX (3): the connections the tests above added go (the demo's own stays).
+    for (const key of [s.apiKey, bobKey]) {
+      const mine = ((await as(key)('GET', '/api/v1/connections')).json.data as { id: string; accountIds: string[] }[]).filter((c) => !c.accountIds.includes(s.accounts[0]!));
+      for (const c of mine) expect((await as(key)('DELETE', `/api/v1/connections/${c.id}`)).status).toBe(204);
+    }
+    await cli(s, ['users', 'add', 'dana']);
+    const danaKey = (await createKey(s, 'dana', 'read,trade')).key;
+    const dana = as(danaKey);
+    const added = JSON.parse(await cliAt(s.dataDir, ['connections', 'add', '--user', 'dana', '--paper', '--paper-url', s.paperUrl, '--paper-user', 'dana-paper', '--json'])) as { id: string };
+    // Its actor starts (it had none, and stayed CONNECTING with no word) and says why it cannot log in.
+    const failed = await eventually(async () => {
+      const c = ((await dana('GET', '/api/v1/connections')).json?.data as { id: string; status: string; detail: string | null }[] | undefined)?.find((x) => x.id === added.id);
+      return c?.status === 'FAILED' ? c : undefined;
+    }, 'the connection FAILED', 20_000);
+    expect(failed.detail).toBeTruthy();
+    // The list is not held for it (once the start's grace has passed).
+    await eventually(async () => (await dana('GET', '/api/v1/accounts')).status === 200, "dana's account list answered", 40_000);
+    // Given a password, its login is opened at the embedded broker and it connects (it failed until a restart).
+    const fixed = await dana('PATCH', `/api/v1/connections/${added.id}`, { credentials: { password: 'dana-paper-password-1' } });
+    expect(fixed.status, fixed.text).toBe(200);
+    await eventually(async () => {
+      const c = ((await dana('GET', '/api/v1/connections')).json?.data as { id: string; status: string }[] | undefined)?.find((x) => x.id === added.id);
+      return c?.status === 'CONNECTED' ? true : undefined;
+    }, 'the connection CONNECTED', 30_000);
+    expect(await brokerLogins()).toContain('dana-paper');
+  }, 120_000);
 });

@@ -121,6 +121,19 @@ describe('web sessions over HTTP', () => {
     }
     const eves = (await as(eve, 'GET', '/api/v1/api-keys', { headers: { 'x-tradegate-user': eveId } })).json.data as { name: string }[];
     expect(eves.map((k) => k.name)).not.toContain('from-a-stale-tab');
+    // The health stream names its user in the URL (EventSource sends no header; the browser reopens a
+    // dropped stream by itself with the cookie it holds then: web probe).
+    const open = async (session: Session, user: string) => {
+      const ac = new AbortController();
+      const r = await fetch(`${s.url}/api/v1/connection-health/stream?user=${user}`, { headers: { cookie: session.cookie }, signal: ac.signal });
+      const out = { status: r.status, body: r.status === 200 ? '' : await r.text() };
+      ac.abort();
+      return out;
+    };
+    expect((await open(demo, demoId)).status).toBe(200);
+    const refused = await open(eve, demoId);
+    expect(refused.status).toBe(401);
+    expect(refused.body).toMatch(/opened for another user/);
   });
 
   it('a cross-site POST carrying the cookie but not the CSRF header → 403 CSRF_REJECTED, and nothing happens', async () => {

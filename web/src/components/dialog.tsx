@@ -89,10 +89,16 @@ export function ConfirmDialog(props: {
     if (!action.busy) props.onClose();
   };
   const timedOut = action.error?.status === 504;
+  // The same request (its Idempotency-Key) confirmed again while the first still runs (web probe: "Not done" invited a second one).
+  const inProgress = action.error?.code === 'IDEMPOTENCY_KEY_IN_USE';
   return (
     <Dialog title={props.title} onClose={close}>
       <div class="confirm-text">{props.children}</div>
-      <ErrorBox error={action.error} title={timedOut ? 'Not confirmed: the broker may still carry it out' : 'Not done'} />
+      <ErrorBox
+        error={action.error}
+        title={timedOut ? 'Not confirmed: the broker may still carry it out' : inProgress ? 'Still going on: the request sent before has not ended yet' : 'Not done'}
+      />
+      {inProgress && <p class="muted small">Wait for it: confirm again in a moment to see its outcome. Do not start a new one, which would act a second time.</p>}
       {timedOut && <p class="muted small">Refresh in a moment to see whether it happened before trying again.</p>}
       <div class="dialog-actions">
         <button type="button" class="btn secondary" onClick={close} disabled={action.busy} autoFocus>

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
-import { baseUrl, callActor, errors, ownedAccount, pageOf, paginate, paginateByCreation, requireActive } from '../../../../src/http/routes/common.js';
+import { accountsSyncing, baseUrl, callActor, errors, ownedAccount, pageOf, paginate, paginateByCreation, requireActive } from '../../../../src/http/routes/common.js';
 import type { RouteContext } from '../../../../src/http/route-types.js';
 import { loadConfig } from '../../../../src/config.js';
 import { createLogger } from '../../../../src/log.js';
@@ -33,6 +33,19 @@ describe('ownership', () => {
   it('trading needs an account its broker still reports', () => {
     expect(() => requireActive(ownedAccount(w.deps, w.a.userId, '102'))).toThrow(expect.objectContaining({ code: 'ACCOUNT_INACTIVE' }));
     expect(() => requireActive(ownedAccount(w.deps, w.a.userId, '101'))).not.toThrow();
+  });
+});
+
+describe('accountsSyncing', () => {
+  it("a connection this process never started (no status: ACTORS_MAX, a login not opened) holds the user's list only within the start's grace (docs probe: 503 for good)", () => {
+    w.gateway.accountsOf.set(w.a.connectionId, []);
+    w.gateway.statusOf.delete(w.a.connectionId);
+    const now = w.deps.now!().getTime();
+    expect(accountsSyncing(w.deps, w.a.userId, now + 10_000)).toMatchObject({ code: 'BROKER_UNAVAILABLE', extensions: { connectionId: w.a.connectionId } });
+    expect(accountsSyncing(w.deps, w.a.userId, now - 1)).toBeUndefined();
+    // Started and on its first attempt, it holds the list past the grace too.
+    w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status: 'CONNECTING', reason: 'connect', ts: now });
+    expect(accountsSyncing(w.deps, w.a.userId, now - 1)).toMatchObject({ code: 'BROKER_UNAVAILABLE' });
   });
 });
 
