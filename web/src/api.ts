@@ -124,16 +124,23 @@ export async function api<T>(method: string, path: string, body?: unknown, extra
  * request is never sent again under it (web probe: a key asked for in one user's tab was created
  * for the user signed in since in another tab).
  */
-async function sessionNow(): Promise<boolean> {
+async function sessionNow(): Promise<'same' | 'other' | 'none'> {
   try {
     const s = await request<{ csrfToken?: string; user?: { id: string } }>('GET', '/session');
-    if (s?.user?.id !== tabUser.peek()) return false;
+    if (s?.user?.id !== tabUser.peek()) return 'other';
     if (s?.csrfToken) csrfToken.value = s.csrfToken;
-    return true;
-  } catch {
-    return false;
+    return 'same';
+  } catch (err) {
+    return err instanceof ApiError && err.status === 401 && /another user/.test(err.detail) ? 'other' : 'none';
   }
 }
+
+/**
+ * How long a request refused as stale waits before asking once more whether the browser holds a
+ * session: a password change in another tab ends the sessions before that tab has its answer (and
+ * the browser the new cookie), and a request of this tab in between was refused with the old one.
+ */
+const STALE_RECHECK_MS = 2_000;
 
 /** This tab's session is over: the app shows the sign-in page, saying why when it knows. */
 export function lose(detail: string): void {
@@ -175,7 +182,12 @@ async function request<T>(method: string, path: string, body?: unknown, again = 
   // Refused before it ran (no session on this cookie, or an old CSRF token): once more with the session the browser holds now.
   const stale = res.status === 401 || (res.status === 403 && err.code === 'CSRF_REJECTED');
   if (stale && !again && path !== '/session') {
-    if (await sessionNow()) return request<T>(method, path, body, true, extraHeaders);
+    let now = await sessionNow();
+    if (now === 'none') {
+      await new Promise((r) => setTimeout(r, STALE_RECHECK_MS));
+      now = await sessionNow();
+    }
+    if (now === 'same') return request<T>(method, path, body, true, extraHeaders);
     // Refused, and the browser holds no session of this tab's user: signed out here too.
     if (tabUser.peek() !== null) lose(err.detail);
   } else if (res.status === 401 && path !== '/session') lose(err.detail);
