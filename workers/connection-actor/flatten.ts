@@ -104,6 +104,8 @@ const REFUSED_FLAT_WAIT_MS = 500;
 const OCO_WAIT_MS = 500;
 /** How long a cancel watches its order for an end other than its own answer: past the request's own deadline, the answer has come or failed. */
 const CANCEL_ENDED_WAIT_MS = 15_000;
+/** How long a flatten waits for cancels the broker did not answer in time to land, before it gives up (the front answers 504 "it goes on" meanwhile). */
+const LATE_CANCEL_WAIT_MS = 45_000;
 /** A promise that never settles: a race's side that has nothing to say. */
 const NEVER = new Promise<never>(() => undefined);
 
@@ -250,6 +252,13 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     for (const [id] of unsent()) sent.delete(id);
     await cancelEach(working.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
     await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
+  }
+  // Cancels the broker did not answer in time may still land: a slow broker answers late, it does
+  // not forget. Waited for before the flatten gives up: given up, they landed after it, and the
+  // position was left open without its legs and never liquidated (re-probe at 28 s a request).
+  const late = unsent();
+  if (late.length > 0 && late.every(([, err]) => err instanceof AppError && err.code === 'BROKER_TIMEOUT')) {
+    await ctx.mirror.waitFor(() => (late.every(([id]) => isFinal(ctx.mirror, id)) ? true : undefined), LATE_CANCEL_WAIT_MS);
   }
   for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw leftUnprotected(ctx, req.accountId, working, inScope, err);
   // A cancel lost with the connection whose order ended anyway (an entry that filled meanwhile): the

@@ -254,6 +254,24 @@ describe('working orders vs history, flatten', () => {
     expect((await positions()).every((p) => p.netQty === 0)).toBe(true);
   }, 60_000);
 
+  it('a flatten whose leg cancels the broker answers after their deadline waits for them to land, then liquidates (re-probe at 28 s a request: the cancels landed after the flatten gave up, and the position stayed open without its legs)', async () => {
+    const opened = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } });
+    expect(opened.status, opened.text).toBe(201);
+    await eventually(async () => (await working()).length === 2, 'its two legs working');
+    const atBroker = async () => ((await simState(s)).positions as { accountId: number; netPos: number }[]).find((p) => String(p.accountId) === acc)?.netPos ?? 0;
+    // 28 s a request: both waves of leg cancels pass their 10 s deadlines, and the 5 s the flatten then
+    // watches, before the first lands (the OCO then takes the other leg).
+    await control(s, 'POST', '/faults', { latencyMs: 28_000 });
+    try {
+      const f = await api('POST', `/api/v1/accounts/${acc}/flatten`, undefined, { 'Idempotency-Key': 'flatten-late-cancels' });
+      expect(f.status, f.text).toBe(504);
+      await eventually(async () => (await atBroker()) === 0, 'flat at the broker', 60_000);
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await positions()).every((p) => p.netQty === 0) && (await working()).length === 0, 'flat here, nothing working');
+  }, 120_000);
+
   it('a liquidation the broker answers after its 10 s deadline, the position closing within another 10 s, is a liquidation: 200, not a failure (re-probe: at 12 s a request every flatten failed, and a reversal whose close was done opened nothing)', async () => {
     const opened = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' });
     expect(opened.status, opened.text).toBe(201);
