@@ -96,7 +96,10 @@ function syncConnections(store: LmdbStore, supervisor: Supervisor, gateway: Acto
       if (record.broker === 'paper' && paper) logins.set(record.id, store.connections.credentials(record.id).name);
     },
     async retired(record, accountIds) {
-      await store.webhookTokens.deactivateForAccounts(record.userId, accountIds, `its connection ${record.id} was deleted`);
+      // Accounts another of the user's connections still reports keep their tokens, as a DELETE through the API
+      // leaves them (re-probe: removed with the CLI, it made the other connection's account's token refuse its exits).
+      const elsewhere = new Set(store.connections.listByUser(record.userId).filter((c) => c.id !== record.id).flatMap((c) => gateway.accounts(c.id).map((a) => a.id)));
+      await store.webhookTokens.deactivateForAccounts(record.userId, accountIds.filter((a) => !elsewhere.has(a)), `its connection ${record.id} was deleted`);
       const login = logins.get(record.id);
       logins.delete(record.id);
       if (login && paper) await paper.broker.closeLogin(login);
