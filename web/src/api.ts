@@ -115,6 +115,9 @@ export async function api<T>(method: string, path: string, body?: unknown, extra
   }
 }
 
+/** The server's words for a session of another user than the tab's (session-auth.ts). */
+const OTHER_USER = /another user/;
+
 /**
  * Whether this browser holds a session of this tab's user now, taking its CSRF token: another
  * tab may have replaced it (a password change ends every session and hands the browser a new
@@ -131,7 +134,7 @@ async function sessionNow(): Promise<'same' | 'other' | 'none'> {
     if (s?.csrfToken) csrfToken.value = s.csrfToken;
     return 'same';
   } catch (err) {
-    return err instanceof ApiError && err.status === 401 && /another user/.test(err.detail) ? 'other' : 'none';
+    return err instanceof ApiError && err.status === 401 && OTHER_USER.test(err.detail) ? 'other' : 'none';
   }
 }
 
@@ -144,7 +147,7 @@ const STALE_RECHECK_MS = 2_000;
 
 /** This tab's session is over: the app shows the sign-in page, saying why when it knows. */
 export function lose(detail: string): void {
-  sessionLostReason.value = /another user/.test(detail) ? 'This browser was signed in as another user (in another tab or window). Sign in again.' : null;
+  sessionLostReason.value = OTHER_USER.test(detail) ? 'This browser was signed in as another user (in another tab or window). Sign in again.' : null;
   sessionLost.value++;
 }
 

@@ -102,8 +102,6 @@ const REFUSED_FLAT_WAIT_MS = 500;
 
 /** How long a flatten waits for the broker's one-cancels-other to take the legs it did not cancel itself. */
 const OCO_WAIT_MS = 500;
-/** How long a cancel watches its order for an end other than its own answer: past the request's own deadline, the answer has come or failed. */
-const CANCEL_ENDED_WAIT_MS = 15_000;
 /** How long a flatten waits for cancels the broker did not answer in time to land, before it gives up (the front answers 504 "it goes on" meanwhile). */
 const LATE_CANCEL_WAIT_MS = 45_000;
 /** A promise that never settles: a race's side that has nothing to say. */
@@ -221,7 +219,8 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
           // its own answer changes nothing and is not waited for. At a broker slower than the request
           // deadline a leg's cancel, sent again after the first timed out, held the liquidation back
           // 8 s past the OCO (re-probe: a reversal's close took 32 s, and its open was given up).
-          const ended = ctx.mirror.waitForOrder(id, () => (isFinal(ctx.mirror, id) ? true : undefined), CANCEL_ENDED_WAIT_MS);
+          // Watched past the request's own deadline (by then its answer has come or failed).
+          const ended = ctx.mirror.waitForOrder(id, () => (isFinal(ctx.mirror, id) ? true : undefined), ctx.unknown.waitMs + ctx.settleMs);
           const first = await Promise.race([
             answer.then(
               (reply) => ({ reply }),

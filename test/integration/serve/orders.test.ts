@@ -37,6 +37,9 @@ afterAll(async () => {
   expect(await s?.stop()).toBe(0);
 });
 
+/** Liquidations the paper broker has been asked for so far. */
+const liquidationCount = async (): Promise<number> => ((await simState(s)).requests?.['order/liquidateposition'] as number | undefined) ?? 0;
+
 describe('placing orders', () => {
   it('places a market order in every symbol form; the response names the resolved contract', async () => {
     for (const symbol of ['ES', 'ES1!', 'ES!', 'CME_MINI:ES1!', `ES${ES.slice(2, 3)}${new Date().getUTCFullYear() % 100}`, ES, ES_DATED]) {
@@ -226,7 +229,7 @@ describe('working orders vs history, flatten', () => {
   it('a flatten whose liquidation the broker did not confirm holds its key: a same-key retry is 409 IN_USE, then the 200 once the position closed, and no second liquidation is sent (cluster probe: the 504 freed the key)', async () => {
     const opened = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' });
     expect(opened.status, opened.text).toBe(201);
-    const liquidations = async () => ((await simState(s)).requests?.['order/liquidateposition'] as number | undefined) ?? 0;
+    const liquidations = liquidationCount;
     const before = await liquidations();
     // Every broker request answered after 25 s: the liquidation's 10 s deadline passes, and the
     // position does not close within the 10 s the flatten then watches it.
@@ -275,7 +278,7 @@ describe('working orders vs history, flatten', () => {
   it('a liquidation the broker answers after its 10 s deadline, the position closing within another 10 s, is a liquidation: 200, not a failure (re-probe: at 12 s a request every flatten failed, and a reversal whose close was done opened nothing)', async () => {
     const opened = await place({ symbol: 'ES', side: 'buy', qty: 1, type: 'market' });
     expect(opened.status, opened.text).toBe(201);
-    const liquidations = async () => ((await simState(s)).requests?.['order/liquidateposition'] as number | undefined) ?? 0;
+    const liquidations = liquidationCount;
     const before = await liquidations();
     await control(s, 'POST', '/faults', { latencyMs: 13_000 });
     try {
