@@ -13,6 +13,7 @@ export interface ConnectionSource {
   environment: Environment;
   restUrl: string;
   wsUrl: string;
+  createdAt?: string;
 }
 
 /**
@@ -35,6 +36,7 @@ export function connectionSpecFor(
     credentials,
     budget: { ...BROKER_BUDGETS[record.broker] },
   };
+  if (record.createdAt !== undefined) spec.createdAt = record.createdAt;
   const md = record.broker === 'tradovate' ? marketDataUrl(record.wsUrl) : undefined;
   if (md) spec.mdWsUrl = md;
   return spec;

@@ -4,6 +4,15 @@
  * A crashed worker is restarted with its connections re-added (reconnecting to the broker is
  * the actor's own job); calls in flight on it fail with BROKER_UNAVAILABLE. The supervisor
  * alone announces DISABLED, once, when a connection is removed: the actor stops silently.
+ *
+ * An account's id is unique per user (DESIGN §4): a connection that reports an account id another
+ * connection of the same user already reports (two brokers numbering their accounts alike) is
+ * refused. The older connection (by `createdAt`, then id) keeps the account, whichever reported
+ * first; the other's actor is stopped, its accounts dropped, and it stays FAILED saying which
+ * account and which connection, until that connection is removed or disabled (it then starts
+ * again) or it is reconnected or given new credentials (it is checked again). Before, the account
+ * was listed twice, orders went to whichever connection was listed first, and removing one
+ * connection made the other's webhook tokens inactive (re-probe).
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
@@ -16,7 +25,7 @@ import type { WorkerHostData, WorkerStats } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, OwedLegsChanged, ResultFor, WorkerEventMessage, WorkingOrdersPage } from './protocol.js';
 import { WorkingOrdersCache } from './page-cache.js';
-import type { ConnectionSpec, StatusEvent } from '../domain/connections.js';
+import { connectionFailed, type ConnectionSpec, type StatusEvent } from '../domain/connections.js';
 import { NO_GUARDS, type AccountGuards, type OwedLeg } from '../domain/guards.js';
 
 /** The compiled worker-host entry every actor thread runs. */
@@ -96,6 +105,8 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   const listeners = new Set<(e: ActorEvent) => void>();
   /** Working-order pages served by the actors, read again without a round trip (page-cache.ts). */
   const pages = new WorkingOrdersCache();
+  /** Connections refused for an account id another connection of their user reports, with why (see the file's head). */
+  const refused = new Map<string, { by: string; detail: string }>();
   let closed = false;
 
   /** Keeps a connection's spec in step with its guards, so a restarted worker starts with the current ones. */
@@ -136,7 +147,57 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     });
   }
 
+  /** Which of two connections of one user keeps an account they both report: the older one. */
+  function keeps(a: ConnectionSpec, b: ConnectionSpec): boolean {
+    const at = a.createdAt ?? '';
+    const bt = b.createdAt ?? '';
+    return at !== bt ? at < bt : a.connectionId < b.connectionId;
+  }
+
+  /**
+   * Settles a collision the accounts `event` brings: the connection that loses is refused.
+   * False when the reporting connection itself was, so its accounts are not taken.
+   */
+  function admitAccounts(event: Extract<ActorEvent, { type: 'accounts' }>): boolean {
+    const spec = specs.get(event.connectionId);
+    if (!spec) return true;
+    const reported = new Set(event.accounts.map((a) => a.id));
+    for (const [otherId, other] of specs) {
+      if (otherId === spec.connectionId || other.userId !== spec.userId || refused.has(otherId)) continue;
+      const shared = (accounts.get(otherId) ?? []).find((a) => reported.has(a.id));
+      if (!shared) continue;
+      if (keeps(other, spec)) {
+        refuse(spec.connectionId, otherId, shared.id);
+        return false;
+      }
+      refuse(otherId, spec.connectionId, shared.id);
+    }
+    return true;
+  }
+
+  /** Stops a refused connection's actor; it stays listed as running (the sync starts it not) and FAILED with why. */
+  function refuse(connectionId: string, by: string, accountId: string): void {
+    const detail = `account ${accountId} is also an account of connection ${by}: a user's account ids must be unique across their connections. Remove or disable one of them (this one then starts again), or give this one other credentials`;
+    refused.set(connectionId, { by, detail });
+    log.warn({ connectionId, by, accountId }, 'connection refused: an account id another connection of its user reports');
+    void stopActor(connectionId);
+    accounts.delete(connectionId);
+    publish({ type: 'accounts', connectionId, accounts: [] });
+    publish({ type: 'status', connectionId, status: 'FAILED', reason: 'fatal-error', ts: Date.now(), detail });
+  }
+
+  /** Starts again the connections refused because of `by`, now removed or disabled (checked again when they report). */
+  function admitRefusedBy(by: string): void {
+    for (const [id, why] of [...refused]) {
+      if (why.by !== by) continue;
+      refused.delete(id);
+      const spec = specs.get(id);
+      if (spec) startActor(spec, false).catch((err: unknown) => log.error({ err, connectionId: id }, 'starting a refused connection again failed'));
+    }
+  }
+
   function publish(event: ActorEvent): void {
+    if (event.type === 'accounts' && !refused.has(event.connectionId) && !admitAccounts(event)) return;
     if (event.type === 'guard' && event.lock !== undefined) noteGuards(event.connectionId, event.accountId, { lock: event.lock });
     if (event.type === 'status') statuses.set(event.connectionId, event);
     if (event.type === 'accounts') accounts.set(event.connectionId, event.accounts);
@@ -210,6 +271,35 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     return live[hashId(connectionId) % live.length]!;
   }
 
+  /** Places a connection's actor on a worker and adds it there (CONNECTING, or RECONNECTING when resumed, until it reports). */
+  async function startActor(spec: ConnectionSpec, resume: boolean): Promise<void> {
+    let slot = placement.get(spec.connectionId);
+    if (!slot || !slot.client.alive) {
+      slot = pick(spec.connectionId);
+      placement.set(spec.connectionId, slot);
+      slot.connections.add(spec.connectionId);
+    }
+    // Known as CONNECTING (RECONNECTING when resumed) until the actor reports; the actor itself emits the event.
+    const status = resume ? ({ status: 'RECONNECTING', reason: 'disconnect' } as const) : ({ status: 'CONNECTING', reason: 'connect' } as const);
+    statuses.set(spec.connectionId, { type: 'status', connectionId: spec.connectionId, ...status, ts: Date.now() });
+    pages.reset(spec.connectionId);
+    await slot.client.add(spec, resume);
+  }
+
+  /** Stops a connection's actor (its worker too when it hosts no other); its later events are dropped. */
+  async function stopActor(connectionId: string): Promise<void> {
+    pages.reset(connectionId);
+    const slot = placement.get(connectionId);
+    placement.delete(connectionId);
+    if (!slot) return;
+    slot.connections.delete(connectionId);
+    await slot.client.remove(connectionId).catch((err) => log.warn({ err, connectionId }, 'actor remove failed'));
+    if (!slot.connections.size) {
+      slot.closing = true;
+      await slot.worker.terminate();
+    }
+  }
+
   return {
     async addConnection(given, addOpts) {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
@@ -220,39 +310,24 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
         throw new AppError('ACTOR_LIMIT_REACHED', `The service runs its maximum of ${opts.maxActors} broker connections (ACTORS_MAX)`, { limit: opts.maxActors }, 60);
       }
       specs.set(spec.connectionId, spec);
-      let slot = placement.get(spec.connectionId);
-      if (!slot || !slot.client.alive) {
-        slot = pick(spec.connectionId);
-        placement.set(spec.connectionId, slot);
-        slot.connections.add(spec.connectionId);
-      }
-      // Known as CONNECTING (RECONNECTING when resumed) until the actor reports; the actor itself emits the event.
-      const resume = addOpts?.resume ?? false;
-      const status = resume ? ({ status: 'RECONNECTING', reason: 'disconnect' } as const) : ({ status: 'CONNECTING', reason: 'connect' } as const);
-      statuses.set(spec.connectionId, { type: 'status', connectionId: spec.connectionId, ...status, ts: Date.now() });
-      pages.reset(spec.connectionId);
-      await slot.client.add(spec, resume);
+      // A refused connection restarted by hand (reconnect, new credentials) is checked again when it reports.
+      refused.delete(spec.connectionId);
+      await startActor(spec, addOpts?.resume ?? false);
     },
 
     async removeConnection(connectionId) {
       const known = specs.delete(connectionId);
-      pages.reset(connectionId);
-      const slot = placement.get(connectionId);
-      placement.delete(connectionId);
-      if (slot) {
-        slot.connections.delete(connectionId);
-        await slot.client.remove(connectionId).catch((err) => log.warn({ err, connectionId }, 'actor remove failed'));
-        if (!slot.connections.size) {
-          slot.closing = true;
-          await slot.worker.terminate();
-        }
-      }
+      refused.delete(connectionId);
+      await stopActor(connectionId);
       if (known) publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection stopped: disabled or deleted' });
+      admitRefusedBy(connectionId);
     },
 
     async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: ActorCallOptions): Promise<ResultFor<R>> {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
       if (!specs.has(connectionId)) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
+      const refusal = refused.get(connectionId);
+      if (refusal) throw connectionFailed(connectionId, refusal.detail);
       // A page read again while nothing changed is answered here (the actor answers 503 itself while not CONNECTED).
       let ticket = 0;
       if (req.type === 'working-orders-page') {

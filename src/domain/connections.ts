@@ -49,6 +49,8 @@ export interface ConnectionSpec {
   budget: { perMinute: number; perHour: number };
   /** Per-request broker deadline. */
   requestTimeoutMs?: number;
+  /** When the connection was stored (ISO 8601): of two of a user's connections reporting one account id, the older keeps it (supervisor.ts). */
+  createdAt?: string;
   /** Risk guards and locks of the owner's accounts, by account id (stored by the front). */
   guards?: Record<string, AccountGuards>;
   /**

@@ -185,6 +185,59 @@ describe('supervisor', () => {
     expect((await s.stats())[0]!.actors).toBe(2);
   });
 
+  describe('an account id two connections of one user report (DESIGN §4: the newer connection is refused)', () => {
+    /** A connection whose (scripted) actor reports account `accountId`, stored at `createdAt`. */
+    const reporting = (connectionId: string, accountId: string, createdAt: string, userId = 'u1'): ConnectionSpec => ({
+      ...spec(connectionId), userId, createdAt, credentials: { name: `account:${accountId}`, password: 'p' },
+    });
+    const ids = (s: Supervisor, id: string) => s.accounts(id).map((a) => a.id);
+
+    it('refuses the newer one: FAILED naming the account and the other connection, no accounts, requests 409, its actor stopped', async () => {
+      const s = start({ threadsMax: 1 });
+      await s.addConnection(reporting('old', '777', '2026-01-01T00:00:00.000Z'));
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'old');
+      const failed = next(s, status('new', 'FAILED'));
+      await s.addConnection(reporting('new', '777', '2026-02-01T00:00:00.000Z'));
+      expect(await failed).toMatchObject({ reason: 'fatal-error', detail: expect.stringContaining('account 777 is also an account of connection old') });
+      expect(s.status('new')?.status).toBe('FAILED');
+      expect(ids(s, 'new')).toEqual([]);
+      expect(ids(s, 'old')).toEqual(['777']);
+      expect(await rejected(s.request('new', { type: 'accounts' }))).toMatchObject({ code: 'CONNECTION_FAILED', extensions: { connectionId: 'new' } });
+      // Still listed as running (a sync does not start it again), and its actor is gone from the worker.
+      expect(s.running()).toContain('new');
+      expect((await s.stats())[0]!.actors).toBe(1);
+      // Another user's connection may report the same id.
+      await s.addConnection(reporting('bobs', '777', '2026-03-01T00:00:00.000Z', 'u2'));
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'bobs');
+      expect(ids(s, 'bobs')).toEqual(['777']);
+      expect(s.status('bobs')?.status).toBe('CONNECTED');
+    });
+
+    it('the older keeps the account whichever reported first, and the refused one starts again once the older is removed', async () => {
+      const s = start();
+      await s.addConnection(reporting('new', '777', '2026-02-01T00:00:00.000Z'));
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'new');
+      expect(ids(s, 'new')).toEqual(['777']);
+      const failed = next(s, status('new', 'FAILED'));
+      await s.addConnection(reporting('old', '777', '2026-01-01T00:00:00.000Z'));
+      await failed;
+      expect(ids(s, 'new')).toEqual([]);
+      expect(events).toContainEqual({ type: 'accounts', connectionId: 'new', accounts: [] });
+      expect(ids(s, 'old')).toEqual(['777']);
+      // Re-adding the refused one while the older runs (a reconnect by hand): refused again.
+      events.length = 0;
+      await s.addConnection(reporting('new', '777', '2026-02-01T00:00:00.000Z'));
+      await next(s, status('new', 'FAILED'));
+      // The older removed (or disabled): the refused one starts and reports its account.
+      events.length = 0;
+      await s.removeConnection('old');
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'new' && e.accounts.length === 1);
+      expect(s.status('new')?.status).toBe('CONNECTED');
+      expect(ids(s, 'new')).toEqual(['777']);
+      expect(await s.request('new', { type: 'accounts' })).toEqual([]);
+    });
+  });
+
   it('refuses everything once closed', async () => {
     const s = start();
     await s.addConnection(spec('c1'));
