@@ -4,7 +4,7 @@
  * gives up after 3 s, so broker calls here carry a shorter deadline.
  */
 import { AppError } from '../../domain/problems.js';
-import type { PositionRecord } from '../../domain/orders.js';
+import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../tuning.js';
 import { clOrdIdFor, planOrder, type OrderInput, type OrderPlan } from '../../domain/order-plan.js';
 import { defineRoute, GoesOnError, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
@@ -332,10 +332,22 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     const sizing: Sizing = { deps, ctx: ctx as RouteContext<unknown, unknown>, owned, input, warnings: intent.warnings, now, positionSize: intent.positionSize };
     let plan: OrderPlan | null = planOrder(input, owned.account.id, now, orderLimits(deps.config));
     let closed: Closed | null = null;
+    const warned = base.warnings.length;
     if (intent.reduce) plan = await partialExit(sizing, plan);
     else if (intent.entry) ({ plan, closed } = await entry(sizing, plan));
-    // Nothing left to send: the account already is where the strategy is after the alert.
-    if (plan === null) return { status: 200, body: Object.assign({}, base, { action: closed ? ('flatten' as const) : input.side, order: null, flatten: closed }) };
+    const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
+    if (plan === null) {
+      // A repeat of an alert answered 504 whose first delivery's order filled: sized against the
+      // account, it leaves nothing to send. Its answer is that order, as an order's repeat is
+      // (README), not "0 opened" as if the alert were another (re-probe at 15 s a request).
+      const first = closed === null ? await firstDelivery(deps, ctx as RouteContext<unknown, unknown>, owned, clOrdId) : null;
+      if (first) {
+        base.warnings.length = warned;
+        return { status: 201, body: Object.assign({}, base, { action: input.side, order: placedOrderView({ order: first, reconciled: true, brokerMs: 0 }), flatten: null }) };
+      }
+      // Nothing left to send: the account already is where the strategy is after the alert.
+      return { status: 200, body: Object.assign({}, base, { action: closed ? ('flatten' as const) : input.side, order: null, flatten: closed }) };
+    }
     // What the reversal's close did, in words: only what it did (trader probe: "the position the
     // other way was closed first" on a flat account, with nothing closed).
     const closedFirst = closed ? closeDone(closed) : undefined;
@@ -347,7 +359,6 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       if (!closedFirst) return new AppError(err.code, `The new position was not opened: ${err.message}`, err.extensions, err.retryAfterSeconds);
       return new AppError(err.code, `${closedFirst}; the new one was not opened: ${err.message}`, { ...err.extensions, flatten: closed }, err.retryAfterSeconds);
     };
-    const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
     const request = { type: 'place-order' as const, ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'webhook'), ...(intent.reduce ? { reduceOnly: true, ...(intent.positionSize !== undefined && { keepQty: intent.positionSize }) } : {}) };
     let result;
     try {
@@ -484,6 +495,21 @@ async function partialExit(s: Sizing, plan: OrderPlan): Promise<OrderPlan | null
   if (held === 0 || plan.order.qty <= room) return plan;
   warnings.push(`marketPositionSize ${size}: ${room} taken off, not ${plan.order.qty}: the strategy is ${side} ${size} after this alert and the account held ${held}`);
   return room === 0 ? null : planOrder({ ...input, symbol: plan.order.symbol, qty: room }, owned.account.id, now, orderLimits(s.deps.config));
+}
+
+/**
+ * The order an earlier delivery of this alert placed (its clOrdId names the alert with its body),
+ * or null: none, an alert without an `id` (nothing names its deliveries alike), one the broker
+ * rejected (the alert was not traded; what the account holds now says the rest), or the lookup failed.
+ */
+async function firstDelivery(deps: RouteDeps, ctx: RouteContext<unknown, unknown>, owned: OwnedAccount, clOrdId: string): Promise<OrderRecord | null> {
+  if (ctx.idempotencyKey === undefined) return null;
+  // Not asked at all, the alert is answered as one that opened nothing: what the account holds was read just now.
+  const found = await deps.gateway.request(owned.connectionId, { type: 'find-by-clordid', accountId: owned.account.id, clOrdId }, WEBHOOK_TIMEOUT).catch((err: unknown) => {
+    ctx.log.warn({ err, accountId: owned.account.id }, 'looking up the order of an earlier delivery of this alert failed');
+    return null;
+  });
+  return found && found.status !== 'rejected' ? found : null;
 }
 
 /**

@@ -700,4 +700,40 @@ describe('webhook alerts', () => {
     await eventually(async () => (await positions(account)).some((p) => p.netQty === -1), 'short 1');
     expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
   }, 90_000);
+
+  it("a strategy's entry answered 504, delivered again once its order filled, is answered with that order (reconciled), not as a new alert that opened nothing (re-probe at 15 s a request: 200 \"0 opened\")", async () => {
+    const account = (await api('GET', `/api/v1/webhook-tokens/${token.id}`)).json.accountId as string;
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+    const entry = fire('buy', '1', 'long', 'Long r', 1, new Date().toISOString());
+    await control(s, 'POST', '/faults', { latencyMs: 4000 });
+    let placed: { orderId: string };
+    try {
+      const first = await alert(entry, 'text/plain');
+      expect(first.status, first.text).toBe(504);
+      placed = await eventually(
+        async () => ((await api('GET', `/api/v1/webhook-tokens/${token.id}/alerts?limit=5`)).json.data as any[]).find((a) => a.lateOutcomeOf === first.headers.get('x-request-id') && a.orderId !== null),
+        'the follow-up of the entry',
+        30_000,
+      );
+    } finally {
+      await control(s, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await positions(account)).some((p) => p.symbol === ES && p.netQty === 1), 'long 1');
+    const ordersBefore = (await simState(s)).orders.length;
+    const again = await alert(entry, 'text/plain');
+    expect(again.status, again.text).toBe(201);
+    expect(again.json).toMatchObject({ action: 'buy', order: { orderId: placed.orderId, side: 'buy', qty: 1, reconciled: true }, flatten: null });
+    expect(again.json.warnings.filter((w: string) => w.startsWith('marketPositionSize'))).toEqual([]);
+    // Its answer is kept now: a third delivery replays it.
+    const third = await alert(entry, 'text/plain');
+    expect(third.status).toBe(201);
+    expect(third.headers.get('idempotent-replayed')).toBe('true');
+    expect((await simState(s)).orders.length).toBe(ordersBefore);
+    expect((await positions(account)).find((p) => p.symbol === ES)?.netQty).toBe(1);
+    // Another alert that leaves nothing to open (a new id) is still answered as one that opened nothing.
+    const fresh = await alert(fire('buy', '1', 'long', 'Long r2', 1), 'text/plain');
+    expect(fresh.status, fresh.text).toBe(200);
+    expect(fresh.json).toMatchObject({ order: null });
+    expect((await api('POST', `/api/v1/accounts/${account}/flatten`, {})).status).toBe(200);
+  }, 90_000);
 });
