@@ -185,6 +185,9 @@ function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): Plac
       { order: atBroker },
     );
   }
+  // The broker rejected the first attempt's order: that is this request's outcome, as the first
+  // attempt's answer would have said (re-probe: a retry after a 504 answered 201 `accepted` for it).
+  if (atBroker.status === 'rejected') recordOrThrow(ctx, req, id, atBroker.role);
   if (!ctx.model.noteOf(id)) {
     const note = { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null };
     ctx.model.note(id, hasBracket ? { ...note, role: 'entry', bracketId: String(id) } : note);

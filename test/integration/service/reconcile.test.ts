@@ -66,6 +66,22 @@ describe('a retry after a 504 is reconciled with the order the broker already ha
     expect(await brokerOrders()).toHaveLength(before + 1);
   });
 
+  it('an order the broker rejected after the 504: the retry answers 422 BROKER_REJECTED with the reason, not 201 (re-probe: 201 `reconciled` for a rejected order)', async () => {
+    const body = { symbol: 'ES1!', side: 'buy', qty: 2, type: 'limit', price: 4900 };
+    await control(s.sim, 'POST', `/accounts/${acc}/limits`, { maxOrderQty: 1 });
+    try {
+      const before = (await brokerOrders()).length;
+      await timedOut(body, 'slow-rejected', before + 1);
+      await eventually(async () => (await brokerOrders()).at(-1)?.ordStatus === 'Rejected', 'rejected at the broker');
+      const retry = await post(body, 'slow-rejected');
+      expect(retry.status, retry.text).toBe(422);
+      expect(retry.json).toMatchObject({ code: 'BROKER_REJECTED', brokerReason: expect.stringMatching(/MaxOrderQty/i) });
+      expect(await brokerOrders()).toHaveLength(before + 1);
+    } finally {
+      await control(s.sim, 'POST', `/accounts/${acc}/limits`, { maxOrderQty: null });
+    }
+  });
+
   it('an absolute bracket: the entry with its legs (ids and orders), the legs named like a normal 201’s', async () => {
     const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4900, takeProfit: { price: 4950 }, stopLoss: { price: 4850 } };
     const normal = await post(body, 'normal-oso');
