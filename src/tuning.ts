@@ -161,6 +161,11 @@ export const SUPERVISOR = Object.freeze({
   /** … and its crash history is forgotten once it stays up this long. */
   restartStableMs: 30_000,
   /**
+   * How often connections refused for an account id another connection serves are checked
+   * again (that one deleted by the CLI while it was not running: nothing else tells the supervisor).
+   */
+  refusalRecheckMs: 2_000,
+  /**
    * At shutdown: each actor's remove call, and the bound on one worker's whole goodbye. Past the
    * actor's own drain (10 s for a flatten, cancel or placement under way: workers/connection-actor
    * actor.ts STOP_DRAIN_MS): an actor with nothing under way stops at once, and one mid-flatten is

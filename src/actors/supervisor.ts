@@ -6,13 +6,15 @@
  * alone announces DISABLED, once, when a connection is removed: the actor stops silently.
  *
  * An account's id is unique per user (DESIGN §4): a connection that reports an account id another
- * connection of the same user already reports (two brokers numbering their accounts alike) is
- * refused. The older connection (by `createdAt`, then id) keeps the account, whichever reported
- * first; the other's actor is stopped, its accounts dropped, and it stays FAILED saying which
- * account and which connection, until that connection is removed or disabled (it then starts
- * again) or it is reconnected or given new credentials (it is checked again). Before, the account
- * was listed twice, orders went to whichever connection was listed first, and removing one
- * connection made the other's webhook tokens inactive (re-probe).
+ * connection of the same user serves (two brokers numbering their accounts alike) is refused. The
+ * connection that served the id first keeps it: what each connection serves is stored with it
+ * (`served`), so that holds across restarts whichever reports first, also while the other is
+ * still connecting, FAILED or disabled; with no stored claim on either side, the older one (by
+ * `createdAt`, then id). The refused one's actor is stopped, its accounts dropped, and it stays
+ * FAILED saying which account and which connection, until that connection is deleted or stops
+ * reporting the id (it then starts again), or it is reconnected or given new credentials (it is
+ * checked again). Before, the account was listed twice, orders went to whichever connection was
+ * listed first (re-probe), and then to whichever reported first after a restart (re-probe).
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
@@ -56,6 +58,22 @@ export interface SupervisorOptions {
   keepOwedLegs?: (userId: string, accountId: string, legs: OwedLeg[]) => Promise<unknown>;
   /** Connection actors it runs at most (ACTORS_MAX); a new one past it is ACTOR_LIMIT_REACHED. */
   maxActors?: number;
+  /**
+   * The stored connections of a user with the account ids each served (the claims that decide
+   * who keeps an account id two connections report, see the file's head), and where a change is
+   * stored. Without it, only running connections count and the older one keeps the id.
+   */
+  served?: {
+    of(userId: string): readonly ServedRecord[];
+    keep(connectionId: string, accountIds: string[]): Promise<unknown>;
+  };
+}
+
+/** What the supervisor reads of a stored connection to settle who serves an account id. */
+export interface ServedRecord {
+  id: string;
+  createdAt: string;
+  servedAccountIds?: readonly string[];
 }
 
 interface Slot {
@@ -106,7 +124,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   /** Working-order pages served by the actors, read again without a round trip (page-cache.ts). */
   const pages = new WorkingOrdersCache();
   /** Connections refused for an account id another connection of their user reports, with why (see the file's head). */
-  const refused = new Map<string, { by: string; detail: string }>();
+  const refused = new Map<string, { by: string; accountId: string; detail: string }>();
   let closed = false;
 
   /** Keeps a connection's spec in step with its guards, so a restarted worker starts with the current ones. */
@@ -147,54 +165,98 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     });
   }
 
-  /** Which of two connections of one user keeps an account they both report: the older one. */
-  function keeps(a: ConnectionSpec, b: ConnectionSpec): boolean {
+  /** What a connection of `userId` serves or claims: live accounts once admitted, else its stored claim. */
+  function claimsOf(connectionId: string, stored: ReadonlyMap<string, ServedRecord>): readonly string[] {
+    const live = specs.has(connectionId) && !refused.has(connectionId) ? accounts.get(connectionId) : undefined;
+    return live ? live.map((a) => a.id) : (stored.get(connectionId)?.servedAccountIds ?? []);
+  }
+
+  /** The user's stored connections by id (none without `opts.served`: the running ones only count). */
+  function storedOf(userId: string): Map<string, ServedRecord> {
+    return new Map((opts.served?.of(userId) ?? []).map((r) => [r.id, r]));
+  }
+
+  /**
+   * Settles a collision the accounts `event` brings: the connection that loses is refused. The
+   * one whose stored claim names the id keeps it (it served it first); with both or neither, the
+   * older (`createdAt`, then id). False when the reporting connection itself lost.
+   */
+  function admitAccounts(event: Extract<ActorEvent, { type: 'accounts' }>): boolean {
+    const spec = specs.get(event.connectionId);
+    if (!spec) return true;
+    const stored = storedOf(spec.userId);
+    const mine = new Set(stored.get(spec.connectionId)?.servedAccountIds ?? []);
+    const reported = new Set(event.accounts.map((a) => a.id));
+    const others = new Set([...stored.keys(), ...[...specs.values()].filter((o) => o.userId === spec.userId).map((o) => o.connectionId)]);
+    others.delete(spec.connectionId);
+    for (const otherId of others) {
+      if (refused.has(otherId)) continue;
+      const shared = claimsOf(otherId, stored).find((id) => reported.has(id));
+      if (shared === undefined) continue;
+      const theirs = stored.get(otherId)?.servedAccountIds?.includes(shared) ?? false;
+      const other = { createdAt: stored.get(otherId)?.createdAt ?? specs.get(otherId)?.createdAt, connectionId: otherId };
+      const keptByOther = theirs !== mine.has(shared) ? theirs : older(other, spec);
+      if (keptByOther) {
+        refuse(spec.connectionId, otherId, shared);
+        return false;
+      }
+      if (specs.has(otherId)) refuse(otherId, spec.connectionId, shared);
+      // Not running (disabled, not started): its claim on the id goes, so it is refused when it reports.
+      else keepServed(otherId, (stored.get(otherId)?.servedAccountIds ?? []).filter((id) => !reported.has(id)));
+    }
+    keepServed(spec.connectionId, [...reported], stored.get(spec.connectionId)?.servedAccountIds);
+    // Connections it refused for an id it no longer reports start again (checked when they report).
+    for (const [id, why] of [...refused]) if (why.by === spec.connectionId && !reported.has(why.accountId)) readmit(id);
+    return true;
+  }
+
+  /** Whether `a` is older than `b` (by `createdAt`, then id). */
+  function older(a: { createdAt?: string | undefined; connectionId: string }, b: { createdAt?: string | undefined; connectionId: string }): boolean {
     const at = a.createdAt ?? '';
     const bt = b.createdAt ?? '';
     return at !== bt ? at < bt : a.connectionId < b.connectionId;
   }
 
-  /**
-   * Settles a collision the accounts `event` brings: the connection that loses is refused.
-   * False when the reporting connection itself was, so its accounts are not taken.
-   */
-  function admitAccounts(event: Extract<ActorEvent, { type: 'accounts' }>): boolean {
-    const spec = specs.get(event.connectionId);
-    if (!spec) return true;
-    const reported = new Set(event.accounts.map((a) => a.id));
-    for (const [otherId, other] of specs) {
-      if (otherId === spec.connectionId || other.userId !== spec.userId || refused.has(otherId)) continue;
-      const shared = (accounts.get(otherId) ?? []).find((a) => reported.has(a.id));
-      if (!shared) continue;
-      if (keeps(other, spec)) {
-        refuse(spec.connectionId, otherId, shared.id);
-        return false;
-      }
-      refuse(otherId, spec.connectionId, shared.id);
-    }
-    return true;
+  /** Stores what a connection serves when it changed (not awaited: a write that fails is logged, and made again at its next report). */
+  function keepServed(connectionId: string, accountIds: string[], before?: readonly string[]): void {
+    if (!opts.served || (before && before.length === accountIds.length && before.every((id, i) => id === accountIds[i]))) return;
+    opts.served.keep(connectionId, accountIds).catch((err: unknown) => log.error({ err, connectionId }, 'storing the accounts a connection serves failed'));
   }
 
   /** Stops a refused connection's actor; it stays listed as running (the sync starts it not) and FAILED with why. */
   function refuse(connectionId: string, by: string, accountId: string): void {
-    const detail = `account ${accountId} is also an account of connection ${by}: a user's account ids must be unique across their connections. Remove or disable one of them (this one then starts again), or give this one other credentials`;
-    refused.set(connectionId, { by, detail });
-    log.warn({ connectionId, by, accountId }, 'connection refused: an account id another connection of its user reports');
+    const detail = `account ${accountId} is also an account of connection ${by}, which served it first: a user's account ids must be unique across their connections. Delete one of them (this one then starts again), or give this one other credentials`;
+    refused.set(connectionId, { by, accountId, detail });
+    log.warn({ connectionId, by, accountId }, 'connection refused: an account id another connection of its user serves');
     void stopActor(connectionId);
     accounts.delete(connectionId);
+    keepServed(connectionId, []);
     publish({ type: 'accounts', connectionId, accounts: [] });
     publish({ type: 'status', connectionId, status: 'FAILED', reason: 'fatal-error', ts: Date.now(), detail });
   }
 
-  /** Starts again the connections refused because of `by`, now removed or disabled (checked again when they report). */
-  function admitRefusedBy(by: string): void {
+  /** Starts a refused connection again (checked again when it reports). */
+  function readmit(connectionId: string): void {
+    refused.delete(connectionId);
+    const spec = specs.get(connectionId);
+    if (spec) startActor(spec, false).catch((err: unknown) => log.error({ err, connectionId }, 'starting a refused connection again failed'));
+  }
+
+  /**
+   * Starts again the refused connections whose refusal no longer holds: the connection that kept
+   * their id was deleted (by any process: the CLI too), or serves or claims the id no more.
+   */
+  function recheckRefusals(): void {
     for (const [id, why] of [...refused]) {
-      if (why.by !== by) continue;
-      refused.delete(id);
-      const spec = specs.get(id);
-      if (spec) startActor(spec, false).catch((err: unknown) => log.error({ err, connectionId: id }, 'starting a refused connection again failed'));
+      const userId = specs.get(id)?.userId;
+      if (userId === undefined) continue;
+      if (!claimsOf(why.by, storedOf(userId)).includes(why.accountId)) readmit(id);
     }
   }
+  const refusalCheck = setInterval(() => {
+    if (refused.size > 0) recheckRefusals();
+  }, SUPERVISOR.refusalRecheckMs);
+  refusalCheck.unref();
 
   function publish(event: ActorEvent): void {
     if (event.type === 'accounts' && !refused.has(event.connectionId) && !admitAccounts(event)) return;
@@ -320,7 +382,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       refused.delete(connectionId);
       await stopActor(connectionId);
       if (known) publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection stopped: disabled or deleted' });
-      admitRefusedBy(connectionId);
+      recheckRefusals();
     },
 
     async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: ActorCallOptions): Promise<ResultFor<R>> {
@@ -369,6 +431,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
 
     async close() {
       closed = true;
+      clearInterval(refusalCheck);
       const all = [...slots];
       for (const s of all) s.closing = true;
       await Promise.all(

@@ -19,7 +19,8 @@ import type { EmbeddedPaper } from './serve-paper.js';
 /** Web sessions over `store` and the web app's files; `stop` ends the session sweeper. */
 /**
  * The actor supervisor over a store (LMDB on one node, NATS in a cluster): every actor starts with
- * its owner's stored guards and locks, and the bracket legs it owes are stored back there.
+ * its owner's stored guards and locks, the bracket legs it owes are stored back there, and so are
+ * the account ids each connection serves (who keeps an id two connections of a user report).
  */
 export function storeBackedSupervisor(config: Config, store: Store, logger: Logger): Supervisor {
   return createSupervisor({
@@ -28,6 +29,10 @@ export function storeBackedSupervisor(config: Config, store: Store, logger: Logg
     logger,
     guards: (userId) => accountGuardsOf(store, userId),
     keepOwedLegs: (userId, accountId, legs) => store.guards.setOwedLegs(userId, accountId, legs),
+    served: {
+      of: (userId) => store.connections.listByUser(userId),
+      keep: (connectionId, accountIds) => store.connections.setServedAccounts(connectionId, accountIds),
+    },
   });
 }
 

@@ -184,6 +184,9 @@ function runAfterBody(deps: PipelineDeps, ex: Exchange): Promise<void> | undefin
     return undefined;
   }
   if (ex.route!.idempotent === true) return idempotentThenRun(deps, ex, t1);
+  // A create or action that does not deduplicate, sent twice under one key, acts twice: refused
+  // rather than ignored (clients probe: two connections, two webhook URLs, an orphan API key).
+  if (ex.route!.method === 'POST' && ex.authd && ex.headers['idempotency-key'] !== undefined) throw notDeduplicated();
   const stop = handlerStage(deps, ex);
   if (!(stop instanceof Promise)) return replyStage(deps, ex, stop);
   ex.handle.holdInput();
@@ -408,6 +411,14 @@ export function queryParams(raw: string): Record<string, string> {
     else out[name] = value;
   }
   return out;
+}
+
+/** 400 for an Idempotency-Key on a POST that does not deduplicate. */
+function notDeduplicated(): AppError {
+  return new AppError(
+    'INVALID_IDEMPOTENCY_KEY',
+    'Idempotency-Key is honoured on orders, flatten and webhook alerts only: this request does not deduplicate, so sent twice it acts twice. Send it without the header (a retry after a lost answer: list what exists first)',
+  );
 }
 
 /**

@@ -19,6 +19,12 @@ export interface ConnectionRecord {
   wsUrl: string;
   createdAt: string;
   disabled: boolean;
+  /**
+   * The account ids this connection serves, as last admitted: an account id belongs to the
+   * connection of its user that served it first, and another that reports it is refused
+   * (actors/supervisor.ts). Absent on rows stored before, and until it first reported.
+   */
+  servedAccountIds?: string[];
 }
 
 /** A connection as stored; the NATS store keeps `sealedCredentials` as base64. */
@@ -57,6 +63,8 @@ export interface ConnectionStore {
   credentials(id: string): BrokerCredentials;
   /** Enables or disables a connection; false when unknown. */
   setDisabled(id: string, disabled: boolean): Promise<boolean>;
+  /** Stores the account ids the connection serves now (ConnectionRecord.servedAccountIds); false when unknown. */
+  setServedAccounts(id: string, accountIds: string[]): Promise<boolean>;
   /** Renames a connection the user owns or replaces its credentials; undefined when unknown or not theirs. */
   update(userId: string, id: string, patch: ConnectionPatch): Promise<ConnectionRecord | undefined>;
   /** Deletes a connection the user owns; false when unknown or not theirs. */
@@ -78,6 +86,7 @@ export function connectionView(r: ConnectionRecord): ConnectionRecord {
     wsUrl: r.wsUrl,
     createdAt: r.createdAt,
     disabled: r.disabled,
+    ...(r.servedAccountIds !== undefined && { servedAccountIds: r.servedAccountIds }),
   };
 }
 
@@ -202,6 +211,17 @@ export function createConnectionStore(ctx: StoreContext): ConnectionStore {
           const r = row(id);
           if (!r) return false;
           connections.put(id, { ...r, disabled });
+          return true;
+        }),
+      );
+    },
+
+    async setServedAccounts(id, accountIds) {
+      return ctx.durable(
+        connections.transaction(() => {
+          const r = row(id);
+          if (!r) return false;
+          connections.put(id, { ...r, servedAccountIds: accountIds });
           return true;
         }),
       );

@@ -150,6 +150,9 @@ export function createNatsConnectionStore(ctx: NatsStoreContext): ConnectionStor
     async setDisabled(id, disabled) {
       return (await table.update(id, undefined, (r) => ({ ...r, disabled }))) !== undefined;
     },
+    async setServedAccounts(id, accountIds) {
+      return (await table.update(id, undefined, (r) => ({ ...r, servedAccountIds: accountIds }))) !== undefined;
+    },
     async update(userId, id, patch) {
       if (patch.name !== undefined) checkConnectionName(patch.name);
       const next = await table.update(id, userId, (r) => patchedConnection(r, patch, (c) => toBase64(ctx.sealer.seal(JSON.stringify(c), connectionAad(id)))));

@@ -58,42 +58,64 @@ async function positions(broker: SimHandle): Promise<Record<string, number>> {
 }
 
 describe('an account id two of a user’s connections report', () => {
-  it('refuses the newer connection (FAILED, naming the account and the other), lists the account once and trades it at the older one’s broker; the newer starts once the older is deleted', async () => {
+  it('the connection that served it first keeps it: the other is refused (FAILED, naming the account and the connection), also across a restart where the first is slow to report and while it is disabled; the other serves it once the first is deleted', async () => {
     const id = '424242';
-    for (const b of brokers) await control(b, 'POST', '/users', { name: 'u', password: 'pw-u', accounts: [{ name: 'U', id: Number(id) }] });
-    const older = await addByCli(brokers[0]!);
-    const newer = await addByCli(brokers[1]!);
-    // Both start together: the older keeps the account whichever reports first.
+    const [a, b] = brokers as [SimHandle, SimHandle];
+    for (const broker of brokers) await control(broker, 'POST', '/users', { name: 'u', password: 'pw-u', accounts: [{ name: 'U', id: Number(id) }] });
+    const first = await addByCli(a);
     service = await startService(dataDir, { RATE_LIMIT_PER_MIN: '100000' }, 'warn');
-
+    await eventually(async () => ((await connectionOf(first))?.accountIds.includes(id) ? true : undefined), 'the first connection serving the account', 20_000);
+    // Added while it runs: refused.
+    const second = await addByCli(b);
     const refused = await eventually(async () => {
-      const c = await connectionOf(newer);
+      const c = await connectionOf(second);
       return c?.status === 'FAILED' ? c : undefined;
-    }, 'the newer connection FAILED', 20_000);
-    expect(refused.detail).toContain(`account ${id} is also an account of connection ${older}`);
+    }, 'the second connection FAILED', 20_000);
+    expect(refused.detail).toContain(`account ${id} is also an account of connection ${first}, which served it first`);
     expect(refused.accountIds).toEqual([]);
-    await eventually(async () => ((await connectionOf(older))?.status === 'CONNECTED' ? true : undefined), 'the older connection CONNECTED', 20_000);
 
     const listed = (await alice('GET', '/api/v1/accounts')).json.data as { id: string; connectionId: string }[];
-    expect(listed.filter((a) => a.id === id)).toEqual([expect.objectContaining({ id, connectionId: older })]);
+    expect(listed.filter((x) => x.id === id)).toEqual([expect.objectContaining({ id, connectionId: first })]);
     const order = await alice('POST', `/api/v1/accounts/${id}/orders`, { symbol: 'ESZ6', side: 'buy', qty: 1, type: 'market' });
     expect(order.status, order.text).toBe(201);
-    await eventually(async () => ((await positions(brokers[0]!))[id] === 1 ? true : undefined), 'long 1 at the older connection’s broker', 10_000);
-    expect((await positions(brokers[1]!))[id] ?? 0).toBe(0);
-    // A reconnect by hand checks again: still refused while the older runs.
-    expect((await alice('POST', `/api/v1/connections/${newer}/reconnect`)).status).toBe(202);
-    await eventually(async () => ((await connectionOf(newer))?.status === 'FAILED' ? true : undefined), 'refused again after a reconnect', 20_000);
+    await eventually(async () => ((await positions(a))[id] === 1 ? true : undefined), 'long 1 at the first connection’s broker', 10_000);
+    // A reconnect by hand checks again: still refused.
+    expect((await alice('POST', `/api/v1/connections/${second}/reconnect`)).status).toBe(202);
+    await eventually(async () => ((await connectionOf(second))?.status === 'FAILED' ? true : undefined), 'refused again after a reconnect', 20_000);
 
-    // The older deleted: the newer starts and serves its own account of that id.
-    expect((await alice('DELETE', `/api/v1/connections/${older}`)).status).toBe(204);
+    // Restarted with the first connection's broker slow to answer: the second never serves the id
+    // meanwhile (re-probe: it did until the first reported, and an order sent then filled at its broker).
+    expect(await service.stop()).toBe(0);
+    await control(a, 'POST', '/faults', { latencyMs: 3000 });
+    try {
+      service = await startService(dataDir, { RATE_LIMIT_PER_MIN: '100000' }, 'warn');
+      await eventually(async () => ((await connectionOf(second))?.status === 'FAILED' ? true : undefined), 'the second refused after the restart', 20_000);
+      const early = await alice('POST', `/api/v1/accounts/${id}/orders`, { symbol: 'ESZ6', side: 'buy', qty: 1, type: 'market' });
+      expect(early.status, early.text).toBe(503);
+    } finally {
+      await control(a, 'DELETE', '/faults');
+    }
+    await eventually(async () => ((await connectionOf(first))?.status === 'CONNECTED' ? true : undefined), 'the first connected again', 20_000);
+    expect((await connectionOf(second))?.status).toBe('FAILED');
+
+    // Disabled (its record kept): the id stays the first's, listed once; the second stays refused.
+    expect((await runCli(dataDir, ['connections', 'disable', first])).code).toBe(0);
+    await eventually(async () => ((await connectionOf(first))?.status === 'DISABLED' ? true : undefined), 'the first disabled', 10_000);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await connectionOf(second))?.status).toBe('FAILED');
+    expect(((await alice('GET', '/api/v1/accounts')).json.data as { id: string }[]).filter((x) => x.id === id)).toHaveLength(1);
+    expect((await alice('POST', `/api/v1/accounts/${id}/orders`, { symbol: 'ESZ6', side: 'buy', qty: 1, type: 'market' })).status).toBe(503);
+
+    // Deleted while disabled, with the CLI: the second starts and serves its own account of that id.
+    expect((await runCli(dataDir, ['connections', 'remove', first])).code).toBe(0);
     const started = await eventually(async () => {
-      const c = await connectionOf(newer);
+      const c = await connectionOf(second);
       return c?.status === 'CONNECTED' && c.accountIds.length > 0 ? c : undefined;
-    }, 'the newer connection started', 20_000);
+    }, 'the second connection started', 20_000);
     expect(started.accountIds).toEqual([id]);
     const again = await alice('POST', `/api/v1/accounts/${id}/orders`, { symbol: 'ESZ6', side: 'sell', qty: 2, type: 'market' });
     expect(again.status, again.text).toBe(201);
-    await eventually(async () => ((await positions(brokers[1]!))[id] === -2 ? true : undefined), 'short 2 at the newer connection’s broker', 10_000);
-    expect((await positions(brokers[0]!))[id]).toBe(1);
-  });
+    await eventually(async () => ((await positions(b))[id] === -2 ? true : undefined), 'short 2 at the second connection’s broker', 10_000);
+    expect((await positions(a))[id]).toBe(1);
+  }, 120_000);
 });

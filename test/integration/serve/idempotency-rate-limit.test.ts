@@ -66,6 +66,27 @@ describe('Idempotency-Key', () => {
 });
 
 describe('rate limit', () => {
+  it('a POST that does not deduplicate refuses the header (400 INVALID_IDEMPOTENCY_KEY, nothing made) instead of acting twice under it (clients probe: two strategies, two webhook URLs, two connections); other methods take it as they are', async () => {
+    const count = async (path: string) => ((await http(s.url, 'GET', `/api/v1${path}`, { key: s.apiKey })).json.data as unknown[]).length;
+    const creates: [string, unknown][] = [
+      ['/strategies', { name: 'idem', symbol: 'ES1!' }],
+      ['/webhook-tokens', { accountId: acc, name: 'idem' }],
+      ['/connections', { name: 'idem' }],
+    ];
+    for (const [path, body] of creates) {
+      const before = await count(path);
+      for (let i = 0; i < 2; i++) {
+        const r = await http(s.url, 'POST', `/api/v1${path}`, { key: s.apiKey, body, headers: { 'idempotency-key': 'create-once' } });
+        expect(r.status, `${path}: ${r.text}`).toBe(400);
+        expect(r.json).toMatchObject({ code: 'INVALID_IDEMPOTENCY_KEY', detail: expect.stringContaining('orders, flatten and webhook alerts only') });
+      }
+      expect(await count(path)).toBe(before);
+    }
+    expect((await http(s.url, 'GET', '/api/v1/strategies', { key: s.apiKey, headers: { 'idempotency-key': 'read' } })).status).toBe(200);
+    const guards = await http(s.url, 'PUT', `/api/v1/accounts/${acc}/guards`, { key: s.apiKey, body: { maxOrderQty: 50 }, headers: { 'idempotency-key': 'put' } });
+    expect(guards.status, guards.text).toBe(200);
+  });
+
   it('150 requests on one key within a second: exactly 120 succeed, the rest 429 with Retry-After', async () => {
     const { key } = await createKey(s, 'demo', 'read', 'burst');
     const started = Date.now();

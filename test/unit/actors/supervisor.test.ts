@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActorEvent } from '../../../src/actors/protocol.js';
-import { createSupervisor, hashId, type Supervisor } from '../../../src/actors/supervisor.js';
+import { createSupervisor, hashId, type ServedRecord, type Supervisor, type SupervisorOptions } from '../../../src/actors/supervisor.js';
 import type { ConnectionSpec, StatusEvent } from '../../../src/domain/connections.js';
 import { createLogger } from '../../../src/log.js';
 import { distPath } from '../../../src/paths.js';
@@ -23,7 +23,7 @@ afterEach(async () => {
   events.length = 0;
 });
 
-function start(opts: { threadsMax?: number; callTimeoutMs?: number; maxInFlightPerConnection?: number; guards?: (userId: string) => Record<string, AccountGuards> } = {}): Supervisor {
+function start(opts: { threadsMax?: number; callTimeoutMs?: number; maxInFlightPerConnection?: number; guards?: (userId: string) => Record<string, AccountGuards>; served?: SupervisorOptions['served'] } = {}): Supervisor {
   sup = createSupervisor({ threadsMax: opts.threadsMax ?? 4, logger: createLogger('silent'), workerFile: HOST, ...opts });
   sup.onEvent((e) => events.push(e));
   return sup;
@@ -235,6 +235,74 @@ describe('supervisor', () => {
       expect(s.status('new')?.status).toBe('CONNECTED');
       expect(ids(s, 'new')).toEqual(['777']);
       expect(await s.request('new', { type: 'accounts' })).toEqual([]);
+    });
+  });
+
+  describe('an account id a connection served first stays its own (stored claims)', () => {
+    /** Stored connections with what each served, as the store keeps them. */
+    function servedStore(rows: (ServedRecord & { userId: string })[]) {
+      const byId = new Map(rows.map((r) => [r.id, { ...r }]));
+      return {
+        rows: byId,
+        served: {
+          of: (userId: string) => [...byId.values()].filter((r) => r.userId === userId),
+          keep: async (id: string, accountIds: string[]) => {
+            const r = byId.get(id);
+            if (r) r.servedAccountIds = accountIds;
+          },
+        },
+      };
+    }
+    const reporting = (connectionId: string, accountId: string, createdAt: string): ConnectionSpec => ({
+      ...spec(connectionId), createdAt, credentials: { name: `account:${accountId}`, password: 'p' },
+    });
+    const ids = (s: Supervisor, id: string) => s.accounts(id).map((a) => a.id);
+
+    it('a connection reporting an id another one served is refused at once, even while that one is not running (re-probe: the newer served it until the older reported, orders reached the wrong broker)', async () => {
+      const store = servedStore([
+        { id: 'old', userId: 'u1', createdAt: '2026-01-01T00:00:00.000Z', servedAccountIds: ['777'] },
+        { id: 'new', userId: 'u1', createdAt: '2026-02-01T00:00:00.000Z' },
+      ]);
+      const s = start({ served: store.served });
+      const failed = next(s, status('new', 'FAILED'));
+      await s.addConnection(reporting('new', '777', '2026-02-01T00:00:00.000Z'));
+      expect(await failed).toMatchObject({ detail: expect.stringContaining('account 777 is also an account of connection old, which served it first') });
+      expect(events.filter((e) => e.type === 'accounts' && e.connectionId === 'new' && e.accounts.length > 0)).toEqual([]);
+      expect(ids(s, 'new')).toEqual([]);
+      expect(store.rows.get('new')!.servedAccountIds).toEqual([]);
+      // The owner disabled (its actor stopped, its record kept): still its id, the other stays refused.
+      await s.addConnection(reporting('old', '777', '2026-01-01T00:00:00.000Z'));
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'old');
+      await s.removeConnection('old');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(s.status('new')?.status).toBe('FAILED');
+      // Deleted (its record gone, as the CLI does while it is not running): the refused one starts and keeps the id.
+      store.rows.delete('old');
+      events.length = 0;
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'new' && e.accounts.length === 1);
+      expect(store.rows.get('new')!.servedAccountIds).toEqual(['777']);
+    });
+
+    it('the one that served first keeps the id though it is newer; the other starts again once the owner no longer reports it', async () => {
+      const store = servedStore([
+        { id: 'old', userId: 'u1', createdAt: '2026-01-01T00:00:00.000Z' },
+        { id: 'new', userId: 'u1', createdAt: '2026-02-01T00:00:00.000Z', servedAccountIds: ['777'] },
+      ]);
+      const s = start({ served: store.served });
+      await s.addConnection(reporting('new', '777', '2026-02-01T00:00:00.000Z'));
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'new');
+      const failed = next(s, status('old', 'FAILED'));
+      await s.addConnection(reporting('old', '777', '2026-01-01T00:00:00.000Z'));
+      expect(await failed).toMatchObject({ detail: expect.stringContaining('connection new, which served it first') });
+      expect(ids(s, 'new')).toEqual(['777']);
+      // The owner given other credentials: it reports another account, and the refused one starts again.
+      events.length = 0;
+      await s.addConnection(reporting('new', '888', '2026-02-01T00:00:00.000Z'));
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'old' && e.accounts.length === 1);
+      expect(ids(s, 'old')).toEqual(['777']);
+      expect(ids(s, 'new')).toEqual(['888']);
+      expect(store.rows.get('old')!.servedAccountIds).toEqual(['777']);
+      expect(store.rows.get('new')!.servedAccountIds).toEqual(['888']);
     });
   });
 

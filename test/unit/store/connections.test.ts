@@ -47,6 +47,20 @@ describe('connections', () => {
   });
 });
 
+describe('connections.setServedAccounts', () => {
+  it('keeps the account ids a connection serves durably, listed with it and through a rename (who keeps an id two connections report)', async () => {
+    const a = await world.t.store.connections.create(paper(world.alice));
+    expect(world.t.store.connections.byId(a.id)?.servedAccountIds).toBeUndefined();
+    expect(await world.t.store.connections.setServedAccounts(a.id, ['424242', '7'])).toBe(true);
+    await world.t.store.connections.update(world.alice, a.id, { name: 'renamed' });
+    await world.t.reopen();
+    expect(world.t.store.connections.listByUser(world.alice)).toEqual([expect.objectContaining({ id: a.id, name: 'renamed', servedAccountIds: ['424242', '7'] })]);
+    expect(await world.t.store.connections.setServedAccounts(a.id, [])).toBe(true);
+    expect(world.t.store.connections.byId(a.id)?.servedAccountIds).toEqual([]);
+    expect(await world.t.store.connections.setServedAccounts('con_missing', ['1'])).toBe(false);
+  });
+});
+
 describe('connections.update', () => {
   it('renames and replaces the sealed credentials of the owner’s connection only, durably', async () => {
     const a = await world.t.store.connections.create(paper(world.alice));
