@@ -194,6 +194,8 @@ const KNOWN_ADDRESSES_PER_NAME = 8;
  * full for everyone. A name locked by failures stops sign-ins for it from anywhere except the
  * addresses it was recently signed in from and browsers holding its device cookie (sealed, so it
  * outlives a restart and works from any address): guessing from elsewhere cannot lock its owner out.
+ * A device cookie passes the address's limits too (a stranger behind the same NAT cannot lock its
+ * owner out either); it is trusted no more after SIGN_IN_FAILURES_PER_DEVICE failures of its own.
  */
 export class SignInThrottle {
   private readonly byAddress = new SlidingLogLimiter(SIGN_IN_FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS);
@@ -219,10 +221,12 @@ export class SignInThrottle {
     // guessing (attack probe: a kept cookie let every guess past the name's lock, from address after address).
     const trustedDevice = device !== undefined && this.byDevice.isExhausted(device, this.clock()) === undefined;
     this.refuseIfLocked(address, nameKey, trustedDevice);
-    const many = this.attemptsByAddress.isExhausted(address, this.clock());
+    // The address's limits hold back a trusted device no more than the name's do: behind a shared
+    // NAT, a stranger's guesses locked its owner out (attack probe). The device's own failures count.
+    const many = trustedDevice ? undefined : this.attemptsByAddress.isExhausted(address, this.clock());
     if (many) throw new AppError('RATE_LIMITED', 'Too many sign-ins from this address; wait before trying again', {}, many.retryAfterSeconds);
     const mine = this.pending.get(address) ?? 0;
-    if (mine >= SIGN_IN_PENDING_PER_ADDRESS) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once from this address; retry in a moment', {}, 1);
+    if (mine >= SIGN_IN_PENDING_PER_ADDRESS && !trustedDevice) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once from this address; retry in a moment', {}, 1);
     // An address the name was signed in from goes ahead of the queue, full or not: a flood from
     // many other addresses cannot keep a user out from where they usually sign in.
     const known = trustedDevice || this.knows(nameKey, address, this.clock());
@@ -264,7 +268,8 @@ export class SignInThrottle {
 
   private refuseIfLocked(address: string, nameKey: string, trustedDevice: boolean): void {
     const now = this.clock();
-    const failed = this.byAddress.isExhausted(address, now) ?? (trustedDevice || this.knows(nameKey, address, now) ? undefined : this.byName.isExhausted(nameKey, now));
+    if (trustedDevice) return;
+    const failed = this.byAddress.isExhausted(address, now) ?? (this.knows(nameKey, address, now) ? undefined : this.byName.isExhausted(nameKey, now));
     if (failed) throw new AppError('RATE_LIMITED', 'Too many failed sign-ins; wait before trying again', {}, failed.retryAfterSeconds);
   }
 

@@ -126,6 +126,18 @@ describe('sign-in throttle', () => {
     expect(await th.attempt('10.0.3.1', 'demo', passing, 'device-a')).toBe('user');
   });
 
+  it('a device cookie passes its address’s locks too: a stranger behind the same NAT cannot lock its owner out (attack probe: 10 guesses locked the owner out, cookie and all)', async () => {
+    const th = new SignInThrottle(() => 0);
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_ADDRESS; i++) await th.attempt('10.0.0.9', `made-up-${i}`, failing);
+    await expect(th.attempt('10.0.0.9', 'demo', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(await th.attempt('10.0.0.9', 'demo', passing, 'device-a')).toBe('user');
+    // Every sign-in, whatever its outcome, from the address: the same.
+    const busy = new SignInThrottle(() => 0);
+    for (let i = 0; i < SIGN_IN_ATTEMPTS_PER_ADDRESS; i++) await busy.attempt('10.0.0.8', `user${i}`, passing);
+    await expect(busy.attempt('10.0.0.8', 'demo', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(await busy.attempt('10.0.0.8', 'demo', passing, 'device-a')).toBe('user');
+  });
+
   it(`locks an address after ${SIGN_IN_FAILURES_PER_ADDRESS} failures across names`, async () => {
     const th = new SignInThrottle(() => 0);
     for (let i = 0; i < SIGN_IN_FAILURES_PER_ADDRESS; i++) await th.attempt('10.0.0.9', `name${i}`, failing);
