@@ -437,7 +437,8 @@ export async function idempotencyStage(deps: PipelineDeps, ex: Exchange): Promis
   const parsed = header !== undefined ? parseIdempotencyKey(header) : parseBodyIdempotencyKey(fromBody!);
   const scope = route.idempotencyScope?.(ex.authd.auth);
   // Scopes hold no space, so the first space ends the scope: no key of one scope can spell another's.
-  const fingerprint = requestFingerprint(route.method, route.path, route.fingerprintParams === false ? {} : request.params, request.body, request.query);
+  const named = route.fingerprintOf ? route.fingerprintOf(request) : request;
+  const fingerprint = requestFingerprint(route.method, route.path, route.fingerprintParams === false ? {} : request.params, named.body, named.query);
   const scoped = scope === undefined ? parsed : `${scope} ${parsed}`;
   // An alert's `id` names it with its body: a repeat delivery is byte for byte the same, and the
   // same id on another alert (two fills of a strategy in one second) is another alert, traded.

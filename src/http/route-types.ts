@@ -153,6 +153,12 @@ export interface RouteDef<B = unknown, Q = unknown> {
    */
   fingerprintParams?: false;
   /**
+   * The request as its fingerprint names it: one spelled with a documented default or an explicit
+   * null (what a generated client sends) is the request without it, so a retry under the same key
+   * replays rather than 422 (clients probe). Must keep apart requests that mean different things.
+   */
+  fingerprintOf?: (req: RouteRequest<B, Q>) => { body: unknown; query: unknown };
+  /**
    * true: a key taken from the body (`idempotencyKeyFrom`) names the request together with its
    * fingerprint, so the same key with another body is another request, never 422. The webhook
    * receiver's: TradingView never resends an alert, a repeat delivery is byte-identical, and a

@@ -53,6 +53,17 @@ function pageAnswer(page: WorkingOrdersPage, list: string): RouteResponse {
 
 const isDryRun = (query: { dryRun?: string } | undefined): boolean => query?.dryRun === 'true' || query?.dryRun === '1';
 
+/** What an order body means, without what it spells that leaving out would mean too: nulls and the defaults (market, day). */
+function orderAsMeant(body: PlaceOrderBody | undefined): unknown {
+  if (!body) return body;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) {
+    if (v === null || v === undefined || (k === 'type' && v === 'market') || (k === 'timeInForce' && v === 'day')) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
 /** Order routes. */
 export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
   /**
@@ -90,6 +101,8 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     body: placeOrderBodySchema,
     query: placeOrderQuerySchema,
     idempotent: true,
+    // `?dryRun=false`, `"timeInForce": "day"`, `"clientOrderId": null` name the same order as leaving them out.
+    fingerprintOf: (req) => ({ body: orderAsMeant(req.body), query: isDryRun(req.query) ? req.query : {} }),
     // A stored plan would hold the key for 24 h, so the real order sent next with that key would
     // meet 422 (the fingerprint covers the query). Refused before the key is looked up: a 400,
     // never stored, whether or not the key was used before.

@@ -57,6 +57,27 @@ describe('Idempotency-Key', () => {
     expect((await simState(s)).orders.length).toBe(before);
   });
 
+  it('a retry that spells a default or a null the first left out replays it; one that means another order is 422 (clients probe: a generated client retrying got 422 and could not learn the outcome)', async () => {
+    const before = (await simState(s)).orders.length;
+    const path = `/api/v1/accounts/${acc}/orders`;
+    const send = (body: object, query = '') => http(s.url, 'POST', `${path}${query}`, { key: s.apiKey, body, headers: { 'idempotency-key': 'spelled-1' } });
+    const first = await send({ symbol: 'ES1!', side: 'buy', qty: 1 });
+    expect(first.status, first.text).toBe(201);
+    for (const [body, query] of [
+      [{ symbol: 'ES1!', side: 'buy', qty: 1 }, '?dryRun=false'],
+      [{ symbol: 'ES1!', side: 'buy', qty: 1, type: 'market', timeInForce: 'day' }, ''],
+      [{ symbol: 'ES1!', side: 'buy', qty: 1, clientOrderId: null, takeProfit: null, stopLoss: null, price: null, stopPrice: null }, '?dryRun=0'],
+    ] as const) {
+      const again = await send(body, query);
+      expect(again.status, `${JSON.stringify(body)}${query}: ${again.text}`).toBe(201);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.text).toBe(first.text);
+    }
+    expect((await send({ symbol: 'ES1!', side: 'buy', qty: 1, timeInForce: 'gtc' })).status).toBe(422);
+    expect((await send({ symbol: 'ES1!', side: 'buy', qty: 1, clientOrderId: 'x' })).status).toBe(422);
+    expect((await simState(s)).orders.length).toBe(before + 1);
+  });
+
   it('a 400 is not stored: the key stays usable once the body is fixed', async () => {
     const bad = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'NOPE', side: 'buy', qty: 1 }, headers: { 'idempotency-key': 'fix-1' } });
     expect(bad.status).toBe(400);
