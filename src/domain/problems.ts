@@ -23,6 +23,7 @@ export const PROBLEMS = {
   CONFLICT: { status: 409, title: 'Conflict' },
   CONNECTION_FAILED: { status: 409, title: 'Broker connection failed; reconnect it or give it new credentials' },
   QUOTA_EXCEEDED: { status: 409, title: 'Per-user quota reached; delete one first' },
+  PRECONDITION_FAILED: { status: 412, title: 'Precondition failed: this service issues no entity tags' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   MISDIRECTED_REQUEST: { status: 421, title: 'The Host header does not name this server' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },

@@ -183,6 +183,11 @@ function runAfterBody(deps: PipelineDeps, ex: Exchange): Promise<void> | undefin
     logLine(deps, ex, 200);
     return undefined;
   }
+  // No representation here carries an entity tag, so `If-Match` naming one is false (RFC 9110
+  // §13.1.1): 412, nothing done. Ignored, it let a client's optimistic-concurrency write through
+  // (clients probe). `*` holds: the route's resource exists, or the route answers 404 itself.
+  const ifMatch = ex.route!.method !== 'GET' ? ex.headers['if-match'] : undefined;
+  if (ifMatch !== undefined && ifMatch.trim() !== '*') throw new AppError('PRECONDITION_FAILED', 'If-Match names an entity tag this service never issued (it issues none): nothing was done. Send the request without If-Match');
   if (ex.route!.idempotent === true) return idempotentThenRun(deps, ex, t1);
   // A create or action that does not deduplicate, sent twice under one key, acts twice: refused
   // rather than ignored (clients probe: two connections, two webhook URLs, an orphan API key).

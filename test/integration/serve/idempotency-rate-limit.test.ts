@@ -108,6 +108,21 @@ describe('rate limit', () => {
     expect(guards.status, guards.text).toBe(200);
   });
 
+  it('a write under If-Match naming an entity tag is 412 PRECONDITION_FAILED and does nothing (no answer carries one); `*` goes through (clients probe: a stale If-Match still wrote the guards)', async () => {
+    const guardsPath = `/api/v1/accounts/${acc}/guards`;
+    const before = (await http(s.url, 'GET', guardsPath, { key: s.apiKey })).json;
+    const stale = await http(s.url, 'PUT', guardsPath, { key: s.apiKey, body: { maxOrderQty: 7 }, headers: { 'if-match': '"stale-etag"' } });
+    expect(stale.status, stale.text).toBe(412);
+    expect(stale.json.code).toBe('PRECONDITION_FAILED');
+    expect((await http(s.url, 'GET', guardsPath, { key: s.apiKey })).json).toEqual(before);
+    const orders = (await simState(s)).orders.length;
+    const order = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 1 }, headers: { 'if-match': 'W/"1"' } });
+    expect(order.status, order.text).toBe(412);
+    expect((await simState(s)).orders.length).toBe(orders);
+    const any = await http(s.url, 'PUT', guardsPath, { key: s.apiKey, body: { maxOrderQty: 50 }, headers: { 'if-match': '*' } });
+    expect(any.status, any.text).toBe(200);
+  });
+
   it('150 requests on one key within a second: exactly 120 succeed, the rest 429 with Retry-After', async () => {
     const { key } = await createKey(s, 'demo', 'read', 'burst');
     const started = Date.now();

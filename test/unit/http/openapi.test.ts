@@ -73,7 +73,7 @@ describe('buildOpenApiDocument', () => {
       content: { 'application/json': { schema: { type: 'object', additionalProperties: false, required: ['symbol', 'qty'], properties: { qty: { type: 'integer' } } } } },
     });
     const responses = place['responses'] as Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }>;
-    expect(Object.keys(responses).sort()).toEqual(['201', '400', '401', '403', '404', '409', '413', '415', '421', '422', '429', '500', '503', 'default']);
+    expect(Object.keys(responses).sort()).toEqual(['201', '400', '401', '403', '404', '409', '412', '413', '415', '421', '422', '429', '500', '503', 'default']);
     expect(responses['default']).toEqual({ $ref: '#/components/responses/Problem' });
     expect(responses['201']!.content!['application/json']).toMatchObject({ schema: { properties: { orderId: { type: 'string' } } } });
     expect(responses['409']!.content!['application/problem+json']).toEqual({ schema: { $ref: '#/components/schemas/Problem' } });
@@ -250,14 +250,14 @@ describe('what the document promises of bodies and rate-limit headers', () => {
 
   it('lists the rate-limit headers only on answers given after the limiter counted the request', () => {
     // 401 and INSUFFICIENT_SCOPE are answered while authenticating: no key bucket to report.
-    expect(rated('/accounts/{id}/lock', 'post')).toEqual(['200', '400', '404', '413', '415', '429', '500']);
+    expect(rated('/accounts/{id}/lock', 'post')).toEqual(['200', '400', '404', '412', '413', '415', '429', '500']);
     // A 403 the handler answers (RISK_GUARD) was counted.
     expect(rated('/accounts/{id}/guards', 'put')).toEqual(expect.arrayContaining(['200', '403']));
     expect(rated('/accounts/{id}/guards', 'put')).not.toContain('401');
     // Session routes: SESSION_REQUIRED and CSRF_REJECTED are authentication's too.
     expect(rated('/api-keys', 'get')).toEqual(['200', '400', '413', '429', '500']);
     // A webhook's 404 is its unknown token; its 403 (inactive account) comes from the handler.
-    expect(rated('/webhooks/{token}', 'post')).toEqual(['201', '400', '403', '413', '415', '429', '500']);
+    expect(rated('/webhooks/{token}', 'post')).toEqual(['201', '400', '403', '412', '413', '415', '429', '500']);
     expect(Object.keys(op('/webhooks/{token}', 'post').responses)).toContain('404');
   });
 });
