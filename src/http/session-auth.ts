@@ -175,7 +175,7 @@ export const SIGN_IN_WINDOW_MS = 5 * 60_000;
  */
 export const SIGN_IN_CONCURRENCY = 2;
 export const SIGN_IN_QUEUE = 16;
-/** Sign-ins of one client address running or waiting at once: one address cannot fill the queue. */
+/** Sign-ins of one client address (or one trusted device cookie) running or waiting at once: one client cannot fill the queue. */
 export const SIGN_IN_PENDING_PER_ADDRESS = 2;
 /**
  * How long an address that signed a name in keeps signing it in while the name is locked by
@@ -225,14 +225,17 @@ export class SignInThrottle {
     // NAT, a stranger's guesses locked its owner out (attack probe). The device's own failures count.
     const many = trustedDevice ? undefined : this.attemptsByAddress.isExhausted(address, this.clock());
     if (many) throw new AppError('RATE_LIMITED', 'Too many sign-ins from this address; wait before trying again', {}, many.retryAfterSeconds);
-    const mine = this.pending.get(address) ?? 0;
-    if (mine >= SIGN_IN_PENDING_PER_ADDRESS && !trustedDevice) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once from this address; retry in a moment', {}, 1);
+    // At most two at once per address, or per device for a trusted one: a burst of guesses under
+    // one cookie would all be checked before the first failure ended its trust (re-probe: 299 of 300).
+    const pendingKey = trustedDevice ? `device ${device!}` : address;
+    const mine = this.pending.get(pendingKey) ?? 0;
+    if (mine >= SIGN_IN_PENDING_PER_ADDRESS) throw new AppError('RATE_LIMITED', trustedDevice ? 'Too many sign-ins at once from this browser; retry in a moment' : 'Too many sign-ins at once from this address; retry in a moment', {}, 1);
     // An address the name was signed in from goes ahead of the queue, full or not: a flood from
     // many other addresses cannot keep a user out from where they usually sign in.
     const known = trustedDevice || this.knows(nameKey, address, this.clock());
     if (!known && this.checking >= SIGN_IN_CONCURRENCY && this.waiting.length >= SIGN_IN_QUEUE) throw new AppError('RATE_LIMITED', 'Too many sign-ins at once; retry in a moment', {}, 1);
     this.attemptsByAddress.hit(address, this.clock());
-    this.pending.set(address, mine + 1);
+    this.pending.set(pendingKey, mine + 1);
     try {
       if (this.checking >= SIGN_IN_CONCURRENCY) {
         // The slot is handed over by the finishing check (checking stays counted), so no one jumps the queue.
@@ -241,14 +244,15 @@ export class SignInThrottle {
         this.checking++;
       }
       try {
-        // Failures counted while this attempt waited may have locked it out meanwhile.
-        this.refuseIfLocked(address, nameKey, trustedDevice);
+        // Failures counted while this attempt waited may have locked it out, or ended its device's trust, meanwhile.
+        const stillTrusted = trustedDevice && this.byDevice.isExhausted(device!, this.clock()) === undefined;
+        this.refuseIfLocked(address, nameKey, stillTrusted);
         const result = await check();
         const at = this.clock();
         if (result === null) {
           this.byAddress.hit(address, at);
           // A trusted device's failures count against it, not the name (OWASP's device cookies).
-          if (trustedDevice) this.byDevice.hit(device!, at);
+          if (stillTrusted) this.byDevice.hit(device!, at);
           else this.byName.hit(nameKey, at);
         } else {
           this.remember(nameKey, address, at);
@@ -260,9 +264,9 @@ export class SignInThrottle {
         else this.checking--;
       }
     } finally {
-      const left = (this.pending.get(address) ?? 1) - 1;
-      if (left === 0) this.pending.delete(address);
-      else this.pending.set(address, left);
+      const left = (this.pending.get(pendingKey) ?? 1) - 1;
+      if (left === 0) this.pending.delete(pendingKey);
+      else this.pending.set(pendingKey, left);
     }
   }
 

@@ -138,6 +138,23 @@ describe('sign-in throttle', () => {
     expect(await busy.attempt('10.0.0.8', 'demo', passing, 'device-a')).toBe('user');
   });
 
+  it('a burst under one device cookie is checked two at a time, and its trust ends after its failures; others still sign in meanwhile (re-probe: 299 of 300 simultaneous guesses checked, other users 429)', async () => {
+    const th = new SignInThrottle(() => 0);
+    let checked = 0;
+    const slowFailing = () => new Promise<null>((resolve) => setTimeout(() => (checked++, resolve(null)), 5));
+    const burst = Array.from({ length: 50 }, () => th.attempt('10.0.0.9', 'demo', slowFailing, 'device-a').then(() => 'checked', (err: AppError) => err.code));
+    const other = th.attempt('10.9.9.9', 'bob', passing);
+    expect(await other).toBe('user');
+    const outcomes = await Promise.all(burst);
+    expect(outcomes.filter((o) => o === 'checked')).toHaveLength(SIGN_IN_PENDING_PER_ADDRESS);
+    expect(checked).toBe(SIGN_IN_PENDING_PER_ADDRESS);
+    // Its trust ends after its own failures: then its guesses count against the name, which locks.
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_DEVICE - SIGN_IN_PENDING_PER_ADDRESS; i++) expect(await th.attempt(`10.0.1.${i}`, 'demo', failing, 'device-a')).toBeNull();
+    for (let i = 0; i < SIGN_IN_FAILURES_PER_NAME; i++) expect(await th.attempt(`10.0.2.${i}`, 'demo', failing, 'device-a')).toBeNull();
+    await expect(th.attempt('10.0.3.1', 'demo', passing)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    await expect(th.attempt('10.0.3.1', 'demo', passing, 'device-a')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+  });
+
   it(`locks an address after ${SIGN_IN_FAILURES_PER_ADDRESS} failures across names`, async () => {
     const th = new SignInThrottle(() => 0);
     for (let i = 0; i < SIGN_IN_FAILURES_PER_ADDRESS; i++) await th.attempt('10.0.0.9', `name${i}`, failing);
