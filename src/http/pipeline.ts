@@ -189,9 +189,9 @@ function runAfterBody(deps: PipelineDeps, ex: Exchange): Promise<void> | undefin
   const ifMatch = ex.route!.method !== 'GET' ? ex.headers['if-match'] : undefined;
   if (ifMatch !== undefined && ifMatch.trim() !== '*') throw new AppError('PRECONDITION_FAILED', 'If-Match names an entity tag this service never issued (it issues none): nothing was done. Send the request without If-Match');
   if (ex.route!.idempotent === true) return idempotentThenRun(deps, ex, t1);
-  // A create or action that does not deduplicate, sent twice under one key, acts twice: refused
-  // rather than ignored (clients probe: two connections, two webhook URLs, an orphan API key).
-  if (ex.route!.method === 'POST' && ex.authd && ex.headers['idempotency-key'] !== undefined) throw notDeduplicated();
+  // A create that does not deduplicate, sent twice under one key, makes two: refused rather than
+  // ignored (clients probe: two connections, two webhook URLs, an orphan API key).
+  if (ex.route!.refusesIdempotencyKey === true && ex.headers['idempotency-key'] !== undefined) throw notDeduplicated();
   const stop = handlerStage(deps, ex);
   if (!(stop instanceof Promise)) return replyStage(deps, ex, stop);
   ex.handle.holdInput();
@@ -422,7 +422,7 @@ export function queryParams(raw: string): Record<string, string> {
 function notDeduplicated(): AppError {
   return new AppError(
     'INVALID_IDEMPOTENCY_KEY',
-    'Idempotency-Key is honoured on orders, flatten and webhook alerts only: this request does not deduplicate, so sent twice it acts twice. Send it without the header (a retry after a lost answer: list what exists first)',
+    'Idempotency-Key is honoured on orders, flatten and webhook alerts only: this request does not deduplicate, so sent twice it makes two. Send it without the header (a retry after a lost answer: list what exists first)',
   );
 }
 

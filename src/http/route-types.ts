@@ -153,6 +153,13 @@ export interface RouteDef<B = unknown, Q = unknown> {
    */
   fingerprintParams?: false;
   /**
+   * true: a POST that makes something anew each time (a create, a rotation) without deduplicating:
+   * an Idempotency-Key on it is refused (400), since sent twice under one key it would act twice
+   * (clients probe). Other POSTs that do not deduplicate set a state (lock, reconnect, sign-in)
+   * and take the header as they are: a kill switch is never refused over it.
+   */
+  refusesIdempotencyKey?: true;
+  /**
    * The request as its fingerprint names it: one spelled with a documented default or an explicit
    * null (what a generated client sends) is the request without it, so a retry under the same key
    * replays rather than 422 (clients probe). Must keep apart requests that mean different things.

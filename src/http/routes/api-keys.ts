@@ -62,6 +62,7 @@ export function apiKeyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/api-keys',
     scope: 'session',
     operationId: 'createApiKey',
+    refusesIdempotencyKey: true,
     summary: 'Create an API key; the key is in this response only',
     tags: ['api-keys'],
     body: createApiKeyBodySchema,

@@ -32,6 +32,7 @@ export function brokerConnectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/connections/tradovate',
     scope: 'trade',
     operationId: 'createTradovateConnection',
+    refusesIdempotencyKey: true,
     summary: 'Add a Tradovate connection (demo or live); its status follows on the health stream',
     description:
       'The password (and API secret) are stored sealed and used only by the connection actor. The answer is CONNECTING: watch the health stream for CONNECTED, AUTH_EXPIRED or FAILED. ' +

@@ -62,6 +62,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/connections',
     scope: 'trade',
     operationId: 'createPaperConnection',
+    refusesIdempotencyKey: true,
     summary: 'Add a paper connection on the embedded paper broker (serve --paper)',
     description: 'Opens a login with the given accounts at the embedded paper broker and starts its connection. Tradovate connections: POST /connections/tradovate, or `tradegate connections add`. Both count against QUOTA_CONNECTIONS.',
     tags: ['connections'],

@@ -593,6 +593,7 @@ export function signalRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/webhook-tokens/:id/rotate',
     scope: 'trade',
     operationId: 'rotateWebhookToken',
+    refusesIdempotencyKey: true,
     summary: 'New secret URL for a token (same account and strategy); the old URL stops working at once',
     tags: ['webhooks'],
     responses: [{ status: 200, description: 'The new URL', schema: createdWebhookTokenSchema }, ...errors(...AUTH_ERRORS, 'NOT_FOUND')],

@@ -85,6 +85,7 @@ export function strategyRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/strategies',
     scope: 'trade',
     operationId: 'createStrategy',
+    refusesIdempotencyKey: true,
     summary: 'Create a strategy',
     description: LEGS_DOC,
     tags: ['strategies'],

@@ -126,6 +126,7 @@ export function webhookTokenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
     path: '/webhook-tokens',
     scope: 'trade',
     operationId: 'createWebhookToken',
+    refusesIdempotencyKey: true,
     summary: 'Create a webhook token for one account; returns the URL to paste into an alert',
     tags: ['webhooks'],
     body: createWebhookTokenBodySchema,

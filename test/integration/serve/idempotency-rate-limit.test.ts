@@ -87,7 +87,7 @@ describe('Idempotency-Key', () => {
 });
 
 describe('rate limit', () => {
-  it('a POST that does not deduplicate refuses the header (400 INVALID_IDEMPOTENCY_KEY, nothing made) instead of acting twice under it (clients probe: two strategies, two webhook URLs, two connections); other methods take it as they are', async () => {
+  it('a POST that creates without deduplicating refuses the header (400 INVALID_IDEMPOTENCY_KEY, nothing made) instead of making two under it (clients probe: two strategies, two webhook URLs, two connections); state-setting routes take it as they are', async () => {
     const count = async (path: string) => ((await http(s.url, 'GET', `/api/v1${path}`, { key: s.apiKey })).json.data as unknown[]).length;
     const creates: [string, unknown][] = [
       ['/strategies', { name: 'idem', symbol: 'ES1!' }],
@@ -104,6 +104,11 @@ describe('rate limit', () => {
       expect(await count(path)).toBe(before);
     }
     expect((await http(s.url, 'GET', '/api/v1/strategies', { key: s.apiKey, headers: { 'idempotency-key': 'read' } })).status).toBe(200);
+    // A state set (the kill switch above all) is never refused over the header.
+    for (const action of ['lock', 'unlock']) {
+      const r = await http(s.url, 'POST', `/api/v1/accounts/${acc}/${action}`, { key: s.apiKey, body: {}, headers: { 'idempotency-key': `state-${action}` } });
+      expect(r.status, `${action}: ${r.text}`).toBe(200);
+    }
     const guards = await http(s.url, 'PUT', `/api/v1/accounts/${acc}/guards`, { key: s.apiKey, body: { maxOrderQty: 50 }, headers: { 'idempotency-key': 'put' } });
     expect(guards.status, guards.text).toBe(200);
   });
