@@ -189,20 +189,30 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     const reported = new Set(event.accounts.map((a) => a.id));
     const others = new Set([...stored.keys(), ...[...specs.values()].filter((o) => o.userId === spec.userId).map((o) => o.connectionId)]);
     others.delete(spec.connectionId);
+    // Every id it shares with another first: refused over one, it takes none (a refused connection
+    // keeps its claims on the others, so its accounts pass to no one: re-probe, where refusing a
+    // connection over one id handed its open position's account to another broker).
+    const won: [otherId: string, accountId: string][] = [];
     for (const otherId of others) {
-      if (refused.has(otherId)) continue;
-      const shared = claimsOf(otherId, stored).find((id) => reported.has(id));
-      if (shared === undefined) continue;
-      const theirs = stored.get(otherId)?.servedAccountIds?.includes(shared) ?? false;
       const other = { createdAt: stored.get(otherId)?.createdAt ?? specs.get(otherId)?.createdAt, connectionId: otherId };
-      const keptByOther = theirs !== mine.has(shared) ? theirs : older(other, spec);
-      if (keptByOther) {
-        refuse(spec.connectionId, otherId, shared);
-        return false;
+      const theirStored = stored.get(otherId)?.servedAccountIds ?? [];
+      for (const shared of claimsOf(otherId, stored)) {
+        if (!reported.has(shared)) continue;
+        const theirs = theirStored.includes(shared);
+        if (theirs !== mine.has(shared) ? theirs : older(other, spec)) {
+          refuse(spec.connectionId, otherId, shared);
+          return false;
+        }
+        won.push([otherId, shared]);
       }
-      if (specs.has(otherId)) refuse(otherId, spec.connectionId, shared);
-      // Not running (disabled, not started): its claim on the id goes, so it is refused when it reports.
-      else keepServed(otherId, (stored.get(otherId)?.servedAccountIds ?? []).filter((id) => !reported.has(id)));
+    }
+    const lost = new Map<string, string[]>();
+    for (const [otherId, accountId] of won) lost.set(otherId, [...(lost.get(otherId) ?? []), accountId]);
+    for (const [otherId, accountIds] of lost) {
+      // Its stored claims on them go (not those on other ids); running and serving them, it is refused.
+      const claims = stored.get(otherId)?.servedAccountIds ?? [];
+      if (claims.some((id) => accountIds.includes(id))) keepServed(otherId, claims.filter((id) => !accountIds.includes(id)));
+      if (specs.has(otherId) && !refused.has(otherId)) refuse(otherId, spec.connectionId, accountIds[0]!);
     }
     keepServed(spec.connectionId, [...reported], stored.get(spec.connectionId)?.servedAccountIds);
     // Connections it refused for an id it no longer reports start again (checked when they report).
@@ -230,7 +240,6 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     log.warn({ connectionId, by, accountId }, 'connection refused: an account id another connection of its user serves');
     void stopActor(connectionId);
     accounts.delete(connectionId);
-    keepServed(connectionId, []);
     publish({ type: 'accounts', connectionId, accounts: [] });
     publish({ type: 'status', connectionId, status: 'FAILED', reason: 'fatal-error', ts: Date.now(), detail });
   }

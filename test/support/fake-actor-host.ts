@@ -5,7 +5,7 @@
  * mid-call, `find-by-clordid` answers a coded NOT_FOUND, `trade-history` reports the adds
  * this thread has seen (as `{ connectionId, resume, guards? }`), and `lock` reports a guard
  * `locked` event with the lock, as the real actor does. Adding reports CONNECTED and an
- * account (`acc-<connectionId>`, or `<id>` for a login named `account:<id>`); removing reports a late RECONNECTING (a stale event the supervisor must drop).
+ * account (`acc-<connectionId>`, or the ids of a login named `account:<id>,<id>…`); removing reports a late RECONNECTING (a stale event the supervisor must drop).
  * Working-order pages: `working-orders-page` answers `[n]` for its n-th call (so a test tells
  * a kept page from a fresh one) at the current version; `unlock` moves the version, announces
  * it (WorkingOrdersChanged) and then a guard `unlocked` event; `cancel-order` reports
@@ -34,7 +34,9 @@ const api: WorkerHostApi = {
     emit({
       type: 'accounts',
       connectionId: spec.connectionId,
-      accounts: [{ id: spec.credentials.name.startsWith('account:') ? spec.credentials.name.slice('account:'.length) : `acc-${spec.connectionId}`, name: 'A', connectionId: spec.connectionId, broker: 'paper', environment: 'paper', active: true }],
+      accounts: (spec.credentials.name.startsWith('account:') ? spec.credentials.name.slice('account:'.length).split(',') : [`acc-${spec.connectionId}`]).map((id) => ({
+        id, name: 'A', connectionId: spec.connectionId, broker: 'paper' as const, environment: 'paper' as const, active: true,
+      })),
     });
   },
   async remove(connectionId: string) {

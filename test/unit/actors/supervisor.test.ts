@@ -269,7 +269,7 @@ describe('supervisor', () => {
       expect(await failed).toMatchObject({ detail: expect.stringContaining('account 777 is also an account of connection old, which served it first') });
       expect(events.filter((e) => e.type === 'accounts' && e.connectionId === 'new' && e.accounts.length > 0)).toEqual([]);
       expect(ids(s, 'new')).toEqual([]);
-      expect(store.rows.get('new')!.servedAccountIds).toEqual([]);
+      expect(store.rows.get('new')!.servedAccountIds).toBeUndefined();
       // The owner disabled (its actor stopped, its record kept): still its id, the other stays refused.
       await s.addConnection(reporting('old', '777', '2026-01-01T00:00:00.000Z'));
       await next(s, (e) => e.type === 'accounts' && e.connectionId === 'old');
@@ -281,6 +281,36 @@ describe('supervisor', () => {
       events.length = 0;
       await next(s, (e) => e.type === 'accounts' && e.connectionId === 'new' && e.accounts.length === 1);
       expect(store.rows.get('new')!.servedAccountIds).toEqual(['777']);
+    });
+
+    it('a connection refused over one id keeps its claims on its others: they pass to no other connection (re-probe: its open position’s account went to another broker)', async () => {
+      const store = servedStore([
+        { id: 'A', userId: 'u1', createdAt: '2026-01-01T00:00:00.000Z', servedAccountIds: ['424242'] },
+        { id: 'B', userId: 'u1', createdAt: '2026-02-01T00:00:00.000Z' },
+        { id: 'C', userId: 'u1', createdAt: '2026-03-01T00:00:00.000Z', servedAccountIds: ['777'] },
+      ]);
+      const s = start({ served: store.served });
+      await s.addConnection(reporting('C', '777', '2026-03-01T00:00:00.000Z'));
+      await s.addConnection(reporting('A', '424242', '2026-01-01T00:00:00.000Z'));
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'A' && e.accounts.length === 1);
+      const bRefused = next(s, status('B', 'FAILED'));
+      await s.addConnection(reporting('B', '424242', '2026-02-01T00:00:00.000Z'));
+      expect(await bRefused).toMatchObject({ detail: expect.stringContaining('connection A, which served it first') });
+      // A's broker now reports C's 777 too: A is refused over it, and 424242 stays A's, served by no one.
+      events.length = 0;
+      await s.addConnection(reporting('A', '424242,777', '2026-01-01T00:00:00.000Z'));
+      expect(await next(s, status('A', 'FAILED'))).toMatchObject({ detail: expect.stringContaining('account 777 is also an account of connection C') });
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect(s.status('B')?.status).toBe('FAILED');
+      expect(ids(s, 'B')).toEqual([]);
+      expect(store.rows.get('A')!.servedAccountIds).toEqual(['424242']);
+      // C deleted: A starts again and serves both; B stays refused.
+      store.rows.delete('C');
+      events.length = 0;
+      await s.removeConnection('C');
+      await next(s, (e) => e.type === 'accounts' && e.connectionId === 'A' && e.accounts.length === 2);
+      expect(ids(s, 'A')).toEqual(['424242', '777']);
+      expect(s.status('B')?.status).toBe('FAILED');
     });
 
     it('the one that served first keeps the id though it is newer; the other starts again once the owner no longer reports it', async () => {
