@@ -43,7 +43,12 @@ export interface ConnectionSyncOptions<ConnectionRecord extends SyncedConnection
   prepare?(record: ConnectionRecord): Promise<boolean>;
   /** Called once for every connection a comparison sees (what is needed after its record is gone is read here). */
   noticed?(record: ConnectionRecord): void;
-  /** After the actor of a connection whose record is gone was stopped, with the accounts it reported. */
+  /**
+   * The accounts a connection whose record is gone takes with it, read before its actor stops (what
+   * it reported when not given: accounts the one it refused then takes over must not count).
+   */
+  leaving?(record: ConnectionRecord): string[];
+  /** After the actor of a connection whose record is gone was stopped, with `leaving`'s accounts. */
   retired?(record: ConnectionRecord, accountIds: string[]): Promise<void>;
   logger: Logger;
   recheckMs?: number;
@@ -91,7 +96,7 @@ export function startConnectionSync<ConnectionRecord extends SyncedConnection>(o
   }
 
   async function retire(id: string, record: ConnectionRecord | undefined, gone: boolean): Promise<void> {
-    const accountIds = opts.gateway.accounts(id).map((a) => a.id);
+    const accountIds = gone && record && opts.leaving ? opts.leaving(record) : opts.gateway.accounts(id).map((a) => a.id);
     await opts.gateway.removeConnection(id);
     log.info({ connectionId: id, gone }, gone ? 'actor of a removed connection stopped' : 'actor of a disabled connection stopped');
     if (gone && record && opts.retired) await opts.retired(record, accountIds).catch((err: unknown) => log.warn({ err, connectionId: id }, 'cleaning up after a removed connection failed'));

@@ -235,7 +235,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
 
   /** Stops a refused connection's actor; it stays listed as running (the sync starts it not) and FAILED with why. */
   function refuse(connectionId: string, by: string, accountId: string): void {
-    const detail = `account ${accountId} is also an account of connection ${by}, which served it first: a user's account ids must be unique across their connections. Delete one of them (this one then starts again), or give this one other credentials`;
+    const detail = `account ${accountId} is also an account of connection ${by}, which served it first: a user's account ids must be unique across their connections. Delete one of them (this one then starts again), give this one other credentials, or reconnect it once its broker no longer reports that account`;
     refused.set(connectionId, { by, accountId, detail });
     log.warn({ connectionId, by, accountId }, 'connection refused: an account id another connection of its user serves');
     void stopActor(connectionId);

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { TRADOVATE_APP_DEFAULTS, TRADOVATE_URLS, type BrokerCredentials, type BrokerKind, type Environment } from '../domain/connections.js';
 import { checkQuota } from '../http/quotas.js';
-import { connectionWithLogin, loginTaken } from '../store/connections.js';
+import { accountsLeaving, connectionWithLogin, loginTaken } from '../store/connections.js';
 import { requestAccessToken } from '../broker/tradovate/rest-auth.js';
 import { AppError } from '../domain/problems.js';
 import { note, parseCommand, print, readStdinLines, resolveUser, runCommand, table, UsageError, withStore, type StoreFlags } from './store-command.js';
@@ -175,8 +175,13 @@ async function changeConnection(sub: 'remove' | 'disable' | 'enable', args: stri
   await withStore(values, async (store) => {
     const record = store.connections.byId(id);
     if (!record) throw new AppError('NOT_FOUND', `unknown connection '${id}'`);
-    if (sub === 'remove') await store.connections.remove(record.userId, id);
-    else await store.connections.setDisabled(id, sub === 'disable');
+    if (sub === 'remove') {
+      // Its webhook tokens become inactive here too, as a DELETE through the API makes them: with no
+      // server running, nothing else would (the accounts it served are stored with it).
+      const accountIds = accountsLeaving(record, store.connections.listByUser(record.userId));
+      await store.connections.remove(record.userId, id);
+      await store.webhookTokens.deactivateForAccounts(record.userId, accountIds, `its connection ${id} was deleted`);
+    } else await store.connections.setDisabled(id, sub === 'disable');
   });
   print(`${sub === 'remove' ? 'removed' : `${sub}d`} connection ${id}`);
   return 0;

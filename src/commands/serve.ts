@@ -25,6 +25,7 @@ import { startHttpServer, type HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type LmdbStore, type ConnectionRecord } from '../store/index.js';
+import { accountsLeaving } from '../store/connections.js';
 import type { ConnectionSpec } from '../domain/connections.js';
 import { JOURNAL, SERVE } from '../tuning.js';
 import { bootstrapDemo, DEMO_CREDENTIALS_FILE, type DemoCredentials } from './demo.js';
@@ -95,11 +96,11 @@ function syncConnections(store: LmdbStore, supervisor: Supervisor, gateway: Acto
     noticed(record) {
       if (record.broker === 'paper' && paper) logins.set(record.id, store.connections.credentials(record.id).name);
     },
+    // Accounts another of the user's connections still serves or claims keep their tokens, as a DELETE through the
+    // API leaves them (re-probe: removed with the CLI, it made the other connection's account's token refuse its exits).
+    leaving: (record) => accountsLeaving(record, store.connections.listByUser(record.userId), (id) => gateway.accounts(id).map((a) => a.id)),
     async retired(record, accountIds) {
-      // Accounts another of the user's connections still reports keep their tokens, as a DELETE through the API
-      // leaves them (re-probe: removed with the CLI, it made the other connection's account's token refuse its exits).
-      const elsewhere = new Set(store.connections.listByUser(record.userId).filter((c) => c.id !== record.id).flatMap((c) => gateway.accounts(c.id).map((a) => a.id)));
-      await store.webhookTokens.deactivateForAccounts(record.userId, accountIds.filter((a) => !elsewhere.has(a)), `its connection ${record.id} was deleted`);
+      await store.webhookTokens.deactivateForAccounts(record.userId, accountIds, `its connection ${record.id} was deleted`);
       const login = logins.get(record.id);
       logins.delete(record.id);
       if (login && paper) await paper.broker.closeLogin(login);

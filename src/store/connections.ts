@@ -108,6 +108,19 @@ export function patchedConnection<R extends ConnectionRecord & { sealedCredentia
   };
 }
 
+/**
+ * The account ids whose webhook tokens a deleted connection takes with it: those it serves now
+ * (`live`) or claims (`servedAccountIds`: a refused, disabled or failing connection serves
+ * nothing live, re-probe: its tokens stayed active and the next alert filled at the broker of the
+ * connection that took the id over), less those another connection of the user serves or claims
+ * (the same broker login added twice before that was refused keeps its tokens). Read before the
+ * connection's actor stops: the one it refused may take the id over at once.
+ */
+export function accountsLeaving(record: ConnectionRecord, userConnections: readonly ConnectionRecord[], live: (connectionId: string) => readonly string[] = () => []): string[] {
+  const elsewhere = new Set(userConnections.filter((c) => c.id !== record.id).flatMap((c) => [...live(c.id), ...(c.servedAccountIds ?? [])]));
+  return [...new Set([...live(record.id), ...(record.servedAccountIds ?? [])])].filter((a) => !elsewhere.has(a));
+}
+
 /** What names a broker login: the broker, where it runs, and the user name there. */
 export interface BrokerLogin {
   broker: BrokerKind;

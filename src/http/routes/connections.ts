@@ -8,7 +8,7 @@ import { AppError } from '../../domain/problems.js';
 import { connectionSpecFor } from '../../actors/connection-spec.js';
 import { ReconnectThrottle } from '../reconnect-throttle.js';
 import { randomBase62 } from '../../store/crypto.js';
-import { brokerLoginKey, connectionWithLogin, loginTaken, type ConnectionRecord, type NewConnection } from '../../store/connections.js';
+import { accountsLeaving, brokerLoginKey, connectionWithLogin, loginTaken, type ConnectionRecord, type NewConnection } from '../../store/connections.js';
 import { defineRoute, type RouteContext, type RouteDef } from '../route-types.js';
 import type { BrokerCredentials } from '../../domain/connections.js';
 import {
@@ -111,9 +111,7 @@ export function connectionRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       const record = deps.store.connections.getForUser(userId, id);
       if (!record) throw new AppError('NOT_FOUND', 'Not found');
       refuseNarrowedKey(ctx.auth, 'delete connections');
-      // Accounts another of the user's connections still serves (the same broker login added twice) keep their tokens.
-      const elsewhere = new Set(deps.store.connections.listByUser(userId).filter((c) => c.id !== id).flatMap((c) => deps.gateway.accounts(c.id).map((a) => a.id)));
-      const accountIds = deps.gateway.accounts(id).map((a) => a.id).filter((a) => !elsewhere.has(a));
+      const accountIds = accountsLeaving(record, deps.store.connections.listByUser(userId), (c) => deps.gateway.accounts(c).map((a) => a.id));
       const login = record.broker === 'paper' && deps.paper ? deps.store.connections.credentials(id).name : undefined;
       // The record goes first: the sync of other processes' changes (connection-sync.ts) starts
       // any stored connection without an actor, so it must not see this one stopped but stored.

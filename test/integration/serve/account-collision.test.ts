@@ -74,6 +74,11 @@ describe('an account id two of a user’s connections report', () => {
     expect(refused.detail).toContain(`account ${id} is also an account of connection ${first}, which served it first`);
     expect(refused.accountIds).toEqual([]);
 
+    // A webhook token bound to the id while the first serves it.
+    const token = await alice('POST', '/api/v1/webhook-tokens', { accountId: id, name: 'tv' });
+    expect(token.status, token.text).toBe(201);
+    // (By path: the service listens on another port after the restart below.)
+    const hook = (body: object) => http(service!.url, 'POST', `/api/v1/webhooks/${token.json.token as string}`, { body });
     const listed = (await alice('GET', '/api/v1/accounts')).json.data as { id: string; connectionId: string }[];
     expect(listed.filter((x) => x.id === id)).toEqual([expect.objectContaining({ id, connectionId: first })]);
     const order = await alice('POST', `/api/v1/accounts/${id}/orders`, { symbol: 'ESZ6', side: 'buy', qty: 1, type: 'market' });
@@ -113,6 +118,11 @@ describe('an account id two of a user’s connections report', () => {
       return c?.status === 'CONNECTED' && c.accountIds.length > 0 ? c : undefined;
     }, 'the second connection started', 20_000);
     expect(started.accountIds).toEqual([id]);
+    // The first's token went with it (re-probe: it stayed active, and its next alert filled at the second's broker).
+    const alert = await hook({ action: 'buy', symbol: 'ESZ6', qty: 1 });
+    expect(alert.status, alert.text).toBe(403);
+    expect(alert.json).toMatchObject({ code: 'ACCOUNT_INACTIVE', detail: expect.stringContaining(`its connection ${first} was deleted`) });
+    expect((await positions(b))[id] ?? 0).toBe(0);
     const again = await alice('POST', `/api/v1/accounts/${id}/orders`, { symbol: 'ESZ6', side: 'sell', qty: 2, type: 'market' });
     expect(again.status, again.text).toBe(201);
     await eventually(async () => ((await positions(b))[id] === -2 ? true : undefined), 'short 2 at the second connection’s broker', 10_000);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NewConnection } from '../../../src/store/index.js';
+import { accountsLeaving, type ConnectionRecord } from '../../../src/store/connections.js';
 import { useTwoUsers } from '../../support/store.js';
 
 const world = useTwoUsers();
@@ -58,6 +59,20 @@ describe('connections.setServedAccounts', () => {
     expect(await world.t.store.connections.setServedAccounts(a.id, [])).toBe(true);
     expect(world.t.store.connections.byId(a.id)?.servedAccountIds).toEqual([]);
     expect(await world.t.store.connections.setServedAccounts('con_missing', ['1'])).toBe(false);
+  });
+});
+
+describe('accountsLeaving', () => {
+  const rec = (id: string, servedAccountIds?: string[]): ConnectionRecord => ({
+    id, userId: 'u', name: id, broker: 'paper', environment: 'paper', restUrl: 'r', wsUrl: 'w', createdAt: '', disabled: false, ...(servedAccountIds && { servedAccountIds }),
+  });
+  it('takes what a deleted connection serves or claims (a refused or stopped one serves nothing live), less what another serves or claims', () => {
+    const refused = rec('A', ['424242', '9']);
+    const others = [refused, rec('B'), rec('C', ['9'])];
+    // A refused: nothing live; B (refused by it) reports nothing yet; C claims 9.
+    expect(accountsLeaving(refused, others, () => [])).toEqual(['424242']);
+    // Live accounts count on both sides.
+    expect(accountsLeaving(rec('A'), others, (id) => (id === 'A' ? ['1', '2'] : id === 'B' ? ['2'] : []))).toEqual(['1']);
   });
 });
 
