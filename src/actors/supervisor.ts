@@ -10,11 +10,13 @@
  * connection that served the id first keeps it: what each connection serves is stored with it
  * (`served`), so that holds across restarts whichever reports first, also while the other is
  * still connecting, FAILED or disabled; with no stored claim on either side, the older one (by
- * `createdAt`, then id). The refused one's actor is stopped, its accounts dropped, and it stays
- * FAILED saying which account and which connection, until that connection is deleted or stops
- * reporting the id (it then starts again), or it is reconnected or given new credentials (it is
- * checked again). Before, the account was listed twice, orders went to whichever connection was
- * listed first (re-probe), and then to whichever reported first after a restart (re-probe).
+ * `createdAt`, then id). A connection is refused as a whole: its actor is stopped, its accounts
+ * dropped, and it stays FAILED saying which account and which connection, keeping its stored claims
+ * on the other ids it served (they pass to no one meanwhile), until that connection is deleted or
+ * stops reporting the id (it then starts again), or it is reconnected or given new credentials (it
+ * is checked again). Before, the account was listed twice, orders went to whichever connection was
+ * listed first, then to whichever reported first after a restart, and a connection refused over
+ * one id handed its other accounts to the connection it had refused (re-probes).
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
@@ -123,7 +125,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   const listeners = new Set<(e: ActorEvent) => void>();
   /** Working-order pages served by the actors, read again without a round trip (page-cache.ts). */
   const pages = new WorkingOrdersCache();
-  /** Connections refused for an account id another connection of their user reports, with why (see the file's head). */
+  /** Connections refused for an account id another connection of their user served first, with why (see the file's head). */
   const refused = new Map<string, { by: string; accountId: string; detail: string }>();
   let closed = false;
 
@@ -165,7 +167,7 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     });
   }
 
-  /** What a connection of `userId` serves or claims: live accounts once admitted, else its stored claim. */
+  /** What a connection serves or claims: its live accounts while it runs admitted, else its stored claim. */
   function claimsOf(connectionId: string, stored: ReadonlyMap<string, ServedRecord>): readonly string[] {
     const live = specs.has(connectionId) && !refused.has(connectionId) ? accounts.get(connectionId) : undefined;
     return live ? live.map((a) => a.id) : (stored.get(connectionId)?.servedAccountIds ?? []);
