@@ -188,6 +188,18 @@ export function createConnectionStore(ctx: StoreContext): ConnectionStore {
   const { connections, owners } = ctx.dbs;
   const row = rowReader<ConnectionRow>(connections);
 
+  /** Sets `change` on a stored connection durably; false when unknown. */
+  function changeRow(id: string, change: Partial<Pick<ConnectionRow, 'disabled' | 'servedAccountIds'>>): Promise<boolean> {
+    return ctx.durable(
+      connections.transaction(() => {
+        const r = row(id);
+        if (!r) return false;
+        connections.put(id, { ...r, ...change });
+        return true;
+      }),
+    );
+  }
+
   return {
     async create(input) {
       const rec = newConnectionRow(input, ctx.nowIso(), ctx.sealer);
@@ -218,27 +230,8 @@ export function createConnectionStore(ctx: StoreContext): ConnectionStore {
       return JSON.parse(ctx.sealer.open(r.sealedCredentials, connectionAad(id))) as BrokerCredentials;
     },
 
-    async setDisabled(id, disabled) {
-      return ctx.durable(
-        connections.transaction(() => {
-          const r = row(id);
-          if (!r) return false;
-          connections.put(id, { ...r, disabled });
-          return true;
-        }),
-      );
-    },
-
-    async setServedAccounts(id, accountIds) {
-      return ctx.durable(
-        connections.transaction(() => {
-          const r = row(id);
-          if (!r) return false;
-          connections.put(id, { ...r, servedAccountIds: accountIds });
-          return true;
-        }),
-      );
-    },
+    setDisabled: (id, disabled) => changeRow(id, { disabled }),
+    setServedAccounts: (id, accountIds) => changeRow(id, { servedAccountIds: accountIds }),
 
     async update(userId, id, patch) {
       if (patch.name !== undefined) checkConnectionName(patch.name);
