@@ -6,17 +6,8 @@
  * alone announces DISABLED, once, when a connection is removed: the actor stops silently.
  *
  * An account's id is unique per user (DESIGN §4): a connection that reports an account id another
- * connection of the same user serves (two brokers numbering their accounts alike) is refused. The
- * connection that served the id first keeps it: what each connection serves is stored with it
- * (`served`), so that holds across restarts whichever reports first, also while the other is
- * still connecting, FAILED or disabled; with no stored claim on either side, the older one (by
- * `createdAt`, then id). A connection is refused as a whole: its actor is stopped, its accounts
- * dropped, and it stays FAILED saying which account and which connection, keeping its stored claims
- * on the other ids it served (they pass to no one meanwhile), until that connection is deleted or
- * stops reporting the id (it then starts again), or it is reconnected or given new credentials (it
- * is checked again). Before, the account was listed twice, orders went to whichever connection was
- * listed first, then to whichever reported first after a restart, and a connection refused over
- * one id handed its other accounts to the connection it had refused (re-probes).
+ * connection of the same user served first is refused (account-claims.ts): its actor is stopped,
+ * its accounts dropped, and it stays FAILED, answering 409, until the refusal no longer holds.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../log.js';
@@ -29,6 +20,7 @@ import type { WorkerHostData, WorkerStats } from './protocol.js';
 import type { AccountRecord } from '../domain/orders.js';
 import type { ActorCallOptions, ActorEvent, ActorGateway, ActorRequest, OwedLegsChanged, ResultFor, WorkerEventMessage, WorkingOrdersPage } from './protocol.js';
 import { WorkingOrdersCache } from './page-cache.js';
+import { AccountClaims, type ClaimsStore } from './account-claims.js';
 import { connectionFailed, type ConnectionSpec, type StatusEvent } from '../domain/connections.js';
 import { NO_GUARDS, type AccountGuards, type OwedLeg } from '../domain/guards.js';
 
@@ -62,20 +54,10 @@ export interface SupervisorOptions {
   maxActors?: number;
   /**
    * The stored connections of a user with the account ids each served (the claims that decide
-   * who keeps an account id two connections report, see the file's head), and where a change is
+   * who keeps an account id two connections report: account-claims.ts), and where a change is
    * stored. Without it, only running connections count and the older one keeps the id.
    */
-  served?: {
-    of(userId: string): readonly ServedRecord[];
-    keep(connectionId: string, accountIds: string[]): Promise<unknown>;
-  };
-}
-
-/** What the supervisor reads of a stored connection to settle who serves an account id. */
-export interface ServedRecord {
-  id: string;
-  createdAt: string;
-  servedAccountIds?: readonly string[];
+  served?: ClaimsStore;
 }
 
 interface Slot {
@@ -125,8 +107,6 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
   const listeners = new Set<(e: ActorEvent) => void>();
   /** Working-order pages served by the actors, read again without a round trip (page-cache.ts). */
   const pages = new WorkingOrdersCache();
-  /** Connections refused for an account id another connection of their user served first, with why (see the file's head). */
-  const refused = new Map<string, { by: string; accountId: string; detail: string }>();
   let closed = false;
 
   /** Keeps a connection's spec in step with its guards, so a restarted worker starts with the current ones. */
@@ -167,110 +147,31 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
     });
   }
 
-  /** What a connection serves or claims: its live accounts while it runs admitted, else its stored claim. */
-  function claimsOf(connectionId: string, stored: ReadonlyMap<string, ServedRecord>): readonly string[] {
-    const live = specs.has(connectionId) && !refused.has(connectionId) ? accounts.get(connectionId) : undefined;
-    return live ? live.map((a) => a.id) : (stored.get(connectionId)?.servedAccountIds ?? []);
-  }
-
-  /** The user's stored connections by id (none without `opts.served`: the running ones only count). */
-  function storedOf(userId: string): Map<string, ServedRecord> {
-    return new Map((opts.served?.of(userId) ?? []).map((r) => [r.id, r]));
-  }
-
-  /**
-   * Settles a collision the accounts `event` brings: the connection that loses is refused. The
-   * one whose stored claim names the id keeps it (it served it first); with both or neither, the
-   * older (`createdAt`, then id). False when the reporting connection itself lost.
-   */
-  function admitAccounts(event: Extract<ActorEvent, { type: 'accounts' }>): boolean {
-    const spec = specs.get(event.connectionId);
-    if (!spec) return true;
-    const stored = storedOf(spec.userId);
-    const mine = new Set(stored.get(spec.connectionId)?.servedAccountIds ?? []);
-    const reported = new Set(event.accounts.map((a) => a.id));
-    const others = new Set([...stored.keys(), ...[...specs.values()].filter((o) => o.userId === spec.userId).map((o) => o.connectionId)]);
-    others.delete(spec.connectionId);
-    // Every id it shares with another first: refused over one, it takes none (a refused connection
-    // keeps its claims on the others, so its accounts pass to no one: re-probe, where refusing a
-    // connection over one id handed its open position's account to another broker).
-    const won: [otherId: string, accountId: string][] = [];
-    for (const otherId of others) {
-      const other = { createdAt: stored.get(otherId)?.createdAt ?? specs.get(otherId)?.createdAt, connectionId: otherId };
-      const theirStored = stored.get(otherId)?.servedAccountIds ?? [];
-      for (const shared of claimsOf(otherId, stored)) {
-        if (!reported.has(shared)) continue;
-        const theirs = theirStored.includes(shared);
-        if (theirs !== mine.has(shared) ? theirs : older(other, spec)) {
-          refuse(spec.connectionId, otherId, shared);
-          return false;
-        }
-        won.push([otherId, shared]);
-      }
-    }
-    const lost = new Map<string, string[]>();
-    for (const [otherId, accountId] of won) lost.set(otherId, [...(lost.get(otherId) ?? []), accountId]);
-    for (const [otherId, accountIds] of lost) {
-      // Its stored claims on them go (not those on other ids); running and serving them, it is refused.
-      const claims = stored.get(otherId)?.servedAccountIds ?? [];
-      if (claims.some((id) => accountIds.includes(id))) keepServed(otherId, claims.filter((id) => !accountIds.includes(id)));
-      if (specs.has(otherId) && !refused.has(otherId)) refuse(otherId, spec.connectionId, accountIds[0]!);
-    }
-    keepServed(spec.connectionId, [...reported], stored.get(spec.connectionId)?.servedAccountIds);
-    // Connections it refused for an id it no longer reports start again (checked when they report).
-    for (const [id, why] of [...refused]) if (why.by === spec.connectionId && !reported.has(why.accountId)) readmit(id);
-    return true;
-  }
-
-  /** Whether `a` is older than `b` (by `createdAt`, then id). */
-  function older(a: { createdAt?: string | undefined; connectionId: string }, b: { createdAt?: string | undefined; connectionId: string }): boolean {
-    const at = a.createdAt ?? '';
-    const bt = b.createdAt ?? '';
-    return at !== bt ? at < bt : a.connectionId < b.connectionId;
-  }
-
-  /** Stores what a connection serves when it changed (not awaited: a write that fails is logged, and made again at its next report). */
-  function keepServed(connectionId: string, accountIds: string[], before?: readonly string[]): void {
-    if (!opts.served || (before && before.length === accountIds.length && before.every((id, i) => id === accountIds[i]))) return;
-    opts.served.keep(connectionId, accountIds).catch((err: unknown) => log.error({ err, connectionId }, 'storing the accounts a connection serves failed'));
-  }
-
-  /** Stops a refused connection's actor; it stays listed as running (the sync starts it not) and FAILED with why. */
-  function refuse(connectionId: string, by: string, accountId: string): void {
-    const detail = `account ${accountId} is also an account of connection ${by}, which served it first: a user's account ids must be unique across their connections. Delete one of them (this one then starts again), give this one other credentials, or reconnect it once its broker no longer reports that account`;
-    refused.set(connectionId, { by, accountId, detail });
-    log.warn({ connectionId, by, accountId }, 'connection refused: an account id another connection of its user serves');
-    void stopActor(connectionId);
-    accounts.delete(connectionId);
-    publish({ type: 'accounts', connectionId, accounts: [] });
-    publish({ type: 'status', connectionId, status: 'FAILED', reason: 'fatal-error', ts: Date.now(), detail });
-  }
-
-  /** Starts a refused connection again (checked again when it reports). */
-  function readmit(connectionId: string): void {
-    refused.delete(connectionId);
-    const spec = specs.get(connectionId);
-    if (spec) startActor(spec, false).catch((err: unknown) => log.error({ err, connectionId }, 'starting a refused connection again failed'));
-  }
-
-  /**
-   * Starts again the refused connections whose refusal no longer holds: the connection that kept
-   * their id was deleted (by any process: the CLI too), or serves or claims the id no more.
-   */
-  function recheckRefusals(): void {
-    for (const [id, why] of [...refused]) {
-      const userId = specs.get(id)?.userId;
-      if (userId === undefined) continue;
-      if (!claimsOf(why.by, storedOf(userId)).includes(why.accountId)) readmit(id);
-    }
-  }
+  /** Who serves an account id two connections of a user report; the connections refused over one. */
+  const claims = new AccountClaims(
+    {
+      specs,
+      liveAccounts: (connectionId) => accounts.get(connectionId),
+      stop(connectionId, refusal) {
+        void stopActor(connectionId);
+        accounts.delete(connectionId);
+        publish({ type: 'accounts', connectionId, accounts: [] });
+        publish({ type: 'status', connectionId, status: 'FAILED', reason: 'fatal-error', ts: Date.now(), detail: refusal.detail });
+      },
+      start(connectionId) {
+        startActor(specs.get(connectionId)!, false).catch((err: unknown) => log.error({ err, connectionId }, 'starting a refused connection again failed'));
+      },
+    },
+    opts.served,
+    log,
+  );
   const refusalCheck = setInterval(() => {
-    if (refused.size > 0) recheckRefusals();
+    if (claims.anyRefused) claims.recheck();
   }, SUPERVISOR.refusalRecheckMs);
   refusalCheck.unref();
 
   function publish(event: ActorEvent): void {
-    if (event.type === 'accounts' && !refused.has(event.connectionId) && !admitAccounts(event)) return;
+    if (event.type === 'accounts' && !claims.refusalOf(event.connectionId) && !claims.admit(event.connectionId, event.accounts)) return;
     if (event.type === 'guard' && event.lock !== undefined) noteGuards(event.connectionId, event.accountId, { lock: event.lock });
     if (event.type === 'status') statuses.set(event.connectionId, event);
     if (event.type === 'accounts') accounts.set(event.connectionId, event.accounts);
@@ -384,22 +285,22 @@ export function createSupervisor(opts: SupervisorOptions): Supervisor {
       }
       specs.set(spec.connectionId, spec);
       // A refused connection restarted by hand (reconnect, new credentials) is checked again when it reports.
-      refused.delete(spec.connectionId);
+      claims.forget(spec.connectionId);
       await startActor(spec, addOpts?.resume ?? false);
     },
 
     async removeConnection(connectionId) {
       const known = specs.delete(connectionId);
-      refused.delete(connectionId);
+      claims.forget(connectionId);
       await stopActor(connectionId);
       if (known) publish({ type: 'status', connectionId, status: 'DISABLED', reason: 'disabled', ts: Date.now(), detail: 'connection stopped: disabled or deleted' });
-      recheckRefusals();
+      claims.recheck();
     },
 
     async request<R extends ActorRequest>(connectionId: string, req: R, ropts?: ActorCallOptions): Promise<ResultFor<R>> {
       if (closed) throw new AppError('SHUTTING_DOWN', 'actor supervisor is closed');
       if (!specs.has(connectionId)) throw new AppError('NOT_FOUND', `connection ${connectionId} not found`);
-      const refusal = refused.get(connectionId);
+      const refusal = claims.refusalOf(connectionId);
       if (refusal) throw connectionFailed(connectionId, refusal.detail);
       // A page read again while nothing changed is answered here (the actor answers 503 itself while not CONNECTED).
       let ticket = 0;

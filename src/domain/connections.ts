@@ -49,7 +49,7 @@ export interface ConnectionSpec {
   budget: { perMinute: number; perHour: number };
   /** Per-request broker deadline. */
   requestTimeoutMs?: number;
-  /** When the connection was stored (ISO 8601): of two of a user's connections reporting one account id, the older keeps it (supervisor.ts). */
+  /** When the connection was stored (ISO 8601): of two of a user's connections reporting one account id with no stored claim, the older keeps it (account-claims.ts). */
   createdAt?: string;
   /** Risk guards and locks of the owner's accounts, by account id (stored by the front). */
   guards?: Record<string, AccountGuards>;

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActorEvent } from '../../../src/actors/protocol.js';
-import { createSupervisor, hashId, type ServedRecord, type Supervisor, type SupervisorOptions } from '../../../src/actors/supervisor.js';
+import type { ServedRecord } from '../../../src/actors/account-claims.js';
+import { createSupervisor, hashId, type Supervisor, type SupervisorOptions } from '../../../src/actors/supervisor.js';
 import type { ConnectionSpec, StatusEvent } from '../../../src/domain/connections.js';
 import { createLogger } from '../../../src/log.js';
 import { distPath } from '../../../src/paths.js';
