@@ -105,25 +105,38 @@ const DISABLED_RETRY_AFTER_S = 60;
  * of 404: one of the user's enabled connections has not reported its accounts (just started,
  * or reconnecting after a restart) → 503 BROKER_UNAVAILABLE, retry; or one gave up before it
  * ever reported any → 409 CONNECTION_FAILED, retrying cannot help. Undefined when neither.
+ * Given the account asked for, the connection that stored it as served answers first: its own
+ * state says why (a collision refusal, a bad password), where the user's first FAILED connection
+ * may be another one's.
  */
-export function unsyncedAccountsError(deps: RouteDeps, userId: string): AppError | undefined {
+export function unsyncedAccountsError(deps: RouteDeps, userId: string, accountId?: string): AppError | undefined {
+  const connections = deps.store.connections.listByUser(userId);
+  const servedIt = accountId === undefined ? undefined : connections.find((c) => c.servedAccountIds?.includes(accountId) && deps.gateway.accounts(c.id).length === 0);
+  if (servedIt) {
+    const whyNot = notReporting(deps, servedIt);
+    if (whyNot) return whyNot;
+  }
   let failed: AppError | undefined;
   let disabled: AppError | undefined;
-  for (const conn of deps.store.connections.listByUser(userId)) {
+  for (const conn of connections) {
     if (deps.gateway.accounts(conn.id).length > 0) continue;
+    const whyNot = notReporting(deps, conn);
+    if (whyNot?.code === 'CONNECTION_FAILED') failed ??= whyNot;
     // Disabled before this process saw its accounts (a restart): its accounts are simply unknown (re-probe: 404).
-    if (conn.disabled) {
-      disabled ??= connectionDisabled(conn.id);
-      continue;
-    }
-    const status = deps.gateway.status(conn.id);
-    if (status?.status === 'FAILED') failed ??= connectionFailed(conn.id, status.detail, status.retryAt);
-    else if (status?.status !== 'CONNECTED') {
-      // Which connection, and why (a login that cannot reach the broker stays CONNECTING: fuzz probe).
-      return notConnectedYet(conn.id, status);
-    }
+    else if (conn.disabled) disabled ??= whyNot;
+    else if (whyNot) return whyNot;
   }
   return failed ?? disabled;
+}
+
+/** Why a connection that reports no accounts reports none: disabled, FAILED, or not connected yet; undefined when CONNECTED. */
+function notReporting(deps: RouteDeps, conn: { id: string; disabled?: boolean }): AppError | undefined {
+  if (conn.disabled) return connectionDisabled(conn.id);
+  const status = deps.gateway.status(conn.id);
+  if (status?.status === 'FAILED') return connectionFailed(conn.id, status.detail, status.retryAt);
+  // Which connection, and why (a login that cannot reach the broker stays CONNECTING: fuzz probe).
+  if (status?.status !== 'CONNECTED') return notConnectedYet(conn.id, status);
+  return undefined;
 }
 
 /**
@@ -180,7 +193,7 @@ export function ownedAccount(deps: RouteDeps, userId: string, accountId: string)
   if (found) return found;
   // `abc` or `-1` cannot be an account of a connection still connecting (fuzz probe: 503 and a retry a second, forever).
   if (!mayBeAccountId(accountId)) throw new AppError('NOT_FOUND', 'Not found');
-  throw unsyncedAccountsError(deps, userId) ?? new AppError('NOT_FOUND', 'Not found');
+  throw unsyncedAccountsError(deps, userId, accountId) ?? new AppError('NOT_FOUND', 'Not found');
 }
 
 /** Trading needs an account its broker still reports. */

@@ -57,7 +57,7 @@ function badReference(path: string, message: string): AppError {
 function checkAccount(deps: RouteDeps, userId: string, accountId: string): void {
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   // Not known yet because a connection of the user has not reported its accounts: 503 (retry) or 409, not a final 400 (clients probe).
-  if (!found) throw (mayBeAccountId(accountId) && unsyncedAccountsError(deps, userId)) || badReference('accountId', 'not one of your accounts');
+  if (!found) throw (mayBeAccountId(accountId) && unsyncedAccountsError(deps, userId, accountId)) || badReference('accountId', 'not one of your accounts');
   if (!found.account.active) throw new AppError('ACCOUNT_INACTIVE', 'Account is inactive', { accountId });
 }
 

@@ -87,7 +87,7 @@ export function webhookAccount(deps: RouteDeps, userId: string, accountId: strin
   const found = userAccounts(deps, userId).find((a) => a.account.id === accountId);
   const disabled = found && deps.store.connections.byId(found.connectionId)?.disabled;
   if (found?.account.active && !disabled) return found;
-  const unsynced = found ? undefined : unsyncedAccountsError(deps, userId);
+  const unsynced = found ? undefined : unsyncedAccountsError(deps, userId, accountId);
   if (unsynced) throw unsynced;
   if (disabled) {
     const inactiveReason = `its connection ${found.connectionId} is disabled`;
