@@ -229,7 +229,7 @@ function operation(route: RouteDef<any, any>): Json {
     [403, route.scope === 'session' ? 'SESSION_REQUIRED (an API key was sent) or CSRF_REJECTED' : 'INSUFFICIENT_SCOPE (requiredScope)', keyed],
     [404, route.scope === 'webhook' ? 'NOT_FOUND: unknown token' : 'NOT_FOUND', route.path.includes(':')],
     [409, 'IDEMPOTENCY_KEY_IN_USE (Retry-After: 1)', !!route.idempotent],
-    [412, 'PRECONDITION_FAILED: an If-Match header other than `*` (no answer carries an ETag)', route.method !== 'GET'],
+    [412, 'PRECONDITION_FAILED: an If-Match header other than `*`, or If-None-Match: `*` (no answer carries an ETag, and the resource exists)', route.method !== 'GET'],
     // A body is read up to the limit on every route, one that takes none too (then refused 400).
     [413, 'PAYLOAD_TOO_LARGE (limitBytes)', true],
     [415, 'UNSUPPORTED_MEDIA_TYPE', !!route.body],

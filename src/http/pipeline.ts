@@ -183,11 +183,7 @@ function runAfterBody(deps: PipelineDeps, ex: Exchange): Promise<void> | undefin
     logLine(deps, ex, 200);
     return undefined;
   }
-  // No representation here carries an entity tag, so `If-Match` naming one is false (RFC 9110
-  // §13.1.1): 412, nothing done. Ignored, it let a client's optimistic-concurrency write through
-  // (clients probe). `*` holds: the route's resource exists, or the route answers 404 itself.
-  const ifMatch = ex.route!.method !== 'GET' ? ex.headers['if-match'] : undefined;
-  if (ifMatch !== undefined && ifMatch.trim() !== '*') throw new AppError('PRECONDITION_FAILED', 'If-Match names an entity tag this service never issued (it issues none): nothing was done. Send the request without If-Match');
+  if (ex.route!.method !== 'GET') refuseFalsePrecondition(ex.headers);
   if (ex.route!.idempotent === true) return idempotentThenRun(deps, ex, t1);
   // A create that does not deduplicate, sent twice under one key, makes two: refused rather than
   // ignored (clients probe: two connections, two webhook URLs, an orphan API key).
@@ -196,6 +192,23 @@ function runAfterBody(deps: PipelineDeps, ex: Exchange): Promise<void> | undefin
   if (!(stop instanceof Promise)) return replyStage(deps, ex, stop);
   ex.handle.holdInput();
   return stop.then((s) => replyStage(deps, ex, s)).catch((err: unknown) => failedStage(deps, ex, err));
+}
+
+/**
+ * A write whose precondition is false is not carried out (RFC 9110 §13.1): 412, nothing done.
+ * No representation here carries an entity tag, so `If-Match` naming one is false (ignored, it
+ * let a client's optimistic-concurrency write through: clients probe); `*` holds, the route's
+ * resource exists (or the route answers 404 itself). `If-None-Match: *` ("only if there is none")
+ * is false for the same reason (fuzz probe: a strategy renamed, guards replaced); naming tags,
+ * it holds, as none matches.
+ */
+function refuseFalsePrecondition(headers: Readonly<Record<string, string>>): void {
+  const ifMatch = headers['if-match'];
+  if (ifMatch !== undefined && ifMatch.trim() !== '*') throw new AppError('PRECONDITION_FAILED', 'If-Match names an entity tag this service never issued (it issues none): nothing was done. Send the request without If-Match');
+  const ifNoneMatch = headers['if-none-match'];
+  if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim() === '*')) {
+    throw new AppError('PRECONDITION_FAILED', 'If-None-Match: * asks for the write only where the resource does not exist, and it does: nothing was done. Send the request without If-None-Match');
+  }
 }
 
 /** A trading route: its idempotency record first (replay, 409, 422, or a claim), then the handler. */
@@ -249,8 +262,6 @@ export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
       closeConnection: true,
     };
   }
-  const repeated = repeatedHeaderError(ex.repeatedHeaders ?? []);
-  if (repeated) return { reply: appErrorReply(repeated) };
   const fixed = deps.fixedRoute(ex.method, ex.path, ex.headers);
   if (fixed) {
     const page = ex.path.length > 1 && ex.path.endsWith('/') ? ex.path.slice(0, -1) : ex.path;
@@ -258,6 +269,10 @@ export function routeStage(deps: PipelineDeps, ex: Exchange): Stop | undefined {
     ex.routeLabel = FIXED_PAGES.has(page) ? page : 'web';
     return { reply: fixed };
   }
+  // The API's credentials and request identity must come once (request-head.ts). The fixed pages
+  // read none of them: a health check behind a proxy that repeats a header is still answered (fuzz probe: 400).
+  const repeated = repeatedHeaderError(ex.repeatedHeaders ?? []);
+  if (repeated) return { reply: appErrorReply(repeated) };
   const relative = stripApiPrefix(ex.path);
   const match = relative === undefined ? ({ kind: 'not-found' } as const) : deps.router.match(ex.method, relative);
   if (match.kind === 'not-found') return { reply: problemReply('NOT_FOUND') };

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, startServe, type Served } from '../../support/processes.js';
 import { http } from '../../support/http.js';
+import { parseResponses, rawExchange, rawRequest } from '../../support/raw-http.js';
 import { simState } from '../../support/sim.js';
 
 let s: Served;
@@ -126,6 +127,37 @@ describe('rate limit', () => {
     expect((await simState(s)).orders.length).toBe(orders);
     const any = await http(s.url, 'PUT', guardsPath, { key: s.apiKey, body: { maxOrderQty: 50 }, headers: { 'if-match': '*' } });
     expect(any.status, any.text).toBe(200);
+    // The status line names the reason (fuzz probe: `412 Status`).
+    const raw = await rawExchange(s.url, [rawRequest('PUT', guardsPath, [['X-API-Key', s.apiKey], ['Content-Type', 'application/json'], ['If-Match', '"x"']], '{}')]);
+    expect(raw.text.split('\r\n')[0]).toBe('HTTP/1.1 412 Precondition Failed');
+  });
+
+  it('a write under If-None-Match: * ("only if none exists") is 412 and does nothing; naming tags, it goes through (fuzz probe: a strategy renamed, guards replaced)', async () => {
+    const guardsPath = `/api/v1/accounts/${acc}/guards`;
+    const before = (await http(s.url, 'GET', guardsPath, { key: s.apiKey })).json;
+    for (const value of ['*', '"a", *']) {
+      const r = await http(s.url, 'PUT', guardsPath, { key: s.apiKey, body: { maxOrderQty: 3 }, headers: { 'if-none-match': value } });
+      expect(r.status, r.text).toBe(412);
+      expect(r.json.code).toBe('PRECONDITION_FAILED');
+    }
+    expect((await http(s.url, 'GET', guardsPath, { key: s.apiKey })).json).toEqual(before);
+    const strategies = await http(s.url, 'GET', '/api/v1/strategies', { key: s.apiKey });
+    const made = await http(s.url, 'POST', '/api/v1/strategies', { key: s.apiKey, body: { name: 'inm' }, headers: { 'if-none-match': '*' } });
+    expect(made.status, made.text).toBe(412);
+    expect((await http(s.url, 'GET', '/api/v1/strategies', { key: s.apiKey })).json).toEqual(strategies.json);
+    const tagged = await http(s.url, 'PUT', guardsPath, { key: s.apiKey, body: { maxOrderQty: 40 }, headers: { 'if-none-match': '"v1"' } });
+    expect(tagged.status, tagged.text).toBe(200);
+    // A read ignores it.
+    expect((await http(s.url, 'GET', guardsPath, { key: s.apiKey, headers: { 'if-none-match': '*' } })).status).toBe(200);
+  });
+
+  it('the fixed pages answer whatever headers come twice; the API refuses its credentials twice (fuzz probe: /healthz 400 behind a proxy repeating a header)', async () => {
+    const twice: [string, string][] = [['Idempotency-Key', 'a'], ['Idempotency-Key', 'b'], ['X-Request-Id', 'r1'], ['X-Request-Id', 'r2']];
+    const paths = ['/healthz', '/readyz', '/openapi.json', '/api/v1/me'];
+    const { text } = await rawExchange(s.url, paths.map((path) => rawRequest('GET', path, path.startsWith('/api/') ? [...twice, ['X-API-Key', s.apiKey]] : twice)), { waitMs: 3000 });
+    const answers = parseResponses(text, paths.map(() => 'GET'));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 400]);
+    expect(JSON.parse(answers[3]!.body)).toMatchObject({ code: 'VALIDATION_FAILED' });
   });
 
   it('150 requests on one key within a second: exactly 120 succeed, the rest 429 with Retry-After', async () => {

@@ -1,8 +1,15 @@
 /** Problem answers from thrown AppErrors (src/http/respond.ts). */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { AppError } from '../../../src/domain/problems.js';
-import { appErrorReply, DEFAULT_UNAVAILABLE_RETRY_AFTER_S, ResponseHandle, routeResponseReply } from '../../../src/http/respond.js';
+import { AppError, PROBLEMS } from '../../../src/domain/problems.js';
+import { appErrorReply, DEFAULT_UNAVAILABLE_RETRY_AFTER_S, ResponseHandle, routeResponseReply, statusLine } from '../../../src/http/respond.js';
 import { FakeResponse } from '../../support/uws.js';
+
+describe('statusLine', () => {
+  it('names the reason of every status a problem answers with (fuzz probe: `HTTP/1.1 412 Status`)', () => {
+    for (const [code, { status }] of Object.entries(PROBLEMS)) expect(statusLine(status), code).not.toMatch(/ Status$/);
+    expect(statusLine(412)).toBe('412 Precondition Failed');
+  });
+});
 
 describe('appErrorReply', () => {
   it('carries the thrower’s Retry-After', () => {
