@@ -103,6 +103,7 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
     case 'POST /accounts/:id/reactivate': {
       const account = state.accounts.get(id) ?? bad('unknown account', 404);
       const active = path.endsWith('reactivate');
+      if (active) ofLiveUser(core, account);
       if (active && !account.active && activeNamed(core, account.userId, account.entity.name as string)) bad(`an active account is named ${String(account.entity.name)}`, 409);
       state.setActive(id, active);
       return done({ id, name: account.entity.name, active });
@@ -121,7 +122,7 @@ function route(deps: ControlDeps, method: string, path: string, query: URLSearch
       return done(limitsOf(account));
     }
     case 'POST /accounts/:id/reset': {
-      const account = state.accounts.get(id) ?? bad('unknown account', 404);
+      const account = ofLiveUser(core, state.accounts.get(id) ?? bad('unknown account', 404));
       const name = body.name === undefined ? (account.entity.name as string) : typeof body.name === 'string' && body.name ? body.name : bad('name must be a non-empty string');
       const balance = positive(body.balance, 'balance');
       if (activeNamed(core, account.userId, name, id)) bad(`account ${name} exists`, 409);
@@ -263,6 +264,12 @@ function createUser(core: SimCore, body: Body): ControlResult {
   const user = state.addUser(name, password);
   const accounts = specs.map((s) => addAccount(core, user.id, s));
   return done({ userId: user.id, name, accounts }, 201);
+}
+
+/** The account, unless its login was removed (DELETE /users): nothing of it can come back (fuzz probe: a reset answered 500). */
+function ofLiveUser(core: SimCore, account: AccountState): AccountState {
+  if (!core.engine.state.users.has(account.userId)) bad(`account ${account.entity.id} belonged to a login that was removed`, 409);
+  return account;
 }
 
 /**

@@ -71,6 +71,12 @@ describe('DELETE /control/users?name=', () => {
     expect((await ctl(sim, 'GET', '/state')).body.users).toEqual([]);
     expect((await ctl(sim, 'POST', '/users', { name: 'ann', password: 'pw', accounts: [{ name: 'ann-A' }] })).status).toBe(201);
     expect((await ctl(sim, 'DELETE', '/users?name=nobody')).status).toBe(404);
+    // Its accounts cannot come back: 409, not a 500 (fuzz probe).
+    for (const action of ['reset', 'reactivate']) {
+      const r = await ctl(sim, 'POST', `/accounts/${u.accountIds[0]}/${action}`, {});
+      expect(r, action).toEqual({ status: 409, body: { error: `account ${u.accountIds[0]} belonged to a login that was removed` } });
+    }
+    expect((await ctl(sim, 'POST', `/accounts/${u.accountIds[0]}/deactivate`, {})).status).toBe(200);
   });
 });
 
