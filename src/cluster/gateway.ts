@@ -2,7 +2,13 @@
  * The cluster's ActorGateway (README "Running a cluster"): the HTTP front calls it exactly as
  * it calls the supervisor on a single node. A request for a connection whose actor runs on
  * this node goes straight to the local supervisor; any other goes by NATS request/reply to
- * `<prefix>.actor.<connection>`, which only the node running that actor subscribes to. The
+ * `<prefix>.actor.<connection>.<epoch>`, which only the node running that actor under that owner
+ * epoch subscribes to. Addressed by the epoch of the current owner record, a request never reaches
+ * a previous owner: a node that hangs (a long pause, a half-open link) keeps its subscriptions
+ * until the NATS server stops waiting for its pings, minutes later, and with one subject per
+ * connection it went on getting a share of the requests after another node took the connection
+ * over: orders timed out, alerts waited on it, and a kill switch answered 200 never reached the
+ * running actor (cluster probe). The
  * request and its result are the same plain data as across the thread boundary
  * (actors/protocol.ts), errors as ErrorData. No responders (nobody runs it right now: a node
  * died and its lease has not ended yet) → 503 BROKER_UNAVAILABLE with Retry-After; no answer
@@ -178,9 +184,8 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     const stops = this.stopsAsked.get(connectionId) ?? 0;
     await this.stopping.get(connectionId)?.catch(() => undefined);
     if ((this.stopsAsked.get(connectionId) ?? 0) !== stops) return;
-    const subject = this.subjectOf(connectionId);
-    // A queue group: should two nodes ever both subscribe, a request still reaches one of them.
-    const sub = this.opts.nc.subscribe(subject, { queue: 'owner', callback: (err, msg) => (err ? undefined : void this.serve(connectionId, msg)) });
+    // Its epoch's own subject: no other node ever runs the connection under this epoch.
+    const sub = this.opts.nc.subscribe(this.subjectOf(connectionId, epoch), { callback: (err, msg) => (err ? undefined : void this.serve(connectionId, msg)) });
     let release!: () => void;
     const run: Local = { epoch, sub, silent: false, stopping: false, started: new Promise<void>((r) => (release = r)), calls: new Set() };
     this.local.set(connectionId, run);
@@ -239,11 +244,12 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     const id = spec.connectionId;
     const manual = opts?.manual ?? false;
     if (this.local.has(id)) return this.restartLocal(id, manual);
-    const watch = this.whenOwnerChanges(id);
+    const epoch = this.ownerEpoch(id);
+    const watch = this.whenOwnerChanges(id, epoch);
     let reply;
     try {
       const asked: RestartAsked = { restart: true, ...(manual && { manual }) };
-      reply = await Promise.race([this.opts.nc.request(this.subjectOf(id), JSON.stringify(asked), { timeout: this.callTimeoutMs }), watch.moved]);
+      reply = await Promise.race([this.opts.nc.request(this.subjectOf(id, epoch), JSON.stringify(asked), { timeout: this.callTimeoutMs }), watch.moved]);
     } catch (err) {
       // Nobody runs it: whichever node takes it starts it with what is stored now.
       if (isNoResponders(err)) return;
@@ -300,10 +306,11 @@ export class ClusterGateway implements ActorGateway, ActorHost {
       if (cancelled()) throw new RequestNotSentError('the client went away before the request was sent');
     }
     let reply;
-    const watch = this.whenOwnerChanges(connectionId);
+    const epoch = this.ownerEpoch(connectionId);
+    const watch = this.whenOwnerChanges(connectionId, epoch);
     try {
       const body: Forwarded = { req, timeoutMs };
-      reply = await Promise.race([this.opts.nc.request(this.subjectOf(connectionId), JSON.stringify(body), { timeout: timeoutMs + CLUSTER.forwardGraceMs }), watch.moved]);
+      reply = await Promise.race([this.opts.nc.request(this.subjectOf(connectionId, epoch), JSON.stringify(body), { timeout: timeoutMs + CLUSTER.forwardGraceMs }), watch.moved]);
     } catch (err) {
       throw forwardError(connectionId, err, timeoutMs);
     } finally {
@@ -314,7 +321,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     // Idempotency-Key reconciles on the new owner; anything else 503 (cluster probe: ~15 s wait).
     if (reply === null) {
       throw EFFECTFUL_REQUESTS.has(req.type)
-        ? new AppError('BROKER_TIMEOUT', `the node running ${connectionId} stopped before it answered (another node took the connection over): ${req.type} may have reached the broker; retry with the same Idempotency-Key`)
+        ? new AppError('BROKER_TIMEOUT', `the node running ${connectionId} stopped before it answered (another node took the connection over): ${req.type} may have reached the broker; retry with the same Idempotency-Key`, { ownerChanged: true })
         : new AppError('BROKER_UNAVAILABLE', `the node running ${connectionId} stopped before it answered (another node took the connection over); retry`, moving(), 1);
     }
     const result = reply.json<Result<ResultFor<R>>>();
@@ -330,7 +337,9 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     const run = this.local.get(connectionId);
     if (run && !run.stopping) return this.turns.takeNow(key, mode) ?? this.turns.take(key, mode);
     const id = randomUUID();
-    const subject = this.subjectOf(connectionId);
+    const epoch = this.ownerEpoch(connectionId);
+    // Its end goes where the turn was asked for, whoever runs the connection by then.
+    const subject = this.subjectOf(connectionId, epoch);
     const end = (): void => {
       try {
         this.opts.nc.publish(subject, JSON.stringify({ endTurn: id } satisfies TurnEnded));
@@ -338,7 +347,7 @@ export class ClusterGateway implements ActorGateway, ActorHost {
         this.log.warn({ err, connectionId }, 'ending an alert turn on the owner failed (its safety timer ends it)');
       }
     };
-    const watch = this.whenOwnerChanges(connectionId);
+    const watch = this.whenOwnerChanges(connectionId, epoch);
     let reply;
     try {
       const asked: TurnAsked = { turn: { id, key, mode } };
@@ -394,12 +403,20 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   }
 
   /**
-   * Resolves with null once another node has taken the connection over (its events show a higher
-   * owner epoch than now): a call or restart waiting on the old owner will get no answer.
+   * The owner epoch a request for the connection is addressed to: its owner record's, as this
+   * node mirrors it, or a newer one its events already carry. 0 when neither is known yet (no
+   * node runs it: the request finds no responders, a retryable 503).
    */
-  private whenOwnerChanges(connectionId: string): { moved: Promise<null>; stop(): void } {
+  private ownerEpoch(connectionId: string): number {
+    return Math.max(this.ownership?.ownerOf(connectionId)?.epoch ?? 0, this.opts.feed.epochOf(connectionId));
+  }
+
+  /**
+   * Resolves with null once another node has taken the connection over from the owner of `epoch`
+   * (its events show a higher owner epoch): a call or restart waiting on that owner will get no answer.
+   */
+  private whenOwnerChanges(connectionId: string, epoch: number): { moved: Promise<null>; stop(): void } {
     const feed = this.opts.feed;
-    const epoch = feed.epochOf(connectionId);
     let stop = (): void => undefined;
     const moved = new Promise<null>((resolve) => {
       // Nothing known of its owner yet: no change to look for.
@@ -448,8 +465,8 @@ export class ClusterGateway implements ActorGateway, ActorHost {
     await this.opts.supervisor.close();
   }
 
-  private subjectOf(connectionId: string): string {
-    return `${this.opts.prefix}.actor.${connectionId}`;
+  private subjectOf(connectionId: string, epoch: number): string {
+    return `${this.opts.prefix}.actor.${connectionId}.${epoch}`;
   }
 
   /** A call into the actor this node runs; one stopped (or stopping) since the caller looked is a 503 (it is moving). */

@@ -233,13 +233,18 @@ export function guardRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           // sent again until a running actor has it (one that started before the write).
           // BROKER_TIMEOUT: the actor took the lock, its flatten outlasts the call (a slow broker): the
           // lock is in force and the flatten goes on (fault probe: 504 for a lock already in force).
-          if (err instanceof AppError && err.code === 'BROKER_TIMEOUT') {
+          // Not when the connection changed node meanwhile: the node that had the call stopped (or
+          // hangs), and the one running it now may have started without the lock; it is delivered
+          // there below, before the answer (cluster probe: 200 "locked", and entries sent after it
+          // filled on the new owner).
+          const ownerChanged = err instanceof AppError && err.extensions['ownerChanged'] === true;
+          if (err instanceof AppError && err.code === 'BROKER_TIMEOUT' && !ownerChanged) {
             await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
             ctx.log.warn({ accountId: target.accountId, err: err.message }, 'kill switch answered before its flatten finished');
             const why = `not confirmed yet: ${err.message}. The lock holds and the flatten goes on (GET …/guards shows the lock, GET …/positions what is left)`;
             return { status: 200, body: { ...guardsView(deps, userId, target.accountId, null), flatten: body.flatten ? { error: why } : null } };
           }
-          if (!(err instanceof AppError) || err.code !== 'BROKER_UNAVAILABLE') throw err;
+          if (!(err instanceof AppError) || (err.code !== 'BROKER_UNAVAILABLE' && !ownerChanged)) throw err;
           const lock = await storeKillSwitch(ctx as RouteContext<unknown, unknown>, target.accountId, detail, body.flatten);
           // An actor that started before the write (another node took the connection over a moment
           // ago) runs without it: delivered before the answer, so no entry sent after a 200 is

@@ -136,6 +136,25 @@ describe('cluster gateway', () => {
     expect(await a.gateway.request('con_1', { type: 'working-orders', accountId: '7' })).toEqual([{ orderId: '1', served: 'a' }]);
   });
 
+  it('requests go to the owner of the newest epoch only: a previous owner that hangs, still subscribed, gets none (cluster probe: a SIGSTOPped node took a share of the requests for a minute after the takeover; orders 504, alerts and a kill switch lost)', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    // The old owner hangs: subscribed still, it never answers.
+    const hung = await node(prefix, 'hung', () => new Promise(() => undefined));
+    const fresh = await node(prefix, 'fresh', async () => ({ served: 'fresh' }), { callTimeoutMs: 300 });
+    const asker = await node(prefix, 'asker', async () => {
+      throw new Error('asker runs nothing');
+    }, { callTimeoutMs: 300 });
+    await hung.gateway.start('con_1', 1, false);
+    await until(() => asker.feed.epochOf('con_1') === 1, 'the first owner’s events');
+    await fresh.gateway.start('con_1', 2, true);
+    await until(() => asker.feed.epochOf('con_1') === 2, 'the new owner’s events');
+    const answers = await Promise.all(Array.from({ length: 12 }, () => whenServed(() => asker.gateway.request('con_1', { type: 'accounts' })).catch((e: unknown) => (e as Error).message)));
+    expect(answers).toEqual(Array.from({ length: 12 }, () => ({ served: 'fresh' })));
+    // An alert's turn too: taken on the new owner, not queued on the hung one.
+    const turn = await asker.gateway.takeTurn('con_1', 'con_1|7', 'exclusive');
+    turn.end();
+  });
+
   it('a hand-over lets the calls already in the actor finish, forwarded ones too, before it stops the actor; later calls are refused unsent; a lapsed lease stops at once (cluster probe: an order forwarded during a graceful stop answered 504 and was never placed)', async () => {
     const prefix = `t${randomBase62(8)}`;
     const log: string[] = [];

@@ -172,6 +172,25 @@ describe('a kill switch during a handover', () => {
   });
 });
 
+describe('a kill switch whose call timed out because the connection changed node', () => {
+  it('is delivered to the actor running it now before the 200, not taken as in force (cluster probe: 200 "locked" from a hung node, and entries after it filled on the new owner)', async () => {
+    const flatten = { cancelledOrderIds: [], positions: [], brokerMs: 3 };
+    const lock = { guard: 'kill_switch' as const, since: DAY.start, until: null, detail: 'kill switch (api-key)' };
+    let calls = 0;
+    w.gateway.responder.lock = () => {
+      // The first went to the node that hung; the gateway saw another take the connection over.
+      if (++calls === 1) throw new AppError('BROKER_TIMEOUT', 'the node running con_1 stopped before it answered (another node took the connection over): lock may have reached the broker; retry with the same Idempotency-Key', { ownerChanged: true });
+      return { status: status({ lock }), flatten };
+    };
+    const locked = await call(w, 'POST', '/accounts/:id/lock', { userId: w.a.userId, params });
+    expect(locked.status).toBe(200);
+    const locks = w.gateway.calls.filter((c) => c.req.type === 'lock');
+    expect(locks).toHaveLength(2);
+    expect(locks[1]!.req).toMatchObject({ since: expect.any(Number), flatten: true });
+    expect(locked.body).toMatchObject({ lock: { guard: 'kill_switch' }, flatten: { positions: [] } });
+  });
+});
+
 describe('guards and locks in every connection state (item 4)', () => {
   const setStatus = (status: 'FAILED' | 'DISABLED' | 'CONNECTING' | 'CONNECTED') =>
     w.gateway.statusOf.set(w.a.connectionId, { type: 'status', connectionId: w.a.connectionId, status, reason: 'fatal-error', ts: 1, detail: 'bad password' });
