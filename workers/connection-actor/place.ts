@@ -17,7 +17,7 @@ import { settledWithin } from './in-flight.js';
 import { flattenClock, flattenSince } from './flatten-log.js';
 import type { ComingExit } from './orphan-legs.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
-import { linkageOf, rejectReasonOf } from '../../src/broker/tradovate/order-records.js';
+import { linkageOf, rejectReasonOf, strategyBracket, type StrategyBracket } from '../../src/broker/tradovate/order-records.js';
 import { PRICE_BAND_FACTOR, referencePrice, type BracketLeg, type OrderRecord } from '../../src/domain/orders.js';
 import { checkFixedLegsFromFill, checkLegsFromFill, offsetLegs } from '../../src/domain/fill-anchor.js';
 import { priceBand } from '../../src/domain/order-plan.js';
@@ -129,7 +129,15 @@ interface LegsAtBroker {
 }
 
 /** What of the request the broker's order under its key does not match, or undefined when it is this request's. */
-function differsFrom(order: OrderRecord, req: PlaceOrderRequest, bracketAsked: boolean, bracketAtBroker: boolean, legs: LegsAtBroker, notedClientId: string | null | undefined): string | undefined {
+function differsFrom(
+  order: OrderRecord,
+  req: PlaceOrderRequest,
+  bracketAsked: boolean,
+  bracketAtBroker: boolean,
+  legs: LegsAtBroker,
+  strategy: StrategyBracket | null | undefined,
+  notedClientId: string | null | undefined,
+): string | undefined {
   if (order.side !== req.side) return 'side';
   if (order.qty !== req.qty) return 'quantity';
   if (order.symbol !== req.symbol) return 'contract';
@@ -138,13 +146,45 @@ function differsFrom(order: OrderRecord, req: PlaceOrderRequest, bracketAsked: b
   if ((req.orderType === 'stop' || req.orderType === 'stop_limit') && !samePrice(order.stopPrice, req.stopPrice)) return 'stop price';
   if (order.timeInForce !== req.timeInForce) return 'time in force';
   if (bracketAsked !== bracketAtBroker) return bracketAsked ? 'a bracket asked for, none at the broker' : 'no bracket asked for, one at the broker';
-  // Fixed-price legs are at the broker with their entry: their prices are the request's (tick offsets become prices only at the fill).
-  const tp = req.takeProfit && 'price' in req.takeProfit ? req.takeProfit.price : undefined;
-  const sl = req.stopLoss && 'price' in req.stopLoss ? req.stopLoss.price : undefined;
-  if (tp !== undefined && legs.takeProfit && !samePrice(legs.takeProfit.price, tp)) return 'take-profit price';
-  if (sl !== undefined && legs.stopLoss && !samePrice(legs.stopLoss.stopPrice, sl)) return 'stop-loss price';
+  if (bracketAsked) {
+    // Each leg asked for is at the broker, and none that was not (money probe: a retry after a 504
+    // that added a stop-loss answered 201 `reconciled`, the position without one).
+    // A strategy's whose params the broker has not shown: its legs cannot be told (none checked).
+    const missing = strategy === undefined ? legDiffers(req, legs) : strategy && strategyDiffers(req, strategy);
+    if (missing) return missing;
+  }
   // What the first attempt noted (when it got that far): a label is part of the request.
   if (notedClientId !== undefined && notedClientId !== (req.clientOrderId ?? null)) return 'clientOrderId';
+  return undefined;
+}
+
+/** Fixed-price legs are at the broker with their entry: the legs asked for, at the request's prices. */
+function legDiffers(req: PlaceOrderRequest, legs: LegsAtBroker): string | undefined {
+  if (!!req.takeProfit !== !!legs.takeProfit) return req.takeProfit ? 'a take-profit asked for, none at the broker' : 'a take-profit at the broker, none asked for';
+  if (!!req.stopLoss !== !!legs.stopLoss) return req.stopLoss ? 'a stop-loss asked for, none at the broker' : 'a stop-loss at the broker, none asked for';
+  if (isAbsolute(req.takeProfit) && legs.takeProfit && !samePrice(legs.takeProfit.price, req.takeProfit.price)) return 'take-profit price';
+  if (isAbsolute(req.stopLoss) && legs.stopLoss && !samePrice(legs.stopLoss.stopPrice, req.stopLoss.price)) return 'stop-loss price';
+  return undefined;
+}
+
+/**
+ * Offset legs become orders only at the fill, but the order strategy holds them from the start
+ * (points from the fill): the legs asked for, at the request's distances (money probe: a retry
+ * with another stop distance answered 201 `reconciled`, the stop where the first one put it).
+ */
+function strategyDiffers(req: PlaceOrderRequest, strategy: StrategyBracket): string | undefined {
+  let tp: number | null;
+  let sl: number | null;
+  try {
+    tp = offsetOf(req, req.takeProfit);
+    sl = offsetOf(req, req.stopLoss);
+  } catch {
+    return 'bracket';
+  }
+  if ((tp === null) !== (strategy.profitTarget === null)) return tp !== null ? 'a take-profit asked for, none at the broker' : 'a take-profit at the broker, none asked for';
+  if ((sl === null) !== (strategy.stopLoss === null)) return sl !== null ? 'a stop-loss asked for, none at the broker' : 'a stop-loss at the broker, none asked for';
+  if (tp !== null && !samePrice(Math.abs(strategy.profitTarget!), tp)) return 'take-profit distance';
+  if (sl !== null && !samePrice(Math.abs(strategy.stopLoss!), sl)) return 'stop-loss distance';
   return undefined;
 }
 
@@ -170,7 +210,8 @@ function reconciled(ctx: ActorContext, req: PlaceOrderRequest, id: number): Plac
   const atBroker = ctx.model.record(id, req.symbol)!;
   const legRecord = (legId: number | null) => (legId ? (ctx.model.record(legId) ?? null) : null);
   const noted = ctx.model.noteOf(id);
-  const differs = differsFrom(atBroker, req, hasBracket, link.role === 'entry', { takeProfit: legRecord(link.takeProfit), stopLoss: legRecord(link.stopLoss) }, noted ? (noted.clientOrderId ?? null) : undefined);
+  const strategy = strategyBracket(ctx.mirror, id);
+  const differs = differsFrom(atBroker, req, hasBracket, link.role === 'entry', { takeProfit: legRecord(link.takeProfit), stopLoss: legRecord(link.stopLoss) }, strategy, noted ? (noted.clientOrderId ?? null) : undefined);
   if (differs) {
     const there = `${atBroker.orderId}: ${describeAtBroker(atBroker, link.role === 'entry')}`;
     throw new AppError(

@@ -90,20 +90,39 @@ function strategyOf(mirror: Mirror, orderId: number): number | null {
   return link ? Number(link.orderStrategyId) : null;
 }
 
+/** The bracket an order strategy was started with, from its params as the broker holds them: signed points from the fill, null for a leg not asked for. */
+export interface StrategyBracket {
+  profitTarget: number | null;
+  stopLoss: number | null;
+}
+
+/**
+ * The bracket of the order strategy the order is the entry of (its params' first `brackets`
+ * entry): undefined when the order is not a strategy's, null when it is but the broker's params
+ * (not known yet, or unreadable) do not say.
+ */
+export function strategyBracket(mirror: Mirror, orderId: number): StrategyBracket | null | undefined {
+  const strategyId = strategyOf(mirror, orderId);
+  if (strategyId === null) return undefined;
+  const params = mirror.get('orderStrategy', strategyId)?.params;
+  if (typeof params !== 'string') return null;
+  try {
+    const brackets = (JSON.parse(params) as { brackets?: { profitTarget?: unknown; stopLoss?: unknown }[] }).brackets;
+    const first = Array.isArray(brackets) ? brackets[0] : undefined;
+    if (!first) return { profitTarget: null, stopLoss: null };
+    return { profitTarget: typeof first.profitTarget === 'number' ? first.profitTarget : null, stopLoss: typeof first.stopLoss === 'number' ? first.stopLoss : null };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Whether the order is the entry of an order strategy that asked for bracket legs (its params'
  * `brackets`): the broker places those legs only once the entry has filled completely.
  */
 export function strategyWantsLegs(mirror: Mirror, orderId: number): boolean {
-  const strategyId = strategyOf(mirror, orderId);
-  const params = strategyId === null ? undefined : mirror.get('orderStrategy', strategyId)?.params;
-  if (typeof params !== 'string') return false;
-  try {
-    const brackets = (JSON.parse(params) as { brackets?: { profitTarget?: unknown; stopLoss?: unknown }[] }).brackets;
-    return Array.isArray(brackets) && brackets.some((b) => typeof b?.profitTarget === 'number' || typeof b?.stopLoss === 'number');
-  } catch {
-    return false;
-  }
+  const bracket = strategyBracket(mirror, orderId);
+  return !!bracket && (bracket.profitTarget !== null || bracket.stopLoss !== null);
 }
 
 /** The order's own label (`text`, where tradegate sends a clientOrderId), if any. */

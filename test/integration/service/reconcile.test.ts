@@ -120,3 +120,44 @@ describe('a retry after a 504 is reconciled with the order the broker already ha
     expect(await strategies()).toBe(before + 1);
   });
 });
+
+describe('a retry after a 504 asking for other legs than the broker has is refused, not answered as carried out', () => {
+  it('a stop-loss added to an absolute bracket: 422 IDEMPOTENCY_KEY_REUSED, nothing placed (money probe: 201 `reconciled`, the position without its stop)', async () => {
+    const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4900, takeProfit: { price: 4950 } };
+    const before = (await brokerOrders()).length;
+    await timedOut(body, 'slow-add-sl', before + 2);
+    const retry = await post({ ...body, stopLoss: { price: 4850 } }, 'slow-add-sl');
+    expect(retry.status, retry.text).toBe(422);
+    expect(retry.json).toMatchObject({ code: 'IDEMPOTENCY_KEY_REUSED', detail: expect.stringContaining('a stop-loss asked for, none at the broker') });
+    // Left out again, the same request is the first one's: reconciled.
+    expect((await post(body, 'slow-add-sl')).json).toMatchObject({ reconciled: true });
+    expect(await brokerOrders()).toHaveLength(before + 2);
+  });
+
+  it('a relative bracket retried with another stop distance or a leg more: 422, nothing placed (money probe: 201 `reconciled`, the stop where the first one put it)', async () => {
+    const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4900, stopLoss: { ticks: 40 } };
+    const strategies = async () => new Set((await brokerOrders()).map((o) => o.strategyId).filter((id) => id !== null)).size;
+    const before = await strategies();
+    const orders = (await brokerOrders()).length;
+    await control(s.sim, 'POST', '/faults', { latencyMs: 800 });
+    try {
+      const first = await post(body, 'slow-sl-ticks');
+      expect(first.status, first.text).toBe(504);
+      await eventually(async () => (await strategies()) > before, 'the slow strategy reached the broker');
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+    }
+    // Resting: its legs are not orders yet, but the strategy at the broker holds them.
+    for (const [retryBody, why] of [
+      [{ ...body, stopLoss: { ticks: 8 } }, 'stop-loss distance'],
+      [{ ...body, takeProfit: { ticks: 40 } }, 'a take-profit asked for, none at the broker'],
+    ] as const) {
+      const retry = await post(retryBody, 'slow-sl-ticks');
+      expect(retry.status, retry.text).toBe(422);
+      expect(retry.json.detail).toContain(why);
+    }
+    expect((await post(body, 'slow-sl-ticks')).json).toMatchObject({ reconciled: true });
+    expect(await strategies()).toBe(before + 1);
+    expect(await brokerOrders()).toHaveLength(orders + 1);
+  });
+});
