@@ -259,6 +259,14 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   if (late.length > 0 && late.every(([, err]) => err instanceof AppError && err.code === 'BROKER_TIMEOUT')) {
     await ctx.mirror.waitFor(() => (late.every(([id]) => isFinal(ctx.mirror, id)) ? true : undefined), LATE_CANCEL_WAIT_MS);
   }
+  // Cancels the broker took whose orders never ended here: their events were lost (a silence
+  // shorter than the watchdog's, which reads everything again only after it), so the mirror is
+  // stale. An entry that had filled meanwhile showed no position, and the flatten answered "nothing
+  // to close" with the position open, a kill switch with it (money probe). Read again first.
+  const unended = [...sent].filter((id) => !failures.has(id) && !isFinal(ctx.mirror, id));
+  if (unended.length > 0 && (await ctx.conn.resyncNow?.(`cancels of orders ${unended.join(', ')} were answered, but the orders never ended here: events were lost`))) {
+    await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
+  }
   for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw leftUnprotected(ctx, req.accountId, working, inScope, err);
   // A cancel lost with the connection whose order ended anyway (an entry that filled meanwhile): the
   // connection is still to come back, and positions read before it is (its mirror half read again)
