@@ -116,6 +116,8 @@ export interface ClusterGatewayOptions {
   callTimeoutMs?: number;
   /** Manual restarts of one connection, at most one per this interval on its owner (RECONNECT_MIN_INTERVAL_S). */
   manualRestartMinIntervalMs?: number;
+  /** Whether this node's lease holds right now (NodeLease.holdsNow); absent: always. */
+  leaseHeld?: () => boolean;
 }
 
 /** See module comment. Implements ActorHost for Ownership, which decides what runs here. */
@@ -473,6 +475,10 @@ export class ClusterGateway implements ActorGateway, ActorHost {
   private requestLocal<R extends ActorRequest>(connectionId: string, req: R, timeoutMs: number, cancelled?: () => boolean): Promise<ResultFor<R>> {
     const run = this.local.get(connectionId);
     if (!run || run.stopping) return Promise.reject(new AppError('BROKER_UNAVAILABLE', `connection ${connectionId} is moving to another node; retry`, moving(), 1));
+    // Frozen past its lease (a long pause), this node hands on nothing it finds waiting once it runs
+    // again, before its lapse stops the actors: another node may run the connection by then, and
+    // an order waiting here would be placed twice, once by each (cluster re-probe).
+    if (this.opts.leaseHeld && !this.opts.leaseHeld()) return Promise.reject(new AppError('BROKER_UNAVAILABLE', `this node's lease on connection ${connectionId} lapsed; retry`, moving(), 1));
     const call = this.opts.supervisor.request(connectionId, req, cancelled ? { timeoutMs, cancelled } : { timeoutMs });
     run.calls.add(call);
     const done = (): void => void run.calls.delete(call);

@@ -160,6 +160,15 @@ export class NodeLease {
     return !this.lapsed;
   }
 
+  /**
+   * Whether the lease holds at this moment by the monotonic clock, not only by the lapse timer: a
+   * process that was frozen (SIGSTOP, a VM pause) past its lease handles the I/O that waited for it
+   * before that timer runs, and must not act on it (another node may run its actors by then).
+   */
+  holdsNow(): boolean {
+    return !this.lapsed && performance.now() < this.validUntil;
+  }
+
   /** Whether this node reaches NATS: a renewal sent in the last `unreachableMs` was acknowledged. */
   get reachable(): boolean {
     return this.reaching;

@@ -137,7 +137,10 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
     },
     recordsCurrent: () => store.recordsCurrent(),
     ...(opts.reconnectMinIntervalS !== undefined && { manualRestartMinIntervalMs: opts.reconnectMinIntervalS * 1000 }),
+    // The lease starts after the gateway (it needs the ownership, which needs the gateway).
+    leaseHeld: () => leaseHeld(),
   });
+  let leaseHeld = (): boolean => false;
   let ownership: Ownership | undefined;
   const reachListeners = new Set<(reachable: boolean) => void>();
   let reached = true;
@@ -172,6 +175,7 @@ export async function startClusterNode(opts: ClusterNodeOptions): Promise<Cluste
       else void Promise.all([feed.synced(), store.recordsCurrent()]).then(() => lease.reachable && tellReach(true));
     },
   });
+  leaseHeld = () => lease.holdsNow();
   ownership = await Ownership.start({
     nc,
     kvm,

@@ -83,14 +83,14 @@ async function node(
   prefix: string,
   name: string,
   answer: (id: string, req: ActorRequest) => Promise<unknown> = async () => [],
-  opts: { callTimeoutMs?: number; hangRecords?: boolean } = {},
+  opts: { callTimeoutMs?: number; hangRecords?: boolean; leaseHeld?: () => boolean } = {},
 ): Promise<Node> {
   const nc = await connect({ servers: nats.url });
   const feed = await EventFeed.start({ js: jetstream(nc), jsm: await jetstreamManager(nc), prefix, replicas: 1, nodeId: name, logger });
   const sup = scriptedSupervisor(answer);
   const records = { current: 0 };
   const recordsCurrent = opts.hangRecords ? () => new Promise<void>(() => undefined) : async () => void records.current++;
-  const gateway = new ClusterGateway({ nc, prefix, supervisor: sup, feed, specFor: spec, logger, callTimeoutMs: opts.callTimeoutMs ?? 300, recordsCurrent, manualRestartMinIntervalMs: 30_000 });
+  const gateway = new ClusterGateway({ nc, prefix, supervisor: sup, feed, specFor: spec, logger, callTimeoutMs: opts.callTimeoutMs ?? 300, recordsCurrent, manualRestartMinIntervalMs: 30_000, ...(opts.leaseHeld && { leaseHeld: opts.leaseHeld }) });
   const n = { nc, feed, gateway, sup, records };
   open.push(n);
   return n;
@@ -153,6 +153,25 @@ describe('cluster gateway', () => {
     // An alert's turn too: taken on the new owner, not queued on the hung one.
     const turn = await asker.gateway.takeTurn('con_1', 'con_1|7', 'exclusive');
     turn.end();
+  });
+
+  it('a node whose lease does not hold right now (frozen past it) sends nothing to its actor, its own calls or forwarded ones: 503, retry (cluster re-probe: what waited for a frozen node was acted on as it resumed)', async () => {
+    const prefix = `t${randomBase62(8)}`;
+    let held = true;
+    const calls: string[] = [];
+    const a = await node(prefix, 'a', async (_id, req) => {
+      calls.push(req.type);
+      return { orderId: '1' };
+    }, { leaseHeld: () => held });
+    const b = await node(prefix, 'b');
+    await a.gateway.start('con_1', 1, false);
+    await whenServed(() => b.gateway.request('con_1', { type: 'accounts' }));
+    held = false;
+    for (const gw of [a.gateway, b.gateway]) {
+      const err = await gw.request('con_1', { type: 'place-order', accountId: '7' } as unknown as ActorRequest).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'BROKER_UNAVAILABLE', message: expect.stringContaining('lease'), extensions: { nodeChanging: true } });
+    }
+    expect(calls).toEqual(['accounts']);
   });
 
   it('a hand-over lets the calls already in the actor finish, forwarded ones too, before it stops the actor; later calls are refused unsent; a lapsed lease stops at once (cluster probe: an order forwarded during a graceful stop answered 504 and was never placed)', async () => {

@@ -324,6 +324,16 @@ describe('connection ownership', () => {
     expect(a.lease.reachable).toBe(true);
   });
 
+  it('a node frozen past its lease knows at once that it does not hold it, before its lapse timer runs (cluster re-probe: a SIGSTOPped node acts on what waited for it)', async () => {
+    c = cluster();
+    const a = await c.startNode('a');
+    await until(() => a.lease.holdsNow(), 3000, 'the lease held');
+    // The event loop frozen past the lease, as SIGSTOP or a VM pause does.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, TIMING.leaseMs + 200);
+    expect(a.lease.holding).toBe(true);
+    expect(a.lease.holdsNow()).toBe(false);
+  });
+
   it('a leaving node hands its connections over at once', async () => {
     c = cluster();
     c.enabled.push('con_1', 'con_2');
