@@ -45,6 +45,22 @@ async function timedOut(body: unknown, key: string, brokerOrdersAfter: number): 
   }
 }
 
+/** Order strategies (relative brackets) at the broker on the account. */
+const strategies = async () => new Set((await brokerOrders()).map((o) => o.strategyId).filter((id) => id !== null)).size;
+
+/** As timedOut, for a relative bracket: its order strategy reaches the broker after the 504. */
+async function strategyTimedOut(body: unknown, key: string): Promise<void> {
+  const before = await strategies();
+  await control(s.sim, 'POST', '/faults', { latencyMs: 800 });
+  try {
+    const first = await post(body, key);
+    expect(first.status, first.text).toBe(504);
+    await eventually(async () => (await strategies()) > before, 'the slow strategy reached the broker');
+  } finally {
+    await control(s.sim, 'DELETE', '/faults');
+  }
+}
+
 /** A 201 body without what differs between two orders (ids, times, live state). */
 function shape(body: any): unknown {
   const strip = (o: any) =>
@@ -101,16 +117,8 @@ describe('a retry after a 504 is reconciled with the order the broker already ha
     const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market', takeProfit: { ticks: 40 }, stopLoss: { ticks: 20 } };
     const normal = await post(body, 'normal-strategy');
     expect(normal.status, normal.text).toBe(201);
-    const strategies = async () => new Set((await brokerOrders()).map((o) => o.strategyId).filter((id) => id !== null)).size;
     const before = await strategies();
-    await control(s.sim, 'POST', '/faults', { latencyMs: 800 });
-    try {
-      const first = await post(body, 'slow-strategy');
-      expect(first.status, first.text).toBe(504);
-      await eventually(async () => (await strategies()) > before, 'the slow strategy reached the broker');
-    } finally {
-      await control(s.sim, 'DELETE', '/faults');
-    }
+    await strategyTimedOut(body, 'slow-strategy');
     const retry = await post(body, 'slow-strategy');
     expect(retry.status, retry.text).toBe(201);
     expect(retry.json).toMatchObject({ reconciled: true, requestedSymbol: 'ES1!', role: 'entry', status: 'filled' });
@@ -136,17 +144,9 @@ describe('a retry after a 504 asking for other legs than the broker has is refus
 
   it('a relative bracket retried with another stop distance or a leg more: 422, nothing placed (money probe: 201 `reconciled`, the stop where the first one put it)', async () => {
     const body = { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4900, stopLoss: { ticks: 40 } };
-    const strategies = async () => new Set((await brokerOrders()).map((o) => o.strategyId).filter((id) => id !== null)).size;
     const before = await strategies();
     const orders = (await brokerOrders()).length;
-    await control(s.sim, 'POST', '/faults', { latencyMs: 800 });
-    try {
-      const first = await post(body, 'slow-sl-ticks');
-      expect(first.status, first.text).toBe(504);
-      await eventually(async () => (await strategies()) > before, 'the slow strategy reached the broker');
-    } finally {
-      await control(s.sim, 'DELETE', '/faults');
-    }
+    await strategyTimedOut(body, 'slow-sl-ticks');
     // Resting: its legs are not orders yet, but the strategy at the broker holds them.
     for (const [retryBody, why] of [
       [{ ...body, stopLoss: { ticks: 8 } }, 'stop-loss distance'],
