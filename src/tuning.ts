@@ -259,6 +259,7 @@ export interface ClusterTuning {
   unreachableMs: number;
   placementCheckMs: number;
   forwardGraceMs: number;
+  ownerChangeHoldMs: number;
   idempotencyMarkerMs: number;
   eventsMaxAgeMs: number;
 }
@@ -297,6 +298,14 @@ export const CLUSTER: Readonly<ClusterTuning> = Object.freeze({
   placementCheckMs: 5000,
   /** Forwarded actor calls wait this much longer than the owner's own deadline, so the owner's answer wins. */
   forwardGraceMs: 500,
+  /**
+   * A trading request whose node stopped answering before another took its connection over keeps
+   * its Idempotency-Key (or alert id) in flight this long: that node may hang rather than be dead,
+   * its broker socket open, and the request on it may still be carried out — until the broker
+   * drops the silent socket (Tradovate's heartbeat is 2.5 s; the paper broker drops one after 15 s
+   * of silence) or its own request deadline (10 s) has long passed. A retry meanwhile sends nothing.
+   */
+  ownerChangeHoldMs: 30_000,
   /** An idempotency marker protects its key this long past its last renewal (its node renews it every third of this while the request runs). */
   idempotencyMarkerMs: 20_000,
   /** Health events kept for Last-Event-ID resume. */

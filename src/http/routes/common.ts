@@ -9,7 +9,8 @@ import { connectionFailed, onFirstAttempt } from '../../domain/connections.js';
 import type { Config } from '../../config.js';
 import { AppError, type ProblemCode, PROBLEMS, RequestNotSentError } from '../../domain/problems.js';
 import type { Store } from '../../store/index.js';
-import type { AuthContext, ResponseDoc, RouteContext } from '../route-types.js';
+import { GoesOnError, type AuthContext, type ResponseDoc, type RouteContext } from '../route-types.js';
+import { CLUSTER } from '../../tuning.js';
 import { createWebSessions, type WebSessions } from '../session-auth.js';
 import type { PlaceOrderRequest } from '../../actors/protocol.js';
 import { QuotaGate } from '../quotas.js';
@@ -430,4 +431,20 @@ export function orderLimits(config: Config): OrderLimits {
 /** The clock in force. */
 export function nowOf(deps: RouteDeps): Date {
   return deps.now ? deps.now() : new Date();
+}
+
+/**
+ * A trading request whose cluster node stopped answering before another node took the connection
+ * over (the gateway's `ownerChanged`): that node may hang rather than be dead, and the order on its
+ * still-open broker socket may yet be carried out. Its key stays in flight for
+ * CLUSTER.ownerChangeHoldMs, so a retry with it (what the 504 says to do) answers 409
+ * IDEMPOTENCY_KEY_IN_USE meanwhile and then reconciles with whatever the broker did, never placing
+ * it a second time (cluster re-probe: the retry on the new owner filled, then the first did too).
+ * Undefined for anything else.
+ */
+export function heldAfterOwnerChange(err: unknown, holdMs = CLUSTER.ownerChangeHoldMs): GoesOnError | undefined {
+  if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT' || err.extensions['ownerChanged'] !== true) return undefined;
+  const s = Math.ceil(holdMs / 1000);
+  const answer = new AppError(err.code, `${err.message}; the node that had it may only hang, so a retry with it waits ${s} s for what the broker does (409 IDEMPOTENCY_KEY_IN_USE meanwhile)`, err.extensions, err.retryAfterSeconds);
+  return new GoesOnError(answer, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), holdMs).unref()));
 }

@@ -22,7 +22,7 @@ import {
   type ListQuery,
   type PlaceOrderBody,
 } from '../schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, ownedAccount, pageOf, paginate, requireActive, serializedPageAfter, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, guardedBy, heldAfterOwnerChange, nowOf, orderLimits, ownedAccount, pageOf, paginate, requireActive, serializedPageAfter, type RouteDeps } from './common.js';
 
 /** The 201 body: the order record, its legs as placed, and whether it was reconciled. */
 export function placedOrderView(result: PlaceOrderResult) {
@@ -129,7 +129,9 @@ export function orderRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         return { status: 200, body: dryRunBody(plan, await checkGuards(deps, ctx, owned.connectionId, plan.order)) };
       }
       const clOrdId = clOrdIdFor(ctx.auth.userId, ctx.idempotencyKey);
-      const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'api') });
+      const result = await callActor(deps, ctx, owned.connectionId, { type: 'place-order', ...plan.order, clOrdId, ...guardedBy(ctx.auth, 'api') }).catch((err: unknown) => {
+        throw (ctx.idempotencyKey !== undefined && heldAfterOwnerChange(err)) || err;
+      });
       return { status: 201, body: placedOrderView(result) };
     },
   });

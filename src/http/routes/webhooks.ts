@@ -11,7 +11,7 @@ import { defineRoute, GoesOnError, type RouteContext, type RouteDef, type RouteR
 import type { StrategyRecord } from '../../store/strategies.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults, type WebhookIntent } from '../webhook-payload.js';
-import { BROKER_ERRORS, callActor, errors, guardedBy, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
+import { BROKER_ERRORS, callActor, errors, guardedBy, heldAfterOwnerChange, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount, namesProduct, type FlattenTarget } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
@@ -239,7 +239,8 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // positions meets 409 IDEMPOTENCY_KEY_IN_USE while it goes on, and this 409 once it is
         // known done (the alert's work answered, or its flatten's follow-up found the account flat).
         const keptForRepeats = (err: AppError): AppError | GoesOnError => {
-          if (intent.kind !== 'flatten' && !flattenBegun.has(ctx)) return err;
+          // Its order went to a cluster node that stopped answering: a repeat waits for what that node's broker socket does.
+          if (intent.kind !== 'flatten' && !flattenBegun.has(ctx)) return heldAfterOwnerChange(err) ?? err;
           // Its work answered: all of it was done. Its flatten timed out: a reversal's open was not sent.
           const outcome = work.then(
             () => carriedOutConflict(err.status, ctx.requestId),

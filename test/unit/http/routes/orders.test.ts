@@ -5,6 +5,8 @@ import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
 import { cancelOrderResponseSchema, closedTradeSchema, dryRunResponseSchema, listOf, orderRecordSchema, placeOrderResponseSchema } from '../../../../src/http/schemas.js';
 import { call, callError, orderRecord, route, world, type World } from '../../../support/routes.js';
 import { thrown } from '../../../support/errors.js';
+import { GoesOnError } from '../../../../src/http/route-types.js';
+import { heldAfterOwnerChange } from '../../../../src/http/routes/common.js';
 
 let w: World;
 beforeEach(async () => {
@@ -53,6 +55,25 @@ describe('POST /accounts/:id/orders', () => {
       ['place-order', '101', { orderId: '9001', status: 'working' }],
     ]);
     expect(entries[0]!.request).toMatchObject({ symbol: 'ESZ6', via: 'api-key', requestId: 'req-1' });
+  });
+
+  it('a 504 because the cluster node that had it stopped answering holds the key (a hung node may still place it), a plain 504 does not (cluster re-probe: the retry on the new owner filled, then the first did too)', async () => {
+    w.gateway.responder['place-order'] = () => {
+      throw new AppError('BROKER_TIMEOUT', 'the node running con_1 stopped before it answered (another node took the connection over): place-order may have reached the broker; retry with the same Idempotency-Key', { ownerChanged: true });
+    };
+    const held = await callError(w, 'POST', '/accounts/:id/orders', { userId: w.a.userId, params: { id: '101' }, body: { symbol: 'ES', side: 'buy', qty: 1 }, idempotencyKey: 'k-held' });
+    expect(held).toBeInstanceOf(GoesOnError);
+    expect(held).toMatchObject({ code: 'BROKER_TIMEOUT', message: expect.stringContaining('waits 30 s') });
+    const settled = await Promise.race([(held as GoesOnError).outcome.then(() => 'freed'), new Promise((r) => setTimeout(() => r('held'), 100))]);
+    expect(settled).toBe('held');
+    // Without a key there is nothing to hold (the 504 says to look at the account first).
+    expect(await callError(w, 'POST', '/accounts/:id/orders', { userId: w.a.userId, params: { id: '101' }, body: { symbol: 'ES', side: 'buy', qty: 1 } })).not.toBeInstanceOf(GoesOnError);
+    w.gateway.responder['place-order'] = () => {
+      throw new AppError('BROKER_TIMEOUT', 'actor request place-order did not complete within 15000 ms');
+    };
+    expect(await callError(w, 'POST', '/accounts/:id/orders', { userId: w.a.userId, params: { id: '101' }, body: { symbol: 'ES', side: 'buy', qty: 1 }, idempotencyKey: 'k-plain' })).not.toBeInstanceOf(GoesOnError);
+    // The hold ends by itself: the key is freed, and the retry reconciles with what the broker did.
+    expect(await heldAfterOwnerChange(held, 20)!.outcome).toBeUndefined();
   });
 
   it('derives the clOrdId from (user, Idempotency-Key) so a retry reconciles at the broker', async () => {
