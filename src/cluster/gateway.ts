@@ -299,6 +299,9 @@ export class ClusterGateway implements ActorGateway, ActorHost {
 
   async request<R extends ActorRequest>(connectionId: string, req: R, opts?: ActorCallOptions): Promise<ResultFor<R>> {
     const timeoutMs = opts?.timeoutMs ?? this.callTimeoutMs;
+    // Frozen past its lease, this node forwards nothing that waited for it either: the client may
+    // have sent it again to another node meanwhile (see requestLocal).
+    if (this.opts.leaseHeld && !this.opts.leaseHeld()) throw new AppError('CLUSTER_UNAVAILABLE', 'This node’s cluster lease lapsed (it was paused or cut off): use another node or retry', {}, 1);
     if (this.local.has(connectionId)) return this.requestLocal(connectionId, req, timeoutMs, opts?.cancelled);
     const cancelled = opts?.cancelled;
     if (cancelled) {
