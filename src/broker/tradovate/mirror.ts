@@ -47,6 +47,9 @@ const PLURALS: Record<string, string> = {
   products: 'product',
 };
 
+/** Entity types a snapshot keeps from before (Mirror.replace). */
+const REFERENCE_TYPES = ['contract', 'product'] as const;
+
 /** Secondary indexes: entity type → fields to look entities up by. */
 const INDEXED: Record<string, string[]> = {
   orderVersion: ['orderId'],
@@ -212,8 +215,15 @@ export class Mirror {
 
   /** Replaces everything with a sync snapshot (`d` of the syncrequest answer). */
   replace(snapshot: Record<string, unknown>): void {
+    // Contracts and products are reference data that a snapshot does not carry (they are fetched
+    // by id): an id names the same contract for good. Cleared with the rest, every position was
+    // named by its contract id until the fetch after the snapshot came back, and an exit naming its
+    // symbol, or a strategy alert sizing against the position, found none (re-probe: a TradingView
+    // exit answered 200 and left the position open, an entry doubled it).
+    const kept = REFERENCE_TYPES.map((type) => [type, [...(this.tables.get(type)?.values() ?? [])]] as const);
     this.tables.clear();
     this.indexes.clear();
+    for (const [type, entities] of kept) for (const e of entities) this.upsert(type, e);
     for (const [key, value] of Object.entries(snapshot)) {
       const type = PLURALS[key];
       if (!type || !Array.isArray(value)) continue;

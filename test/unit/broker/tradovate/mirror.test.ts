@@ -10,6 +10,17 @@ test('a snapshot replaces everything that was there before', () => {
   expect(m.get('account', 9)?.name).toBe('A');
 });
 
+test('a snapshot keeps the contracts known before: a position is never named by its contract id while they are fetched again (re-probe: an exit naming the symbol found no position during a resync, and left it open)', () => {
+  const m = new Mirror();
+  m.put('contract', { id: 3, name: 'ESZ6' });
+  m.apply('position', 'Created', { id: 7, accountId: 9, contractId: 3, netPos: 1 });
+  m.replace({ positions: [{ id: 7, accountId: 9, contractId: 3, netPos: 1 }], contracts: [{ id: 4, name: 'NQZ6' }] });
+  expect(m.get('contract', 3)?.name).toBe('ESZ6');
+  expect(m.get('contract', 4)?.name).toBe('NQZ6');
+  expect(m.missingContractIds()).toEqual([]);
+  expect(m.all('position').map((p) => p.id)).toEqual([7]);
+});
+
 test('props entity may be an array; Deleted removes and unindexes', () => {
   const m = new Mirror();
   m.apply('fill', 'Created', [{ id: 1, orderId: 5, qty: 1 }, { id: 2, orderId: 5, qty: 2 }]);
