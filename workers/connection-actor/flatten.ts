@@ -7,6 +7,7 @@
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
 import { tracked } from './in-flight.js';
+import { settledWithin } from '../../src/wait.js';
 import { outstandingOrders, placementsSettled } from './place.js';
 import { cancelsSettled, forgetOwedLegs, oweAgain } from './cancel.js';
 import type { OwedLeg } from '../../src/domain/guards.js';
@@ -97,6 +98,9 @@ async function rereadPosition(ctx: ActorContext, accountId: string, symbol: stri
   }
 }
 
+/** How long after it began a flatten waits for its read of the broker's positions (see cancelAndLiquidate). */
+const POSITIONS_READ_WAIT_MS = 2_000;
+
 /** How long a flatten waits for the events of a position whose liquidation the broker refused, before judging it still open. */
 const REFUSED_FLAT_WAIT_MS = 500;
 
@@ -140,6 +144,11 @@ function endedUnfilled(ctx: ActorContext, orderId: number): boolean {
 
 async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, account: Entity, forgotten: [string, OwedLeg][], kept: OwedLeg[]): Promise<FlattenResult> {
   const t0 = performance.now();
+  // A fill whose events were lost (a partial fill in a short silence, its order's cancel seen after
+  // it) leaves the mirror flat where the broker is not, and "nothing to close" left the position
+  // open, under a kill switch too (re-probe). One read, alongside the cancels; a difference reads
+  // the whole state again.
+  const brokerPositions = ctx.conn.checkPositions?.({ recheck: false });
   await placementsSettled(ctx, req.accountId);
   // A leg cancel under way may be placing its survivor: once it is placed, it is a working order to cancel here (money probe).
   await cancelsSettled(ctx, req.accountId);
@@ -288,6 +297,9 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     }
   }
   const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);
+  // The broker's own positions, read as the flatten began, before any is judged (waited for up to
+  // POSITIONS_READ_WAIT_MS from then: at a broker slower than that, the flatten goes on without).
+  if (brokerPositions) await settledWithin(brokerPositions, Math.max(0, t0 + POSITIONS_READ_WAIT_MS - performance.now()));
 
   const outcomes: FlattenResult['positions'] = [];
   const liquidations = new Map<string, number>();

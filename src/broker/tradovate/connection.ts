@@ -442,11 +442,20 @@ export class BrokerConnection {
    * compared with has them all; a difference is read once more before it counts. One that stays
    * reads the whole state again (resyncNow).
    */
-  async checkPositions(): Promise<void> {
-    if (this.statusValue !== 'CONNECTED' || this.liveResync) return;
+  async checkPositions(opts: { recheck?: boolean } = {}): Promise<void> {
+    if (this.liveResync) {
+      await this.liveResync;
+      return;
+    }
+    if (this.statusValue !== 'CONNECTED') return;
     try {
       const first = await this.positionsDiffer();
       if (first.size === 0) return;
+      // Asked for at once (a flatten about to judge positions): a difference counts as it is.
+      if (opts.recheck === false) {
+        await this.resyncNow(`positions differ from the broker's: ${[...first].map(([key, d]) => `${key} ${d}`).join('; ')}`);
+        return;
+      }
       await new Promise((resolve) => setTimeout(resolve, POSITION_RECHECK_MS).unref());
       // Lost, not late: the same difference, neither side having moved, a moment later (under
       // steady trading a position's events may trail the broker's list by a few milliseconds).
