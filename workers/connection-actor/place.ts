@@ -149,7 +149,7 @@ function differsFrom(
   if (bracketAsked) {
     // Each leg asked for is at the broker, and none that was not (money probe: a retry after a 504
     // that added a stop-loss answered 201 `reconciled`, the position without one).
-    // A strategy's whose params the broker has not shown: its legs cannot be told (none checked).
+    // An order strategy whose params the broker has not shown: its legs cannot be told (none checked).
     const missing = strategy === undefined ? legDiffers(req, legs) : strategy && strategyDiffers(req, strategy);
     if (missing) return missing;
   }
@@ -158,10 +158,16 @@ function differsFrom(
   return undefined;
 }
 
+/** A leg asked for and none at the broker, or the other way round; undefined when both or neither. */
+function legPresence(leg: 'take-profit' | 'stop-loss', asked: boolean, atBroker: boolean): string | undefined {
+  if (asked === atBroker) return undefined;
+  return asked ? `a ${leg} asked for, none at the broker` : `a ${leg} at the broker, none asked for`;
+}
+
 /** Fixed-price legs are at the broker with their entry: the legs asked for, at the request's prices. */
 function legDiffers(req: PlaceOrderRequest, legs: LegsAtBroker): string | undefined {
-  if (!!req.takeProfit !== !!legs.takeProfit) return req.takeProfit ? 'a take-profit asked for, none at the broker' : 'a take-profit at the broker, none asked for';
-  if (!!req.stopLoss !== !!legs.stopLoss) return req.stopLoss ? 'a stop-loss asked for, none at the broker' : 'a stop-loss at the broker, none asked for';
+  const missing = legPresence('take-profit', !!req.takeProfit, !!legs.takeProfit) ?? legPresence('stop-loss', !!req.stopLoss, !!legs.stopLoss);
+  if (missing) return missing;
   if (isAbsolute(req.takeProfit) && legs.takeProfit && !samePrice(legs.takeProfit.price, req.takeProfit.price)) return 'take-profit price';
   if (isAbsolute(req.stopLoss) && legs.stopLoss && !samePrice(legs.stopLoss.stopPrice, req.stopLoss.price)) return 'stop-loss price';
   return undefined;
@@ -181,8 +187,8 @@ function strategyDiffers(req: PlaceOrderRequest, strategy: StrategyBracket): str
   } catch {
     return 'bracket';
   }
-  if ((tp === null) !== (strategy.profitTarget === null)) return tp !== null ? 'a take-profit asked for, none at the broker' : 'a take-profit at the broker, none asked for';
-  if ((sl === null) !== (strategy.stopLoss === null)) return sl !== null ? 'a stop-loss asked for, none at the broker' : 'a stop-loss at the broker, none asked for';
+  const missing = legPresence('take-profit', tp !== null, strategy.profitTarget !== null) ?? legPresence('stop-loss', sl !== null, strategy.stopLoss !== null);
+  if (missing) return missing;
   if (tp !== null && !samePrice(Math.abs(strategy.profitTarget!), tp)) return 'take-profit distance';
   if (sl !== null && !samePrice(Math.abs(strategy.stopLoss!), sl)) return 'stop-loss distance';
   return undefined;
