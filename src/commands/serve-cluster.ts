@@ -20,7 +20,7 @@ import { resumeLateOutcomes } from '../http/routes/signals.js';
 import { alertsGoingOn } from '../http/routes/webhooks.js';
 import { settledWithin } from '../wait.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
-import { createLogger } from '../log.js';
+import { createLogger, printOut } from '../log.js';
 import { randomBase62 } from '../store/crypto.js';
 import { openNatsStore, type NatsStore } from '../store/nats/index.js';
 import { StartupAbortedError, stopStartupWaitsOn } from '../store/nats/startup-abort.js';
@@ -151,7 +151,8 @@ export async function runClusterNode(config: Config, servers: string[], signalle
     listenUrl = server.url;
     // Webhook alerts this node answered 504 before it stopped: their outcome is still looked up (by this node only).
     void resumeLateOutcomes(routeDeps, logger, server.idempotencyGate).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
-    process.stdout.write(
+    printOut(
+      logger,
       [`listening ${server.url}`, `  API docs:     ${server.url}/api-docs`, `  metrics:      ${metricsListener.url}`, `  cluster node: ${nodeId} (${login.servers.join(',')}, replicas ${replicas})`, ''].join('\n'),
     );
   }, shutdown);

@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import { startMetricsListener, type MetricsListener, type NamedThreadUsage, type ServiceMetrics } from '../http/metrics.js';
 import { createWebSessions, type WebSessions } from '../http/session-auth.js';
 import { loadWebApp, type WebApp } from '../http/static-files.js';
-import type { Logger } from '../log.js';
+import { printOut, type Logger } from '../log.js';
 import type { Store } from '../store/index.js';
 import { accountGuardsOf } from '../store/guards.js';
 import { StartupAbortedError } from '../store/nats/startup-abort.js';
@@ -86,14 +86,14 @@ export async function serveUntilSignal(
   const signal = await signalled;
   logger.info({ signal }, 'shutting down');
   await shutdown();
-  process.stdout.write('stopped\n');
+  printOut(logger, 'stopped\n');
   return 0;
 }
 
 /** A start told to stop while it waited for NATS (SIGTERM): an orderly exit, code 0. */
 export function stoppedWhileStarting(logger: Logger, err: StartupAbortedError): number {
   logger.info({ reason: err.message }, 'stopped during start-up');
-  process.stdout.write('stopped\n');
+  printOut(logger, 'stopped\n');
   return 0;
 }
 

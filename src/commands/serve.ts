@@ -22,7 +22,7 @@ import { resumeLateOutcomes } from '../http/routes/signals.js';
 import { alertsGoingOn } from '../http/routes/webhooks.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
-import { createLogger, type Logger } from '../log.js';
+import { createLogger, printOut, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type LmdbStore, type ConnectionRecord } from '../store/index.js';
 import { accountsLeaving } from '../store/connections.js';
@@ -270,10 +270,10 @@ export async function run(argv: string[]): Promise<number> {
     sync = syncConnections(store, supervisor, gateway, paper, logger);
     // Webhook alerts answered 504 shortly before a restart: their outcome is still looked up.
     void resumeLateOutcomes(routeDeps, logger, server.idempotencyGate).catch((err: unknown) => logger.warn({ err }, 'webhook 504 follow-ups not resumed'));
-    process.stdout.write(banner(config, server.url, paper?.url, web.built, metricsListener.url));
+    printOut(logger, banner(config, server.url, paper?.url, web.built, metricsListener.url));
     if (demo) {
       const accountIds = await awaitAccounts(gateway, demo.connectionId, SERVE.demoAccountsWaitMs);
-      process.stdout.write(demoBanner(demo, accountIds, publicUrl, config.dataDir));
+      printOut(logger, demoBanner(demo, accountIds, publicUrl, config.dataDir));
     }
   }, shutdown);
 }

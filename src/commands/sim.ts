@@ -5,7 +5,7 @@
  * every account created through the control API those evaluation rules.
  */
 import type { LevelWithSilent } from 'pino';
-import { createLogger } from '../log.js';
+import { createLogger, printOut } from '../log.js';
 import { startSim } from '../sim/index.js';
 import type { SessionMode } from '../sim/sessions.js';
 import type { AccountRules } from '../sim/state.js';
@@ -97,7 +97,7 @@ export async function run(argv: string[]): Promise<number> {
     'Stop with Ctrl-C. Control API: see README "Paper broker".',
     '',
   );
-  process.stdout.write(lines.join('\n') + '\n');
+  printOut(logger, lines.join('\n') + '\n');
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);

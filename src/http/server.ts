@@ -12,7 +12,7 @@ import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:z
 import uWS from 'uWebSockets.js';
 import type { ActorGateway } from '../actors/protocol.js';
 import type { Config } from '../config.js';
-import type { Logger } from '../log.js';
+import { accessLineWriter, type Logger } from '../log.js';
 import type { Store } from '../store/index.js';
 import { API_DOCS_STYLE_HASH, renderApiDocsPage } from './api-docs-page.js';
 import { Authenticator, type SessionAuthenticator } from './auth.js';
@@ -108,10 +108,6 @@ class RequestIds {
   }
 }
 
-/** The access line's logger: the same destination and bindings, no redaction pass (see PipelineDeps.accessLog). */
-function accessLogger(logger: Logger): Logger {
-  return logger.child({}, { redact: { paths: [], censor: '[redacted]' } });
-}
 /**
  * The API docs page: the web app's browser policy, but its one inline stylesheet allowed (it has
  * no script at all), and nothing it may load or frame.
@@ -245,7 +241,7 @@ class Engine {
       bodyLimitBytes: config.bodyLimitBytes,
       clock: this.clock,
       logger,
-      accessLog: accessLogger(logger),
+      accessLine: accessLineWriter(logger),
       ...(deps.metrics && { metrics: deps.metrics }),
       stream: (ex) => {
         if (ex.route !== HEALTH_STREAM_ROUTE || !ex.authd) return false;
