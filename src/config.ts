@@ -226,6 +226,16 @@ export function loadConfig(
 }
 
 /** Names of the flags `serve` accepts (for parseArgs). */
+/**
+ * The path of TRADEGATE_BASE_URL without its trailing slash (`https://host/tg/` → `/tg`), '' when
+ * it has none: the prefix a reverse proxy serves tradegate under and strips before passing a request
+ * on. The web app's links and the OpenAPI document's servers carry it.
+ */
+export function basePathOf(config: Pick<Config, 'baseUrl'>): string {
+  if (config.baseUrl === undefined) return '';
+  return new URL(config.baseUrl).pathname.replace(/\/+$/, '');
+}
+
 export const CONFIG_FLAGS = Object.keys(FLAGS);
 
 /** Environment variable names, for docs and `--help`. */

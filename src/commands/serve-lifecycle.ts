@@ -4,7 +4,7 @@
  * (shutting down what started if that fails), then run until SIGTERM/SIGINT and shut down.
  */
 import { createSupervisor, type Supervisor } from '../actors/supervisor.js';
-import type { Config } from '../config.js';
+import { basePathOf, type Config } from '../config.js';
 import { startMetricsListener, type MetricsListener, type NamedThreadUsage, type ServiceMetrics } from '../http/metrics.js';
 import { createWebSessions, type WebSessions } from '../http/session-auth.js';
 import { loadWebApp, type WebApp } from '../http/static-files.js';
@@ -44,7 +44,7 @@ export function startWebFront(config: Config, store: Store, logger: Logger): { s
     store.sessions.sweep().catch((err: unknown) => logger.warn({ err }, 'session sweep failed'));
   }, SERVE.sessionSweepMs);
   sweeper.unref();
-  const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true });
+  const web = loadWebApp({ https: config.baseUrl?.startsWith('https:') === true, basePath: basePathOf(config) });
   if (!web.built) logger.warn('web app not built (dist/web missing): run npm run build');
   return { sessions, web, stop: () => clearInterval(sweeper) };
 }

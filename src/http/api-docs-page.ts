@@ -95,6 +95,8 @@ function tagId(tag: string): string {
 /** Renders the whole page. */
 export function renderApiDocsPage(doc: OpenApiDocument): string {
   const info = doc['info'] as { title: string; version: string };
+  // The prefix a proxy serves tradegate under (TRADEGATE_BASE_URL's path), as the document's servers say.
+  const base = escapeHtml(((doc['servers'] as { url: string }[] | undefined)?.[0]?.url ?? '/api/v1').replace(/\/api\/v1$/, ''));
   const guide = doc['x-guide'];
   const byTag = new Map<string, string[]>();
   for (const [path, methods] of Object.entries(doc.paths)) {
@@ -107,7 +109,7 @@ export function renderApiDocsPage(doc: OpenApiDocument): string {
   const nav = [
     ...guide.map((s) => `<a href="#${escapeHtml(s.id)}">${escapeHtml(s.title)}</a>`),
     ...[...byTag.keys()].map((t) => `<a href="#${tagId(t)}">Endpoints: ${escapeHtml(t)}</a>`),
-    '<a href="/api-docs/openapi.json">OpenAPI 3.1 JSON</a>',
+    `<a href="${base}/api-docs/openapi.json">OpenAPI 3.1 JSON</a>`,
   ];
   const sse = (doc['components'] as { schemas: Record<string, unknown> }).schemas;
   const sseBlocks = ['SnapshotMessage', 'StatusMessage', 'HeartbeatMessage', 'BracketAlertMessage'].map((n) => schemaBlock(n, sse[n] ?? {}));
@@ -115,7 +117,7 @@ export function renderApiDocsPage(doc: OpenApiDocument): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(info.title)} — developer documentation</title><style>${CSS}</style></head>
 <body><main>
-<h1>${escapeHtml(info.title)}</h1><p>API version ${escapeHtml(info.version)} · served under <code>/api/v1</code> and <code>/v1</code> · machine-readable: <a href="/api-docs/openapi.json">openapi.json</a></p>
+<h1>${escapeHtml(info.title)}</h1><p>API version ${escapeHtml(info.version)} · served under <code>${base}/api/v1</code> and <code>${base}/v1</code> · machine-readable: <a href="${base}/api-docs/openapi.json">openapi.json</a></p>
 <nav>${nav.join('\n')}</nav>
 ${guide.map(section).join('\n')}
 <h2 id="sse-formats">SSE message schemas</h2>

@@ -5,7 +5,7 @@
  * rendered by api-docs-page.ts).
  */
 import { z } from 'zod';
-import type { Config } from '../config.js';
+import { basePathOf, type Config } from '../config.js';
 import { PROBLEMS, problemType, type ProblemCode } from '../domain/problems.js';
 import { GUARD_NAMES } from '../domain/guards.js';
 import { MAX_ORDER_QTY, ORDER_QTY_CEILING } from '../domain/orders.js';
@@ -20,7 +20,7 @@ import { SESSION_COOKIE } from './session-auth.js';
 type Json = Record<string, unknown>;
 
 export interface OpenApiOptions {
-  config: Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes' | 'reconnectMinIntervalS'> & Partial<Pick<Config, 'orderQtyMax'>>;
+  config: Pick<Config, 'rateLimitPerMin' | 'webhookRateLimitPerMin' | 'sseHeartbeatMs' | 'sseMaxStreamsPerKey' | 'bodyLimitBytes' | 'reconnectMinIntervalS'> & Partial<Pick<Config, 'orderQtyMax' | 'baseUrl'>>;
   version?: string;
 }
 
@@ -69,7 +69,9 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
     paths[path] ??= {};
     (paths[path] as Record<string, Json>)[route.method.toLowerCase()] = operation(route);
   }
-  const root = { servers: [{ url: '/' }] };
+  // Behind a proxy serving tradegate under a path (TRADEGATE_BASE_URL), every URL carries it.
+  const base = basePathOf(options.config);
+  const root = { servers: [{ url: base === '' ? '/' : base }] };
   paths['/healthz'] = { get: { ...root, operationId: 'healthz', summary: 'Liveness', tags: ['service'], security: [], responses: { 200: statusResponse('The process is up', 'ok'), default: DEFAULT_RESPONSE } } };
   paths['/readyz'] = { get: { ...root, operationId: 'readyz', summary: 'Readiness', tags: ['service'], security: [], responses: { 200: statusResponse('Accepting requests', 'ready'), 503: { ...problemResponse('Shutting down (SHUTTING_DOWN), or in a cluster this node cannot reach NATS (CLUSTER_UNAVAILABLE): use another node'), headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } }, default: DEFAULT_RESPONSE } } };
   paths['/api-docs'] = { get: { ...root, operationId: 'apiDocs', summary: 'This documentation as a page', tags: ['service'], security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } }, default: DEFAULT_RESPONSE } } };
@@ -90,8 +92,8 @@ export function buildOpenApiDocument(routes: readonly RouteDef<any, any>[], opti
       description: guide.map((s) => `${s.title}: ${s.paragraphs.join(' ')}`).join('\n\n'),
     },
     servers: [
-      { url: '/api/v1', description: 'Every endpoint is served under /api/v1 …' },
-      { url: '/v1', description: '… and under /v1' },
+      { url: `${base}/api/v1`, description: `Every endpoint is served under ${base}/api/v1 …` },
+      { url: `${base}/v1`, description: `… and under ${base}/v1` },
     ],
     security: [{ ApiKey: [] }, { SessionCookie: [] }],
     paths,
@@ -241,6 +243,11 @@ function operation(route: RouteDef<any, any>): Json {
     if (applies && !responses[String(status)]) responses[String(status)] = problemResponse(description);
   }
   addPipelineAnswers(responses, keyed || route.scope === 'webhook');
+  // A create that does not deduplicate refuses the header, also where its own 400 lists other codes (clients probe).
+  const invalid = responses['400'];
+  if (route.refusesIdempotencyKey === true && invalid && !(invalid['description'] as string).includes('INVALID_IDEMPOTENCY_KEY')) {
+    invalid['description'] = `${invalid['description'] as string}; INVALID_IDEMPOTENCY_KEY (an Idempotency-Key was sent: this create does not deduplicate)`;
+  }
   // An API route takes a web-app session too (no X-API-Key): its writes need the session's CSRF token.
   const forbidden = responses['403'];
   if (forbidden && (route.scope === 'read' || route.scope === 'trade') && route.method !== 'GET') {

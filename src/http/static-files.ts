@@ -115,6 +115,21 @@ function noneMatch(header: string | undefined, etag: string): boolean {
   });
 }
 
+/**
+ * index.html for an app served under `basePath` (TRADEGATE_BASE_URL's path, behind a proxy that
+ * strips it): its asset and preload links carry the prefix, and the page names it to the app
+ * (`<meta name="tradegate-base">`, read by web/src/base.ts), which puts it before its own paths,
+ * API calls and health stream. Loaded from `https://host/tg/` with root-absolute links, every
+ * asset and API call went outside the prefix (clients probe: the page stayed blank).
+ */
+export function rebasedIndex(html: string, basePath: string): string {
+  if (basePath === '') return html;
+  const attr = basePath.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+  return html
+    .replace(/(href|src)="\/(assets|api)\//g, `$1="${attr}/$2/`)
+    .replace('<head>', `<head>\n    <meta name="tradegate-base" content="${attr}" />`);
+}
+
 /** The app as the HTTP engine sees it. */
 export interface WebApp {
   /** The answer for an app path or asset; undefined when the path is not the app's. */
@@ -124,13 +139,14 @@ export interface WebApp {
 }
 
 /** Loads the bundle from `dir`; without one, app paths answer 503 saying how to build it. */
-export function loadWebApp(opts: { dir?: string; https?: boolean } = {}): WebApp {
+export function loadWebApp(opts: { dir?: string; https?: boolean; basePath?: string } = {}): WebApp {
   const dir = opts.dir ?? WEB_DIST_DIR;
   const secure = securityHeaders(opts.https ?? false);
   const files = new Map<string, Asset>();
   const built = existsSync(join(dir, 'index.html'));
   if (built) {
-    files.set('index.html', asset(readFileSync(join(dir, 'index.html')), TYPES['.html']!, 'no-cache'));
+    const page = rebasedIndex(readFileSync(join(dir, 'index.html'), 'utf8'), opts.basePath ?? '');
+    files.set('index.html', asset(Buffer.from(page), TYPES['.html']!, 'no-cache'));
     const assets = join(dir, 'assets');
     for (const name of existsSync(assets) ? readdirSync(assets) : []) {
       // Hashed names change with their content, so a year-long immutable cache is safe.

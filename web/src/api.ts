@@ -4,6 +4,7 @@
  * API's problem details, so the page shows exactly what the API said.
  */
 import { signal } from '@preact/signals';
+import { BASE } from './base';
 
 /** One invalid field of a VALIDATION_FAILED answer. */
 export interface FieldError {
@@ -159,7 +160,7 @@ async function request<T>(method: string, path: string, body?: unknown, again = 
   if (tabUser.value !== null) headers['X-Tradegate-User'] = tabUser.value;
   let res: Response;
   try {
-    res = await fetch(`/api/v1${path}`, {
+    res = await fetch(`${BASE}/api/v1${path}`, {
       method,
       headers,
       // 'include' (same-origin only here) matches the credentials mode of the preload of

@@ -13,6 +13,7 @@
  */
 import { signal } from '@preact/signals';
 import { api, ApiError, lose, sessionLost, tabUser } from './api';
+import { BASE } from './base';
 import type { ConnectionStatus, HealthMessage } from './types';
 
 export interface StatusChange {
@@ -200,7 +201,7 @@ function openSource(): void {
   // Named for this tab's user: the browser reopens a dropped stream by itself, with the cookie it
   // holds then, which may be another user's (signed in from another tab); the server refuses that.
   const user = tabUser.peek();
-  const es = new EventSource(`/api/v1/connection-health/stream${user ? `?user=${encodeURIComponent(user)}` : ''}`);
+  const es = new EventSource(`${BASE}/api/v1/connection-health/stream${user ? `?user=${encodeURIComponent(user)}` : ''}`);
   source = es;
   /** The server ended this stream on purpose (its credential was revoked: a sign-out, a password change): not "unreachable". */
   let ended = false;

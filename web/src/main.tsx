@@ -3,13 +3,14 @@ import './styles.css';
 import { render } from 'preact';
 import { App } from './app';
 import { loadPage } from './pages/index';
+import { path } from './router';
 import { loadSession, session } from './session';
 
 /** How long the first render waits for the session check before showing the loading screen. */
 const BOOT_SCREEN_AFTER_MS = 150;
 
 // A signed-in reload fetches the page's code while the session is being checked.
-void loadPage(location.pathname)?.catch(() => undefined);
+void loadPage(path.value)?.catch(() => undefined);
 
 // The session check's answer is usually in already (index.html preloads it), so the first
 // render waits for it and puts the sign-in page or the app on screen at once, instead of

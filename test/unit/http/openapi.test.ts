@@ -206,6 +206,19 @@ describe('what the document says of bodies that the server checks in code', () =
   });
 });
 
+describe('what the document lists of refusals the pipeline makes', () => {
+  it('every create that refuses an Idempotency-Key lists INVALID_IDEMPOTENCY_KEY under its 400, also beside codes of its own (clients probe: four did not)', () => {
+    const full = buildOpenApiDocument(buildRoutes({} as RouteDeps), { config });
+    const creates = buildRoutes({} as RouteDeps).filter((r) => r.refusesIdempotencyKey === true);
+    expect(creates.length).toBeGreaterThanOrEqual(6);
+    for (const route of creates) {
+      const path = route.path.replace(/:([A-Za-z_]\w*)/g, '{$1}');
+      const op = full.paths[path]![route.method.toLowerCase()] as { responses: Record<string, { description: string }> };
+      expect(op.responses['400']?.description, `${route.method} ${route.path}`).toContain('INVALID_IDEMPOTENCY_KEY');
+    }
+  });
+});
+
 describe('what the document promises of bodies and rate-limit headers', () => {
   const lockBody = z.strictObject({ flatten: z.boolean().default(true) });
   const doc = buildOpenApiDocument(

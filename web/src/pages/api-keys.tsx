@@ -1,6 +1,7 @@
 /** API Keys: list, create (the key is shown once), revoke (effective on the key's next request). */
 import { useState } from 'preact/hooks';
 import { api, apiList } from '../api';
+import { BASE } from '../base';
 import { CopyField } from '../components/copy';
 import { ConfirmDialog, Dialog } from '../components/dialog';
 import { toast } from '../components/toast';
@@ -28,7 +29,7 @@ function CreateKeyDialog(props: { onClose: () => void; onCreated: () => void }) 
         <CopyField
           label="Try it"
           multiline
-          value={`curl -s ${location.origin}/api/v1/me \\\n  -H 'X-API-Key: ${created.key}'`}
+          value={`curl -s ${location.origin}${BASE}/api/v1/me \\\n  -H 'X-API-Key: ${created.key}'`}
           hint="Prints the user and key this request was made with."
         />
         <div class="dialog-actions">
