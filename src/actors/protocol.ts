@@ -68,6 +68,12 @@ export interface ListRequest {
    * settle time each), as a reversal must (TV probe: the entry sent 100 ms before it was missed).
    */
   settled?: boolean;
+  /**
+   * Positions: confirmed with the broker's own list first (`position/list`; a difference reads the
+   * whole state again), 503 when the broker does not answer. For a conclusion that a position is
+   * closed: events lost in a short silence leave the mirror flat where the broker is not.
+   */
+  verified?: boolean;
 }
 
 export interface AccountsRequest {

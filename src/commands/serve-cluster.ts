@@ -103,6 +103,7 @@ export async function runClusterNode(config: Config, servers: string[], signalle
       nodeId: holderName({ node: nodeId, boot }),
       holderAlive: (holder) => node?.isAlive(holder) ?? true,
       inFlightLeaseMs: CLUSTER.idempotencyMarkerMs,
+      deadHolderHoldMs: CLUSTER.ownerChangeHoldMs,
     });
     store = shared;
     // Before the node takes its lease: loading the web app compresses every asset synchronously

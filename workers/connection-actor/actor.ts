@@ -11,6 +11,7 @@ import { BROKER_TIMEOUTS, CONNECTION_TUNING, type ConnectionTuning } from '../..
 import { OrderModel } from './order-model.js';
 import { checkOffsetLegs, placeOrder, placementsSettled } from './place.js';
 import { settledWithin } from './in-flight.js';
+import { afterResync, verifiedPositions } from './broker-read.js';
 import { UnknownOutcomes } from './unknown-outcomes.js';
 import { cancelOrder, watchOwedLegs } from './cancel.js';
 import { flatten } from './flatten.js';
@@ -167,10 +168,10 @@ export class ConnectionActor {
       case 'flatten':
         return flatten(this.ctx, req);
       case 'working-orders':
-        this.readable(req.accountId);
+        await this.readable(req.accountId);
         return this.model.workingOrders(req.accountId);
       case 'working-orders-page':
-        this.readable(req.accountId);
+        await this.readable(req.accountId);
         return this.model.workingOrdersPage(req.accountId, req.after, req.limit);
       case 'positions':
         if (req.settled) {
@@ -181,10 +182,11 @@ export class ConnectionActor {
           const flattening = this.ctx.flattening.get(req.accountId);
           if (flattening) await settledWithin(flattening, SETTLED_READ_WAIT_MS);
         }
-        this.readable(req.accountId);
+        await this.readable(req.accountId);
+        if (req.verified) await verifiedPositions(this.ctx);
         return this.model.positions(req.accountId);
       case 'trade-history': {
-        this.readable(req.accountId);
+        await this.readable(req.accountId);
         const symbols = new Set(this.model.fills(req.accountId).map((f) => f.symbol));
         await Promise.all([...symbols].map((s) => this.loadPointValue(s)));
         return this.model.tradeHistory(req.accountId, (symbol) => this.pointValue(symbol));
@@ -227,9 +229,11 @@ export class ConnectionActor {
 
   /**
    * Reads are served from the mirror only while it is live, and only for active accounts of
-   * this connection: what the mirror holds for an account the broker stopped reporting is stale.
+   * this connection: what the mirror holds for an account the broker stopped reporting is stale,
+   * and so is all of it while the broker's state is being read again (broker-read.ts).
    */
-  private readable(accountId: string): void {
+  private async readable(accountId: string): Promise<void> {
+    if (this.conn.resyncing()) await afterResync(this.ctx);
     this.conn.requireFresh();
     this.model.account(accountId);
   }

@@ -15,7 +15,7 @@ import type { UnknownOutcomes } from './unknown-outcomes.js';
 import type { OwedLeg } from '../../src/domain/guards.js';
 
 /** What the order operations use of the broker connection (tests stand in for it). */
-export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'requireFresh' | 'send' | 'ensureContract' | 'pollAccounts'> & Partial<Pick<BrokerConnection, 'reauthenticated' | 'hurry' | 'resyncNow' | 'checkPositions'>>;
+export type BrokerLink = Pick<BrokerConnection, 'spec' | 'requireConnected' | 'requireFresh' | 'send' | 'ensureContract' | 'pollAccounts'> & Partial<Pick<BrokerConnection, 'reauthenticated' | 'hurry' | 'resyncNow' | 'checkPositions' | 'resyncing' | 'verifyPositions'>>;
 
 /** Everything an order operation needs from its actor. */
 export interface ActorContext {

@@ -7,7 +7,7 @@
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
 import { tracked } from './in-flight.js';
-import { settledWithin } from '../../src/wait.js';
+import { afterResync, brokerPositionsRead } from './broker-read.js';
 import { outstandingOrders, placementsSettled } from './place.js';
 import { cancelsSettled, forgetOwedLegs, oweAgain } from './cancel.js';
 import type { OwedLeg } from '../../src/domain/guards.js';
@@ -22,6 +22,8 @@ import type { OrderRecord } from '../../src/domain/orders.js';
 
 /** Flattens one account. */
 export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<FlattenResult> {
+  // Not judged on a state being read again (its symbol check too).
+  await afterResync(ctx);
   ctx.conn.requireFresh();
   const account = ctx.model.account(req.accountId);
   if (req.symbol && !req.symbolOnly) {
@@ -97,9 +99,6 @@ async function rereadPosition(ctx: ActorContext, accountId: string, symbol: stri
     ctx.logger.warn({ err, accountId, symbol }, 'position could not be read again from the broker');
   }
 }
-
-/** How long after it began a flatten waits for its read of the broker's positions (see cancelAndLiquidate). */
-const POSITIONS_READ_WAIT_MS = 2_000;
 
 /** How long a flatten waits for the events of a position whose liquidation the broker refused, before judging it still open. */
 const REFUSED_FLAT_WAIT_MS = 500;
@@ -297,9 +296,9 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     }
   }
   const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);
-  // The broker's own positions, read as the flatten began, before any is judged (waited for up to
-  // POSITIONS_READ_WAIT_MS from then: at a broker slower than that, the flatten goes on without).
-  if (brokerPositions) await settledWithin(brokerPositions, Math.max(0, t0 + POSITIONS_READ_WAIT_MS - performance.now()));
+  // The broker's own positions, read as the flatten began, before any is judged (and the state read
+  // a difference starts): broker-read.ts.
+  await brokerPositionsRead(ctx, brokerPositions, t0);
 
   const outcomes: FlattenResult['positions'] = [];
   const liquidations = new Map<string, number>();

@@ -14,6 +14,7 @@ import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { Hold } from './exposure.js';
 import { settledWithin } from './in-flight.js';
+import { afterResync, brokerPositionsRead } from './broker-read.js';
 import { flattenClock, flattenSince } from './flatten-log.js';
 import type { ComingExit } from './orphan-legs.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
@@ -332,6 +333,8 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // An order arriving while the connection logs in again (its token died) waits for it.
   const relogin = ctx.conn.reauthenticated?.();
   if (relogin) await relogin;
+  // Not checked nor sized against a state being read again (broker-read.ts).
+  await afterResync(ctx);
   // Not into a socket gone quiet (two heartbeats missed): its outcome would be unknown (504), not "nothing sent".
   ctx.conn.requireFresh();
   const account = ctx.model.account(req.accountId);
@@ -480,10 +483,16 @@ const reduceOnlyAttempts = new WeakSet<Promise<unknown>>();
  * out): it could reverse the position once that one fills.
  */
 async function settledBeforeExit(ctx: ActorContext, req: PlaceOrderRequest): Promise<void> {
+  // What it reduces is the broker's own position: read as the exit begins (a stop-loss filled in a
+  // short silence left the mirror long where the broker was flat, and a strategy's partial exit
+  // sold into the flat account and left it short: re-probe).
+  const t0 = performance.now();
+  const read = ctx.conn.checkPositions?.({ recheck: false });
   const own = placementKey(req.accountId, req.clOrdId);
   await placementsSettled(ctx, req.accountId, own, true);
   const flattening = ctx.flattening.get(req.accountId);
   if (flattening) await settledWithin(flattening, ctx.settleMs);
+  await brokerPositionsRead(ctx, read, t0);
   const prefix = `${req.accountId}|`;
   let earlier = ctx.unknown.pendingFor(req.accountId, true);
   for (const [key, attempt] of ctx.placing) {

@@ -467,6 +467,18 @@ export class BrokerConnection {
     }
   }
 
+  /**
+   * Confirms the mirror's positions with the broker's own list: true when they agree, or once the
+   * whole state has been read again where they did not; false when that read failed. Throws when
+   * the list cannot be had (not CONNECTED, no answer).
+   */
+  async verifyPositions(): Promise<boolean> {
+    this.requireConnected();
+    const differ = await this.positionsDiffer();
+    if (differ.size === 0) return true;
+    return this.resyncNow(`positions differ from the broker's: ${[...differ].map(([key, d]) => `${key} ${d}`).join('; ')}`);
+  }
+
   /** The positions of the accounts the mirror holds whose net differs from the broker's: `accountId:contractId` → "N here, M at the broker". */
   private async positionsDiffer(): Promise<Map<string, string>> {
     const differ = new Map<string, string>();
@@ -489,6 +501,20 @@ export class BrokerConnection {
 
   /** A resync made while CONNECTED (resyncNow), one at a time. */
   private liveResync: Promise<boolean> | undefined;
+
+  /**
+   * The whole account state being read again right now (resyncNow), or undefined: until it lands
+   * the mirror holds what it held before, which events lost in a silence made wrong. Reads, orders
+   * and a flatten wait for it (re-probe: a strategy entry sized against the state before a resync
+   * doubled the position, and a flatten at a broker answering in 1.2 s judged the positions before
+   * the resync its own position read had started).
+   */
+  resyncing(): Promise<boolean> | undefined {
+    // Heard from again after a quiet spell the watch saw: the state read that starts is due now,
+    // not at the watch's next look (until then the mirror answered as if nothing was lost).
+    if (this.quietSeen && !this.liveResync) this.watchQuiet();
+    return this.liveResync;
+  }
 
   /**
    * Reads the whole account state again (a fresh `user/syncrequest` snapshot, as a reconnect does)

@@ -9,12 +9,19 @@ import { contractRoot, resolveSymbol, type SymbolForm } from '../../domain/symbo
 import type { PositionRecord } from '../../domain/orders.js';
 import { defineRoute, GoesOnError, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { valueWithin } from '../../wait.js';
+import { CLUSTER } from '../../tuning.js';
 import type { FlattenResult } from '../../actors/protocol.js';
 import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
 import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
 
 /** Symbol forms that name a product, not a month (`ES`, `ES1!`, `ES!`, `CME_MINI:ES1!`): an exit of one closes every month of it. */
 const PRODUCT_FORMS: ReadonlySet<SymbolForm> = new Set(['root', 'continuous', 'bang', 'exchange-continuous']);
+
+/** The contract a symbol as sent resolves to, or null. */
+function resolvedContract(symbolInput: string, now: Date): string | null {
+  const resolved = resolveSymbol(symbolInput, now);
+  return resolved.ok ? resolved.contract : null;
+}
 
 /** Whether a symbol as sent names a product (every month of it), not one month. */
 export function namesProduct(symbolInput: string, now: Date): boolean {
@@ -177,7 +184,7 @@ async function closedLater(deps: RouteDeps, owned: OwnedAccount, err: AppError, 
     await new Promise((resolve) => setTimeout(resolve, UNCONFIRMED_LOOK_EVERY_MS).unref());
     let rows: PositionRecord[];
     try {
-      rows = await deps.gateway.request(owned.connectionId, { type: 'positions', accountId: owned.account.id });
+      rows = await positionsConfirmedWhen(deps, owned.connectionId, owned.account.id, (r) => !r.some((p) => p.netQty !== 0 && watched.has(p.symbol) && !openedAfter(p, from)));
     } catch {
       continue; // Not CONNECTED now: looked at again in a second.
     }
@@ -191,6 +198,54 @@ async function closedLater(deps: RouteDeps, owned: OwnedAccount, err: AppError, 
         : p,
     );
     return { status: 200, body: { ...view, positions } };
+  }
+  return undefined;
+}
+
+/**
+ * An account's positions for a follow-up that concludes from them: read from the service's state,
+ * and where `concludes` holds of that read, confirmed with the broker's own list (`verified`):
+ * lost events leave the service flat where the broker is not (re-probe: a follow-up said "flat"
+ * while the broker was long). Only a conclusion costs a broker request (Tradovate allows 80 a minute).
+ */
+export async function positionsConfirmedWhen(deps: RouteDeps, connectionId: string, accountId: string, concludes: (rows: PositionRecord[]) => boolean): Promise<PositionRecord[]> {
+  const rows = await deps.gateway.request(connectionId, { type: 'positions', accountId });
+  return concludes(rows) ? deps.gateway.request(connectionId, { type: 'positions', accountId, verified: true }) : rows;
+}
+
+/** A flatten whose call ended because the cluster node running its connection stopped answering (it may only hang). */
+function ownerChanged(err: AppError): boolean {
+  return err.code === 'BROKER_TIMEOUT' && err.extensions['ownerChanged'] === true;
+}
+
+/**
+ * The outcome of a flatten whose node stopped answering (a cluster owner that hangs: its cancels
+ * and liquidation may still be on its broker socket, and a slow broker may carry them out later).
+ * Waits CLUSTER.ownerChangeHoldMs for that, then looks at the positions until API_FLATTEN_FOLLOW_MS
+ * from the flatten: none left of those held before it, a 200 for a retry with the same key (those
+ * `before` it, when known, shown closed); still open then, undefined and the key is free. Freed at
+ * once, the retry flattened again, and the hung node's late liquidation closed a position opened
+ * after it (cluster re-probe).
+ */
+async function flatAfterOwnerChange(deps: RouteDeps, owned: OwnedAccount, symbol: string | null, from: number, before: Promise<PositionRecord[] | undefined>): Promise<RouteResponse | undefined> {
+  await new Promise((resolve) => setTimeout(resolve, CLUSTER.ownerChangeHoldMs).unref());
+  const held = ((await before) ?? []).filter((p) => p.netQty !== 0);
+  const looks = Math.max(1, Math.ceil((from + API_FLATTEN_FOLLOW_MS - nowOf(deps).getTime()) / UNCONFIRMED_LOOK_EVERY_MS));
+  for (let look = 0; look < looks; look++) {
+    let rows: PositionRecord[];
+    try {
+      rows = await positionsConfirmedWhen(deps, owned.connectionId, owned.account.id, (r) => !r.some((p) => p.netQty !== 0 && !openedAfter(p, from)));
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, UNCONFIRMED_LOOK_EVERY_MS).unref());
+      continue;
+    }
+    if (rows.some((p) => p.netQty !== 0 && !openedAfter(p, from))) {
+      await new Promise((resolve) => setTimeout(resolve, UNCONFIRMED_LOOK_EVERY_MS).unref());
+      continue;
+    }
+    const detail = 'closed after this flatten was answered 504: the cluster node running its connection stopped answering, and the position was closed (by its liquidation, or another exit)';
+    const positions = held.map((p) => ({ symbol: p.symbol, closedQty: Math.abs(p.netQty), status: 'liquidated', detail }));
+    return { status: 200, body: { accountId: owned.account.id, symbol, cancelledOrderIds: [], positions } };
   }
   return undefined;
 }
@@ -225,6 +280,8 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         const owned = ownedAccount(deps, ctx.auth.userId, ctx.req.params.id!);
         // When it was sent: a position whose lots began after this is not one it was to close.
         const from = nowOf(deps).getTime();
+        // What it is to close, read just before (from memory), for the answer of a flatten whose node stops answering.
+        const before = ctx.idempotencyKey === undefined ? Promise.resolve(undefined) : deps.gateway.request(owned.connectionId, { type: 'positions', accountId: owned.account.id }).catch(() => undefined);
         const work = flattenAccount(deps, ctx as RouteContext<unknown, unknown>, owned, ctx.req.body?.symbol, { timeoutMs: API_FLATTEN_FOLLOW_MS });
         const keyed = ctx.idempotencyKey !== undefined;
         /** Its outcome for a retry with the same key: a liquidation the broker did not confirm is followed first. */
@@ -233,6 +290,11 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           return keyed && unconfirmed(err) ? closedLater(deps, owned, err, from) : err;
         };
         const body = await valueWithin(work, API_FLATTEN_ANSWER_MS).catch((err: unknown) => {
+          if (err instanceof AppError && keyed && ownerChanged(err)) {
+            const hold = `; a retry with the same Idempotency-Key is answered 409 IDEMPOTENCY_KEY_IN_USE for ${CLUSTER.ownerChangeHoldMs / 1000} s while the broker may still carry out what that node sent, then 200 once the positions it was to close are closed (watched up to ${API_FLATTEN_FOLLOW_MS / 60_000} minutes); still open then, the key is free`;
+            const symbol = ctx.req.body?.symbol === undefined ? null : resolvedContract(ctx.req.body.symbol, nowOf(deps));
+            throw new GoesOnError(new AppError(err.code, err.message.replace(/; retry with the same Idempotency-Key.*$/, '') + hold, err.extensions, err.retryAfterSeconds), flatAfterOwnerChange(deps, owned, symbol, from, before));
+          }
           if (!(err instanceof AppError) || !keyed || !unconfirmed(err)) throw err;
           // Its liquidation may still close the position: the key is held while that is watched
           // (cluster probe: a same-key retry freed by the 504 sent another liquidation, which would

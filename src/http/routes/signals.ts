@@ -8,7 +8,7 @@ import { settledWithin } from '../../wait.js';
 import { AppError, RequestNotSentError, type ProblemCode } from '../../domain/problems.js';
 import type { PositionedEntry } from '../../store/index.js';
 import type { OrderRecord, PositionRecord } from '../../domain/orders.js';
-import { closedBy, openedAfter, type FlattenTarget } from './flatten.js';
+import { closedBy, openedAfter, positionsConfirmedWhen, type FlattenTarget } from './flatten.js';
 import { defineRoute, type AuthContext, type RouteContext, type RouteDef, type RouteResponse } from '../route-types.js';
 import { createdWebhookTokenSchema, integerQuery, listOf } from '../schemas.js';
 import { AUTH_ERRORS, cursorPosition, errors, nowOf, positionCursor, refuseNarrowedKey, type RouteDeps } from './common.js';
@@ -415,7 +415,9 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp, resumed = fal
   const checkFlat = async (target: NonNullable<LateFollowUp['flatten']>): Promise<void> => {
     let open: PositionRecord[] | undefined;
     try {
-      const rows = await deps.gateway.request(f.connectionId, { type: 'positions', accountId: f.accountId });
+      // "Flat" confirmed with the broker's own list: lost events leave the service flat where the broker is not.
+      const stillOpen = (rows: PositionRecord[]) => rows.filter((p) => p.netQty !== 0 && closedBy(target, p.symbol) && !openedAfter(p, target.from ?? f.since));
+      const rows = await positionsConfirmedWhen(deps, f.connectionId, f.accountId, (r) => stillOpen(r).length === 0);
       looked = true;
       // A position whose lots began after the flatten was sent is a later alert's, not the one this
       // flatten was to close: that one went flat (re-probe: "still holds long 1; flatten it
@@ -423,7 +425,7 @@ function lookUpLate(deps: RouteDeps, log: Logger, f: LateFollowUp, resumed = fal
       // the flatten, not from this follow-up (its 504, 2.5 s later): a re-entry filled within the
       // margin after the 504 read as the exit's, the follow-up said "not flat", the alert's id was
       // freed, and its repeat closed the re-entry (re-probe).
-      open = rows.filter((p) => p.netQty !== 0 && closedBy(target, p.symbol) && !openedAfter(p, target.from ?? f.since));
+      open = stillOpen(rows);
     } catch {
       // Not CONNECTED now: asked again at the next check.
     }

@@ -239,8 +239,22 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
         // positions meets 409 IDEMPOTENCY_KEY_IN_USE while it goes on, and this 409 once it is
         // known done (the alert's work answered, or its flatten's follow-up found the account flat).
         const keptForRepeats = (err: AppError): AppError | GoesOnError => {
-          // Its order went to a cluster node that stopped answering: a repeat waits for what that node's broker socket does.
-          if (intent.kind !== 'flatten' && !flattenBegun.has(ctx)) return heldAfterOwnerChange(err) ?? err;
+          if (intent.kind !== 'flatten' && !flattenBegun.has(ctx)) {
+            // Its order went to a cluster node that stopped answering: a repeat waits for what that node's broker socket does.
+            const held = heldAfterOwnerChange(err);
+            if (held) return held;
+            // Its work goes on past this answer: a repeat meets 409 until it ends, and, where that
+            // order then went to a node that stopped answering, for the same hold (cluster re-probe:
+            // answered at 2.6 s, before the node was known to hang, the id was free; a repeat placed
+            // the order on the new owner, and the hung node's copy filled too).
+            return new GoesOnError(
+              err,
+              work.then(
+                () => undefined,
+                (failed: unknown) => heldAfterOwnerChange(failed)?.outcome,
+              ),
+            );
+          }
           // Its work answered: all of it was done. Its flatten timed out: a reversal's open was not sent.
           const outcome = work.then(
             () => carriedOutConflict(err.status, ctx.requestId),

@@ -8,7 +8,8 @@
  * exactly one caller wins; `commit` turns the marker into the stored answer with a
  * revision-checked update, so an answer is only stored by the claim that still holds the key.
  * A marker carries an expiry: when its node dies mid-request the key is taken over (also
- * revision-checked) once the marker has expired, and the retry reconciles by clOrdId.
+ * revision-checked) once the marker has expired, or `deadHolderHoldMs` after the node may have
+ * stopped, and the retry reconciles by clOrdId.
  * Records are not mirrored in memory (a day of responses is too much for every node); each
  * `get` or `claim` is one KV round trip.
  */
@@ -62,11 +63,20 @@ export function createNatsIdempotencyStore(
     /** Names this node in its markers. */
     holder?: string;
     /**
-     * Whether the node named in a marker still runs (cluster mode: its node lease). A marker of a
-     * node that died is taken over before it expires: the retry then reconciles by clOrdId (an
-     * actor still placing that clOrdId makes the retry wait for that attempt).
+     * Whether the node named in a marker still runs (cluster mode: its node lease). The marker of
+     * a node that stopped is taken over on `deadHolderHoldMs`' terms, not its expiry: the retry
+     * then reconciles by clOrdId (an actor still placing that clOrdId makes the retry wait for that attempt).
      */
     holderAlive?: (holder: string) => boolean;
+    /**
+     * How long the marker of a node that stopped (its lease ended) still holds its key, counted
+     * from the latest moment it may have stopped (its last renewal and a third of a lease): 0, at
+     * once. A node that only hangs (SIGSTOP, a VM pause) has its request on its broker socket,
+     * which a slow broker may still carry out: taken over at once, the retry found nothing at the
+     * broker, placed the order again, and both filled (cluster re-probe). Cluster mode gives it
+     * CLUSTER.ownerChangeHoldMs, as a request forwarded to such a node holds its key.
+     */
+    deadHolderHoldMs?: number;
   },
 ): NatsIdempotencyStore {
   const { clock, logger } = opts;
@@ -175,6 +185,17 @@ export function createNatsIdempotencyStore(
     return JSON.stringify({ state: 'in-flight', fingerprint, holder, expiresAt: clock() + leaseMs } satisfies Stored);
   }
 
+  /**
+   * Whether an in-flight marker still holds its key: until it expires while its node runs; once
+   * its node stopped, until `deadHolderHoldMs` past the latest moment it may have stopped renewing.
+   */
+  function holds(v: { holder: string; expiresAt: number }): boolean {
+    const now = clock();
+    if (opts.holderAlive?.(v.holder) ?? true) return v.expiresAt >= now;
+    const hold = opts.deadHolderHoldMs ?? 0;
+    return hold > 0 && now <= v.expiresAt - leaseMs + leaseMs / 3 + hold;
+  }
+
   return {
     async get(scope, key) {
       const e = await kv.get(idempotencyHash(scope, key)).catch((err: unknown) => Promise.reject(unavailable(err)));
@@ -208,7 +229,7 @@ export function createNatsIdempotencyStore(
       const v = e.json<Stored>();
       if (v.state === 'done' && !expired(v)) return { kind: 'done', record: record(v) };
       // Like the 24 h rule: expired only once strictly past its time.
-      if (v.state === 'in-flight' && v.expiresAt >= clock() && (opts.holderAlive?.(v.holder) ?? true)) return { kind: 'in-flight' };
+      if (v.state === 'in-flight' && holds(v)) return { kind: 'in-flight' };
       // A marker whose node died, or a record older than 24 h by our clock: take it over,
       // unless another node does so first (then the next round sees its marker).
       try {

@@ -57,6 +57,8 @@ export interface NatsStoreOptions {
   nodeId?: string;
   /** Whether the node a marker names still runs (see createNatsIdempotencyStore). */
   holderAlive?: (holder: string) => boolean;
+  /** How long a marker of a node that stopped still holds its key (see createNatsIdempotencyStore). */
+  deadHolderHoldMs?: number;
 }
 
 /** The cluster store: `Store` with the cluster-wide idempotency claim. */
@@ -238,7 +240,7 @@ export async function openNatsStore(opts: NatsStoreOptions): Promise<NatsStore> 
     webhookTokens,
     strategies,
     sessions,
-    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs, holder: opts.nodeId, holderAlive: opts.holderAlive }),
+    idempotency: createNatsIdempotencyStore(idempotencyKv, { clock, logger, leaseMs: opts.inFlightLeaseMs, holder: opts.nodeId, holderAlive: opts.holderAlive, deadHolderHoldMs: opts.deadHolderHoldMs }),
     journal,
     importDump: (dump) => importDump(ctx, idempotencyKv, journal, flushed, dump),
     recordsCurrent: () => mirror.current(),

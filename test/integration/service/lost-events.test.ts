@@ -47,6 +47,22 @@ async function filledUnseen(acc: string): Promise<void> {
   expect(positions.json.data, 'the mirror missed the fill (else this test shows nothing)').toEqual([]);
 }
 
+/** A resting buy for 2 at 4990 of which 1 fills while the broker's events are lost; its order id. */
+async function partFilledUnseen(acc: string): Promise<number> {
+  await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+  const entry = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 2, type: 'limit', price: 4990 } });
+  expect(entry.status, entry.text).toBe(201);
+  await control(s.sim, 'POST', '/faults', { silent: true });
+  try {
+    await control(s.sim, 'POST', `/orders/${entry.json.orderId}/fill`, { qty: 1 });
+    await new Promise((r) => setTimeout(r, 1200));
+  } finally {
+    await control(s.sim, 'DELETE', '/faults');
+  }
+  expect((await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data, 'the mirror missed the fill').toEqual([]);
+  return Number(entry.json.orderId);
+}
+
 describe('a flatten after lost events', () => {
   it('reads the state again when a cancel it sent never ends here, and closes the position the fill opened', async () => {
     const acc = s.accounts[0]!;
@@ -76,6 +92,21 @@ describe('a flatten after lost events', () => {
     await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
   });
 
+  it('at a broker answering in 1.2 s, the state read its position read starts is waited for before anything is judged (re-probe: 200 "nothing to close" over the partial fill)', async () => {
+    const acc = s.accounts[0]!;
+    const entry = await partFilledUnseen(acc);
+    await control(s.sim, 'POST', '/faults', { latencyMs: 1200 });
+    try {
+      const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+      expect(flat.status, flat.text).toBe(200);
+      expect(flat.json.positions).toEqual([expect.objectContaining({ symbol: ES, closedQty: 1, status: 'liquidated' })]);
+      expect(flat.json.cancelledOrderIds).toContain(String(entry));
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+  }, 45_000);
+
   it('the kill switch does too: locked and flat', async () => {
     const acc = s.accounts[1] ?? s.accounts[0]!;
     await filledUnseen(acc);
@@ -85,4 +116,59 @@ describe('a flatten after lost events', () => {
     await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
     await http(s.url, 'POST', `/api/v1/accounts/${acc}/unlock`, { key: s.apiKey });
   });
+});
+
+describe('orders after lost events', () => {
+  it('a strategy’s partial exit reads the broker’s position first: a stop-loss that filled unseen leaves nothing to reduce, and nothing is sold (re-probe: it sold into the flat account and left it short)', async () => {
+    const acc = s.accounts[1] ?? s.accounts[0]!;
+    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+    const entry = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 2, type: 'market', stopLoss: { ticks: 8 } } });
+    expect(entry.status, entry.text).toBe(201);
+    await eventually(async () => (await brokerPosition(acc)) === 2, 'long 2 at the broker');
+    await eventually(async () => (await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data?.[0]?.netQty === 2, 'long 2 here');
+    await control(s.sim, 'POST', '/faults', { silent: true });
+    try {
+      await control(s.sim, 'POST', '/prices', { symbol: ES, price: 4990 });
+      await eventually(async () => (await brokerPosition(acc)) === 0, 'the stop-loss filled at the broker');
+      await new Promise((r) => setTimeout(r, 1200));
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+    }
+    expect((await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data?.[0]?.netQty, 'the mirror missed the stop’s fill').toBe(2);
+    const { token } = await s.store.webhookTokens.create({ userId: s.userId, name: 'tv-lost', accountId: acc });
+    const exit = await http(s.url, 'POST', `/api/v1/webhooks/${token}`, { body: { action: 'sell', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 } });
+    expect(exit.status, exit.text).not.toBe(201);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await brokerPosition(acc)).toBe(0);
+  }, 45_000);
+
+  it('a strategy entry sent while the account state is being read again waits for it: sized against the broker’s state, it does not double the position (re-probe: long 2 where the strategy asked for long 1)', async () => {
+    const acc = s.accounts[0]!;
+    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+    const entry = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4990 } });
+    expect(entry.status, entry.text).toBe(201);
+    const { token } = await s.store.webhookTokens.create({ userId: s.userId, name: 'tv-resync', accountId: acc });
+    // A quiet spell past the watchdog's (the broker silent for over two heartbeats), the fill inside it;
+    // the broker answers slowly afterwards, so the state read the watchdog starts takes a while.
+    await control(s.sim, 'POST', '/faults', { silent: true });
+    try {
+      await control(s.sim, 'POST', '/prices', { symbol: ES, price: 4990 });
+      await eventually(async () => (await brokerPosition(acc)) === 1, 'the entry filled at the broker');
+      await eventually(async () => (await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).status === 503, 'reads refused over the quiet spell');
+    } finally {
+      await control(s.sim, 'POST', '/faults', { silent: false, latencyMs: 1500 });
+    }
+    try {
+      // Heard from again: the state is read again (1.5 s a request); the alert lands in that read.
+      await new Promise((r) => setTimeout(r, 300));
+      const alert = await http(s.url, 'POST', `/api/v1/webhooks/${token}`, { body: { action: 'buy', symbol: 'ES1!', qty: 1, marketPosition: 'long', marketPositionSize: 1 } });
+      expect([200, 201, 504], alert.text).toContain(alert.status);
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+    }
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await brokerPosition(acc)).toBe(1);
+  }, 60_000);
 });

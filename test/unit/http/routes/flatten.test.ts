@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FlattenRequest, FlattenResult } from '../../../../src/actors/protocol.js';
+import { AppError } from '../../../../src/domain/problems.js';
 import { GoesOnError } from '../../../../src/http/route-types.js';
 import { flattenResponseSchema } from '../../../../src/http/schemas.js';
 import { call, callError, route, world, type World } from '../../../support/routes.js';
@@ -60,7 +61,7 @@ describe('POST /accounts/:id/flatten', () => {
   it('derives liquidation clOrdIds from the Idempotency-Key so a retry cannot double-close', async () => {
     await call(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-1' });
     await call(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-1' });
-    const [a, b] = w.gateway.calls.map((c) => (c.req as FlattenRequest).clOrdIdPrefix);
+    const [a, b] = w.gateway.calls.filter((c) => c.req.type === 'flatten').map((c) => (c.req as FlattenRequest).clOrdIdPrefix);
     expect(a).toBe(b);
     expect(route(w, 'POST', '/accounts/:id/flatten').idempotent).toBe(true);
   });
@@ -155,6 +156,43 @@ describe('POST /accounts/:id/flatten', () => {
       expect(stored).toBe('pending');
       await vi.advanceTimersByTimeAsync(1_000);
       expect(stored).toBeUndefined();
+    });
+
+    it('one whose cluster node stopped answering holds its key 30 s (what that node sent may still be carried out), then stores a 200 once what it was to close is closed, or frees the key after 2 minutes (cluster re-probe: freed at once, the retry flattened again, and the hung node’s late liquidation closed a position opened after)', async () => {
+      // The service's clock moves with the timers here: the follow-up counts its 2 minutes from the flatten.
+      vi.setSystemTime(NOW);
+      w.deps.now = () => new Date(Date.now());
+      w.gateway.responder.positions = () => [held];
+      w.gateway.responder.flatten = () => {
+        throw new AppError('BROKER_TIMEOUT', 'the node running con_1 stopped before it answered (another node took the connection over): flatten may have reached the broker; retry with the same Idempotency-Key', { ownerChanged: true });
+      };
+      const hung = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-o1' });
+      expect(hung).toBeInstanceOf(GoesOnError);
+      expect(hung.message).toMatch(/flatten may have reached the broker; a retry with the same Idempotency-Key is answered 409 IDEMPOTENCY_KEY_IN_USE for 30 s while the broker may still carry out what that node sent, then 200 once the positions it was to close are closed/);
+      let stored: unknown = 'pending';
+      void (hung as GoesOnError).outcome.then((o) => (stored = o));
+      // Closed already, and a position opened since: still held for the whole hold.
+      w.gateway.responder.positions = () => [{ ...held, openedAt: new Date(NOW + 5_000).toISOString() }];
+      await vi.advanceTimersByTimeAsync(29_000);
+      expect(stored).toBe('pending');
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(stored).toMatchObject({ status: 200 });
+      expect(flattenResponseSchema.parse((stored as { body: unknown }).body)).toEqual({
+        accountId: '101',
+        symbol: null,
+        cancelledOrderIds: [],
+        positions: [{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated', detail: expect.stringContaining('the cluster node running its connection stopped answering') }],
+      });
+
+      // Still open two minutes after it: the key is free, and a flatten under it acts.
+      w.gateway.responder.positions = () => [held];
+      const open = await callError(w, 'POST', '/accounts/:id/flatten', { userId: w.a.userId, params: { id: '101' }, idempotencyKey: 'f-o2' });
+      let left: unknown = 'pending';
+      void (open as GoesOnError).outcome.then((o) => (left = o));
+      await vi.advanceTimersByTimeAsync(118_000);
+      expect(left).toBe('pending');
+      await vi.advanceTimersByTimeAsync(3_000);
+      expect(left).toBeUndefined();
     });
 
     it('is not held when a position was not sent (it never closes by itself), nor without a key', async () => {

@@ -175,6 +175,19 @@ describe('recent alerts of a token', () => {
       expect(await followUp()).toMatchObject({ status: 200, detail: 'flat after this alert was answered 504: the positions it was to close are closed (by it or another exit)' });
     });
 
+    it('a close answered 504 is not "flat" on the service’s state alone: the broker’s own list is asked before saying so (re-probe: "flat … closed" while the broker was long, a fill lost in a silence)', async () => {
+      w.gateway.responder.flatten = () => {
+        throw new AppError('BROKER_TIMEOUT', 'actor request flatten did not complete within 2500 ms');
+      };
+      await expect(alert({ action: 'close' })).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+      const held = { accountId: '101', symbol: 'ESZ6', netQty: 1, avgPrice: 5000, openedAt: new Date(NOW.getTime() - 60_000).toISOString() };
+      // The service's state is flat; the broker's list (a verified read) still has the position.
+      w.gateway.responder.positions = (req: { verified?: boolean }) => (req.verified ? [held] : []);
+      await vi.advanceTimersByTimeAsync(130_000);
+      expect(await followUp()).toMatchObject({ status: 504, detail: expect.stringContaining('still holds ESZ6 long 1') });
+      expect(w.gateway.calls.some((c) => c.req.type === 'positions' && (c.req as { verified?: boolean }).verified === true)).toBe(true);
+    });
+
     it('a re-entry filled just after a close’s 504 is not the close’s to have closed: lots are counted from when the flatten was sent (re-probe: read as the exit’s, "not flat", the alert’s id freed, and its repeat closed the re-entry)', async () => {
       let clock = NOW.getTime();
       w.deps.now = () => new Date(clock);

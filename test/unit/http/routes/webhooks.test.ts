@@ -4,7 +4,7 @@ import { AppError } from '../../../../src/domain/problems.js';
 import { clOrdIdFor } from '../../../../src/domain/order-plan.js';
 import { WEBHOOK_BROKER_TIMEOUT_MS } from '../../../../src/tuning.js';
 import { webhookResponseSchema } from '../../../../src/http/schemas.js';
-import type { WebhookPrincipal } from '../../../../src/http/route-types.js';
+import { GoesOnError, type WebhookPrincipal } from '../../../../src/http/route-types.js';
 import { account, call, orderRecord, world, type World } from '../../../support/routes.js';
 import { rejected } from '../../../support/errors.js';
 
@@ -166,6 +166,37 @@ describe('POST /webhooks/:token partial exits', () => {
     await alert({ action: 'buy', symbol: 'ES1!', qty: 1 });
     expect(w.gateway.calls.find((c) => c.req.type === 'place-order')!.timeoutMs).toBe(WEBHOOK_BROKER_TIMEOUT_MS);
   });
+
+  it('an entry answered 504 while its order is still on its way keeps its id until that ends, and 30 s more where it went to a cluster node that stopped answering (cluster re-probe: a repeat placed it again on the new owner, and the hung node’s copy filled too)', async () => {
+    const pending: { resolve(v: unknown): void; reject(e: unknown): void }[] = [];
+    w.gateway.responder['place-order'] = () => new Promise((resolve, reject) => pending.push({ resolve, reject }));
+    const answeredLate = async (id: string) => {
+      const err = await alert({ action: 'buy', symbol: 'ES1!', qty: 1, id }, id).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(GoesOnError);
+      expect(err).toMatchObject({ code: 'BROKER_TIMEOUT' });
+      return { outcome: (err as GoesOnError).outcome };
+    };
+    const stillHeld = (outcome: Promise<unknown>) => Promise.race([outcome.then(() => 'freed'), new Promise((r) => setTimeout(() => r('held'), 100))]);
+
+    const { outcome: placed } = await answeredLate('a-1');
+    expect(await stillHeld(placed)).toBe('held');
+    pending.shift()!.resolve({ order: orderRecord({ accountId: '101', symbol: 'ESZ6', side: 'buy', qty: 1 }), reconciled: false, brokerMs: 4 });
+    // Done: the id is free again, and a repeat reconciles with that order by its clOrdId.
+    expect(await placed).toBeUndefined();
+
+    const { outcome: hung } = await answeredLate('a-2');
+    pending.shift()!.reject(
+      new AppError('BROKER_TIMEOUT', 'the node running con_1 stopped before it answered (another node took the connection over): place-order may have reached the broker; retry with the same Idempotency-Key', { ownerChanged: true }),
+    );
+    expect(await stillHeld(hung)).toBe('held');
+
+    const { outcome: refused } = await answeredLate('a-3');
+    pending.shift()!.reject(new AppError('BROKER_REJECTED', 'MaxPosLimitReached'));
+    expect(await refused).toBeUndefined();
+  }, 20_000);
 
   it('a partial exit the actor sent smaller (a leg fill took part of it as the legs made room) says so in a warning (re-probe 3)', async () => {
     w.gateway.responder.positions = () => [{ accountId: '101', symbol: 'ESZ6', netQty: 3, avgPrice: 5000, openedAt: null }];

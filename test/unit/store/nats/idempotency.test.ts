@@ -87,6 +87,29 @@ describe('cluster idempotency claims', () => {
     expect(await dead.commit(answer)).toBe(false);
   });
 
+  it('the marker of a node that stopped holds its key for the dead-holder hold past its latest possible stop, then is taken over (cluster re-probe: a hung owner’s order filled twice)', async () => {
+    const alive = new Set(['n1.boot1']);
+    const holderAlive = (h: string) => alive.has(h);
+    const hold = 30_000;
+    const opts = { clock: () => now.value, holderAlive, deadHolderHoldMs: hold };
+    const a = await nodes.open(undefined, { nodeId: 'n1.boot1', ...opts });
+    const b = await nodes.open(undefined, { nodeId: 'n2.boot2', ...opts });
+    const hung = claimOf(await a.idempotency.claim('user:u', 'hung', FP))!;
+    // The node hangs right after its claim: no renewal; its lease ends a few seconds later.
+    alive.delete('n1.boot1');
+    now.value = T0 + 6_000;
+    expect((await b.idempotency.claim('user:u', 'hung', FP)).kind).toBe('in-flight');
+    // Past the marker's own expiry, still held: it may have stopped as late as a third of a lease after its claim.
+    now.value = T0 + IN_FLIGHT_LEASE_MS + 1;
+    expect((await b.idempotency.claim('user:u', 'hung', FP)).kind).toBe('in-flight');
+    now.value = T0 + IN_FLIGHT_LEASE_MS / 3 + hold;
+    expect((await b.idempotency.claim('user:u', 'hung', FP)).kind).toBe('in-flight');
+    now.value = T0 + IN_FLIGHT_LEASE_MS / 3 + hold + 1;
+    const taker = claimOf(await b.idempotency.claim('user:u', 'hung', FP));
+    expect(taker).toBeDefined();
+    expect(await hung.commit(answer)).toBe(false);
+  });
+
   it('a request that runs past the lease keeps its key on every node: its node renews the marker (a flatten answered 504 goes on, and a retry sent to another node after 30 s ran it again)', async () => {
     const lease = { clock: () => Date.now(), inFlightLeaseMs: 300 };
     const a = await nodes.open(undefined, lease);
