@@ -75,17 +75,7 @@ describe('a flatten after lost events', () => {
 
   it('a partial fill lost in a silence (its order’s cancel seen after it): the broker’s positions are read before anything is judged, and the position is closed (re-probe: 200, long 1 left open)', async () => {
     const acc = s.accounts[0]!;
-    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
-    const entry = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 2, type: 'limit', price: 4990 } });
-    expect(entry.status, entry.text).toBe(201);
-    await control(s.sim, 'POST', '/faults', { silent: true });
-    try {
-      await control(s.sim, 'POST', `/orders/${entry.json.orderId}/fill`, { qty: 1 });
-      await new Promise((r) => setTimeout(r, 1200));
-    } finally {
-      await control(s.sim, 'DELETE', '/faults');
-    }
-    expect((await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data, 'the mirror missed the fill').toEqual([]);
+    await partFilledUnseen(acc);
     const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
     expect(flat.status, flat.text).toBe(200);
     expect(flat.json.positions).toEqual([expect.objectContaining({ symbol: ES, closedQty: 1, status: 'liquidated' })]);
