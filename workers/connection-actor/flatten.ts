@@ -7,7 +7,7 @@
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
 import { tracked } from './in-flight.js';
-import { afterResync, brokerPositionsRead } from './broker-read.js';
+import { afterResync, brokerPositionsRead, verifiedPositions } from './broker-read.js';
 import { outstandingOrders, placementsSettled } from './place.js';
 import { cancelsSettled, forgetOwedLegs, oweAgain } from './cancel.js';
 import type { OwedLeg } from '../../src/domain/guards.js';
@@ -30,11 +30,21 @@ export async function flatten(ctx: ActorContext, req: FlattenRequest): Promise<F
     // What the account holds: its positions' contracts, and those its resting orders are in. A flat
     // account's orders in other contracts are another strategy's too (new-user probe: an NQ close
     // cancelled the resting ES entry and its stop-loss, where an ES position made it a 409).
-    const positions = ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
-    const held = positions.length > 0 ? positions : [...new Set(ctx.model.workingOrders(req.accountId).map((o) => o.symbol))];
-    if (held.length > 0 && !held.includes(req.symbol)) {
-      const what = positions.length > 0 ? 'holds' : 'has working orders in';
-      throw new AppError('SYMBOL_MISMATCH', `account ${what} ${held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held });
+    const held = () => {
+      const positions = ctx.model.openPositionEntities(req.accountId).map((p) => contractName(ctx.mirror, p.contractId) ?? String(p.contractId));
+      return { positions, held: positions.length > 0 ? positions : [...new Set(ctx.model.workingOrders(req.accountId).map((o) => o.symbol))] };
+    };
+    const refuses = (h: ReturnType<typeof held>) => h.held.length > 0 && !h.held.includes(req.symbol!);
+    let found = held();
+    // Refused only once the broker's own list agrees: a position in the symbol a fill lost in a
+    // silence opened made it 409 while the broker held it (re-probe). Only a refusal costs the read.
+    if (refuses(found)) {
+      await verifiedPositions(ctx).catch(() => undefined);
+      found = held();
+    }
+    if (refuses(found)) {
+      const what = found.positions.length > 0 ? 'holds' : 'has working orders in';
+      throw new AppError('SYMBOL_MISMATCH', `account ${what} ${found.held.join(', ')}, not ${req.symbol}`, { symbol: req.symbol, held: found.held });
     }
   }
   const mark = flattenBegins(ctx, req.accountId, flattenScope(req));

@@ -48,7 +48,7 @@ async function filledUnseen(acc: string): Promise<void> {
 }
 
 /** A resting buy for 2 at 4990 of which 1 fills while the broker's events are lost; its order id. */
-async function partFilledUnseen(acc: string): Promise<number> {
+async function partFilledUnseen(acc: string, shownBefore: unknown[] = []): Promise<number> {
   await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
   const entry = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 2, type: 'limit', price: 4990 } });
   expect(entry.status, entry.text).toBe(201);
@@ -59,7 +59,7 @@ async function partFilledUnseen(acc: string): Promise<number> {
   } finally {
     await control(s.sim, 'DELETE', '/faults');
   }
-  expect((await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data, 'the mirror missed the fill').toEqual([]);
+  expect((await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data, 'the mirror missed the fill').toEqual(shownBefore);
   return Number(entry.json.orderId);
 }
 
@@ -94,6 +94,21 @@ describe('a flatten after lost events', () => {
     } finally {
       await control(s.sim, 'DELETE', '/faults');
     }
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+  }, 45_000);
+
+  it('a flatten naming the symbol a lost fill opened is not refused on the service’s state alone: the broker’s list is asked first (re-probe: 409 "account holds NQZ6, not ESZ6" while the broker held ESZ6)', async () => {
+    const acc = s.accounts[1] ?? s.accounts[0]!;
+    const nq = resolveSymbol('NQ', new Date());
+    if (!nq.ok) throw new Error(nq.reason);
+    await control(s.sim, 'POST', '/prices', { symbol: nq.contract, price: 20000 });
+    const long = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'NQ1!', side: 'buy', qty: 1, type: 'market' } });
+    expect(long.status, long.text).toBe(201);
+    await eventually(async () => (await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data?.length === 1, 'long NQ here');
+    await partFilledUnseen(acc, [expect.objectContaining({ symbol: nq.contract })]);
+    const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: { symbol: 'ES1!' } });
+    expect(flat.status, flat.text).toBe(200);
+    expect(flat.json.positions).toEqual(expect.arrayContaining([expect.objectContaining({ symbol: ES, closedQty: 1, status: 'liquidated' })]));
     await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
   }, 45_000);
 
