@@ -41,8 +41,10 @@ export interface InProcessService {
 let counter = 0;
 
 /** Starts the service in-process with one user, an API key and a paper connection with `accounts`. */
-export async function startInProcessService(opts: { accounts?: string[]; tuning?: Partial<ConnectionTuning>; spec?: Partial<ConnectionSpec> } = {}): Promise<InProcessService> {
-  const sim = await startSim({ priceStepMs: 0, heartbeatMs: 500 });
+export async function startInProcessService(
+  opts: { accounts?: string[]; tuning?: Partial<ConnectionTuning>; spec?: Partial<ConnectionSpec>; sim?: { maxSessionsPerUser?: number } } = {},
+): Promise<InProcessService> {
+  const sim = await startSim({ priceStepMs: 0, heartbeatMs: 500, ...opts.sim });
   const t: TempStore = await tempStore({ clock: Date.now });
   const clock = new BigInt64Array(new SharedArrayBuffer(8));
   const logger = createLogger('silent');

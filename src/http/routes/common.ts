@@ -442,6 +442,18 @@ export function nowOf(deps: RouteDeps): Date {
  * it a second time (cluster re-probe: the retry on the new owner filled, then the first did too).
  * Undefined for anything else.
  */
+/**
+ * A key's hold after a broker call that timed out (BROKER_TIMEOUT: the order may still be placed,
+ * by this node's actor or, in a cluster, by a node that stopped answering): a promise that frees it
+ * after `holdMs`, for an outcome (GoesOnError); undefined for any other failure, which frees it at
+ * once. Meanwhile a repeat is 409 IDEMPOTENCY_KEY_IN_USE; after it, it reconciles by clOrdId with
+ * what the broker did.
+ */
+export function heldAfterTimeout(err: unknown, holdMs = CLUSTER.ownerChangeHoldMs): Promise<undefined> | undefined {
+  if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT') return undefined;
+  return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), holdMs).unref());
+}
+
 export function heldAfterOwnerChange(err: unknown, holdMs = CLUSTER.ownerChangeHoldMs): GoesOnError | undefined {
   if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT' || err.extensions['ownerChanged'] !== true) return undefined;
   const s = Math.ceil(holdMs / 1000);

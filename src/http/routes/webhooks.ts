@@ -11,7 +11,7 @@ import { defineRoute, GoesOnError, type RouteContext, type RouteDef, type RouteR
 import type { StrategyRecord } from '../../store/strategies.js';
 import { webhookPayloadSchema, webhookResponseSchema, type WebhookPayloadBody } from '../schemas.js';
 import { completeOrder, parseWebhookPayload, TRADINGVIEW_TEMPLATE, type StrategyDefaults, type WebhookIntent } from '../webhook-payload.js';
-import { BROKER_ERRORS, callActor, errors, guardedBy, heldAfterOwnerChange, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
+import { BROKER_ERRORS, callActor, errors, guardedBy, heldAfterOwnerChange, heldAfterTimeout, nowOf, orderLimits, unsyncedAccountsError, userAccounts, type OwnedAccount, type RouteDeps } from './common.js';
 import { flattenAccount, namesProduct, type FlattenTarget } from './flatten.js';
 import { contractRoot } from '../../domain/symbols.js';
 import { placedOrderView } from './orders.js';
@@ -243,15 +243,16 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
             // Its order went to a cluster node that stopped answering: a repeat waits for what that node's broker socket does.
             const held = heldAfterOwnerChange(err);
             if (held) return held;
-            // Its work goes on past this answer: a repeat meets 409 until it ends, and, where that
-            // order then went to a node that stopped answering, for the same hold (cluster re-probe:
-            // answered at 2.6 s, before the node was known to hang, the id was free; a repeat placed
-            // the order on the new owner, and the hung node's copy filled too).
+            // Its work goes on past this answer: a repeat meets 409 until it ends, and, where its
+            // broker call then timed out (the order may still be placed: by a slow broker, or by a
+            // cluster node that hangs, noticed only once its lease ends), for the same hold more
+            // (cluster re-probes: answered at 2.6 s, the id was free at 3 s; a repeat placed the
+            // order on the new owner, and the hung node's copy filled too).
             return new GoesOnError(
               err,
               work.then(
                 () => undefined,
-                (failed: unknown) => heldAfterOwnerChange(failed)?.outcome,
+                (failed: unknown) => heldAfterTimeout(failed),
               ),
             );
           }

@@ -18,7 +18,8 @@ const ES = front.contract;
 let s: InProcessService;
 
 beforeAll(async () => {
-  s = await startInProcessService();
+  // A session more than the service's two: a trade made at the broker directly, as on its own platform.
+  s = await startInProcessService({ sim: { maxSessionsPerUser: 3 } });
 }, 60_000);
 afterAll(async () => {
   if (!s) return;
@@ -111,6 +112,37 @@ describe('a flatten after lost events', () => {
     expect(flat.json.positions).toEqual(expect.arrayContaining([expect.objectContaining({ symbol: ES, closedQty: 1, status: 'liquidated' })]));
     await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
   }, 45_000);
+
+  it('a position opened at the broker itself while its events were lost, at a broker answering in 2.5 s: "nothing to close" waits for the broker’s list, and the position is closed (re-probe: 200 "nothing to close", long 1 left open)', async () => {
+    const acc = s.accounts[0]!;
+    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+    const login = (await (await fetch(`${s.sim.restUrl}/auth/accesstokenrequest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(s.login) })).json()) as { accessToken: string };
+    await control(s.sim, 'POST', '/faults', { silent: true });
+    try {
+      const traded = await fetch(`${s.sim.restUrl}/order/placeorder`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${login.accessToken}` },
+        body: JSON.stringify({ accountId: Number(acc), action: 'Buy', symbol: ES, orderQty: 1, orderType: 'Market', isAutomated: true }),
+      });
+      expect(traded.status, await traded.clone().text()).toBe(200);
+      await eventually(async () => (await brokerPosition(acc)) === 1, 'long 1 at the broker');
+      await new Promise((r) => setTimeout(r, 1200));
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+    }
+    expect((await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data, 'the service missed the trade').toEqual([]);
+    await control(s.sim, 'POST', '/faults', { latencyMs: 2500 });
+    try {
+      const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+      expect(flat.status, flat.text).toBe(200);
+      expect(flat.json.positions).toEqual([expect.objectContaining({ symbol: ES, closedQty: 1, status: 'liquidated' })]);
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+    }
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+  }, 60_000);
 
   it('the kill switch does too: locked and flat', async () => {
     const acc = s.accounts[1] ?? s.accounts[0]!;

@@ -193,6 +193,12 @@ describe('POST /webhooks/:token partial exits', () => {
     );
     expect(await stillHeld(hung)).toBe('held');
 
+    // A plain timeout too: the order may still be placed (a slow broker; a hung node noticed only
+    // later), so a repeat waits the hold before it reconciles (cluster re-probe 2: freed at 3 s, filled twice).
+    const { outcome: slow } = await answeredLate('a-4');
+    pending.shift()!.reject(new AppError('BROKER_TIMEOUT', 'actor request place-order did not complete within 2500 ms'));
+    expect(await stillHeld(slow)).toBe('held');
+
     const { outcome: refused } = await answeredLate('a-3');
     pending.shift()!.reject(new AppError('BROKER_REJECTED', 'MaxPosLimitReached'));
     expect(await refused).toBeUndefined();
