@@ -454,8 +454,13 @@ export function heldAfterTimeout(err: unknown, holdMs = CLUSTER.ownerChangeHoldM
   return new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), holdMs).unref());
 }
 
+/** A call that ended because the cluster node running its connection stopped answering (the gateway's 504 `ownerChanged`): that node may only hang. */
+export function ownerChanged(err: unknown): err is AppError {
+  return err instanceof AppError && err.code === 'BROKER_TIMEOUT' && err.extensions['ownerChanged'] === true;
+}
+
 export function heldAfterOwnerChange(err: unknown, holdMs = CLUSTER.ownerChangeHoldMs): GoesOnError | undefined {
-  if (!(err instanceof AppError) || err.code !== 'BROKER_TIMEOUT' || err.extensions['ownerChanged'] !== true) return undefined;
+  if (!ownerChanged(err)) return undefined;
   const s = Math.ceil(holdMs / 1000);
   const answer = new AppError(err.code, `${err.message}; the node that had it may only hang, so a retry with it waits ${s} s for what the broker does (409 IDEMPOTENCY_KEY_IN_USE meanwhile)`, err.extensions, err.retryAfterSeconds);
   return new GoesOnError(answer, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), holdMs).unref()));

@@ -12,7 +12,7 @@ import { valueWithin } from '../../wait.js';
 import { CLUSTER } from '../../tuning.js';
 import type { FlattenResult } from '../../actors/protocol.js';
 import { flattenBodySchema, flattenResponseSchema } from '../schemas.js';
-import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
+import { AUTH_ERRORS, BROKER_ERRORS, callActor, errors, nowOf, ownedAccount, ownerChanged, requireActive, type OwnedAccount, type RouteDeps } from './common.js';
 
 /** Symbol forms that name a product, not a month (`ES`, `ES1!`, `ES!`, `CME_MINI:ES1!`): an exit of one closes every month of it. */
 const PRODUCT_FORMS: ReadonlySet<SymbolForm> = new Set(['root', 'continuous', 'bang', 'exchange-continuous']);
@@ -213,11 +213,6 @@ export async function positionsConfirmedWhen(deps: RouteDeps, connectionId: stri
   return concludes(rows) ? deps.gateway.request(connectionId, { type: 'positions', accountId, verified: true }) : rows;
 }
 
-/** A flatten whose call ended because the cluster node running its connection stopped answering (it may only hang). */
-function ownerChanged(err: AppError): boolean {
-  return err.code === 'BROKER_TIMEOUT' && err.extensions['ownerChanged'] === true;
-}
-
 /**
  * The outcome of a flatten whose node stopped answering (a cluster owner that hangs: its cancels
  * and liquidation may still be on its broker socket, and a slow broker may carry them out later).
@@ -290,7 +285,7 @@ export function flattenRoutes(deps: RouteDeps): RouteDef<any, any>[] {
           return keyed && unconfirmed(err) ? closedLater(deps, owned, err, from) : err;
         };
         const body = await valueWithin(work, API_FLATTEN_ANSWER_MS).catch((err: unknown) => {
-          if (err instanceof AppError && keyed && ownerChanged(err)) {
+          if (keyed && ownerChanged(err)) {
             const hold = `; a retry with the same Idempotency-Key is answered 409 IDEMPOTENCY_KEY_IN_USE for ${CLUSTER.ownerChangeHoldMs / 1000} s while the broker may still carry out what that node sent, then 200 once the positions it was to close are closed (watched up to ${API_FLATTEN_FOLLOW_MS / 60_000} minutes); still open then, the key is free`;
             const symbol = ctx.req.body?.symbol === undefined ? null : resolvedContract(ctx.req.body.symbol, nowOf(deps));
             throw new GoesOnError(new AppError(err.code, err.message.replace(/; retry with the same Idempotency-Key.*$/, '') + hold, err.extensions, err.retryAfterSeconds), flatAfterOwnerChange(deps, owned, symbol, from, before));
