@@ -42,7 +42,7 @@ export async function afterResync(ctx: Pick<ActorContext, 'conn'>): Promise<void
  * positions judged before the state read landed (re-probe: a flatten answered 200 "nothing to
  * close" over a partial fill its read had found).
  */
-export async function brokerPositionsRead(ctx: Pick<ActorContext, 'conn'>, read: Promise<void> | undefined, t0: number, waitMs = POSITIONS_READ_WAIT_MS): Promise<void> {
+export async function brokerPositionsRead(ctx: Pick<ActorContext, 'conn'>, read: Promise<unknown> | undefined, t0: number, waitMs = POSITIONS_READ_WAIT_MS): Promise<void> {
   if (!read) return;
   await settledWithin(read, Math.max(0, t0 + waitMs - performance.now()));
   const live = ctx.conn.resyncing?.();
@@ -51,12 +51,22 @@ export async function brokerPositionsRead(ctx: Pick<ActorContext, 'conn'>, read:
 
 /**
  * How long a flatten that finds nothing to close on the service's state waits for its position
- * read: the broker's request deadline. "Nothing to close" is said only once the broker's own list
- * agrees (re-probe: at 2–3 s a request, a flatten answered 200 "nothing to close" over a position
- * lost events had hidden, its list arriving 0.5 s after the answer). A flatten with positions to
- * close goes on after POSITIONS_READ_WAIT_MS, as before.
+ * read and the state read a difference starts. "Nothing to close" is said only once the broker's
+ * own list agrees (re-probes: at 2–3 s a request, a flatten answered 200 "nothing to close" over a
+ * position lost events had hidden, its list arriving 0.5 s after the answer; at 8–12 s, after
+ * waiting, it judged the old state all the same). A flatten with positions to close goes on after
+ * POSITIONS_READ_WAIT_MS, as before.
  */
-export const NOTHING_TO_CLOSE_READ_WAIT_MS = 10_000;
+export const NOTHING_TO_CLOSE_READ_WAIT_MS = 30_000;
+
+/**
+ * Whether the broker's own positions, asked for at `t0` (BrokerConnection.checkPositions: true once
+ * the mirror holds them), are known within NOTHING_TO_CLOSE_READ_WAIT_MS of it.
+ */
+export async function positionsConfirmed(read: Promise<boolean> | undefined, t0: number): Promise<boolean> {
+  if (!read) return true;
+  return (await valueWithin(read.catch(() => false), Math.max(0, t0 + NOTHING_TO_CLOSE_READ_WAIT_MS - performance.now()))) === true;
+}
 
 /** How long a verified positions read waits for the broker's list and the state read a difference starts. */
 export const VERIFY_WAIT_MS = 10_000;

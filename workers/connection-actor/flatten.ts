@@ -7,7 +7,7 @@
 import { AppError } from '../../src/domain/problems.js';
 import { since, type ActorContext } from './context.js';
 import { tracked } from './in-flight.js';
-import { afterResync, brokerPositionsRead, NOTHING_TO_CLOSE_READ_WAIT_MS, verifiedPositions } from './broker-read.js';
+import { afterResync, brokerPositionsRead, NOTHING_TO_CLOSE_READ_WAIT_MS, positionsConfirmed, verifiedPositions } from './broker-read.js';
 import { outstandingOrders, placementsSettled } from './place.js';
 import { cancelsSettled, forgetOwedLegs, oweAgain } from './cancel.js';
 import type { OwedLeg } from '../../src/domain/guards.js';
@@ -309,9 +309,15 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   // The broker's own positions, read as the flatten began, before any is judged (and the state read
   // a difference starts): broker-read.ts.
   await brokerPositionsRead(ctx, brokerPositions, t0);
-  // Nothing to close in scope on the service's state: said only once the broker's list agrees (broker-read.ts).
-  if (!ctx.model.openPositionEntities(req.accountId).some((p) => inScope(contractName(ctx.mirror, p.contractId) ?? String(p.contractId)))) {
-    await brokerPositionsRead(ctx, brokerPositions, t0, NOTHING_TO_CLOSE_READ_WAIT_MS);
+  // Nothing to close in scope on the service's state: said only once the broker's list agrees
+  // (broker-read.ts); not known then, the flatten fails (a kill switch runs it again), never "nothing to close".
+  const nothingInScope = () => !ctx.model.openPositionEntities(req.accountId).some((p) => inScope(contractName(ctx.mirror, p.contractId) ?? String(p.contractId)));
+  if (nothingInScope() && !(await positionsConfirmed(brokerPositions, t0)) && nothingInScope()) {
+    throw new AppError(
+      'BROKER_TIMEOUT',
+      `the service holds no position to close, but the broker's own positions could not be confirmed within ${NOTHING_TO_CLOSE_READ_WAIT_MS / 1000} s (no answer to position/list, or the state read it started did not land): ${cancelled.length > 0 ? `${cancelled.length} resting order(s) were cancelled, and ` : ''}nothing was liquidated. Read the positions before flattening again`,
+      { cancelledOrderIds: cancelled, positions: [] },
+    );
   }
 
   const outcomes: FlattenResult['positions'] = [];

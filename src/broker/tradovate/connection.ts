@@ -440,30 +440,30 @@ export class BrokerConnection {
    * cancelled a new bracket's take-profit over the dead legs, and the position was left without a
    * stop). The answer comes on the socket after every event sent before it, so the mirror it is
    * compared with has them all; a difference is read once more before it counts. One that stays
-   * reads the whole state again (resyncNow).
+   * reads the whole state again (resyncNow). Resolves true when the mirror's positions are the
+   * broker's (they agreed, or the state read landed), false when that is not known (not CONNECTED,
+   * no answer, the state read failed).
    */
-  async checkPositions(opts: { recheck?: boolean } = {}): Promise<void> {
-    if (this.liveResync) {
-      await this.liveResync;
-      return;
-    }
-    if (this.statusValue !== 'CONNECTED') return;
+  async checkPositions(opts: { recheck?: boolean } = {}): Promise<boolean> {
+    if (this.liveResync) return this.liveResync;
+    if (this.statusValue !== 'CONNECTED') return false;
     try {
       const first = await this.positionsDiffer();
-      if (first.size === 0) return;
+      if (first.size === 0) return true;
       // Asked for at once (a flatten about to judge positions): a difference counts as it is.
       if (opts.recheck === false) {
-        await this.resyncNow(`positions differ from the broker's: ${[...first].map(([key, d]) => `${key} ${d}`).join('; ')}`);
-        return;
+        return await this.resyncNow(`positions differ from the broker's: ${[...first].map(([key, d]) => `${key} ${d}`).join('; ')}`);
       }
       await new Promise((resolve) => setTimeout(resolve, POSITION_RECHECK_MS).unref());
       // Lost, not late: the same difference, neither side having moved, a moment later (under
       // steady trading a position's events may trail the broker's list by a few milliseconds).
       const again = await this.positionsDiffer();
       const kept = [...again].filter(([key, d]) => first.get(key) === d);
-      if (kept.length > 0 && this.statusValue === 'CONNECTED') await this.resyncNow(`positions differ from the broker's: ${kept.map(([key, d]) => `${key} ${d}`).join('; ')}`);
+      if (kept.length === 0) return true;
+      return this.statusValue === 'CONNECTED' && (await this.resyncNow(`positions differ from the broker's: ${kept.map(([key, d]) => `${key} ${d}`).join('; ')}`));
     } catch (err) {
       this.logger.debug({ err }, 'position check failed');
+      return false;
     }
   }
 

@@ -144,6 +144,19 @@ describe('a flatten after lost events', () => {
     await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
   }, 60_000);
 
+  it('a broker that cannot answer the position list within its deadline (12 s a request) makes a flatten over nothing it sees a 504 saying so, never 200 "nothing to close" (re-probe: 200 with long 1 at the broker)', async () => {
+    const acc = s.accounts[0]!;
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+    await control(s.sim, 'POST', '/faults', { latencyMs: 12_000 });
+    try {
+      const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+      expect(flat.status, flat.text).toBe(504);
+      expect(flat.json.detail).toMatch(/broker's own positions could not be confirmed/);
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+    }
+  }, 60_000);
+
   it('the kill switch does too: locked and flat', async () => {
     const acc = s.accounts[1] ?? s.accounts[0]!;
     await filledUnseen(acc);
