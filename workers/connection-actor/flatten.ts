@@ -311,8 +311,9 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   await brokerPositionsRead(ctx, brokerPositions, t0);
   // Nothing to close in scope on the service's state: said only once the broker's list agrees
   // (broker-read.ts); not known then, the flatten fails (a kill switch runs it again), never "nothing to close".
+  // With orders still on their way the answer says they may fill after it (outstandingOrders): not a final "nothing".
   const nothingInScope = () => !ctx.model.openPositionEntities(req.accountId).some((p) => inScope(contractName(ctx.mirror, p.contractId) ?? String(p.contractId)));
-  if (nothingInScope() && !(await positionsConfirmed(brokerPositions, t0)) && nothingInScope()) {
+  if (nothingInScope() && outstandingOrders(ctx, req.accountId) === 0 && !(await positionsConfirmed(brokerPositions, t0)) && nothingInScope()) {
     throw new AppError(
       'BROKER_TIMEOUT',
       `the service holds no position to close, but the broker's own positions could not be confirmed within ${NOTHING_TO_CLOSE_READ_WAIT_MS / 1000} s (no answer to position/list, or the state read it started did not land): ${cancelled.length > 0 ? `${cancelled.length} resting order(s) were cancelled, and ` : ''}nothing was liquidated. Read the positions before flattening again`,
