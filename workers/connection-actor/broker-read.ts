@@ -42,9 +42,9 @@ export async function afterResync(ctx: Pick<ActorContext, 'conn'>): Promise<void
  * positions judged before the state read landed (re-probe: a flatten answered 200 "nothing to
  * close" over a partial fill its read had found).
  */
-export async function brokerPositionsRead(ctx: Pick<ActorContext, 'conn'>, read: Promise<unknown> | undefined, t0: number, waitMs = POSITIONS_READ_WAIT_MS): Promise<void> {
+export async function brokerPositionsRead(ctx: Pick<ActorContext, 'conn'>, read: Promise<unknown> | undefined, t0: number): Promise<void> {
   if (!read) return;
-  await settledWithin(read, Math.max(0, t0 + waitMs - performance.now()));
+  await settledWithin(read, Math.max(0, t0 + POSITIONS_READ_WAIT_MS - performance.now()));
   const live = ctx.conn.resyncing?.();
   if (live) await settledWithin(live, RESYNC_WAIT_MS);
 }
