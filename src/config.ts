@@ -83,6 +83,10 @@ export const configSchema = z
     baseUrl: z
       .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
       .refine((u) => !/[?#]/.test(u), 'must have no query (?) or fragment (#): webhook URLs are built on it')
+      // A password in it would be printed at start and sent in every webhook URL (fuzz probe).
+      .refine((u) => URL.canParse(u) && new URL(u).username === '' && new URL(u).password === '', 'must have no user name or password (user:pass@): it is printed at start and sent in webhook URLs')
+      // As the web app and webhook URLs use it: `/a/../b/` is `/b/` (the banner printed it raw).
+      .transform((u) => new URL(u).href)
       .optional(),
     /** Reverse proxies whose X-Forwarded-For names the client (src/http/client-address.ts); none by default. */
     trustProxy: trustProxy.default([]),

@@ -59,6 +59,14 @@ describe('loadConfig', () => {
     expect(loadConfig({}, { TRADEGATE_BASE_URL: 'https://tg.example.com/base/' }).baseUrl).toBe('https://tg.example.com/base/');
   });
 
+  it('refuses a base URL with a user name or password, and normalises its path (fuzz probe: the banner printed both raw, webhook URLs carried them)', () => {
+    for (const url of ['https://u:p@tg.example.com/', 'https://u@tg.example.com/', 'https://:secret@tg.example.com/']) {
+      expect(() => loadConfig({}, { TRADEGATE_BASE_URL: url }), url).toThrow(/TRADEGATE_BASE_URL: must have no user name or password/);
+    }
+    expect(loadConfig({}, { TRADEGATE_BASE_URL: 'https://tg.example.com/a/../../b/' }).baseUrl).toBe('https://tg.example.com/b/');
+    expect(loadConfig({ 'base-url': 'HTTPS://TG.example.com' }, {}).baseUrl).toBe('https://tg.example.com/');
+  });
+
   it('reads the cluster settings: NATS servers as a list, node id, replicas, prefix', () => {
     expect(loadConfig({}, {}).cluster).toBeUndefined();
     const c = loadConfig({ cluster: 'nats://a:4222, nats://b:4222', 'node-id': 'n1' }, { TRADEGATE_CLUSTER_REPLICAS: '3' });
