@@ -719,14 +719,17 @@ describe('the web app', () => {
       if (r.method() === 'POST' && r.url().endsWith(`/accounts/${demo2}/flatten`)) keys.push(r.headers()['idempotency-key']);
     };
     page.on('request', onRequest);
-    // A broker answering after 9 s: the market order sent through the API is on its way while the flatten runs.
+    // A broker answering after 9 s: the market order sent through the API 1 s after the flatten
+    // reaches the broker after the flatten's read of the broker's positions (flat), so it is on
+    // its way when the flatten concludes (one sent before it reaches the broker first, and the
+    // flatten, which waits for that read, closes what it filled).
     await control(s, 'POST', '/faults', { latencyMs: 9_000 });
     let order: Promise<unknown> | undefined;
     try {
-      order = api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
-      await new Promise((r) => setTimeout(r, 300));
       await page.getByRole('button', { name: 'Flatten…' }).click();
       await dialog().getByRole('button', { name: 'Flatten account' }).click();
+      await new Promise((r) => setTimeout(r, 1000));
+      order = api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
       await page.getByRole('status').filter({ hasText: /DEMO2 flattened: .*1 order sent just before had no answer from the broker yet and may still fill/ }).first().waitFor({ timeout: 20_000 });
     } finally {
       await control(s, 'DELETE', '/faults');

@@ -48,6 +48,28 @@ async function filledUnseen(acc: string): Promise<void> {
   expect(positions.json.data, 'the mirror missed the fill (else this test shows nothing)').toEqual([]);
 }
 
+/** A buy 1 at market made at the broker itself (as on its own platform) while its events are lost: the service still sees `acc` flat. */
+async function tradedAtBrokerUnseen(acc: string): Promise<void> {
+  await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+  await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+  await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+  const login = (await (await fetch(`${s.sim.restUrl}/auth/accesstokenrequest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(s.login) })).json()) as { accessToken: string };
+  await control(s.sim, 'POST', '/faults', { silent: true });
+  try {
+    const traded = await fetch(`${s.sim.restUrl}/order/placeorder`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${login.accessToken}` },
+      body: JSON.stringify({ accountId: Number(acc), action: 'Buy', symbol: ES, orderQty: 1, orderType: 'Market', isAutomated: true }),
+    });
+    expect(traded.status, await traded.clone().text()).toBe(200);
+    await eventually(async () => (await brokerPosition(acc)) === 1, 'long 1 at the broker');
+    await new Promise((r) => setTimeout(r, 1200));
+  } finally {
+    await control(s.sim, 'DELETE', '/faults');
+  }
+  expect((await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data, 'the service missed the trade').toEqual([]);
+}
+
 /** A resting buy for 2 at 4990 of which 1 fills while the broker's events are lost; its order id. */
 async function partFilledUnseen(acc: string, shownBefore: unknown[] = []): Promise<number> {
   await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
@@ -115,24 +137,7 @@ describe('a flatten after lost events', () => {
 
   it('a position opened at the broker itself while its events were lost, at a broker answering in 2.5 s: "nothing to close" waits for the broker’s list, and the position is closed (re-probe: 200 "nothing to close", long 1 left open)', async () => {
     const acc = s.accounts[0]!;
-    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
-    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
-    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
-    const login = (await (await fetch(`${s.sim.restUrl}/auth/accesstokenrequest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(s.login) })).json()) as { accessToken: string };
-    await control(s.sim, 'POST', '/faults', { silent: true });
-    try {
-      const traded = await fetch(`${s.sim.restUrl}/order/placeorder`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${login.accessToken}` },
-        body: JSON.stringify({ accountId: Number(acc), action: 'Buy', symbol: ES, orderQty: 1, orderType: 'Market', isAutomated: true }),
-      });
-      expect(traded.status, await traded.clone().text()).toBe(200);
-      await eventually(async () => (await brokerPosition(acc)) === 1, 'long 1 at the broker');
-      await new Promise((r) => setTimeout(r, 1200));
-    } finally {
-      await control(s.sim, 'DELETE', '/faults');
-    }
-    expect((await http(s.url, 'GET', `/api/v1/accounts/${acc}/positions`, { key: s.apiKey })).json.data, 'the service missed the trade').toEqual([]);
+    await tradedAtBrokerUnseen(acc);
     await control(s.sim, 'POST', '/faults', { latencyMs: 2500 });
     try {
       const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
@@ -142,6 +147,26 @@ describe('a flatten after lost events', () => {
       await control(s.sim, 'DELETE', '/faults');
     }
     await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+  }, 60_000);
+
+  it('with an order of the service still on its way too (6 s a request): the broker’s list is waited for all the same, and the position is closed (re-probe: 200 "nothing to close" with outstandingOrders 1 at 5 s, long 1 left open for good)', async () => {
+    const acc = s.accounts[0]!;
+    await tradedAtBrokerUnseen(acc);
+    await control(s.sim, 'POST', '/faults', { latencyMs: 6000 });
+    let onItsWay: Promise<unknown> | undefined;
+    try {
+      // A sell limit far above the market: on its way while the flatten runs, and never filled.
+      onItsWay = http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'sell', qty: 1, type: 'limit', price: 5100 } });
+      await new Promise((r) => setTimeout(r, 300));
+      const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+      expect(flat.status, flat.text).toBe(200);
+      expect(flat.json.positions).toEqual([expect.objectContaining({ symbol: ES, closedQty: 1, status: 'liquidated' })]);
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+      await onItsWay;
+    }
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
   }, 60_000);
 
   it('a broker that cannot answer the position list within its deadline (12 s a request) makes a flatten over nothing it sees a 504 saying so, never 200 "nothing to close" (re-probe: 200 with long 1 at the broker)', async () => {
