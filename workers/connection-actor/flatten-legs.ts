@@ -18,7 +18,7 @@ import type { OwedLeg } from '../../src/domain/guards.js';
 import type { OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
 import { restoredPairClOrdId, restoreLegPair } from './leg-pair.js';
-import { stopCoverage } from './stop-coverage.js';
+import { reduces, stopCoverage } from './stop-coverage.js';
 
 /** Sweeps a pair that could not be put back (not refused by the broker) is tried on. */
 const MAX_RESTORE_ATTEMPTS = 3;
@@ -26,7 +26,6 @@ const MAX_RESTORE_ATTEMPTS = 3;
 const isLeg = (o: OrderRecord): o is OrderRecord & { role: 'take_profit' | 'stop_loss' } => o.role === 'take_profit' || o.role === 'stop_loss';
 
 /** Whether `side` takes off a position of `net`. */
-const reduces = (side: OrderRecord['side'], net: number) => (net > 0 ? side === 'sell' : net < 0 && side === 'buy');
 
 /**
  * Keeps the legs among `working` (what a flatten is about to cancel) that protect an open

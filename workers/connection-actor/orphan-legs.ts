@@ -32,7 +32,7 @@ import { restoreLegPair } from './leg-pair.js';
 import { FINAL_STATUSES, type OrderRecord } from '../../src/domain/orders.js';
 import type { ActorContext } from './context.js';
 import { cancelOrder, resumeOwedLegs } from './cancel.js';
-import { stopCoverage, isStopExit, standsForPosition } from './stop-coverage.js';
+import { reduces, stopCoverage, isStopExit, standsForPosition } from './stop-coverage.js';
 
 /** What a sweep does to one leg: cancel it, or cut it to `qty` (its whole quantity, filled part included). */
 export type LegAction = { leg: OrderRecord; cancel: true } | { leg: OrderRecord; cancel: false; qty: number };
@@ -91,6 +91,9 @@ export interface ComingExit {
   placement?: string;
 }
 
+/** How long an exit on its way (its legs cut for it) holds the look for unprotected positions back. */
+const EXIT_ON_ITS_WAY_MAX_MS = 30_000;
+
 /** The broker's reason when it rejected command `commandId`; null while it has not. */
 function commandRefusal(mirror: ActorContext['mirror'], commandId: number): string | null {
   for (const rep of mirror.by('commandReport', 'commandId', commandId)) {
@@ -104,9 +107,12 @@ function commandRefusal(mirror: ActorContext['mirror'], commandId: number): stri
 /**
  * How much of a position of `net` the legs of `role` on the exit's side do not cover yet, beside
  * the exits resting on it (`resting`, their open quantity): legs and exits together never sell
- * more than the position holds.
+ * more than the position holds. None when that side no longer reduces the position: a partial
+ * exit of a long refused because the account had turned short meanwhile gave the long's sell
+ * legs back on the short, and the sell stop then added to it (short 2 became short 4: probe).
  */
 function legRoom(working: readonly OrderRecord[], exit: ComingExit, role: 'take_profit' | 'stop_loss', net: number, resting: number): number {
+  if (!reduces(exit.side, net)) return 0;
   let covered = 0;
   for (const o of working) {
     if (o.symbol === exit.symbol && o.role === role && o.side === exit.side && standsForPosition(o, working)) covered += o.qty - o.filledQty;
@@ -132,6 +138,15 @@ export class OrphanLegs {
   private readonly endedLegs = new Set<{ accountId: string; symbol: string; orderId: string; role: string; status: string }>();
   /** The legs each exit about to be sent (makeRoom) had cut or cancelled for it, by its ComingExit: undone should it fail (undoRoom). */
   private readonly roomMade = new Map<ComingExit, { leg: OrderRecord; to: number }[]>();
+  /**
+   * The account of each exit that had room made and is still on its way (sent, not answered, or
+   * its outcome unknown): the legs cut for it ended on purpose, and the position is about to
+   * shrink to them. No unprotected-position look meanwhile (probe: "long 3 has stop-losses for 1
+   * only … protect the rest" 3 ms before the exit of 2 filled; acted on, an extra stop would open
+   * a position the other way once it did). At most EXIT_ON_ITS_WAY_MAX_MS each: an outcome never
+   * learnt must not silence the look for good.
+   */
+  private readonly exitsOnTheirWay = new Map<ComingExit, { accountId: string; since: number }>();
   /** Accounts whose exit about to be sent (makeRoom) had a stop-loss leg cut for it. */
   private readonly comingCutStops = new Set<string>();
   /** Accounts with a sweep running, and those due another once it ends: sweeps of an account never overlap. */
@@ -278,6 +293,7 @@ export class OrphanLegs {
   async makeRoom(accountId: string, coming: ComingExit): Promise<boolean> {
     this.comingCutStops.delete(accountId);
     this.roomMade.set(coming, []);
+    this.exitsOnTheirWay.set(coming, { accountId, since: Date.now() });
     await this.run(Number(accountId), coming);
     return this.comingCutStops.delete(accountId);
   }
@@ -294,6 +310,7 @@ export class OrphanLegs {
   /** Forgets the room made for an exit that was sent (its legs stay as fitted). */
   roomTaken(coming: ComingExit): void {
     this.roomMade.delete(coming);
+    this.exitsOnTheirWay.delete(coming);
   }
 
   /**
@@ -313,7 +330,10 @@ export class OrphanLegs {
       return this.undoRoom(accountId, coming, why, false, waitedMs + UNDO_RETRY_MS, sentQty);
     }
     // Kept while the outcome is unknown: undone (or dropped) once it is known.
-    if (!outcomeUnknown) this.roomMade.delete(coming);
+    if (!outcomeUnknown) {
+      this.roomMade.delete(coming);
+      this.exitsOnTheirWay.delete(coming);
+    }
     if (made.length === 0) return;
     const exit = `${coming.side} ${coming.qty} ${coming.symbol} (${coming.type})`;
     if (outcomeUnknown) {
@@ -481,11 +501,10 @@ export class OrphanLegs {
     const out: LegAction[] = [];
     for (const [symbol, list] of legs) {
       const position = net.get(symbol) ?? 0;
-      const reduces = (o: OrderRecord) => (position > 0 ? o.side === 'sell' : position < 0 && o.side === 'buy');
       const exits = resting.get(symbol);
       // A leg whose sibling filled is done for, whenever the broker's OCO gets to it: counting it
       // would cut a live bracket's leg in its place.
-      const live = (o: OrderRecord) => reduces(o) && !this.siblingFilled(o);
+      const live = (o: OrderRecord) => reduces(o.side, position) && !this.siblingFilled(o);
       for (const o of list) if (!live(o)) out.push({ leg: o, cancel: true });
       for (const role of ['take_profit', 'stop_loss'] as const) {
         const kind = list.filter((o) => o.role === role && live(o)).sort((a, b) => Number(b.orderId) - Number(a.orderId));
@@ -592,8 +611,9 @@ export class OrphanLegs {
 
   /**
    * Whether this sweep looks for unprotected positions because a leg ended unfilled. Not while a
-   * flatten, a cancel or a leg's re-placement on the account is under way (they end legs on
-   * purpose and finish what they do): the look waits for them, another grace at a time.
+   * flatten, a cancel, a leg's re-placement or an exit the legs were cut for is under way on the
+   * account (they end legs on purpose and finish what they do): the look waits for them, another
+   * grace at a time.
    */
   private afterLegEnded(accountId: string): boolean {
     const id = Number(accountId);
@@ -602,7 +622,8 @@ export class OrphanLegs {
     const busy =
       this.ctx.flattening.has(accountId) ||
       [...this.ctx.cancelling.keys()].some((k) => k.startsWith(prefix)) ||
-      [...this.ctx.owedLegs.values()].some((o) => o.accountId === accountId && !o.cancelPending);
+      [...this.ctx.owedLegs.values()].some((o) => o.accountId === accountId && !o.cancelPending) ||
+      [...this.exitsOnTheirWay.values()].some((e) => e.accountId === accountId && Date.now() - e.since < EXIT_ON_ITS_WAY_MAX_MS);
     if (busy) {
       this.schedule(id);
       return false;

@@ -6,9 +6,14 @@ import type { OrderRecord } from '../../src/domain/orders.js';
 
 const open = (o: Pick<OrderRecord, 'qty' | 'filledQty'>) => o.qty - o.filledQty;
 
+/** Whether an order on `side` reduces a position of `net` (sells a long, buys back a short). */
+export function reduces(side: OrderRecord['side'], net: number): boolean {
+  return net > 0 ? side === 'sell' : net < 0 && side === 'buy';
+}
+
 /** A stop order of its own (not a bracket's leg) on the side that reduces a position of `net`. */
 export function isStopExit(o: Pick<OrderRecord, 'role' | 'type' | 'side'>, net: number): boolean {
-  return o.role === 'single' && (o.type === 'stop' || o.type === 'stop_limit') && net !== 0 && (net > 0 ? o.side === 'sell' : o.side === 'buy');
+  return o.role === 'single' && (o.type === 'stop' || o.type === 'stop_limit') && reduces(o.side, net);
 }
 
 /**

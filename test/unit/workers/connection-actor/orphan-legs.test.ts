@@ -678,6 +678,50 @@ describe('orphaned bracket legs', () => {
     expect(s.events.filter((e) => e.type === 'bracket-alert').at(-1)).toMatchObject({ detail: expect.stringMatching(/^the exit sell 3 ESZ6 \(market\) was not placed .*re-placed for 3 as take_profit \d+ and stop_loss \d+ \(one cancels the other\)$/) });
   });
 
+  it('an exit refused after the account turned short meanwhile gives nothing back: the long’s sell legs would add to the short (probe: re-placed on short 2, the sell stop made it short 4)', async () => {
+    const s = setup();
+    for (const qty of [1, 2]) {
+      const placed = await placeOrder(s.ctx, newOrder({ qty, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+      s.broker.fill(Number(placed.order.orderId), qty, 5000);
+    }
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(3);
+    // A sell 5 sent elsewhere (an API reversal) fills as the partial exit reaches the broker, which refuses the exit.
+    s.broker.handlers['order/placeorder'] = () => {
+      s.broker.fill(s.broker.addOrder({ action: 'Sell', orderType: 'Market', qty: 5 }), 5, 5000);
+      return { failureReason: 'RiskCheck', failureText: 'Exceeds max order qty' };
+    };
+    const refused = await placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null } as never)).catch((err: unknown) => err);
+    expect(refused).toMatchObject({ code: 'BROKER_REJECTED' });
+    await pause(GRACE_MS * 5);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(-2);
+    expect(s.broker.bodies('order/placeoco'), 'no bracket re-placed on the short').toHaveLength(0);
+    const grown = s.broker.bodies('order/modifyorder').filter((b) => Number(b.orderQty) > 1);
+    expect(grown, 'no sell leg sized back up').toEqual([]);
+    expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.side === 'sell').map((o) => [o.role, o.qty]), 'no sell order works on the short').toEqual([]);
+  });
+
+  it('legs cut for an exit still on its way are not reported as ended: no "partly unprotected" alert before the exit is answered and fills (probe: "long 3 has stop-losses for 1 only: protect the rest" 3 ms before the exit of 2 filled)', async () => {
+    const s = setup();
+    for (const qty of [1, 2]) {
+      const placed = await placeOrder(s.ctx, newOrder({ qty, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
+      s.broker.fill(Number(placed.order.orderId), qty, 5000);
+    }
+    const held = s.broker.hold('order/placeorder');
+    const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, orderType: 'market', price: null } as never));
+    await held.reached;
+    // The newest bracket was cancelled for the exit: its legs ended, and several graces pass with the exit unanswered.
+    expect(s.ctx.model.workingOrders(ACCOUNT).filter((o) => o.role === 'stop_loss').map((o) => o.qty)).toEqual([1]);
+    await pause(GRACE_MS * 6);
+    const unprotected = () => s.events.filter((e) => e.type === 'bracket-alert' && /has stop-losses for|has no protective order/.test(String((e as { detail?: unknown }).detail)));
+    expect(unprotected(), 'nothing said while the exit is on its way').toEqual([]);
+    held.release();
+    const sent = await exit;
+    s.broker.fill(Number(sent.order.orderId), 2, 5000);
+    await pause(GRACE_MS * 6);
+    expect(s.ctx.model.netPosition(ACCOUNT, 'ESZ6')).toBe(1);
+    expect(unprotected(), 'long 1 with its stop-loss for 1: nothing to say').toEqual([]);
+  });
+
   it('an exit whose outcome is unknown (timed out) leaves the legs cut for it, and the stream says so; once the broker says it did not place it, they are sized back', async () => {
     const s = setup();
     const placed = await placeOrder(s.ctx, newOrder({ qty: 3, takeProfit: { price: 5020 }, stopLoss: { price: 4980 } }));
