@@ -63,7 +63,10 @@ export function mergeHttpResults(results: HttpResultPart[]): MergedHttpResult {
  */
 export function splitHttpTask(task: HttpLoadTask, parts: number): HttpLoadTask[] {
   const n = task.requests.length;
-  const p = parts > 1 && n % parts === 0 ? parts : 1;
+  // A lone template (a floor's GET, the shape floor's order) is shared by every worker: its
+  // rate stays the schedule's, and the service under test sees the same generator threads as
+  // in the phases it is compared with (one thread had the floors meet fewer wake-ups, below).
+  const p = parts > 1 && (n === 1 || n % parts === 0) ? parts : 1;
   const startAt = task.startAtEpochMs ?? epochNow() + START_MARGIN_MS;
   const perWorkerCount = task.count === undefined ? undefined : Math.ceil(task.count / p);
   return Array.from({ length: p }, (_, w) => ({
@@ -71,7 +74,7 @@ export function splitHttpTask(task: HttpLoadTask, parts: number): HttpLoadTask[]
     ratePerSec: task.ratePerSec / p,
     count: perWorkerCount,
     startAtEpochMs: startAt + (w * 1000) / task.ratePerSec,
-    requests: task.requests.filter((_, j) => j % p === w),
+    requests: n === 1 ? task.requests : task.requests.filter((_, j) => j % p === w),
     uniquePrefix: `${task.uniquePrefix}w${w}`,
   }));
 }

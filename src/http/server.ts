@@ -26,7 +26,7 @@ import { buildOpenApiDocument } from './openapi.js';
 import { internalReply, replyStage, runPipeline, type Exchange, type PipelineDeps } from './pipeline.js';
 import { SlidingLogLimiter, type RateLimiter } from './rate-limit.js';
 import { readRequestHead } from './request-head.js';
-import { appErrorReply, jsonReply, problemReply, ResponseHandle, type Reply } from './respond.js';
+import { appErrorReply, jsonReply, problemReply, ResponseHandle, uwsRequestCallback, type Reply } from './respond.js';
 import { AppError } from '../domain/problems.js';
 import type { RouteDef } from './route-types.js';
 import { Router } from './router.js';
@@ -160,7 +160,7 @@ function listenExclusive(app: uWS.TemplatedApp, host: string, port: number, cb: 
 export async function startHttpServer(deps: HttpServerDeps): Promise<HttpServer> {
   const engine = new Engine(deps);
   const app = uWS.App();
-  app.any('/*', (res, req) => engine.accept(res, req));
+  app.any('/*', uwsRequestCallback((res, req) => engine.accept(res, req)));
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
     // The port to ourselves: uWS sets SO_REUSEPORT by default on Linux, and a second `serve` on a
     // port in use (another data dir, an old instance left running) started and took half the

@@ -10,11 +10,13 @@
  * entry is never newer than its generation is old: the worst case is one needless refill, never
  * a stale hit.
  *
- * One read of the generation vouches for the cache for GENERATION_FRESH_MS (10 ms), from a fresh
+ * One read of the generation vouches for the cache for GENERATION_FRESH_MS (50 ms), from a fresh
  * LMDB snapshot: read per request, it was a fifth of the front's JavaScript time on a cached GET
  * (its read transaction renewed, and a timer of lmdb-js's armed, every time; README
- * "Performance"); read once a millisecond, still ~3 µs of a GET's 27 at 5,000 reads/s. What that
- * changes, and why no write is missed:
+ * "Performance"); read once a millisecond, still ~3 µs of a GET's 27 at 5,000 reads/s. Code this
+ * rare never leaves V8's baseline tier: `perf` put one read at ~50 µs, so at 10 ms it was still
+ * ~1 µs of every GET at 5,000 reads/s (0.2 µs at 50 ms). What that changes, and why no write is
+ * missed:
  * - A write through this process (the API revoking a key) makes the next lookup read again, and
  *   so does its commit: every write to a cached kind is awaited through the store's `durable`,
  *   which forgets the last read once it has committed, before the write's caller goes on.
@@ -35,7 +37,7 @@ export const GENERATION_KEY = 'recordsGeneration';
 const WRITES = ['put', 'remove', 'putSync', 'removeSync'] as const;
 
 /** How long (ms) one read of the generation vouches for the cache. */
-export const GENERATION_FRESH_MS = 10;
+export const GENERATION_FRESH_MS = 50;
 
 /** The cache of one open store. */
 export class RecordCache {

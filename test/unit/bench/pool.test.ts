@@ -18,6 +18,17 @@ describe('splitting a schedule over workers', () => {
     expect(a!.uniquePrefix).not.toBe(b!.uniquePrefix);
   });
 
+  it('shares a lone template between the workers, each at its share of the rate', () => {
+    // The floors (GET /healthz, the shape floor's phases) are one template; the runs they are
+    // compared with are hundreds of keys over every worker. On one worker the floor's service
+    // was woken by one generator thread where the real one was woken by two.
+    const parts = splitHttpTask(task(1), 2);
+    expect(parts).toHaveLength(2);
+    expect(parts.map((t) => t.requests.map((r) => r.path))).toEqual([['/0'], ['/0']]);
+    expect(parts.map((t) => t.ratePerSec)).toEqual([50, 50]);
+    expect(parts[0]!.uniquePrefix).not.toBe(parts[1]!.uniquePrefix);
+  });
+
   it('keeps one worker when the templates do not divide evenly (a template would change rate)', () => {
     const parts = splitHttpTask(task(3), 2);
     expect(parts).toHaveLength(1);
