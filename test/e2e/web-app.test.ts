@@ -730,7 +730,7 @@ describe('the web app', () => {
       await dialog().getByRole('button', { name: 'Flatten account' }).click();
       await new Promise((r) => setTimeout(r, 1000));
       order = api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
-      await page.getByRole('status').filter({ hasText: /DEMO2 flattened: .*1 order sent just before had no answer from the broker yet and may still fill/ }).first().waitFor({ timeout: 20_000 });
+      await page.getByRole('status').filter({ hasText: /DEMO2 flattened: .*1 order sent just before had no answer from the broker yet and may still fill/ }).first().waitFor({ timeout: 30_000 });
     } finally {
       await control(s, 'DELETE', '/faults');
       page.off('request', onRequest);

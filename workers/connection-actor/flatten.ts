@@ -255,6 +255,21 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
       }),
     );
   const isLeg = (o: OrderRecord) => o.role === 'take_profit' || o.role === 'stop_loss';
+  /** Cancels, in the same waves, the orders in scope working now that the flatten did not know of (they reached the broker since). */
+  const cancelArrived = async (): Promise<void> => {
+    const arrived = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol) && !ids.includes(Number(o.orderId)));
+    if (arrived.length === 0) return;
+    working.push(...arrived);
+    ids.push(...arrived.map((o) => Number(o.orderId)));
+    const ended = () => (arrived.every((o) => isFinal(ctx.mirror, Number(o.orderId))) ? true : undefined);
+    await cancelEach(arrived.filter((o) => !isLeg(o)));
+    const legs = new Map<string, OrderRecord>();
+    for (const o of arrived) if (isLeg(o) && !isFinal(ctx.mirror, Number(o.orderId)) && !legs.has(o.bracketId ?? o.orderId)) legs.set(o.bracketId ?? o.orderId, o);
+    await cancelEach([...legs.values()]);
+    await ctx.mirror.waitFor(ended, Math.min(ctx.settleMs, OCO_WAIT_MS));
+    await cancelEach(arrived.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
+    await ctx.mirror.waitFor(ended, ctx.settleMs);
+  };
   await cancelEach(working.filter((o) => !isLeg(o)));
   const oneLegEach = new Map<string, OrderRecord>();
   for (const o of working) if (isLeg(o) && !isFinal(ctx.mirror, Number(o.orderId)) && !oneLegEach.has(o.bracketId ?? o.orderId)) oneLegEach.set(o.bracketId ?? o.orderId, o);
@@ -305,7 +320,6 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
       for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw leftUnprotected(ctx, req.accountId, working, inScope, err);
     }
   }
-  const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);
   // The broker's own positions, read as the flatten began, before any is judged (and the state read
   // a difference starts): broker-read.ts.
   await brokerPositionsRead(ctx, brokerPositions, t0);
@@ -315,7 +329,14 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   // for it, a flatten answered 200 "nothing to close" at 5 s over a position a trade at the broker
   // itself had opened unseen, and the broker's list, landing at 9 s, closed nothing (re-probe).
   const nothingInScope = () => !ctx.model.openPositionEntities(req.accountId).some((p) => inScope(contractName(ctx.mirror, p.contractId) ?? String(p.contractId)));
-  if (nothingInScope() && !(await positionsConfirmed(brokerPositions, t0)) && nothingInScope()) {
+  const unconfirmed = nothingInScope() && !(await positionsConfirmed(brokerPositions, t0));
+  // Orders sent just before the flatten that reached the broker after its wait for them (5 s), while
+  // it waited for the broker's list: cancelled as the rest were (re-probe: a buy limit landed during
+  // that wait, the flatten answered 200 "nothing to close" with no word of it, and it filled later).
+  await cancelArrived();
+  for (const [id, err] of failures) if (!isFinal(ctx.mirror, id)) throw leftUnprotected(ctx, req.accountId, working, inScope, err);
+  const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);
+  if (unconfirmed && nothingInScope()) {
     throw new AppError(
       'BROKER_TIMEOUT',
       `the service holds no position to close, but the broker's own positions could not be confirmed (no answer to position/list within ${Math.max(1, Math.round((performance.now() - t0) / 1000))} s, or the state read it started did not land): ${cancelled.length > 0 ? `${cancelled.length} resting order(s) were cancelled, and ` : ''}nothing was liquidated. Read the positions before flattening again`,

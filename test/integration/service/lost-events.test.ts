@@ -193,6 +193,34 @@ describe('a flatten after lost events', () => {
   });
 });
 
+describe('a flatten at a slow broker', () => {
+  it('an order sent just before it that reaches the broker while it waits for the broker’s positions is cancelled too (re-probe: a buy limit landed during that wait, 200 "nothing to close" said nothing of it, and it filled later)', async () => {
+    const acc = s.accounts[0]!;
+    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+    await control(s.sim, 'POST', '/faults', { latencyMs: 6000 });
+    let limit: Promise<Awaited<ReturnType<typeof http>>> | undefined;
+    try {
+      limit = http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4990 } });
+      await new Promise((r) => setTimeout(r, 500));
+      const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+      expect(flat.status, flat.text).toBe(200);
+      const placed = await limit;
+      expect(placed.status, placed.text).toBe(201);
+      expect(flat.json.cancelledOrderIds).toContain(placed.json.orderId);
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+      await limit;
+    }
+    const resting = ((await simState(s.sim)).orders as any[]).filter((o) => String(o.accountId) === acc && o.ordStatus === 'Working');
+    expect(resting, 'nothing left resting at the broker').toEqual([]);
+    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 4985 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await brokerPosition(acc)).toBe(0);
+  }, 60_000);
+});
+
 describe('orders after lost events', () => {
   it('a strategy’s partial exit reads the broker’s position first: a stop-loss that filled unseen leaves nothing to reduce, and nothing is sold (re-probe: it sold into the flat account and left it short)', async () => {
     const acc = s.accounts[1] ?? s.accounts[0]!;
