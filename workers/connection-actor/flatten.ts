@@ -255,29 +255,26 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
       }),
     );
   const isLeg = (o: OrderRecord) => o.role === 'take_profit' || o.role === 'stop_loss';
-  /** Cancels, in the same waves, the orders in scope working now that the flatten did not know of (they reached the broker since). */
+  const cancelInWaves = async (orders: readonly OrderRecord[]): Promise<void> => {
+    const ended = () => (orders.every((o) => isFinal(ctx.mirror, Number(o.orderId))) ? true : undefined);
+    await cancelEach(orders.filter((o) => !isLeg(o)));
+    const oneLegEach = new Map<string, OrderRecord>();
+    for (const o of orders) if (isLeg(o) && !isFinal(ctx.mirror, Number(o.orderId)) && !oneLegEach.has(o.bracketId ?? o.orderId)) oneLegEach.set(o.bracketId ?? o.orderId, o);
+    await cancelEach([...oneLegEach.values()]);
+    await ctx.mirror.waitFor(ended, Math.min(ctx.settleMs, OCO_WAIT_MS));
+    // The other legs, where the broker's OCO did not take them (a cancel already sent is not sent again).
+    await cancelEach(orders.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
+    await ctx.mirror.waitFor(ended, ctx.settleMs);
+  };
+  /** Cancels the orders in scope working now that the flatten did not know of (they reached the broker since it began). */
   const cancelArrived = async (): Promise<void> => {
     const arrived = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol) && !ids.includes(Number(o.orderId)));
     if (arrived.length === 0) return;
     working.push(...arrived);
     ids.push(...arrived.map((o) => Number(o.orderId)));
-    const ended = () => (arrived.every((o) => isFinal(ctx.mirror, Number(o.orderId))) ? true : undefined);
-    await cancelEach(arrived.filter((o) => !isLeg(o)));
-    const legs = new Map<string, OrderRecord>();
-    for (const o of arrived) if (isLeg(o) && !isFinal(ctx.mirror, Number(o.orderId)) && !legs.has(o.bracketId ?? o.orderId)) legs.set(o.bracketId ?? o.orderId, o);
-    await cancelEach([...legs.values()]);
-    await ctx.mirror.waitFor(ended, Math.min(ctx.settleMs, OCO_WAIT_MS));
-    await cancelEach(arrived.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
-    await ctx.mirror.waitFor(ended, ctx.settleMs);
+    await cancelInWaves(arrived);
   };
-  await cancelEach(working.filter((o) => !isLeg(o)));
-  const oneLegEach = new Map<string, OrderRecord>();
-  for (const o of working) if (isLeg(o) && !isFinal(ctx.mirror, Number(o.orderId)) && !oneLegEach.has(o.bracketId ?? o.orderId)) oneLegEach.set(o.bracketId ?? o.orderId, o);
-  await cancelEach([...oneLegEach.values()]);
-  await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), Math.min(ctx.settleMs, OCO_WAIT_MS));
-  // The other legs, where the broker's OCO did not take them (a cancel already sent is not sent again).
-  await cancelEach(working.filter((o) => !isFinal(ctx.mirror, Number(o.orderId))));
-  await ctx.mirror.waitFor(() => (ids.every((id) => isFinal(ctx.mirror, id)) ? true : undefined), ctx.settleMs);
+  await cancelInWaves(working);
   const unsent = () => [...failures].filter(([id]) => !isFinal(ctx.mirror, id));
   if (await resumeAfterReconnect(unsent().map(([, err]) => err))) {
     // What the broker did meanwhile is in the mirror again: cancels that got through are not sent twice.

@@ -623,13 +623,23 @@ export class OrphanLegs {
       this.ctx.flattening.has(accountId) ||
       [...this.ctx.cancelling.keys()].some((k) => k.startsWith(prefix)) ||
       [...this.ctx.owedLegs.values()].some((o) => o.accountId === accountId && !o.cancelPending) ||
-      [...this.exitsOnTheirWay.values()].some((e) => e.accountId === accountId && Date.now() - e.since < EXIT_ON_ITS_WAY_MAX_MS);
+      this.exitOnItsWay(accountId);
     if (busy) {
       this.schedule(id);
       return false;
     }
     this.legEnded.delete(id);
     return true;
+  }
+
+  /** Whether an exit the legs of `accountId` were cut for is on its way (entries past EXIT_ON_ITS_WAY_MAX_MS are dropped). */
+  private exitOnItsWay(accountId: string): boolean {
+    let onItsWay = false;
+    for (const [coming, e] of this.exitsOnTheirWay) {
+      if (Date.now() - e.since >= EXIT_ON_ITS_WAY_MAX_MS) this.exitsOnTheirWay.delete(coming);
+      else if (e.accountId === accountId) onItsWay = true;
+    }
+    return onItsWay;
   }
 
   private async sweep(accountId: string, coming?: ComingExit): Promise<void> {
