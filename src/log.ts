@@ -41,7 +41,64 @@ export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => {
  * write handed to libuv's thread pool and its completion back. A process killed outright
  * (SIGKILL) loses at most the last `flushMs` of lines.
  */
-export const LOG_OUTPUT = { bufferBytes: 4096, flushMs: 200 } as const;
+export const LOG_OUTPUT = { bufferBytes: 4096, flushMs: 200, maxBufferedBytes: 16 * 1024 * 1024, stopWaitMs: 2000 } as const;
+
+/**
+ * Standard output that takes nothing more (a log pipe nobody reads: a stalled collector) must
+ * neither grow the process without bound nor keep it from ending (load probe: after SIGTERM the
+ * service stopped listening but never exited, its last lines retried every 100 ms for good, and
+ * `process.exit` hung in pino's flush at exit). While it runs, lines past `maxBufferedBytes`
+ * waiting to be written are dropped; once it is stopping, lines that could not be written for
+ * `stopWaitMs` are given up.
+ */
+let stoppingAt: number | undefined;
+let stalledSince: number | undefined;
+let stalledBytes = Number.POSITIVE_INFINITY;
+
+/** The process is stopping (a signal, or its exit): from now on a stalled output is waited for at most LOG_OUTPUT.stopWaitMs. */
+export function logOutputStopping(): void {
+  stoppingAt ??= Date.now();
+}
+
+/** sonic-boom's `retryEAGAIN`: always while running; once stopping, while the output took something in the last stopWaitMs. */
+function retryStalledWrite(_err: Error, writing: number, waiting: number): boolean {
+  if (stoppingAt === undefined) return true;
+  const now = Date.now();
+  const bytes = writing + waiting;
+  if (stalledSince === undefined || bytes < stalledBytes) stalledSince = now;
+  stalledBytes = bytes;
+  return now - stalledSince < LOG_OUTPUT.stopWaitMs;
+}
+
+const stalled = (err: unknown) => (err as NodeJS.ErrnoException | undefined)?.code === 'EAGAIN' || (err as NodeJS.ErrnoException | undefined)?.code === 'EBUSY';
+
+/** The main thread's batched stdout (LOG_OUTPUT), which a stalled reader cannot hold up for good. */
+function bufferedStdout(): pino.DestinationStream {
+  // Before pino's own flush at exit (registered as the destination is made): it runs bounded too.
+  if (process.listeners('exit').indexOf(logOutputStopping) === -1) process.once('exit', logOutputStopping);
+  const dest = pino.destination({
+    dest: 1,
+    sync: false,
+    minLength: LOG_OUTPUT.bufferBytes,
+    periodicFlush: LOG_OUTPUT.flushMs,
+    maxLength: LOG_OUTPUT.maxBufferedBytes,
+    retryEAGAIN: retryStalledWrite,
+  });
+  // Given up (stopping, stalled): the lines still waiting are dropped, not thrown. (A closed pipe,
+  // EPIPE, pino handles itself: logging stops.)
+  dest.on('error', (err: unknown) => {
+    if (!stalled(err) && (err as NodeJS.ErrnoException).code !== 'EPIPE') throw err;
+  });
+  const flushSync = dest.flushSync.bind(dest);
+  dest.flushSync = () => {
+    try {
+      flushSync();
+    } catch (err) {
+      if (!stalled(err)) throw err;
+    }
+  };
+  return dest;
+}
 
 /** Creates the process logger. `destination` exists for tests that capture output. */
 export function createLogger(
@@ -58,7 +115,7 @@ export function createLogger(
   if (destination) return pino(options, destination as pino.DestinationStream);
   // A worker thread's buffer would not be written at its exit: its lines go out one by one.
   if (!isMainThread) return pino(options);
-  return pino(options, pino.destination({ dest: 1, sync: false, minLength: LOG_OUTPUT.bufferBytes, periodicFlush: LOG_OUTPUT.flushMs }));
+  return pino(options, bufferedStdout());
 }
 
 let isoAt = Number.NaN;

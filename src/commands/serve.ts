@@ -22,7 +22,7 @@ import { resumeLateOutcomes } from '../http/routes/signals.js';
 import { alertsGoingOn } from '../http/routes/webhooks.js';
 import { measuredGateway, ServiceMetrics, type MetricsListener } from '../http/metrics.js';
 import { startHttpServer, type HttpServer } from '../http/server.js';
-import { createLogger, printOut, type Logger } from '../log.js';
+import { createLogger, logOutputStopping, printOut, type Logger } from '../log.js';
 import type { PaperEndpoints } from '../sim/control-client.js';
 import { openStore, type LmdbStore, type ConnectionRecord } from '../store/index.js';
 import { accountsLeaving } from '../store/connections.js';
@@ -165,6 +165,8 @@ function untilSignal(): Promise<NodeJS.Signals> {
     const on = (sig: NodeJS.Signals) => {
       if (first === undefined) {
         first = Date.now();
+        // A log pipe nobody reads must not keep the stopping process alive (log.ts).
+        logOutputStopping();
         resolve(sig);
       } else if (Date.now() - first > SERVE.repeatSignalForcesMs) {
         process.stderr.write(`${sig} again during shutdown: stopping now, without finishing it\n`);

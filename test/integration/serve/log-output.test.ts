@@ -35,3 +35,19 @@ it('a request’s access line shows within the flush interval, not when the buff
   expect(out).toMatch(/"msg":"shutting down"/);
   expect(out.trimEnd().endsWith('stopped')).toBe(true);
 });
+
+it('a log pipe nobody reads does not keep the stopping process alive (load probe: after SIGTERM it stopped listening and never exited, and a second SIGTERM hung too)', async () => {
+  served = await startServe({}, { logLevel: 'info' });
+  const s = served;
+  // The reader stalls: the pipe (and this side's buffer) fills, and the service's writes of its log lines get EAGAIN.
+  s.proc.stdout!.pause();
+  const paths = Array.from({ length: 3000 }, (_, i) => `${s.url}/nope/${i}-${'x'.repeat(200)}`);
+  for (let i = 0; i < paths.length; i += 100) await Promise.all(paths.slice(i, i + 100).map(async (u) => (await fetch(u)).arrayBuffer()));
+  expect((await fetch(`${s.url}/healthz`)).status, 'still serving while its log is stalled').toBe(200);
+  const sentAt = Date.now();
+  s.proc.kill('SIGTERM');
+  const exited = await Promise.race([s.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 15_000))]);
+  s.proc.stdout!.resume();
+  expect(exited, 'exited within 15 s of SIGTERM with its log pipe unread').toBe(true);
+  expect(Date.now() - sentAt).toBeLessThan(15_000);
+}, 60_000);
