@@ -41,7 +41,7 @@ export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => {
  * write handed to libuv's thread pool and its completion back. A process killed outright
  * (SIGKILL) loses at most the last `flushMs` of lines.
  */
-export const LOG_OUTPUT = { bufferBytes: 4096, flushMs: 200, maxBufferedBytes: 16 * 1024 * 1024, stopWaitMs: 2000 } as const;
+export const LOG_OUTPUT = { bufferBytes: 4096, flushMs: 200, maxBufferedBytes: 16 * 1024 * 1024, stopWaitMs: 5000 } as const;
 
 /**
  * Standard output that takes nothing more (a log pipe nobody reads: a stalled collector) must
@@ -49,7 +49,8 @@ export const LOG_OUTPUT = { bufferBytes: 4096, flushMs: 200, maxBufferedBytes: 1
  * service stopped listening but never exited, its last lines retried every 100 ms for good, and
  * `process.exit` hung in pino's flush at exit). While it runs, lines past `maxBufferedBytes`
  * waiting to be written are dropped; once it is stopping, lines that could not be written for
- * `stopWaitMs` are given up.
+ * `stopWaitMs` are given up. (Linux frees a pipe's space a page at a time: a reader of 1 KB/s
+ * lets the writer in every ~4 s, and a 2 s bound cut its last lines, `stopped` among them.)
  */
 let stoppingAt: number | undefined;
 let stalledSince: number | undefined;

@@ -14,6 +14,7 @@ import type { Entity } from '../../src/broker/tradovate/mirror.js';
 import type { LateAnswer } from '../../src/broker/tradovate/ws-client.js';
 import type { Hold } from './exposure.js';
 import { settledWithin } from './in-flight.js';
+import { valueWithin } from '../../src/wait.js';
 import { afterResync, brokerPositionsRead } from './broker-read.js';
 import { flattenClock, flattenSince } from './flatten-log.js';
 import type { ComingExit } from './orphan-legs.js';
@@ -317,6 +318,9 @@ function refusedNow(ctx: ActorContext, req: PlaceOrderRequest): boolean {
   }
 }
 
+/** How long an order waits for a flatten of its account to end before it is refused (409, nothing sent). */
+export const FLATTEN_WAIT_MS = 10_000;
+
 async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<PlaceOrderResult> {
   // An order that arrives while the account is being flattened goes after the flatten: sent in
   // between, the flatten's liquidation would close it too (a strategy's close and its next entry,
@@ -326,7 +330,16 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // An entry a guard refuses now (the kill switch whose flatten this is) is refused at once:
     // waiting out a slow flatten first ended in a 504 for an order never sent (re-probe).
     if (refusedNow(ctx, req)) ctx.guards!.admit(req)?.release();
-    await flattening.catch(() => undefined);
+    // Not past the caller's patience: a flatten at a 9 s broker takes ~18 s, the API caller was
+    // answered a bare 504 at 15 s, and the order was sent after it all the same; a retry without
+    // an Idempotency-Key doubled the position (re-probe). Refused instead, nothing sent.
+    if ((await valueWithin(flattening.then(() => true, () => true), FLATTEN_WAIT_MS)) !== true) {
+      throw new AppError(
+        'CONFLICT',
+        `a flatten of account ${req.accountId} was still running after ${FLATTEN_WAIT_MS / 1000} s: this order was not sent (nothing reached the broker); send it again once the flatten has ended`,
+        { accountId: req.accountId },
+      );
+    }
   }
   /** From here on, a flatten that begins and closes this order's contract is one the order did not wait for. */
   const afterFlattens = flattenClock();

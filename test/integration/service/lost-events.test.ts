@@ -182,6 +182,28 @@ describe('a flatten after lost events', () => {
     }
   }, 60_000);
 
+  it('its 504 names an order still on its way too: it may rest or fill after (re-probe: a limit the 504 did not name rested and filled)', async () => {
+    const acc = s.accounts[0]!;
+    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
+    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+    await control(s.sim, 'POST', '/faults', { latencyMs: 12_000 });
+    let limit: Promise<unknown> | undefined;
+    try {
+      limit = http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4990 } });
+      await new Promise((r) => setTimeout(r, 1000));
+      const flat = await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
+      expect(flat.status, flat.text).toBe(504);
+      expect(flat.json.outstandingOrders).toBe(1);
+      expect(flat.json.detail).toMatch(/1 order\(s\) sent to the account before had no answer from the broker yet and may still rest or fill/);
+    } finally {
+      await control(s.sim, 'DELETE', '/faults');
+      await limit;
+    }
+    await eventually(async () => (await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} })).status === 200, 'flattened once the broker answers');
+    await eventually(async () => ((await simState(s.sim)).orders as any[]).every((o) => String(o.accountId) !== acc || o.ordStatus !== 'Working'), 'nothing left working');
+  }, 60_000);
+
   it('the kill switch does too: locked and flat', async () => {
     const acc = s.accounts[1] ?? s.accounts[0]!;
     await filledUnseen(acc);

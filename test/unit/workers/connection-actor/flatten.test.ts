@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../../../src/domain/problems.js';
 import { flatten } from '../../../../workers/connection-actor/flatten.js';
-import { placeOrder } from '../../../../workers/connection-actor/place.js';
+import { FLATTEN_WAIT_MS, placeOrder } from '../../../../workers/connection-actor/place.js';
 import { ACCOUNT, CONTRACT, fakeActorContext, newOrder } from '../../../support/broker-link.js';
 
 const request = (patch: { symbol?: string | null; symbolOnly?: boolean; productOnly?: boolean; clOrdIdPrefix?: string } = {}) => ({ type: 'flatten' as const, accountId: ACCOUNT, ...patch });
@@ -336,6 +336,29 @@ describe('flatten', () => {
       }
       expect(broker.bodies('order/liquidateposition')).toEqual([]);
     });
+  });
+
+  it('an order that arrives while a slow flatten runs is refused after FLATTEN_WAIT_MS with nothing sent, not sent after its caller was answered 504 (re-probe: a retry doubled the position)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held0 = broker.addOrder({ qty: 1 });
+    broker.fill(held0, 1, 5000);
+    const liquidation = broker.hold('order/liquidateposition');
+    const flat = flatten(ctx, request());
+    await liquidation.reached;
+    const before = broker.bodies('order/placeorder').length;
+    vi.useFakeTimers({ toFake: ['setTimeout'], shouldAdvanceTime: true, advanceTimeDelta: 50 });
+    try {
+      const order = placeOrder(ctx, newOrder({ orderType: 'market', price: null } as never));
+      const refused = expect(order).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringMatching(/flatten of account 7 was still running after 10 s: this order was not sent/) });
+      await vi.advanceTimersByTimeAsync(FLATTEN_WAIT_MS + 1_000);
+      await refused;
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(broker.bodies('order/placeorder').length, 'nothing sent for it').toBe(before);
+    liquidation.release();
+    await flat;
+    expect(broker.bodies('order/placeorder').length, 'nor after the flatten').toBe(before);
   });
 
   it('refuses while disconnected', async () => {
