@@ -48,11 +48,16 @@ async function filledUnseen(acc: string): Promise<void> {
   expect(positions.json.data, 'the mirror missed the fill (else this test shows nothing)').toEqual([]);
 }
 
-/** A buy 1 at market made at the broker itself (as on its own platform) while its events are lost: the service still sees `acc` flat. */
-async function tradedAtBrokerUnseen(acc: string): Promise<void> {
+/** `acc` flattened and flat at the broker, the price at 5000. */
+async function flatAt5000(acc: string): Promise<void> {
   await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
   await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
   await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+}
+
+/** A buy 1 at market made at the broker itself (as on its own platform) while its events are lost: the service still sees `acc` flat. */
+async function tradedAtBrokerUnseen(acc: string): Promise<void> {
+  await flatAt5000(acc);
   const login = (await (await fetch(`${s.sim.restUrl}/auth/accesstokenrequest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(s.login) })).json()) as { accessToken: string };
   await control(s.sim, 'POST', '/faults', { silent: true });
   try {
@@ -184,9 +189,7 @@ describe('a flatten after lost events', () => {
 
   it('its 504 names an order still on its way too: it may rest or fill after (re-probe: a limit the 504 did not name rested and filled)', async () => {
     const acc = s.accounts[0]!;
-    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
-    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
-    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+    await flatAt5000(acc);
     await control(s.sim, 'POST', '/faults', { latencyMs: 12_000 });
     let limit: Promise<unknown> | undefined;
     try {
@@ -218,9 +221,7 @@ describe('a flatten after lost events', () => {
 describe('a flatten at a slow broker', () => {
   it('an order sent just before it that reaches the broker while it waits for the broker’s positions is cancelled too (re-probe: a buy limit landed during that wait, 200 "nothing to close" said nothing of it, and it filled later)', async () => {
     const acc = s.accounts[0]!;
-    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
-    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
-    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+    await flatAt5000(acc);
     await control(s.sim, 'POST', '/faults', { latencyMs: 6000 });
     let limit: Promise<Awaited<ReturnType<typeof http>>> | undefined;
     try {
@@ -269,9 +270,7 @@ describe('orders after lost events', () => {
 
   it('a strategy entry sent while the account state is being read again waits for it: sized against the broker’s state, it does not double the position (re-probe: long 2 where the strategy asked for long 1)', async () => {
     const acc = s.accounts[0]!;
-    await http(s.url, 'POST', `/api/v1/accounts/${acc}/flatten`, { key: s.apiKey, body: {} });
-    await eventually(async () => (await brokerPosition(acc)) === 0, 'flat at the broker');
-    await control(s.sim, 'POST', '/prices', { symbol: ES, price: 5000 });
+    await flatAt5000(acc);
     const entry = await http(s.url, 'POST', `/api/v1/accounts/${acc}/orders`, { key: s.apiKey, body: { symbol: 'ES1!', side: 'buy', qty: 1, type: 'limit', price: 4990 } });
     expect(entry.status, entry.text).toBe(201);
     const { token } = await s.store.webhookTokens.create({ userId: s.userId, name: 'tv-resync', accountId: acc });
