@@ -318,7 +318,7 @@ function refusedNow(ctx: ActorContext, req: PlaceOrderRequest): boolean {
   }
 }
 
-/** How long an order waits for a flatten of its account to end before it is refused (409, nothing sent). */
+/** How long an API order waits for a flatten of its account to end before it is refused (409, nothing sent). */
 export const FLATTEN_WAIT_MS = 10_000;
 
 async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<PlaceOrderResult> {
@@ -330,10 +330,14 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // An entry a guard refuses now (the kill switch whose flatten this is) is refused at once:
     // waiting out a slow flatten first ended in a 504 for an order never sent (re-probe).
     if (refusedNow(ctx, req)) ctx.guards!.admit(req)?.release();
-    // Not past the caller's patience: a flatten at a 9 s broker takes ~18 s, the API caller was
-    // answered a bare 504 at 15 s, and the order was sent after it all the same; a retry without
-    // an Idempotency-Key doubled the position (re-probe). Refused instead, nothing sent.
-    if ((await valueWithin(flattening.then(() => true, () => true), FLATTEN_WAIT_MS)) !== true) {
+    // An API order not past its caller's patience: a flatten at a 9 s broker takes ~18 s, the
+    // caller was answered a bare 504 at 15 s, and the order was sent after it all the same; a retry
+    // without an Idempotency-Key doubled the position (re-probe). Refused instead, nothing sent.
+    // A webhook alert's order waits as long as the flatten takes: its alert was answered already,
+    // TradingView does not resend, and its late outcome is followed up (a strategy's close and its
+    // re-entry at a slow broker keep their order).
+    const ended = flattening.then(() => true, () => true);
+    if ((req.origin === 'webhook' ? await ended : await valueWithin(ended, FLATTEN_WAIT_MS)) !== true) {
       throw new AppError(
         'CONFLICT',
         `a flatten of account ${req.accountId} was still running after ${FLATTEN_WAIT_MS / 1000} s: this order was not sent (nothing reached the broker); send it again once the flatten has ended`,

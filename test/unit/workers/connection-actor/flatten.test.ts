@@ -361,6 +361,31 @@ describe('flatten', () => {
     expect(broker.bodies('order/placeorder').length, 'nor after the flatten').toBe(before);
   });
 
+  it('a webhook alert’s order waits for the flatten however long it takes, and is placed after it (its late outcome is followed up; TradingView does not resend)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held0 = broker.addOrder({ qty: 1 });
+    broker.fill(held0, 1, 5000);
+    const liquidation = broker.hold('order/liquidateposition');
+    const flat = flatten(ctx, request());
+    await liquidation.reached;
+    const before = broker.bodies('order/placeorder').length;
+    let settled = false;
+    vi.useFakeTimers({ toFake: ['setTimeout'], shouldAdvanceTime: true, advanceTimeDelta: 50 });
+    let order: Promise<unknown>;
+    try {
+      order = placeOrder(ctx, { ...newOrder({ orderType: 'market', price: null } as never), origin: 'webhook' });
+      void order.finally(() => (settled = true)).catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(FLATTEN_WAIT_MS + 1_000);
+      expect(settled, 'still waiting for the flatten').toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+    liquidation.release();
+    await flat;
+    await order!;
+    expect(broker.bodies('order/placeorder').length, 'placed after the flatten').toBe(before + 1);
+  });
+
   it('refuses while disconnected', async () => {
     const { broker, ctx } = fakeActorContext();
     broker.connected = false;
