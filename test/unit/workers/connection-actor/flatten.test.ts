@@ -6,6 +6,17 @@ import { ACCOUNT, CONTRACT, fakeActorContext, newOrder } from '../../../support/
 
 const request = (patch: { symbol?: string | null; symbolOnly?: boolean; productOnly?: boolean; clOrdIdPrefix?: string } = {}) => ({ type: 'flatten' as const, accountId: ACCOUNT, ...patch });
 
+/** Long 1, and a flatten of it held at its liquidation: the flatten runs until `liquidation.release()`. */
+async function flattenHeldAtLiquidation() {
+  const { broker, ctx } = fakeActorContext();
+  const held = broker.addOrder({ qty: 1 });
+  broker.fill(held, 1, 5000);
+  const liquidation = broker.hold('order/liquidateposition');
+  const flat = flatten(ctx, request());
+  await liquidation.reached;
+  return { broker, ctx, liquidation, flat, before: broker.bodies('order/placeorder').length };
+}
+
 describe('flatten', () => {
   it('cancels every resting order, entries first, then liquidates every position', async () => {
     const { broker, ctx } = fakeActorContext();
@@ -339,13 +350,7 @@ describe('flatten', () => {
   });
 
   it('an order that arrives while a slow flatten runs is refused after FLATTEN_WAIT_MS with nothing sent, not sent after its caller was answered 504 (re-probe: a retry doubled the position)', async () => {
-    const { broker, ctx } = fakeActorContext();
-    const held0 = broker.addOrder({ qty: 1 });
-    broker.fill(held0, 1, 5000);
-    const liquidation = broker.hold('order/liquidateposition');
-    const flat = flatten(ctx, request());
-    await liquidation.reached;
-    const before = broker.bodies('order/placeorder').length;
+    const { broker, ctx, liquidation, flat, before } = await flattenHeldAtLiquidation();
     vi.useFakeTimers({ toFake: ['setTimeout'], shouldAdvanceTime: true, advanceTimeDelta: 50 });
     try {
       const order = placeOrder(ctx, newOrder({ orderType: 'market', price: null } as never));
@@ -362,13 +367,7 @@ describe('flatten', () => {
   });
 
   it('a webhook alert’s order waits for the flatten however long it takes, and is placed after it (its late outcome is followed up; TradingView does not resend)', async () => {
-    const { broker, ctx } = fakeActorContext();
-    const held0 = broker.addOrder({ qty: 1 });
-    broker.fill(held0, 1, 5000);
-    const liquidation = broker.hold('order/liquidateposition');
-    const flat = flatten(ctx, request());
-    await liquidation.reached;
-    const before = broker.bodies('order/placeorder').length;
+    const { broker, ctx, liquidation, flat, before } = await flattenHeldAtLiquidation();
     let settled = false;
     vi.useFakeTimers({ toFake: ['setTimeout'], shouldAdvanceTime: true, advanceTimeDelta: 50 });
     let order: Promise<unknown>;
