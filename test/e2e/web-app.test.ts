@@ -714,32 +714,45 @@ describe('the web app', () => {
     await signedIn();
     await page.goto(`${s.url}/accounts?account=${demo2}`);
     await page.getByRole('heading', { name: `DEMO2 (${demo2})` }).waitFor();
+    const hook = await api('POST', '/api/v1/webhook-tokens', { accountId: demo2, name: 'flatten race' });
+    expect(hook.status, hook.text).toBe(201);
     const keys: (string | undefined)[] = [];
     const onRequest = (r: { url(): string; method(): string; headers(): Record<string, string> }) => {
       if (r.method() === 'POST' && r.url().endsWith(`/accounts/${demo2}/flatten`)) keys.push(r.headers()['idempotency-key']);
     };
     page.on('request', onRequest);
-    // A broker answering after 9 s: the market order sent through the API 1 s after the flatten
-    // reaches the broker after the flatten's read of the broker's positions (flat), so it is on
-    // its way when the flatten concludes (one sent before it reaches the broker first, and the
-    // flatten, which waits for that read, closes what it filled).
+    // A broker answering after 9 s: a TradingView alert arriving 1 s after the flatten began waits
+    // for it (so its liquidation does not close it) and is still on its way when the flatten
+    // answers. An API order arriving then is refused 503 after 4 s instead, nothing sent: waiting
+    // out the flatten and then a 9 s broker would outlast its caller (cluster probe).
     await control(s, 'POST', '/faults', { latencyMs: 9_000 });
-    let order: Promise<unknown> | undefined;
+    let alert: Promise<unknown> | undefined;
     try {
       await page.getByRole('button', { name: 'Flatten…' }).click();
       await dialog().getByRole('button', { name: 'Flatten account' }).click();
       await new Promise((r) => setTimeout(r, 1000));
-      order = api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
+      alert = http(hook.json.url as string, 'POST', '', { raw: JSON.stringify({ action: 'buy', symbol: 'ES1!', qty: 1 }), headers: { 'content-type': 'text/plain' } });
+      const held = await api('POST', `/api/v1/accounts/${demo2}/orders`, { symbol: 'ES1!', side: 'buy', qty: 1, type: 'market' });
+      expect(held.status, held.text).toBe(503);
+      expect(held.json.code).toBe('BROKER_UNAVAILABLE');
+      expect(held.headers.get('retry-after')).toBe('1');
+      expect(held.json.detail).toMatch(/flatten .* was still running .*this order was not sent/);
       await page.getByRole('status').filter({ hasText: /DEMO2 flattened: .*1 order sent just before had no answer from the broker yet and may still fill/ }).first().waitFor({ timeout: 30_000 });
     } finally {
       await control(s, 'DELETE', '/faults');
       page.off('request', onRequest);
-      await order;
+      await alert;
     }
     expect(keys.length).toBe(1);
     expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
-    await eventually(async () => (await api('GET', `/api/v1/accounts/${demo2}/positions`)).json.data.length === 1, 'the order filled after the flatten');
+    // Only the alert's order filled: the refused API order was never sent.
+    const filled = await eventually(async () => {
+      const data = (await api('GET', `/api/v1/accounts/${demo2}/positions`)).json.data as { netQty: number }[];
+      return data.length === 1 && data;
+    }, 'the alert\'s order filled after the flatten', 20_000);
+    expect(filled[0]!.netQty).toBe(1);
     expect((await api('POST', `/api/v1/accounts/${demo2}/flatten`, {})).status).toBe(200);
+    expect((await api('DELETE', `/api/v1/webhook-tokens/${hook.json.id}`)).status).toBe(204);
   }, 60_000);
 
   it('a position left without protection is shown on every page until dismissed (a bracket entry cancelled after a partial fill)', async () => {

@@ -318,8 +318,13 @@ function refusedNow(ctx: ActorContext, req: PlaceOrderRequest): boolean {
   }
 }
 
-/** How long an API order waits for a flatten of its account to end before it is refused (409, nothing sent). */
-export const FLATTEN_WAIT_MS = 10_000;
+/**
+ * How long an API order waits for a flatten of its account to end before it is refused (503,
+ * nothing sent): its caller waits 15 s in all, and the broker's own deadline is 10 s, so one sent
+ * later than this could outlast the caller (cluster probe: a flatten ending at 9 s, the order then
+ * sent to a 9 s broker, its caller answered a bare 504 at 15 s while it filled).
+ */
+export const FLATTEN_WAIT_MS = 4_000;
 
 async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<PlaceOrderResult> {
   // An order that arrives while the account is being flattened goes after the flatten: sent in
@@ -338,10 +343,13 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // re-entry at a slow broker keep their order).
     const ended = flattening.then(() => true, () => true);
     if ((req.origin === 'webhook' ? await ended : await valueWithin(ended, FLATTEN_WAIT_MS)) !== true) {
+      // 503, not 409: nothing was done, and an answer under an Idempotency-Key is not stored, so
+      // the same key places the order once the flatten has ended (a stored 409 replayed for good).
       throw new AppError(
-        'CONFLICT',
+        'BROKER_UNAVAILABLE',
         `a flatten of account ${req.accountId} was still running after ${FLATTEN_WAIT_MS / 1000} s: this order was not sent (nothing reached the broker); send it again once the flatten has ended`,
-        { accountId: req.accountId },
+        { accountId: req.accountId, flattening: true },
+        1,
       );
     }
   }

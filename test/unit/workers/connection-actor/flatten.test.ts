@@ -354,7 +354,7 @@ describe('flatten', () => {
     vi.useFakeTimers({ toFake: ['setTimeout'], shouldAdvanceTime: true, advanceTimeDelta: 50 });
     try {
       const order = placeOrder(ctx, newOrder({ orderType: 'market', price: null } as never));
-      const refused = expect(order).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringMatching(/flatten of account 7 was still running after 10 s: this order was not sent/) });
+      const refused = expect(order).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1, message: expect.stringMatching(/flatten of account 7 was still running after 4 s: this order was not sent/) });
       await vi.advanceTimersByTimeAsync(FLATTEN_WAIT_MS + 1_000);
       await refused;
     } finally {
