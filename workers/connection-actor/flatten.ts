@@ -335,7 +335,7 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   const cancelled = working.filter((o) => ctx.mirror.get('order', Number(o.orderId))?.ordStatus === 'Canceled').map((o) => o.orderId);
   if (unconfirmed && nothingInScope()) {
     // An order on its way is said here too: it may still rest or fill (re-probe: a limit the 504 did not name rested and filled).
-    const onItsWay = outstandingOrders(ctx, req.accountId);
+    const onItsWay = outstandingOrders(ctx, req.accountId, inScope);
     throw new AppError(
       'BROKER_TIMEOUT',
       `the service holds no position to close, but the broker's own positions could not be confirmed (no answer to position/list within ${Math.max(1, Math.round((performance.now() - t0) / 1000))} s, or the state read it started did not land): ${cancelled.length > 0 ? `${cancelled.length} resting order(s) were cancelled, and ` : ''}nothing was liquidated${onItsWay > 0 ? `; ${onItsWay} order(s) sent to the account before had no answer from the broker yet and may still rest or fill` : ''}. Read the positions and working orders before flattening again`,
@@ -428,6 +428,6 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
       ctx.emit({ type: 'bracket-alert', connectionId: ctx.conn.spec.connectionId, accountId: req.accountId, orderId: String(id), ts: Date.now(), detail });
     } else if (!flat) o.detail = 'liquidation sent; position not yet flat';
   }
-  const outstanding = outstandingOrders(ctx, req.accountId);
+  const outstanding = outstandingOrders(ctx, req.accountId, inScope);
   return { cancelledOrderIds: cancelled, positions: outcomes, ...(outstanding > 0 && { outstandingOrders: outstanding }), brokerMs: since(t0) };
 }

@@ -288,6 +288,7 @@ export async function placeOrder(ctx: ActorContext, req: PlaceOrderRequest): Pro
   }
   const attempt = placeOnce(ctx, req);
   if (req.reduceOnly) reduceOnlyAttempts.add(attempt);
+  attemptSymbols.set(attempt, req.symbol);
   running.set(key, attempt);
   try {
     return await attempt;
@@ -422,7 +423,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // contracts stay held (and a partial exit's quantity counted), until the broker, the mirror
     // or a full sync says what became of it.
     if (timedOut) {
-      unknown = ctx.unknown.open(req.accountId, req.clOrdId, reducing ? keepingReduction(hold, reducing) : hold, reducing !== undefined);
+      unknown = ctx.unknown.open(req.accountId, req.clOrdId, reducing ? keepingReduction(hold, reducing) : hold, reducing !== undefined, req.symbol);
     } else {
       hold?.release();
       reducing?.release();
@@ -490,13 +491,25 @@ export async function placementsSettled(ctx: ActorContext, accountId: string, ex
   if (inFlight.length > 0) await settledWithin(Promise.all(inFlight), ctx.settleMs);
 }
 
-/** Orders on the account whose outcome the broker has not given yet: on their way, or timed out (unknown). */
-export function outstandingOrders(ctx: ActorContext, accountId: string): number {
+/**
+ * Orders on the account whose outcome the broker has not given yet: on their way, or timed out
+ * (unknown); with `inScope`, of those contracts only (a flatten `{symbol}`'s answer counted an
+ * order of another symbol, which it does not touch: probe).
+ */
+export function outstandingOrders(ctx: ActorContext, accountId: string, inScope?: (symbol: string) => boolean): number {
   const prefix = `${accountId}|`;
-  let n = ctx.unknown.pendingFor(accountId);
-  for (const key of ctx.placing.keys()) if (key.startsWith(prefix) && !ctx.unknown.has(key)) n++;
+  let n = ctx.unknown.pendingFor(accountId, false, inScope);
+  for (const [key, attempt] of ctx.placing) {
+    if (!key.startsWith(prefix) || ctx.unknown.has(key)) continue;
+    const symbol = attemptSymbols.get(attempt);
+    if (inScope && symbol !== undefined && !inScope(symbol)) continue;
+    n++;
+  }
   return n;
 }
+
+/** The contract of each placement on its way (ActorContext.placing's values). */
+const attemptSymbols = new WeakMap<Promise<unknown>, string>();
 
 /** Placements of partial exits: what they take off is counted by `ctx.reducing`, not waited for. */
 const reduceOnlyAttempts = new WeakSet<Promise<unknown>>();

@@ -44,6 +44,8 @@ interface Entry {
   hold: Hold | null;
   /** A partial exit's (its reduction is counted by the reduce-only bookkeeping). */
   reduceOnly: boolean;
+  /** The order's contract, when known: a flatten of another symbol does not count it. */
+  symbol: string | undefined;
   /** The order the late answer named, until the mirror shows it. */
   orderId: number | null;
   since: number;
@@ -82,11 +84,15 @@ export class UnknownOutcomes {
     return this.entries.size;
   }
 
-  /** Open entries of one account: orders that may yet reach the broker and its position (partial exits left out with `exceptReduceOnly`). */
-  pendingFor(accountId: string, exceptReduceOnly = false): number {
+  /** Open entries of one account: orders that may yet reach the broker and its position (partial exits left out with `exceptReduceOnly`, other contracts' with `inScope`). */
+  pendingFor(accountId: string, exceptReduceOnly = false, inScope?: (symbol: string) => boolean): number {
     if (this.entries.size === 0) return 0;
     let n = 0;
-    for (const e of this.entries.values()) if (e.accountId === accountId && !(exceptReduceOnly && e.reduceOnly)) n++;
+    for (const e of this.entries.values()) {
+      if (e.accountId !== accountId || (exceptReduceOnly && e.reduceOnly)) continue;
+      if (inScope && e.symbol !== undefined && !inScope(e.symbol)) continue;
+      n++;
+    }
     return n;
   }
 
@@ -99,7 +105,7 @@ export class UnknownOutcomes {
    * Marks the placement of `clOrdId` outcome-unknown; `hold` (its contracts, for the guards) is
    * bound to the order once known, or released when nothing was placed or nothing can be known.
    */
-  open(accountId: string, clOrdId: string, hold: Hold | null, reduceOnly = false): UnknownPlacement {
+  open(accountId: string, clOrdId: string, hold: Hold | null, reduceOnly = false, symbol?: string): UnknownPlacement {
     const key = placementKey(accountId, clOrdId);
     // place.ts runs one attempt per key and none while its outcome is unknown: there is no
     // earlier entry to merge with. Should one exist, the new one replaces it (the later bound).
@@ -107,7 +113,7 @@ export class UnknownOutcomes {
     if (earlier) this.resolve(earlier, { how: 'expired', orderId: null });
     let settle!: (o: Outcome) => void;
     const done = new Promise<Outcome>((r) => (settle = r));
-    const e: Entry = { key, accountId, clOrdId, hold, reduceOnly, orderId: null, since: Date.now(), timer: undefined as never, done, settle };
+    const e: Entry = { key, accountId, clOrdId, hold, reduceOnly, symbol, orderId: null, since: Date.now(), timer: undefined as never, done, settle };
     e.timer = setTimeout(() => this.expire(e), this.maxAgeMs);
     e.timer.unref();
     this.entries.set(key, e);

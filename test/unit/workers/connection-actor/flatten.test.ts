@@ -147,6 +147,23 @@ describe('flatten', () => {
     expect(ctx.model.positions(ACCOUNT)).toEqual([]);
   });
 
+  it("a strategy's exit (symbol only) does not count an order of another contract on its way in its outstandingOrders: it never touches it (probe: an NQ entry counted in an ES close)", async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 1 });
+    broker.fill(held, 1, 5000);
+    const onItsWay = broker.hold('order/placeorder');
+    const nq = placeOrder(ctx, newOrder({ symbol: 'NQZ6', requestedSymbol: 'NQ1!', orderType: 'market', price: null }));
+    await onItsWay.reached;
+    const exit = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+    expect(exit.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
+    expect(exit.outstandingOrders).toBeUndefined();
+    // The whole account's flatten counts it: it may fill after that flatten.
+    const all = await flatten(ctx, request());
+    expect(all.outstandingOrders).toBe(1);
+    onItsWay.release();
+    await nq;
+  });
+
   it('waits for an entry still on its way to the broker: it is cancelled or closed, not left to fill after the flatten', async () => {
     const { broker, ctx } = fakeActorContext();
     const held = broker.hold('order/placeorder');
