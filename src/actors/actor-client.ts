@@ -81,10 +81,16 @@ export class ActorClient {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        if (this.pending.delete(id)) reject(new AppError('BROKER_TIMEOUT', `actor request ${req.type} did not complete within ${timeoutMs} ms`));
+        const p = this.pending.get(id);
+        if (!p) return;
+        this.pending.delete(id);
+        // An effectful request goes on in the actor: said, so that nobody sends it again blind
+        // (cluster probe: a bare "did not complete" 504 while the order filled, and a retry without a key doubled it).
+        const goesOn = p.mayExecute ? `: ${p.mayExecute} may still reach the broker; retry with the same Idempotency-Key (it answers with this one's outcome), or read the account's orders and positions before sending it again` : '';
+        reject(new AppError('BROKER_TIMEOUT', `actor request ${req.type} did not complete within ${timeoutMs} ms${goesOn}`));
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer, cancelled, mayExecute: req.type === 'place-order' ? 'the order' : EFFECTFUL_REQUESTS.has(req.type) ? 'the request' : false });
-      this.outbox.push({ id, connectionId, req });
+      this.outbox.push({ id, connectionId, req, waitsMs: timeoutMs });
       if (!this.flushing) {
         this.flushing = true;
         // One message per turn: requests arriving together share one wake-up of the worker.

@@ -29,6 +29,11 @@ export interface PlaceOrderRequest extends NewOrder {
   /** A partial exit: refused with SYMBOL_MISMATCH unless the account's position in the contract is on the other side and at least `qty`. */
   reduceOnly?: boolean;
   /**
+   * Set by the worker as the request arrives (performance.now() there): when its caller stops
+   * waiting (RequestEnvelope.waitsMs). An API order not sent by then is not sent at all.
+   */
+  callerGoneAt?: number;
+  /**
    * A partial exit sized against the strategy's position after it (marketPositionSize): what the
    * position keeps. Should a leg fill while the legs make room for it, so that the exit would take
    * the position below this, nothing is sent (SYMBOL_MISMATCH).
@@ -395,6 +400,8 @@ export interface RequestEnvelope {
   id: number;
   connectionId: string;
   req: ActorRequest;
+  /** How long the caller waits for the answer (ms): an API order is not sent once that has run out. */
+  waitsMs: number;
 }
 
 /** One answer on `requestPort` (worker host → front); a message is an array of them. */

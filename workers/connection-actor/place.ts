@@ -406,6 +406,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // Cutting the legs took broker round trips: a leg may have filled meanwhile (faults probe: long
     // 1, its stop filled as it was being cut, and the market exit then made the account short 1).
     const sendQty = coming ? stillHeldQty(ctx, req) : req.qty;
+    requireCallerWaiting(req);
     const sent = sendQty === req.qty ? req : { ...req, qty: sendQty };
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...sent, reduceOnly: true } : sent, account, hold, onLate));
     if (coming && sendQty < req.qty) {
@@ -434,6 +435,29 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     if (coming) undoRoomFor(ctx, req, coming, err, timedOut);
     throw err;
   }
+}
+
+/** How long before its caller stops waiting an API order is still sent: its answer has the time to get back. */
+const CALLER_MARGIN_MS = 250;
+
+/**
+ * An API order is never sent after its caller was answered: waits before the send (a flatten,
+ * a login again, the first lookup of a contract, legs cut for an exit: each a broker round trip
+ * at a slow broker) could outlast the caller's 15 s, and an order sent then was answered a 504
+ * while it filled (cluster probe). Refused instead, nothing sent (503, Retry-After 1): the caller's
+ * 504, should it come first, says the order may still reach the broker, and a retry under the
+ * same Idempotency-Key waits for this attempt, then places it. A webhook alert's order has been
+ * answered already and goes out whatever the wait (its outcome is followed up).
+ */
+function requireCallerWaiting(req: PlaceOrderRequest): void {
+  if (req.origin === 'webhook' || req.callerGoneAt === undefined) return;
+  if (performance.now() < req.callerGoneAt - CALLER_MARGIN_MS) return;
+  throw new AppError(
+    'BROKER_UNAVAILABLE',
+    'this order was not sent (nothing reached the broker): what it had to wait for before it could go (a flatten, a login, the legs making room for it) took until its request had run out of time; send it again',
+    { accountId: req.accountId },
+    1,
+  );
 }
 
 /**

@@ -26,7 +26,9 @@ export function serveRequests(port: MessagePort, handle: (connectionId: string, 
     }
   };
   port.on('message', (batch: RequestEnvelope[]) => {
-    for (const { id, connectionId, req } of batch) {
+    const now = performance.now();
+    for (const { id, connectionId, req, waitsMs } of batch) {
+      if (req.type === 'place-order') req.callerGoneAt = now + waitsMs;
       handle(connectionId, req).then(
         (result) => reply(id, result),
         (err: unknown) => reply(id, { ok: false, error: toErrorData(err instanceof AppError ? err : new AppError('INTERNAL', `actor request failed: ${err instanceof Error ? err.message : String(err)}`)) }),

@@ -13,9 +13,10 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Comlink = require('comlink');
 const nodeEndpoint = require('comlink/dist/umd/node-adapter.js');
 Comlink.expose({ async add() {}, async remove() {}, async stats() { return { actors: 0, heapUsed: 0, rss: 0 }; } }, nodeEndpoint(parentPort));
-async function answer(connectionId, req) {
+async function answer(connectionId, req, waitsMs) {
   if (req.type === 'accounts') return { ok: true, value: [{ id: connectionId }] };
   if (req.type === 'find-by-clordid') {
+    if (req.clOrdId === 'waits') return { ok: true, value: 'waits:' + waitsMs };
     await new Promise((r) => setTimeout(r, Number(req.clOrdId) % 7));
     return { ok: true, value: req.clOrdId };
   }
@@ -25,7 +26,7 @@ async function answer(connectionId, req) {
 }
 const port = workerData.requestPort;
 port.on('message', (batch) => {
-  for (const { id, connectionId, req } of batch) answer(connectionId, req).then((result) => port.postMessage([{ id, result }]));
+  for (const { id, connectionId, req, waitsMs } of batch) answer(connectionId, req, waitsMs).then((result) => port.postMessage([{ id, result }]));
 });
 `;
 
@@ -63,10 +64,19 @@ test('errors as data keep their code and extensions', async () => {
   expect(err.extensions).toEqual({ held: ['NQZ6'] });
 });
 
-test('a call past its deadline is BROKER_TIMEOUT', async () => {
+test('a call past its deadline is BROKER_TIMEOUT; one that may act at the broker says it may still reach it (cluster probe: a bare "did not complete" 504 while the order filled)', async () => {
   const c = client();
   const err = (await c.request('c1', { type: 'positions', accountId: 'a' }, 100).catch((e: unknown) => e)) as AppError;
   expect(err.code).toBe('BROKER_TIMEOUT');
+  expect(err.message).toBe('actor request positions did not complete within 100 ms');
+  const cancel = (await c.request('c1', { type: 'cancel-order', accountId: 'a', orderId: '7' } as never, 100).catch((e: unknown) => e)) as AppError;
+  expect(cancel.code).toBe('BROKER_TIMEOUT');
+  expect(cancel.message).toMatch(/^actor request cancel-order did not complete within 100 ms: the request may still reach the broker; retry with the same Idempotency-Key/);
+});
+
+test('the worker is told how long the caller waits (an API order is not sent once that has run out)', async () => {
+  const c = client();
+  expect(await c.request('c1', { type: 'find-by-clordid', accountId: 'a', clOrdId: 'waits' } as never, 1234)).toBe('waits:1234');
 });
 
 test('when the worker dies a pending read rejects BROKER_UNAVAILABLE (retryable), a handed-over flatten BROKER_TIMEOUT (outcome unknown), and later calls fail fast', async () => {

@@ -383,6 +383,24 @@ describe('flatten', () => {
     expect(broker.bodies('order/placeorder').length, 'nor after the flatten').toBe(before);
   });
 
+  it('an API order whose caller stopped waiting while it waited (here for a flatten) is not sent at all: 503, nothing at the broker; a webhook alert’s order still goes (cluster probe: sent after its caller’s 504, a retry without a key doubled it)', async () => {
+    const { broker, ctx, liquidation, flat, before } = await flattenHeldAtLiquidation();
+    const market = newOrder({ orderType: 'market', price: null } as never);
+    // The caller waits 300 ms; the flatten ends after 400 ms, well within FLATTEN_WAIT_MS.
+    const order = placeOrder(ctx, { ...market, callerGoneAt: performance.now() + 300 });
+    const alert = placeOrder(ctx, { ...newOrder({ orderType: 'market', price: null } as never), origin: 'webhook', callerGoneAt: performance.now() + 300 });
+    const waiting = placeOrder(ctx, { ...newOrder({ orderType: 'market', price: null } as never), callerGoneAt: performance.now() + 60_000 });
+    await new Promise((r) => setTimeout(r, 400));
+    liquidation.release();
+    await flat;
+    await expect(order).rejects.toMatchObject({ code: 'BROKER_UNAVAILABLE', retryAfterSeconds: 1, message: expect.stringMatching(/this order was not sent \(nothing reached the broker\)/) });
+    await alert;
+    await waiting;
+    const sent = broker.bodies('order/placeorder').slice(before).map((b) => b.clOrdId);
+    expect(sent, 'the alert’s and the still-awaited order only').toHaveLength(2);
+    expect(sent, 'the refused order never reached the broker').not.toContain(market.clOrdId);
+  });
+
   it('a webhook alert’s order waits for the flatten however long it takes, and is placed after it (its late outcome is followed up; TradingView does not resend)', async () => {
     const { broker, ctx, liquidation, flat, before } = await flattenHeldAtLiquidation();
     let settled = false;
