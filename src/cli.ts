@@ -77,7 +77,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(help());
     return name ? 0 : 1;
   }
-  const info = COMMANDS[name];
+  const info = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!info) {
     process.stderr.write(`tradegate: unknown command '${name}'\n\n${help()}`);
     return 2;

@@ -86,7 +86,7 @@ export class ActorClient {
         this.pending.delete(id);
         // An effectful request goes on in the actor: said, so that nobody sends it again blind
         // (cluster probe: a bare "did not complete" 504 while the order filled, and a retry without a key doubled it).
-        const goesOn = p.mayExecute ? `: ${p.mayExecute} may still reach the broker; retry with the same Idempotency-Key (it answers with this one's outcome), or read the account's orders and positions before sending it again` : '';
+        const goesOn = p.mayExecute ? `; ${p.mayExecute} may still reach the broker: retry with the same Idempotency-Key, never as a new request` : '';
         reject(new AppError('BROKER_TIMEOUT', `actor request ${req.type} did not complete within ${timeoutMs} ms${goesOn}`));
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer, cancelled, mayExecute: req.type === 'place-order' ? 'the order' : EFFECTFUL_REQUESTS.has(req.type) ? 'the request' : false });
@@ -113,7 +113,32 @@ export class ActorClient {
         break;
       }
     }
-    if (batch.length > 0) this.requestPort.postMessage(batch);
+    if (batch.length > 0) this.post(batch);
+  }
+
+  /**
+   * Posts a batch; a request that cannot be cloned fails alone (500, nothing sent), never the
+   * process (fuzz probe: a function in one webhook alert's order threw DataCloneError out of
+   * setImmediate and stopped the service for every user).
+   */
+  private post(batch: RequestEnvelope[]): void {
+    try {
+      this.requestPort.postMessage(batch);
+      return;
+    } catch {
+      // Which one: each is sent on its own.
+    }
+    for (const env of batch) {
+      try {
+        this.requestPort.postMessage([env]);
+      } catch (err) {
+        const p = this.pending.get(env.id);
+        if (!p) continue;
+        this.pending.delete(env.id);
+        clearTimeout(p.timer);
+        p.reject(new AppError('INTERNAL', `request ${env.req.type} could not be handed to the connection's actor (nothing was sent): ${err instanceof Error ? err.message : String(err)}`));
+      }
+    }
   }
 
   /** Rejects a pending call whose caller is gone, before it is sent; true when withdrawn. */

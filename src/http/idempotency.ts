@@ -72,7 +72,8 @@ export function canonicalJson(value: unknown): string {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : sortKeys(v)));
   if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
-    const out: Record<string, unknown> = {};
+    // No prototype: a body's own "__proto__" key is a key like any other here, not a prototype.
+    const out = Object.create(null) as Record<string, unknown>;
     for (const k of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[k];
       if (v !== undefined) out[k] = sortKeys(v);

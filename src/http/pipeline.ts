@@ -243,7 +243,8 @@ const SAME_KEY_ADVICE = /retry with the same Idempotency-Key[^;.]*/;
  * key cannot be followed, and a retry without one is a new order (money probe). Said what to do instead.
  */
 export function keylessAdvice(ex: Pick<Exchange, 'idempotencyKey' | 'route'>, err: AppError): AppError {
-  if (err.code !== 'BROKER_TIMEOUT' || ex.idempotencyKey !== undefined || ex.route?.idempotent !== true || !SAME_KEY_ADVICE.test(err.message)) return err;
+  // A webhook alert's key is its `id`, and its answer says whether to send it again (do not).
+  if (err.code !== 'BROKER_TIMEOUT' || ex.idempotencyKey !== undefined || ex.route?.idempotent !== true || ex.route.idempotencyKeyFrom || !SAME_KEY_ADVICE.test(err.message)) return err;
   const advice =
     'it was sent without an Idempotency-Key, so sending it again is a new request: look at the account first (GET /api/v1/accounts/{id}/orders or working-orders), and send an Idempotency-Key with trading requests';
   return new AppError(err.code, err.message.replace(SAME_KEY_ADVICE, advice), err.extensions, err.retryAfterSeconds);

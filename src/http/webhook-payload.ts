@@ -62,23 +62,26 @@ export type WebhookIntent =
 
 /** The strategy's position after the alert: TradingView's {{strategy.market_position}}, TradersPost's `sentiment`. */
 type MarketPosition = 'long' | 'short' | 'flat';
-const MARKET_POSITIONS: Record<string, MarketPosition> = { long: 'long', bullish: 'long', short: 'short', bearish: 'short', flat: 'flat' };
+// Maps, not object literals: an alert's word is looked up as sent, and `constructor` or `__proto__`
+// found the object prototype's members (fuzz probe: `"action": "__proto__"` sold, `"constructor"`
+// took the service down as the function could not be passed to the actor).
+const MARKET_POSITIONS = new Map<string, MarketPosition>([['long', 'long'], ['bullish', 'long'], ['short', 'short'], ['bearish', 'short'], ['flat', 'flat']]);
 
 const FLATTEN_ACTIONS = new Set(['close', 'flat', 'flatten', 'exit']);
-const ACTIONS: Record<string, Side> = { buy: 'buy', long: 'buy', sell: 'sell', short: 'sell' };
-const ORDER_TYPES: Record<string, OrderType> = {
-  market: 'market',
-  mkt: 'market',
-  limit: 'limit',
-  lmt: 'limit',
-  stop: 'stop',
-  stp: 'stop',
-  stop_market: 'stop',
-  stopmarket: 'stop',
-  stop_limit: 'stop_limit',
-  stoplimit: 'stop_limit',
-  stp_lmt: 'stop_limit',
-};
+const ACTIONS = new Map<string, Side>([['buy', 'buy'], ['long', 'buy'], ['sell', 'sell'], ['short', 'sell']]);
+const ORDER_TYPES = new Map<string, OrderType>([
+  ['market', 'market'],
+  ['mkt', 'market'],
+  ['limit', 'limit'],
+  ['lmt', 'limit'],
+  ['stop', 'stop'],
+  ['stp', 'stop'],
+  ['stop_market', 'stop'],
+  ['stopmarket', 'stop'],
+  ['stop_limit', 'stop_limit'],
+  ['stoplimit', 'stop_limit'],
+  ['stp_lmt', 'stop_limit'],
+]);
 const TIFS = new Set(['day', 'gtc', 'ioc', 'fok']);
 
 /** The fields an alert can carry, each under its own name or an alias. */
@@ -398,7 +401,7 @@ function parseQty(value: unknown): number {
 function parseOrderType(value: unknown, as = 'orderType'): OrderType {
   const key = String(value).trim().toLowerCase().replace(/[\s-]+/g, '_');
   if (/trail/.test(key)) throw unsupported('trailing stops');
-  const type = ORDER_TYPES[key];
+  const type = ORDER_TYPES.get(key);
   if (!type) throw invalid(printable(as), `'${printable(String(value))}' is not an order type: one of market, limit, stop, stop_limit`);
   return type;
 }
@@ -407,7 +410,7 @@ function parseOrderType(value: unknown, as = 'orderType'): OrderType {
 function parseMarketPosition(value: unknown): MarketPosition | undefined {
   if (value === undefined || value === null) return undefined;
   refuseEmpty('marketPosition', value);
-  const position = typeof value === 'string' ? MARKET_POSITIONS[value.trim().toLowerCase()] : undefined;
+  const position = typeof value === 'string' ? MARKET_POSITIONS.get(value.trim().toLowerCase()) : undefined;
   if (!position) throw invalid('marketPosition', `'${printable(String(value))}' is not one of long, short, flat (bullish, bearish accepted)`);
   return position;
 }
@@ -614,7 +617,7 @@ export function parseWebhookPayload(body: unknown, now: Date): WebhookIntent {
     if (position !== undefined && position !== 'flat') warnings.push(`marketPosition '${position}' ignored for action ${actionText}`);
     return Object.assign({}, common, { kind: 'flatten' as const }, symbol !== undefined ? { symbol } : {});
   }
-  const side = ACTIONS[actionText];
+  const side = ACTIONS.get(actionText);
   if (!side) throw invalid('action', `'${printable(actionText)}' is not one of buy, sell, long, short, close, flat, flatten, exit`);
   // The strategy says where it stands after this order. Flat: the order closes its position,
   // so the alert is an exit of its symbol (cancel its orders, bracket legs included, and close

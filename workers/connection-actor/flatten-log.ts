@@ -58,3 +58,14 @@ export async function flattensBefore(ctx: ActorContext, accountId: string, symbo
   const before = (ctx.flattenLog?.get(accountId) ?? []).filter((m) => m.running && m.seq <= asOf && m.covers(symbol));
   await Promise.all(before.map((m) => m.ended?.catch(() => undefined)));
 }
+
+/**
+ * Settles when every flatten covering `symbol` that runs on the account now has ended; undefined
+ * when none does. An order in another contract than a strategy's close does not wait for it (probe:
+ * an NQ entry held 17 s behind an ES exit at a slow broker, refused as "a flatten of the account").
+ */
+export function flattensCovering(ctx: ActorContext, accountId: string, symbol: string): Promise<unknown> | undefined {
+  const running = (ctx.flattenLog?.get(accountId) ?? []).filter((m) => m.running && m.covers(symbol));
+  if (running.length === 0) return undefined;
+  return Promise.all(running.map((m) => m.ended?.catch(() => undefined)));
+}

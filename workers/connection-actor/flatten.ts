@@ -158,7 +158,8 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
   // open, under a kill switch too (re-probe). One read, alongside the cancels; a difference reads
   // the whole state again.
   const brokerPositions = ctx.conn.checkPositions?.({ recheck: false });
-  await placementsSettled(ctx, req.accountId);
+  const inScope = flattenScope(req);
+  await placementsSettled(ctx, req.accountId, undefined, false, inScope);
   // A leg cancel under way may be placing its survivor: once it is placed, it is a working order to cancel here (money probe).
   await cancelsSettled(ctx, req.accountId);
   /** Each position as the flatten found it: after waiting out a lost connection, only one still as it was is closed. */
@@ -178,7 +179,6 @@ async function cancelAndLiquidate(ctx: ActorContext, req: FlattenRequest, accoun
     ctx.logger.warn({ accountId: req.accountId }, 'flatten carries on after the connection came back');
     return true;
   };
-  const inScope = flattenScope(req);
   forgotten.push(...forgetOwedLegs(ctx, req.accountId, inScope));
   const working = ctx.model.workingOrders(req.accountId).filter((o) => inScope(o.symbol));
   // Stored before the first cancel: killed between the cancels and the liquidation, the restarted service puts them back.

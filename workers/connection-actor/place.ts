@@ -16,7 +16,7 @@ import type { Hold } from './exposure.js';
 import { settledWithin } from './in-flight.js';
 import { valueWithin } from '../../src/wait.js';
 import { afterResync, brokerPositionsRead } from './broker-read.js';
-import { flattenClock, flattenSince } from './flatten-log.js';
+import { flattenClock, flattenSince, flattensCovering } from './flatten-log.js';
 import type { ComingExit } from './orphan-legs.js';
 import { placementKey, type UnknownPlacement } from './unknown-outcomes.js';
 import { linkageOf, rejectReasonOf, strategyBracket, type StrategyBracket } from '../../src/broker/tradovate/order-records.js';
@@ -331,7 +331,7 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
   // An order that arrives while the account is being flattened goes after the flatten: sent in
   // between, the flatten's liquidation would close it too (a strategy's close and its next entry,
   // sent a moment apart, ended flat while both were answered as done).
-  const flattening = ctx.flattening.get(req.accountId);
+  const flattening = flattensCovering(ctx, req.accountId, req.symbol);
   if (flattening) {
     // An entry a guard refuses now (the kill switch whose flatten this is) is refused at once:
     // waiting out a slow flatten first ended in a 504 for an order never sent (re-probe).
@@ -502,15 +502,19 @@ function keepingReduction(hold: Hold | null, reducing: { release(): void }): Hol
  * (the caller's own, when it is a placement; partial exits left out with `skipReduceOnly`): an entry sent a moment before a flatten would otherwise be neither cancelled
  * (the mirror has no such order yet) nor liquidated (not filled yet), and fill after it; an
  * exit sent a moment before a partial exit would not be counted against the position. Waited
- * for up to settleMs.
+ * for up to settleMs; with `inScope`, those in its contracts only.
  */
-export async function placementsSettled(ctx: ActorContext, accountId: string, except?: string, skipReduceOnly = false): Promise<void> {
+export async function placementsSettled(ctx: ActorContext, accountId: string, except?: string, skipReduceOnly = false, inScope?: (symbol: string) => boolean): Promise<void> {
   const prefix = `${accountId}|`;
   const inFlight: Promise<unknown>[] = [];
   for (const [key, attempt] of ctx.placing) {
     // In the order they began: those after the caller's own were sent after it.
     if (key === except) break;
-    if (key.startsWith(prefix) && !(skipReduceOnly && reduceOnlyAttempts.has(attempt))) inFlight.push(attempt.catch(() => undefined));
+    if (!key.startsWith(prefix) || (skipReduceOnly && reduceOnlyAttempts.has(attempt))) continue;
+    // A strategy's close of one contract does not wait for another's order (cluster probe: an ES exit waited 5 s for an NQ entry it could neither cancel nor close).
+    const symbol = inScope && attemptSymbols.get(attempt);
+    if (symbol && !inScope(symbol)) continue;
+    inFlight.push(attempt.catch(() => undefined));
   }
   if (inFlight.length > 0) await settledWithin(Promise.all(inFlight), ctx.settleMs);
 }

@@ -16,7 +16,19 @@ export function serveRequests(port: MessagePort, handle: (connectionId: string, 
     scheduled = false;
     const batch = outbox;
     outbox = [];
-    if (batch.length) port.postMessage(batch);
+    if (batch.length === 0) return;
+    try {
+      port.postMessage(batch);
+    } catch {
+      // An answer that cannot be cloned fails alone, as an error, never the worker and its actors.
+      for (const env of batch) {
+        try {
+          port.postMessage([env]);
+        } catch (err) {
+          port.postMessage([{ id: env.id, result: { ok: false, error: toErrorData(new AppError('INTERNAL', `the actor's answer could not be passed back: ${err instanceof Error ? err.message : String(err)}`)) } }]);
+        }
+      }
+    }
   };
   const reply = (id: number, result: Result<unknown>): void => {
     outbox.push({ id, result });

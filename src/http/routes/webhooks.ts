@@ -394,7 +394,7 @@ export function webhookRoutes(deps: RouteDeps): RouteDef<any, any>[] {
       throw new AppError(
         'BROKER_TIMEOUT',
         // Its own cause (a connection lost after 60 ms is no 2.5 s wait: trader probe).
-        `${closedFirst ? `${closedFirst}; then the` : 'The'} broker did not confirm the order (${err.message}) and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
+        `${closedFirst ? `${closedFirst}; then the` : 'The'} broker did not confirm the order (${withoutKeyAdvice(err.message)}) and may still place it: do not resend the alert. Its outcome is added to this token's alerts once the broker reports it`,
         closed ? { ...err.extensions, flatten: closed } : err.extensions,
         err.retryAfterSeconds,
       );
@@ -585,6 +585,14 @@ async function entry(s: Sizing, plan: OrderPlan): Promise<{ plan: OrderPlan | nu
 const flattenBegun = new WeakSet<object>();
 /** The follow-up of an alert's flatten answered 504 (it carries on in the actor): what it found. */
 const lateFlattens = new WeakMap<object, { found: Promise<{ status: number }>; reversal: boolean }>();
+
+/**
+ * A broker timeout's words without their advice to retry under the same Idempotency-Key: an
+ * alert has none, and its answer says what to do (do not resend it).
+ */
+function withoutKeyAdvice(message: string): string {
+  return message.replace(/: retry with the same Idempotency-Key[^;.)]*/, '');
+}
 
 /**
  * Flattens the alert's account, or (symbolOnly) every position in the symbol. TradingView does

@@ -85,6 +85,26 @@ describe('webhook alerts', () => {
     expect((await simState(s)).orders.length).toBe(before);
   });
 
+  it("an alert whose action, order type or marketPosition names a member of Object's prototype is 400, nothing at the broker, and the service stays up (fuzz probe: 'constructor' stopped it for every user, '__proto__' sold, as marketPosition it closed the position)", async () => {
+    const before = (await simState(s)).orders.length;
+    for (const body of [
+      { action: 'constructor', symbol: 'ES1!', qty: 1 },
+      { action: '__proto__', symbol: 'ES1!', qty: 1, orderType: 'limit', price: 4000 },
+      { side: 'CONSTRUCTOR', symbol: 'ES1!', qty: 1 },
+      { action: 'buy', symbol: 'ES1!', qty: 1, orderType: 'constructor' },
+      { action: 'buy', symbol: 'ES1!', qty: 1, type: '__proto__' },
+      { action: 'sell', symbol: 'ES1!', qty: 1, orderType: 'market', marketPosition: 'constructor' },
+      { action: 'sell', symbol: 'ES1!', qty: 1, sentiment: '__proto__' },
+    ]) {
+      const r = await alert(body);
+      expect(r.status, `${JSON.stringify(body)}: ${r.text}`).toBe(400);
+      expect(r.json.code).toBe('VALIDATION_FAILED');
+    }
+    expect((await http(s.url, 'GET', '/healthz')).status).toBe(200);
+    expect((await simState(s)).orders.length).toBe(before);
+    expect((await positions()).find((p) => p.symbol === ES)?.netQty).toBe(2);
+  });
+
   it('flatten with a symbol the account does not hold → 409 SYMBOL_MISMATCH, nothing closed', async () => {
     const r = await alert({ action: 'close', symbol: 'NQ1!' });
     expect(r.status, r.text).toBe(409);

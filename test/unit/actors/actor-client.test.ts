@@ -71,7 +71,19 @@ test('a call past its deadline is BROKER_TIMEOUT; one that may act at the broker
   expect(err.message).toBe('actor request positions did not complete within 100 ms');
   const cancel = (await c.request('c1', { type: 'cancel-order', accountId: 'a', orderId: '7' } as never, 100).catch((e: unknown) => e)) as AppError;
   expect(cancel.code).toBe('BROKER_TIMEOUT');
-  expect(cancel.message).toMatch(/^actor request cancel-order did not complete within 100 ms: the request may still reach the broker; retry with the same Idempotency-Key/);
+  expect(cancel.message).toBe('actor request cancel-order did not complete within 100 ms; the request may still reach the broker: retry with the same Idempotency-Key, never as a new request');
+});
+
+test('a request that cannot be passed to the worker fails alone (500, nothing sent); the rest of its batch is answered and the client lives on (fuzz probe: one alert stopped the service)', async () => {
+  const c = client();
+  const bad = c.request('c1', { type: 'accounts', oops: Object } as never).catch((e: unknown) => e);
+  const good = c.request('c1', { type: 'accounts' });
+  const err = (await bad) as AppError;
+  expect(err.code).toBe('INTERNAL');
+  expect(err.message).toMatch(/^request accounts could not be handed to the connection's actor \(nothing was sent\)/);
+  expect(await good).toEqual([{ id: 'c1' }]);
+  expect(c.alive).toBe(true);
+  expect(await c.request('c1', { type: 'accounts' })).toEqual([{ id: 'c1' }]);
 });
 
 test('the worker is told how long the caller waits (an API order is not sent once that has run out)', async () => {

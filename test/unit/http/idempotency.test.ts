@@ -367,3 +367,11 @@ describe('idempotency details', () => {
     await expect(t.ticket.commit({ status: 201, headers: {}, body: '' })).rejects.toThrow('idempotency ticket already finished');
   });
 });
+
+describe('canonicalJson and "__proto__"', () => {
+  it('keeps a body\'s own "__proto__" key, so two bodies that differ only there are not the same request', () => {
+    const withProto = JSON.parse('{"qty":1,"__proto__":{"side":"sell"}}') as unknown;
+    expect(canonicalJson(withProto)).toBe('{"__proto__":{"side":"sell"},"qty":1}');
+    expect(canonicalJson(withProto)).not.toBe(canonicalJson({ qty: 1 }));
+  });
+});

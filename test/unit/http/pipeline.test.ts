@@ -647,6 +647,18 @@ describe('keylessAdvice', () => {
     expect(advised.message).toMatch(/may still carry it out: it was sent without an Idempotency-Key, so sending it again is a new request: look at the account first/);
   });
 
+  it("an actor call's own timeout on an order says it may still reach the broker, and without a key what to do instead (cluster probe: a bare 'did not complete' 504 while the order filled)", () => {
+    const actor = new AppError('BROKER_TIMEOUT', 'actor request place-order did not complete within 15000 ms; the order may still reach the broker: retry with the same Idempotency-Key, never as a new request');
+    expect(keylessAdvice({ route: trading }, actor).message).toBe(
+      'actor request place-order did not complete within 15000 ms; the order may still reach the broker: it was sent without an Idempotency-Key, so sending it again is a new request: look at the account first (GET /api/v1/accounts/{id}/orders or working-orders), and send an Idempotency-Key with trading requests',
+    );
+  });
+
+  it("leaves a webhook alert's answer alone: its key is the alert's id, and the answer says not to resend it", () => {
+    const alert = new AppError('BROKER_TIMEOUT', 'The broker did not confirm the order (actor request place-order did not complete within 2500 ms; the order may still reach the broker) and may still place it: do not resend the alert.');
+    expect(keylessAdvice({ route: { idempotent: true, idempotencyKeyFrom: () => undefined } as unknown as RouteDef<any, any> }, alert)).toBe(alert);
+  });
+
   it('keeps the advice for a request that sent a key, and leaves other errors alone', () => {
     expect(keylessAdvice({ route: trading, idempotencyKey: 'k1' }, timeout)).toBe(timeout);
     const other = new AppError('BROKER_UNAVAILABLE', 'not connected', {}, 1);

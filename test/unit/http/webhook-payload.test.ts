@@ -662,6 +662,21 @@ describe('parseWebhookPayload marketPosition (the strategy after the alert)', ()
     expect(err.message).toBe(`marketPosition: '${String(value)}' is not one of long, short, flat (bullish, bearish accepted)`);
   });
 
+  it.each([['constructor'], ['CONSTRUCTOR'], ['__proto__'], ['toString'], ['hasOwnProperty'], ['valueOf']])("a word that names a member of Object's prototype (%s) is no action, side, order type or marketPosition: 400 (fuzz probe: '__proto__' sold, 'constructor' took the service down)", (word) => {
+    const shown = word.trim().toLowerCase();
+    const message = (body: Record<string, unknown>) => thrown(() => parse(body)).message;
+    expect(message({ action: word, symbol: 'ES', qty: 1 })).toBe(`action: '${shown}' is not one of buy, sell, long, short, close, flat, flatten, exit`);
+    expect(thrown(() => parse({ side: word, symbol: 'ES', qty: 1 })).code).toBe('VALIDATION_FAILED');
+    for (const name of ['orderType', 'type', 'ordType', 'order_type']) {
+      expect(message({ action: 'buy', symbol: 'ES', qty: 1, [name]: word })).toMatch(/is not an order type: one of market, limit, stop, stop_limit$/);
+    }
+    for (const name of ['marketPosition', 'sentiment']) {
+      const err = thrown(() => parse({ action: 'sell', symbol: 'ES', qty: 1, [name]: word }));
+      expect(err.code).toBe('VALIDATION_FAILED');
+      expect(err.message).toMatch(/is not one of long, short, flat \(bullish, bearish accepted\)$/);
+    }
+  });
+
   it.each([[2, 2], ['3', 3], ['0001', 1]])('marketPositionSize %j on an entry is the most it may open (%d)', (value, size) => {
     expect(parse({ action: 'sell', marketPosition: 'short', marketPositionSize: value })).toMatchObject({ kind: 'order', entry: true, positionSize: size, warnings: [] });
     expect(parse({ action: 'buy', marketPosition: 'long', market_position_size: value })).toMatchObject({ entry: true, positionSize: size });

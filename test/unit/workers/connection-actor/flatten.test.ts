@@ -7,12 +7,12 @@ import { ACCOUNT, CONTRACT, fakeActorContext, newOrder } from '../../../support/
 const request = (patch: { symbol?: string | null; symbolOnly?: boolean; productOnly?: boolean; clOrdIdPrefix?: string } = {}) => ({ type: 'flatten' as const, accountId: ACCOUNT, ...patch });
 
 /** Long 1, and a flatten of it held at its liquidation: the flatten runs until `liquidation.release()`. */
-async function flattenHeldAtLiquidation() {
+async function flattenHeldAtLiquidation(scope: Parameters<typeof request>[0] = {}) {
   const { broker, ctx } = fakeActorContext();
   const held = broker.addOrder({ qty: 1 });
   broker.fill(held, 1, 5000);
   const liquidation = broker.hold('order/liquidateposition');
-  const flat = flatten(ctx, request());
+  const flat = flatten(ctx, request(scope));
   await liquidation.reached;
   return { broker, ctx, liquidation, flat, before: broker.bodies('order/placeorder').length };
 }
@@ -148,20 +148,39 @@ describe('flatten', () => {
   });
 
   it("a strategy's exit (symbol only) does not count an order of another contract on its way in its outstandingOrders: it never touches it (probe: an NQ entry counted in an ES close)", async () => {
-    const { broker, ctx } = fakeActorContext();
+    // A settle time long enough to tell waiting for the NQ order from not.
+    const { broker, ctx } = fakeActorContext(5_000);
     const held = broker.addOrder({ qty: 1 });
     broker.fill(held, 1, 5000);
     const onItsWay = broker.hold('order/placeorder');
     const nq = placeOrder(ctx, newOrder({ symbol: 'NQZ6', requestedSymbol: 'NQ1!', orderType: 'market', price: null }));
     await onItsWay.reached;
+    const t0 = performance.now();
     const exit = await flatten(ctx, request({ symbol: 'ESZ6', symbolOnly: true }));
+    // Nor does it wait for that order (cluster probe: the ES liquidation went out 5 s late).
+    expect(performance.now() - t0).toBeLessThan(2_000);
     expect(exit.positions).toEqual([{ symbol: 'ESZ6', closedQty: 1, status: 'liquidated' }]);
     expect(exit.outstandingOrders).toBeUndefined();
     // The whole account's flatten counts it: it may fill after that flatten.
-    const all = await flatten(ctx, request());
-    expect(all.outstandingOrders).toBe(1);
+    const all = flatten(ctx, request());
     onItsWay.release();
     await nq;
+    await all;
+  });
+
+  it("an order in another contract than a strategy's close goes out at once, not held behind it (probe: an NQ entry held 17 s behind an ES exit, refused as 'a flatten of the account')", async () => {
+    const { broker, ctx, liquidation, flat, before } = await flattenHeldAtLiquidation({ symbol: 'ESZ6', symbolOnly: true });
+    await placeOrder(ctx, { ...newOrder({ symbol: 'NQZ6', requestedSymbol: 'NQ1!', orderType: 'market', price: null }), callerGoneAt: performance.now() + 15_000 });
+    expect(broker.bodies('order/placeorder').slice(before).map((b) => b.symbol), 'sent while the ES close still runs').toEqual(['NQZ6']);
+    // One in the closed contract still waits for it.
+    let esSent = false;
+    const es = placeOrder(ctx, newOrder({ orderType: 'market', price: null } as never)).then((r) => ((esSent = true), r));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(esSent).toBe(false);
+    liquidation.release();
+    await flat;
+    await es;
+    expect(broker.bodies('order/placeorder').length).toBe(before + 2);
   });
 
   it('waits for an entry still on its way to the broker: it is cancelled or closed, not left to fill after the flatten', async () => {

@@ -39,3 +39,23 @@ test('each request is answered by id; a placement carries when its caller stops 
   expect(order.callerGoneAt).toBeLessThan(performance.now() + 15_000);
   expect('callerGoneAt' in seen.find((r) => r.type === 'positions')!).toBe(false);
 });
+
+test('an answer that cannot be cloned comes back as an error, alone; the others in its batch as they are', async () => {
+  const { port1, port2 } = new MessageChannel();
+  serveRequests(port2, async (_connectionId, req) => (req.type === 'positions' ? { ok: true, value: () => 1 } : { ok: true, value: [] }));
+  const replies = new Promise<ReplyEnvelope[]>((resolve) => {
+    const got: ReplyEnvelope[] = [];
+    port1.on('message', (batch: ReplyEnvelope[]) => {
+      got.push(...batch);
+      if (got.length === 2) resolve(got);
+    });
+  });
+  port1.postMessage([
+    { id: 1, connectionId: 'c1', req: { type: 'positions', accountId: '7' }, waitsMs: 1000 },
+    { id: 2, connectionId: 'c1', req: { type: 'working-orders', accountId: '7' }, waitsMs: 1000 },
+  ]);
+  const answers = (await replies).sort((a, b) => a.id - b.id);
+  port1.close();
+  expect(answers[0]).toMatchObject({ id: 1, result: { ok: false, error: { code: 'INTERNAL', message: expect.stringMatching(/could not be passed back/) } } });
+  expect(answers[1]).toEqual({ id: 2, result: { ok: true, value: [] } });
+});
