@@ -9,7 +9,7 @@
  *
  * `serve --cluster nats://…` runs a cluster node instead (serve-cluster.ts).
  */
-import { mkdirSync } from 'node:fs';
+import { makeDirs } from '../store/file-modes.js';
 import { parseArgs } from 'node:util';
 import { connectionSpecFor } from '../actors/connection-spec.js';
 import type { ActorGateway } from '../actors/protocol.js';
@@ -187,7 +187,7 @@ export async function run(argv: string[]): Promise<number> {
   if (config.cluster) return (await import('./serve-cluster.js')).runClusterNode(config, config.cluster, signalled);
   const logger = createLogger(config.logLevel);
   // One serve per data dir (serve-lock.ts): a second would place orders beside the first.
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  makeDirs(config.dataDir, 0o700);
   // A holder that finds its lock taken (another host's serve judged it stale) stops: two must never trade.
   const lock = acquireServeLock(config.dataDir, {
     onLost: (holder) => {

@@ -116,17 +116,43 @@ export function revokedBeyondKept(rows: Iterable<ApiKeyRow | undefined>): string
 /** The record cache's space of verified key texts (only keys that verified are in it). */
 const VERIFIED = 'apiKey:verified';
 
-/** Which uses to record: at most one per TOUCH_INTERVAL_MS per id (keys and webhook tokens). */
-export function touchThrottle(): { due(id: string, now: number): boolean; forget(id: string): void } {
+/**
+ * Records uses (keys and webhook tokens) at most once per TOUCH_INTERVAL_MS per id: the first use
+ * at once, the last one of the interval when it ends (clients probe: uses in the minute after a
+ * recorded one were never recorded once the key went quiet, so its last use read up to a minute early).
+ */
+export function touchThrottle(): { record(id: string, now: number, write: (at: number) => void): void; forget(id: string): void } {
   const lastTouch = new Map<string, number>();
+  /** A use not written yet, written when its id's interval ends. */
+  const pending = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   return {
-    due(id, now) {
+    record(id, now, write) {
       const last = lastTouch.get(id);
-      if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return false;
-      lastTouch.set(id, now);
-      return true;
+      if (last === undefined || now - last >= TOUCH_INTERVAL_MS) {
+        lastTouch.set(id, now);
+        write(now);
+        return;
+      }
+      const waiting = pending.get(id);
+      if (waiting) {
+        waiting.at = now;
+        return;
+      }
+      const timer = setTimeout(() => {
+        const use = pending.get(id);
+        pending.delete(id);
+        if (!use) return;
+        lastTouch.set(id, use.at);
+        write(use.at);
+      }, last + TOUCH_INTERVAL_MS - now);
+      timer.unref();
+      pending.set(id, { at: now, timer });
     },
-    forget: (id) => void lastTouch.delete(id),
+    forget(id) {
+      lastTouch.delete(id);
+      clearTimeout(pending.get(id)?.timer);
+      pending.delete(id);
+    },
   };
 }
 
@@ -221,12 +247,13 @@ export function createApiKeyStore(ctx: StoreContext): ApiKeyStore {
     },
 
     touch(id, now) {
-      if (!touches.due(id, now)) return;
-      // Best effort: last-use time is informational and may be lost in a crash.
-      lastUsed.put(['apiKey', id], now).catch((err: unknown) => ctx.logger?.warn({ err, keyId: id }, 'recording key use failed'));
-      // The remembered view follows (last use is not a record write: it moves no generation).
-      const remembered = ctx.cache.peek<ApiKeyView>(`apiKey:view:${id}`);
-      if (remembered) remembered.lastUsedAt = new Date(now).toISOString();
+      touches.record(id, now, (at) => {
+        // Best effort: last-use time is informational and may be lost in a crash.
+        lastUsed.put(['apiKey', id], at).catch((err: unknown) => ctx.logger?.warn({ err, keyId: id }, 'recording key use failed'));
+        // The remembered view follows (last use is not a record write: it moves no generation).
+        const remembered = ctx.cache.peek<ApiKeyView>(`apiKey:view:${id}`);
+        if (remembered) remembered.lastUsedAt = new Date(at).toISOString();
+      });
     },
   };
 }

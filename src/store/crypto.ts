@@ -3,7 +3,8 @@
  * random base62 strings and scrypt password hashes. Nothing here logs or stores plaintext.
  */
 import { createCipheriv, createDecipheriv, hash, randomBytes, scrypt, timingSafeEqual as nodeTimingSafeEqual } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { makeDirs } from './file-modes.js';
 import { join } from 'node:path';
 
 export const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -57,7 +58,7 @@ export function loadDataKey(dataDir: string, dataKey?: string, opts: { create?: 
     if (!/^[0-9a-fA-F]{64}$/.test(dataKey)) throw new Error('dataKey must be 64 hex characters (32 bytes)');
     return Buffer.from(dataKey, 'hex');
   }
-  mkdirSync(dataDir, { recursive: true });
+  makeDirs(dataDir);
   const file = join(dataDir, DATA_KEY_FILE);
   if (!existsSync(file)) {
     if (opts.create === false) {

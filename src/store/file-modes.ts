@@ -5,7 +5,35 @@
  * created 0700; a pre-existing directory that others may enter is reported, not changed
  * (it may be a mount point whose owner chose its mode).
  */
-import { chmodSync, existsSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+/**
+ * Creates `dir` and its missing parents (mode for those it creates), as `mkdirSync(dir, {recursive:
+ * true})` would, but one level at a time: Node 20's recursive mkdir loops for good, at 100 % CPU,
+ * on a path whose parent exists and refuses it with ENOENT, as /proc does (clients probe: `serve
+ * --data-dir /proc/x` spun forever and could only be killed). Throws that error instead.
+ */
+export function makeDirs(dir: string, mode?: number): void {
+  const missing: string[] = [];
+  let at = resolve(dir);
+  while (!existsSync(at)) {
+    missing.push(at);
+    const parent = dirname(at);
+    if (parent === at) break;
+    at = parent;
+  }
+  for (const path of missing.reverse()) {
+    try {
+      mkdirSync(path, mode === undefined ? undefined : { mode });
+    } catch (err) {
+      // Made meanwhile by another process: as good as made here.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  // There already, as something else than a directory (recursive mkdir says EEXIST too).
+  if (missing.length === 0 && !statSync(at).isDirectory()) throw Object.assign(new Error(`EEXIST: file already exists, mkdir '${dir}'`), { code: 'EEXIST', path: dir });
+}
 
 /** Mode of every data file. */
 export const PRIVATE_FILE_MODE = 0o600;

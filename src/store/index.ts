@@ -3,7 +3,7 @@
  * record kind. LMDB is multi-process: the server keeps it open while CLI commands open it,
  * write and close; writers are serialized by LMDB's lock, readers take no locks.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database } from 'lmdb';
 import type { Logger } from '../log.js';
@@ -12,7 +12,7 @@ import { createConnectionStore, type ConnectionStore } from './connections.js';
 import type { Dbs, StoreContext } from './context.js';
 import { DATA_KEY_FILE, loadDataKey, type Sealer } from './crypto.js';
 import { dumpStore, type StoreDump } from './dump.js';
-import { makePrivate, sharedDirWarning, withPrivateUmask } from './file-modes.js';
+import { makeDirs, makePrivate, sharedDirWarning, withPrivateUmask } from './file-modes.js';
 import { checkDataKey, type KeyCheckSlot } from './key-check.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createJournalStore, type BatchedJournalStore, type JournalStore } from './journal.js';
@@ -133,7 +133,7 @@ function keyCheckSlot(meta: Database): KeyCheckSlot {
 export async function openStore(opts: StoreOptions): Promise<LmdbStore> {
   const clock = opts.clock ?? Date.now;
   // 0700: the directory holds the data key file; nobody else needs to list or read it.
-  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  makeDirs(opts.dataDir, 0o700);
   const shared = sharedDirWarning(opts.dataDir);
   if (shared) (opts.logger ? (m: string) => opts.logger!.warn(m) : (opts.warn ?? (() => undefined)))(shared);
 

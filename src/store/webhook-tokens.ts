@@ -263,10 +263,11 @@ export function createWebhookTokenStore(ctx: StoreContext): WebhookTokenStore {
     },
 
     touch(id, now) {
-      if (!touches.due(id, now)) return;
-      lastUsed.put(['webhookToken', id], now).catch((err: unknown) => ctx.logger?.warn({ err, tokenId: id }, 'recording token use failed'));
-      const remembered = ctx.cache.peek<WebhookTokenRecord>(`webhookToken:view:${id}`);
-      if (remembered) remembered.lastUsedAt = new Date(now).toISOString();
+      touches.record(id, now, (at) => {
+        lastUsed.put(['webhookToken', id], at).catch((err: unknown) => ctx.logger?.warn({ err, tokenId: id }, 'recording token use failed'));
+        const remembered = ctx.cache.peek<WebhookTokenRecord>(`webhookToken:view:${id}`);
+        if (remembered) remembered.lastUsedAt = new Date(at).toISOString();
+      });
     },
   };
 }

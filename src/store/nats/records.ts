@@ -122,9 +122,10 @@ export function createNatsApiKeyStore(ctx: NatsStoreContext): ApiKeyStore {
       return next && view(next);
     },
     touch(id, now) {
-      if (!touches.due(id, now)) return;
-      used.record(id, now);
-      verified.forget(id);
+      touches.record(id, now, (at) => {
+        used.record(id, at);
+        verified.forget(id);
+      });
     },
   };
 }
@@ -211,9 +212,10 @@ export function createNatsWebhookTokenStore(ctx: NatsStoreContext): WebhookToken
       return changed;
     },
     touch(id, now) {
-      if (!touches.due(id, now)) return;
-      used.record(id, now);
-      verified.forget(id);
+      touches.record(id, now, (at) => {
+        used.record(id, at);
+        verified.forget(id);
+      });
     },
   };
 }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { REVOKED_KEYS_KEPT, TOUCH_INTERVAL_MS } from '../../../src/store/api-keys.js';
 import { sha256Hex } from '../../../src/store/crypto.js';
 import { useTwoUsers } from '../../support/store.js';
@@ -166,17 +166,31 @@ describe('apiKeys ownership', () => {
 });
 
 describe('apiKeys.touch', () => {
-  it('records last use at most once a minute per key', async () => {
+  it('records last use at most once a minute per key: the first use at once, the last one of the minute when it ends (clients probe: it was never recorded once the key went quiet)', async () => {
     const { record, key } = await world.t.store.apiKeys.create({ userId: world.alice, name: 'bot', scopes: ['read'] });
+    const lastUsed = () => world.t.store.apiKeys.verify(key)?.lastUsedAt;
     const t1 = world.t.now.value + 5000;
-    world.t.store.apiKeys.touch(record.id, t1);
-    await world.t.store.flushed();
-    expect(world.t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1).toISOString());
-    world.t.store.apiKeys.touch(record.id, t1 + TOUCH_INTERVAL_MS - 1);
-    await world.t.store.flushed();
-    expect(world.t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1).toISOString());
-    world.t.store.apiKeys.touch(record.id, t1 + TOUCH_INTERVAL_MS);
-    await world.t.store.flushed();
-    expect(world.t.store.apiKeys.verify(key)?.lastUsedAt).toBe(new Date(t1 + TOUCH_INTERVAL_MS).toISOString());
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      world.t.store.apiKeys.touch(record.id, t1);
+      await world.t.store.flushed();
+      expect(lastUsed()).toBe(new Date(t1).toISOString());
+      world.t.store.apiKeys.touch(record.id, t1 + 1_000);
+      world.t.store.apiKeys.touch(record.id, t1 + 20_000);
+      await world.t.store.flushed();
+      expect(lastUsed(), 'not written again inside the minute').toBe(new Date(t1).toISOString());
+      // The minute runs from the recorded use (t1); the timer was set at t1 + 1 s.
+      await vi.advanceTimersByTimeAsync(TOUCH_INTERVAL_MS - 1_000 - 1);
+      expect(lastUsed()).toBe(new Date(t1).toISOString());
+      await vi.advanceTimersByTimeAsync(1);
+      await world.t.store.flushed();
+      expect(lastUsed(), 'the last use of the minute, once it ends').toBe(new Date(t1 + 20_000).toISOString());
+      // The next use a minute after that one is written at once.
+      world.t.store.apiKeys.touch(record.id, t1 + 20_000 + TOUCH_INTERVAL_MS);
+      await world.t.store.flushed();
+      expect(lastUsed()).toBe(new Date(t1 + 20_000 + TOUCH_INTERVAL_MS).toISOString());
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

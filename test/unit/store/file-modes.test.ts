@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makePrivate, sharedDirWarning, withPrivateUmask } from '../../../src/store/file-modes.js';
+import { makeDirs, makePrivate, sharedDirWarning, withPrivateUmask } from '../../../src/store/file-modes.js';
 
 const dirs: string[] = [];
 const tempDir = () => {
@@ -46,5 +46,27 @@ describe('file modes', () => {
     expect(sharedDirWarning(dir)).toMatch(/mode 0710/);
     chmodSync(dir, 0o701);
     expect(sharedDirWarning(dir)).toMatch(/mode 0701/);
+  });
+});
+
+describe('makeDirs', () => {
+  it('creates missing parents with the mode, leaves an existing directory alone, and refuses a file as EEXIST and a path under one as ENOTDIR', () => {
+    const root = mkdtempSync(join(tmpdir(), 'tg-dirs-'));
+    try {
+      const deep = join(root, 'a', 'b', 'c');
+      makeDirs(deep, 0o700);
+      expect(statSync(deep).isDirectory()).toBe(true);
+      expect(statSync(join(root, 'a')).mode & 0o777).toBe(0o700 & ~process.umask());
+      makeDirs(deep, 0o700);
+      writeFileSync(join(root, 'f'), '');
+      expect(() => makeDirs(join(root, 'f'))).toThrow(expect.objectContaining({ code: 'EEXIST' }));
+      expect(() => makeDirs(join(root, 'f', 'x'))).toThrow(expect.objectContaining({ code: 'ENOTDIR' }));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(process.platform === 'linux')('a path under /proc is an error at once, not the endless loop of recursive mkdir (clients probe: serve --data-dir /proc/x spun at 100 % CPU and ignored SIGTERM)', () => {
+    expect(() => makeDirs('/proc/tradegate-nope/deeper', 0o700)).toThrow(expect.objectContaining({ code: 'ENOENT' }));
   });
 });
