@@ -143,7 +143,11 @@ export function touchThrottle(): { record(id: string, now: number, write: (at: n
         pending.delete(id);
         if (!use) return;
         lastTouch.set(id, use.at);
-        write(use.at);
+        try {
+          write(use.at);
+        } catch {
+          // Best effort, as every last-use write: the store may have closed since (a stop).
+        }
       }, last + TOUCH_INTERVAL_MS - now);
       timer.unref();
       pending.set(id, { at: now, timer });
