@@ -8,7 +8,7 @@ import { checkQuota } from '../http/quotas.js';
 import { API_KEY_SCOPES } from '../store/api-keys.js';
 import { note, parseCommand, print, resolveUser, runCommand, table, UsageError, withStore } from './store-command.js';
 
-const USAGE = 'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U [--json] | keys revoke <id>   [--data-dir D | --cluster nats://…]';
+const USAGE = 'tradegate keys create --user U --name N --scopes read,trade [--json] | keys list --user U [--json] | keys revoke <id> [--json]   [--data-dir D | --cluster nats://…]';
 
 function parseScopes(raw: string | undefined): Scope[] {
   if (!raw) throw new UsageError('--scopes is required (read, trade or read,trade)');
@@ -82,7 +82,8 @@ export function run(argv: string[]): Promise<number> {
         if (existing.revokedAt) return 'already';
         return (await store.apiKeys.revokeById(id)) ? 'revoked' : 'already';
       });
-      print(outcome === 'revoked' ? `revoked key ${id}` : `key ${id} was already revoked`);
+      if (values.json) print(JSON.stringify({ id, revoked: true, already: outcome !== 'revoked' }));
+      else print(outcome === 'revoked' ? `revoked key ${id}` : `key ${id} was already revoked`);
       return 0;
     }
 

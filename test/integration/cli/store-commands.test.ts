@@ -215,6 +215,8 @@ describe('tradegate keys, while another process holds the store open', () => {
     expect(await holder.ask(`verify ${out.key}`)).toBeNull();
     expect((await cli(['keys', 'list', '--user', 'alice'])).stdout).toMatch(/revoked \d{4}-/);
     expect((await cli(['keys', 'revoke', `tgk_${out.id}`])).stdout).toContain('already revoked');
+    // --json as the other subcommands take it (clients probe: plain text).
+    expect(JSON.parse((await cli(['keys', 'revoke', out.id, '--json'])).stdout)).toEqual({ id: out.id, revoked: true, already: true });
   });
 
   it('prints the plain key alone on stdout without --json', async () => {
