@@ -390,6 +390,11 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // sent (TV probe: a market partial exit sent as the full-size stop filled left the account
     // short), and it is kept as an exit (cancelled, as a partial exit is, should the position go
     // flat or smaller than it).
+    // Checked before the legs make room, not after: refused once they were cut, the exit gave them
+    // back while a retry under its key made room again, and a take-profit larger than the position
+    // was left (re-probe). Once room is made the exit goes out; a caller answered meanwhile was told
+    // it may still reach the broker.
+    requireCallerWaiting(req);
     const asExit = reducesAsExit(ctx, req);
     if (asExit) coming = { symbol: req.symbol, side: req.side, type: req.orderType, qty: req.qty, placement: placementKey(req.accountId, req.clOrdId) };
     const cutStops = coming ? ((await ctx.makeRoom?.(req.accountId, coming)) ?? false) : false;
@@ -406,7 +411,6 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
     // Cutting the legs took broker round trips: a leg may have filled meanwhile (faults probe: long
     // 1, its stop filled as it was being cut, and the market exit then made the account short 1).
     const sendQty = coming ? stillHeldQty(ctx, req) : req.qty;
-    requireCallerWaiting(req);
     const sent = sendQty === req.qty ? req : { ...req, qty: sendQty };
     const result = await onActiveAccount(ctx, req.accountId, () => placeNew(ctx, asExit ? { ...sent, reduceOnly: true } : sent, account, hold, onLate));
     if (coming && sendQty < req.qty) {
@@ -441,10 +445,10 @@ async function placeOnce(ctx: ActorContext, req: PlaceOrderRequest): Promise<Pla
 const CALLER_MARGIN_MS = 250;
 
 /**
- * An API order is never sent after its caller was answered: waits before the send (a flatten,
- * a login again, the first lookup of a contract, legs cut for an exit: each a broker round trip
- * at a slow broker) could outlast the caller's 15 s, and an order sent then was answered a 504
- * while it filled (cluster probe). Refused instead, nothing sent (503, Retry-After 1): the caller's
+ * An API order is not sent once its caller was answered: waits before the send (a flatten, a
+ * login again, the first lookup of a contract, the guards: each a broker round trip at a slow
+ * broker) could outlast the caller's 15 s, and an order sent then was answered a 504 while it
+ * filled (cluster probe). Refused instead, nothing sent (503, Retry-After 1): the caller's
  * 504, should it come first, says the order may still reach the broker, and a retry under the
  * same Idempotency-Key waits for this attempt, then places it. A webhook alert's order has been
  * answered already and goes out whatever the wait (its outcome is followed up).

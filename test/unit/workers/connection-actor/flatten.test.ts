@@ -420,6 +420,25 @@ describe('flatten', () => {
     expect(sent, 'the refused order never reached the broker').not.toContain(market.clOrdId);
   });
 
+  it('an exit whose legs have made room for it is sent even when its caller stopped waiting meanwhile: refused then, the legs were given back while a retry under its key made room again (re-probe: a take-profit larger than the position)', async () => {
+    const { broker, ctx } = fakeActorContext();
+    const held = broker.addOrder({ qty: 2 });
+    broker.fill(held, 2, 5000);
+    const rooms: string[] = [];
+    ctx.makeRoom = async () => {
+      rooms.push('cut');
+      await new Promise((r) => setTimeout(r, 400));
+      return false;
+    };
+    ctx.roomUsed = async () => void rooms.push('used');
+    const before = broker.bodies('order/placeorder').length;
+    // The caller waits 300 ms; cutting the legs takes 400.
+    const exit = await placeOrder(ctx, { ...newOrder({ side: 'sell', orderType: 'market', price: null } as never), callerGoneAt: performance.now() + 300 });
+    expect(exit.order.side).toBe('sell');
+    expect(broker.bodies('order/placeorder').length).toBe(before + 1);
+    expect(rooms).toEqual(['cut', 'used']);
+  });
+
   it('a webhook alert’s order waits for the flatten however long it takes, and is placed after it (its late outcome is followed up; TradingView does not resend)', async () => {
     const { broker, ctx, liquidation, flat, before } = await flattenHeldAtLiquidation();
     let settled = false;
