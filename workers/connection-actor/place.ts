@@ -458,7 +458,7 @@ function requireCallerWaiting(req: PlaceOrderRequest): void {
   if (performance.now() < req.callerGoneAt - CALLER_MARGIN_MS) return;
   throw new AppError(
     'BROKER_UNAVAILABLE',
-    'this order was not sent (nothing reached the broker): what it had to wait for before it could go (a flatten, a login, the legs making room for it) took until its request had run out of time; send it again',
+    'this order was not sent (nothing reached the broker): what it had to wait for before it could go (a flatten, a login again, the first lookup of its contract) took until its request had run out of time; send it again',
     { accountId: req.accountId },
     1,
   );
