@@ -90,7 +90,7 @@ export class ConnectionActor {
     const watch = new BracketWatch(this.conn.mirror, spec.connectionId);
     this.orphans = new OrphanLegs(this.ctx, spec.connectionId, t.orphanLegGraceMs);
     this.ctx.makeRoom = (accountId, coming) => this.orphans.makeRoom(accountId, coming);
-    this.ctx.roomUsed = async (accountId, coming, failed) => (failed ? this.orphans.undoRoom(accountId, coming, failed.why, failed.outcomeUnknown, 0, failed.sentQty) : this.orphans.roomTaken(coming));
+    this.ctx.roomUsed = async (accountId, coming, failed) => (failed ? this.orphans.undoRoom(accountId, coming, failed.why, failed.outcomeUnknown, 0, failed.sentQty) : this.orphans.roomTaken(coming, accountId));
     this.quietWatch = setInterval(() => {
       if (this.conn.watchQuiet()) this.model.forgetPages();
     }, Math.max(50, Math.floor(t.readQuietMs / 20)));

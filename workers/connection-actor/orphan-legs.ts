@@ -308,9 +308,13 @@ export class OrphanLegs {
   }
 
   /** Forgets the room made for an exit that was sent (its legs stay as fitted). */
-  roomTaken(coming: ComingExit): void {
+  roomTaken(coming: ComingExit, accountId?: string): void {
     this.roomMade.delete(coming);
     this.exitsOnTheirWay.delete(coming);
+    // Placed, it is a resting exit only now: a position that shrank below it while it was on its
+    // way (another exit filled first) saw no sweep that knew it, and it rested to open the other
+    // way (final probe: two exits of 2 on long 3 at a 12 s broker left a sell 2 on long 1). Looked at once more.
+    if (accountId !== undefined) this.schedule(Number(accountId));
   }
 
   /**

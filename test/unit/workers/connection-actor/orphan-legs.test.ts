@@ -13,7 +13,7 @@ function setup(graceMs = GRACE_MS) {
   const { broker, ctx, events } = fakeActorContext();
   const orphans = new OrphanLegs(ctx, 'c1', graceMs);
   ctx.makeRoom = (accountId, coming) => orphans.makeRoom(accountId, coming);
-  ctx.roomUsed = async (accountId, coming, failed) => (failed ? orphans.undoRoom(accountId, coming, failed.why, failed.outcomeUnknown, 0, failed.sentQty) : orphans.roomTaken(coming));
+  ctx.roomUsed = async (accountId, coming, failed) => (failed ? orphans.undoRoom(accountId, coming, failed.why, failed.outcomeUnknown, 0, failed.sentQty) : orphans.roomTaken(coming, accountId));
   broker.mirror.onChange((c) => orphans.onChange(c));
   return { broker, ctx, events, orphans };
 }
@@ -62,6 +62,24 @@ function cutStopFillsWhole(s: ReturnType<typeof setup>, stopId: number, tpId: nu
 }
 
 describe('orphaned bracket legs', () => {
+  it('an exit whose position shrank below it while it was on its way is cancelled once placed: filling, it would open the other way (final probe: two exits of 2 on long 3 at a slow broker left a sell 2 on long 1)', async () => {
+    const s = setup();
+    const held = s.broker.addOrder({ qty: 2 });
+    s.broker.fill(held, 2, 5000);
+    const answer = s.broker.hold('order/placeorder');
+    const exit = placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, price: 5010 }));
+    await answer.reached;
+    // Another exit fills first: long 1, while this one is still on its way.
+    const other = s.broker.addOrder({ action: 'Sell', orderType: 'Market' });
+    s.broker.fill(other, 1, 5000);
+    await pause(GRACE_MS * 3);
+    answer.release();
+    const placed = await exit;
+    await pause(GRACE_MS * 5);
+    expect(s.broker.bodies('order/cancelorder').map((b) => String(b.orderId))).toEqual([placed.order.orderId]);
+    expect(s.events).toEqual([expect.objectContaining({ type: 'bracket-alert', orderId: placed.order.orderId, detail: expect.stringMatching(/cancelled: the position it was to reduce is long 1 now/) })]);
+  });
+
   it('a resting partial exit whose position went flat (its stop hit) is cancelled: filling, it would open the other way', async () => {
     const s = setup();
     const held = s.broker.addOrder({ qty: 2 });
