@@ -305,6 +305,10 @@ function undoRoomFor(ctx: ActorContext, req: PlaceOrderRequest, coming: ComingEx
   void failed(why, timedOut);
   if (!timedOut) return;
   void ctx.unknown.whenKnown(placementKey(req.accountId, req.clOrdId))?.then((outcome) => {
+    // Placed after all: an exit, as its first answer would have noted it, so a position that is
+    // smaller than it by now has it cancelled (final probe: a limit exit of 2 answered late rested
+    // on long 1, not known as an exit, and filled into short 2).
+    if (outcome.orderId !== null) ctx.model.note(outcome.orderId, { requestedSymbol: req.requestedSymbol, clientOrderId: req.clientOrderId ?? null, reduceOnly: true });
     if (outcome.orderId !== null || outcome.how === 'expired') return void ctx.roomUsed?.(req.accountId, coming);
     return failed(`it timed out, and the broker has not placed it (${outcome.how})`, false);
   });

@@ -80,6 +80,24 @@ describe('orphaned bracket legs', () => {
     expect(s.events).toEqual([expect.objectContaining({ type: 'bracket-alert', orderId: placed.order.orderId, detail: expect.stringMatching(/cancelled: the position it was to reduce is long 1 now/) })]);
   });
 
+  it('an exit whose placement timed out and that the broker placed late, on a position another exit took below it meanwhile, is cancelled too (final probe: it was not known as an exit, rested on long 1 and filled into short 2)', async () => {
+    const s = setup();
+    const held = s.broker.addOrder({ qty: 2 });
+    s.broker.fill(held, 2, 5000);
+    const late = s.broker.timeOut('order/placeorder');
+    await expect(placeOrder(s.ctx, newOrder({ side: 'sell', qty: 2, price: 5010 }))).rejects.toMatchObject({ code: 'BROKER_TIMEOUT' });
+    const other = s.broker.addOrder({ action: 'Sell', orderType: 'Market' });
+    s.broker.fill(other, 1, 5000);
+    await pause(GRACE_MS * 3);
+    late.execute();
+    late.answer();
+    await pause(GRACE_MS * 5);
+    const exitId = s.ctx.model.workingOrders(ACCOUNT).length === 0 ? undefined : s.ctx.model.workingOrders(ACCOUNT)[0]!.orderId;
+    expect(exitId, 'nothing left working').toBeUndefined();
+    expect(s.broker.bodies('order/cancelorder')).toHaveLength(1);
+    expect(s.events).toEqual([expect.objectContaining({ type: 'bracket-alert', detail: expect.stringMatching(/cancelled: the position it was to reduce is long 1 now/) })]);
+  });
+
   it('a resting partial exit whose position went flat (its stop hit) is cancelled: filling, it would open the other way', async () => {
     const s = setup();
     const held = s.broker.addOrder({ qty: 2 });
